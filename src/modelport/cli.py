@@ -1,0 +1,81 @@
+"""`modelport` command line: `serve` runs the HTTP server, `models` lists what it would serve."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from modelport import __version__
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="modelport", description="Run open-source models behind the OpenAI API."
+    )
+    parser.add_argument("--version", action="version", version=f"modelport {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser(
+        "serve",
+        help="serve the OpenAI API over HTTP",
+        description="Serve the OpenAI API at http://HOST:PORT/v1 (and /v1/openai/v1).",
+    )
+    serve.add_argument("--config", help="a models.toml listing models (engines or module:function predictors)")
+    serve.add_argument("--host", help="interface to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port to listen on (default 8000)")
+    serve.add_argument(
+        "--lazy", action="store_true", help="load each model on its first request instead of at start-up"
+    )
+    serve.add_argument("--no-defaults", action="store_true", help="do not serve the four default models")
+    serve.add_argument(
+        "--no-openai-aliases", action="store_true", help="do not map OpenAI model names (gpt-4o-mini, …) to the defaults"
+    )
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+
+    models = commands.add_parser("models", help="list the models and aliases a configuration serves")
+    models.add_argument("--config", help="a models.toml")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `modelport` command."""
+    args = _parser().parse_args(argv)
+    from modelport.settings import Settings
+
+    overrides = {
+        "host": getattr(args, "host", None),
+        "port": getattr(args, "port", None),
+        "preload": False if getattr(args, "lazy", False) else None,
+        "defaults": False if getattr(args, "no_defaults", False) else None,
+        "openai_aliases": False if getattr(args, "no_openai_aliases", False) else None,
+    }
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    settings = Settings.from_toml(args.config, **overrides) if args.config else Settings(**overrides)
+
+    if args.command == "models":
+        for model in settings.all_models():
+            print(f"{model.id}\t{model.engine or model.predictor}")
+        for alias, target in settings.all_aliases().items():
+            print(f"{alias}\t→ {target}")
+        return 0
+    return _serve(settings, args.log_level)
+
+
+def _serve(settings: object, log_level: str) -> int:
+    import uvicorn
+
+    from modelport.server import create_app
+    from modelport.settings import Settings
+
+    assert isinstance(settings, Settings)
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    app = create_app(settings)
+    print(f"modelport {__version__}: serving http://{settings.host}:{settings.port}/v1", file=sys.stderr)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=log_level)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

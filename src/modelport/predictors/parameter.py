@@ -1,0 +1,117 @@
+"""Annotations that tell modelport which OpenAI argument a predictor parameter receives.
+
+The names and denotations mirror Muna's predictor annotations, so a predictor written for Muna ports by
+changing its import. Use them as `typing.Annotated` metadata, called or bare:
+`Annotated[np.ndarray, Parameter.Embedding]` or `Annotated[float, Parameter.AudioSpeed(min=0.25, max=4)]`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """What one predictor parameter (or return value) means in OpenAI's API."""
+
+    denotation: str
+    description: str | None = None
+    sample_rate: int | None = None
+    min: float | None = None
+    max: float | None = None
+
+    # Embeddings
+    @classmethod
+    def Embedding(cls, *, description: str | None = None) -> Parameter:  # noqa: N802
+        """An embedding matrix: float32 numpy array, shape (N, D), one row per input text."""
+        return cls("embedding", description)
+
+    @classmethod
+    def EmbeddingDims(  # noqa: N802
+        cls, *, description: str | None = None, min: int | None = None, max: int | None = None
+    ) -> Parameter:
+        """The `dimensions` argument of embeddings (Matryoshka truncation)."""
+        return cls("openai.embeddings.dims", description, min=min, max=max)
+
+    # Audio
+    @classmethod
+    def Audio(cls, *, sample_rate: int, description: str | None = None) -> Parameter:  # noqa: N802
+        """Linear PCM audio, float32 numpy array, (F,) mono or (F, C) interleaved, at `sample_rate` Hz."""
+        return cls("audio", description, sample_rate=sample_rate)
+
+    @classmethod
+    def AudioVoice(cls, *, description: str | None = None) -> Parameter:  # noqa: N802
+        """The `voice` of speech; annotate a `Literal[...]` or `StrEnum` whose values are the voices."""
+        return cls("openai.audio.speech.voice", description)
+
+    @classmethod
+    def AudioSpeed(  # noqa: N802
+        cls, *, description: str | None = None, min: float | None = None, max: float | None = None
+    ) -> Parameter:
+        """The `speed` of speech, 1.0 being the voice's natural pace."""
+        return cls("openai.audio.speech.speed", description, min=min, max=max)
+
+    @classmethod
+    def TranscriptionLanguage(cls, *, description: str | None = None) -> Parameter:  # noqa: N802
+        """The `language` of a transcription request (ISO-639-1), or None."""
+        return cls("openai.audio.transcriptions.language", description)
+
+    @classmethod
+    def TranscriptionPrompt(cls, *, description: str | None = None) -> Parameter:  # noqa: N802
+        """The `prompt` of a transcription request, or None."""
+        return cls("openai.audio.transcriptions.prompt", description)
+
+    # Chat and completions
+    @classmethod
+    def Temperature(  # noqa: N802
+        cls, *, description: str | None = None, min: float | None = None, max: float | None = None
+    ) -> Parameter:
+        """Sampling `temperature` (chat, completions and transcriptions)."""
+        return cls("openai.chat.completions.temperature", description, min=min, max=max)
+
+    @classmethod
+    def TopP(  # noqa: N802
+        cls, *, description: str | None = None, min: float | None = None, max: float | None = None
+    ) -> Parameter:
+        """Nucleus sampling `top_p`."""
+        return cls("openai.chat.completions.top_p", description, min=min, max=max)
+
+    @classmethod
+    def MaxOutputTokens(  # noqa: N802
+        cls, *, description: str | None = None, min: int | None = None, max: int | None = None
+    ) -> Parameter:
+        """`max_completion_tokens`, or the older `max_tokens`."""
+        return cls("openai.chat.completions.max_output_tokens", description, min=min, max=max)
+
+    @classmethod
+    def PresencePenalty(  # noqa: N802
+        cls, *, description: str | None = None, min: float | None = None, max: float | None = None
+    ) -> Parameter:
+        """`presence_penalty`."""
+        return cls("openai.chat.completions.presence_penalty", description, min=min, max=max)
+
+    @classmethod
+    def FrequencyPenalty(  # noqa: N802
+        cls, *, description: str | None = None, min: float | None = None, max: float | None = None
+    ) -> Parameter:
+        """`frequency_penalty`."""
+        return cls("openai.chat.completions.frequency_penalty", description, min=min, max=max)
+
+    @classmethod
+    def ResponseFormat(cls, *, description: str | None = None) -> Parameter:  # noqa: N802
+        """`response_format`, as the dict the caller sent."""
+        return cls("openai.chat.completions.response_format", description)
+
+    @classmethod
+    def ChatTools(cls, *, description: str | None = None) -> Parameter:  # noqa: N802
+        """`tools`, as the list of OpenAI function-tool dicts the caller sent."""
+        return cls("openai.chat.completions.tools", description)
+
+    @classmethod
+    def GenerationOptions(cls, *, description: str | None = None) -> Parameter:  # noqa: N802
+        """Every other generation argument the caller sent, as a dict (for engines that honour them all).
+
+        Receives what no other annotated parameter of the predictor took: `stop`, `seed`, `n`, `logprobs`,
+        `tool_choice`, vLLM-style extras from `extra_body`, and so on. Not part of Muna's contract.
+        """
+        return cls("modelport.generation_options", description)

@@ -1,0 +1,151 @@
+"""Request bodies of the OpenAI endpoints, validated once at the edge (HTTP or in-process)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+log = logging.getLogger("modelport.protocol")
+
+
+class OpenAIRequest(BaseModel):
+    """Accepts fields it does not know (clients send vendor extras) and keeps them in `model_extra`."""
+
+    model_config = ConfigDict(extra="allow", protected_namespaces=())
+
+    model: str = Field(min_length=1)
+
+    def extras(self) -> dict[str, Any]:
+        """Fields the caller sent beyond the ones OpenAI documents."""
+        return dict(self.model_extra or {})
+
+
+class StreamOptions(BaseModel):
+    """`stream_options` of chat and completions."""
+
+    include_usage: bool = False
+
+
+_ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
+
+
+class _GenerationRequest(OpenAIRequest):
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    presence_penalty: float | None = Field(default=None, ge=-2, le=2)
+    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
+    max_tokens: int | None = Field(default=None, ge=1)
+    n: int = Field(default=1, ge=1, le=128)
+    stop: str | list[str] | None = None
+    seed: int | None = None
+    logit_bias: dict[str, float] | None = None
+    user: str | None = None
+
+    @field_validator("stop")
+    @classmethod
+    def _stop_limit(cls, value: str | list[str] | None) -> str | list[str] | None:
+        if isinstance(value, list) and len(value) > 4:
+            raise ValueError("at most 4 stop sequences are allowed")
+        return value
+
+    @property
+    def include_usage(self) -> bool:
+        """Whether a streamed answer ends with a usage chunk."""
+        return bool(self.stream and self.stream_options and self.stream_options.include_usage)
+
+
+class ChatCompletionRequest(_GenerationRequest):
+    """`POST /v1/chat/completions`."""
+
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    response_format: dict[str, Any] | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    logprobs: bool | None = None
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+
+    @field_validator("messages")
+    @classmethod
+    def _roles(cls, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for i, message in enumerate(messages):
+            role = message.get("role")
+            if role not in _ROLES:
+                raise ValueError(f"messages[{i}].role must be one of {sorted(_ROLES)}, got {role!r}")
+        return messages
+
+    @field_validator("response_format")
+    @classmethod
+    def _format(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None and value.get("type") not in ("text", "json_object", "json_schema"):
+            raise ValueError("response_format.type must be 'text', 'json_object' or 'json_schema'")
+        return value
+
+    @property
+    def max_output_tokens(self) -> int | None:
+        """`max_completion_tokens`, falling back to the older `max_tokens`."""
+        return self.max_completion_tokens or self.max_tokens
+
+
+class CompletionRequest(_GenerationRequest):
+    """`POST /v1/completions` (legacy)."""
+
+    prompt: str | list[str] | list[int] | list[list[int]]
+    max_tokens: int | None = Field(default=16, ge=1)  # OpenAI's default for this endpoint
+    echo: bool | None = None
+    logprobs: int | None = Field(default=None, ge=0, le=5)
+    suffix: str | None = None
+    best_of: int | None = Field(default=None, ge=1, le=20)
+
+    @property
+    def max_output_tokens(self) -> int | None:
+        """`max_tokens` (this endpoint has no `max_completion_tokens`)."""
+        return self.max_tokens
+
+
+class EmbeddingRequest(OpenAIRequest):
+    """`POST /v1/embeddings`."""
+
+    input: str | list[str] | list[int] | list[list[int]]
+    encoding_format: Literal["float", "base64"] = "float"
+    dimensions: int | None = Field(default=None, ge=1)
+    user: str | None = None
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> EmbeddingRequest:
+        if self.input == "" or self.input == []:
+            raise ValueError("input must not be empty")
+        return self
+
+
+SpeechFormat = Literal["mp3", "opus", "aac", "flac", "wav", "pcm"]
+
+
+class SpeechRequest(OpenAIRequest):
+    """`POST /v1/audio/speech`."""
+
+    input: str = Field(min_length=1, max_length=4096)
+    voice: str = Field(min_length=1)
+    response_format: SpeechFormat = "mp3"
+    speed: float = Field(default=1.0, ge=0.25, le=4.0)
+    instructions: str | None = None
+    stream_format: Literal["audio", "sse"] | None = None
+
+
+TranscriptionFormat = Literal["json", "text", "srt", "verbose_json", "vtt"]
+
+
+class TranscriptionRequest(OpenAIRequest):
+    """`POST /v1/audio/transcriptions`, less the uploaded file."""
+
+    language: str | None = None
+    prompt: str | None = None
+    response_format: TranscriptionFormat = "json"
+    temperature: float | None = Field(default=None, ge=0, le=1)
+    timestamp_granularities: list[Literal["word", "segment"]] | None = None
+    stream: bool = False

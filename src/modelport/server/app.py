@@ -1,0 +1,52 @@
+"""`create_app(settings)`: the FastAPI application over one `Service`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from modelport import __version__
+from modelport.server import errors
+from modelport.server.routes import router
+from modelport.service import Service
+from modelport.settings import Settings
+
+log = logging.getLogger("modelport.server")
+
+
+def create_app(settings: Settings | None = None, service: Service | None = None) -> FastAPI:
+    """Build the HTTP app; OpenAI's routes are served at `/v1` and at `/v1/openai/v1`."""
+    service = service or Service.from_settings(settings or Settings())
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Models load in the background so /health can answer 503 while they do; requests wait for them.
+        loading = asyncio.create_task(service.start())
+        app.state.loading = loading
+        try:
+            yield
+        finally:
+            loading.cancel()
+
+    app = FastAPI(title="modelport", version=__version__, lifespan=lifespan)
+    app.state.service = service
+    errors.install(app)
+    app.include_router(router, prefix="/v1")
+    app.include_router(router, prefix="/v1/openai/v1", include_in_schema=False)
+
+    @app.get("/health")
+    async def health(request: Request) -> JSONResponse:
+        """200 once the models to preload are loaded; 503 while they load or if one failed."""
+        loading: asyncio.Task[None] | None = getattr(request.app.state, "loading", None)
+        if loading is None or not loading.done():
+            return JSONResponse({"status": "loading"}, 503)
+        if loading.cancelled() or loading.exception() is not None:
+            return JSONResponse({"status": "error", "error": str(loading.exception())}, 503)
+        return JSONResponse({"status": "ok"})
+
+    return app

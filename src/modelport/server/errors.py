@@ -1,0 +1,65 @@
+"""Every error the HTTP face sends is OpenAI-shaped: `{"error": {"message", "type", "param", "code"}}`."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from modelport.errors import ModelportError
+
+log = logging.getLogger("modelport.server")
+
+_HTTP_TYPES = {401: "authentication_error", 403: "permission_error", 404: "not_found_error", 429: "rate_limit_error"}
+
+
+def error_response(status: int, message: str, type_: str, param: str | None = None, code: str | None = None) -> JSONResponse:
+    """A JSON error response in OpenAI's shape."""
+    return JSONResponse({"error": {"message": message, "type": type_, "param": param, "code": code}}, status)
+
+
+def validation_param(error: dict[str, Any]) -> str | None:
+    """The request parameter a pydantic error is about, as OpenAI names it (`messages[0].role`)."""
+    loc = [part for part in error.get("loc", ()) if part not in ("body", "form", "query", "path")]
+    # pydantic adds the union member's type to the path (`str`, `list[str]`); OpenAI's names have none.
+    loc = [part for part in loc if not (isinstance(part, str) and ("[" in part or part in ("str", "int", "float")))]
+    param = ""
+    for part in loc:
+        param += f"[{part}]" if isinstance(part, int) else (f".{part}" if param else str(part))
+    return param or None
+
+
+def install(app: FastAPI) -> None:
+    """Map our errors, validation errors and Starlette's HTTP errors onto OpenAI's shape."""
+
+    @app.exception_handler(ModelportError)
+    async def _modelport(_: Request, error: ModelportError) -> JSONResponse:
+        if error.status >= 500:
+            log.error("%s", error.message, exc_info=error.__cause__)
+        return JSONResponse(error.body(), error.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, error: RequestValidationError) -> JSONResponse:
+        first = error.errors()[0]
+        param = validation_param(first)
+        message = first.get("msg", "Invalid request")
+        if first.get("type") == "json_invalid":
+            return error_response(400, f"We could not parse the JSON body of your request: {message}", "invalid_request_error")
+        if first.get("type") == "missing":
+            message = f"Missing required parameter: '{param}'."
+        else:
+            message = f"Invalid value for '{param}': {message}"
+        return error_response(400, message, "invalid_request_error", param, first.get("type"))
+
+    @app.exception_handler(HTTPException)
+    async def _http(_: Request, error: HTTPException) -> JSONResponse:
+        return error_response(error.status_code, str(error.detail), _HTTP_TYPES.get(error.status_code, "invalid_request_error"))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, error: Exception) -> JSONResponse:
+        log.exception("unexpected error")
+        return error_response(500, f"Internal error: {type(error).__name__}", "server_error")

@@ -1,0 +1,96 @@
+"""Calling predictors off the event loop, within their model's concurrency limit, with clean errors."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, TypeVar
+
+import anyio
+
+from modelport.errors import ModelportError, PredictorError
+from modelport.predictors.contract import Predictor
+from modelport.predictors.manager import LoadedModel
+
+T = TypeVar("T")
+_END = object()
+
+
+@contextmanager
+def predictor_errors(predictor: Predictor) -> Iterator[None]:
+    """Turn anything a predictor raises, other than our own typed errors, into a 500 naming it."""
+    try:
+        yield
+    except ModelportError:
+        raise
+    except Exception as error:
+        raise PredictorError(f"predictor `{predictor.name}` failed: {type(error).__name__}: {error}") from error
+
+
+@asynccontextmanager
+async def slot(model: LoadedModel) -> AsyncIterator[None]:
+    """Hold one of the model's slots.
+
+    Borrowed on behalf of a token, not the current task: a stream may be advanced by different tasks
+    (the blocking client runs each step as its own task), and the slot must follow the stream.
+    """
+    token = object()
+    await model.limiter.acquire_on_behalf_of(token)
+    try:
+        yield
+    finally:
+        model.limiter.release_on_behalf_of(token)
+
+
+async def call(model: LoadedModel, predictor: Predictor, fn: Callable[[], T]) -> T:
+    """Run one blocking predictor call in a worker thread, holding one of the model's slots."""
+    async with slot(model):
+        with predictor_errors(predictor):
+            return await anyio.to_thread.run_sync(fn)
+
+
+async def iterate(model: LoadedModel, predictor: Predictor, start: Callable[[], Any]) -> AsyncGenerator[Any, None]:
+    """Call a predictor that returns an iterator (or a whole value) and yield its items.
+
+    The model's slot is held until the iteration ends or is closed; closing also closes the predictor's
+    iterator, which is how a disconnected client stops a generation.
+    """
+    async with slot(model):
+        with predictor_errors(predictor):
+            result = await anyio.to_thread.run_sync(start)
+            if isinstance(result, AsyncIterator):
+                async for item in result:
+                    yield item
+                return
+            if not isinstance(result, Iterator):
+                yield result
+                return
+            try:
+                while (item := await anyio.to_thread.run_sync(next, result, _END)) is not _END:
+                    yield item
+            finally:
+                close = getattr(result, "close", None)
+                if close is not None:
+                    close()
+
+
+async def eager(stream: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
+    """Pull the first item now, so errors before any output reach the caller as a status, not mid-stream."""
+    try:
+        first = await stream.__anext__()
+    except StopAsyncIteration:
+        first = _END  # type: ignore[assignment]
+    except BaseException:
+        await stream.aclose()
+        raise
+
+    async def rest() -> AsyncGenerator[T, None]:
+        try:
+            if first is not _END:
+                yield first
+            async for item in stream:
+                yield item
+        finally:
+            await stream.aclose()
+
+    return rest()

@@ -1,0 +1,115 @@
+"""Server and model configuration: defaults, a TOML file, and the command line all land here."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from modelport.predictors.contract import Capability
+
+DEFAULT_CHAT = "smollm2-135m-instruct"
+DEFAULT_EMBEDDING = "all-minilm-l6-v2"
+DEFAULT_SPEECH = "piper-en-us"
+DEFAULT_TRANSCRIPTION = "whisper-tiny-en"
+
+# OpenAI's model names, so code written for OpenAI runs unchanged against the defaults.
+OPENAI_ALIASES: dict[str, str] = {
+    **dict.fromkeys(
+        [
+            "gpt-4o-mini",
+            "gpt-4o",
+            "gpt-4.1",
+            "gpt-4.1-mini",
+            "gpt-4.1-nano",
+            "gpt-4-turbo",
+            "gpt-4",
+            "gpt-3.5-turbo",
+            "gpt-3.5-turbo-instruct",
+            "gpt-5",
+            "gpt-5-mini",
+            "gpt-5-nano",
+            "o4-mini",
+            "davinci-002",
+            "babbage-002",
+        ],
+        DEFAULT_CHAT,
+    ),
+    **dict.fromkeys(
+        ["text-embedding-3-small", "text-embedding-3-large", "text-embedding-ada-002"], DEFAULT_EMBEDDING
+    ),
+    **dict.fromkeys(["tts-1", "tts-1-hd", "gpt-4o-mini-tts"], DEFAULT_SPEECH),
+    **dict.fromkeys(
+        ["whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe"], DEFAULT_TRANSCRIPTION
+    ),
+}
+
+
+class ModelConfig(BaseModel):
+    """One model: a built-in engine with its options, or a `module:function` predictor."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str = Field(min_length=1)
+    engine: str | None = None
+    predictor: str | None = None
+    capability: Capability | None = None
+    concurrency: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ModelConfig:
+        if (self.engine is None) == (self.predictor is None):
+            raise ValueError(f"model `{self.id}`: give exactly one of `engine` or `predictor`")
+        return self
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The engine options: every key beyond the ones above."""
+        return dict(self.model_extra or {})
+
+
+def default_models() -> list[ModelConfig]:
+    """The four models that ship with modelport's dependencies."""
+    return [
+        ModelConfig(id=DEFAULT_CHAT, engine="llamacpp"),
+        ModelConfig(id=DEFAULT_EMBEDDING, engine="onnx-embedding"),
+        ModelConfig(id=DEFAULT_SPEECH, engine="piper"),
+        ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
+    ]
+
+
+class Settings(BaseModel):
+    """Everything `create_app` and the in-process client need to know."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    defaults: bool = Field(default=True, description="serve the four default models")
+    models: list[ModelConfig] = Field(default_factory=list)
+    openai_aliases: bool = Field(default=True, description="map OpenAI's model names to the defaults")
+    aliases: dict[str, str] = Field(default_factory=dict)
+    preload: bool = Field(default=True, description="load every model at start-up, not on first use")
+    max_upload_bytes: int = Field(default=25 * 1024 * 1024, ge=1)
+
+    @classmethod
+    def from_toml(cls, path: str | Path, **overrides: Any) -> Settings:
+        """Read a `models.toml`; keyword overrides (from the command line) win."""
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.model_validate(data)
+
+    def all_models(self) -> list[ModelConfig]:
+        """The configured models, after the defaults unless they are switched off."""
+        configured = {m.id for m in self.models}
+        base = [m for m in default_models() if m.id not in configured] if self.defaults else []
+        return base + self.models
+
+    def all_aliases(self) -> dict[str, str]:
+        """Alias → model id; explicit aliases win over OpenAI's names."""
+        ids = {m.id for m in self.all_models()}
+        openai = {k: v for k, v in OPENAI_ALIASES.items() if v in ids} if self.openai_aliases else {}
+        return {**openai, **self.aliases}
