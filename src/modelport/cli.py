@@ -8,6 +8,10 @@ import sys
 from collections.abc import Sequence
 
 from modelport import __version__
+from modelport.errors import PredictorContractError
+from modelport.predictors.registry import ModelRegistry
+from modelport.service import Service
+from modelport.settings import Settings
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -22,7 +26,9 @@ def _parser() -> argparse.ArgumentParser:
         help="serve the OpenAI API over HTTP",
         description="Serve the OpenAI API at http://HOST:PORT/v1 (and /v1/openai/v1).",
     )
-    serve.add_argument("--config", help="a models.toml listing models (engines or module:function predictors)")
+    serve.add_argument(
+        "--config", help="a models.toml listing models (engines or module:function predictors)"
+    )
     serve.add_argument("--host", help="interface to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default 8000)")
     serve.add_argument(
@@ -30,7 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--no-defaults", action="store_true", help="do not serve the four default models")
     serve.add_argument(
-        "--no-openai-aliases", action="store_true", help="do not map OpenAI model names (gpt-4o-mini, …) to the defaults"
+        "--no-openai-aliases",
+        action="store_true",
+        help="do not map OpenAI model names (gpt-4o-mini, …) to the defaults",
     )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
@@ -42,7 +50,6 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `modelport` command."""
     args = _parser().parse_args(argv)
-    from modelport.settings import Settings
 
     overrides = {
         "host": getattr(args, "host", None),
@@ -52,28 +59,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         "openai_aliases": False if getattr(args, "no_openai_aliases", False) else None,
     }
     overrides = {k: v for k, v in overrides.items() if v is not None}
-    settings = Settings.from_toml(args.config, **overrides) if args.config else Settings(**overrides)
+    try:
+        settings = (
+            Settings.from_toml(args.config, **overrides)
+            if args.config
+            else Settings.model_validate(overrides)
+        )
+        registry = ModelRegistry.from_settings(settings)
+    except (OSError, ValueError, PredictorContractError) as error:  # a bad config: say what, no traceback
+        print(f"modelport: error: {error}", file=sys.stderr)
+        return 2
 
     if args.command == "models":
-        for model in settings.all_models():
-            print(f"{model.id}\t{model.engine or model.predictor}")
-        for alias, target in settings.all_aliases().items():
+        for spec in registry.specs:
+            print(f"{spec.id}\t{spec.source}")
+        for alias, target in registry.aliases.items():
             print(f"{alias}\t→ {target}")
         return 0
-    return _serve(settings, args.log_level)
+    return _serve(Service(registry, settings), args.log_level)
 
 
-def _serve(settings: object, log_level: str) -> int:
+def _serve(service: Service, log_level: str) -> int:
     import uvicorn
 
     from modelport.server import create_app
-    from modelport.settings import Settings
 
-    assert isinstance(settings, Settings)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    app = create_app(settings)
+    settings = service.settings
     print(f"modelport {__version__}: serving http://{settings.host}:{settings.port}/v1", file=sys.stderr)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=log_level)
+    uvicorn.run(create_app(settings, service), host=settings.host, port=settings.port, log_level=log_level)
     return 0
 
 

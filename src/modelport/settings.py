@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -41,9 +41,7 @@ OPENAI_ALIASES: dict[str, str] = {
         ["text-embedding-3-small", "text-embedding-3-large", "text-embedding-ada-002"], DEFAULT_EMBEDDING
     ),
     **dict.fromkeys(["tts-1", "tts-1-hd", "gpt-4o-mini-tts"], DEFAULT_SPEECH),
-    **dict.fromkeys(
-        ["whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe"], DEFAULT_TRANSCRIPTION
-    ),
+    **dict.fromkeys(["whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe"], DEFAULT_TRANSCRIPTION),
 }
 
 
@@ -95,7 +93,7 @@ class Settings(BaseModel):
     max_upload_bytes: int = Field(default=25 * 1024 * 1024, ge=1)
 
     @classmethod
-    def from_toml(cls, path: str | Path, **overrides: Any) -> Settings:
+    def from_toml(cls, path: str | os.PathLike[str], **overrides: Any) -> Settings:
         """Read a `models.toml`; keyword overrides (from the command line) win."""
         with open(path, "rb") as f:
             data = tomllib.load(f)

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-import httpx
+import httpx2  # the HTTP library of openai>=3, whose response objects its types wrap
 import openai
 from openai._legacy_response import HttpxBinaryResponseContent
 from pydantic import BaseModel, ValidationError
@@ -77,21 +77,23 @@ def sdk_errors(path: str) -> Iterator[None]:
 def to_sdk_error(error: ModelportError, path: str) -> openai.APIStatusError:
     """The `openai` exception the SDK would raise for this error's status and body."""
     body = error.body()
-    response = httpx.Response(
-        error.status, json=body, request=httpx.Request("POST", f"http://modelport.in-process/v1{path}")
+    response = httpx2.Response(
+        error.status, json=body, request=httpx2.Request("POST", f"http://modelport.in-process/v1{path}")
     )
-    cls = _STATUS_ERRORS.get(error.status, openai.InternalServerError if error.status >= 500 else openai.APIStatusError)
+    cls = _STATUS_ERRORS.get(
+        error.status, openai.InternalServerError if error.status >= 500 else openai.APIStatusError
+    )
     return cls(f"Error code: {error.status} - {body}", response=response, body=body["error"])
 
 
 def binary_response(audio: SpeechAudio) -> HttpxBinaryResponseContent:
     """The SDK's own binary response type (`.content`, `.read()`, `.write_to_file()`, …), built locally."""
-    response = httpx.Response(200, content=audio.content, headers={"content-type": audio.media_type})
+    response = httpx2.Response(200, content=audio.content, headers={"content-type": audio.media_type})
     return HttpxBinaryResponseContent(response)
 
 
 def read_file(file: Any) -> bytes:
-    """The bytes of an SDK `file` argument: a path, bytes, a file object, or a (name, content[, type]) tuple."""
+    """The bytes of an SDK `file` argument: a path, bytes, a file object, or a (name, content) tuple."""
     if isinstance(file, tuple):
         file = file[1]
     if isinstance(file, bytes | bytearray | memoryview):

@@ -46,7 +46,8 @@ def load(
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         if normalize:
             pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-        return pooled.astype(np.float32)
+        result: np.ndarray = pooled.astype(np.float32)
+        return result
 
     def count_tokens(texts: list[str]) -> int:
         return sum(len(e.ids) for e in tok.encode_batch(texts, add_special_tokens=True))

@@ -13,7 +13,9 @@ import numpy as np
 from modelport.predictors.parameter import Parameter
 
 
-def load(model: str | None = None, config: str | None = None, use_cuda: bool = False) -> Sequence[Callable[..., Any]]:
+def load(
+    model: str | None = None, config: str | None = None, use_cuda: bool = False
+) -> Sequence[Callable[..., Any]]:
     """Load a Piper voice (`en_US-joe-medium` by default) and return its speech predictor."""
     from piper import PiperVoice, SynthesisConfig
 
@@ -38,7 +40,7 @@ def load(model: str | None = None, config: str | None = None, use_cuda: bool = F
     # The voices and the rate are known only once the file is read, so the annotations are made here.
     speak.__annotations__ = {
         "text": str,
-        "voice_name": Annotated[Literal[tuple(names)], Parameter.AudioVoice],  # type: ignore[valid-type]
+        "voice_name": Annotated[Literal[tuple(names)], Parameter.AudioVoice],
         "speed": Annotated[float, Parameter.AudioSpeed(min=0.25, max=4.0)],
         "return": Annotated[np.ndarray, Parameter.Audio(sample_rate=sample_rate)],
     }

@@ -71,12 +71,14 @@ class Predictor:
         """Whether the predictor has a parameter for this OpenAI argument."""
         return denotation in self.options
 
-    def __call__(self, primary: Any, *, voice: str | None = None, **by_denotation: Any) -> Any:
-        """Call the function with its primary input and the options it declared, by denotation."""
+    def __call__(
+        self, primary: Any, options: Mapping[str, Any] | None = None, voice: str | None = None
+    ) -> Any:
+        """Call the function with its primary input and, of `options` (by denotation), those it declared."""
         kwargs: dict[str, Any] = {self.input_param: primary}
         if self.voice_param is not None:
             kwargs[self.voice_param] = self.voice_type(voice) if self._voice_is_enum() else voice
-        for denotation, value in by_denotation.items():
+        for denotation, value in (options or {}).items():
             if value is not None and denotation in self.options:
                 kwargs[self.options[denotation]] = value
         return self.fn(**kwargs)
@@ -263,7 +265,9 @@ def _check_transcription(
     marker = _parameter_of(hints.get(audio[0].name), name, f"parameter `{audio[0].name}`")
     assert marker is not None
     options = _options(name, Capability.TRANSCRIPTION, optional, hints)
-    return Predictor(fn, name, Capability.TRANSCRIPTION, audio[0].name, options, sample_rate=marker.sample_rate)
+    return Predictor(
+        fn, name, Capability.TRANSCRIPTION, audio[0].name, options, sample_rate=marker.sample_rate
+    )
 
 
 _CHECKS: dict[Capability, Callable[..., Predictor]] = {
@@ -313,7 +317,9 @@ def _voices(name: str, param: str, voice_type: Any) -> tuple[str, ...]:
 def _require_type(name: str, param: str, hints: dict[str, Any], wanted: type, text: str) -> None:
     base = _strip(hints.get(param))
     if base is not None and base is not wanted:
-        raise PredictorContractError(f"predictor `{name}`: parameter `{param}` must be {text}, not {_show(base)}")
+        raise PredictorContractError(
+            f"predictor `{name}`: parameter `{param}` must be {text}, not {_show(base)}"
+        )
 
 
 def _marker(name: str, hints: dict[str, Any], p: inspect.Parameter, denotation: str) -> bool:

@@ -22,12 +22,12 @@ class Parameter:
 
     # Embeddings
     @classmethod
-    def Embedding(cls, *, description: str | None = None) -> Parameter:  # noqa: N802
+    def Embedding(cls, *, description: str | None = None) -> Parameter:
         """An embedding matrix: float32 numpy array, shape (N, D), one row per input text."""
         return cls("embedding", description)
 
     @classmethod
-    def EmbeddingDims(  # noqa: N802
+    def EmbeddingDims(
         cls, *, description: str | None = None, min: int | None = None, max: int | None = None
     ) -> Parameter:
         """The `dimensions` argument of embeddings (Matryoshka truncation)."""
@@ -35,80 +35,80 @@ class Parameter:
 
     # Audio
     @classmethod
-    def Audio(cls, *, sample_rate: int, description: str | None = None) -> Parameter:  # noqa: N802
+    def Audio(cls, *, sample_rate: int, description: str | None = None) -> Parameter:
         """Linear PCM audio, float32 numpy array, (F,) mono or (F, C) interleaved, at `sample_rate` Hz."""
         return cls("audio", description, sample_rate=sample_rate)
 
     @classmethod
-    def AudioVoice(cls, *, description: str | None = None) -> Parameter:  # noqa: N802
+    def AudioVoice(cls, *, description: str | None = None) -> Parameter:
         """The `voice` of speech; annotate a `Literal[...]` or `StrEnum` whose values are the voices."""
         return cls("openai.audio.speech.voice", description)
 
     @classmethod
-    def AudioSpeed(  # noqa: N802
+    def AudioSpeed(
         cls, *, description: str | None = None, min: float | None = None, max: float | None = None
     ) -> Parameter:
         """The `speed` of speech, 1.0 being the voice's natural pace."""
         return cls("openai.audio.speech.speed", description, min=min, max=max)
 
     @classmethod
-    def TranscriptionLanguage(cls, *, description: str | None = None) -> Parameter:  # noqa: N802
+    def TranscriptionLanguage(cls, *, description: str | None = None) -> Parameter:
         """The `language` of a transcription request (ISO-639-1), or None."""
         return cls("openai.audio.transcriptions.language", description)
 
     @classmethod
-    def TranscriptionPrompt(cls, *, description: str | None = None) -> Parameter:  # noqa: N802
+    def TranscriptionPrompt(cls, *, description: str | None = None) -> Parameter:
         """The `prompt` of a transcription request, or None."""
         return cls("openai.audio.transcriptions.prompt", description)
 
     # Chat and completions
     @classmethod
-    def Temperature(  # noqa: N802
+    def Temperature(
         cls, *, description: str | None = None, min: float | None = None, max: float | None = None
     ) -> Parameter:
         """Sampling `temperature` (chat, completions and transcriptions)."""
         return cls("openai.chat.completions.temperature", description, min=min, max=max)
 
     @classmethod
-    def TopP(  # noqa: N802
+    def TopP(
         cls, *, description: str | None = None, min: float | None = None, max: float | None = None
     ) -> Parameter:
         """Nucleus sampling `top_p`."""
         return cls("openai.chat.completions.top_p", description, min=min, max=max)
 
     @classmethod
-    def MaxOutputTokens(  # noqa: N802
+    def MaxOutputTokens(
         cls, *, description: str | None = None, min: int | None = None, max: int | None = None
     ) -> Parameter:
         """`max_completion_tokens`, or the older `max_tokens`."""
         return cls("openai.chat.completions.max_output_tokens", description, min=min, max=max)
 
     @classmethod
-    def PresencePenalty(  # noqa: N802
+    def PresencePenalty(
         cls, *, description: str | None = None, min: float | None = None, max: float | None = None
     ) -> Parameter:
         """`presence_penalty`."""
         return cls("openai.chat.completions.presence_penalty", description, min=min, max=max)
 
     @classmethod
-    def FrequencyPenalty(  # noqa: N802
+    def FrequencyPenalty(
         cls, *, description: str | None = None, min: float | None = None, max: float | None = None
     ) -> Parameter:
         """`frequency_penalty`."""
         return cls("openai.chat.completions.frequency_penalty", description, min=min, max=max)
 
     @classmethod
-    def ResponseFormat(cls, *, description: str | None = None) -> Parameter:  # noqa: N802
+    def ResponseFormat(cls, *, description: str | None = None) -> Parameter:
         """`response_format`, as the dict the caller sent."""
         return cls("openai.chat.completions.response_format", description)
 
     @classmethod
-    def ChatTools(cls, *, description: str | None = None) -> Parameter:  # noqa: N802
+    def ChatTools(cls, *, description: str | None = None) -> Parameter:
         """`tools`, as the list of OpenAI function-tool dicts the caller sent."""
         return cls("openai.chat.completions.tools", description)
 
     @classmethod
-    def GenerationOptions(cls, *, description: str | None = None) -> Parameter:  # noqa: N802
+    def GenerationOptions(cls, *, description: str | None = None) -> Parameter:
         """Every other generation argument the caller sent, as a dict (for engines that honour them all).
 
         Receives what no other annotated parameter of the predictor took: `stop`, `seed`, `n`, `logprobs`,

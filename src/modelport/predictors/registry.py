@@ -41,12 +41,12 @@ class ModelRegistry:
         """Register plain functions as the model `model_id`; one per capability. Checked now."""
         predictors = [check_predictor(fn, capability) for fn in fns]
         self._add_checked(model_id, predictors)
-        self.add(
-            ModelSpec(model_id, lambda: predictors, ", ".join(p.name for p in predictors), concurrency)
-        )
+        self.add(ModelSpec(model_id, lambda: predictors, ", ".join(p.name for p in predictors), concurrency))
         return predictors
 
-    def add_engine(self, model_id: str, engine: str, *, concurrency: int | None = None, **options: Any) -> None:
+    def add_engine(
+        self, model_id: str, engine: str, *, concurrency: int | None = None, **options: Any
+    ) -> None:
         """Register a model served by a built-in or plug-in engine; it loads on first use."""
         from modelport.engines import engine_factory
 
@@ -64,12 +64,21 @@ class ModelRegistry:
         """Register the predictor named by `module:function`."""
         module_name, _, attr = reference.partition(":")
         if not module_name or not attr:
-            raise PredictorContractError(f"model `{model_id}`: predictor `{reference}` is not `module:function`")
+            raise PredictorContractError(
+                f"model `{model_id}`: predictor `{reference}` is not `module:function`"
+            )
         try:
             fn = getattr(importlib.import_module(module_name), attr)
         except (ImportError, AttributeError) as error:
-            raise PredictorContractError(f"model `{model_id}`: cannot import `{reference}`: {error}") from error
-        return self.add_predictor(model_id, fn, **kwargs)
+            raise PredictorContractError(
+                f"model `{model_id}`: cannot import `{reference}`: {error}"
+            ) from error
+        if not callable(fn):
+            raise PredictorContractError(f"model `{model_id}`: `{reference}` is not a function")
+        try:
+            return self.add_predictor(model_id, fn, **kwargs)
+        except PredictorContractError as error:
+            raise PredictorContractError(f"model `{model_id}` (`{reference}`): {error}") from error
 
     def add(self, spec: ModelSpec) -> None:
         """Register a model spec; its id must be new."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 log = logging.getLogger("modelport.protocol")
 
@@ -28,7 +28,13 @@ class StreamOptions(BaseModel):
     include_usage: bool = False
 
 
-_ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
+class ChatMessage(BaseModel):
+    """One message; fields beyond `role` (content parts, tool calls, names) pass through unchanged."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[dict[str, Any]] | None = None
 
 
 class _GenerationRequest(OpenAIRequest):
@@ -61,7 +67,7 @@ class _GenerationRequest(OpenAIRequest):
 class ChatCompletionRequest(_GenerationRequest):
     """`POST /v1/chat/completions`."""
 
-    messages: list[dict[str, Any]] = Field(min_length=1)
+    messages: list[ChatMessage] = Field(min_length=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
     response_format: dict[str, Any] | None = None
     tools: list[dict[str, Any]] | None = None
@@ -69,15 +75,6 @@ class ChatCompletionRequest(_GenerationRequest):
     parallel_tool_calls: bool | None = None
     logprobs: bool | None = None
     top_logprobs: int | None = Field(default=None, ge=0, le=20)
-
-    @field_validator("messages")
-    @classmethod
-    def _roles(cls, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        for i, message in enumerate(messages):
-            role = message.get("role")
-            if role not in _ROLES:
-                raise ValueError(f"messages[{i}].role must be one of {sorted(_ROLES)}, got {role!r}")
-        return messages
 
     @field_validator("response_format")
     @classmethod
@@ -116,11 +113,12 @@ class EmbeddingRequest(OpenAIRequest):
     dimensions: int | None = Field(default=None, ge=1)
     user: str | None = None
 
-    @model_validator(mode="after")
-    def _not_empty(self) -> EmbeddingRequest:
-        if self.input == "" or self.input == []:
+    @field_validator("input")
+    @classmethod
+    def _not_empty(cls, value: str | list[Any]) -> str | list[Any]:
+        if value == "" or value == []:
             raise ValueError("input must not be empty")
-        return self
+        return value
 
 
 SpeechFormat = Literal["mp3", "opus", "aac", "flac", "wav", "pcm"]

@@ -14,10 +14,17 @@ from modelport.errors import ModelportError
 
 log = logging.getLogger("modelport.server")
 
-_HTTP_TYPES = {401: "authentication_error", 403: "permission_error", 404: "not_found_error", 429: "rate_limit_error"}
+_HTTP_TYPES = {
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+}
 
 
-def error_response(status: int, message: str, type_: str, param: str | None = None, code: str | None = None) -> JSONResponse:
+def error_response(
+    status: int, message: str, type_: str, param: str | None = None, code: str | None = None
+) -> JSONResponse:
     """A JSON error response in OpenAI's shape."""
     return JSONResponse({"error": {"message": message, "type": type_, "param": param, "code": code}}, status)
 
@@ -26,7 +33,11 @@ def validation_param(error: dict[str, Any]) -> str | None:
     """The request parameter a pydantic error is about, as OpenAI names it (`messages[0].role`)."""
     loc = [part for part in error.get("loc", ()) if part not in ("body", "form", "query", "path")]
     # pydantic adds the union member's type to the path (`str`, `list[str]`); OpenAI's names have none.
-    loc = [part for part in loc if not (isinstance(part, str) and ("[" in part or part in ("str", "int", "float")))]
+    loc = [
+        part
+        for part in loc
+        if not (isinstance(part, str) and ("[" in part or part in ("str", "int", "float")))
+    ]
     param = ""
     for part in loc:
         param += f"[{part}]" if isinstance(part, int) else (f".{part}" if param else str(part))
@@ -48,7 +59,9 @@ def install(app: FastAPI) -> None:
         param = validation_param(first)
         message = first.get("msg", "Invalid request")
         if first.get("type") == "json_invalid":
-            return error_response(400, f"We could not parse the JSON body of your request: {message}", "invalid_request_error")
+            return error_response(
+                400, f"We could not parse the JSON body of your request: {message}", "invalid_request_error"
+            )
         if first.get("type") == "missing":
             message = f"Missing required parameter: '{param}'."
         else:
@@ -57,7 +70,9 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def _http(_: Request, error: HTTPException) -> JSONResponse:
-        return error_response(error.status_code, str(error.detail), _HTTP_TYPES.get(error.status_code, "invalid_request_error"))
+        return error_response(
+            error.status_code, str(error.detail), _HTTP_TYPES.get(error.status_code, "invalid_request_error")
+        )
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, error: Exception) -> JSONResponse:

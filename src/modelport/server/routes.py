@@ -34,7 +34,7 @@ def service_of(request: Request) -> Service:
 
 
 def _json(model: BaseModel) -> JSONResponse:
-    return JSONResponse(model.model_dump(mode="json", exclude_unset=False))
+    return JSONResponse(model.model_dump(mode="json", warnings=False))
 
 
 def _sse(chunks: AsyncGenerator[Any, None]) -> EventSourceResponse:
@@ -122,6 +122,8 @@ async def transcriptions(
         )
     except ValidationError as error:
         first = error.errors()[0]
-        raise InvalidRequestError(f"Invalid value: {first['msg']}", param=validation_param(dict(first))) from None
+        raise InvalidRequestError(
+            f"Invalid value: {first['msg']}", param=validation_param(dict(first))
+        ) from None
     result = await service_of(request).transcription(body, await file.read())
     return PlainTextResponse(result) if isinstance(result, str) else _json(result)

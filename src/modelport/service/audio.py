@@ -16,7 +16,8 @@ from modelport.protocol.requests import SpeechRequest, TranscriptionRequest
 from modelport.service import audio_codec, calls
 
 OPENAI_VOICES = (
-    "alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse", "marin", "cedar",
+    "alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse",
+    "marin", "cedar",
 )  # fmt: skip
 
 
@@ -36,11 +37,17 @@ async def speech(manager: ModelManager, request: SpeechRequest) -> SpeechAudio:
     if request.speed != 1.0 and not predictor.accepts("openai.audio.speech.speed"):
         raise InvalidRequestError(f"The model `{model.spec.id}` does not support `speed`.", param="speed")
     pcm = await calls.call(
-        model, predictor, lambda: predictor(request.input, voice=voice, **{"openai.audio.speech.speed": request.speed})
+        model,
+        predictor,
+        lambda: predictor(request.input, {"openai.audio.speech.speed": request.speed}, voice),
     )
     if not isinstance(pcm, np.ndarray) or pcm.dtype != np.float32 or pcm.ndim not in (1, 2):
-        shown = f"{pcm.dtype} array of shape {pcm.shape}" if isinstance(pcm, np.ndarray) else type(pcm).__name__
-        raise PredictorError(f"predictor `{predictor.name}` returned {shown}; expected float32 (F,) or (F, C)")
+        shown = (
+            f"{pcm.dtype} array of shape {pcm.shape}" if isinstance(pcm, np.ndarray) else type(pcm).__name__
+        )
+        raise PredictorError(
+            f"predictor `{predictor.name}` returned {shown}; expected float32 (F,) or (F, C)"
+        )
     assert predictor.sample_rate is not None
     rate = predictor.sample_rate
     content = await anyio.to_thread.run_sync(audio_codec.encode, pcm, rate, request.response_format)
@@ -54,7 +61,8 @@ def resolve_voice(predictor: Predictor, voice: str) -> str:
     if voice in OPENAI_VOICES and predictor.voices:
         return predictor.voices[OPENAI_VOICES.index(voice) % len(predictor.voices)]
     raise InvalidRequestError(
-        f"Unknown voice `{voice}`. Valid voices: {', '.join([*predictor.voices, *OPENAI_VOICES])}.", param="voice"
+        f"Unknown voice `{voice}`. Valid voices: {', '.join([*predictor.voices, *OPENAI_VOICES])}.",
+        param="voice",
     )
 
 
@@ -82,7 +90,7 @@ async def transcription(
         predictor,
         lambda: predictor(
             samples,
-            **{
+            {
                 "openai.audio.transcriptions.language": request.language,
                 "openai.audio.transcriptions.prompt": request.prompt,
                 "openai.chat.completions.temperature": request.temperature,
@@ -90,8 +98,12 @@ async def transcription(
         ),
     )
     if not isinstance(text, str):
-        raise PredictorError(f"predictor `{predictor.name}` returned {type(text).__name__}; expected the text, a str")
+        raise PredictorError(
+            f"predictor `{predictor.name}` returned {type(text).__name__}; expected the text, a str"
+        )
     if request.response_format == "text":
         return text
     seconds = len(samples) / predictor.sample_rate
-    return Transcription.model_validate({"text": text, "usage": {"type": "duration", "seconds": math.ceil(seconds)}})
+    return Transcription.model_validate(
+        {"text": text, "usage": {"type": "duration", "seconds": math.ceil(seconds)}}
+    )

@@ -1,9 +1,10 @@
-"""Audio decoding (any upload PyAV reads) and encoding (OpenAI's speech formats), through FFmpeg's libraries."""
+"""Audio decoding (any upload PyAV reads) and encoding (OpenAI's speech formats) with FFmpeg's libraries."""
 
 from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+from typing import cast
 
 import av
 import numpy as np
@@ -50,7 +51,9 @@ def decode(data: bytes, sample_rate: int) -> np.ndarray:
     except InvalidRequestError:
         raise
     except (av.FFmpegError, ValueError, IndexError) as error:
-        raise InvalidRequestError(f"The uploaded file could not be decoded as audio: {error}", param="file") from error
+        raise InvalidRequestError(
+            f"The uploaded file could not be decoded as audio: {error}", param="file"
+        ) from error
     if not pieces:
         raise InvalidRequestError("The uploaded file contains no audio samples.", param="file")
     return np.concatenate(pieces).astype(np.float32, copy=False)
@@ -60,7 +63,9 @@ def encode(pcm: np.ndarray, sample_rate: int, fmt: str) -> bytes:
     """Encode float32 PCM ((F,) or (F, C)) as one of OpenAI's speech formats, mono at 24 kHz."""
     spec = FORMATS[fmt]
     mono = pcm.mean(axis=1) if pcm.ndim == 2 else pcm
-    frame = av.AudioFrame.from_ndarray(np.ascontiguousarray(mono, np.float32)[None, :], format="flt", layout="mono")
+    frame = av.AudioFrame.from_ndarray(
+        np.ascontiguousarray(mono, np.float32)[None, :], format="flt", layout="mono"
+    )
     frame.sample_rate = sample_rate
     resampler = av.AudioResampler(format=spec.sample_format, layout="mono", rate=OUTPUT_RATE)
     frames = [*resampler.resample(frame), *resampler.resample(None)]
@@ -68,7 +73,9 @@ def encode(pcm: np.ndarray, sample_rate: int, fmt: str) -> bytes:
         return b"".join(f.to_ndarray().astype("<i2").tobytes() for f in frames)
     buffer = io.BytesIO()
     with av.open(buffer, "w", format=spec.container) as container:
-        stream = container.add_stream(spec.codec, rate=OUTPUT_RATE, layout="mono")
+        stream = cast(
+            av.audio.stream.AudioStream, container.add_stream(spec.codec, rate=OUTPUT_RATE, layout="mono")
+        )
         fifo = av.AudioFifo()
         for f in frames:
             f.pts = None

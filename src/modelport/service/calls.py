@@ -24,7 +24,9 @@ def predictor_errors(predictor: Predictor) -> Iterator[None]:
     except ModelportError:
         raise
     except Exception as error:
-        raise PredictorError(f"predictor `{predictor.name}` failed: {type(error).__name__}: {error}") from error
+        raise PredictorError(
+            f"predictor `{predictor.name}` failed: {type(error).__name__}: {error}"
+        ) from error
 
 
 @asynccontextmanager
@@ -49,7 +51,9 @@ async def call(model: LoadedModel, predictor: Predictor, fn: Callable[[], T]) ->
             return await anyio.to_thread.run_sync(fn)
 
 
-async def iterate(model: LoadedModel, predictor: Predictor, start: Callable[[], Any]) -> AsyncGenerator[Any, None]:
+async def iterate(
+    model: LoadedModel, predictor: Predictor, start: Callable[[], Any]
+) -> AsyncGenerator[Any, None]:
     """Call a predictor that returns an iterator (or a whole value) and yield its items.
 
     The model's slot is held until the iteration ends or is closed; closing also closes the predictor's

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import uuid
 from collections.abc import AsyncGenerator, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
+from openai._models import construct_type
 from openai.types import Completion
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from pydantic import BaseModel, ValidationError
@@ -19,6 +21,7 @@ from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
 from modelport.service import calls
 
 log = logging.getLogger("modelport.service")
+M = TypeVar("M", bound=BaseModel)
 
 _OPTION_FIELDS = {
     "openai.chat.completions.temperature": "temperature",
@@ -38,11 +41,15 @@ async def chat(
     """Answer a chat completion request: a whole `ChatCompletion`, or a stream of chunks."""
     model = await manager.get(request.model)
     predictor = model.predictor(Capability.CHAT)
-    messages = [{k: v for k, v in m.items() if v is not None} for m in request.messages]
+    messages = [m.model_dump(exclude_none=True) for m in request.messages]
     options = _options(predictor, request)
     chunks = _chunks(model, predictor, [messages], request.n, options)
     if request.stream:
-        return _typed(await calls.eager(_framed(chunks, model.spec.id, request.include_usage)), ChatCompletionChunk, predictor)
+        return _typed(
+            await calls.eager(_framed(chunks, model.spec.id, request.include_usage)),
+            ChatCompletionChunk,
+            predictor,
+        )
     collected = [c async for c in _framed(chunks, model.spec.id, include_usage=True)]
     return _validate(ChatCompletion, _accumulate_chat(collected), predictor)
 
@@ -55,11 +62,15 @@ async def completion(
     predictor = model.predictor(Capability.COMPLETION)
     prompts = [request.prompt] if isinstance(request.prompt, str) else request.prompt
     if not all(isinstance(p, str) for p in prompts):
-        raise InvalidRequestError("Token-array prompts are not supported; send the prompt as text.", param="prompt")
+        raise InvalidRequestError(
+            "Token-array prompts are not supported; send the prompt as text.", param="prompt"
+        )
     options = _options(predictor, request)
     chunks = _chunks(model, predictor, prompts, request.n, options)
     if request.stream:
-        return _typed(await calls.eager(_framed(chunks, model.spec.id, request.include_usage)), Completion, predictor)
+        return _typed(
+            await calls.eager(_framed(chunks, model.spec.id, request.include_usage)), Completion, predictor
+        )
     collected = [c async for c in _framed(chunks, model.spec.id, include_usage=True)]
     return _validate(Completion, _accumulate_completion(collected), predictor)
 
@@ -93,7 +104,7 @@ async def _chunks(
 ) -> AsyncGenerator[dict[str, Any], None]:
     """Chunk dicts for every input, choice indexes offset so input k owns indexes k*n … k*n+n-1."""
     for k, primary in enumerate(inputs):
-        stream = calls.iterate(model, predictor, lambda p=primary: predictor(p, **options))
+        stream = calls.iterate(model, predictor, functools.partial(predictor, primary, options))
         try:
             async for item in stream:
                 for chunk in _as_chunks(item, predictor):
@@ -144,14 +155,20 @@ async def _framed(
 async def _typed(
     chunks: AsyncGenerator[dict[str, Any], None], cls: type[Any], predictor: Predictor
 ) -> AsyncGenerator[Any, None]:
+    """Chunks built as the SDK builds streamed chunks: without validation, since OpenAI's own stream
+    chunks break the strict types (a legacy completion chunk's `finish_reason` is null until the end)."""
     try:
         async for chunk in chunks:
-            yield _validate(cls, chunk, predictor)
+            if not isinstance(chunk.get("choices"), list):
+                raise PredictorError(
+                    f"predictor `{predictor.name}` returned a chunk without a `choices` list"
+                )
+            yield construct_type(type_=cls, value=chunk)
     finally:
         await chunks.aclose()
 
 
-def _validate(cls: type[Any], data: dict[str, Any], predictor: Predictor) -> Any:
+def _validate(cls: type[M], data: dict[str, Any], predictor: Predictor) -> M:
     try:
         return cls.model_validate(data)
     except ValidationError as error:
@@ -237,7 +254,9 @@ def _accumulate_completion(chunks: list[dict[str, Any]]) -> dict[str, Any]:
         usage = chunk.get("usage") or usage
         for piece in chunk.get("choices") or []:
             index = piece.get("index", 0)
-            choice = choices.setdefault(index, {"index": index, "text": "", "finish_reason": None, "logprobs": None})
+            choice = choices.setdefault(
+                index, {"index": index, "text": "", "finish_reason": None, "logprobs": None}
+            )
             choice["text"] += piece.get("text") or ""
             choice["finish_reason"] = piece.get("finish_reason") or choice["finish_reason"]
             if piece.get("logprobs"):

@@ -1,0 +1,82 @@
+"""The in-process client is the SDK's surface: its types, its exceptions, sync and async, no HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+
+import openai
+import pytest
+from openai.types import CreateEmbeddingResponse, Model
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+import modelport
+
+
+def test_models_are_an_sdk_page(inprocess_client: modelport.OpenAI) -> None:
+    page = inprocess_client.models.list()
+    models = list(page)
+    assert all(isinstance(m, Model) for m in models)
+    assert [m.id for m in page.data] == [m.id for m in models]
+    assert inprocess_client.models.retrieve("tts-1").id == "piper-en-us"
+
+
+def test_transport_options_are_accepted_and_not_gotten_in_the_way(inprocess_client: modelport.OpenAI) -> None:
+    reply = inprocess_client.chat.completions.create(
+        model="gpt-4o-mini",
+        messages=[{"role": "user", "content": "Hi"}],
+        max_tokens=2,
+        timeout=30,
+        extra_headers={"x-test": "1"},
+        extra_body={"top_k": 1},
+        temperature=openai.NOT_GIVEN,
+    )
+    assert isinstance(reply, ChatCompletion)
+
+
+def test_errors_are_the_sdk_exception_classes(inprocess_client: modelport.OpenAI) -> None:
+    with pytest.raises(openai.NotFoundError) as caught:
+        inprocess_client.embeddings.create(model="missing", input="x")
+    assert caught.value.status_code == 404
+    assert caught.value.body == {
+        "message": "The model `missing` does not exist or you do not have access to it.",
+        "type": "invalid_request_error",
+        "param": "model",
+        "code": "model_not_found",
+    }
+
+
+def test_closing_a_stream_early_frees_the_slot(inprocess_client: modelport.OpenAI) -> None:
+    for _ in range(6):  # more than the model's four slots
+        with inprocess_client.chat.completions.create(
+            model="smollm2-135m-instruct",
+            messages=[{"role": "user", "content": "Count to a thousand."}],
+            max_tokens=2000,
+            stream=True,
+        ) as stream:
+            first = next(iter(stream))
+            assert isinstance(first, ChatCompletionChunk)
+    reply = inprocess_client.chat.completions.create(
+        model="smollm2-135m-instruct", messages=[{"role": "user", "content": "Hi"}], max_tokens=2
+    )
+    assert reply.choices
+
+
+def test_async_client_has_the_same_surface() -> None:
+    async def run() -> None:
+        async with modelport.AsyncOpenAI(service=None) as client:
+            embedding = await client.embeddings.create(model="text-embedding-3-small", input=["a", "b"])
+            assert isinstance(embedding, CreateEmbeddingResponse)
+            stream = await client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "Hi"}], max_tokens=3, stream=True
+            )
+            chunks = [chunk async for chunk in stream]
+            assert chunks
+            assert all(isinstance(c, ChatCompletionChunk) for c in chunks)
+            concurrent = await asyncio.gather(
+                *(client.embeddings.create(model="all-minilm-l6-v2", input=f"text {i}") for i in range(4))
+            )
+            assert len(concurrent) == 4
+            with pytest.raises(openai.BadRequestError):
+                await client.audio.speech.create(model="tts-1", voice="alloy", input="")
+
+    asyncio.run(run())

@@ -1,0 +1,92 @@
+"""Fixtures: a live `modelport serve` on 127.0.0.1 and an in-process client, on the real default models."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+import modelport
+
+STARTUP_SECONDS = 180
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LiveServer:
+    """A `modelport serve` subprocess; its log is kept for failure messages."""
+
+    def __init__(self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = Path(os.environ.get("TMPDIR", "/tmp")) / f"modelport-test-{self.port}.log"
+        self._log_file = self.log.open("w")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "modelport.cli", "serve", "--port", str(self.port), *args],
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+            cwd=cwd,
+        )
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"modelport serve exited early:\n{self.log.read_text()}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+        raise RuntimeError(f"modelport serve was not ready in {STARTUP_SECONDS}s:\n{self.log.read_text()}")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self._log_file.close()
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[LiveServer]:
+    live = LiveServer()
+    try:
+        live.wait_ready()
+        yield live
+    finally:
+        live.stop()
+
+
+@pytest.fixture(scope="session")
+def http_client(server: LiveServer) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=120)
+
+
+@pytest.fixture(scope="session")
+def inprocess_client() -> Iterator[modelport.OpenAI]:
+    client = modelport.OpenAI()
+    yield client
+    client.close()
+
+
+@pytest.fixture(params=["http", "in-process"])
+def client(request: pytest.FixtureRequest) -> openai.OpenAI:
+    """Each test using this runs twice: through the SDK over HTTP, and through the in-process client."""
+    name = "http_client" if request.param == "http" else "inprocess_client"
+    return request.getfixturevalue(name)  # type: ignore[no-any-return]

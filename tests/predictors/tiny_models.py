@@ -1,0 +1,122 @@
+"""Tiny real models built here, for testing user predictors end to end (each computes from its input)."""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import time
+from collections.abc import Iterator
+from typing import Annotated, Any, Literal
+
+import numpy as np
+
+from modelport import Parameter
+
+
+def trigram_embed(texts: list[str]) -> Annotated[np.ndarray, Parameter.Embedding]:
+    """Hashed character-trigram embeddings, 64 dims, normalised: texts sharing trigrams are close."""
+    out = np.zeros((len(texts), 64), dtype=np.float32)
+    for row, text in enumerate(texts):
+        padded = f"  {text.lower()} "
+        for i in range(len(padded) - 2):
+            out[row, hashlib.blake2b(padded[i : i + 3].encode(), digest_size=2).digest()[0] % 64] += 1
+    out /= np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-9, None)
+    return out
+
+
+def matryoshka_embed(
+    texts: list[str], dims: Annotated[int, Parameter.EmbeddingDims(min=1, max=64)] = 64
+) -> Annotated[np.ndarray, Parameter.Embedding]:
+    """The trigram model, truncating itself when asked for fewer dimensions."""
+    full = trigram_embed(texts)[:, :dims]
+    return (full / np.clip(np.linalg.norm(full, axis=1, keepdims=True), 1e-9, None)).astype(np.float32)
+
+
+class Pitch(enum.StrEnum):
+    LOW = "low"
+    HIGH = "high"
+
+
+def tone_speech(
+    text: str,
+    voice: Annotated[Pitch, Parameter.AudioVoice],
+    speed: Annotated[float, Parameter.AudioSpeed(min=0.25, max=4.0)] = 1.0,
+) -> Annotated[np.ndarray, Parameter.Audio(sample_rate=8000)]:
+    """One 80 ms tone per letter, pitched by the voice, shortened by speed: stereo, to test downmixing."""
+    base = 220.0 if voice is Pitch.LOW else 880.0
+    step = int(8000 * 0.08 / speed)
+    t = np.arange(step) / 8000
+    tones = [np.sin(2 * np.pi * (base + 10 * (ord(c) % 32)) * t) for c in text if c.isalpha()]
+    mono = 0.3 * np.concatenate(tones or [np.zeros(step)])
+    return np.stack([mono, mono], axis=1).astype(np.float32)
+
+
+def loudness_transcriber(audio: Annotated[np.ndarray, Parameter.Audio(sample_rate=8000)]) -> str:
+    """Describes what it hears: how long, and whether anything is there."""
+    seconds = len(audio) / 8000
+    heard = "sound" if float(np.abs(audio).max(initial=0)) > 0.05 else "silence"
+    return f"{seconds:.1f} seconds of {heard}"
+
+
+def reverse_chat(
+    messages: list[dict[str, Any]],
+    max_tokens: Annotated[int | None, Parameter.MaxOutputTokens] = None,
+) -> Iterator[dict[str, Any]]:
+    """Streams the last user message's words in reverse order, at most `max_tokens` of them."""
+    text = next(m["content"] for m in reversed(messages) if m["role"] == "user")
+    reply = text.split()[::-1]
+    cut = reply[:max_tokens] if max_tokens else reply
+    base = {
+        "id": "chatcmpl-reverse",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": "x",
+    }
+    yield {**base, "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}
+    for i, word in enumerate(cut):
+        yield {
+            **base,
+            "choices": [{"index": 0, "delta": {"content": (" " if i else "") + word}, "finish_reason": None}],
+        }
+    finish = "length" if len(cut) < len(reply) else "stop"
+    yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+    yield {
+        **base,
+        "choices": [],
+        "usage": {
+            "prompt_tokens": len(text.split()),
+            "completion_tokens": len(cut),
+            "total_tokens": len(text.split()) + len(cut),
+        },
+    }
+
+
+def count_chat(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """Answers with a whole ChatCompletion: how many messages and words it was sent."""
+    words = sum(len(str(m.get("content", "")).split()) for m in messages)
+    return {
+        "id": "chatcmpl-count",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": "x",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": f"{len(messages)} messages, {words} words"},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+
+
+def wrong_dtype_embed(texts: list[str]) -> Annotated[np.ndarray, Parameter.Embedding]:
+    """Breaks the contract at call time: float64."""
+    return trigram_embed(texts).astype(np.float64)
+
+
+def failing_chat(messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Raises before producing anything."""
+    raise RuntimeError("the weights are on fire")
+
+
+VOICES = Literal["a", "b"]

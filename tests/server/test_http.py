@@ -1,0 +1,121 @@
+"""What only the HTTP face does: routes and prefixes, SSE framing, raw error bodies, health, OpenAPI."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import openai
+import pytest
+
+from tests.conftest import LiveServer
+
+
+def test_both_prefixes_serve_the_api(server: LiveServer) -> None:
+    for prefix in ("/v1", "/v1/openai/v1"):
+        client = openai.OpenAI(base_url=f"{server.url}{prefix}", api_key="x", max_retries=0)
+        assert {m.id for m in client.models.list()} == {
+            "smollm2-135m-instruct",
+            "all-minilm-l6-v2",
+            "piper-en-us",
+            "whisper-tiny-en",
+        }
+
+
+def test_retrieve_resolves_an_alias_and_404s_an_unknown_model(http_client: openai.OpenAI) -> None:
+    assert http_client.models.retrieve("whisper-1").id == "whisper-tiny-en"
+    with pytest.raises(openai.NotFoundError) as caught:
+        http_client.models.retrieve("nope")
+    assert caught.value.code == "model_not_found"
+
+
+def test_sse_frames_end_with_done(server: LiveServer) -> None:
+    body = {
+        "model": "smollm2-135m-instruct",
+        "messages": [{"role": "user", "content": "Hi"}],
+        "max_tokens": 3,
+        "stream": True,
+    }
+    with httpx.stream("POST", f"{server.url}/v1/chat/completions", json=body, timeout=60) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        data = [line[len("data: ") :] for line in response.iter_lines() if line.startswith("data: ")]
+    assert data[-1] == "[DONE]"
+    assert all(json.loads(d)["object"] == "chat.completion.chunk" for d in data[:-1])
+
+
+def _error(response: httpx.Response) -> dict[str, object]:
+    body = response.json()
+    assert set(body) == {"error"}
+    assert set(body["error"]) == {"message", "type", "param", "code"}
+    return body["error"]  # type: ignore[no-any-return]
+
+
+def test_malformed_json_is_a_400_in_openai_shape(server: LiveServer) -> None:
+    response = httpx.post(
+        f"{server.url}/v1/chat/completions",
+        content=b"{not json",
+        headers={"content-type": "application/json"},
+    )
+    assert response.status_code == 400
+    assert _error(response)["type"] == "invalid_request_error"
+
+
+def test_missing_and_wrongly_typed_fields_name_the_parameter(server: LiveServer) -> None:
+    missing = httpx.post(f"{server.url}/v1/embeddings", json={"model": "all-minilm-l6-v2"})
+    assert missing.status_code == 400
+    assert _error(missing)["param"] == "input"
+    wrong = httpx.post(f"{server.url}/v1/chat/completions", json={"model": "x", "messages": "hello"})
+    assert wrong.status_code == 400
+    assert _error(wrong)["param"] == "messages"
+
+
+def test_an_unknown_route_is_an_openai_shaped_404(server: LiveServer) -> None:
+    response = httpx.get(f"{server.url}/v1/nothing-here")
+    assert response.status_code == 404
+    _error(response)
+
+
+def test_transcription_without_a_file_is_a_400(server: LiveServer) -> None:
+    response = httpx.post(f"{server.url}/v1/audio/transcriptions", data={"model": "whisper-1"})
+    assert response.status_code == 400
+    assert _error(response)["param"] == "file"
+
+
+def test_speech_has_the_content_type_of_its_format(server: LiveServer) -> None:
+    for fmt, media_type in (("wav", "audio/wav"), ("pcm", "audio/pcm")):
+        response = httpx.post(
+            f"{server.url}/v1/audio/speech",
+            json={"model": "tts-1", "voice": "alloy", "input": "Hi.", "response_format": fmt},
+            timeout=60,
+        )
+        assert response.status_code == 200
+        assert response.headers["content-type"] == media_type
+
+
+def test_health_and_openapi(server: LiveServer) -> None:
+    assert httpx.get(f"{server.url}/health").json() == {"status": "ok"}
+    paths = httpx.get(f"{server.url}/openapi.json").json()["paths"]
+    for path in ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/audio/speech"):
+        assert "post" in paths[path]
+
+
+def test_a_disconnected_stream_frees_its_slot(server: LiveServer) -> None:
+    body = {
+        "model": "smollm2-135m-instruct",
+        "messages": [{"role": "user", "content": "Count from one to one thousand."}],
+        "max_tokens": 2000,
+        "stream": True,
+        "n": 1,
+    }
+    # Four slots: open and abandon more streams than that; if slots leaked, the last request would hang.
+    for _ in range(6):
+        with httpx.stream("POST", f"{server.url}/v1/chat/completions", json=body, timeout=30) as response:
+            for line in response.iter_lines():
+                if line.startswith("data: "):
+                    break
+    reply = httpx.post(
+        f"{server.url}/v1/chat/completions",
+        json={**body, "max_tokens": 2, "stream": False},
+        timeout=30,
+    )
+    assert reply.status_code == 200

@@ -1,0 +1,154 @@
+"""Chat and legacy completions on the default SmolLM2 model, over HTTP and in-process."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+from openai.types import Completion
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+SYSTEM = {"role": "system", "content": "You are a helpful assistant. Answer briefly."}
+
+
+def test_chat_answers_with_the_default_model_through_an_openai_alias(client: openai.OpenAI) -> None:
+    reply = client.chat.completions.create(
+        model="gpt-4o-mini",
+        messages=[SYSTEM, {"role": "user", "content": "Which animal says meow?"}],
+        max_tokens=40,
+        temperature=0,
+    )
+    assert isinstance(reply, ChatCompletion)
+    assert reply.model == "smollm2-135m-instruct"
+    assert "cat" in (reply.choices[0].message.content or "").lower()
+    assert reply.choices[0].finish_reason in ("stop", "length")
+    assert reply.usage is not None
+    assert reply.usage.completion_tokens > 0
+    assert reply.usage.total_tokens == reply.usage.prompt_tokens + reply.usage.completion_tokens
+
+
+def test_max_tokens_bounds_the_answer_and_reports_length(client: openai.OpenAI) -> None:
+    reply = client.chat.completions.create(
+        model="smollm2-135m-instruct",
+        messages=[SYSTEM, {"role": "user", "content": "Write a long story about a dragon."}],
+        max_completion_tokens=5,
+    )
+    assert reply.usage is not None
+    assert reply.usage.completion_tokens == 5
+    assert reply.choices[0].finish_reason == "length"
+
+
+def test_streamed_chat_matches_sse_framing_and_ends_with_usage(client: openai.OpenAI) -> None:
+    stream = client.chat.completions.create(
+        model="smollm2-135m-instruct",
+        messages=[SYSTEM, {"role": "user", "content": "Say hello."}],
+        max_tokens=8,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    assert all(isinstance(c, ChatCompletionChunk) for c in chunks)
+    assert len({c.id for c in chunks}) == 1
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text.strip()
+    finishes = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert finishes in (["stop"], ["length"])
+    assert chunks[-1].choices == []
+    assert chunks[-1].usage is not None
+    assert chunks[-1].usage.completion_tokens <= 8
+
+
+def test_stream_without_include_usage_has_no_usage(client: openai.OpenAI) -> None:
+    chunks = list(
+        client.chat.completions.create(
+            model="smollm2-135m-instruct",
+            messages=[SYSTEM, {"role": "user", "content": "Hi"}],
+            max_tokens=4,
+            stream=True,
+        )
+    )
+    assert chunks
+    assert all(c.usage is None and c.choices for c in chunks)
+
+
+def test_n_gives_that_many_choices(client: openai.OpenAI) -> None:
+    reply = client.chat.completions.create(
+        model="smollm2-135m-instruct",
+        messages=[SYSTEM, {"role": "user", "content": "Name a colour."}],
+        max_tokens=6,
+        n=2,
+    )
+    assert sorted(c.index for c in reply.choices) == [0, 1]
+
+
+def test_legacy_completion_with_a_list_of_prompts(client: openai.OpenAI) -> None:
+    reply = client.completions.create(
+        model="gpt-3.5-turbo-instruct", prompt=["Once upon a time", "The capital of France is"], max_tokens=4
+    )
+    assert isinstance(reply, Completion)
+    assert [c.index for c in reply.choices] == [0, 1]
+    assert all(c.text for c in reply.choices)
+    assert reply.usage is not None
+    assert reply.usage.completion_tokens == 8
+
+
+def test_legacy_completion_defaults_to_sixteen_tokens_like_openai(client: openai.OpenAI) -> None:
+    reply = client.completions.create(model="smollm2-135m-instruct", prompt="A long list of fruits: apple,")
+    assert reply.usage is not None
+    assert reply.usage.completion_tokens <= 16
+
+
+def test_streamed_legacy_completion(client: openai.OpenAI) -> None:
+    chunks = list(
+        client.completions.create(
+            model="smollm2-135m-instruct", prompt="One, two,", max_tokens=5, stream=True
+        )
+    )
+    assert all(isinstance(c, Completion) for c in chunks)
+    assert "".join(c.choices[0].text for c in chunks if c.choices)
+
+
+def test_the_sdk_stream_helper_rebuilds_the_message(http_client: openai.OpenAI) -> None:
+    with http_client.chat.completions.stream(
+        model="smollm2-135m-instruct",
+        messages=[SYSTEM, {"role": "user", "content": "Say yes."}],
+        max_tokens=20,
+    ) as stream:
+        deltas = "".join(event.delta for event in stream if event.type == "content.delta")
+        final = stream.get_final_completion()
+    assert final.choices[0].message.content == deltas
+
+
+def test_a_context_overflow_is_a_400_with_both_numbers(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(
+            model="smollm2-135m-instruct",
+            messages=[{"role": "user", "content": "word " * 9000}],
+            max_tokens=4,
+        )
+    assert caught.value.code == "context_length_exceeded"
+    assert "8192" in caught.value.message
+
+
+def test_invalid_arguments_are_400s_naming_the_parameter(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(
+            model="smollm2-135m-instruct", messages=[{"role": "wizard", "content": "hi"}]
+        )
+    assert caught.value.param == "messages[0].role"
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(
+            model="smollm2-135m-instruct", messages=[{"role": "user", "content": "hi"}], top_p=3
+        )
+    assert caught.value.param == "top_p"
+
+
+def test_an_unknown_model_is_a_404(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.NotFoundError) as caught:
+        client.chat.completions.create(model="no-such-model", messages=[{"role": "user", "content": "hi"}])
+    assert caught.value.code == "model_not_found"
+
+
+def test_a_model_without_the_capability_is_a_400(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="whisper-1", messages=[{"role": "user", "content": "hi"}])
+    assert caught.value.param == "model"
