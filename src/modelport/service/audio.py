@@ -31,6 +31,10 @@ class SpeechAudio:
 
 async def speech(manager: ModelManager, request: SpeechRequest) -> SpeechAudio:
     """Synthesise `input` with `voice` and encode it as `response_format`."""
+    if request.stream_format == "sse":
+        raise InvalidRequestError(
+            "stream_format `sse` is not supported yet; use `audio`.", param="stream_format"
+        )
     model = await manager.get(request.model)
     predictor = model.predictor(Capability.SPEECH)
     voice = resolve_voice(predictor, request.voice)

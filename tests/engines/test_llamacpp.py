@@ -1,0 +1,52 @@
+"""The llama.cpp engine as a predictor: streaming, cancellation, and its side door closed."""
+
+from __future__ import annotations
+
+import threading
+
+import httpx
+import pytest
+
+from modelport.engines import llamacpp
+from modelport.errors import InvalidRequestError
+
+
+@pytest.fixture(scope="module")
+def engine() -> tuple[object, object]:
+    chat, completion = llamacpp.load(n_parallel=1, n_ctx_per_slot=2048)
+    return chat, completion
+
+
+def test_closing_the_iterator_stops_generation_within_a_token(engine: tuple[object, object]) -> None:
+    chat, _ = engine
+    stream = chat([{"role": "user", "content": "Count to one thousand."}], {"max_tokens": 1500})  # type: ignore[operator]
+    next(stream)
+    stream.close()
+    # One slot only: if the first generation were still running, this would wait for 1500 tokens (~15 s).
+    done = threading.Event()
+
+    def second() -> None:
+        chunks = list(chat([{"role": "user", "content": "Hi"}], {"max_tokens": 2}))  # type: ignore[operator]
+        assert chunks
+        done.set()
+
+    worker = threading.Thread(target=second)
+    worker.start()
+    assert done.wait(timeout=5), "the closed generation kept its slot"
+
+
+def test_a_prompt_longer_than_the_slot_is_a_context_error(engine: tuple[object, object]) -> None:
+    _, completion = engine
+    with pytest.raises(InvalidRequestError) as caught:
+        list(completion("word " * 2500, {"max_tokens": 2}))  # type: ignore[operator]
+    assert caught.value.code == "context_length_exceeded"
+    assert "2048" in caught.value.message
+
+
+def test_llama_cpp_own_http_listener_refuses_requests() -> None:
+    server = llamacpp.start_server(n_parallel=1, n_ctx_per_slot=256)
+    response = httpx.post(
+        f"{server.listening_address}/v1/completions", json={"prompt": "hi", "max_tokens": 1}
+    )
+    assert response.status_code == 401
+    assert server.handle_completions({"prompt": "hi", "max_tokens": 1})["choices"]
