@@ -110,8 +110,9 @@ def test_streamed_legacy_completion(client: openai.OpenAI) -> None:
 def test_the_sdk_stream_helper_rebuilds_the_message(http_client: openai.OpenAI) -> None:
     with http_client.chat.completions.stream(
         model="smollm2-135m-instruct",
-        messages=[SYSTEM, {"role": "user", "content": "Say yes."}],
-        max_tokens=20,
+        messages=[SYSTEM, {"role": "user", "content": "Which animal says meow?"}],
+        max_tokens=200,
+        temperature=0,
     ) as stream:
         deltas = "".join(event.delta for event in stream if event.type == "content.delta")
         final = stream.get_final_completion()
