@@ -14,6 +14,7 @@ DEFAULT_CHAT = "smollm2-135m-instruct"
 DEFAULT_EMBEDDING = "all-minilm-l6-v2"
 DEFAULT_SPEECH = "piper-en-us"
 DEFAULT_TRANSCRIPTION = "whisper-tiny-en"
+ESPEAK = "espeak-ng"
 
 # OpenAI's model names, so code written for OpenAI runs unchanged against the defaults.
 OPENAI_ALIASES: dict[str, str] = {
@@ -69,12 +70,13 @@ class ModelConfig(BaseModel):
 
 
 def default_models() -> list[ModelConfig]:
-    """The four models that ship with modelport's dependencies."""
+    """The models that ship with modelport's dependencies: one per capability, and eSpeak NG's 100+ voices."""
     return [
         ModelConfig(id=DEFAULT_CHAT, engine="llamacpp"),
         ModelConfig(id=DEFAULT_EMBEDDING, engine="onnx-embedding"),
         ModelConfig(id=DEFAULT_SPEECH, engine="piper"),
         ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
+        ModelConfig(id=ESPEAK, engine="espeak-ng"),
     ]
 
 
@@ -85,7 +87,7 @@ class Settings(BaseModel):
 
     host: str = "127.0.0.1"
     port: int = 8000
-    defaults: bool = Field(default=True, description="serve the four default models")
+    defaults: bool = Field(default=True, description="serve the default models")
     models: list[ModelConfig] = Field(default_factory=list)
     openai_aliases: bool = Field(default=True, description="map OpenAI's model names to the defaults")
     aliases: dict[str, str] = Field(default_factory=dict)

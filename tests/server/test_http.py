@@ -19,6 +19,7 @@ def test_both_prefixes_serve_the_api(server: LiveServer) -> None:
             "all-minilm-l6-v2",
             "piper-en-us",
             "whisper-tiny-en",
+            "espeak-ng",
         }
 
 

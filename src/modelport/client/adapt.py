@@ -3,20 +3,30 @@
 from __future__ import annotations
 
 import io
+import json
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
 import httpx2  # the HTTP library of openai>=3, whose response objects its types wrap
 import openai
 from openai._legacy_response import HttpxBinaryResponseContent
+from openai._models import construct_type
+from openai.types.audio import (
+    Transcription,
+    TranscriptionStreamEvent,
+    TranscriptionVerbose,
+    Translation,
+    TranslationVerbose,
+)
 from pydantic import BaseModel, ValidationError
 
 from modelport.errors import InvalidRequestError, ModelportError
 from modelport.server.errors import validation_param
-from modelport.service import Service, SpeechAudio
+from modelport.service import Service, SpeechAudio, SpeechEvents, SpeechStream, TranscriptEvents
 from modelport.settings import Settings
 
 R = TypeVar("R", bound=BaseModel)
@@ -86,10 +96,80 @@ def to_sdk_error(error: ModelportError, path: str) -> openai.APIStatusError:
     return cls(f"Error code: {error.status} - {body}", response=response, body=body["error"])
 
 
-def binary_response(audio: SpeechAudio) -> HttpxBinaryResponseContent:
+def binary_response(content: bytes, media_type: str) -> HttpxBinaryResponseContent:
     """The SDK's own binary response type (`.content`, `.read()`, `.write_to_file()`, …), built locally."""
-    response = httpx2.Response(200, content=audio.content, headers={"content-type": audio.media_type})
+    response = httpx2.Response(200, content=content, headers={"content-type": media_type})
     return HttpxBinaryResponseContent(response)
+
+
+async def speech_bytes(result: SpeechAudio | SpeechStream | SpeechEvents) -> tuple[bytes, str]:
+    """The whole body the HTTP face would send for a speech result, and its Content-Type."""
+    if isinstance(result, SpeechAudio):
+        return result.content, result.media_type
+    if isinstance(result, SpeechStream):
+        return b"".join([chunk async for chunk in result.chunks]), result.media_type
+    frames = [f"data: {json.dumps(event)}\n\n" async for event in result.events]
+    return "".join(frames).encode(), "text/event-stream"
+
+
+class StreamedSpeech:
+    """Like the SDK's streamed binary response: audio bytes as they are synthesised."""
+
+    def __init__(self, chunks: AsyncIterator[bytes], media_type: str) -> None:
+        self._chunks = chunks
+        self.headers = {"content-type": media_type}
+
+    async def iter_bytes(self, chunk_size: int | None = None) -> AsyncIterator[bytes]:
+        """Each piece of audio as soon as it is encoded."""
+        async for chunk in self._chunks:
+            yield chunk
+
+    async def read(self) -> bytes:
+        """All the audio."""
+        return b"".join([chunk async for chunk in self._chunks])
+
+    async def stream_to_file(self, file: str | os.PathLike[str], *, chunk_size: int | None = None) -> None:
+        """Write the audio to `file` as it arrives."""
+        async with await anyio.open_file(file, "wb") as out:
+            async for chunk in self._chunks:
+                await out.write(chunk)
+
+    async def close(self) -> None:
+        """Stop the synthesis."""
+        aclose = getattr(self._chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+async def speech_chunks(result: SpeechAudio | SpeechStream | SpeechEvents) -> StreamedSpeech:
+    """A streamed view of any speech result."""
+    if isinstance(result, SpeechStream):
+        return StreamedSpeech(result.chunks, result.media_type)
+    content, media_type = await speech_bytes(result)
+
+    async def whole() -> AsyncIterator[bytes]:
+        yield content
+
+    return StreamedSpeech(whole(), media_type)
+
+
+def transcript_events(events: TranscriptEvents) -> AsyncIterator[Any]:
+    """The SDK's stream event objects for a streamed transcription."""
+
+    async def typed() -> AsyncIterator[Any]:
+        async for event in events.events:
+            yield construct_type(type_=TranscriptionStreamEvent, value=event)
+
+    return typed()
+
+
+def as_translation(result: Any) -> Any:
+    """A transcription answer re-typed as the SDK's translation types."""
+    if isinstance(result, TranscriptionVerbose):
+        return TranslationVerbose.model_validate(result.model_dump(exclude={"words", "usage"}))
+    if isinstance(result, Transcription):
+        return Translation(text=result.text)
+    return result
 
 
 def read_file(file: Any) -> bytes:

@@ -3,17 +3,28 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 from openai._legacy_response import HttpxBinaryResponseContent
 from openai.pagination import AsyncPage
 from openai.types import Completion, CreateEmbeddingResponse, Model
-from openai.types.audio import Transcription
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from modelport.client.adapt import binary_response, build_service, read_file, request, sdk_errors
+from modelport.client.adapt import (
+    StreamedSpeech,
+    as_translation,
+    binary_response,
+    build_service,
+    read_file,
+    request,
+    sdk_errors,
+    speech_bytes,
+    speech_chunks,
+    transcript_events,
+)
 from modelport.protocol.requests import (
     ChatCompletionRequest,
     CompletionRequest,
@@ -21,7 +32,7 @@ from modelport.protocol.requests import (
     SpeechRequest,
     TranscriptionRequest,
 )
-from modelport.service import Service
+from modelport.service import Service, TranscriptEvents
 from modelport.settings import Settings
 
 T = TypeVar("T")
@@ -30,7 +41,7 @@ T = TypeVar("T")
 class AsyncStream(Generic[T]):
     """Like the SDK's `AsyncStream`: `async for` over chunks, `await close()`, `async with`."""
 
-    def __init__(self, chunks: AsyncGenerator[T, None], path: str) -> None:
+    def __init__(self, chunks: AsyncIterator[T], path: str) -> None:
         self._chunks = chunks
         self._path = path
 
@@ -43,7 +54,9 @@ class AsyncStream(Generic[T]):
 
     async def close(self) -> None:
         """Stop the generation and free its slot."""
-        await self._chunks.aclose()
+        aclose = getattr(self._chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
     async def __aenter__(self) -> AsyncStream[T]:
         return self
@@ -110,18 +123,52 @@ class AsyncSpeech(_Resource):
     """`client.audio.speech`."""
 
     async def create(self, **params: Any) -> HttpxBinaryResponseContent:
-        """Same arguments as `openai.AsyncOpenAI().audio.speech.create`."""
+        """Same arguments as `openai.AsyncOpenAI().audio.speech.create`; the whole audio."""
         with sdk_errors("/audio/speech"):
-            return binary_response(await self._service.speech(request(SpeechRequest, params)))
+            result = await self._service.speech(request(SpeechRequest, params))
+            return binary_response(*await speech_bytes(result))
+
+    @property
+    def with_streaming_response(self) -> AsyncStreamingSpeech:
+        """`async with ….with_streaming_response.create(...) as response`: audio as it is synthesised."""
+        return AsyncStreamingSpeech(self._service)
+
+
+class AsyncStreamingSpeech(_Resource):
+    """`client.audio.speech.with_streaming_response`."""
+
+    @asynccontextmanager
+    async def create(self, **params: Any) -> AsyncIterator[StreamedSpeech]:
+        """Same arguments as `audio.speech.create`; streams (`stream_format` defaults to `audio`)."""
+        params.setdefault("stream_format", "audio")
+        with sdk_errors("/audio/speech"):
+            streamed = await speech_chunks(await self._service.speech(request(SpeechRequest, params)))
+        try:
+            yield streamed
+        finally:
+            await streamed.close()
 
 
 class AsyncTranscriptions(_Resource):
     """`client.audio.transcriptions`."""
 
-    async def create(self, *, file: Any, **params: Any) -> Transcription | str:
-        """Same arguments as `openai.AsyncOpenAI().audio.transcriptions.create`."""
+    async def create(self, *, file: Any, **params: Any) -> Any:
+        """Same arguments as `openai.AsyncOpenAI().audio.transcriptions.create` (`stream=True` too)."""
         with sdk_errors("/audio/transcriptions"):
-            return await self._service.transcription(request(TranscriptionRequest, params), read_file(file))
+            result = await self._service.transcription(request(TranscriptionRequest, params), read_file(file))
+        if isinstance(result, TranscriptEvents):
+            return AsyncStream(transcript_events(result), "/audio/transcriptions")
+        return result
+
+
+class AsyncTranslations(_Resource):
+    """`client.audio.translations`."""
+
+    async def create(self, *, file: Any, **params: Any) -> Any:
+        """Same arguments as `openai.AsyncOpenAI().audio.translations.create`."""
+        with sdk_errors("/audio/translations"):
+            result = await self._service.translation(request(TranscriptionRequest, params), read_file(file))
+        return as_translation(result)
 
 
 class AsyncAudio:
@@ -130,6 +177,7 @@ class AsyncAudio:
     def __init__(self, service: Service) -> None:
         self.speech = AsyncSpeech(service)
         self.transcriptions = AsyncTranscriptions(service)
+        self.translations = AsyncTranslations(service)
 
 
 class AsyncOpenAI:

@@ -70,12 +70,26 @@ class _Blocking:
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._target, name)
-        if not inspect.iscoroutinefunction(attr):
+        if inspect.iscoroutinefunction(attr):
+
+            def call(*args: Any, **kwargs: Any) -> Any:
+                return self._blocking_result(self._loop.run(attr(*args, **kwargs)))
+
+        elif inspect.isasyncgenfunction(attr):
+
+            def call(*args: Any, **kwargs: Any) -> Any:
+                return _blocking_iterator(self._loop, attr(*args, **kwargs))
+
+        elif callable(attr):
+
+            def call(*args: Any, **kwargs: Any) -> Any:
+                result = attr(*args, **kwargs)
+                return _BlockingContext(self._loop, result) if hasattr(result, "__aenter__") else result
+
+        elif isinstance(attr, str | bytes | int | float | dict | list | tuple | type(None)):
+            return attr
+        else:
             return _Blocking(self._loop, attr)
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return self._blocking_result(self._loop.run(attr(*args, **kwargs)))
-
         call.__doc__ = attr.__doc__
         return call
 
@@ -85,6 +99,28 @@ class _Blocking:
         if isinstance(result, AsyncPage):
             return SyncPage[Any](data=result.data, object="list")
         return result
+
+
+def _blocking_iterator(loop: _Loop, items: Any) -> Iterator[Any]:
+    while True:
+        try:
+            yield loop.run(items.__anext__())
+        except StopAsyncIteration:
+            return
+
+
+class _BlockingContext:
+    """An async context manager entered and left from blocking code; what it yields is mirrored too."""
+
+    def __init__(self, loop: _Loop, context: Any) -> None:
+        self._loop = loop
+        self._context = context
+
+    def __enter__(self) -> Any:
+        return _Blocking(self._loop, self._loop.run(self._context.__aenter__()))
+
+    def __exit__(self, *exc: Any) -> None:
+        self._loop.run(self._context.__aexit__(*exc))
 
 
 class OpenAI:

@@ -11,13 +11,15 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 from typing import Any
 
-EngineFactory = Callable[..., Sequence[Callable[..., Any]]]
+# An engine returns predictor functions (checked, capability inferred) or already checked `Predictor`s.
+EngineFactory = Callable[..., Sequence[Any]]
 
 _BUILTIN = {
     "llamacpp": "modelport.engines.llamacpp:load",
     "onnx-embedding": "modelport.engines.onnx_embedding:load",
     "piper": "modelport.engines.piper:load",
     "faster-whisper": "modelport.engines.faster_whisper:load",
+    "espeak-ng": "modelport.engines.espeak:load",
 }
 
 

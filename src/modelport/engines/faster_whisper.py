@@ -1,15 +1,19 @@
-"""Speech to text with Whisper through faster-whisper (CTranslate2)."""
+"""Speech to text with Whisper through faster-whisper (CTranslate2), with its bundled Silero VAD."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
 
+from modelport.predictors.contract import Capability, Predictor, check_predictor
 from modelport.predictors.parameter import Parameter
+from modelport.predictors.transcript import Segment, Transcript, Word
+
+_FALLBACK_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
 
 def load(
@@ -18,8 +22,9 @@ def load(
     compute_type: str = "int8",
     n_threads: int | None = None,
     beam_size: int = 5,
-) -> Sequence[Callable[..., Any]]:
-    """Load a CTranslate2 Whisper model (tiny.en by default) and return its transcription predictor."""
+    vad_filter: bool = True,
+) -> Sequence[Callable[..., Any] | Predictor]:
+    """Load a CTranslate2 Whisper model (default tiny.en): transcription, and translation if multilingual."""
     from faster_whisper import WhisperModel
 
     if model is None:
@@ -32,19 +37,59 @@ def load(
         str(model_dir), device=device, compute_type=compute_type, cpu_threads=n_threads or os.cpu_count() or 1
     )
 
+    def run(
+        audio: np.ndarray,
+        task: str,
+        language: str | None,
+        prompt: str | None,
+        temperature: float | None,
+        granularities: list[str] | None,
+    ) -> Transcript:
+        segments, info = whisper.transcribe(
+            audio,
+            task=task,
+            language=language,
+            initial_prompt=prompt,
+            beam_size=beam_size,
+            temperature=temperature if temperature is not None else _FALLBACK_TEMPERATURES,
+            word_timestamps="word" in (granularities or ()),
+            vad_filter=vad_filter,
+        )
+        return Transcript(_segments(segments), info.language)
+
     def transcribe(
         audio: Annotated[np.ndarray, Parameter.Audio(sample_rate=16000)],
         language: Annotated[str | None, Parameter.TranscriptionLanguage] = None,
         prompt: Annotated[str | None, Parameter.TranscriptionPrompt] = None,
         temperature: Annotated[float | None, Parameter.Temperature] = None,
-    ) -> str:
-        segments, _info = whisper.transcribe(
-            audio,
-            language=language,
-            initial_prompt=prompt,
-            beam_size=beam_size,
-            temperature=temperature if temperature is not None else [0.0, 0.2, 0.4, 0.6, 0.8, 1.0],
-        )
-        return "".join(segment.text for segment in segments).strip()
+        granularities: Annotated[list[str] | None, Parameter.TimestampGranularities] = None,
+    ) -> Transcript:
+        return run(audio, "transcribe", language, prompt, temperature, granularities)
 
-    return [transcribe]
+    def translate(
+        audio: Annotated[np.ndarray, Parameter.Audio(sample_rate=16000)],
+        prompt: Annotated[str | None, Parameter.TranscriptionPrompt] = None,
+        temperature: Annotated[float | None, Parameter.Temperature] = None,
+        granularities: Annotated[list[str] | None, Parameter.TimestampGranularities] = None,
+    ) -> Transcript:
+        return run(audio, "translate", None, prompt, temperature, granularities)
+
+    if not whisper.model.is_multilingual:
+        return [transcribe]  # an English-only model cannot translate
+    return [transcribe, check_predictor(translate, Capability.TRANSLATION)]
+
+
+def _segments(segments: Any) -> Iterator[Segment]:
+    # faster-whisper decodes lazily, one 30-second window at a time: pass that on, so results can stream.
+    for s in segments:
+        yield Segment(
+            start=float(s.start),
+            end=float(s.end),
+            text=s.text,
+            avg_logprob=float(s.avg_logprob),
+            no_speech_prob=float(s.no_speech_prob),
+            compression_ratio=float(s.compression_ratio),
+            temperature=float(s.temperature or 0.0),
+            tokens=list(s.tokens),
+            words=[Word(w.word, float(w.start), float(w.end)) for w in s.words or ()],
+        )

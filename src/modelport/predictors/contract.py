@@ -24,6 +24,7 @@ class Capability(enum.StrEnum):
     EMBEDDING = "embedding"
     SPEECH = "speech"
     TRANSCRIPTION = "transcription"
+    TRANSLATION = "translation"
 
 
 # Which optional annotated parameters each capability can receive (by denotation).
@@ -46,9 +47,13 @@ _OPTIONS: dict[Capability, frozenset[str]] = {
         {
             "openai.audio.transcriptions.language",
             "openai.audio.transcriptions.prompt",
+            "openai.audio.transcriptions.timestamp_granularities",
             "openai.chat.completions.temperature",
         }
     ),
+}
+_OPTIONS[Capability.TRANSLATION] = _OPTIONS[Capability.TRANSCRIPTION] - {
+    "openai.audio.transcriptions.language"
 }
 _OPTIONS[Capability.COMPLETION] = _OPTIONS[Capability.CHAT] - {"openai.chat.completions.tools"}
 
@@ -246,28 +251,31 @@ def _check_speech(
     )
 
 
-def _check_transcription(
-    fn: Callable[..., Any],
-    name: str,
-    required: list[inspect.Parameter],
-    optional: list[inspect.Parameter],
-    hints: dict[str, Any],
-    returns: Parameter | None,
-) -> Predictor:
-    audio = [p for p in required if _marker(name, hints, p, "audio")]
-    if len(required) != 1 or len(audio) != 1:
-        raise PredictorContractError(
-            f"predictor `{name}`: a transcription predictor takes exactly one required parameter, "
-            f"`Annotated[np.ndarray, Parameter.Audio(sample_rate=...)]`; it has {_names(required)}"
-        )
-    if _strip(hints.get(audio[0].name)) is not np.ndarray:
-        raise PredictorContractError(f"predictor `{name}`: parameter `{audio[0].name}` must be `np.ndarray`")
-    marker = _parameter_of(hints.get(audio[0].name), name, f"parameter `{audio[0].name}`")
-    assert marker is not None
-    options = _options(name, Capability.TRANSCRIPTION, optional, hints)
-    return Predictor(
-        fn, name, Capability.TRANSCRIPTION, audio[0].name, options, sample_rate=marker.sample_rate
-    )
+def _check_audio_to_text(cap: Capability) -> Callable[..., Predictor]:
+    def check(
+        fn: Callable[..., Any],
+        name: str,
+        required: list[inspect.Parameter],
+        optional: list[inspect.Parameter],
+        hints: dict[str, Any],
+        returns: Parameter | None,
+    ) -> Predictor:
+        audio = [p for p in required if _marker(name, hints, p, "audio")]
+        if len(required) != 1 or len(audio) != 1:
+            raise PredictorContractError(
+                f"predictor `{name}`: a {cap} predictor takes exactly one required parameter, "
+                f"`Annotated[np.ndarray, Parameter.Audio(sample_rate=...)]`; it has {_names(required)}"
+            )
+        if _strip(hints.get(audio[0].name)) is not np.ndarray:
+            raise PredictorContractError(
+                f"predictor `{name}`: parameter `{audio[0].name}` must be `np.ndarray`"
+            )
+        marker = _parameter_of(hints.get(audio[0].name), name, f"parameter `{audio[0].name}`")
+        assert marker is not None
+        options = _options(name, cap, optional, hints)
+        return Predictor(fn, name, cap, audio[0].name, options, sample_rate=marker.sample_rate)
+
+    return check
 
 
 _CHECKS: dict[Capability, Callable[..., Predictor]] = {
@@ -275,7 +283,8 @@ _CHECKS: dict[Capability, Callable[..., Predictor]] = {
     Capability.COMPLETION: _check_chat_like(Capability.COMPLETION),
     Capability.EMBEDDING: _check_embedding,
     Capability.SPEECH: _check_speech,
-    Capability.TRANSCRIPTION: _check_transcription,
+    Capability.TRANSCRIPTION: _check_audio_to_text(Capability.TRANSCRIPTION),
+    Capability.TRANSLATION: _check_audio_to_text(Capability.TRANSLATION),
 }
 
 

@@ -61,6 +61,14 @@ class Parameter:
         """The `prompt` of a transcription request, or None."""
         return cls("openai.audio.transcriptions.prompt", description)
 
+    @classmethod
+    def TimestampGranularities(cls, *, description: str | None = None) -> Parameter:
+        """`timestamp_granularities` of a transcription (`["segment"]`, `["word"]`, both), or None.
+
+        Not part of Muna's contract.
+        """
+        return cls("openai.audio.transcriptions.timestamp_granularities", description)
+
     # Chat and completions
     @classmethod
     def Temperature(

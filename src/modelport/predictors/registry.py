@@ -54,7 +54,8 @@ class ModelRegistry:
         default_concurrency = int(options.get("n_parallel", 4)) if engine == "llamacpp" else 1
 
         def load() -> Sequence[Predictor]:
-            predictors = [check_predictor(fn) for fn in factory(**options)]
+            made = factory(**options)
+            predictors = [fn if isinstance(fn, Predictor) else check_predictor(fn) for fn in made]
             self._add_checked(model_id, predictors)
             return predictors
 

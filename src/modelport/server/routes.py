@@ -7,8 +7,8 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Form, Request, UploadFile
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
+from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from pydantic import BaseModel, ValidationError
 from sse_starlette import EventSourceResponse
 
@@ -22,7 +22,7 @@ from modelport.protocol.requests import (
     TranscriptionRequest,
 )
 from modelport.server.errors import validation_param
-from modelport.service import Service
+from modelport.service import Answer, Service, SpeechEvents, SpeechStream, TranscriptEvents
 
 log = logging.getLogger("modelport.server")
 
@@ -38,18 +38,39 @@ def _json(model: BaseModel) -> JSONResponse:
 
 
 def _sse(chunks: AsyncGenerator[Any, None]) -> EventSourceResponse:
-    async def events() -> AsyncIterator[dict[str, str]]:
+    async def as_dicts() -> AsyncGenerator[dict[str, Any], None]:
         try:
             async for chunk in chunks:
-                yield {"data": chunk.model_dump_json(exclude_unset=True)}
+                yield chunk.model_dump(mode="json", exclude_unset=True)
+        finally:
+            await chunks.aclose()
+
+    return _sse_events(as_dicts(), done=True)
+
+
+def _sse_events(events: AsyncGenerator[dict[str, Any], None], *, done: bool) -> EventSourceResponse:
+    async def frames() -> AsyncIterator[dict[str, str]]:
+        try:
+            async for event in events:
+                yield {"data": json.dumps(event, separators=(",", ":"))}
         except ModelportError as error:
             # Headers are gone: the error travels as a data frame, which the openai SDK raises as APIError.
             yield {"data": json.dumps(error.body())}
+            return
         finally:
-            await chunks.aclose()  # a client that went away stops its generation here
-        yield {"data": "[DONE]"}
+            await events.aclose()  # a client that went away stops its generation here
+        if done:
+            yield {"data": "[DONE]"}
 
-    return EventSourceResponse(events(), ping=15)
+    return EventSourceResponse(frames(), ping=15)
+
+
+async def _closing(chunks: AsyncGenerator[bytes, None]) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in chunks:
+            yield chunk
+    finally:
+        await chunks.aclose()
 
 
 router = APIRouter()
@@ -90,40 +111,76 @@ async def embeddings(request: Request, body: EmbeddingRequest) -> JSONResponse:
 
 @router.post("/audio/speech")
 async def speech(request: Request, body: SpeechRequest) -> Response:
-    """Text to speech; the body is the audio file."""
-    audio = await service_of(request).speech(body)
-    return Response(audio.content, media_type=audio.media_type)
+    """Text to speech: the audio file, or audio chunks / SSE events as they are synthesised."""
+    result = await service_of(request).speech(body)
+    if isinstance(result, SpeechStream):
+        return StreamingResponse(_closing(result.chunks), media_type=result.media_type)
+    if isinstance(result, SpeechEvents):
+        return _sse_events(result.events, done=False)
+    return Response(result.content, media_type=result.media_type)
+
+
+@router.get("/audio/voices")
+async def voices(request: Request, model: str) -> JSONResponse:
+    """The voices of a speech model (OpenAI's voice names are accepted too and map onto these)."""
+    names = await service_of(request).voices(model)
+    resolved = service_of(request).retrieve_model(model).id
+    return JSONResponse(
+        {"object": "list", "data": [{"id": v, "object": "voice", "model": resolved} for v in names]}
+    )
+
+
+class _AudioForm:
+    """The multipart fields shared by transcriptions and translations."""
+
+    def __init__(
+        self,
+        file: Annotated[UploadFile, File()],
+        model: Annotated[str, Form()],
+        language: Annotated[str | None, Form()] = None,
+        prompt: Annotated[str | None, Form()] = None,
+        response_format: Annotated[TranscriptionFormat, Form()] = "json",
+        temperature: Annotated[float | None, Form()] = None,
+        timestamp_granularities: Annotated[list[str] | None, Form(alias="timestamp_granularities[]")] = None,
+        stream: Annotated[bool, Form()] = False,
+    ) -> None:
+        self.file = file
+        self.fields = {
+            "model": model,
+            "language": language,
+            "prompt": prompt,
+            "response_format": response_format,
+            "temperature": temperature,
+            "timestamp_granularities": timestamp_granularities,
+            "stream": stream,
+        }
+
+    def request(self) -> TranscriptionRequest:
+        try:
+            return TranscriptionRequest.model_validate(self.fields)
+        except ValidationError as error:
+            first = error.errors()[0]
+            param = validation_param(dict(first))
+            raise InvalidRequestError(f"Invalid value for '{param}': {first['msg']}", param=param) from None
+
+
+def _transcript_response(result: Answer) -> Response:
+    if isinstance(result, TranscriptEvents):
+        return _sse_events(result.events, done=True)
+    if isinstance(result, str):
+        return PlainTextResponse(result)
+    return _json(result)
 
 
 @router.post("/audio/transcriptions")
-async def transcriptions(
-    request: Request,
-    file: Annotated[UploadFile, File()],
-    model: Annotated[str, Form()],
-    language: Annotated[str | None, Form()] = None,
-    prompt: Annotated[str | None, Form()] = None,
-    response_format: Annotated[TranscriptionFormat, Form()] = "json",
-    temperature: Annotated[float | None, Form()] = None,
-    timestamp_granularities: Annotated[list[str] | None, Form(alias="timestamp_granularities[]")] = None,
-    stream: Annotated[bool, Form()] = False,
-) -> Response:
+async def transcriptions(request: Request, form: Annotated[_AudioForm, Depends()]) -> Response:
     """Speech to text from an uploaded audio file."""
-    try:
-        body = TranscriptionRequest.model_validate(
-            {
-                "model": model,
-                "language": language,
-                "prompt": prompt,
-                "response_format": response_format,
-                "temperature": temperature,
-                "timestamp_granularities": timestamp_granularities,
-                "stream": stream,
-            }
-        )
-    except ValidationError as error:
-        first = error.errors()[0]
-        raise InvalidRequestError(
-            f"Invalid value: {first['msg']}", param=validation_param(dict(first))
-        ) from None
-    result = await service_of(request).transcription(body, await file.read())
-    return PlainTextResponse(result) if isinstance(result, str) else _json(result)
+    result = await service_of(request).transcription(form.request(), await form.file.read())
+    return _transcript_response(result)
+
+
+@router.post("/audio/translations")
+async def translations(request: Request, form: Annotated[_AudioForm, Depends()]) -> Response:
+    """Speech in any language to English text (models that can translate)."""
+    result = await service_of(request).translation(form.request(), await form.file.read())
+    return _transcript_response(result)

@@ -6,9 +6,9 @@ import time
 from collections.abc import AsyncGenerator
 
 from openai.types import Completion, CreateEmbeddingResponse, Model
-from openai.types.audio import Transcription
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from modelport.predictors.contract import Capability
 from modelport.predictors.manager import ModelManager
 from modelport.predictors.registry import ModelRegistry
 from modelport.protocol.requests import (
@@ -18,11 +18,12 @@ from modelport.protocol.requests import (
     SpeechRequest,
     TranscriptionRequest,
 )
-from modelport.service import audio, embeddings, generation
-from modelport.service.audio import SpeechAudio
+from modelport.service import audio, embeddings, generation, transcription
+from modelport.service.audio import SpeechAudio, SpeechEvents, SpeechStream
+from modelport.service.transcription import Answer, TranscriptEvents
 from modelport.settings import Settings
 
-__all__ = ["Service", "SpeechAudio"]
+__all__ = ["Answer", "Service", "SpeechAudio", "SpeechEvents", "SpeechStream", "TranscriptEvents"]
 
 
 class Service:
@@ -45,12 +46,16 @@ class Service:
 
     def list_models(self) -> list[Model]:
         """Every registered model (aliases are not listed, but resolve)."""
-        return [self._model(spec.id, spec.owned_by) for spec in self.manager.registry.specs]
+        return [self._model(spec.id) for spec in self.manager.registry.specs]
 
     def retrieve_model(self, name: str) -> Model:
         """One model by id or alias; 404 if unknown."""
-        spec = self.manager.registry.resolve(name)
-        return self._model(spec.id, spec.owned_by)
+        return self._model(self.manager.registry.resolve(name).id)
+
+    async def voices(self, model: str) -> list[str]:
+        """The voices a speech model offers (loading it if needed); OpenAI's names map onto them."""
+        loaded = await self.manager.get(model)
+        return list(loaded.predictor(Capability.SPEECH).voices)
 
     async def chat_completion(
         self, request: ChatCompletionRequest
@@ -66,13 +71,31 @@ class Service:
         """`POST /v1/embeddings`."""
         return await embeddings.embeddings(self.manager, request)
 
-    async def speech(self, request: SpeechRequest) -> SpeechAudio:
-        """`POST /v1/audio/speech`."""
+    async def speech(self, request: SpeechRequest) -> SpeechAudio | SpeechStream | SpeechEvents:
+        """`POST /v1/audio/speech`: a whole file, or a stream when `stream_format` is given."""
         return await audio.speech(self.manager, request)
 
-    async def transcription(self, request: TranscriptionRequest, file: bytes) -> Transcription | str:
+    async def transcription(self, request: TranscriptionRequest, file: bytes) -> Answer:
         """`POST /v1/audio/transcriptions`."""
-        return await audio.transcription(self.manager, request, file, self.settings.max_upload_bytes)
+        return await transcription.transcribe(self.manager, request, file, self.settings.max_upload_bytes)
 
-    def _model(self, model_id: str, owned_by: str) -> Model:
-        return Model(id=model_id, created=self._created, object="model", owned_by=owned_by)
+    async def translation(self, request: TranscriptionRequest, file: bytes) -> Answer:
+        """`POST /v1/audio/translations`: speech in any language to English text."""
+        return await transcription.transcribe(
+            self.manager, request, file, self.settings.max_upload_bytes, Capability.TRANSLATION
+        )
+
+    def _model(self, model_id: str) -> Model:
+        """OpenAI's model object, plus what a loaded model serves (capabilities, voices)."""
+        spec = self.manager.registry.resolve(model_id)
+        extra: dict[str, object] = {}
+        loaded = self.manager.loaded(spec.id)
+        if loaded is not None:
+            extra["capabilities"] = sorted(loaded.predictors)
+            speech = loaded.predictors.get(Capability.SPEECH)
+            if speech is not None:
+                # `instructions` is accepted by the speech endpoint but no engine here can follow it.
+                extra.update(voices=list(speech.voices), supports_instructions=False)
+        return Model.model_validate(
+            {"id": spec.id, "created": self._created, "object": "model", "owned_by": spec.owned_by, **extra}
+        )

@@ -1,61 +1,87 @@
-"""Speech (text → audio file) and transcription (audio file → text)."""
+"""Speech (text → audio, whole or streamed) and transcription/translation (audio file → text)."""
 
 from __future__ import annotations
 
-import math
+import base64
+import functools
+import re
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 import numpy as np
-from openai.types.audio import Transcription
 
-from modelport.errors import InvalidRequestError, PayloadTooLargeError, PredictorError
+from modelport.errors import InvalidRequestError, PredictorError
 from modelport.predictors.contract import Capability, Predictor
-from modelport.predictors.manager import ModelManager
-from modelport.protocol.requests import SpeechRequest, TranscriptionRequest
+from modelport.predictors.manager import LoadedModel, ModelManager
+from modelport.protocol.requests import SpeechRequest
 from modelport.service import audio_codec, calls
 
 OPENAI_VOICES = (
     "alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse",
     "marin", "cedar",
 )  # fmt: skip
+_SENTENCE_END = re.compile(r"(?<=[.!?;:。！？])\s+|\n{2,}")
+_MAX_PIECE = 400  # characters; longer sentences are cut at commas, then spaces
 
 
 @dataclass(frozen=True)
 class SpeechAudio:
-    """An encoded speech file and its Content-Type."""
+    """A whole encoded speech file and its Content-Type."""
 
     content: bytes
     media_type: str
 
 
-async def speech(manager: ModelManager, request: SpeechRequest) -> SpeechAudio:
-    """Synthesise `input` with `voice` and encode it as `response_format`."""
-    if request.stream_format == "sse":
-        raise InvalidRequestError(
-            "stream_format `sse` is not supported yet; use `audio`.", param="stream_format"
-        )
+@dataclass(frozen=True)
+class SpeechStream:
+    """Encoded audio sent as it is synthesised (`stream_format: "audio"`)."""
+
+    chunks: AsyncGenerator[bytes, None]
+    media_type: str
+
+
+@dataclass(frozen=True)
+class SpeechEvents:
+    """OpenAI's `speech.audio.delta` / `speech.audio.done` events (`stream_format: "sse"`)."""
+
+    events: AsyncGenerator[dict[str, Any], None]
+
+
+async def speech(manager: ModelManager, request: SpeechRequest) -> SpeechAudio | SpeechStream | SpeechEvents:
+    """Synthesise `input` with `voice`, sentence by sentence, and encode it as `response_format`."""
     model = await manager.get(request.model)
     predictor = model.predictor(Capability.SPEECH)
     voice = resolve_voice(predictor, request.voice)
     if request.speed != 1.0 and not predictor.accepts("openai.audio.speech.speed"):
         raise InvalidRequestError(f"The model `{model.spec.id}` does not support `speed`.", param="speed")
-    pcm = await calls.call(
-        model,
-        predictor,
-        lambda: predictor(request.input, {"openai.audio.speech.speed": request.speed}, voice),
-    )
-    if not isinstance(pcm, np.ndarray) or pcm.dtype != np.float32 or pcm.ndim not in (1, 2):
-        shown = (
-            f"{pcm.dtype} array of shape {pcm.shape}" if isinstance(pcm, np.ndarray) else type(pcm).__name__
-        )
-        raise PredictorError(
-            f"predictor `{predictor.name}` returned {shown}; expected float32 (F,) or (F, C)"
-        )
+    pieces = _synthesised(model, predictor, split_sentences(request.input), voice, request.speed)
     assert predictor.sample_rate is not None
-    rate = predictor.sample_rate
-    content = await anyio.to_thread.run_sync(audio_codec.encode, pcm, rate, request.response_format)
-    return SpeechAudio(content, audio_codec.media_type(request.response_format))
+    if request.stream_format is None:
+        encoder = audio_codec.Encoder(request.response_format, predictor.sample_rate)
+        async for pcm in pieces:
+            await anyio.to_thread.run_sync(encoder.encode, pcm)
+        content = await anyio.to_thread.run_sync(encoder.finish)
+        return SpeechAudio(content, audio_codec.media_type(request.response_format))
+    chunks = await calls.eager(_encoded(pieces, request.response_format, predictor.sample_rate))
+    if request.stream_format == "audio":
+        return SpeechStream(chunks, audio_codec.media_type(request.response_format))
+    return SpeechEvents(_speech_events(chunks, len(request.input)))
+
+
+def split_sentences(text: str) -> list[str]:
+    """Pieces of at most ~400 characters, cut at sentence ends where possible."""
+    pieces: list[str] = []
+    for sentence in filter(None, (s.strip() for s in _SENTENCE_END.split(text))):
+        while len(sentence) > _MAX_PIECE:
+            cut = max(sentence.rfind(", ", 0, _MAX_PIECE), sentence.rfind(" ", 0, _MAX_PIECE))
+            cut = cut if cut > 0 else _MAX_PIECE
+            pieces.append(sentence[: cut + 1].strip())
+            sentence = sentence[cut + 1 :].strip()
+        if sentence:
+            pieces.append(sentence)
+    return pieces or [text]
 
 
 def resolve_voice(predictor: Predictor, voice: str) -> str:
@@ -70,44 +96,49 @@ def resolve_voice(predictor: Predictor, voice: str) -> str:
     )
 
 
-async def transcription(
-    manager: ModelManager, request: TranscriptionRequest, audio_file: bytes, max_bytes: int
-) -> Transcription | str:
-    """Decode the upload, transcribe it, and answer in `response_format`."""
-    if len(audio_file) > max_bytes:
-        raise PayloadTooLargeError(
-            f"The uploaded file is {len(audio_file)} bytes; the limit is {max_bytes} bytes.", param="file"
-        )
-    if request.response_format not in ("json", "text"):
-        raise InvalidRequestError(
-            f"response_format `{request.response_format}` is not supported yet; use `json` or `text`.",
-            param="response_format",
-        )
-    if request.stream:
-        raise InvalidRequestError("Streaming transcription is not supported yet.", param="stream")
-    model = await manager.get(request.model)
-    predictor = model.predictor(Capability.TRANSCRIPTION)
-    assert predictor.sample_rate is not None
-    samples = await anyio.to_thread.run_sync(audio_codec.decode, audio_file, predictor.sample_rate)
-    text = await calls.call(
-        model,
-        predictor,
-        lambda: predictor(
-            samples,
-            {
-                "openai.audio.transcriptions.language": request.language,
-                "openai.audio.transcriptions.prompt": request.prompt,
-                "openai.chat.completions.temperature": request.temperature,
-            },
-        ),
-    )
-    if not isinstance(text, str):
-        raise PredictorError(
-            f"predictor `{predictor.name}` returned {type(text).__name__}; expected the text, a str"
-        )
-    if request.response_format == "text":
-        return text
-    seconds = len(samples) / predictor.sample_rate
-    return Transcription.model_validate(
-        {"text": text, "usage": {"type": "duration", "seconds": math.ceil(seconds)}}
-    )
+async def _synthesised(
+    model: LoadedModel, predictor: Predictor, pieces: list[str], voice: str, speed: float
+) -> AsyncGenerator[np.ndarray, None]:
+    options = {"openai.audio.speech.speed": speed}
+    for piece in pieces:
+        pcm = await calls.call(model, predictor, functools.partial(predictor, piece, options, voice))
+        if not isinstance(pcm, np.ndarray) or pcm.dtype != np.float32 or pcm.ndim not in (1, 2):
+            shown = (
+                f"{pcm.dtype} array of shape {pcm.shape}"
+                if isinstance(pcm, np.ndarray)
+                else type(pcm).__name__
+            )
+            raise PredictorError(
+                f"predictor `{predictor.name}` returned {shown}; expected float32 (F,) or (F, C)"
+            )
+        yield pcm
+
+
+async def _encoded(
+    pieces: AsyncGenerator[np.ndarray, None], fmt: str, sample_rate: int
+) -> AsyncGenerator[bytes, None]:
+    encoder = audio_codec.Encoder(fmt, sample_rate, streaming=True)
+    try:
+        async for pcm in pieces:
+            ready = await anyio.to_thread.run_sync(encoder.encode, pcm)
+            if ready:
+                yield ready
+        yield await anyio.to_thread.run_sync(encoder.finish)
+    finally:
+        await pieces.aclose()
+
+
+async def _speech_events(
+    chunks: AsyncGenerator[bytes, None], characters: int
+) -> AsyncGenerator[dict[str, Any], None]:
+    try:
+        async for chunk in chunks:
+            if chunk:
+                yield {"type": "speech.audio.delta", "audio": base64.b64encode(chunk).decode()}
+    finally:
+        await chunks.aclose()
+    # The engines have no tokenizer: input is counted in characters, output in none.
+    yield {
+        "type": "speech.audio.done",
+        "usage": {"input_tokens": characters, "output_tokens": 0, "total_tokens": characters},
+    }

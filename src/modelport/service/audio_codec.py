@@ -20,6 +20,7 @@ class _Format:
     codec: str
     media_type: str
     sample_format: str
+    options: dict[str, str] | None = None
 
 
 FORMATS: dict[str, _Format] = {
@@ -28,7 +29,8 @@ FORMATS: dict[str, _Format] = {
     "flac": _Format("flac", "flac", "audio/flac", "s16"),
     "mp3": _Format("mp3", "libmp3lame", "audio/mpeg", "s16p"),
     "aac": _Format("adts", "aac", "audio/aac", "fltp"),
-    "opus": _Format("ogg", "libopus", "audio/ogg", "s16"),
+    # Ogg pages of 100 ms instead of 1 s, so a stream's first audio is not held back.
+    "opus": _Format("ogg", "libopus", "audio/ogg", "s16", {"page_duration": "100000"}),
 }
 
 
@@ -59,30 +61,88 @@ def decode(data: bytes, sample_rate: int) -> np.ndarray:
     return np.concatenate(pieces).astype(np.float32, copy=False)
 
 
-def encode(pcm: np.ndarray, sample_rate: int, fmt: str) -> bytes:
-    """Encode float32 PCM ((F,) or (F, C)) as one of OpenAI's speech formats, mono at 24 kHz."""
-    spec = FORMATS[fmt]
-    mono = pcm.mean(axis=1) if pcm.ndim == 2 else pcm
-    frame = av.AudioFrame.from_ndarray(
-        np.ascontiguousarray(mono, np.float32)[None, :], format="flt", layout="mono"
-    )
-    frame.sample_rate = sample_rate
-    resampler = av.AudioResampler(format=spec.sample_format, layout="mono", rate=OUTPUT_RATE)
-    frames = [*resampler.resample(frame), *resampler.resample(None)]
-    if spec.container is None:  # raw little-endian 16-bit samples
-        return b"".join(f.to_ndarray().astype("<i2").tobytes() for f in frames)
-    buffer = io.BytesIO()
-    with av.open(buffer, "w", format=spec.container) as container:
-        stream = cast(
-            av.audio.stream.AudioStream, container.add_stream(spec.codec, rate=OUTPUT_RATE, layout="mono")
+class Encoder:
+    """Encodes float32 PCM pieces ((F,) or (F, C)) into one of OpenAI's speech formats, mono at 24 kHz.
+
+    With `streaming`, each `encode` returns the bytes ready so far and the container is written as a
+    stream (a WAV header then carries unknown sizes, as in any streamed WAV); without it, everything
+    comes from `finish`, with exact headers.
+    """
+
+    def __init__(self, fmt: str, input_rate: int, *, streaming: bool = False) -> None:
+        self.spec = FORMATS[fmt]
+        self.input_rate = input_rate
+        self._resampler = av.AudioResampler(format=self.spec.sample_format, layout="mono", rate=OUTPUT_RATE)
+        self._sink: _StreamSink | io.BytesIO = _StreamSink() if streaming else io.BytesIO()
+        self._raw: list[bytes] = []
+        self._container: av.container.OutputContainer | None = None
+        if self.spec.container is not None:
+            self._container = av.open(self._sink, "w", format=self.spec.container, options=self.spec.options)
+            self._stream = cast(
+                av.audio.stream.AudioStream,
+                self._container.add_stream(self.spec.codec, rate=OUTPUT_RATE, layout="mono"),
+            )
+            self._fifo = av.AudioFifo()
+            self._frame_size = self._stream.codec_context.frame_size or 1024
+
+    def encode(self, pcm: np.ndarray) -> bytes:
+        """Add a piece; return the bytes that are ready (always empty unless streaming)."""
+        mono = pcm.mean(axis=1) if pcm.ndim == 2 else pcm
+        frame = av.AudioFrame.from_ndarray(
+            np.ascontiguousarray(mono, np.float32)[None, :], format="flt", layout="mono"
         )
-        fifo = av.AudioFifo()
+        frame.sample_rate = self.input_rate
+        self._write(self._resampler.resample(frame), final=False)
+        return self._take()
+
+    def finish(self) -> bytes:
+        """Flush everything; return the remaining bytes (the whole file unless streaming)."""
+        self._write(self._resampler.resample(None), final=True)
+        if self._container is not None:
+            self._container.close()
+        if isinstance(self._sink, io.BytesIO):
+            return self._sink.getvalue() if self._container is not None else b"".join(self._raw)
+        return self._take()
+
+    def _write(self, frames: list[av.AudioFrame], *, final: bool) -> None:
+        if self._container is None:  # raw little-endian 16-bit samples
+            self._raw.extend(f.to_ndarray().astype("<i2").tobytes() for f in frames)
+            return
         for f in frames:
             f.pts = None
-            fifo.write(f)
-        size = stream.codec_context.frame_size or 1024
-        while fifo.samples:
-            chunk = fifo.read(min(size, fifo.samples))
-            container.mux(stream.encode(chunk))
-        container.mux(stream.encode(None))
-    return buffer.getvalue()
+            self._fifo.write(f)
+        while self._fifo.samples >= self._frame_size or (final and self._fifo.samples):
+            chunk = self._fifo.read(min(self._frame_size, self._fifo.samples))
+            self._container.mux(self._stream.encode(chunk))
+        if final:
+            self._container.mux(self._stream.encode(None))
+
+    def _take(self) -> bytes:
+        if isinstance(self._sink, _StreamSink):
+            if self._container is None:
+                ready, self._raw = b"".join(self._raw), []
+                return ready
+            return self._sink.take()
+        return b""
+
+
+class _StreamSink:
+    """A write-only file: FFmpeg sees it cannot seek and writes the container as a stream."""
+
+    def __init__(self) -> None:
+        self._parts: list[bytes] = []
+
+    def write(self, data: bytes) -> int:
+        self._parts.append(bytes(data))
+        return len(data)
+
+    def take(self) -> bytes:
+        ready, self._parts = b"".join(self._parts), []
+        return ready
+
+
+def encode(pcm: np.ndarray, sample_rate: int, fmt: str) -> bytes:
+    """Encode a whole clip as one of OpenAI's speech formats, mono at 24 kHz."""
+    encoder = Encoder(fmt, sample_rate)
+    encoder.encode(pcm)
+    return encoder.finish()
