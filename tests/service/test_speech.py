@@ -1,0 +1,165 @@
+"""Speech like a dedicated server: every format, voices, speed, streaming (openai SDK, both faces)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import time
+from pathlib import Path
+
+import av
+import httpx
+import numpy as np
+import openai
+import pytest
+
+from tests.conftest import LiveServer
+from tests.service.test_audio import word_error_rate
+
+TEXT = "The quick brown fox jumps over the lazy dog. It was a sunny day in the park."
+LONG = " ".join(
+    [
+        "Streaming speech should start playing long before the whole text is spoken.",
+        "This paragraph has several sentences, so the server can send each as soon as it is ready.",
+        "A listener hears the first words while the rest are still being generated.",
+        "That is the point of streaming, and this test measures it.",
+    ]
+    * 3
+)
+
+
+def decoded_seconds(data: bytes) -> float:
+    with av.open(io.BytesIO(data)) as container:
+        samples = sum(frame.samples for frame in container.decode(audio=0))
+        rate = container.streams.audio[0].rate
+    return samples / rate
+
+
+@pytest.mark.parametrize(
+    ("fmt", "codec"),
+    [("mp3", "mp3"), ("opus", "opus"), ("aac", "aac"), ("flac", "flac"), ("wav", "pcm_s16le")],
+)
+def test_every_format_decodes_to_audio_of_plausible_length(
+    client: openai.OpenAI, fmt: str, codec: str
+) -> None:
+    audio = client.audio.speech.create(model="tts-1", voice="alloy", input=TEXT, response_format=fmt)  # type: ignore[arg-type]
+    with av.open(io.BytesIO(audio.content)) as container:
+        assert container.streams.audio[0].codec_context.name.startswith(codec)
+    assert 3 < decoded_seconds(audio.content) < 9
+
+
+def test_content_types_match_the_formats(server: LiveServer) -> None:
+    expected = {
+        "mp3": "audio/mpeg",
+        "opus": "audio/ogg",
+        "aac": "audio/aac",
+        "flac": "audio/flac",
+        "wav": "audio/wav",
+        "pcm": "audio/pcm",
+    }
+    for fmt, media_type in expected.items():
+        response = httpx.post(
+            f"{server.url}/v1/audio/speech",
+            json={"model": "tts-1", "voice": "alloy", "input": "Hi.", "response_format": fmt},
+            timeout=60,
+        )
+        assert response.headers["content-type"] == media_type
+
+
+def test_voices_are_listed_and_in_the_model_metadata(server: LiveServer, http_client: openai.OpenAI) -> None:
+    voices = httpx.get(f"{server.url}/v1/audio/voices", params={"model": "espeak-ng"}).json()["data"]
+    ids = [v["id"] for v in voices]
+    assert len(ids) > 100
+    assert {"en-us", "fr-fr", "de"} <= set(ids)
+    model = http_client.models.retrieve("espeak-ng").model_dump()
+    assert model["voices"] == ids
+    assert model["capabilities"] == ["speech"]
+
+
+def test_an_espeak_language_voice_speaks_and_transcribes(client: openai.OpenAI) -> None:
+    audio = client.audio.speech.create(model="espeak-ng", voice="en-us", input="Good morning, my friend.")  # type: ignore[arg-type]
+    assert 0.8 < decoded_seconds(audio.content) < 4
+    french = client.audio.speech.create(model="espeak-ng", voice="fr-fr", input="Bonjour tout le monde.")  # type: ignore[arg-type]
+    assert decoded_seconds(french.content) > 0.5
+
+
+def test_speed_changes_duration_for_both_engines(client: openai.OpenAI) -> None:
+    for model, voice in (("piper-en-us", "joe"), ("espeak-ng", "en-us")):
+        normal = decoded_seconds(client.audio.speech.create(model=model, voice=voice, input=TEXT).content)  # type: ignore[arg-type]
+        fast = decoded_seconds(
+            client.audio.speech.create(model=model, voice=voice, input=TEXT, speed=2.0).content
+        )  # type: ignore[arg-type]
+        slow = decoded_seconds(
+            client.audio.speech.create(model=model, voice=voice, input=TEXT, speed=0.5).content
+        )  # type: ignore[arg-type]
+        assert fast < 0.75 * normal < normal < slow / 1.3, (model, fast, normal, slow)
+
+
+def test_input_over_4096_characters_is_a_400(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.audio.speech.create(model="tts-1", voice="alloy", input="a" * 4097)
+    assert caught.value.param == "input"
+
+
+def test_instructions_are_accepted(client: openai.OpenAI) -> None:
+    audio = client.audio.speech.create(
+        model="tts-1", voice="alloy", input="Hi.", instructions="Speak cheerfully."
+    )
+    assert audio.content
+
+
+def test_long_input_is_spoken_whole(client: openai.OpenAI) -> None:
+    audio = client.audio.speech.create(model="tts-1", voice="alloy", input=LONG, response_format="wav")
+    text = client.audio.transcriptions.create(model="whisper-1", file=("long.wav", audio.content))
+    assert word_error_rate(LONG, text.text) <= 0.1, text.text
+
+
+def test_streamed_audio_starts_before_the_whole_synthesis(
+    server: LiveServer, http_client: openai.OpenAI
+) -> None:
+    started = time.perf_counter()
+    http_client.audio.speech.create(model="tts-1", voice="alloy", input=LONG, response_format="pcm")
+    whole = time.perf_counter() - started
+    started = time.perf_counter()
+    chunks = []
+    with http_client.audio.speech.with_streaming_response.create(
+        model="tts-1", voice="alloy", input=LONG, response_format="pcm", extra_body={"stream_format": "audio"}
+    ) as response:
+        for chunk in response.iter_bytes():
+            if not chunks:
+                first = time.perf_counter() - started
+            chunks.append(chunk)
+    assert first < whole / 2, (first, whole)
+    samples = np.frombuffer(b"".join(chunks), dtype="<i2")
+    assert len(samples) / 24000 > 10
+
+
+@pytest.mark.parametrize("fmt", ["mp3", "wav", "opus"])
+def test_stream_to_file_writes_a_decodable_file(client: openai.OpenAI, tmp_path: Path, fmt: str) -> None:
+    target = tmp_path / f"speech.{fmt}"
+    with client.audio.speech.with_streaming_response.create(
+        model="tts-1",
+        voice="alloy",
+        input=TEXT,
+        response_format=fmt,  # type: ignore[arg-type]
+    ) as response:
+        response.stream_to_file(target)
+    assert 3 < decoded_seconds(target.read_bytes()) < 9
+
+
+def test_sse_stream_sends_deltas_then_done(server: LiveServer) -> None:
+    body = {
+        "model": "tts-1",
+        "voice": "alloy",
+        "input": TEXT,
+        "response_format": "pcm",
+        "stream_format": "sse",
+    }
+    with httpx.stream("POST", f"{server.url}/v1/audio/speech", json=body, timeout=60) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: ")]
+    assert [e["type"] for e in events[:-1]] == ["speech.audio.delta"] * (len(events) - 1)
+    assert events[-1]["type"] == "speech.audio.done"
+    pcm = b"".join(base64.b64decode(e["audio"]) for e in events[:-1])
+    assert 3 < len(pcm) / 2 / 24000 < 9
