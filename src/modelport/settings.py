@@ -15,6 +15,7 @@ DEFAULT_EMBEDDING = "all-minilm-l6-v2"
 DEFAULT_SPEECH = "piper-en-us"
 DEFAULT_TRANSCRIPTION = "whisper-tiny-en"
 ESPEAK = "espeak-ng"
+WHISPER_MULTILINGUAL = "whisper-base"
 
 # OpenAI's model names, so code written for OpenAI runs unchanged against the defaults.
 OPENAI_ALIASES: dict[str, str] = {
@@ -70,13 +71,15 @@ class ModelConfig(BaseModel):
 
 
 def default_models() -> list[ModelConfig]:
-    """The models that ship with modelport's dependencies: one per capability, and eSpeak NG's 100+ voices."""
+    """The models that ship with modelport's dependencies: one per capability, eSpeak NG's 100+ voices, and
+    a multilingual Whisper that also translates."""
     return [
         ModelConfig(id=DEFAULT_CHAT, engine="llamacpp"),
         ModelConfig(id=DEFAULT_EMBEDDING, engine="onnx-embedding"),
         ModelConfig(id=DEFAULT_SPEECH, engine="piper"),
         ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
         ModelConfig(id=ESPEAK, engine="espeak-ng"),
+        ModelConfig.model_validate({"id": WHISPER_MULTILINGUAL, "engine": "faster-whisper", "model": "base"}),
     ]
 
 

@@ -20,6 +20,7 @@ def test_both_prefixes_serve_the_api(server: LiveServer) -> None:
             "piper-en-us",
             "whisper-tiny-en",
             "espeak-ng",
+            "whisper-base",
         }
 
 

@@ -18,6 +18,10 @@ SENTENCES = [
 ]
 
 
+# Piper samples its prosody, so a single sentence may lose one word ("jumps" heard as "jumped").
+ONE_WORD_IN_A_SENTENCE = 0.15
+
+
 def words(text: str) -> list[str]:
     return re.findall(r"[a-z']+", text.lower())
 
@@ -69,7 +73,7 @@ def test_speech_round_trips_through_transcription(client: openai.OpenAI, sentenc
     audio = client.audio.speech.create(model="tts-1", voice="echo", input=sentence, response_format="wav")
     result = client.audio.transcriptions.create(model="whisper-1", file=("speech.wav", audio.content))
     assert isinstance(result, Transcription)
-    assert word_error_rate(sentence, result.text) <= 0.1, result.text
+    assert word_error_rate(sentence, result.text) <= ONE_WORD_IN_A_SENTENCE, result.text
     assert result.usage is not None
     assert result.usage.type == "duration"
 
@@ -82,7 +86,7 @@ def test_transcription_of_a_compressed_file_as_text(client: openai.OpenAI) -> No
         model="whisper-tiny-en", file=("speech.mp3", mp3.content), response_format="text"
     )
     assert isinstance(text, str)
-    assert word_error_rate(SENTENCES[0], text) <= 0.1, text
+    assert word_error_rate(SENTENCES[0], text) <= ONE_WORD_IN_A_SENTENCE, text
 
 
 def test_an_unknown_voice_is_a_400_listing_the_voices(client: openai.OpenAI) -> None:

@@ -88,7 +88,9 @@ def test_legacy_completion_with_a_list_of_prompts(client: openai.OpenAI) -> None
     assert [c.index for c in reply.choices] == [0, 1]
     assert all(c.text for c in reply.choices)
     assert reply.usage is not None
-    assert reply.usage.completion_tokens == 8
+    # A prompt may end early on the end-of-text token; only a full-length finish fixes the count.
+    full = sum(c.finish_reason == "length" for c in reply.choices)
+    assert 4 * full < reply.usage.completion_tokens <= 8 if full < 2 else reply.usage.completion_tokens == 8
 
 
 def test_legacy_completion_defaults_to_sixteen_tokens_like_openai(client: openai.OpenAI) -> None:

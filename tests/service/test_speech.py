@@ -163,3 +163,23 @@ def test_sse_stream_sends_deltas_then_done(server: LiveServer) -> None:
     assert events[-1]["type"] == "speech.audio.done"
     pcm = b"".join(base64.b64decode(e["audio"]) for e in events[:-1])
     assert 3 < len(pcm) / 2 / 24000 < 9
+
+
+def test_two_in_process_clients_both_get_espeak_audio(inprocess_client: openai.OpenAI) -> None:
+    # libespeak-ng has one synth callback per process: a second client must not steal the first one's audio.
+    import modelport
+
+    def hello(client: openai.OpenAI) -> int:
+        return len(
+            client.audio.speech.create(
+                model="espeak-ng", voice="en-us", input="Hello.", response_format="pcm"
+            ).content
+        )  # type: ignore[arg-type]
+
+    before = hello(inprocess_client)
+    with modelport.OpenAI() as second:
+        theirs = hello(second)
+    ours = hello(inprocess_client)
+    assert before > 4800  # over 0.1 s at 24 kHz, 16-bit
+    assert abs(ours - before) < before / 10
+    assert abs(theirs - before) < before / 10

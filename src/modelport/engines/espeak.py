@@ -1,12 +1,13 @@
 """Text to speech with eSpeak NG (libespeak-ng from `espeakng-loader`, driven through ctypes).
 
 Formant synthesis: robotic, but it speaks 100+ languages and is far faster than real time. The library
-keeps global state, so calls are serialised with a lock.
+keeps global state, so one engine per process serves every predictor, one call at a time.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -41,54 +42,65 @@ class _Voice(ctypes.Structure):
 _Callback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p)
 
 
-def load() -> Sequence[Callable[..., Any]]:
-    """Initialise libespeak-ng and return its speech predictor; each language is a voice."""
-    import espeakng_loader
+class _Engine:
+    """The one libespeak-ng of this process: the library keeps a single synth callback and voice, so every
+    predictor loaded from it must share one callback, one buffer and one lock."""
 
-    lib = ctypes.CDLL(str(espeakng_loader.get_library_path()))
-    data_parent = str(Path(espeakng_loader.get_data_path()).parent)
-    sample_rate = lib.espeak_Initialize(_SYNCHRONOUS, 0, data_parent.encode(), 0)
-    if sample_rate <= 0:
-        raise RuntimeError(f"espeak-ng failed to initialise (data in {data_parent})")
-    voices = _voices(lib)
-    lock = threading.Lock()
-    pieces: list[np.ndarray] = []
+    def __init__(self) -> None:
+        import espeakng_loader
 
-    def on_samples(wav: Any, count: int, _events: Any) -> int:
+        self.lib = ctypes.CDLL(str(espeakng_loader.get_library_path()))
+        data_parent = str(Path(espeakng_loader.get_data_path()).parent)
+        self.sample_rate = self.lib.espeak_Initialize(_SYNCHRONOUS, 0, data_parent.encode(), 0)
+        if self.sample_rate <= 0:
+            raise RuntimeError(f"espeak-ng failed to initialise (data in {data_parent})")
+        self.voices = _voices(self.lib)
+        self.lock = threading.Lock()
+        self._pieces: list[np.ndarray] = []
+        self._collect = _Callback(self._on_samples)  # kept here so the C callback outlives every call
+        self.lib.espeak_SetSynthCallback(self._collect)
+        self.lib.espeak_Synth.argtypes = [
+            ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int, ctypes.c_uint, ctypes.c_uint,
+            ctypes.c_void_p, ctypes.c_void_p,
+        ]  # fmt: skip
+
+    def _on_samples(self, wav: Any, count: int, _events: Any) -> int:
         if count > 0:
-            pieces.append(np.ctypeslib.as_array(wav, shape=(count,)).astype(np.float32) / 32768.0)
+            self._pieces.append(np.ctypeslib.as_array(wav, shape=(count,)).astype(np.float32) / 32768.0)
         return 0
 
-    collect = _Callback(on_samples)
+    def speak(self, text: str, voice: str, wpm: int) -> np.ndarray:
+        data = text.encode()
+        with self.lock:
+            self._pieces.clear()
+            if self.lib.espeak_SetVoiceByName(self.voices[voice]) != 0:
+                raise ValueError(f"espeak-ng has no voice `{voice}`")
+            self.lib.espeak_SetParameter(_RATE, wpm, 0)
+            self.lib.espeak_Synth(data, len(data) + 1, 0, 0, 0, _CHARS_UTF8, None, None)
+            self.lib.espeak_Synchronize()
+            return np.concatenate(self._pieces) if self._pieces else np.zeros(0, np.float32)
 
-    lib.espeak_SetSynthCallback(collect)
-    lib.espeak_Synth.argtypes = [
-        ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int, ctypes.c_uint, ctypes.c_uint,
-        ctypes.c_void_p, ctypes.c_void_p,
-    ]  # fmt: skip
+
+@functools.cache
+def _engine() -> _Engine:
+    return _Engine()
+
+
+def load() -> Sequence[Callable[..., Any]]:
+    """Return the speech predictor of libespeak-ng; each language is a voice."""
+    engine = _engine()
 
     def speak(text: str, voice: str, speed: float = 1.0) -> np.ndarray:
-        data = text.encode()
-        wpm = int(min(max(_NORMAL_WPM * speed, _MIN_WPM), _MAX_WPM))
-        with lock:
-            pieces.clear()
-            if lib.espeak_SetVoiceByName(voices[voice]) != 0:
-                raise ValueError(f"espeak-ng has no voice `{voice}`")
-            lib.espeak_SetParameter(_RATE, wpm, 0)
-            lib.espeak_Synth(data, len(data) + 1, 0, 0, 0, _CHARS_UTF8, None, None)
-            lib.espeak_Synchronize()
-            audio = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
-        return audio.astype(np.float32)
+        return engine.speak(text, voice, int(min(max(_NORMAL_WPM * speed, _MIN_WPM), _MAX_WPM)))
 
     speak.__annotations__ = {
         "text": str,
-        "voice": Annotated[Literal[tuple(voices)], Parameter.AudioVoice],
+        "voice": Annotated[Literal[tuple(engine.voices)], Parameter.AudioVoice],
         "speed": Annotated[
             float, Parameter.AudioSpeed(min=_MIN_WPM / _NORMAL_WPM, max=_MAX_WPM / _NORMAL_WPM)
         ],
-        "return": Annotated[np.ndarray, Parameter.Audio(sample_rate=sample_rate)],
+        "return": Annotated[np.ndarray, Parameter.Audio(sample_rate=engine.sample_rate)],
     }
-    speak.collect = collect  # type: ignore[attr-defined]  # keeps the C callback alive with the predictor
     return [speak]
 
 

