@@ -34,7 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--lazy", action="store_true", help="load each model on its first request instead of at start-up"
     )
-    serve.add_argument("--no-defaults", action="store_true", help="do not serve the four default models")
+    serve.add_argument("--no-defaults", action="store_true", help="do not serve the default models")
     serve.add_argument(
         "--no-openai-aliases",
         action="store_true",

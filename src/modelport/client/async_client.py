@@ -183,7 +183,7 @@ class AsyncAudio:
 class AsyncOpenAI:
     """Drop-in for `openai.AsyncOpenAI` that runs the models in this process.
 
-    With no arguments it serves the four default models, each loaded on first use. `config` reads a
+    With no arguments it serves the default models, each loaded on first use. `config` reads a
     `models.toml`; `service` shares one already built (with `OpenAI` or a server). `api_key`, `base_url`
     and other transport options of the SDK are accepted and ignored.
     """

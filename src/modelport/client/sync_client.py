@@ -126,7 +126,7 @@ class _BlockingContext:
 class OpenAI:
     """Drop-in for `openai.OpenAI` that runs the models in this process: same methods, same types.
 
-    With no arguments it serves the four default models, each loaded on first use. `config` reads a
+    With no arguments it serves the default models, each loaded on first use. `config` reads a
     `models.toml`; `service` shares one already built. `api_key`, `base_url` and other transport options
     of the SDK are accepted and ignored.
     """
