@@ -32,7 +32,11 @@ def default_gguf() -> Path:
 def load(**options: Any) -> Sequence[Callable[..., Any]]:
     """Load a GGUF (options as for `start_server`) and return its chat and completion predictors."""
     server = start_server(**options)
-    return [_chat_predictor(server.handle_chat_completions), _completion_predictor(server.handle_completions)]
+    fim = _fill_in_the_middle_tokens(server)
+    return [
+        _chat_predictor(server.handle_chat_completions),
+        _completion_predictor(server.handle_completions, fim),
+    ]
 
 
 def start_server(
@@ -71,19 +75,53 @@ def _chat_predictor(handle: ChunkHandler) -> Callable[..., Any]:
         messages: list[dict[str, Any]],
         options: Annotated[dict[str, Any] | None, Parameter.GenerationOptions] = None,
     ) -> Iterator[dict[str, Any]]:
-        return stream_chunks(handle, {**(options or {}), "messages": messages})
+        return stream_chunks(handle, {**_llama_options(options), "messages": messages})
 
     return llamacpp_chat
 
 
-def _completion_predictor(handle: ChunkHandler) -> Callable[..., Any]:
+def _completion_predictor(handle: ChunkHandler, fim: tuple[str, str, str] | None) -> Callable[..., Any]:
     def llamacpp_completion(
         prompt: str,
         options: Annotated[dict[str, Any] | None, Parameter.GenerationOptions] = None,
     ) -> Iterator[dict[str, Any]]:
-        return stream_chunks(handle, {**(options or {}), "prompt": prompt})
+        options = _llama_options(options)
+        suffix = options.pop("suffix", None)
+        if suffix is not None:
+            if fim is None:
+                raise InvalidRequestError(
+                    "This model has no fill-in-the-middle tokens, so it cannot complete before a suffix.",
+                    param="suffix",
+                )
+            prompt = f"{fim[0]}{prompt}{fim[1]}{suffix}{fim[2]}"
+        return stream_chunks(handle, {**options, "prompt": prompt})
 
     return llamacpp_completion
+
+
+def _llama_options(options: dict[str, Any] | None) -> dict[str, Any]:
+    """OpenAI's and vLLM's names for llama.cpp's options."""
+    options = dict(options or {})
+    if "repetition_penalty" in options:
+        options["repeat_penalty"] = options.pop("repetition_penalty")
+    return options
+
+
+def _fill_in_the_middle_tokens(server: Any) -> tuple[str, str, str] | None:
+    """The model's prefix, suffix and middle tokens, if its vocabulary has one of the common sets."""
+
+    def prompt_tokens(text: str) -> int:
+        reply = server.handle_completions({"prompt": text, "max_tokens": 1})
+        return int((reply.get("usage") or {}).get("prompt_tokens", -1)) if isinstance(reply, dict) else -1
+
+    one_token = prompt_tokens("a")  # counts the BOS token, if the model adds one
+    for names in (
+        ("<fim_prefix>", "<fim_suffix>", "<fim_middle>"),
+        ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"),
+    ):
+        if prompt_tokens(names[0]) == one_token:
+            return names
+    return None
 
 
 def stream_chunks(handle: ChunkHandler, request: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -50,6 +50,19 @@ class _GenerationRequest(OpenAIRequest):
     seed: int | None = None
     logit_bias: dict[str, float] | None = None
     user: str | None = None
+    # Beyond OpenAI (vLLM's names, sent through `extra_body`); honoured on both endpoints.
+    top_k: int | None = Field(default=None, ge=-1)
+    min_p: float | None = Field(default=None, ge=0, le=1)
+    repetition_penalty: float | None = Field(default=None, gt=0, le=10)
+    ignore_eos: bool | None = None
+    best_of: int | None = Field(default=None, ge=1, le=20)
+    use_beam_search: bool = False
+    length_penalty: float = 1.0
+    early_stopping: bool = False
+    guided_json: dict[str, Any] | str | None = None
+    guided_choice: list[str] | None = None
+    guided_regex: str | None = None
+    guided_grammar: str | None = None
 
     @field_validator("stop")
     @classmethod
@@ -97,7 +110,6 @@ class CompletionRequest(_GenerationRequest):
     echo: bool | None = None
     logprobs: int | None = Field(default=None, ge=0, le=5)
     suffix: str | None = None
-    best_of: int | None = Field(default=None, ge=1, le=20)
 
     @property
     def max_output_tokens(self) -> int | None:

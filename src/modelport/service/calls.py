@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
@@ -98,3 +99,32 @@ async def eager(stream: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
             await stream.aclose()
 
     return rest()
+
+
+async def merge(streams: list[AsyncGenerator[T, None]]) -> AsyncGenerator[T, None]:
+    """Items of several streams as each produces them; closing the merge closes every stream."""
+    if len(streams) == 1:
+        try:
+            async for item in streams[0]:
+                yield item
+        finally:
+            await streams[0].aclose()
+        return
+    pending = {asyncio.ensure_future(anext(s)): s for s in streams}
+    try:
+        while pending:
+            done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for future in done:
+                stream = pending.pop(future)
+                try:
+                    item = future.result()
+                except StopAsyncIteration:
+                    continue
+                pending[asyncio.ensure_future(anext(stream))] = stream
+                yield item
+    finally:
+        for future in pending:
+            future.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        for stream in streams:
+            await stream.aclose()

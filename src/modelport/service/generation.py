@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from typing import Any, TypeVar
 
 from openai._models import construct_type
@@ -18,11 +19,16 @@ from modelport.errors import InvalidRequestError, PredictorError
 from modelport.predictors.contract import Capability, Predictor
 from modelport.predictors.manager import LoadedModel, ModelManager
 from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
-from modelport.service import calls
+from modelport.service import calls, grammar, tools
+from modelport.service.logprobs import legacy_logprobs
+from modelport.service.schema import check_enforceable
 
 log = logging.getLogger("modelport.service")
 M = TypeVar("M", bound=BaseModel)
 
+_TOOLS = "openai.chat.completions.tools"
+_FORMAT = "openai.chat.completions.response_format"
+_ALL = "modelport.generation_options"
 _OPTION_FIELDS = {
     "openai.chat.completions.temperature": "temperature",
     "openai.chat.completions.top_p": "top_p",
@@ -33,6 +39,9 @@ _OPTION_FIELDS = {
 }
 # Fields that are the request's framing, not options for the model.
 _FRAMING = {"model", "messages", "prompt", "stream", "stream_options", "max_completion_tokens"}
+# Fields modelport honours itself, whatever the predictor.
+_HANDLED_HERE = {"n", "best_of", "echo", "use_beam_search", "length_penalty", "early_stopping"}
+_TOOL_FIELDS = {"tools", "tool_choice", "parallel_tool_calls", "functions", "function_call"}
 
 
 async def chat(
@@ -42,16 +51,23 @@ async def chat(
     model = await manager.get(request.model)
     predictor = model.predictor(Capability.CHAT)
     messages = [m.model_dump(exclude_none=True) for m in request.messages]
-    options = _options(predictor, request)
-    chunks = _chunks(model, predictor, [messages], request.n, options)
+    plan = None
+    if not predictor.accepts(_TOOLS):  # modelport calls the tools itself, through the decoder
+        plan = tools.plan(request)
+        messages = tools.render_history(messages, plan)
+    options = _options(predictor, request, plan)
+    chunks = _choices(model, predictor, [messages], request, options)
+    if plan is not None:
+        chunks = tools.parse_stream(chunks, plan)
     if request.stream:
         return _typed(
-            await calls.eager(_framed(chunks, model.spec.id, request.include_usage)),
+            await calls.eager(_framed(chunks, model.spec.id, request.include_usage, "chatcmpl")),
             ChatCompletionChunk,
             predictor,
         )
-    collected = [c async for c in _framed(chunks, model.spec.id, include_usage=True)]
-    return _validate(ChatCompletion, _accumulate_chat(collected), predictor)
+    collected = [c async for c in _framed(chunks, model.spec.id, True, "chatcmpl")]
+    whole = _best(_accumulate_chat(collected), request, lambda c: (c.get("logprobs") or {}).get("content"))
+    return _validate(ChatCompletion, whole, predictor)
 
 
 async def completion(
@@ -65,55 +81,185 @@ async def completion(
         raise InvalidRequestError(
             "Token-array prompts are not supported; send the prompt as text.", param="prompt"
         )
-    options = _options(predictor, request)
-    chunks = _chunks(model, predictor, prompts, request.n, options)
+    if request.echo and request.logprobs is not None:
+        raise InvalidRequestError(
+            "echo with logprobs needs the prompt's log-probabilities, which this engine does not report.",
+            param="echo",
+        )
+    options = _options(predictor, request, None)
+    chunks = legacy_logprobs(
+        _choices(model, predictor, prompts, request, options),
+        [str(p) for p in prompts],
+        _width(request),
+        echo=bool(request.echo),
+    )
     if request.stream:
         return _typed(
-            await calls.eager(_framed(chunks, model.spec.id, request.include_usage)), Completion, predictor
+            await calls.eager(_framed(chunks, model.spec.id, request.include_usage, "cmpl")),
+            Completion,
+            predictor,
         )
-    collected = [c async for c in _framed(chunks, model.spec.id, include_usage=True)]
-    return _validate(Completion, _accumulate_completion(collected), predictor)
+    collected = [c async for c in _framed(chunks, model.spec.id, True, "cmpl")]
+    whole = _best(
+        _accumulate_completion(collected), request, lambda c: (c.get("logprobs") or {}).get("token_logprobs")
+    )
+    return _validate(Completion, whole, predictor)
 
 
-def _options(predictor: Predictor, request: ChatCompletionRequest | CompletionRequest) -> dict[str, Any]:
+def _width(request: ChatCompletionRequest | CompletionRequest) -> int:
+    """How many choices each input gets: `best_of` candidates, or `n`."""
+    if request.best_of is not None:
+        if request.best_of < request.n:
+            raise InvalidRequestError("best_of must be at least n.", param="best_of")
+        if request.stream and request.best_of > 1:
+            raise InvalidRequestError("best_of cannot be used with stream.", param="best_of")
+        return request.best_of
+    return request.n
+
+
+def _best(
+    whole: dict[str, Any],
+    request: ChatCompletionRequest | CompletionRequest,
+    token_logprobs: Callable[[dict[str, Any]], list[Any] | None],
+) -> dict[str, Any]:
+    """Of each input's `best_of` candidates, keep the `n` with the highest mean token log-probability."""
+    width = _width(request)
+    if width == request.n:
+        return whole
+    kept = []
+    for start in range(0, len(whole["choices"]), width):
+        group = whole["choices"][start : start + width]
+        group.sort(key=lambda c: -_mean_logprob(token_logprobs(c)))
+        kept.extend(group[: request.n])
+    for i, choice in enumerate(kept):
+        choice["index"] = i
+        if request.logprobs is None or request.logprobs is False:
+            choice["logprobs"] = None
+    return {**whole, "choices": kept}
+
+
+def _mean_logprob(values: list[Any] | None) -> float:
+    numbers = [v if isinstance(v, float | int) else v.get("logprob") for v in values or []]
+    numbers = [float(n) for n in numbers if n is not None]
+    return sum(numbers) / len(numbers) if numbers else float("-inf")
+
+
+def _options(
+    predictor: Predictor, request: ChatCompletionRequest | CompletionRequest, plan: tools.ToolPlan | None
+) -> dict[str, Any]:
     """Map the request onto the predictor's annotated parameters, by denotation."""
     sent = request.model_dump(exclude_unset=True, exclude_none=True)
+    for name in _HANDLED_HERE:
+        sent.pop(name, None)
+    if request.best_of is not None and request.best_of > request.n:  # ranking needs token log-probabilities
+        sent["logprobs"] = sent.get("logprobs") or (True if isinstance(request, ChatCompletionRequest) else 1)
+    if plan is not None:
+        for name in _TOOL_FIELDS:
+            sent.pop(name, None)
+        sent["response_format"] = tools.response_format(plan)
+    _guided(sent)
+    _check_format(sent.get("response_format"))
+    if ("response_format" in sent or "grammar" in sent) and not (
+        predictor.accepts(_FORMAT) or predictor.accepts(_ALL)
+    ):
+        raise InvalidRequestError(
+            f"The model's predictor `{predictor.name}` cannot constrain its output "
+            "(structured output, tool calls, guided decoding).",
+            param="response_format",
+        )
+    if "grammar" in sent and not predictor.accepts(_ALL):
+        raise InvalidRequestError(
+            f"The model's predictor `{predictor.name}` takes no grammar.", param="guided_grammar"
+        )
     by_denotation: dict[str, Any] = {}
-    for denotation, field in _OPTION_FIELDS.items():
-        if predictor.accepts(denotation) and field in sent:
-            by_denotation[denotation] = sent.pop(field)
+    for denotation, name in _OPTION_FIELDS.items():
+        if predictor.accepts(denotation) and name in sent:
+            by_denotation[denotation] = sent.pop(name)
     if request.max_output_tokens is not None:
         if predictor.accepts("openai.chat.completions.max_output_tokens"):
             by_denotation["openai.chat.completions.max_output_tokens"] = request.max_output_tokens
         else:
             sent["max_tokens"] = request.max_output_tokens
     rest = {k: v for k, v in sent.items() if k not in _FRAMING}
-    if predictor.accepts("modelport.generation_options"):
-        by_denotation["modelport.generation_options"] = rest
+    if predictor.accepts(_ALL):
+        by_denotation[_ALL] = rest
     elif rest:
         log.info("predictor %s takes no %s; ignored", predictor.name, ", ".join(sorted(rest)))
     return by_denotation
 
 
-async def _chunks(
+def _guided(sent: dict[str, Any]) -> None:
+    """vLLM's guided decoding extras, as a `response_format` or a GBNF `grammar`."""
+    if "guided_json" in sent:
+        schema = sent.pop("guided_json")
+        if isinstance(schema, str):
+            try:
+                schema = json.loads(schema)
+            except json.JSONDecodeError:
+                raise InvalidRequestError("guided_json is not valid JSON.", param="guided_json") from None
+        sent["response_format"] = {"type": "json_schema", "json_schema": {"name": "guided", "schema": schema}}
+    if "guided_choice" in sent:
+        sent["grammar"] = grammar.choice_grammar(sent.pop("guided_choice"))
+    if "guided_regex" in sent:
+        sent["grammar"] = grammar.regex_grammar(sent.pop("guided_regex"))
+    if "guided_grammar" in sent:
+        sent["grammar"] = sent.pop("guided_grammar")
+
+
+def _check_format(response_format: dict[str, Any] | None) -> None:
+    if not response_format or response_format.get("type") != "json_schema":
+        return
+    spec = response_format.get("json_schema")
+    if not isinstance(spec, dict):
+        raise InvalidRequestError("response_format.json_schema must be an object.", param="response_format")
+    if "schema" in spec:
+        check_enforceable(spec["schema"], "response_format.json_schema.schema", "response_format")
+
+
+async def _choices(
     model: LoadedModel,
     predictor: Predictor,
     inputs: list[Any],
-    n: int,
+    request: ChatCompletionRequest | CompletionRequest,
     options: dict[str, Any],
 ) -> AsyncGenerator[dict[str, Any], None]:
-    """Chunk dicts for every input, choice indexes offset so input k owns indexes k*n … k*n+n-1."""
+    """Every choice of every input generated side by side, one predictor call each; input k owns indexes
+    k*width … k*width+width-1. With a seed, choice j samples with seed+j: reproducible, yet distinct."""
+    width = _width(request)
+    streams = []
     for k, primary in enumerate(inputs):
-        stream = calls.iterate(model, predictor, functools.partial(predictor, primary, options))
-        try:
-            async for item in stream:
-                for chunk in _as_chunks(item, predictor):
-                    if k:
-                        for choice in chunk.get("choices") or []:
-                            choice["index"] = choice.get("index", 0) + k * n
-                    yield chunk
-        finally:
-            await stream.aclose()
+        for j in range(width):
+            own = options
+            if j and request.seed is not None and _ALL in options:
+                own = {**options, _ALL: {**options[_ALL], "seed": request.seed + j}}
+            streams.append(_one_choice(model, predictor, primary, own, k * width + j, count_prompt=j == 0))
+    merged = calls.merge(streams)
+    try:
+        async for chunk in merged:
+            yield chunk
+    finally:
+        await merged.aclose()
+
+
+async def _one_choice(
+    model: LoadedModel,
+    predictor: Predictor,
+    primary: Any,
+    options: dict[str, Any],
+    index: int,
+    count_prompt: bool,
+) -> AsyncGenerator[dict[str, Any], None]:
+    stream = calls.iterate(model, predictor, functools.partial(predictor, primary, options))
+    try:
+        async for item in stream:
+            for chunk in _as_chunks(item, predictor):
+                for choice in chunk.get("choices") or []:
+                    choice["index"] = choice.get("index", 0) + index
+                if chunk.get("usage") and not count_prompt:  # OpenAI counts a prompt once, whatever n is
+                    chunk["usage"] = {**chunk["usage"], "prompt_tokens": 0}
+                yield chunk
+    finally:
+        await stream.aclose()
 
 
 def _as_chunks(item: Any, predictor: Predictor) -> Iterable[dict[str, Any]]:
@@ -130,23 +276,24 @@ def _as_chunks(item: Any, predictor: Predictor) -> Iterable[dict[str, Any]]:
 
 
 async def _framed(
-    chunks: AsyncGenerator[dict[str, Any], None], model_id: str, include_usage: bool
+    chunks: AsyncGenerator[dict[str, Any], None], model_id: str, include_usage: bool, prefix: str
 ) -> AsyncGenerator[dict[str, Any], None]:
-    """One id and our model id on every chunk; usage only in its own final chunk, when asked for."""
-    request_id: str | None = None
+    """One id of our own and our model id on every chunk (choices may come from several predictor calls);
+    usage only in its own final chunk, when asked for."""
+    request_id = f"{prefix}-{uuid.uuid4().hex}"
     usage: dict[str, int] = {}
     try:
         async for chunk in chunks:
-            request_id = request_id or str(chunk.get("id") or f"cmpl-{uuid.uuid4().hex}")
             chunk["id"], chunk["model"] = request_id, model_id
             chunk.setdefault("created", int(time.time()))
             if chunk.get("usage"):
-                for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+                for key in ("prompt_tokens", "completion_tokens"):
                     usage[key] = usage.get(key, 0) + int(chunk["usage"].get(key, 0))
+                usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
             chunk.pop("usage", None)
             if chunk.get("choices"):
                 yield chunk
-        if include_usage and usage and request_id:
+        if include_usage and usage:
             yield {**chunk, "id": request_id, "model": model_id, "choices": [], "usage": usage}
     finally:
         await chunks.aclose()
@@ -195,6 +342,10 @@ def _accumulate_chat(chunks: list[dict[str, Any]]) -> dict[str, Any]:
                     message[key] = (message.get(key) or "") + delta[key]
             for call in delta.get("tool_calls") or []:
                 _merge_tool_call(message.setdefault("tool_calls", []), call)
+            if delta.get("function_call"):
+                function = message.setdefault("function_call", {"name": "", "arguments": ""})
+                for key in ("name", "arguments"):
+                    function[key] += delta["function_call"].get(key) or ""
             if delta_choice.get("finish_reason"):
                 choice["finish_reason"] = delta_choice["finish_reason"]
             if delta_choice.get("logprobs"):

@@ -1,0 +1,75 @@
+"""Which JSON schemas the decoder can enforce: anything else is refused up front, naming the part.
+
+llama.cpp turns a schema into a grammar and silently drops keywords it cannot express; a caller who asked
+for `patternProperties` or `uniqueItems` would get output that parses but does not validate. We refuse
+those instead, with the path of the offending keyword.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from modelport.errors import InvalidRequestError
+
+# Keywords the grammar enforces, and ones that only annotate (safe to ignore).
+_ENFORCED = {
+    "type", "properties", "required", "additionalProperties", "items", "prefixItems", "minItems",
+    "maxItems", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "$defs", "definitions", "pattern",
+    "format", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+}  # fmt: skip
+_ANNOTATIONS = {
+    "title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated",
+    "readOnly", "writeOnly", "strict", "nullable",
+}  # fmt: skip
+_BOUNDS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
+_FORMATS = {"date", "time", "date-time", "uuid"}
+_TYPES = {"string", "number", "integer", "boolean", "object", "array", "null"}
+_SCHEMA_MAPS = {"properties", "$defs", "definitions"}
+_SCHEMA_LISTS = {"anyOf", "oneOf", "allOf", "prefixItems"}
+
+
+def check_enforceable(schema: Any, where: str, param: str) -> None:
+    """Raise a 400 naming the first part of `schema` the decoder cannot enforce."""
+    if isinstance(schema, bool):
+        return
+    if not isinstance(schema, dict):
+        raise InvalidRequestError(f"{where} must be a JSON schema object.", param=param)
+    for key, value in schema.items():
+        at = f"{where}.{key}"
+        if key in _ANNOTATIONS:
+            continue
+        if key not in _ENFORCED:
+            raise InvalidRequestError(
+                f"{at}: the keyword `{key}` cannot be enforced by the decoder; remove it or use one of: "
+                f"{', '.join(sorted(_ENFORCED))}.",
+                param=param,
+            )
+        if key == "format" and value not in _FORMATS:
+            raise InvalidRequestError(
+                f"{at}: the string format `{value}` cannot be enforced; "
+                f"supported: {', '.join(sorted(_FORMATS))}.",
+                param=param,
+            )
+        if key == "type":
+            for kind in value if isinstance(value, list) else [value]:
+                if kind not in _TYPES:
+                    raise InvalidRequestError(f"{at}: unknown type `{kind}`.", param=param)
+        if key == "$ref" and not (isinstance(value, str) and value.startswith("#")):
+            raise InvalidRequestError(f"{at}: only local references (`#/...`) can be resolved.", param=param)
+        if key in _SCHEMA_MAPS:
+            if not isinstance(value, dict):
+                raise InvalidRequestError(f"{at} must be an object.", param=param)
+            for name, sub in value.items():
+                check_enforceable(sub, f"{at}.{name}", param)
+        elif key in _SCHEMA_LISTS:
+            if not isinstance(value, list):
+                raise InvalidRequestError(f"{at} must be a list of schemas.", param=param)
+            for i, sub in enumerate(value):
+                check_enforceable(sub, f"{at}[{i}]", param)
+        elif key in ("items", "additionalProperties") and not isinstance(value, bool):
+            check_enforceable(value, at, param)
+    bounds = _BOUNDS & set(schema)
+    if bounds and schema.get("type") != "integer":
+        raise InvalidRequestError(
+            f"{where}: `{sorted(bounds)[0]}` can be enforced on integers only.", param=param
+        )
