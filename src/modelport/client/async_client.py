@@ -8,10 +8,16 @@ from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
+from openai import omit
 from openai._legacy_response import HttpxBinaryResponseContent
+from openai.lib._parsing._completions import (
+    parse_chat_completion,
+    type_to_response_format_param,
+    validate_input_tools,
+)
 from openai.pagination import AsyncPage
 from openai.types import Completion, CreateEmbeddingResponse, Model
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.chat import ChatCompletion, ChatCompletionChunk, ParsedChatCompletion
 
 from modelport.client.adapt import (
     StreamedSpeech,
@@ -91,6 +97,20 @@ class AsyncChatCompletions(_Resource):
         with sdk_errors("/chat/completions"):
             result = await self._service.chat_completion(request(ChatCompletionRequest, params))
         return AsyncStream(result, "/chat/completions") if isinstance(result, AsyncGenerator) else result
+
+    async def parse(
+        self, *, response_format: Any = omit, tools: Any = omit, **params: Any
+    ) -> ParsedChatCompletion[Any]:
+        """Same as `openai.AsyncOpenAI().chat.completions.parse`: a pydantic `response_format` or strict
+        function tools, and the answer parsed into them."""
+        validate_input_tools(tools)
+        sent = {**params, "response_format": type_to_response_format_param(response_format), "tools": tools}
+        whole = await self.create(**{k: v for k, v in sent.items() if v is not omit})
+        if not isinstance(whole, ChatCompletion):
+            raise TypeError("parse() does not stream; use stream() instead")
+        return parse_chat_completion(
+            response_format=response_format, input_tools=tools, chat_completion=whole
+        )
 
 
 class AsyncChat:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
@@ -19,7 +20,7 @@ from modelport.errors import InvalidRequestError, PredictorError
 from modelport.predictors.contract import Capability, Predictor
 from modelport.predictors.manager import LoadedModel, ModelManager
 from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
-from modelport.service import calls, grammar, tools
+from modelport.service import beam, calls, grammar, tools
 from modelport.service.logprobs import legacy_logprobs
 from modelport.service.schema import check_enforceable
 
@@ -56,6 +57,9 @@ async def chat(
         plan = tools.plan(request)
         messages = tools.render_history(messages, plan)
     options = _options(predictor, request, plan)
+    if request.use_beam_search:
+        found = await _beam_search(model, predictor, [messages], request, options)
+        return _validate(ChatCompletion, _accumulate_chat(found), predictor)
     chunks = _choices(model, predictor, [messages], request, options)
     if plan is not None:
         chunks = tools.parse_stream(chunks, plan)
@@ -87,6 +91,9 @@ async def completion(
             param="echo",
         )
     options = _options(predictor, request, None)
+    if request.use_beam_search:
+        found = await _beam_search(model, predictor, [str(p) for p in prompts], request, options)
+        return _validate(Completion, _accumulate_completion(found), predictor)
     chunks = legacy_logprobs(
         _choices(model, predictor, prompts, request, options),
         [str(p) for p in prompts],
@@ -104,6 +111,73 @@ async def completion(
         _accumulate_completion(collected), request, lambda c: (c.get("logprobs") or {}).get("token_logprobs")
     )
     return _validate(Completion, whole, predictor)
+
+
+async def _beam_search(
+    model: LoadedModel,
+    predictor: Predictor,
+    inputs: list[Any],
+    request: ChatCompletionRequest | CompletionRequest,
+    options: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """Beam search for each input, as the chunks of a whole answer: `n` choices per input."""
+    if request.stream:
+        raise InvalidRequestError("use_beam_search cannot be used with stream.", param="use_beam_search")
+    if request.logprobs:
+        raise InvalidRequestError("use_beam_search does not report logprobs.", param="logprobs")
+    chat = isinstance(request, ChatCompletionRequest)
+    width = request.best_of or max(request.n, 2)
+    stop = [request.stop] if isinstance(request.stop, str) else request.stop or []
+    results = await asyncio.gather(
+        *(
+            beam.search(
+                model,
+                predictor,
+                primary,
+                chat,
+                width,
+                request.n,
+                request.max_output_tokens or 16,
+                request.length_penalty,
+                request.early_stopping,
+                stop,
+                options,
+            )
+            for primary in inputs
+        )
+    )
+    created, chunks = int(time.time()), []
+    prompt_tokens = completion_tokens = 0
+    for k, (beams, prompt) in enumerate(results):
+        prompt_tokens += prompt
+        for j, found in enumerate(beams):
+            completion_tokens += found.tokens
+            index = k * request.n + j
+            if chat:
+                piece: dict[str, Any] = {
+                    "index": index,
+                    "delta": {"role": "assistant", "content": found.text},
+                }
+            else:
+                piece = {"index": index, "text": found.text}
+            chunks.append(
+                {
+                    "id": "",
+                    "created": created,
+                    "model": model.spec.id,
+                    "choices": [{**piece, "finish_reason": found.finish_reason}],
+                }
+            )
+    usage = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    prefix = "chatcmpl" if chat else "cmpl"
+    for chunk in chunks:
+        chunk["id"] = f"{prefix}-{uuid.uuid4().hex}" if chunk is chunks[0] else chunks[0]["id"]
+    chunks.append({**chunks[0], "choices": [], "usage": usage})
+    return chunks
 
 
 def _width(request: ChatCompletionRequest | CompletionRequest) -> int:

@@ -1,0 +1,169 @@
+"""Structured output enforced by the decoder: json_object, json_schema, vLLM's guided decoding."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import jsonschema
+import openai
+import pytest
+
+SYSTEM = {"role": "system", "content": "You are a helpful assistant. Answer in JSON."}
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "enum and integer": {
+        "type": "object",
+        "properties": {"colour": {"enum": ["red", "green", "blue"]}, "count": {"type": "integer"}},
+        "required": ["colour", "count"],
+        "additionalProperties": False,
+    },
+    "nested with arrays": {
+        "type": "object",
+        "properties": {
+            "person": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "maxLength": 30},
+                    "pets": {"type": "array", "items": {"type": "string", "maxLength": 20}, "maxItems": 3},
+                },
+                "required": ["name", "pets"],
+            },
+            "happy": {"type": "boolean"},
+        },
+        "required": ["person", "happy"],
+    },
+    "refs": {
+        "type": "object",
+        "properties": {"home": {"$ref": "#/$defs/Place"}, "work": {"$ref": "#/$defs/Place"}},
+        "required": ["home", "work"],
+        "$defs": {
+            "Place": {
+                "type": "object",
+                "properties": {"city": {"type": "string", "maxLength": 30}, "floor": {"type": "integer"}},
+                "required": ["city", "floor"],
+            }
+        },
+    },
+}
+
+
+@pytest.mark.parametrize("name", list(SCHEMAS))
+def test_json_schema_output_always_validates(client: openai.OpenAI, name: str) -> None:
+    schema = SCHEMAS[name]
+    for seed in (1, 2):
+        reply = client.chat.completions.create(
+            model="gpt-4o-mini",
+            messages=[SYSTEM, {"role": "user", "content": "Describe a person and their pets."}],
+            response_format={
+                "type": "json_schema",
+                "json_schema": {"name": "x", "schema": schema, "strict": True},
+            },
+            max_tokens=300,
+            seed=seed,
+        )
+        assert reply.choices[0].finish_reason == "stop"
+        jsonschema.validate(json.loads(reply.choices[0].message.content or ""), schema)
+
+
+def test_json_object_output_parses(client: openai.OpenAI) -> None:
+    reply = client.chat.completions.create(
+        model="gpt-4o-mini",
+        messages=[SYSTEM, {"role": "user", "content": "Give a colour as JSON."}],
+        response_format={"type": "json_object"},
+        max_tokens=200,
+        seed=1,
+    )
+    assert isinstance(json.loads(reply.choices[0].message.content or ""), dict)
+
+
+def test_the_sdk_parse_helper_gets_a_pydantic_object(client: openai.OpenAI) -> None:
+    from pydantic import BaseModel
+
+    class Colour(BaseModel):
+        name: str
+        hex_code: str
+
+    parsed = client.chat.completions.parse(
+        model="gpt-4o-mini",
+        messages=[SYSTEM, {"role": "user", "content": "Describe the colour red."}],
+        response_format=Colour,
+        max_tokens=200,
+    )
+    assert isinstance(parsed.choices[0].message.parsed, Colour)
+
+
+@pytest.mark.parametrize(
+    ("schema", "part"),
+    [
+        ({"type": "object", "patternProperties": {"^x": {"type": "string"}}}, "patternProperties"),
+        (
+            {"type": "object", "properties": {"a": {"type": "string", "format": "email"}}},
+            "properties.a.format",
+        ),
+        ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "uniqueItems"),
+        ({"type": "number", "minimum": 0.5}, "minimum"),
+    ],
+)
+def test_a_schema_the_decoder_cannot_enforce_is_a_400_naming_the_part(
+    client: openai.OpenAI, schema: dict[str, Any], part: str
+) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(
+            model="gpt-4o-mini",
+            messages=[SYSTEM, {"role": "user", "content": "Hi"}],
+            response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": schema}},
+            max_tokens=5,
+        )
+    assert caught.value.param == "response_format"
+    assert part in caught.value.message
+
+
+def test_guided_choice_picks_one_of_the_choices_on_both_endpoints(client: openai.OpenAI) -> None:
+    choices = ["yes", "no", "maybe so"]
+    chat = client.chat.completions.create(
+        model="gpt-4o-mini",
+        messages=[{"role": "user", "content": "Is the sky blue?"}],
+        max_tokens=10,
+        extra_body={"guided_choice": choices},
+    )
+    assert chat.choices[0].message.content in choices
+    legacy = client.completions.create(
+        model="gpt-4o-mini",
+        prompt="Is the sky blue? Answer:",
+        max_tokens=10,
+        extra_body={"guided_choice": choices},
+    )
+    assert legacy.choices[0].text in choices
+
+
+def test_guided_regex_output_fully_matches(client: openai.OpenAI) -> None:
+    pattern = r"[A-Z][a-z]{2,8} \d{1,3}(\.\d)?"
+    for seed in (1, 2, 3):
+        reply = client.completions.create(
+            model="gpt-4o-mini",
+            prompt="A city and its temperature:",
+            max_tokens=20,
+            seed=seed,
+            extra_body={"guided_regex": pattern},
+        )
+        assert re.fullmatch(pattern, reply.choices[0].text), reply.choices[0].text
+
+
+def test_guided_json_validates(client: openai.OpenAI) -> None:
+    schema = SCHEMAS["enum and integer"]
+    reply = client.chat.completions.create(
+        model="gpt-4o-mini",
+        messages=[SYSTEM, {"role": "user", "content": "A colour and a count."}],
+        max_tokens=100,
+        extra_body={"guided_json": schema},
+    )
+    jsonschema.validate(json.loads(reply.choices[0].message.content or ""), schema)
+
+
+def test_a_regex_with_lookahead_is_a_400(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.completions.create(
+            model="gpt-4o-mini", prompt="x", max_tokens=5, extra_body={"guided_regex": "a(?=b)"}
+        )
+    assert caught.value.param == "guided_regex"
