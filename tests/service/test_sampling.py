@@ -1,0 +1,202 @@
+"""Sampling and decoding parameters, n / best_of / beam search, logprobs and accounting."""
+
+from __future__ import annotations
+
+import re
+
+import openai
+import pytest
+
+SYSTEM = {"role": "system", "content": "You are a helpful assistant. Answer briefly."}
+ASK = [SYSTEM, {"role": "user", "content": "Tell me about cats."}]
+
+
+def test_n_three_gives_three_choices_and_counts_the_prompt_once(client: openai.OpenAI) -> None:
+    one = client.chat.completions.create(model="gpt-4o-mini", messages=ASK, max_tokens=8)
+    three = client.chat.completions.create(model="gpt-4o-mini", messages=ASK, max_tokens=8, n=3)
+    assert [c.index for c in three.choices] == [0, 1, 2]
+    assert all(c.message.content for c in three.choices)
+    assert one.usage is not None
+    assert three.usage is not None
+    assert three.usage.prompt_tokens == one.usage.prompt_tokens
+    full = sum(c.finish_reason == "length" for c in three.choices)
+    assert 8 * full < three.usage.completion_tokens <= 24 if full < 3 else three.usage.completion_tokens == 24
+
+
+def test_the_same_seed_gives_the_same_output_and_seeded_choices_differ(client: openai.OpenAI) -> None:
+    def run(seed: int) -> list[str]:
+        reply = client.chat.completions.create(
+            model="gpt-4o-mini", messages=ASK, max_tokens=20, temperature=1.2, seed=seed, n=2
+        )
+        return [c.message.content or "" for c in reply.choices]
+
+    first = run(42)
+    assert run(42) == first
+    assert first[0] != first[1]
+
+
+def test_chat_logprobs_are_openai_shaped_and_not_positive(client: openai.OpenAI) -> None:
+    reply = client.chat.completions.create(
+        model="gpt-4o-mini", messages=ASK, max_tokens=5, logprobs=True, top_logprobs=3
+    )
+    content = reply.choices[0].logprobs.content  # type: ignore[union-attr]
+    assert content is not None
+    assert len(content) == 5
+    for token in content:
+        assert token.logprob <= 0
+        assert len(token.top_logprobs) == 3
+        assert all(t.logprob <= 0 for t in token.top_logprobs)
+    assert "".join(t.token for t in content) == reply.choices[0].message.content
+
+
+def test_streamed_logprobs_arrive_with_their_tokens(client: openai.OpenAI) -> None:
+    chunks = list(
+        client.chat.completions.create(
+            model="gpt-4o-mini", messages=ASK, max_tokens=5, logprobs=True, stream=True
+        )
+    )
+    tokens = [
+        t for c in chunks if c.choices and c.choices[0].logprobs for t in c.choices[0].logprobs.content or []
+    ]
+    assert len(tokens) == 5
+
+
+def test_legacy_logprobs_are_parallel_lists(client: openai.OpenAI) -> None:
+    reply = client.completions.create(model="gpt-4o-mini", prompt="The sky is", max_tokens=4, logprobs=2)
+    logprobs = reply.choices[0].logprobs
+    assert logprobs is not None
+    assert len(logprobs.tokens or []) == len(logprobs.token_logprobs or []) == 4
+    assert all(lp <= 0 for lp in logprobs.token_logprobs or [])
+    assert all(len(top) == 2 for top in logprobs.top_logprobs or [])
+    assert "".join(logprobs.tokens or []) == reply.choices[0].text
+    assert logprobs.text_offset == [sum(len(t) for t in (logprobs.tokens or [])[:i]) for i in range(4)]
+
+
+def test_echo_puts_the_prompt_first(client: openai.OpenAI) -> None:
+    reply = client.completions.create(model="gpt-4o-mini", prompt="Once upon a time", max_tokens=3, echo=True)
+    assert reply.choices[0].text.startswith("Once upon a time")
+    assert len(reply.choices[0].text) > len("Once upon a time")
+
+
+def test_suffix_on_a_model_without_fill_in_the_middle_is_a_400(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.completions.create(model="gpt-4o-mini", prompt="def f():", suffix="    return x", max_tokens=3)
+    assert caught.value.param == "suffix"
+
+
+def test_best_of_returns_the_most_likely_of_its_candidates(client: openai.OpenAI) -> None:
+    reply = client.completions.create(
+        model="gpt-4o-mini", prompt="The capital of France is", max_tokens=6, best_of=4, n=2, logprobs=0
+    )
+    assert [c.index for c in reply.choices] == [0, 1]
+    means = [
+        sum(c.logprobs.token_logprobs or []) / len(c.logprobs.token_logprobs or [1]) for c in reply.choices
+    ]  # type: ignore[union-attr]
+    assert means[0] >= means[1]
+    assert reply.usage is not None
+    assert reply.usage.completion_tokens > 12  # all four candidates are billed, as OpenAI does
+
+
+def test_best_of_cannot_stream(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.completions.create(model="gpt-4o-mini", prompt="x", best_of=2, stream=True)
+    assert caught.value.param == "best_of"
+
+
+def test_beam_search_returns_the_beams_on_both_endpoints(client: openai.OpenAI) -> None:
+    chat = client.chat.completions.create(
+        model="gpt-4o-mini",
+        messages=[SYSTEM, {"role": "user", "content": "Which animal says meow?"}],
+        max_tokens=12,
+        n=2,
+        extra_body={"use_beam_search": True, "best_of": 3},
+    )
+    texts = [c.message.content for c in chat.choices]
+    assert len(texts) == 2
+    assert texts[0] != texts[1]
+    assert "cat" in (texts[0] or "").lower()
+    legacy = client.completions.create(
+        model="gpt-4o-mini",
+        prompt="The capital of France is",
+        max_tokens=4,
+        extra_body={"use_beam_search": True, "best_of": 2, "length_penalty": 0.5, "early_stopping": True},
+    )
+    assert "Paris" in legacy.choices[0].text
+
+
+def test_stop_sequences_cut_the_text_and_are_not_included(client: openai.OpenAI) -> None:
+    free = client.completions.create(model="gpt-4o-mini", prompt="1, 2, 3, 4,", max_tokens=12, temperature=0)
+    assert " 6" in free.choices[0].text
+    cut = client.completions.create(
+        model="gpt-4o-mini", prompt="1, 2, 3, 4,", max_tokens=12, temperature=0, stop=[" 6", "zzz"]
+    )
+    assert cut.choices[0].finish_reason == "stop"
+    assert " 6" not in cut.choices[0].text
+    assert free.choices[0].text.startswith(cut.choices[0].text)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"top_k": 1},
+        {"min_p": 0.9},
+        {"repetition_penalty": 1.3},
+        {"logit_bias": {"28": -100}},
+        {"ignore_eos": True},
+    ],
+)
+def test_vllm_sampling_extras_are_accepted_on_both_endpoints(
+    client: openai.OpenAI, extra: dict[str, object]
+) -> None:
+    chat = client.chat.completions.create(model="gpt-4o-mini", messages=ASK, max_tokens=4, extra_body=extra)
+    assert chat.choices[0].message.content is not None
+    legacy = client.completions.create(model="gpt-4o-mini", prompt="Hello", max_tokens=4, extra_body=extra)
+    assert legacy.choices[0].text is not None
+
+
+def test_top_k_one_is_greedy(client: openai.OpenAI) -> None:
+    outputs = {
+        client.completions.create(
+            model="gpt-4o-mini",
+            prompt="My favourite fruit is",
+            max_tokens=8,
+            temperature=1.5,
+            extra_body={"top_k": 1},
+        )
+        .choices[0]
+        .text
+        for _ in range(3)
+    }
+    assert len(outputs) == 1
+
+
+def test_ignore_eos_runs_to_max_tokens(client: openai.OpenAI) -> None:
+    reply = client.chat.completions.create(
+        model="gpt-4o-mini",
+        messages=[SYSTEM, {"role": "user", "content": "Say yes."}],
+        max_tokens=60,
+        extra_body={"ignore_eos": True},
+    )
+    assert reply.choices[0].finish_reason == "length"
+    assert reply.usage is not None
+    assert reply.usage.completion_tokens == 60
+
+
+def test_streamed_usage_matches_the_whole_answer(client: openai.OpenAI) -> None:
+    kwargs = {"model": "gpt-4o-mini", "messages": ASK, "max_tokens": 10, "temperature": 0}
+    whole = client.chat.completions.create(**kwargs)  # type: ignore[call-overload]
+    chunks = list(
+        client.chat.completions.create(stream=True, stream_options={"include_usage": True}, **kwargs)
+    )  # type: ignore[call-overload]
+    assert chunks[-1].usage == whole.usage
+
+
+def test_a_prompt_longer_than_the_context_is_a_400_with_both_numbers(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "cat " * 9000}], max_tokens=5
+        )
+    assert caught.value.code == "context_length_exceeded"
+    numbers = [int(n) for n in re.findall(r"\d+", caught.value.message)]
+    assert 8192 in numbers
+    assert any(n > 8192 for n in numbers)
