@@ -253,3 +253,27 @@ def test_bad_tool_requests_are_400s_naming_the_part(
             model="gpt-4o-mini", messages=ASK, tools=tools, tool_choice=choice, max_tokens=5
         )
     assert caught.value.param == param
+
+
+def test_tool_choice_without_tools_is_a_400(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(
+            model="gpt-4o-mini", messages=ASK, tool_choice="required", max_tokens=5
+        )
+    assert caught.value.param == "tool_choice"
+
+
+def test_a_client_that_leaves_a_streamed_tool_call_frees_the_model(client: openai.OpenAI) -> None:
+    stream = client.chat.completions.create(
+        model="gpt-4o-mini",
+        messages=ASK,
+        tools=TOOLS,
+        tool_choice="required",
+        max_tokens=400,
+        stream=True,
+        n=2,
+    )
+    next(iter(stream))
+    stream.close()
+    reply = client.chat.completions.create(model="gpt-4o-mini", messages=ASK, max_tokens=3)
+    assert reply.choices[0].message.content is not None

@@ -90,6 +90,11 @@ def plan(request: ChatCompletionRequest) -> ToolPlan | None:
     else:
         tools = [_tool(t, i) for i, t in enumerate(request.tools or [])]
         choice = request.tool_choice
+    if not tools and choice not in (None, "none"):
+        raise InvalidRequestError(
+            "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.",
+            param="tool_choice",
+        )
     if not tools or choice == "none":
         return None
     names = [t["name"] for t in tools]
