@@ -20,8 +20,10 @@ SENT = [
     "My brother bought a new red bicycle.",
 ]
 LONG = (
-    " ".join(SENT)
-    + " The museum opens at nine and closes late on Fridays. Our neighbours planted tomatoes, beans and sunflowers this spring. A heavy storm delayed every train leaving the northern station. She finished the report before lunch and went for a long swim."
+    " ".join(SENT) + " The museum opens at nine and closes late on Fridays."
+    " Our neighbours planted tomatoes, beans and sunflowers this spring."
+    " A heavy storm delayed every train leaving the northern station."
+    " She finished the report before lunch and went for a long swim."
 )
 
 
@@ -67,7 +69,8 @@ for model, voice in (("piper-en-us", "joe"), ("espeak-ng", "en-us")):
             if chunk and first is None:
                 first = time.perf_counter() - t
     print(
-        f"speech {model}: {d:.1f}s audio in {dt:.2f}s (RTF {dt / d:.3f}); streamed first audio {first:.2f}s vs whole {dt:.2f}s"
+        f"speech {model}: {d:.1f}s audio in {dt:.2f}s (RTF {dt / d:.3f}); "
+        f"streamed first audio {first:.2f}s vs whole {dt:.2f}s"
     )
 for fmt in ("mp3", "opus", "aac", "flac", "wav"):
     data = c.audio.speech.create(model="tts-1", voice="alloy", input=SENT[0], response_format=fmt).content
@@ -81,7 +84,8 @@ for model in ("whisper-tiny-en", "whisper-base"):
         text = c.audio.transcriptions.create(model=model, file=("s.wav", speech), response_format="text")
         ts.append(time.perf_counter() - t)
     print(
-        f"transcription {model}: {d:.1f}s audio, median {statistics.median(ts):.2f}s (RTF {statistics.median(ts) / d:.3f}), WER {wer(LONG, text):.3f}"
+        f"transcription {model}: {d:.1f}s audio, median {statistics.median(ts):.2f}s "
+        f"(RTF {statistics.median(ts) / d:.3f}), WER {wer(LONG, text):.3f}"
     )
 for model, voice in (("piper-en-us", "joe"), ("espeak-ng", "en-us")):
     w = []
@@ -96,5 +100,6 @@ for model, voice in (("piper-en-us", "joe"), ("espeak-ng", "en-us")):
             )
         )
     print(
-        f"round trip {model} -> whisper-tiny-en: per-sentence WER {[round(x, 3) for x in w]}, mean {statistics.mean(w):.3f}"
+        f"round trip {model} -> whisper-tiny-en: "
+        f"per-sentence WER {[round(x, 3) for x in w]}, mean {statistics.mean(w):.3f}"
     )
