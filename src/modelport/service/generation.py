@@ -146,7 +146,9 @@ async def _beam_search(
             for primary in inputs
         )
     )
-    created, chunks = int(time.time()), []
+    prefix = "chatcmpl" if chat else "cmpl"
+    frame = {"id": f"{prefix}-{uuid.uuid4().hex}", "created": int(time.time()), "model": model.spec.id}
+    chunks: list[dict[str, Any]] = []
     prompt_tokens = completion_tokens = 0
     for k, (beams, prompt) in enumerate(results):
         prompt_tokens += prompt
@@ -160,23 +162,13 @@ async def _beam_search(
                 }
             else:
                 piece = {"index": index, "text": found.text}
-            chunks.append(
-                {
-                    "id": "",
-                    "created": created,
-                    "model": model.spec.id,
-                    "choices": [{**piece, "finish_reason": found.finish_reason}],
-                }
-            )
+            chunks.append({**frame, "choices": [{**piece, "finish_reason": found.finish_reason}]})
     usage = {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
     }
-    prefix = "chatcmpl" if chat else "cmpl"
-    for chunk in chunks:
-        chunk["id"] = f"{prefix}-{uuid.uuid4().hex}" if chunk is chunks[0] else chunks[0]["id"]
-    chunks.append({**chunks[0], "choices": [], "usage": usage})
+    chunks.append({**frame, "choices": [], "usage": usage})
     return chunks
 
 
