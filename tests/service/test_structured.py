@@ -69,11 +69,13 @@ def test_json_schema_output_always_validates(client: openai.OpenAI, name: str) -
 def test_json_object_output_parses(client: openai.OpenAI) -> None:
     reply = client.chat.completions.create(
         model="gpt-4o-mini",
-        messages=[SYSTEM, {"role": "user", "content": "Give a colour as JSON."}],
+        messages=[SYSTEM, {"role": "user", "content": 'Reply with a JSON object whose only key is "colour".'}],
         response_format={"type": "json_object"},
         max_tokens=200,
-        seed=1,
+        temperature=0,
     )
+    # A vaguer prompt lets SmolLM2 write JSON past any max_tokens, which is cut off as OpenAI's would be.
+    assert reply.choices[0].finish_reason == "stop"
     assert isinstance(json.loads(reply.choices[0].message.content or ""), dict)
 
 

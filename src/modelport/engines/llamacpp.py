@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
+import httpx
+
 from modelport.engines.packaged import package_dir
 from modelport.errors import InvalidRequestError, ModelportError, PredictorError
 from modelport.predictors.parameter import Parameter
@@ -31,10 +33,12 @@ def default_gguf() -> Path:
 
 def load(**options: Any) -> Sequence[Callable[..., Any]]:
     """Load a GGUF (options as for `start_server`) and return its chat and completion predictors."""
-    server = start_server(**options)
+    key = secrets.token_urlsafe(32)
+    server = start_server(**options, api_key=key)
     fim = _fill_in_the_middle_tokens(server)
+    template = _chat_template(server, key)
     return [
-        _chat_predictor(server.handle_chat_completions),
+        _chat_predictor(server.handle_chat_completions, tool_format(template)),
         _completion_predictor(server.handle_completions, fim),
     ]
 
@@ -46,6 +50,7 @@ def start_server(
     n_threads: int | None = None,
     n_gpu_layers: int = -1,
     chat_template: str | None = None,
+    api_key: str | None = None,
 ) -> Any:
     """Start llama.cpp's server on a GGUF: `n_parallel` slots of `n_ctx_per_slot` tokens each."""
     import xllamacpp
@@ -64,19 +69,57 @@ def start_server(
     params.cpuparams_batch.n_threads = threads
     if chat_template:
         params.chat_template = chat_template
-    # xllamacpp also opens llama.cpp's own HTTP listener on a random loopback port. A key nobody knows
-    # closes that side door (it answers 401); our in-process calls do not go through it.
-    params.api_keys = [secrets.token_urlsafe(32)]
+    # xllamacpp also opens llama.cpp's own HTTP listener on a random loopback port. A key nobody else
+    # knows closes that side door (it answers 401); our in-process calls do not go through it.
+    params.api_keys = [api_key or secrets.token_urlsafe(32)]
     return xllamacpp.Server(params)
 
 
-def _chat_predictor(handle: ChunkHandler) -> Callable[..., Any]:
+def tool_format(template: str) -> str | None:
+    """The native tool-call format a chat template renders, if it renders tools at all."""
+    if "tools" not in template:
+        return None
+    if "<tool_call>" in template:  # Hermes 2 Pro, Qwen 2.5/3, and their many fine-tunes
+        return "hermes"
+    if "[TOOL_CALLS]" in template:
+        return "mistral"
+    if "<|start_header_id|>" in template and '"parameters"' in template:  # Llama 3.1-3.3
+        return "llama3"
+    return None
+
+
+def _chat_template(server: Any, key: str) -> str:
+    """The template llama.cpp really renders with (the GGUF's own, an override, or its fallback)."""
+    props = httpx.get(
+        f"{server.listening_address}/props", headers={"Authorization": f"Bearer {key}"}, timeout=30
+    )
+    props.raise_for_status()
+    return str(props.json().get("chat_template") or "")
+
+
+def _chat_predictor(handle: ChunkHandler, tool_format: str | None) -> Callable[..., Any]:
     def llamacpp_chat(
         messages: list[dict[str, Any]],
         options: Annotated[dict[str, Any] | None, Parameter.GenerationOptions] = None,
+        tools: list[dict[str, Any]] | None = None,
     ) -> Iterator[dict[str, Any]]:
-        return stream_chunks(handle, {**_llama_options(options), "messages": messages})
+        request = {**_llama_options(options), "messages": messages}
+        if tools:
+            # As a template variable rather than llama.cpp's `tools`, which refuses a grammar beside it:
+            # modelport constrains the native call format itself.
+            request["chat_template_kwargs"] = {**request.get("chat_template_kwargs", {}), "tools": tools}
+        return stream_chunks(handle, request)
 
+    # Tools reach the model only when its template can show them; otherwise modelport describes them. The
+    # format is known once the template is read, so the annotations are made here.
+    annotations: dict[str, Any] = {
+        "messages": list[dict[str, Any]],
+        "options": Annotated[dict[str, Any] | None, Parameter.GenerationOptions],
+        "return": Iterator[dict[str, Any]],
+    }
+    if tool_format:
+        annotations["tools"] = Annotated[list[dict[str, Any]] | None, Parameter.ChatTools(format=tool_format)]
+    llamacpp_chat.__annotations__ = annotations
     return llamacpp_chat
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from modelport.errors import PredictorContractError
-from modelport.predictors.parameter import Parameter
+from modelport.predictors.parameter import TOOL_FORMATS, Parameter
 
 
 class Capability(enum.StrEnum):
@@ -71,6 +71,7 @@ class Predictor:
     voices: tuple[str, ...] = ()
     voice_type: Any = None
     sample_rate: int | None = None  # of the audio the predictor takes (transcription) or returns (speech)
+    tool_format: str | None = None  # the native call format of a chat predictor that shows tools to its model
 
     def accepts(self, denotation: str) -> bool:
         """Whether the predictor has a parameter for this OpenAI argument."""
@@ -169,7 +170,15 @@ def _check_chat_like(cap: Capability) -> Callable[..., Predictor]:
                 f"not `{returns.denotation}`"
             )
         options = _options(name, cap, optional, hints)
-        return Predictor(fn, name, cap, primary.name, options)
+        tools = options.get("openai.chat.completions.tools")
+        marker = _parameter_of(hints.get(tools), name, f"parameter `{tools}`") if tools else None
+        tool_format = marker.tool_format if marker else None
+        if tool_format is not None and tool_format not in TOOL_FORMATS:
+            raise PredictorContractError(
+                f"predictor `{name}`: parameter `{tools}` has tool format `{tool_format}`; "
+                f"modelport knows {', '.join(TOOL_FORMATS)}"
+            )
+        return Predictor(fn, name, cap, primary.name, options, tool_format=tool_format)
 
     return check
 

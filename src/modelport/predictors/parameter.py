@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The native tool-call formats modelport can constrain and parse (`Parameter.ChatTools(format=...)`).
+TOOL_FORMATS = ("hermes", "llama3", "mistral")
+
 
 @dataclass(frozen=True)
 class Parameter:
@@ -19,6 +22,7 @@ class Parameter:
     sample_rate: int | None = None
     min: float | None = None
     max: float | None = None
+    tool_format: str | None = None
 
     # Embeddings
     @classmethod
@@ -111,9 +115,15 @@ class Parameter:
         return cls("openai.chat.completions.response_format", description)
 
     @classmethod
-    def ChatTools(cls, *, description: str | None = None) -> Parameter:
-        """`tools`, as the list of OpenAI function-tool dicts the caller sent."""
-        return cls("openai.chat.completions.tools", description)
+    def ChatTools(cls, *, description: str | None = None, format: str | None = None) -> Parameter:
+        """`tools`, as the list of OpenAI function-tool dicts the caller sent.
+
+        Without `format` the predictor handles tool calling itself and answers with `tool_calls`. With a
+        `format` (`"hermes"`, `"llama3"`, `"mistral"`: see `modelport.service.tool_formats`) it only shows
+        the tools to its model, whose chat template renders them; modelport then constrains the output to
+        that native call format and parses it. Not part of Muna's contract.
+        """
+        return cls("openai.chat.completions.tools", description, tool_format=format)
 
     @classmethod
     def GenerationOptions(cls, *, description: str | None = None) -> Parameter:

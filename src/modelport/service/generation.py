@@ -20,7 +20,7 @@ from modelport.errors import InvalidRequestError, PredictorError
 from modelport.predictors.contract import Capability, Predictor
 from modelport.predictors.manager import LoadedModel, ModelManager
 from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
-from modelport.service import beam, calls, grammar, tools
+from modelport.service import beam, calls, grammar, tool_formats, tools
 from modelport.service.logprobs import legacy_logprobs
 from modelport.service.schema import check_enforceable
 
@@ -52,17 +52,24 @@ async def chat(
     model = await manager.get(request.model)
     predictor = model.predictor(Capability.CHAT)
     messages = [m.model_dump(exclude_none=True) for m in request.messages]
-    plan = None
-    if not predictor.accepts(_TOOLS):  # modelport calls the tools itself, through the decoder
+    plan = native = None
+    if not predictor.accepts(_TOOLS) or predictor.tool_format:  # modelport runs tool calling
         plan = tools.plan(request)
-        messages = tools.render_history(messages, plan)
-    options = _options(predictor, request, plan)
+        if predictor.tool_format and not (plan and plan.legacy):
+            native = tool_formats.FORMATS[predictor.tool_format]
+        messages = tools.render_history(messages, plan, native=native is not None)
+        if native:
+            messages = native.history(messages)
+    options = _options(predictor, request, plan, native)
     if request.use_beam_search:
         found = await _beam_search(model, predictor, [messages], request, options)
         return _validate(ChatCompletion, _accumulate_chat(found), predictor)
     chunks = _choices(model, predictor, [messages], request, options)
     if plan is not None:
-        chunks = tools.parse_stream(chunks, plan)
+        form = native
+        chunks = tools.parse_stream(
+            chunks, plan, (lambda: tool_formats.NativeParser(form, plan.legacy)) if form else None
+        )
     if request.stream:
         return _typed(
             await calls.eager(_framed(chunks, model.spec.id, request.include_usage, "chatcmpl")),
@@ -90,7 +97,7 @@ async def completion(
             "echo with logprobs needs the prompt's log-probabilities, which this engine does not report.",
             param="echo",
         )
-    options = _options(predictor, request, None)
+    options = _options(predictor, request, None, None)
     if request.use_beam_search:
         found = await _beam_search(model, predictor, [str(p) for p in prompts], request, options)
         return _validate(Completion, _accumulate_completion(found), predictor)
@@ -211,7 +218,10 @@ def _mean_logprob(values: list[Any] | None) -> float:
 
 
 def _options(
-    predictor: Predictor, request: ChatCompletionRequest | CompletionRequest, plan: tools.ToolPlan | None
+    predictor: Predictor,
+    request: ChatCompletionRequest | CompletionRequest,
+    plan: tools.ToolPlan | None,
+    native: tool_formats.ToolFormat | None,
 ) -> dict[str, Any]:
     """Map the request onto the predictor's annotated parameters, by denotation."""
     sent = request.model_dump(exclude_unset=True, exclude_none=True)
@@ -219,9 +229,14 @@ def _options(
         sent.pop(name, None)
     if request.best_of is not None and request.best_of > request.n:  # ranking needs token log-probabilities
         sent["logprobs"] = sent.get("logprobs") or (True if isinstance(request, ChatCompletionRequest) else 1)
-    if plan is not None:
+    if plan is not None or native is not None:
         for name in _TOOL_FIELDS:
             sent.pop(name, None)
+    if plan is not None and native is not None:  # the template shows the tools; the grammar holds the format
+        sent.pop("response_format", None)
+        sent["tools"] = [{"type": "function", "function": tool} for tool in plan.tools]
+        sent["grammar"] = native.grammar(plan)
+    elif plan is not None:
         sent["response_format"] = tools.response_format(plan)
     _guided(sent)
     _check_format(sent.get("response_format"))

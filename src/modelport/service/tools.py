@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from modelport.errors import InvalidRequestError
 from modelport.protocol.requests import ChatCompletionRequest
@@ -42,29 +42,38 @@ class ToolPlan:
 
     def schema(self) -> dict[str, Any]:
         """The JSON schema the decoder enforces on the model's answer."""
-        defs: dict[str, Any] = {}
-        calls = []
-        for i, tool in enumerate(self.tools):
-            arguments = _hoist_defs(tool.get("parameters") or {"type": "object"}, f"t{i}_", defs)
-            calls.append(
-                {
-                    "type": "object",
-                    "properties": {"name": {"const": tool["name"]}, "arguments": arguments},
-                    "required": ["name", "arguments"],
-                    "additionalProperties": False,
-                }
-            )
-        items = calls[0] if len(calls) == 1 else {"anyOf": calls}
-        array: dict[str, Any] = {"type": "array", "items": items, "minItems": 1}
-        if not self.parallel:
-            array["maxItems"] = 1
-        call_branch = _object({"tool_calls": array})
+        call, defs = self.call_schema()
+        call_branch = _object({"tool_calls": self.array(call)})
         schema = (
             call_branch
             if self.required
             else {"anyOf": [_object({"content": {"type": "string"}}), call_branch]}
         )
         return {**schema, "$defs": defs} if defs else schema
+
+    def call_schema(self, arguments: str = "arguments") -> tuple[dict[str, Any], dict[str, Any]]:
+        """The schema of one call, `{"name": ..., <arguments>: ...}`, and the `$defs` its `$ref`s need
+        (to be placed at the root of the schema it goes into)."""
+        defs: dict[str, Any] = {}
+        calls = []
+        for i, tool in enumerate(self.tools):
+            parameters = _hoist_defs(tool.get("parameters") or {"type": "object"}, f"t{i}_", defs)
+            calls.append(
+                {
+                    "type": "object",
+                    "properties": {"name": {"const": tool["name"]}, arguments: parameters},
+                    "required": ["name", arguments],
+                    "additionalProperties": False,
+                }
+            )
+        return (calls[0] if len(calls) == 1 else {"anyOf": calls}), defs
+
+    def array(self, call: dict[str, Any]) -> dict[str, Any]:
+        """The schema of the list of calls: one at least, one at most unless calls may go in parallel."""
+        array: dict[str, Any] = {"type": "array", "items": call, "minItems": 1}
+        if not self.parallel:
+            array["maxItems"] = 1
+        return array
 
     def system_prompt(self) -> str:
         """The instructions that describe the tools and the answer format to the model."""
@@ -125,16 +134,20 @@ def plan(request: ChatCompletionRequest) -> ToolPlan | None:
     return ToolPlan(tools, required, parallel, legacy)
 
 
-def render_history(messages: list[dict[str, Any]], plan: ToolPlan | None) -> list[dict[str, Any]]:
-    """Messages any chat template can render: tool calls and results become text in the answer format the
-    model is asked for, `developer` becomes `system`, and neighbours of one role merge (for templates
-    that demand strict alternation). Other messages pass unchanged."""
+def render_history(
+    messages: list[dict[str, Any]], plan: ToolPlan | None, native: bool = False
+) -> list[dict[str, Any]]:
+    """Messages any chat template can render: `developer` becomes `system`, neighbouring text messages of
+    one role merge (for templates that demand strict alternation), and unless the template renders tools
+    itself (`native`), tool calls and results become text in the answer format the model is asked for."""
     names: dict[str, str] = {}
     rendered: list[dict[str, Any]] = []
     for original in messages:
         message = dict(original)
         role = message["role"] = "system" if message["role"] == "developer" else message["role"]
-        if role == "assistant" and (message.get("tool_calls") or message.get("function_call")):
+        if native:
+            pass
+        elif role == "assistant" and (message.get("tool_calls") or message.get("function_call")):
             calls = message.pop("tool_calls", None) or [{"function": message.pop("function_call")}]
             for call in calls:
                 if call.get("id"):
@@ -150,12 +163,12 @@ def render_history(messages: list[dict[str, Any]], plan: ToolPlan | None) -> lis
         elif role == "function":
             name = message.get("name", "a function")
             message = {"role": "user", "content": f"Result of {name}:\n{_text(message.get('content'))}"}
-        if rendered and rendered[-1]["role"] == message["role"]:
+        if rendered and rendered[-1]["role"] == message["role"] and _plain(message) and _plain(rendered[-1]):
             previous = rendered[-1]
             previous["content"] = f"{_text(previous.get('content'))}\n\n{_text(message.get('content'))}"
         else:
             rendered.append(message)
-    if plan is not None:
+    if plan is not None and not native:
         if rendered and rendered[0]["role"] == "system":
             rendered[0]["content"] = f"{_text(rendered[0].get('content'))}\n\n{plan.system_prompt()}"
         else:
@@ -171,18 +184,42 @@ def response_format(plan: ToolPlan) -> dict[str, Any]:
     }
 
 
+class Parser(Protocol):
+    """Reads a model's answer as it streams: `feed` returns the deltas its text completes."""
+
+    @property
+    def calls(self) -> int:
+        """How many calls the answer has begun so far."""
+        ...
+
+    def feed(self, text: str) -> list[dict[str, Any]]: ...
+
+    def flush(self) -> list[dict[str, Any]]:
+        """The deltas of text kept back, once the answer has ended."""
+        ...
+
+
 async def parse_stream(
-    chunks: AsyncGenerator[dict[str, Any], None], plan: ToolPlan
+    chunks: AsyncGenerator[dict[str, Any], None],
+    plan: ToolPlan,
+    new_parser: Callable[[], Parser] | None = None,
 ) -> AsyncGenerator[dict[str, Any], None]:
-    """Rewrite chunks whose content is the JSON answer into content and tool-call deltas as OpenAI
-    streams them; the last chunk of a choice that called a tool finishes with `tool_calls`."""
-    parsers: dict[int, _AnswerParser] = {}
+    """Rewrite chunks whose content is the answer (our JSON format unless `new_parser` reads another)
+    into content and tool-call deltas as OpenAI streams them; the last chunk of a choice that called a
+    tool finishes with `tool_calls`."""
+    new_parser = new_parser or (lambda: AnswerParser(plan.legacy))
+    parsers: dict[int, Parser] = {}
     try:
         async for chunk in chunks:
             for choice in chunk.get("choices") or []:
-                parser = parsers.setdefault(choice.get("index", 0), _AnswerParser(plan.legacy))
+                index = choice.get("index", 0)
+                if index not in parsers:
+                    parsers[index] = new_parser()
+                parser = parsers[index]
                 delta = choice.get("delta") or {}
                 pieces = parser.feed(delta.pop("content", None) or "")
+                if choice.get("finish_reason"):
+                    pieces += parser.flush()
                 if pieces:
                     delta.update(_merge_deltas(pieces))
                 if delta.get("role") and "content" not in delta and "tool_calls" not in delta:
@@ -226,12 +263,15 @@ def _merge_deltas(pieces: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 _OPEN = re.compile(r'\s*\{\s*"(content|tool_calls)"\s*:\s*(\[)?\s*')
-_CALL_START = re.compile(r'\s*,?\s*\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"arguments"\s*:\s*')
+# A call inside the list: `arguments` in our format, Hermes' and Mistral's; `parameters` in Llama 3's.
+_CALL_START = re.compile(
+    r'\s*[\[,]?\s*\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"(?:arguments|parameters)"\s*:\s*'
+)
 _CALL_END = re.compile(r"\s*\}")
 
 
 @dataclass
-class _AnswerParser:
+class AnswerParser:
     """Incremental reader of the enforced answer: emits deltas as soon as their text is known."""
 
     legacy: bool
@@ -240,9 +280,14 @@ class _AnswerParser:
     mode: str | None = None  # "content", "tool_calls", "text" (not our format), "done"
     calls: int = 0
     in_arguments: bool = False
+    closing: bool = False  # the arguments of a call ended; its closing brace is still to come
     depth: int = 0
     in_string: bool = False
     escaped: bool = False
+
+    def flush(self) -> list[dict[str, Any]]:
+        """Nothing is kept back: text is given out as soon as it is known."""
+        return []
 
     def feed(self, text: str) -> list[dict[str, Any]]:
         self.buffer += text
@@ -306,6 +351,10 @@ class _AnswerParser:
     def _tool_calls(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         if not self.in_arguments:
+            if self.closing:
+                self._close_call()
+                if self.closing:
+                    return out
             rest = self.buffer[self.pos :]
             match = _CALL_START.match(rest)
             if not match or match.end() == len(rest):
@@ -365,10 +414,15 @@ class _AnswerParser:
             else:
                 out.append({"tool_calls": [{"index": self.calls - 1, "function": {"arguments": piece}}]})
         if not self.in_arguments:
-            end = _CALL_END.match(self.buffer, self.pos)
-            if end:
-                self.pos = end.end()
+            self.closing = True
+            self._close_call()
         return out
+
+    def _close_call(self) -> None:
+        """Step over the `}` that ends a call, once it has arrived."""
+        end = _CALL_END.match(self.buffer, self.pos)
+        if end:
+            self.pos, self.closing = end.end(), False
 
 
 def _could_open(text: str) -> bool:
@@ -422,6 +476,10 @@ def _calls_text(calls: list[dict[str, Any]]) -> str:
             arguments = function.get("arguments")
         rendered.append({"name": function.get("name"), "arguments": arguments})
     return json.dumps({"tool_calls": rendered}, ensure_ascii=False)
+
+
+def _plain(message: dict[str, Any]) -> bool:
+    return message["role"] in ("system", "user", "assistant") and not message.get("tool_calls")
 
 
 def _text(content: Any) -> str:

@@ -1,0 +1,99 @@
+"""The reference servers the benchmarks compare against, built once and cached outside the repository.
+
+- `llama-server`: llama.cpp's own server, compiled from the llama.cpp sources vendored in the
+  `llama-cpp-python` sdist (PyPI is the only source this machine can reach). ~15 minutes on 2 cores.
+- llama-cpp-python's server: the same sdist built as a wheel, installed into its own virtual environment
+  so its pins never touch modelport's.
+
+`python -m bench.references` builds both; each benchmark calls `llama_server()` / `llama_cpp_python()` and
+says clearly when one is absent instead of building it in the middle of a measurement.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+LLAMA_CPP_PYTHON = "0.3.36"
+CACHE = Path(os.environ.get("MODELPORT_BENCH_CACHE", Path.home() / ".cache" / "modelport" / "bench"))
+
+
+def llama_server() -> Path | None:
+    """The `llama-server` binary: `$LLAMA_SERVER`, the cached build, or one on PATH."""
+    for candidate in (
+        os.environ.get("LLAMA_SERVER"),
+        str(CACHE / f"llama.cpp-{LLAMA_CPP_PYTHON}" / "build" / "bin" / "llama-server"),
+        shutil.which("llama-server"),
+    ):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    return None
+
+
+def llama_cpp_python() -> Path | None:
+    """The Python interpreter of the virtual environment that has `llama_cpp.server`."""
+    python = CACHE / f"llama-cpp-python-{LLAMA_CPP_PYTHON}" / "bin" / "python"
+    return python if python.is_file() else None
+
+
+def _sdist() -> Path:
+    target = CACHE / f"llama_cpp_python-{LLAMA_CPP_PYTHON}.tar.gz"
+    if not target.is_file():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-d", tmp,
+                 f"llama-cpp-python=={LLAMA_CPP_PYTHON}"],
+                check=True,
+            )  # fmt: skip
+            shutil.move(next(Path(tmp).glob("*.tar.gz")), target)
+    return target
+
+
+def build_llama_server() -> Path:
+    """Compile `llama-server` (CPU, native instructions, no curl) from the sdist's vendored llama.cpp."""
+    found = llama_server()
+    if found:
+        return found
+    source = CACHE / f"llama.cpp-{LLAMA_CPP_PYTHON}"
+    if not (source / "CMakeLists.txt").is_file():
+        with tarfile.open(_sdist()) as sdist, tempfile.TemporaryDirectory() as tmp:
+            sdist.extractall(tmp, filter="data")
+            shutil.move(next(Path(tmp).glob("*/vendor/llama.cpp")), source)
+    build = source / "build"
+    subprocess.run(
+        ["cmake", "-S", str(source), "-B", str(build), "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+         "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
+         "-DLLAMA_BUILD_SERVER=ON", "-DGGML_NATIVE=ON"],
+        check=True,
+    )  # fmt: skip
+    subprocess.run(["cmake", "--build", str(build), "--target", "llama-server"], check=True)
+    built = llama_server()
+    assert built, "the build finished without a llama-server binary"
+    return built
+
+
+def build_llama_cpp_python() -> Path:
+    """Build llama-cpp-python[server] from the sdist into its own virtual environment."""
+    found = llama_cpp_python()
+    if found:
+        return found
+    venv = CACHE / f"llama-cpp-python-{LLAMA_CPP_PYTHON}"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", f"llama-cpp-python[server] @ file://{_sdist()}"],
+        check=True,
+        env={**os.environ, "CMAKE_ARGS": "-DGGML_NATIVE=ON", "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count())},
+    )
+    return python
+
+
+if __name__ == "__main__":
+    print("llama-server:", build_llama_server())
+    print("llama-cpp-python:", build_llama_cpp_python())
