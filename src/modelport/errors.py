@@ -11,6 +11,7 @@ class ModelportError(Exception):
     status: int = 500
     type: str = "server_error"
     code: str | None = None
+    retry_after: int | None = None  # seconds, sent as `Retry-After` (the SDK waits that long to retry)
 
     def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
         super().__init__(message)
@@ -22,6 +23,10 @@ class ModelportError(Exception):
     def body(self) -> dict[str, Any]:
         """The JSON body OpenAI sends for this error."""
         return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
+    def headers(self) -> dict[str, str]:
+        """The HTTP headers that go with this error."""
+        return {"Retry-After": str(self.retry_after)} if self.retry_after is not None else {}
 
 
 class InvalidRequestError(ModelportError):
@@ -56,6 +61,33 @@ class PayloadTooLargeError(ModelportError):
     status = 413
     type = "invalid_request_error"
     code = "payload_too_large"
+
+
+class OverloadedError(ModelportError):
+    """A model's slots are busy and its waiting line is full: come back after `retry_after` seconds."""
+
+    status = 429
+    type = "rate_limit_error"
+    code = "rate_limit_exceeded"
+
+    def __init__(self, model: str, retry_after: int) -> None:
+        super().__init__(
+            f"The model `{model}` is at capacity: every slot is busy and the queue is full. "
+            f"Retry after {retry_after} s.",
+        )
+        self.retry_after = retry_after
+
+
+class ModelLoadingError(ModelportError):
+    """The model is still loading after the configured wait."""
+
+    status = 503
+    type = "server_error"
+    code = "model_loading"
+
+    def __init__(self, model: str, *, retry_after: int) -> None:
+        super().__init__(f"The model `{model}` is still loading. Retry after {retry_after} s.", param="model")
+        self.retry_after = retry_after
 
 
 class PredictorError(ModelportError):

@@ -57,6 +57,7 @@ class ModelConfig(BaseModel):
     predictor: str | None = None
     capability: Capability | None = None
     concurrency: int | None = Field(default=None, ge=1)
+    queue: int = Field(default=64, ge=0, description="calls that may wait for a slot before a 429")
 
     @model_validator(mode="after")
     def _one_source(self) -> ModelConfig:
@@ -96,6 +97,7 @@ class Settings(BaseModel):
     aliases: dict[str, str] = Field(default_factory=dict)
     preload: bool = Field(default=True, description="load every model at start-up, not on first use")
     max_upload_bytes: int = Field(default=25 * 1024 * 1024, ge=1)
+    load_wait: float = Field(default=600.0, gt=0, description="seconds a request waits for a loading model")
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike[str], **overrides: Any) -> Settings:

@@ -109,8 +109,8 @@ def test_a_disconnected_stream_frees_its_slot(server: LiveServer) -> None:
         "stream": True,
         "n": 1,
     }
-    # Four slots: open and abandon more streams than that; if slots leaked, the last request would hang.
-    for _ in range(6):
+    # Eight slots: open and abandon more streams than that; if slots leaked, the last request would hang.
+    for _ in range(10):
         with httpx.stream("POST", f"{server.url}/v1/chat/completions", json=body, timeout=30) as response:
             for line in response.iter_lines():
                 if line.startswith("data: "):

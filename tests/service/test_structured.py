@@ -69,7 +69,10 @@ def test_json_schema_output_always_validates(client: openai.OpenAI, name: str) -
 def test_json_object_output_parses(client: openai.OpenAI) -> None:
     reply = client.chat.completions.create(
         model="gpt-4o-mini",
-        messages=[SYSTEM, {"role": "user", "content": 'Reply with a JSON object whose only key is "colour".'}],
+        messages=[
+            SYSTEM,
+            {"role": "user", "content": 'Reply with a JSON object whose only key is "colour".'},
+        ],
         response_format={"type": "json_object"},
         max_tokens=200,
         temperature=0,

@@ -88,7 +88,10 @@ def to_sdk_error(error: ModelportError, path: str) -> openai.APIStatusError:
     """The `openai` exception the SDK would raise for this error's status and body."""
     body = error.body()
     response = httpx2.Response(
-        error.status, json=body, request=httpx2.Request("POST", f"http://modelport.in-process/v1{path}")
+        error.status,
+        json=body,
+        headers=error.headers(),
+        request=httpx2.Request("POST", f"http://modelport.in-process/v1{path}"),
     )
     cls = _STATUS_ERRORS.get(
         error.status, openai.InternalServerError if error.status >= 500 else openai.APIStatusError

@@ -7,11 +7,12 @@ into an iterator whose `close()` stops the generation at the next token and free
 
 from __future__ import annotations
 
+import asyncio
 import os
-import queue
 import secrets
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,7 +24,7 @@ from modelport.predictors.parameter import Parameter
 
 ChunkHandler = Callable[[dict[str, Any], Callable[[dict[str, Any]], bool]], Any]
 
-_DONE = object()
+_DONE: Any = object()
 
 
 def default_gguf() -> Path:
@@ -45,14 +46,20 @@ def load(**options: Any) -> Sequence[Callable[..., Any]]:
 
 def start_server(
     path: str | None = None,
-    n_parallel: int = 4,
-    n_ctx_per_slot: int = 8192,
+    n_parallel: int = 8,
+    n_ctx: int = 32768,
+    n_ctx_per_slot: int | None = None,
     n_threads: int | None = None,
     n_gpu_layers: int = -1,
     chat_template: str | None = None,
     api_key: str | None = None,
 ) -> Any:
-    """Start llama.cpp's server on a GGUF: `n_parallel` slots of `n_ctx_per_slot` tokens each."""
+    """Start llama.cpp's server on a GGUF with `n_parallel` slots decoding together.
+
+    By default the slots share one KV cache of `n_ctx` tokens, and each request may use up to the model's
+    training context: memory for the total, not for slots × the longest. `n_ctx_per_slot` instead gives
+    every slot a cache of its own of that many tokens (and makes it the limit of a request).
+    """
     import xllamacpp
 
     gguf = Path(path) if path else default_gguf()
@@ -61,7 +68,11 @@ def start_server(
     params = xllamacpp.CommonParams()
     params.model.path = str(gguf)
     params.n_parallel = n_parallel
-    params.n_ctx = n_ctx_per_slot * n_parallel  # llama.cpp splits n_ctx evenly across the slots
+    if n_ctx_per_slot is None:
+        params.kv_unified = True
+        params.n_ctx = n_ctx
+    else:
+        params.n_ctx = n_ctx_per_slot * n_parallel  # llama.cpp splits n_ctx evenly across the slots
     params.verbosity = -1
     params.n_gpu_layers = n_gpu_layers
     threads = n_threads or os.cpu_count() or 1
@@ -167,40 +178,95 @@ def _fill_in_the_middle_tokens(server: Any) -> tuple[str, str, str] | None:
     return None
 
 
-def stream_chunks(handle: ChunkHandler, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Run a blocking streaming handler in a thread; yield its chunks; closing the iterator cancels it."""
+def stream_chunks(handle: ChunkHandler, request: dict[str, Any]) -> ChunkStream:
+    """Run a blocking streaming handler in a thread and return its chunks as they come."""
     request = {**request, "stream": True, "stream_options": {"include_usage": True}}
-    chunks: queue.Queue[Any] = queue.Queue()
-    cancelled = threading.Event()
-
-    def on_chunk(chunk: dict[str, Any]) -> bool:
-        chunks.put(chunk)
-        return cancelled.is_set()  # True tells llama.cpp to stop this generation
+    stream = ChunkStream()
 
     def run() -> None:
         try:
-            handle(request, on_chunk)
+            handle(request, stream.on_chunk)
         except Exception as error:
-            chunks.put(error)
+            stream.put(error)
         finally:
-            chunks.put(_DONE)
+            stream.put(_DONE)
 
     # Validation errors (a bad grammar, an over-long prompt) surface on the first chunk, before any text.
     threading.Thread(target=run, name="llamacpp-request", daemon=True).start()
-    return _drain(chunks, cancelled)
+    return stream
 
 
-def _drain(chunks: queue.Queue[Any], cancelled: threading.Event) -> Iterator[dict[str, Any]]:
-    try:
-        while (item := chunks.get()) is not _DONE:
-            if isinstance(item, Exception):
-                raise _translate(item)
-            if "error" in item:
-                raise _translate_body(item["error"])
-            item.pop("timings", None)  # llama.cpp's own statistics, not part of OpenAI's chunk
-            yield item
-    finally:
-        cancelled.set()
+class ChunkStream:
+    """The chunks of one generation, read blocking (`for`) or from an event loop (`async for`). The
+    async side is woken by llama.cpp's thread directly, with no worker-thread hop per token; `close()`
+    stops the generation at its next token and frees the slot."""
+
+    def __init__(self) -> None:
+        self._items: deque[Any] = deque()
+        self._ready = threading.Condition()
+        self._waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None
+        self._cancelled = threading.Event()
+        self._ended = False
+
+    def on_chunk(self, chunk: dict[str, Any]) -> bool:
+        """llama.cpp's callback: keep the chunk; True tells llama.cpp to stop this generation."""
+        self.put(chunk)
+        return self._cancelled.is_set()
+
+    def put(self, item: Any) -> None:
+        with self._ready:
+            self._items.append(item)
+            self._ready.notify()
+            waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            waiter[0].call_soon_threadsafe(_wake, waiter[1])
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return self
+
+    def __next__(self) -> dict[str, Any]:
+        with self._ready:
+            while not self._items and not self._ended:
+                self._ready.wait()
+            item = self._items.popleft() if self._items else _DONE
+        return self._unwrap(item, StopIteration)
+
+    def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        while True:
+            with self._ready:
+                if self._items or self._ended:
+                    item = self._items.popleft() if self._items else _DONE
+                    break
+                loop = asyncio.get_running_loop()
+                future = loop.create_future()
+                self._waiter = (loop, future)
+            await future
+        return self._unwrap(item, StopAsyncIteration)
+
+    def _unwrap(self, item: Any, stop: type[Exception]) -> dict[str, Any]:
+        if item is _DONE or isinstance(item, Exception) or "error" in item:
+            self._ended = True
+            self.close()
+            if item is _DONE:
+                raise stop
+            raise _translate(item) if isinstance(item, Exception) else _translate_body(item["error"])
+        item.pop("timings", None)  # llama.cpp's own statistics, not part of OpenAI's chunk
+        return item  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """Stop the generation at its next token."""
+        self._cancelled.set()
+
+    async def aclose(self) -> None:
+        self.close()
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _translate(error: Exception) -> ModelportError:

@@ -1,28 +1,32 @@
-"""Loads models on first use (or at start-up), once, and bounds how many calls each runs at a time."""
+"""Loads models on first use (or at start-up), once; callers wait for a loading model, within a bound."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 
-from modelport.errors import ModelNotFoundError, UnsupportedCapabilityError
+from modelport.errors import ModelLoadingError, ModelNotFoundError, UnsupportedCapabilityError
 from modelport.predictors.contract import Capability, Predictor
 from modelport.predictors.registry import ModelRegistry, ModelSpec
+from modelport.predictors.slots import Slots
 
 log = logging.getLogger("modelport.models")
 
 
 @dataclass(frozen=True)
 class LoadedModel:
-    """A model ready to serve: its predictors by capability and its concurrency limiter."""
+    """A model ready to serve: its predictors by capability and its slots."""
 
     spec: ModelSpec
     predictors: dict[Capability, Predictor]
-    limiter: anyio.CapacityLimiter
+    slots: Slots
     load_seconds: float
+    state: dict[str, Any] = field(default_factory=dict, compare=False)  # the service's per-model helpers
 
     def predictor(self, capability: Capability) -> Predictor:
         """The predictor for `capability`, or a 400 naming what the model can do."""
@@ -38,27 +42,41 @@ class LoadedModel:
 class ModelManager:
     """Owns loading: each model loads once, in a worker thread, with a progress line in the log."""
 
-    def __init__(self, registry: ModelRegistry) -> None:
+    def __init__(self, registry: ModelRegistry, load_wait: float = 600.0) -> None:
         self.registry = registry
+        self.load_wait = load_wait
         self._loaded: dict[str, LoadedModel] = {}
-        self._locks: dict[str, anyio.Lock] = {}
+        self._loading: dict[str, asyncio.Future[LoadedModel]] = {}
 
     async def get(self, name: str) -> LoadedModel:
-        """The loaded model for an id or alias, loading it now if needed."""
+        """The loaded model for an id or alias, loading it now if needed; a 503 with `Retry-After` if it
+        is still loading after `load_wait` seconds."""
         spec = self.registry.resolve(name)
         loaded = self._loaded.get(spec.id)
         if loaded is not None:
             return loaded
-        lock = self._locks.setdefault(spec.id, anyio.Lock())
-        async with lock:
-            if spec.id not in self._loaded:
-                self._loaded[spec.id] = await anyio.to_thread.run_sync(self._load, spec)
-        return self._loaded[spec.id]
+        try:
+            # Shielded: a caller that gives up (or disconnects) must not cancel the load for the others.
+            return await asyncio.wait_for(asyncio.shield(self._loading_of(spec)), self.load_wait)
+        except TimeoutError:
+            raise ModelLoadingError(spec.id, retry_after=5) from None
 
     async def load_all(self) -> None:
-        """Load every registered model (start-up preloading)."""
+        """Load every registered model (start-up preloading), however long it takes."""
         for spec in self.registry.specs:
-            await self.get(spec.id)
+            await self._loading_of(spec)
+
+    def _loading_of(self, spec: ModelSpec) -> asyncio.Future[LoadedModel]:
+        """The one load of a model, started now if it has not begun (or if it failed: it is retried)."""
+        loading = self._loading.get(spec.id)
+        if loading is None or (loading.done() and (loading.cancelled() or loading.exception() is not None)):
+            loading = self._loading[spec.id] = asyncio.ensure_future(self._load_in_thread(spec))
+        return loading
+
+    async def _load_in_thread(self, spec: ModelSpec) -> LoadedModel:
+        model = await anyio.to_thread.run_sync(self._load, spec)
+        self._loaded[spec.id] = model
+        return model
 
     def loaded(self, model_id: str) -> LoadedModel | None:
         """The model if it is already loaded."""
@@ -79,4 +97,4 @@ class ModelManager:
         predictors = {p.capability: p for p in spec.load()}
         seconds = time.perf_counter() - start
         log.info("loaded %s in %.2fs: %s", spec.id, seconds, ", ".join(predictors))
-        return LoadedModel(spec, predictors, anyio.CapacityLimiter(spec.concurrency), seconds)
+        return LoadedModel(spec, predictors, Slots(spec.id, spec.concurrency, spec.queue), seconds)

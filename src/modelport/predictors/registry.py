@@ -21,6 +21,7 @@ class ModelSpec:
     load: Loader
     source: str
     concurrency: int = 1
+    queue: int = 64  # calls that may wait for a slot; past it, 429
     owned_by: str = "modelport"
 
 
@@ -37,21 +38,29 @@ class ModelRegistry:
         *fns: Callable[..., Any],
         capability: Capability | str | None = None,
         concurrency: int = 1,
+        queue: int = 64,
     ) -> list[Predictor]:
         """Register plain functions as the model `model_id`; one per capability. Checked now."""
         predictors = [check_predictor(fn, capability) for fn in fns]
         self._add_checked(model_id, predictors)
-        self.add(ModelSpec(model_id, lambda: predictors, ", ".join(p.name for p in predictors), concurrency))
+        source = ", ".join(p.name for p in predictors)
+        self.add(ModelSpec(model_id, lambda: predictors, source, concurrency, queue))
         return predictors
 
     def add_engine(
-        self, model_id: str, engine: str, *, concurrency: int | None = None, **options: Any
+        self,
+        model_id: str,
+        engine: str,
+        *,
+        concurrency: int | None = None,
+        queue: int = 64,
+        **options: Any,
     ) -> None:
         """Register a model served by a built-in or plug-in engine; it loads on first use."""
         from modelport.engines import engine_factory
 
         factory = engine_factory(engine)
-        default_concurrency = int(options.get("n_parallel", 4)) if engine == "llamacpp" else 1
+        default_concurrency = int(options.get("n_parallel", 8)) if engine == "llamacpp" else 1
 
         def load() -> Sequence[Predictor]:
             made = factory(**options)
@@ -59,7 +68,7 @@ class ModelRegistry:
             self._add_checked(model_id, predictors)
             return predictors
 
-        self.add(ModelSpec(model_id, load, f"engine {engine}", concurrency or default_concurrency))
+        self.add(ModelSpec(model_id, load, f"engine {engine}", concurrency or default_concurrency, queue))
 
     def add_reference(self, model_id: str, reference: str, **kwargs: Any) -> list[Predictor]:
         """Register the predictor named by `module:function`."""
@@ -120,9 +129,15 @@ class ModelRegistry:
         registry = cls(settings.all_aliases())
         for model in settings.all_models():
             if model.engine is not None:
-                registry.add_engine(model.id, model.engine, concurrency=model.concurrency, **model.options)
+                registry.add_engine(
+                    model.id, model.engine, concurrency=model.concurrency, queue=model.queue, **model.options
+                )
             else:
                 registry.add_reference(
-                    model.id, model.predictor, capability=model.capability, concurrency=model.concurrency or 1
+                    model.id,
+                    model.predictor,
+                    capability=model.capability,
+                    concurrency=model.concurrency or 1,
+                    queue=model.queue,
                 )
         return registry

@@ -51,7 +51,7 @@ def install(app: FastAPI) -> None:
     async def _modelport(_: Request, error: ModelportError) -> JSONResponse:
         if error.status >= 500:
             log.error("%s", error.message, exc_info=error.__cause__)
-        return JSONResponse(error.body(), error.status)
+        return JSONResponse(error.body(), error.status, headers=error.headers())
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, error: RequestValidationError) -> JSONResponse:

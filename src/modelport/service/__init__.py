@@ -31,7 +31,7 @@ class Service:
 
     def __init__(self, registry: ModelRegistry, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
-        self.manager = ModelManager(registry)
+        self.manager = ModelManager(registry, self.settings.load_wait)
         self._created = int(time.time())
 
     @classmethod

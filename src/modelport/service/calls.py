@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import anyio
@@ -30,24 +30,9 @@ def predictor_errors(predictor: Predictor) -> Iterator[None]:
         ) from error
 
 
-@asynccontextmanager
-async def slot(model: LoadedModel) -> AsyncIterator[None]:
-    """Hold one of the model's slots.
-
-    Borrowed on behalf of a token, not the current task: a stream may be advanced by different tasks
-    (the blocking client runs each step as its own task), and the slot must follow the stream.
-    """
-    token = object()
-    await model.limiter.acquire_on_behalf_of(token)
-    try:
-        yield
-    finally:
-        model.limiter.release_on_behalf_of(token)
-
-
 async def call(model: LoadedModel, predictor: Predictor, fn: Callable[[], T]) -> T:
     """Run one blocking predictor call in a worker thread, holding one of the model's slots."""
-    async with slot(model):
+    async with model.slots.hold():
         with predictor_errors(predictor):
             return await anyio.to_thread.run_sync(fn)
 
@@ -60,12 +45,17 @@ async def iterate(
     The model's slot is held until the iteration ends or is closed; closing also closes the predictor's
     iterator, which is how a disconnected client stops a generation.
     """
-    async with slot(model):
+    async with model.slots.hold():
         with predictor_errors(predictor):
             result = await anyio.to_thread.run_sync(start)
-            if isinstance(result, AsyncIterator):
-                async for item in result:
-                    yield item
+            if isinstance(result, AsyncIterator):  # read on the event loop, no thread hop per item
+                try:
+                    async for item in result:
+                        yield item
+                finally:
+                    aclose = getattr(result, "aclose", None)
+                    if aclose is not None:
+                        await aclose()
                 return
             if not isinstance(result, Iterator):
                 yield result

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 
 import numpy as np
 from openai.types import CreateEmbeddingResponse, Embedding
 from openai.types.create_embedding_response import Usage
 
-from modelport.errors import InvalidRequestError, PredictorError
+from modelport.errors import InvalidRequestError, OverloadedError, PredictorError
 from modelport.predictors.contract import Capability, Predictor
-from modelport.predictors.manager import ModelManager
+from modelport.predictors.manager import LoadedModel, ModelManager
 from modelport.protocol.requests import EmbeddingRequest
 from modelport.service import calls
 
 _DIMS = "openai.embeddings.dims"
+# One caller in a batch: its texts, its `dimensions`, and where its rows and token count go.
+_Entry = tuple[list[str], int | None, "asyncio.Future[tuple[np.ndarray, int]]"]
 
 
 async def embeddings(manager: ModelManager, request: EmbeddingRequest) -> CreateEmbeddingResponse:
@@ -29,13 +32,10 @@ async def embeddings(manager: ModelManager, request: EmbeddingRequest) -> Create
     if any(t == "" for t in texts):
         raise InvalidRequestError("input must not contain empty strings.", param="input")
     strings: list[str] = [str(t) for t in texts]
-
-    def run() -> tuple[np.ndarray, int]:
-        matrix = predictor(strings, {_DIMS: request.dimensions})
-        counter = getattr(predictor.fn, "count_tokens", None)
-        return matrix, counter(strings) if counter else 0
-
-    matrix, tokens = await calls.call(model, predictor, run)
+    batcher = model.state.get("embedding-batcher")
+    if batcher is None or batcher.loop is not asyncio.get_running_loop():
+        batcher = model.state["embedding-batcher"] = Batcher(model, predictor)
+    matrix, tokens = await batcher.embed(strings, request.dimensions)
     matrix = _checked(matrix, predictor, len(strings))
     if request.dimensions is not None:
         matrix = _truncated(matrix, request.dimensions, predictor)
@@ -53,6 +53,69 @@ async def embeddings(manager: ModelManager, request: EmbeddingRequest) -> Create
     return CreateEmbeddingResponse.model_construct(
         object="list", data=data, model=model.spec.id, usage=Usage(prompt_tokens=tokens, total_tokens=tokens)
     )
+
+
+class Batcher:
+    """Runs the texts of concurrent callers through the model together: after a short window (and while a
+    batch runs), callers that arrive join the next batch, which is one predictor call."""
+
+    window = 0.001  # seconds the first caller waits for others to join
+    max_texts = 256  # a batch closes at this many texts (one bigger request still runs whole)
+
+    def __init__(self, model: LoadedModel, predictor: Predictor) -> None:
+        self.model = model
+        self.predictor = predictor
+        self.loop = asyncio.get_running_loop()
+        self.pending: list[_Entry] = []
+        self.worker: asyncio.Task[None] | None = None
+
+    async def embed(self, texts: list[str], dimensions: int | None) -> tuple[np.ndarray, int]:
+        """The rows for `texts` and their token count, computed in a batch with whoever else is waiting."""
+        if len(self.pending) >= self.model.slots.queue + 1:
+            raise OverloadedError(self.model.spec.id, self.model.slots.retry_after())
+        future: asyncio.Future[tuple[np.ndarray, int]] = asyncio.get_running_loop().create_future()
+        self.pending.append((texts, dimensions, future))
+        if self.worker is None or self.worker.done():
+            self.worker = asyncio.create_task(self._work())
+        return await future
+
+    async def _work(self) -> None:
+        while self.pending:
+            await asyncio.sleep(self.window)
+            batch: list[_Entry] = []
+            size = 0
+            while self.pending and (not batch or size + len(self.pending[0][0]) <= self.max_texts):
+                size += len(self.pending[0][0])
+                batch.append(self.pending.pop(0))
+            # Only callers asking for the same `dimensions` (when the predictor takes it) share a call.
+            groups: dict[int | None, list[_Entry]] = {}
+            for entry in batch:
+                key = entry[1] if self.predictor.accepts(_DIMS) else None
+                groups.setdefault(key, []).append(entry)
+            for dimensions, group in groups.items():
+                await self._run(dimensions, group)
+
+    async def _run(self, dimensions: int | None, group: list[_Entry]) -> None:
+        texts = [text for entry in group for text in entry[0]]
+        counter = getattr(self.predictor.fn, "count_tokens", None)
+
+        def run() -> tuple[np.ndarray, list[int]]:
+            matrix = self.predictor(texts, {_DIMS: dimensions})
+            return matrix, [counter(entry[0]) if counter else 0 for entry in group]
+
+        try:
+            matrix, tokens = await calls.call(self.model, self.predictor, run)
+            matrix = _checked(matrix, self.predictor, len(texts))
+        except Exception as error:
+            for entry in group:
+                if not entry[2].done():
+                    entry[2].set_exception(error)
+            return
+        start = 0
+        for entry, count in zip(group, tokens, strict=True):
+            if not entry[2].done():  # a caller that went away has cancelled its future
+                entry[2].set_result((matrix[start : start + len(entry[0])], count))
+            start += len(entry[0])
 
 
 def _checked(matrix: object, predictor: Predictor, rows: int) -> np.ndarray:

@@ -362,7 +362,7 @@ async def _framed(
     """One id of our own and our model id on every chunk (choices may come from several predictor calls);
     usage only in its own final chunk, when asked for."""
     request_id = f"{prefix}-{uuid.uuid4().hex}"
-    usage: dict[str, int] = {}
+    usage: dict[str, Any] = {}
     try:
         async for chunk in chunks:
             chunk["id"], chunk["model"] = request_id, model_id
@@ -371,6 +371,11 @@ async def _framed(
                 for key in ("prompt_tokens", "completion_tokens"):
                     usage[key] = usage.get(key, 0) + int(chunk["usage"].get(key, 0))
                 usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+                # Prompt tokens the engine found in its cache (a conversation's earlier turns), as OpenAI
+                # reports them; of the first choice only, since the prompt is counted once.
+                cached = (chunk["usage"].get("prompt_tokens_details") or {}).get("cached_tokens")
+                if cached is not None and "prompt_tokens_details" not in usage:
+                    usage["prompt_tokens_details"] = {"cached_tokens": int(cached)}
             chunk.pop("usage", None)
             if chunk.get("choices"):
                 yield chunk

@@ -1,0 +1,180 @@
+"""What every benchmark shares: the machine line, servers started and stopped around a measurement,
+streamed-request timing with the openai SDK, and the printed table."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+
+THREADS = os.cpu_count() or 1
+# A prompt of ~100 tokens; each request puts a new number in front so that none is served from the cache.
+STORY = (
+    "Write a long story about a lighthouse keeper who finds a message in a bottle. Describe the sea, the "
+    "weather, the keeper's daily routine, the bottle's journey across the ocean, who wrote the message and "
+    "why, and what the keeper decides to do after reading it. Use rich detail and keep going."
+)
+# SmolLM2's end-of-text and end-of-turn tokens, banned so every server generates exactly max_tokens.
+NO_EOS = {"0": -100, "2": -100}
+
+
+def machine() -> str:
+    """CPU, cores and the versions that matter, for the head of every report."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        cpu = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
+    except (OSError, StopIteration):
+        pass
+    versions = []
+    for package in ("modelport", "xllamacpp", "openai", "onnxruntime", "faster-whisper", "piper-tts"):
+        try:
+            versions.append(f"{package} {metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            pass
+    return f"{cpu}, {THREADS} threads, Python {platform.python_version()}; " + ", ".join(versions)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def serving(command: Sequence[str], ready_path: str, port: int, what: str) -> Iterator[str]:
+    """Run a server until the block ends; yields its base URL once `ready_path` answers 200."""
+    log = tempfile.NamedTemporaryFile("w+", prefix="bench-", suffix=".log", delete=False)  # noqa: SIM115
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"{what} exited at start-up; log: {log.name}")
+            try:
+                if httpx.get(url + ready_path, timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{what} was not ready in 300 s; log: {log.name}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+@contextmanager
+def modelport_server(config: str) -> Iterator[str]:
+    """`modelport serve` on a models.toml given as text (the defaults are off unless it says so)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as file:
+        file.write(config)
+    port = free_port()
+    command = [sys.executable, "-m", "modelport.cli", "serve", "--config", file.name, "--port", str(port)]
+    with serving([*command, "--log-level", "warning"], "/health", port, "modelport") as url:
+        yield url
+
+
+@contextmanager
+def llama_server(binary: Path, gguf: Path, slots: int, n_ctx: int) -> Iterator[str]:
+    """llama.cpp's own server, with the same threads, slots and shared KV cache as modelport's engine."""
+    port = free_port()
+    command = [
+        str(binary), "-m", str(gguf), "--port", str(port), "-t", str(THREADS), "-tb", str(THREADS),
+        "-np", str(slots), "-c", str(n_ctx), "--kv-unified", "-ngl", "0", "--log-disable",
+    ]  # fmt: skip
+    with serving(command, "/health", port, "llama-server") as url:
+        yield url
+
+
+@contextmanager
+def llama_cpp_python_server(python: Path, gguf: Path, n_ctx: int) -> Iterator[str]:
+    """llama-cpp-python's OpenAI server (one request at a time, by its design)."""
+    port = free_port()
+    command = [
+        str(python), "-m", "llama_cpp.server", "--model", str(gguf), "--port", str(port),
+        "--n_threads", str(THREADS), "--n_threads_batch", str(THREADS), "--n_ctx", str(n_ctx),
+        "--verbose", "false",
+    ]  # fmt: skip
+    with serving(command, "/v1/models", port, "llama-cpp-python") as url:
+        yield url
+
+
+@dataclass
+class Stream:
+    """One streamed generation: seconds to its first token and the decode rate after it."""
+
+    first_token: float
+    tokens: int
+    decode_seconds: float
+
+    @property
+    def tokens_per_second(self) -> float:
+        return (self.tokens - 1) / self.decode_seconds if self.decode_seconds > 0 else 0.0
+
+
+async def stream_completion(client: Any, model: str, prompt: str, max_tokens: int) -> Stream:
+    """A legacy completion streamed through an openai (or modelport) async client; counts the chunks
+    that carry text, which is one token each on every server measured here."""
+    start = time.perf_counter()
+    first = last = 0.0
+    tokens = 0
+    stream = await client.completions.create(
+        model=model, prompt=prompt, max_tokens=max_tokens, stream=True, temperature=0, logit_bias=NO_EOS
+    )
+    async for chunk in stream:
+        if chunk.choices and chunk.choices[0].text:
+            last = time.perf_counter()
+            if not tokens:
+                first = last
+            tokens += 1
+    return Stream(first - start, tokens, last - first)
+
+
+def http_client(url: str) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="bench", max_retries=0, timeout=600)
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A Markdown table, so reports paste into notes as they are."""
+
+    def cell(value: Any) -> str:
+        if isinstance(value, float):
+            return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
+        return str(value)
+
+    lines = [f"\n### {title}\n", "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def run(coroutine: Any) -> Any:
+    return asyncio.run(coroutine)

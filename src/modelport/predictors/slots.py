@@ -1,0 +1,59 @@
+"""A model's slots: how many calls run at once, and how many may wait for one before callers are told to
+come back later (429 with `Retry-After`) instead of piling up."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+
+from modelport.errors import OverloadedError
+
+
+class Slots:
+    """`total` calls at a time, at most `queue` waiting; `Retry-After` from the recent time a call takes."""
+
+    def __init__(self, model_id: str, total: int, queue: int) -> None:
+        self.model_id = model_id
+        self.total = total
+        self.queue = queue
+        self.waiting = 0
+        self._limiter = anyio.CapacityLimiter(total)
+        self._mean_hold = 1.0  # seconds, an exponential moving average
+
+    @property
+    def active(self) -> int:
+        """Calls holding a slot now."""
+        return int(self._limiter.borrowed_tokens)
+
+    @asynccontextmanager
+    async def hold(self) -> AsyncIterator[None]:
+        """Hold one slot, waiting in line if all are taken, or raise `OverloadedError` if the line is full.
+
+        Borrowed on behalf of a token, not the current task: a stream may be advanced by different tasks
+        (the blocking client runs each step as its own task), and the slot must follow the stream.
+        """
+        token = object()
+        if self._limiter.available_tokens < 1 or self.waiting:
+            if self.waiting >= self.queue:
+                raise OverloadedError(self.model_id, self.retry_after())
+            self.waiting += 1
+            try:
+                await self._limiter.acquire_on_behalf_of(token)
+            finally:
+                self.waiting -= 1
+        else:
+            self._limiter.acquire_on_behalf_of_nowait(token)
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self._limiter.release_on_behalf_of(token)
+            self._mean_hold = 0.8 * self._mean_hold + 0.2 * (time.monotonic() - start)
+
+    def retry_after(self) -> int:
+        """Seconds until the line has likely moved up by its length: whole seconds, at least one."""
+        return max(1, math.ceil(self._mean_hold * (self.waiting + 1) / self.total))
