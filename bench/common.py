@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -36,20 +36,16 @@ NO_EOS = {"0": -100, "2": -100}
 def machine() -> str:
     """CPU, cores and the versions that matter, for the head of every report."""
     cpu = platform.processor() or platform.machine()
-    try:
+    with suppress(OSError, StopIteration):
         cpu = next(
             line.split(":", 1)[1].strip()
             for line in Path("/proc/cpuinfo").read_text().splitlines()
             if line.startswith("model name")
         )
-    except (OSError, StopIteration):
-        pass
     versions = []
     for package in ("modelport", "xllamacpp", "openai", "onnxruntime", "faster-whisper", "piper-tts"):
-        try:
+        with suppress(metadata.PackageNotFoundError):
             versions.append(f"{package} {metadata.version(package)}")
-        except metadata.PackageNotFoundError:
-            pass
     return f"{cpu}, {THREADS} threads, Python {platform.python_version()}; " + ", ".join(versions)
 
 

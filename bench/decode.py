@@ -106,7 +106,9 @@ async def main(runs: int, tokens: int) -> None:
         )
     headers = ["", "first token ms", "+ms vs engine", "decode tok/s", "× engine", "× llama-server"]
     print(table("Single stream", headers, rows))
-    print("\nTargets: decode ≥ 0.95× the engine and ≥ 0.95× llama-server; first token ≤ +5 ms over the engine.")
+    print(
+        "\nTargets: decode ≥ 0.95× the engine and ≥ 0.95× llama-server; first token ≤ +5 ms over the engine."
+    )
 
 
 if __name__ == "__main__":

@@ -89,7 +89,11 @@ def build_llama_cpp_python() -> Path:
     subprocess.run(
         [str(python), "-m", "pip", "install", "--quiet", f"llama-cpp-python[server] @ file://{_sdist()}"],
         check=True,
-        env={**os.environ, "CMAKE_ARGS": "-DGGML_NATIVE=ON", "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count())},
+        env={
+            **os.environ,
+            "CMAKE_ARGS": "-DGGML_NATIVE=ON",
+            "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count()),
+        },
     )
     return python
 

@@ -158,6 +158,10 @@ def _llama_options(options: dict[str, Any] | None) -> dict[str, Any]:
     options = dict(options or {})
     if "repetition_penalty" in options:
         options["repeat_penalty"] = options.pop("repetition_penalty")
+    if options.get("seed") is not None:
+        # Reusing part of a shared KV cache changes how the prompt is batched, hence the last bits of the
+        # logits: a seeded request processes its whole prompt, so the same seed gives the same text.
+        options.setdefault("cache_prompt", False)
     return options
 
 

@@ -1,0 +1,85 @@
+"""Benchmark 2: aggregate decode rate at 1, 4, 8 and 16 concurrent streams — modelport (8 slots) vs
+llama-server with the same slots vs llama-cpp-python's server.
+
+    .venv/bin/python -m bench.concurrency [--tokens 64] [--streams 1 4 8 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+
+from bench import references
+from bench.common import (
+    STORY,
+    http_client,
+    llama_cpp_python_server,
+    llama_server,
+    machine,
+    modelport_server,
+    stream_completion,
+    table,
+)
+from bench.decode import CHAT, CONFIG, N_CTX, SLOTS
+from modelport.engines import llamacpp
+
+
+async def aggregate(url: str, model: str, streams: int, tokens: int) -> tuple[float, float]:
+    """Tokens per second over all streams (first request sent to last token), and the slowest stream's
+    time over the fastest's."""
+    client = http_client(url)
+    await stream_completion(client, model, f"0. {STORY}", 4)  # warm-up
+    start = time.perf_counter()
+
+    async def one(i: int) -> tuple[int, float]:
+        result = await stream_completion(client, model, f"{i + 1}. {STORY}", tokens)
+        return result.tokens, time.perf_counter() - start
+
+    results = await asyncio.gather(*(one(i) for i in range(streams)))
+    wall = max(end for _, end in results)
+    return sum(n for n, _ in results) / wall, wall / min(end for _, end in results)
+
+
+def servers() -> Iterator[tuple[str, Callable[[], AbstractContextManager[str]]]]:
+    yield "modelport HTTP", lambda: modelport_server(CONFIG)
+    gguf = llamacpp.default_gguf()
+    binary = references.llama_server()
+    if binary is None:
+        print("\nllama-server: not built (python -m bench.references); its column is absent.")
+    else:
+        yield f"llama-server ({SLOTS} slots)", lambda: llama_server(binary, gguf, SLOTS, N_CTX)
+    python = references.llama_cpp_python()
+    if python is None:
+        print("\nllama-cpp-python: not built (python -m bench.references); its column is absent.")
+    else:
+        yield "llama-cpp-python server", lambda: llama_cpp_python_server(python, gguf, 8192)
+
+
+def main(counts: list[int], tokens: int) -> None:
+    print(f"# Aggregate decode, {tokens} tokens per stream\n\n{machine()}")
+    rates: dict[str, dict[int, tuple[float, float]]] = {}
+    for name, start in servers():
+        with start() as url:
+            rates[name] = {n: asyncio.run(aggregate(url, CHAT, n, tokens)) for n in counts}
+    names = list(rates)
+    headers = ["streams"] + [f"{n} tok/s (slowest/fastest)" for n in names]
+    headers += [f"modelport × {n}" for n in names[1:]]
+    rows = []
+    for count in counts:
+        row: list[object] = [count]
+        row += [f"{rates[n][count][0]:.1f} ({rates[n][count][1]:.2f})" for n in names]
+        row += [f"{rates[names[0]][count][0] / rates[n][count][0]:.2f}" for n in names[1:]]
+        rows.append(row)
+    print(table("Aggregate tokens/s", headers, rows))
+    print("\nTargets at 8 streams: ≥ 1.0× llama-server with 8 slots, ≥ 2× llama-cpp-python's server.")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--streams", type=int, nargs="+", default=[1, 4, 8, 16])
+    arguments = parser.parse_args()
+    main(arguments.streams, arguments.tokens)

@@ -1,0 +1,92 @@
+"""Benchmark 5: server overhead on tiny requests — requests/s and p50/p99 latency of `GET /v1/models` and
+of a 1-token completion, at 32 concurrent clients, modelport vs llama-server on the same GGUF.
+
+    .venv/bin/python -m bench.overhead [--seconds 5] [--clients 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from typing import Any
+
+import httpx
+
+from bench import references
+from bench.common import llama_server, machine, modelport_server, table
+from bench.decode import CHAT, CONFIG, N_CTX, SLOTS
+from modelport.engines import llamacpp
+
+COMPLETION = {"model": CHAT, "prompt": "Hello", "max_tokens": 1, "temperature": 0}
+
+
+async def load(url: str, clients: int, seconds: float, request: dict[str, Any] | None) -> list[float]:
+    """Each client sends one request after another for `seconds`; returns every latency (non-200s fail)."""
+    latencies: list[float] = []
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as client:
+
+        async def one() -> None:
+            start = time.perf_counter()
+            if request is None:
+                response = await client.get("/v1/models")
+            else:
+                response = await client.post("/v1/completions", json=request)
+            response.raise_for_status()
+            latencies.append(time.perf_counter() - start)
+
+        await asyncio.gather(*(one() for _ in range(clients)))  # warm-up, connections opened
+        latencies.clear()
+        deadline = time.perf_counter() + seconds
+
+        async def client_loop() -> None:
+            while time.perf_counter() < deadline:
+                await one()
+
+        await asyncio.gather(*(client_loop() for _ in range(clients)))
+    return latencies
+
+
+def summary(latencies: list[float], seconds: float) -> tuple[float, float, float]:
+    ordered = sorted(latencies)
+    return (
+        len(ordered) / seconds,
+        ordered[len(ordered) // 2] * 1000,
+        ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000,
+    )
+
+
+def main(seconds: float, clients: int) -> None:
+    print(f"# Tiny requests at {clients} concurrent clients, {seconds:.0f} s each\n\n{machine()}")
+    results: dict[str, dict[str, tuple[float, float, float]]] = {}
+
+    def measure(name: str, url: str) -> None:
+        results[name] = {
+            what: summary(asyncio.run(load(url, clients, seconds, request)), seconds)
+            for what, request in (("GET /v1/models", None), ("1-token completion", COMPLETION))
+        }
+
+    with modelport_server(CONFIG) as url:
+        measure("modelport", url)
+    binary = references.llama_server()
+    if binary is None:
+        print("\nllama-server: not built (python -m bench.references); its rows are absent.")
+    else:
+        with llama_server(binary, llamacpp.default_gguf(), SLOTS, N_CTX) as url:
+            measure("llama-server", url)
+    rows = []
+    for what in ("GET /v1/models", "1-token completion"):
+        for name, values in results.items():
+            rate, p50, p99 = values[what]
+            ratio = rate / results["llama-server"][what][0] if "llama-server" in results else float("nan")
+            rows.append([what, name, rate, p50, p99, f"{ratio:.2f}"])
+    print(table("Requests", ["request", "server", "req/s", "p50 ms", "p99 ms", "req/s × llama-server"], rows))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--clients", type=int, default=32)
+    arguments = parser.parse_args()
+    main(arguments.seconds, arguments.clients)
