@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import json
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import modelport
@@ -52,39 +56,78 @@ def engine_stream(server: Any, prompt: str, max_tokens: int) -> Stream:
     return Stream(times[0] - start, len(times), times[-1] - times[0])
 
 
-async def measure(runs: int, one: Callable[[str], Any]) -> list[Stream]:
-    await one(f"0. {STORY}")  # warm-up
-    return [await one(f"{i + 1}. {STORY}") for i in range(runs)]
+Measure = Callable[[str], Awaitable[Stream]]
+
+
+async def worker(case: str, tokens: int) -> None:
+    """The engine, or modelport in-process, in a process of its own (a second llama.cpp instance in one
+    process skews the first's timings): one stream per prompt read from stdin, one JSON line out."""
+    if case == "engine":
+        server = llamacpp.start_server()
+        one: Measure = lambda p: asyncio.to_thread(engine_stream, server, p, tokens)  # noqa: E731
+    else:
+        settings = Settings(defaults=False, models=[ModelConfig(id=CHAT, engine="llamacpp")])
+        inprocess = modelport.AsyncOpenAI(settings=settings)
+        one = lambda p: stream_completion(inprocess, CHAT, p, tokens)  # noqa: E731
+    print("ready", flush=True)
+    for line in sys.stdin:
+        print(json.dumps(dataclasses.asdict(await one(line.strip()))), flush=True)
+
+
+@asynccontextmanager
+async def worker_process(case: str, tokens: int) -> AsyncIterator[Measure]:
+    command = [sys.executable, "-m", "bench.decode", "--case", case, "--tokens", str(tokens)]
+    process = await asyncio.create_subprocess_exec(
+        *command,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    assert process.stdin
+    assert process.stdout
+
+    async def one(prompt: str) -> Stream:
+        assert process.stdin
+        assert process.stdout
+        process.stdin.write(prompt.encode() + b"\n")
+        await process.stdin.drain()
+        return Stream(**json.loads(await process.stdout.readline()))
+
+    while (await process.stdout.readline()).strip() != b"ready":
+        pass
+    try:
+        yield one
+    finally:
+        process.stdin.close()
+        await process.wait()
 
 
 async def main(runs: int, tokens: int) -> None:
-    print(f"# Single-stream decode, {tokens} tokens, median of {runs}\n\n{machine()}")
-    results: dict[str, list[Stream]] = {}
-
-    server = llamacpp.start_server()
-    results["engine called directly (xllamacpp)"] = await measure(
-        runs, lambda p: asyncio.to_thread(engine_stream, server, p, tokens)
-    )
-
-    settings = Settings(defaults=False, models=[ModelConfig(id=CHAT, engine="llamacpp")])
-    async with modelport.AsyncOpenAI(settings=settings) as inprocess:
-        results["modelport in-process"] = await measure(
-            runs, lambda p: stream_completion(inprocess, CHAT, p, tokens)
-        )
-
-    with modelport_server(CONFIG) as url:
-        client = http_client(url)
-        results["modelport HTTP"] = await measure(runs, lambda p: stream_completion(client, CHAT, p, tokens))
-
-    binary = references.llama_server()
-    if binary is None:
-        print("\nllama-server: not built (python -m bench.references builds it, ~15 min); its row is absent.")
-    else:
-        with llama_server(binary, llamacpp.default_gguf(), SLOTS, N_CTX) as url:
-            client = http_client(url)
-            results["llama-server HTTP"] = await measure(
-                runs, lambda p: stream_completion(client, CHAT, p, tokens)
+    print(f"# Single-stream decode, {tokens} tokens, median of {runs} interleaved rounds\n\n{machine()}")
+    async with AsyncExitStack() as stack:
+        cases: dict[str, Measure] = {
+            "engine called directly (xllamacpp)": await stack.enter_async_context(
+                worker_process("engine", tokens)
+            ),
+            "modelport in-process": await stack.enter_async_context(worker_process("in-process", tokens)),
+        }
+        client = http_client(stack.enter_context(modelport_server(CONFIG)))
+        cases["modelport HTTP"] = lambda p: stream_completion(client, CHAT, p, tokens)
+        binary = references.llama_server()
+        if binary is None:
+            print("\nllama-server: not built (python -m bench.references, ~25 min); its row is absent.")
+        else:
+            server = http_client(
+                stack.enter_context(llama_server(binary, llamacpp.default_gguf(), SLOTS, N_CTX))
             )
+            cases["llama-server HTTP"] = lambda p: stream_completion(server, CHAT, p, tokens)
+        # Round by round, every case once, so that a machine getting slower or faster affects all alike.
+        results: dict[str, list[Stream]] = {name: [] for name in cases}
+        for one in cases.values():
+            await one(f"0. {STORY}")  # warm-up
+        for i in range(runs):
+            for name, one in cases.items():
+                results[name].append(await one(f"{i + 1}. {name} {STORY}"))
 
     engine = results["engine called directly (xllamacpp)"]
     engine_rate = median([s.tokens_per_second for s in engine])
@@ -115,6 +158,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--case", choices=["engine", "in-process"], help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     threading.excepthook = lambda _: None  # xllamacpp's worker threads may complain at interpreter exit
-    asyncio.run(main(arguments.runs, arguments.tokens))
+    if arguments.case:
+        asyncio.run(worker(arguments.case, arguments.tokens))
+    else:
+        asyncio.run(main(arguments.runs, arguments.tokens))

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -22,6 +25,7 @@ CONFIG = f'defaults = false\n[[models]]\nid = "{MODEL}"\nengine = "onnx-embeddin
 WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog"]
 WORDS += ["while", "the", "sea", "keeps", "rolling", "under", "grey", "skies"]
 TEXTS = [" ".join(WORDS[(i + j) % len(WORDS)] for j in range(12 + i % 9)) for i in range(64)]
+LOADS = {1: TEXTS[:1], 8: TEXTS[:8], 64: TEXTS}
 
 
 async def rate(call: Callable[[], Awaitable[Any]], texts_per_call: int, seconds: float) -> float:
@@ -34,37 +38,52 @@ async def rate(call: Callable[[], Awaitable[Any]], texts_per_call: int, seconds:
     return done / (time.perf_counter() - start)
 
 
-async def main(seconds: float) -> None:
-    print(f"# Embeddings per second, {MODEL}\n\n{machine()}")
-    (embed,) = onnx_embedding.load()
-    loads = {1: TEXTS[:1], 8: TEXTS[:8], 64: TEXTS}
-    results: dict[str, dict[str, float]] = {}
+async def measure(client: Any, seconds: float) -> dict[str, float]:
+    out = {}
+    for size, texts in LOADS.items():
+        out[f"batch {size}"] = await rate(
+            lambda t=texts: client.embeddings.create(model=MODEL, input=t), size, seconds
+        )
 
-    direct: dict[str, float] = {}
-    for size, texts in loads.items():
-        direct[f"batch {size}"] = await rate(lambda t=texts: asyncio.to_thread(embed, t), size, seconds)
-    # Without a server, 16 callers of one text each are 16 calls, one after another.
-    direct["16 callers × 1 text"] = direct["batch 1"]
-    results["ONNX Runtime called directly"] = direct
+    async def sixteen() -> None:
+        await asyncio.gather(*(client.embeddings.create(model=MODEL, input=[t]) for t in TEXTS[:16]))
 
-    async def measure(client: Any) -> dict[str, float]:
-        out = {}
-        for size, texts in loads.items():
-            out[f"batch {size}"] = await rate(
-                lambda t=texts: client.embeddings.create(model=MODEL, input=t), size, seconds
-            )
+    out["16 callers × 1 text"] = await rate(sixteen, 16, seconds)
+    return out
 
-        async def sixteen() -> None:
-            await asyncio.gather(*(client.embeddings.create(model=MODEL, input=[t]) for t in TEXTS[:16]))
 
-        out["16 callers × 1 text"] = await rate(sixteen, 16, seconds)
+async def in_this_process(case: str, seconds: float) -> dict[str, float]:
+    """ONNX Runtime directly, or modelport in-process; each in a process of its own, since two sessions in
+    one process share its cores unevenly."""
+    if case == "direct":
+        (embed,) = onnx_embedding.load()
+        out = {
+            f"batch {size}": await rate(lambda t=texts: asyncio.to_thread(embed, t), size, seconds)
+            for size, texts in LOADS.items()
+        }
+        # Without a server, 16 callers of one text each are 16 calls, one after another.
+        out["16 callers × 1 text"] = out["batch 1"]
         return out
-
     settings = Settings(defaults=False, models=[ModelConfig(id=MODEL, engine="onnx-embedding")])
     async with modelport.AsyncOpenAI(settings=settings) as inprocess:
-        results["modelport in-process"] = await measure(inprocess)
+        return await measure(inprocess, seconds)
+
+
+def in_a_process_of_its_own(case: str, seconds: float) -> dict[str, float]:
+    command = [sys.executable, "-m", "bench.embeddings", "--case", case, "--seconds", str(seconds)]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+async def main(seconds: float) -> None:
+    print(f"# Embeddings per second, {MODEL}\n\n{machine()}")
+    direct = in_a_process_of_its_own("direct", seconds)
+    results = {
+        "ONNX Runtime called directly": direct,
+        "modelport in-process": in_a_process_of_its_own("in-process", seconds),
+    }
     with modelport_server(CONFIG) as url:
-        results["modelport HTTP"] = await measure(http_client(url))
+        results["modelport HTTP"] = await measure(http_client(url), seconds)
 
     cases = list(direct)
     rows = [[name] + [values[c] for c in cases] for name, values in results.items()]
@@ -80,4 +99,9 @@ async def main(seconds: float) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0)
-    asyncio.run(main(parser.parse_args().seconds))
+    parser.add_argument("--case", choices=["direct", "in-process"], help=argparse.SUPPRESS)
+    arguments = parser.parse_args()
+    if arguments.case:
+        print(json.dumps(asyncio.run(in_this_process(arguments.case, arguments.seconds))))
+    else:
+        asyncio.run(main(arguments.seconds))

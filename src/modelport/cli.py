@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -12,6 +14,8 @@ from modelport.errors import PredictorContractError
 from modelport.predictors.registry import ModelRegistry
 from modelport.service import Service
 from modelport.settings import Settings
+
+SHUTDOWN_SECONDS = 10  # on SIGTERM, streams in flight get this long to finish before they are ended
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,6 +44,17 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not map OpenAI model names (gpt-4o-mini, …) to the defaults",
     )
+    serve.add_argument(
+        "--api-key",
+        action="append",
+        help="require `Authorization: Bearer KEY` on /v1 (repeat for several keys; also MODELPORT_API_KEY, "
+        "comma-separated)",
+    )
+    serve.add_argument("--api-key-file", help="a file of API keys, one per line")
+    serve.add_argument("--protect-metrics", action="store_true", help="/metrics needs an API key too")
+    serve.add_argument(
+        "--cors-origin", action="append", help="let browsers call from this origin (repeat; `*` for any)"
+    )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
     models = commands.add_parser("models", help="list the models and aliases a configuration serves")
@@ -57,6 +72,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "preload": False if getattr(args, "lazy", False) else None,
         "defaults": False if getattr(args, "no_defaults", False) else None,
         "openai_aliases": False if getattr(args, "no_openai_aliases", False) else None,
+        "api_keys": _api_keys(args) or None,
+        "protect_metrics": True if getattr(args, "protect_metrics", False) else None,
+        "cors_origins": getattr(args, "cors_origin", None),
     }
     overrides = {k: v for k, v in overrides.items() if v is not None}
     try:
@@ -79,6 +97,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _serve(Service(registry, settings), args.log_level)
 
 
+def _api_keys(args: argparse.Namespace) -> list[str]:
+    keys = list(getattr(args, "api_key", None) or [])
+    keys += [k.strip() for k in os.environ.get("MODELPORT_API_KEY", "").split(",") if k.strip()]
+    if getattr(args, "api_key_file", None):
+        with open(args.api_key_file) as file:
+            keys += [line.strip() for line in file if line.strip() and not line.startswith("#")]
+    return keys
+
+
 def _serve(service: Service, log_level: str) -> int:
     import uvicorn
 
@@ -87,8 +114,28 @@ def _serve(service: Service, log_level: str) -> int:
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = service.settings
     print(f"modelport {__version__}: serving http://{settings.host}:{settings.port}/v1", file=sys.stderr)
-    uvicorn.run(create_app(settings, service), host=settings.host, port=settings.port, log_level=log_level)
+    if not settings.api_keys and not _loopback(settings.host):
+        print(
+            f"modelport: warning: serving on {settings.host} without an API key: anyone who can reach this "
+            "port can use the models. Set --api-key or MODELPORT_API_KEY.",
+            file=sys.stderr,
+        )
+    uvicorn.run(
+        create_app(settings, service),
+        host=settings.host,
+        port=settings.port,
+        log_level=log_level,
+        timeout_graceful_shutdown=SHUTDOWN_SECONDS,
+        access_log=False,  # modelport.access logs each request, with its id
+    )
     return 0
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 if __name__ == "__main__":

@@ -84,6 +84,20 @@ def default_models() -> list[ModelConfig]:
     ]
 
 
+class Limits(BaseModel):
+    """Bounds on what one request may ask for; each is answered with a 4xx naming the parameter."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    body_bytes: int = Field(default=27 * 1024 * 1024, ge=1, description="a request body (413)")
+    messages: int = Field(default=2048, ge=1, description="messages in a chat request")
+    embedding_inputs: int = Field(default=2048, ge=1, description="texts in one embeddings call")
+    input_chars: int = Field(default=200_000, ge=1, description="characters in one text, prompt or message")
+    max_tokens: int | None = Field(default=None, ge=1, description="max_tokens a request may ask for")
+    n: int = Field(default=16, ge=1, description="choices (`n`, `best_of`) in one request")
+    audio_seconds: float = Field(default=3600.0, gt=0, description="length of audio to transcribe")
+
+
 class Settings(BaseModel):
     """Everything `create_app` and the in-process client need to know."""
 
@@ -98,6 +112,10 @@ class Settings(BaseModel):
     preload: bool = Field(default=True, description="load every model at start-up, not on first use")
     max_upload_bytes: int = Field(default=25 * 1024 * 1024, ge=1)
     load_wait: float = Field(default=600.0, gt=0, description="seconds a request waits for a loading model")
+    api_keys: list[str] = Field(default_factory=list, description="when set, /v1 needs one of these keys")
+    protect_metrics: bool = Field(default=False, description="/metrics needs an API key too")
+    cors_origins: list[str] = Field(default_factory=list, description="origins browsers may call from")
+    limits: Limits = Field(default_factory=lambda: Limits())
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike[str], **overrides: Any) -> Settings:

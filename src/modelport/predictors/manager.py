@@ -10,7 +10,13 @@ from typing import Any
 
 import anyio
 
-from modelport.errors import ModelLoadingError, ModelNotFoundError, UnsupportedCapabilityError
+from modelport.errors import (
+    ModelLoadingError,
+    ModelNotFoundError,
+    PredictorContractError,
+    PredictorError,
+    UnsupportedCapabilityError,
+)
 from modelport.predictors.contract import Capability, Predictor
 from modelport.predictors.registry import ModelRegistry, ModelSpec
 from modelport.predictors.slots import Slots
@@ -78,6 +84,10 @@ class ModelManager:
         self._loaded[spec.id] = model
         return model
 
+    def loaded_models(self) -> list[LoadedModel]:
+        """The models loaded so far."""
+        return list(self._loaded.values())
+
     def loaded(self, model_id: str) -> LoadedModel | None:
         """The model if it is already loaded."""
         return self._loaded.get(model_id)
@@ -94,7 +104,15 @@ class ModelManager:
     def _load(spec: ModelSpec) -> LoadedModel:
         log.info("loading %s (%s)…", spec.id, spec.source)
         start = time.perf_counter()
-        predictors = {p.capability: p for p in spec.load()}
+        try:
+            predictors = {p.capability: p for p in spec.load()}
+        except PredictorContractError:
+            raise
+        except Exception as error:  # a bad file, a template llama.cpp refuses, a missing package
+            log.exception("loading %s failed", spec.id)
+            raise PredictorError(
+                f"The model `{spec.id}` failed to load: {type(error).__name__}: {error}"
+            ) from error
         seconds = time.perf_counter() - start
         log.info("loaded %s in %.2fs: %s", spec.id, seconds, ", ".join(predictors))
         return LoadedModel(spec, predictors, Slots(spec.id, spec.concurrency, spec.queue), seconds)

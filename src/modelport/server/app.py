@@ -8,10 +8,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from modelport import __version__
+from modelport import __version__, metrics
 from modelport.server import errors
+from modelport.server.middleware import ApiKeys, BodyLimit, RequestRecords
 from modelport.server.routes import router
 from modelport.service import Service
 from modelport.settings import Settings
@@ -38,6 +41,26 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     errors.install(app)
     app.include_router(router, prefix="/v1")
     app.include_router(router, prefix="/v1/openai/v1", include_in_schema=False)
+    settings = service.settings
+    # Added innermost first: records see every answer, CORS answers preflights before keys are asked for.
+    app.add_middleware(BodyLimit, limit=settings.limits.body_bytes)
+    if settings.api_keys:
+        app.add_middleware(ApiKeys, keys=settings.api_keys, protect_metrics=settings.protect_metrics)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "OPTIONS"],
+            allow_headers=["Authorization", "Content-Type", "X-Request-Id", "OpenAI-Organization"],
+            expose_headers=["X-Request-Id", "Retry-After"],
+        )
+    app.add_middleware(RequestRecords)
+    metrics.SLOTS.sources.append(service.manager.loaded_models)
+
+    @app.get("/metrics", include_in_schema=False)
+    async def prometheus() -> Response:
+        """Prometheus metrics: requests, latencies, tokens, slots and queues per model."""
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/health")
     async def health(request: Request) -> JSONResponse:

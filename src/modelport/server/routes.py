@@ -38,21 +38,21 @@ def _json(model: BaseModel) -> JSONResponse:
 
 
 def _sse(chunks: AsyncGenerator[Any, None]) -> EventSourceResponse:
-    async def as_dicts() -> AsyncGenerator[dict[str, Any], None]:
+    async def as_json() -> AsyncGenerator[str, None]:
         try:
             async for chunk in chunks:
-                yield chunk.model_dump(mode="json", exclude_unset=True)
+                yield chunk.model_dump_json(exclude_unset=True)
         finally:
             await chunks.aclose()
 
-    return _sse_events(as_dicts(), done=True)
+    return _sse_events(as_json(), done=True)
 
 
-def _sse_events(events: AsyncGenerator[dict[str, Any], None], *, done: bool) -> EventSourceResponse:
+def _sse_events(events: AsyncGenerator[dict[str, Any] | str, None], *, done: bool) -> EventSourceResponse:
     async def frames() -> AsyncIterator[dict[str, str]]:
         try:
             async for event in events:
-                yield {"data": json.dumps(event, separators=(",", ":"))}
+                yield {"data": event if isinstance(event, str) else json.dumps(event, separators=(",", ":"))}
         except ModelportError as error:
             # Headers are gone: the error travels as a data frame, which the openai SDK raises as APIError.
             yield {"data": json.dumps(error.body())}

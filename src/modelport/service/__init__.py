@@ -18,7 +18,7 @@ from modelport.protocol.requests import (
     SpeechRequest,
     TranscriptionRequest,
 )
-from modelport.service import audio, embeddings, generation, transcription
+from modelport.service import audio, embeddings, generation, limits, transcription
 from modelport.service.audio import SpeechAudio, SpeechEvents, SpeechStream
 from modelport.service.transcription import Answer, TranscriptEvents
 from modelport.settings import Settings
@@ -61,14 +61,17 @@ class Service:
         self, request: ChatCompletionRequest
     ) -> ChatCompletion | AsyncGenerator[ChatCompletionChunk, None]:
         """`POST /v1/chat/completions`."""
+        limits.check_generation(request, self.settings.limits)
         return await generation.chat(self.manager, request)
 
     async def completion(self, request: CompletionRequest) -> Completion | AsyncGenerator[Completion, None]:
         """`POST /v1/completions`."""
+        limits.check_generation(request, self.settings.limits)
         return await generation.completion(self.manager, request)
 
     async def embeddings(self, request: EmbeddingRequest) -> CreateEmbeddingResponse:
         """`POST /v1/embeddings`."""
+        limits.check_embeddings(request, self.settings.limits)
         return await embeddings.embeddings(self.manager, request)
 
     async def speech(self, request: SpeechRequest) -> SpeechAudio | SpeechStream | SpeechEvents:
@@ -77,12 +80,12 @@ class Service:
 
     async def transcription(self, request: TranscriptionRequest, file: bytes) -> Answer:
         """`POST /v1/audio/transcriptions`."""
-        return await transcription.transcribe(self.manager, request, file, self.settings.max_upload_bytes)
+        return await transcription.transcribe(self.manager, request, file, self.settings)
 
     async def translation(self, request: TranscriptionRequest, file: bytes) -> Answer:
         """`POST /v1/audio/translations`: speech in any language to English text."""
         return await transcription.transcribe(
-            self.manager, request, file, self.settings.max_upload_bytes, Capability.TRANSLATION
+            self.manager, request, file, self.settings, Capability.TRANSLATION
         )
 
     def _model(self, model_id: str) -> Model:

@@ -16,6 +16,7 @@ from openai.types import Completion
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from pydantic import BaseModel, ValidationError
 
+from modelport import metrics
 from modelport.errors import InvalidRequestError, PredictorError
 from modelport.predictors.contract import Capability, Predictor
 from modelport.predictors.manager import LoadedModel, ModelManager
@@ -379,6 +380,8 @@ async def _framed(
             chunk.pop("usage", None)
             if chunk.get("choices"):
                 yield chunk
+        if usage:
+            metrics.count_tokens(model_id, usage)
         if include_usage and usage:
             yield {**chunk, "id": request_id, "model": model_id, "choices": [], "usage": usage}
     finally:
@@ -396,9 +399,35 @@ async def _typed(
                 raise PredictorError(
                     f"predictor `{predictor.name}` returned a chunk without a `choices` list"
                 )
-            yield construct_type(type_=cls, value=chunk)
+            yield _chunk(cls, chunk)
     finally:
         await chunks.aclose()
+
+
+def _chunk(cls: type[Any], chunk: dict[str, Any]) -> Any:
+    """One typed chunk. pydantic-core validates one in microseconds where `construct_type` (the SDK's way,
+    which tolerates anything) takes ~20× longer, which a 2-core machine pays out of its decode rate. A
+    legacy completion chunk's `finish_reason` is null until the end, which the strict type refuses: it is
+    validated as "length" and set back."""
+    open_choices = [
+        c
+        for c in chunk["choices"]
+        if cls is Completion and isinstance(c, dict) and c.get("finish_reason") is None
+    ]
+    for choice in open_choices:
+        choice["finish_reason"] = "length"
+    try:
+        typed = cls.model_validate(chunk)
+    except ValidationError:
+        typed = None
+    for choice in open_choices:
+        choice["finish_reason"] = None
+    if typed is None:
+        return construct_type(type_=cls, value=chunk)
+    for model, raw in zip(typed.choices, chunk["choices"], strict=True):
+        if raw.get("finish_reason") is None:
+            model.finish_reason = None
+    return typed
 
 
 def _validate(cls: type[M], data: dict[str, Any], predictor: Predictor) -> M:

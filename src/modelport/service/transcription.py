@@ -15,7 +15,8 @@ from modelport.predictors.contract import Capability, Predictor
 from modelport.predictors.manager import ModelManager
 from modelport.predictors.transcript import Segment, Transcript
 from modelport.protocol.requests import TranscriptionRequest
-from modelport.service import audio_codec, calls
+from modelport.service import audio_codec, calls, limits
+from modelport.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -32,10 +33,11 @@ async def transcribe(
     manager: ModelManager,
     request: TranscriptionRequest,
     audio_file: bytes,
-    max_bytes: int,
+    settings: Settings,
     capability: Capability = Capability.TRANSCRIPTION,
 ) -> Answer:
     """Decode the upload, run the model's transcription (or translation), answer in `response_format`."""
+    max_bytes = settings.max_upload_bytes
     if len(audio_file) > max_bytes:
         raise PayloadTooLargeError(
             f"The uploaded file is {len(audio_file)} bytes; the limit is {max_bytes} bytes.", param="file"
@@ -47,6 +49,7 @@ async def transcribe(
     assert predictor.sample_rate is not None
     samples = await anyio.to_thread.run_sync(audio_codec.decode, audio_file, predictor.sample_rate)
     duration = len(samples) / predictor.sample_rate
+    limits.check_audio_seconds(duration, settings.limits)
     options = {
         "openai.audio.transcriptions.language": request.language,
         "openai.audio.transcriptions.prompt": request.prompt,

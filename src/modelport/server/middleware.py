@@ -1,0 +1,184 @@
+"""The HTTP face's guards and records, as plain ASGI middleware (which, unlike Starlette's
+`BaseHTTPMiddleware`, leaves streaming and disconnects alone): API keys, a body-size bound, and per
+request an id, an access-log line and metrics."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import re
+import time
+import uuid
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from modelport.metrics import LATENCY, REQUESTS
+
+access_log = logging.getLogger("modelport.access")
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+
+async def _reply(
+    send: Send, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> None:
+    raw = json.dumps(body).encode()
+    fields = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+    fields += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": fields})
+    await send({"type": "http.response.body", "body": raw})
+
+
+def _error(message: str, type_: str, code: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type_, "param": None, "code": code}}
+
+
+class ApiKeys:
+    """Every `/v1` route (and `/metrics` if asked) needs `Authorization: Bearer <one of the keys>`."""
+
+    def __init__(self, app: ASGIApp, keys: list[str], protect_metrics: bool) -> None:
+        self.app = app
+        self.keys = [k.encode() for k in keys]
+        self.prefixes = ("/v1", "/metrics") if protect_metrics else ("/v1",)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith(self.prefixes):
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope["headers"]).get(b"authorization", b"")
+        scheme, _, key = given.partition(b" ")
+        # Compared with every key, in constant time, so timing tells nothing about any of them.
+        matches = [hmac.compare_digest(key.strip(), k) for k in self.keys]
+        if scheme.lower() == b"bearer" and any(matches):
+            await self.app(scope, receive, send)
+            return
+        message = (
+            "You didn't provide an API key. Send it as `Authorization: Bearer <key>`."
+            if not given
+            else "Incorrect API key provided."
+        )
+        await _reply(
+            send,
+            401,
+            _error(message, "invalid_request_error", "invalid_api_key"),
+            {"www-authenticate": "Bearer"},
+        )
+
+
+class BodyLimit:
+    """Refuse request bodies over `limit` bytes with a 413, by `Content-Length` or as they stream in."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope["headers"]).get(b"content-length")
+        too_large = _error(
+            f"The request body is over the limit of {self.limit} bytes.",
+            "invalid_request_error",
+            "payload_too_large",
+        )
+        if length is not None and length.isdigit() and int(length) > self.limit:
+            await _reply(send, 413, too_large)
+            return
+        seen = 0
+        started = False
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge
+            return message
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counted, tracked)
+        except _TooLarge:
+            if not started:
+                await _reply(send, 413, too_large)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class RequestRecords:
+    """A request id (the client's `x-request-id` if sane, else a new one) echoed in the response, one
+    access-log line, and the request counter and latency histogram."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
+        request_id = given if _REQUEST_ID.fullmatch(given) else f"req_{uuid.uuid4().hex}"
+        scope.setdefault("state", {})["request_id"] = request_id
+        start = time.perf_counter()
+        status = 500
+
+        async def tagged(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", []), (b"x-request-id", request_id.encode())]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tagged)
+        finally:
+            seconds = time.perf_counter() - start
+            route = route_of(scope["path"])
+            REQUESTS.labels(route, scope["method"], str(status)).inc()
+            LATENCY.labels(route).observe(seconds)
+            access_log.info(
+                "%s",
+                json.dumps(
+                    {
+                        "request_id": request_id,
+                        "method": scope["method"],
+                        "path": scope["path"],
+                        "status": status,
+                        "ms": round(seconds * 1000, 1),
+                        "client": (scope.get("client") or ("", 0))[0],
+                    }
+                ),
+            )
+
+
+_ROUTES = {
+    "/v1/models",
+    "/v1/chat/completions",
+    "/v1/completions",
+    "/v1/embeddings",
+    "/v1/audio/speech",
+    "/v1/audio/voices",
+    "/v1/audio/transcriptions",
+    "/v1/audio/translations",
+    "/health",
+    "/metrics",
+}
+
+
+def route_of(path: str) -> str:
+    """The route a path belongs to, for metric labels: never the raw path, whose values are unbounded."""
+    path = path.removeprefix("/v1/openai")
+    if path in _ROUTES:
+        return path
+    if path.startswith("/v1/models/"):
+        return "/v1/models/{model}"
+    return "other"

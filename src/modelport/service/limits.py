@@ -1,0 +1,67 @@
+"""The configured bounds on one request (`Settings.limits`), checked before any model is touched."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from modelport.errors import InvalidRequestError
+from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
+from modelport.settings import Limits
+
+
+def check_generation(request: ChatCompletionRequest | CompletionRequest, limits: Limits) -> None:
+    """Messages, prompt sizes, `max_tokens`, `n` and `best_of`."""
+    if isinstance(request, ChatCompletionRequest):
+        _at_most(len(request.messages), limits.messages, "messages", "messages")
+        for i, message in enumerate(request.messages):
+            _chars(message.content, limits.input_chars, f"messages[{i}].content")
+    else:
+        prompts = request.prompt if isinstance(request.prompt, list) else [request.prompt]
+        _at_most(len(prompts), limits.embedding_inputs, "prompts", "prompt")
+        for prompt in prompts:
+            _chars(prompt, limits.input_chars, "prompt")
+    if limits.max_tokens is not None and request.max_output_tokens is not None:
+        param = (
+            "max_tokens"
+            if isinstance(request, CompletionRequest) or request.max_tokens
+            else "max_completion_tokens"
+        )
+        _at_most(request.max_output_tokens, limits.max_tokens, "tokens", param)
+    _at_most(request.n, limits.n, "choices", "n")
+    if request.best_of is not None:
+        _at_most(request.best_of, limits.n, "candidates", "best_of")
+
+
+def check_embeddings(request: EmbeddingRequest, limits: Limits) -> None:
+    """Texts per call and characters per text."""
+    texts = request.input if isinstance(request.input, list) else [request.input]
+    _at_most(len(texts), limits.embedding_inputs, "inputs", "input")
+    for text in texts:
+        _chars(text, limits.input_chars, "input")
+
+
+def check_audio_seconds(seconds: float, limits: Limits) -> None:
+    """The length of audio to transcribe or translate."""
+    if seconds > limits.audio_seconds:
+        raise InvalidRequestError(
+            f"The audio is {seconds:.0f} s long; this server takes at most {limits.audio_seconds:.0f} s.",
+            param="file",
+            code="audio_too_long",
+        )
+
+
+def _chars(value: Any, limit: int, param: str) -> None:
+    if isinstance(value, str):
+        size = len(value)
+    elif isinstance(value, list):
+        size = sum(len(part.get("text") or "") for part in value if isinstance(part, dict))
+    else:
+        return
+    _at_most(size, limit, "characters", param)
+
+
+def _at_most(value: int, limit: int, what: str, param: str) -> None:
+    if value > limit:
+        raise InvalidRequestError(
+            f"Invalid '{param}': {value} {what}, over this server's limit of {limit}.", param=param
+        )

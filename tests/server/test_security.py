@@ -1,0 +1,215 @@
+"""API keys, CORS, the body bound, request ids and metrics, against a live server configured for them;
+request limits and hostile chat templates in-process."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+import modelport
+from modelport.settings import Limits, ModelConfig, Settings
+from tests.conftest import LiveServer
+
+CONFIG = """
+defaults = false
+cors_origins = ["https://app.example"]
+
+[limits]
+body_bytes = 65536
+
+[[models]]
+id = "chat"
+engine = "llamacpp"
+n_parallel = 2
+n_ctx_per_slot = 1024
+
+[[models]]
+id = "embed"
+engine = "onnx-embedding"
+"""
+CHAT = {"model": "chat", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    folder = tmp_path_factory.mktemp("guarded")
+    (folder / "models.toml").write_text(CONFIG)
+    (folder / "keys").write_text("# one key per line\nkey-from-file\n")
+    live = LiveServer(
+        "--config",
+        str(folder / "models.toml"),
+        "--api-key",
+        "key-one",
+        "--api-key-file",
+        str(folder / "keys"),
+        env={"MODELPORT_API_KEY": "key-env-a,key-env-b"},
+        cwd=Path(__file__).parents[2],
+    )
+    try:
+        live.wait_ready()
+        yield live
+    finally:
+        live.stop()
+
+
+@pytest.mark.parametrize("key", ["key-one", "key-from-file", "key-env-a", "key-env-b"])
+def test_each_configured_key_opens_the_api(guarded: LiveServer, key: str) -> None:
+    client = openai.OpenAI(base_url=f"{guarded.url}/v1", api_key=key, max_retries=0)
+    assert client.chat.completions.create(**CHAT).choices  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": "key-one"}])
+def test_without_a_right_key_every_api_route_is_a_401_in_openai_shape(
+    guarded: LiveServer, headers: dict[str, str]
+) -> None:
+    for method, path in (
+        ("GET", "/v1/models"),
+        ("POST", "/v1/chat/completions"),
+        ("GET", "/v1/openai/v1/models"),
+    ):
+        response = httpx.request(method, guarded.url + path, json=CHAT, headers=headers)
+        assert response.status_code == 401
+        assert response.json()["error"]["code"] == "invalid_api_key"
+        assert response.json()["error"]["type"] == "invalid_request_error"
+    with pytest.raises(openai.AuthenticationError):
+        openai.OpenAI(base_url=f"{guarded.url}/v1", api_key="wrong", max_retries=0).models.list()
+
+
+def test_health_and_metrics_stay_open_and_metrics_count_requests_tokens_and_slots(
+    guarded: LiveServer,
+) -> None:
+    assert httpx.get(f"{guarded.url}/health").status_code == 200
+    client = openai.OpenAI(base_url=f"{guarded.url}/v1", api_key="key-one", max_retries=0)
+    reply = client.chat.completions.create(**CHAT)  # type: ignore[call-overload]
+    text = httpx.get(f"{guarded.url}/metrics").text
+    assert 'modelport_requests_total{method="POST",route="/v1/chat/completions",status="200"}' in text
+    assert 'modelport_request_seconds_bucket{le="0.005",route="/v1/chat/completions"}' in text
+    assert 'modelport_tokens_total{kind="completion",model="chat"} ' in text
+    assert reply.usage
+    assert 'modelport_slots_total{model="chat"} 2.0' in text
+    assert 'modelport_queue_depth{model="chat"} 0.0' in text
+    assert 'route="other"' not in text or "/v1/unknown" not in text  # raw paths never become labels
+
+
+def test_request_ids_are_echoed_or_made(guarded: LiveServer) -> None:
+    mine = httpx.get(f"{guarded.url}/health", headers={"x-request-id": "trace-42"})
+    assert mine.headers["x-request-id"] == "trace-42"
+    made = httpx.get(f"{guarded.url}/health")
+    assert made.headers["x-request-id"].startswith("req_")
+    refused = httpx.get(f"{guarded.url}/v1/models")  # errors carry one too
+    assert refused.status_code == 401
+    assert refused.headers["x-request-id"].startswith("req_")
+
+
+def test_cors_answers_only_the_configured_origin(guarded: LiveServer) -> None:
+    def preflight(origin: str) -> httpx.Response:
+        return httpx.options(
+            f"{guarded.url}/v1/chat/completions",
+            headers={
+                "Origin": origin,
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "authorization,content-type",
+            },
+        )
+
+    allowed = preflight("https://app.example")
+    assert allowed.status_code == 200
+    assert allowed.headers["access-control-allow-origin"] == "https://app.example"
+    refused = preflight("https://evil.example")
+    assert "access-control-allow-origin" not in refused.headers
+
+
+def test_a_body_over_the_bound_is_a_413(guarded: LiveServer) -> None:
+    big = {**CHAT, "messages": [{"role": "user", "content": "x" * 70_000}]}
+    headers = {"Authorization": "Bearer key-one"}
+    response = httpx.post(f"{guarded.url}/v1/chat/completions", json=big, headers=headers)
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "payload_too_large"
+
+    def chunked() -> Iterator[bytes]:  # no Content-Length: counted as it arrives
+        yield b'{"model": "chat", "messages": [{"role": "user", "content": "'
+        for _ in range(80):
+            yield b"x" * 1000
+        yield b'"}]}'
+
+    response = httpx.post(
+        f"{guarded.url}/v1/chat/completions",
+        content=chunked(),
+        headers={**headers, "content-type": "application/json"},
+    )
+    assert response.status_code == 413
+
+
+def test_cors_is_off_by_default(server: LiveServer) -> None:
+    response = httpx.options(
+        f"{server.url}/v1/models",
+        headers={"Origin": "https://app.example", "Access-Control-Request-Method": "GET"},
+    )
+    assert "access-control-allow-origin" not in response.headers
+
+
+@pytest.fixture(scope="module")
+def limited() -> Iterator[modelport.OpenAI]:
+    limits = Limits(messages=3, embedding_inputs=4, input_chars=50, max_tokens=8, n=2)
+    client = modelport.OpenAI(settings=Settings(limits=limits))
+    yield client
+    client.close()
+
+
+U = {"role": "user", "content": "a"}
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "arguments", "param"),
+    [
+        ("chat", {"messages": [U] * 4}, "messages"),
+        ("chat", {"messages": [{"role": "user", "content": "a" * 51}]}, "messages[0].content"),
+        ("chat", {"messages": [U], "max_tokens": 9}, "max_tokens"),
+        ("chat", {"messages": [U], "max_completion_tokens": 9}, "max_completion_tokens"),
+        ("chat", {"messages": [U], "n": 3}, "n"),
+        ("completions", {"prompt": "a", "best_of": 3}, "best_of"),
+        ("completions", {"prompt": "a" * 51}, "prompt"),
+        ("embeddings", {"input": ["a"] * 5}, "input"),
+        ("embeddings", {"input": "a" * 51}, "input"),
+    ],
+)
+def test_each_limit_is_a_400_naming_the_parameter(
+    limited: modelport.OpenAI, endpoint: str, arguments: dict[str, object], param: str
+) -> None:
+    create = {
+        "chat": lambda: limited.chat.completions.create(model="gpt-4o-mini", **arguments),  # type: ignore[call-overload]
+        "completions": lambda: limited.completions.create(model="gpt-3.5-turbo-instruct", **arguments),  # type: ignore[call-overload]
+        "embeddings": lambda: limited.embeddings.create(model="text-embedding-3-small", **arguments),  # type: ignore[arg-type]
+    }[endpoint]
+    with pytest.raises(openai.BadRequestError) as caught:
+        create()
+    assert caught.value.body["param"] == param  # type: ignore[index]
+    assert "limit" in caught.value.body["message"]  # type: ignore[index]
+
+
+HOSTILE = [
+    "{{ ''.__class__.__mro__[1].__subclasses__() }}{% for m in messages %}{{ m.content }}{% endfor %}",
+    "{% include '/etc/passwd' %}{% for m in messages %}{{ m.content }}{% endfor %}",
+    "{{ cycler.__init__.__globals__.os.popen('touch {marker}').read() }}"
+    "{% for m in messages %}{{ m.content }}{% endfor %}",
+]
+
+
+@pytest.mark.parametrize("template", HOSTILE)
+def test_a_hostile_chat_template_runs_no_code_and_fails_cleanly(template: str, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    model = ModelConfig.model_validate(
+        {"id": "hostile", "engine": "llamacpp", "chat_template": template.replace("{marker}", str(marker))}
+    )
+    client = modelport.OpenAI(settings=Settings(defaults=False, models=[model]))
+    try:
+        with pytest.raises(openai.InternalServerError) as caught:
+            client.chat.completions.create(model="hostile", messages=[{"role": "user", "content": "hi"}])
+        assert "`hostile` failed to load" in caught.value.body["message"]  # type: ignore[index]
+    finally:
+        client.close()
+    assert not marker.exists()
