@@ -93,7 +93,9 @@ class Limits(BaseModel):
     messages: int = Field(default=2048, ge=1, description="messages in a chat request")
     embedding_inputs: int = Field(default=2048, ge=1, description="texts in one embeddings call")
     input_chars: int = Field(default=200_000, ge=1, description="characters in one text, prompt or message")
-    max_tokens: int | None = Field(default=None, ge=1, description="max_tokens a request may ask for")
+    max_tokens: int | None = Field(
+        default=None, ge=1, description="max_tokens a request may ask for, and the default when it asks none"
+    )
     n: int = Field(default=16, ge=1, description="choices (`n`, `best_of`) in one request")
     audio_seconds: float = Field(default=3600.0, gt=0, description="length of audio to transcribe")
 

@@ -171,7 +171,7 @@ U = {"role": "user", "content": "a"}
         ("chat", {"messages": [U], "max_tokens": 9}, "max_tokens"),
         ("chat", {"messages": [U], "max_completion_tokens": 9}, "max_completion_tokens"),
         ("chat", {"messages": [U], "n": 3}, "n"),
-        ("completions", {"prompt": "a", "best_of": 3}, "best_of"),
+        ("completions", {"prompt": "a", "best_of": 3, "max_tokens": 1}, "best_of"),
         ("completions", {"prompt": "a" * 51}, "prompt"),
         ("embeddings", {"input": ["a"] * 5}, "input"),
         ("embeddings", {"input": "a" * 51}, "input"),

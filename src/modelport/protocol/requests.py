@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 log = logging.getLogger("modelport.protocol")
+
+
+# Engines count in 32-bit integers: a bigger number is an argument error here, not an overflow there.
+_INT32 = 2**31 - 1
+_TokenId = Annotated[str, StringConstraints(pattern=r"^\d{1,10}$")]
 
 
 class OpenAIRequest(BaseModel):
@@ -44,14 +49,14 @@ class _GenerationRequest(OpenAIRequest):
     top_p: float | None = Field(default=None, ge=0, le=1)
     presence_penalty: float | None = Field(default=None, ge=-2, le=2)
     frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
-    max_tokens: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1, le=_INT32)
     n: int = Field(default=1, ge=1, le=128)
     stop: str | list[str] | None = None
-    seed: int | None = None
-    logit_bias: dict[str, float] | None = None
+    seed: int | None = Field(default=None, ge=-(2**63), lt=2**64)
+    logit_bias: dict[_TokenId, Annotated[float, Field(ge=-100, le=100)]] | None = None
     user: str | None = None
     # Beyond OpenAI (vLLM's names, sent through `extra_body`); honoured on both endpoints.
-    top_k: int | None = Field(default=None, ge=-1)
+    top_k: int | None = Field(default=None, ge=-1, le=_INT32)
     min_p: float | None = Field(default=None, ge=0, le=1)
     repetition_penalty: float | None = Field(default=None, gt=0, le=10)
     ignore_eos: bool | None = None
@@ -81,7 +86,7 @@ class ChatCompletionRequest(_GenerationRequest):
     """`POST /v1/chat/completions`."""
 
     messages: list[ChatMessage] = Field(min_length=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1, le=_INT32)
     response_format: dict[str, Any] | None = None
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
@@ -105,8 +110,8 @@ class ChatCompletionRequest(_GenerationRequest):
 class CompletionRequest(_GenerationRequest):
     """`POST /v1/completions` (legacy)."""
 
-    prompt: str | list[str] | list[int] | list[list[int]]
-    max_tokens: int | None = Field(default=16, ge=1)  # OpenAI's default for this endpoint
+    prompt: str | Annotated[list[str] | list[int] | list[list[int]], Field(min_length=1)]
+    max_tokens: int | None = Field(default=16, ge=1, le=_INT32)  # OpenAI's default for this endpoint
     echo: bool | None = None
     logprobs: int | None = Field(default=None, ge=0, le=5)
     suffix: str | None = None
@@ -122,7 +127,7 @@ class EmbeddingRequest(OpenAIRequest):
 
     input: str | list[str] | list[int] | list[list[int]]
     encoding_format: Literal["float", "base64"] = "float"
-    dimensions: int | None = Field(default=None, ge=1)
+    dimensions: int | None = Field(default=None, ge=1, le=_INT32)
     user: str | None = None
 
     @field_validator("input")

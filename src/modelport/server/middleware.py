@@ -87,31 +87,32 @@ class BodyLimit:
             await _reply(send, 413, too_large)
             return
         seen = 0
-        started = False
+        started = rejected = False
 
         async def counted() -> Message:
-            nonlocal seen
+            nonlocal seen, rejected
             message = await receive()
-            if message["type"] == "http.request":
+            if message["type"] == "http.request" and not rejected:
                 seen += len(message.get("body", b""))
                 if seen > self.limit:
-                    raise _TooLarge
-            return message
+                    rejected = True
+                    if not started:
+                        await _reply(send, 413, too_large)
+            # The app sees a client that left, and stops reading; the 413 is already on its way.
+            return {"type": "http.disconnect"} if rejected else message
 
         async def tracked(message: Message) -> None:
             nonlocal started
+            if rejected:
+                return
             started = started or message["type"] == "http.response.start"
             await send(message)
 
         try:
             await self.app(scope, counted, tracked)
-        except _TooLarge:
-            if not started:
-                await _reply(send, 413, too_large)
-
-
-class _TooLarge(Exception):
-    pass
+        except Exception:
+            if not rejected:
+                raise
 
 
 class RequestRecords:

@@ -10,7 +10,8 @@ from modelport.settings import Limits
 
 
 def check_generation(request: ChatCompletionRequest | CompletionRequest, limits: Limits) -> None:
-    """Messages, prompt sizes, `max_tokens`, `n` and `best_of`."""
+    """Messages, prompt sizes, `max_tokens` (which, when the request gives none, becomes the limit), `n`
+    and `best_of`."""
     if isinstance(request, ChatCompletionRequest):
         _at_most(len(request.messages), limits.messages, "messages", "messages")
         for i, message in enumerate(request.messages):
@@ -20,7 +21,9 @@ def check_generation(request: ChatCompletionRequest | CompletionRequest, limits:
         _at_most(len(prompts), limits.embedding_inputs, "prompts", "prompt")
         for prompt in prompts:
             _chars(prompt, limits.input_chars, "prompt")
-    if limits.max_tokens is not None and request.max_output_tokens is not None:
+    if limits.max_tokens is not None and request.max_output_tokens is None:
+        request.max_tokens = limits.max_tokens  # the bound is also the default: no generation runs unbounded
+    elif limits.max_tokens is not None and request.max_output_tokens is not None:
         param = (
             "max_tokens"
             if isinstance(request, CompletionRequest) or request.max_tokens

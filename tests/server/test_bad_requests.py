@@ -1,0 +1,153 @@
+"""A corpus of bad requests, each answered with a 4xx in OpenAI's error shape (naming the parameter where
+there is one), never a 5xx or a hang; the server keeps serving afterwards."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import LiveServer
+
+CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}
+COMPLETION = {"model": "gpt-3.5-turbo-instruct", "prompt": "Hi", "max_tokens": 2}
+EMBED = {"model": "text-embedding-3-small", "input": "Hi"}
+SPEECH = {"model": "tts-1", "voice": "alloy", "input": "Hi"}
+
+# (path, body, status, param): the param the error must name, or None when any (or none) will do.
+JSON_CASES: list[tuple[str, dict[str, Any], int, str | None]] = [
+    ("/v1/chat/completions", {**CHAT, "model": 7}, 400, "model"),
+    ("/v1/chat/completions", {**CHAT, "model": "no-such-model"}, 404, "model"),
+    ("/v1/chat/completions", {**CHAT, "model": "/etc/passwd"}, 404, "model"),
+    ("/v1/chat/completions", {**CHAT, "model": "../../models/x.gguf"}, 404, "model"),
+    ("/v1/chat/completions", {k: v for k, v in CHAT.items() if k != "messages"}, 400, "messages"),
+    ("/v1/chat/completions", {**CHAT, "messages": []}, 400, "messages"),
+    ("/v1/chat/completions", {**CHAT, "messages": "Hi"}, 400, "messages"),
+    ("/v1/chat/completions", {**CHAT, "messages": [{"role": "wizard", "content": "Hi"}]}, 400, None),
+    ("/v1/chat/completions", {**CHAT, "messages": [{"content": "Hi"}]}, 400, None),
+    ("/v1/chat/completions", {**CHAT, "messages": [{"role": "user", "content": 5}]}, 400, None),
+    ("/v1/chat/completions", {**CHAT, "max_tokens": -1}, 400, "max_tokens"),
+    ("/v1/chat/completions", {**CHAT, "max_tokens": 0}, 400, "max_tokens"),
+    ("/v1/chat/completions", {**CHAT, "max_tokens": 10**30}, 400, "max_tokens"),
+    ("/v1/chat/completions", {**CHAT, "max_tokens": "many"}, 400, "max_tokens"),
+    ("/v1/chat/completions", {**CHAT, "temperature": -1}, 400, "temperature"),
+    ("/v1/chat/completions", {**CHAT, "top_p": 2}, 400, "top_p"),
+    ("/v1/chat/completions", {**CHAT, "n": 0}, 400, "n"),
+    ("/v1/chat/completions", {**CHAT, "n": 1000}, 400, "n"),
+    ("/v1/chat/completions", {**CHAT, "presence_penalty": 5}, 400, "presence_penalty"),
+    ("/v1/chat/completions", {**CHAT, "stop": 5}, 400, "stop"),
+    ("/v1/chat/completions", {**CHAT, "stream": "yes please"}, 400, "stream"),
+    ("/v1/chat/completions", {**CHAT, "logit_bias": {"x": 1}}, 400, None),
+    ("/v1/chat/completions", {**CHAT, "response_format": {"type": "xml"}}, 400, "response_format"),
+    ("/v1/chat/completions", {**CHAT, "tools": [{"type": "function"}]}, 400, None),
+    ("/v1/chat/completions", {**CHAT, "tool_choice": "required"}, 400, "tool_choice"),
+    ("/v1/chat/completions", {**CHAT, "top_logprobs": 50, "logprobs": True}, 400, "top_logprobs"),
+    ("/v1/completions", {**COMPLETION, "prompt": []}, 400, "prompt"),
+    ("/v1/completions", {**COMPLETION, "prompt": None}, 400, "prompt"),
+    ("/v1/completions", {**COMPLETION, "prompt": [1, 2, 3]}, 400, "prompt"),
+    ("/v1/completions", {**COMPLETION, "best_of": 1, "n": 2}, 400, "best_of"),
+    ("/v1/completions", {**COMPLETION, "suffix": "x"}, 400, "suffix"),
+    ("/v1/completions", {**COMPLETION, "echo": True, "logprobs": 2}, 400, "echo"),
+    ("/v1/embeddings", {**EMBED, "input": []}, 400, "input"),
+    ("/v1/embeddings", {**EMBED, "input": ""}, 400, "input"),
+    ("/v1/embeddings", {**EMBED, "input": [""]}, 400, "input"),
+    ("/v1/embeddings", {**EMBED, "input": [[1, 2]]}, 400, "input"),
+    ("/v1/embeddings", {**EMBED, "input": {"text": "Hi"}}, 400, "input"),
+    ("/v1/embeddings", {**EMBED, "dimensions": 0}, 400, "dimensions"),
+    ("/v1/embeddings", {**EMBED, "dimensions": 100000}, 400, "dimensions"),
+    ("/v1/embeddings", {**EMBED, "dimensions": -5}, 400, "dimensions"),
+    ("/v1/embeddings", {**EMBED, "encoding_format": "hex"}, 400, "encoding_format"),
+    ("/v1/embeddings", {**EMBED, "model": "tts-1"}, 400, "model"),
+    ("/v1/audio/speech", {**SPEECH, "voice": "nobody"}, 400, "voice"),
+    ("/v1/audio/speech", {**SPEECH, "input": ""}, 400, "input"),
+    ("/v1/audio/speech", {**SPEECH, "input": "x" * 5000}, 400, "input"),
+    ("/v1/audio/speech", {**SPEECH, "speed": 0}, 400, "speed"),
+    ("/v1/audio/speech", {**SPEECH, "speed": 100}, 400, "speed"),
+    ("/v1/audio/speech", {**SPEECH, "response_format": "midi"}, 400, "response_format"),
+    ("/v1/audio/speech", {**SPEECH, "model": "gpt-4o-mini"}, 400, "model"),
+]
+
+
+def error_of(response: httpx.Response) -> dict[str, Any]:
+    body = response.json()
+    assert set(body) == {"error"}
+    error: dict[str, Any] = body["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert isinstance(error["message"], str)
+    assert error["message"]
+    return error
+
+
+@pytest.mark.parametrize(("path", "body", "status", "param"), JSON_CASES)
+def test_a_bad_json_request_is_an_openai_shaped_4xx(
+    server: LiveServer, path: str, body: dict[str, Any], status: int, param: str | None
+) -> None:
+    response = httpx.post(server.url + path, json=body, timeout=60)
+    assert response.status_code == status, response.text
+    error = error_of(response)
+    if param is not None:
+        assert error["param"] == param, error
+
+
+BAD_UTF8 = b'{"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "\xff\xfe"}]}'
+TRUNCATED_UPLOAD = (
+    b'--x\r\nContent-Disposition: form-data; name="model"\r\n\r\nwhisper-1\r\n'
+    b'--x\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n\r\nRIFF'
+)
+RAW_CASES: list[tuple[str, bytes, str]] = [
+    ("/v1/chat/completions", b"{not json", "application/json"),
+    ("/v1/chat/completions", b"", "application/json"),
+    ("/v1/chat/completions", b"[]", "application/json"),
+    ("/v1/chat/completions", b'{"model": "x", "messages": [], "temperature": 1e999}', "application/json"),
+    ("/v1/chat/completions", BAD_UTF8, "application/json"),
+    ("/v1/chat/completions", b'{"model": "x", "max_tokens": NaN, "messages": []}', "application/json"),
+    ("/v1/embeddings", b"model=x&input=y", "application/x-www-form-urlencoded"),
+    ("/v1/embeddings", b'{"model": "text-embedding-3-small", "input": "Hi"}', "text/plain"),
+    ("/v1/audio/transcriptions", TRUNCATED_UPLOAD, "multipart/form-data; boundary=x"),
+    ("/v1/audio/transcriptions", b"not multipart at all", "multipart/form-data; boundary=x"),
+    ("/v1/audio/transcriptions", b"{}", "application/json"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("path", "content", "content_type"), RAW_CASES)
+def test_malformed_bodies_and_content_types_are_4xx(
+    server: LiveServer, path: str, content: bytes, content_type: str
+) -> None:
+    response = httpx.post(
+        server.url + path, content=content, headers={"content-type": content_type}, timeout=60
+    )
+    assert 400 <= response.status_code < 500, response.text
+    error_of(response)
+
+
+@pytest.mark.parametrize(
+    ("file", "fields", "param"),
+    [
+        (("a.wav", b"RIFF....WAVEfmt garbage", "audio/wav"), {"model": "whisper-1"}, "file"),
+        (("a.mp3", b"", "audio/mpeg"), {"model": "whisper-1"}, "file"),
+        (("a.wav", b"\x00" * 1000, "audio/wav"), {"model": "whisper-1"}, "file"),
+        (("a.txt", b"hello there", "text/plain"), {"model": "whisper-1"}, "file"),
+        (
+            ("a.wav", b"RIFF", "audio/wav"),
+            {"model": "whisper-1", "response_format": "docx"},
+            "response_format",
+        ),
+        (("a.wav", b"RIFF", "audio/wav"), {"model": "whisper-1", "temperature": "hot"}, "temperature"),
+        (("a.wav", b"RIFF", "audio/wav"), {"model": "gpt-4o-mini"}, None),
+    ],
+)
+def test_bad_uploads_are_4xx_naming_the_field(
+    server: LiveServer, file: tuple[str, bytes, str], fields: dict[str, str], param: str | None
+) -> None:
+    response = httpx.post(
+        f"{server.url}/v1/audio/transcriptions", files={"file": file}, data=fields, timeout=60
+    )
+    assert 400 <= response.status_code < 500, response.text
+    error = error_of(response)
+    if param is not None:
+        assert error["param"] == param, error
+
+
+def test_the_server_still_serves_after_the_corpus(server: LiveServer) -> None:
+    assert httpx.post(f"{server.url}/v1/chat/completions", json=CHAT, timeout=60).status_code == 200
