@@ -56,8 +56,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(command: Sequence[str], ready_path: str, port: int, what: str) -> Iterator[str]:
-    """Run a server until the block ends; yields its base URL once `ready_path` answers 200."""
+def serving(command: Sequence[str], ready_path: str, port: int, what: str) -> Iterator[tuple[str, int]]:
+    """Run a server until the block ends; yields its base URL and process id once `ready_path` answers
+    200."""
     log = tempfile.NamedTemporaryFile("w+", prefix="bench-", suffix=".log", delete=False)  # noqa: SIM115
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -74,7 +75,7 @@ def serving(command: Sequence[str], ready_path: str, port: int, what: str) -> It
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{what} was not ready in 300 s; log: {log.name}")
             time.sleep(0.3)
-        yield url
+        yield url, process.pid
     finally:
         process.terminate()
         try:
@@ -91,7 +92,7 @@ def modelport_server(config: str) -> Iterator[str]:
         file.write(config)
     port = free_port()
     command = [sys.executable, "-m", "modelport.cli", "serve", "--config", file.name, "--port", str(port)]
-    with serving([*command, "--log-level", "warning"], "/health", port, "modelport") as url:
+    with serving([*command, "--log-level", "warning"], "/health", port, "modelport") as (url, _):
         yield url
 
 
@@ -103,7 +104,7 @@ def llama_server(binary: Path, gguf: Path, slots: int, n_ctx: int) -> Iterator[s
         str(binary), "-m", str(gguf), "--port", str(port), "-t", str(THREADS), "-tb", str(THREADS),
         "-np", str(slots), "-c", str(n_ctx), "--kv-unified", "-ngl", "0", "--log-disable",
     ]  # fmt: skip
-    with serving(command, "/health", port, "llama-server") as url:
+    with serving(command, "/health", port, "llama-server") as (url, _):
         yield url
 
 
@@ -116,7 +117,7 @@ def llama_cpp_python_server(python: Path, gguf: Path, n_ctx: int) -> Iterator[st
         "--n_threads", str(THREADS), "--n_threads_batch", str(THREADS), "--n_ctx", str(n_ctx),
         "--verbose", "false",
     ]  # fmt: skip
-    with serving(command, "/v1/models", port, "llama-cpp-python") as url:
+    with serving(command, "/v1/models", port, "llama-cpp-python") as (url, _):
         yield url
 
 

@@ -98,5 +98,13 @@ class PredictorError(ModelportError):
     code = "predictor_error"
 
 
+class PredictorTimeoutError(ModelportError):
+    """A predictor call ran past its model's timeout."""
+
+    status = 504
+    type = "server_error"
+    code = "timeout"
+
+
 class PredictorContractError(TypeError):
     """A predictor's signature does not satisfy the contract; raised when it is registered."""

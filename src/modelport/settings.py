@@ -58,6 +58,9 @@ class ModelConfig(BaseModel):
     capability: Capability | None = None
     concurrency: int | None = Field(default=None, ge=1)
     queue: int = Field(default=64, ge=0, description="calls that may wait for a slot before a 429")
+    timeout: float = Field(
+        default=600.0, gt=0, description="seconds a call, or a stream's next item, may take"
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> ModelConfig:

@@ -22,6 +22,7 @@ class ModelSpec:
     source: str
     concurrency: int = 1
     queue: int = 64  # calls that may wait for a slot; past it, 429
+    timeout: float = 600.0  # seconds a call (or each item of a stream) may take; past it, 504
     owned_by: str = "modelport"
 
 
@@ -39,12 +40,13 @@ class ModelRegistry:
         capability: Capability | str | None = None,
         concurrency: int = 1,
         queue: int = 64,
+        timeout: float = 600.0,
     ) -> list[Predictor]:
         """Register plain functions as the model `model_id`; one per capability. Checked now."""
         predictors = [check_predictor(fn, capability) for fn in fns]
         self._add_checked(model_id, predictors)
         source = ", ".join(p.name for p in predictors)
-        self.add(ModelSpec(model_id, lambda: predictors, source, concurrency, queue))
+        self.add(ModelSpec(model_id, lambda: predictors, source, concurrency, queue, timeout))
         return predictors
 
     def add_engine(
@@ -54,6 +56,7 @@ class ModelRegistry:
         *,
         concurrency: int | None = None,
         queue: int = 64,
+        timeout: float = 600.0,
         **options: Any,
     ) -> None:
         """Register a model served by a built-in or plug-in engine; it loads on first use."""
@@ -68,7 +71,8 @@ class ModelRegistry:
             self._add_checked(model_id, predictors)
             return predictors
 
-        self.add(ModelSpec(model_id, load, f"engine {engine}", concurrency or default_concurrency, queue))
+        concurrency = concurrency or default_concurrency
+        self.add(ModelSpec(model_id, load, f"engine {engine}", concurrency, queue, timeout))
 
     def add_reference(self, model_id: str, reference: str, **kwargs: Any) -> list[Predictor]:
         """Register the predictor named by `module:function`."""
@@ -130,7 +134,12 @@ class ModelRegistry:
         for model in settings.all_models():
             if model.engine is not None:
                 registry.add_engine(
-                    model.id, model.engine, concurrency=model.concurrency, queue=model.queue, **model.options
+                    model.id,
+                    model.engine,
+                    concurrency=model.concurrency,
+                    queue=model.queue,
+                    timeout=model.timeout,
+                    **model.options,
                 )
             else:
                 registry.add_reference(
@@ -139,5 +148,6 @@ class ModelRegistry:
                     capability=model.capability,
                     concurrency=model.concurrency or 1,
                     queue=model.queue,
+                    timeout=model.timeout,
                 )
         return registry

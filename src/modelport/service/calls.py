@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import anyio
 
-from modelport.errors import ModelportError, PredictorError
+from modelport.errors import ModelportError, PredictorError, PredictorTimeoutError
 from modelport.predictors.contract import Predictor
 from modelport.predictors.manager import LoadedModel
 
@@ -33,8 +34,21 @@ def predictor_errors(predictor: Predictor) -> Iterator[None]:
 async def call(model: LoadedModel, predictor: Predictor, fn: Callable[[], T]) -> T:
     """Run one blocking predictor call in a worker thread, holding one of the model's slots."""
     async with model.slots.hold():
-        with predictor_errors(predictor):
-            return await anyio.to_thread.run_sync(fn)
+        with predictor_errors(predictor), timeout(model, predictor):
+            return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
+
+
+@contextmanager
+def timeout(model: LoadedModel, predictor: Predictor) -> Iterator[None]:
+    """A 504 when the predictor takes longer than its model's `timeout` for a call (or for each item of a
+    stream). A thread cannot be stopped from outside: a hung predictor's thread is left to finish."""
+    try:
+        with anyio.fail_after(model.spec.timeout):
+            yield
+    except TimeoutError:
+        raise PredictorTimeoutError(
+            f"predictor `{predictor.name}` took longer than {model.spec.timeout:g} s.", param=None
+        ) from None
 
 
 async def iterate(
@@ -47,10 +61,16 @@ async def iterate(
     """
     async with model.slots.hold():
         with predictor_errors(predictor):
-            result = await anyio.to_thread.run_sync(start)
+            with timeout(model, predictor):
+                result = await anyio.to_thread.run_sync(start, abandon_on_cancel=True)
             if isinstance(result, AsyncIterator):  # read on the event loop, no thread hop per item
                 try:
-                    async for item in result:
+                    while True:
+                        with timeout(model, predictor):
+                            try:
+                                item = await anext(result)
+                            except StopAsyncIteration:
+                                break
                         yield item
                 finally:
                     aclose = getattr(result, "aclose", None)
@@ -61,12 +81,17 @@ async def iterate(
                 yield result
                 return
             try:
-                while (item := await anyio.to_thread.run_sync(next, result, _END)) is not _END:
+                while True:
+                    with timeout(model, predictor):
+                        item = await anyio.to_thread.run_sync(next, result, _END, abandon_on_cancel=True)
+                    if item is _END:
+                        break
                     yield item
             finally:
                 close = getattr(result, "close", None)
                 if close is not None:
-                    close()
+                    with contextlib.suppress(ValueError):  # still running in a thread left after a timeout
+                        close()
 
 
 async def eager(stream: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
