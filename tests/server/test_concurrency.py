@@ -4,11 +4,13 @@ slot at once, a full queue answers 429 with Retry-After, and a later turn reuses
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import openai
 import pytest
 
@@ -124,3 +126,24 @@ def test_a_follow_up_turn_reuses_the_cached_conversation(http_client: openai.Ope
     assert second.usage.prompt_tokens_details.cached_tokens
     # Turn 2 re-processes only what turn 1 did not already have (its answer and the new question).
     assert second.usage.prompt_tokens_details.cached_tokens >= first.usage.prompt_tokens - 2
+
+
+def test_clients_that_leave_mid_upload_leave_nothing_behind(server: LiveServer) -> None:
+    def threads() -> int:
+        return len(list(Path(f"/proc/{server.process.pid}/task").iterdir()))
+
+    httpx.post(f"{server.url}/v1/models")  # warm: the server's thread pool has its usual size
+    before = threads()
+    host, port = server.url.removeprefix("http://").split(":")
+    for _ in range(10):
+        with socket.create_connection((host, int(port))) as raw:
+            raw.sendall(
+                b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Type: multipart/form-data; boundary=b\r\nContent-Length: 10000000\r\n\r\n"
+                b'--b\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n\r\n'
+                + b"\0"
+                * 200_000
+            )
+    time.sleep(1)
+    assert threads() <= before + 2
+    assert httpx.get(f"{server.url}/v1/models").status_code == 200

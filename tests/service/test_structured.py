@@ -83,17 +83,18 @@ def test_json_object_output_parses(client: openai.OpenAI) -> None:
 
 
 def test_the_sdk_parse_helper_gets_a_pydantic_object(client: openai.OpenAI) -> None:
-    from pydantic import BaseModel
+    from pydantic import BaseModel, Field
 
-    class Colour(BaseModel):
-        name: str
-        hex_code: str
+    class Colour(BaseModel):  # bounded strings: a 135M model may otherwise write one past max_tokens
+        name: str = Field(max_length=24)
+        hex_code: str = Field(max_length=7)
 
     parsed = client.chat.completions.parse(
         model="gpt-4o-mini",
         messages=[SYSTEM, {"role": "user", "content": "Describe the colour red."}],
         response_format=Colour,
         max_tokens=200,
+        temperature=0,
     )
     assert isinstance(parsed.choices[0].message.parsed, Colour)
 
