@@ -52,6 +52,7 @@ def start_server(
     n_threads: int | None = None,
     n_gpu_layers: int = -1,
     chat_template: str | None = None,
+    cache_ram_mib: int = 1024,
     api_key: str | None = None,
 ) -> Any:
     """Start llama.cpp's server on a GGUF with `n_parallel` slots decoding together.
@@ -59,6 +60,7 @@ def start_server(
     By default the slots share one KV cache of `n_ctx` tokens, and each request may use up to the model's
     training context: memory for the total, not for slots × the longest. `n_ctx_per_slot` instead gives
     every slot a cache of its own of that many tokens (and makes it the limit of a request).
+    `cache_ram_mib` bounds the RAM that keeps the prompts of idle slots for later turns to reuse.
     """
     import xllamacpp
 
@@ -74,6 +76,9 @@ def start_server(
     else:
         params.n_ctx = n_ctx_per_slot * n_parallel  # llama.cpp splits n_ctx evenly across the slots
     params.verbosity = -1
+    # llama.cpp keeps the prompts of idle slots in RAM for reuse; its own bound (8 GiB) would let a
+    # long-running server grow by that much.
+    params.cache_ram_mib = cache_ram_mib
     params.n_gpu_layers = n_gpu_layers
     threads = n_threads or os.cpu_count() or 1
     params.cpuparams.n_threads = threads

@@ -146,7 +146,7 @@ def render_history(
         message = dict(original)
         role = message["role"] = "system" if message["role"] == "developer" else message["role"]
         if native:
-            pass
+            pass  # the template renders tool calls and results itself
         elif role == "assistant" and (message.get("tool_calls") or message.get("function_call")):
             calls = message.pop("tool_calls", None) or [{"function": message.pop("function_call")}]
             for call in calls:
