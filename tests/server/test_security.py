@@ -17,6 +17,7 @@ from tests.conftest import LiveServer
 CONFIG = """
 defaults = false
 cors_origins = ["https://app.example"]
+max_upload_bytes = 300000
 
 [limits]
 body_bytes = 65536
@@ -142,6 +143,30 @@ def test_a_body_over_the_bound_is_a_413(guarded: LiveServer) -> None:
         headers={**headers, "content-type": "application/json"},
     )
     assert response.status_code == 413
+
+
+def test_uploads_have_their_own_bound_with_or_without_a_length(guarded: LiveServer) -> None:
+    url = f"{guarded.url}/v1/audio/transcriptions"
+    headers = {"Authorization": "Bearer key-one"}
+    # Over body_bytes but under max_upload_bytes: it reaches the route (which has no such model).
+    allowed = httpx.post(
+        url, data={"model": "whisper-1"}, files={"file": ("a.wav", b"\x00" * 200_000)}, headers=headers
+    )
+    assert allowed.status_code == 404
+
+    def chunked() -> Iterator[bytes]:
+        yield b'--b\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n\r\n'
+        for _ in range(2000):
+            yield b"\x00" * 1000
+
+    refused = httpx.post(
+        url,
+        content=chunked(),
+        headers={**headers, "content-type": "multipart/form-data; boundary=b"},
+    )
+    assert refused.status_code == 413
+    assert refused.json()["error"]["param"] == "file"
+    assert "300000" in refused.json()["error"]["message"]
 
 
 def test_cors_is_off_by_default(server: LiveServer) -> None:

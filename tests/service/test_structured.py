@@ -173,3 +173,16 @@ def test_a_regex_with_lookahead_is_a_400(client: openai.OpenAI) -> None:
             model="gpt-4o-mini", prompt="x", max_tokens=5, extra_body={"guided_regex": "a(?=b)"}
         )
     assert caught.value.param == "guided_regex"
+
+
+def test_a_choice_the_vocabulary_cannot_spell_is_a_400(client: openai.OpenAI) -> None:
+    # U+703EF is unassigned; llama.cpp's grammar finds no token for it (found by schemathesis).
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(
+            model="gpt-4o-mini",
+            messages=[{"role": "user", "content": "Pick"}],
+            max_tokens=10,
+            extra_body={"guided_choice": ["\U000703ef"]},
+        )
+    assert caught.value.code == "unsatisfiable_constraint"
+    assert client.models.list().data  # and the server goes on

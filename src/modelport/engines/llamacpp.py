@@ -297,4 +297,12 @@ def _translate_body(body: dict[str, Any]) -> ModelportError:
         )
     if int(body.get("code", 500)) < 500:
         return InvalidRequestError(message)
+    if "grammar stack" in message:
+        # The grammar asks for text no sequence of this vocabulary's tokens spells (seen with unassigned
+        # code points): the request's constraint is at fault, not the server.
+        return InvalidRequestError(
+            "The model's vocabulary cannot produce the text the output constraint (response_format, "
+            f"tools or a guided_* parameter) demands; llama.cpp said: {message}",
+            code="unsatisfiable_constraint",
+        )
     return PredictorError(f"llama.cpp failed: {message}")

@@ -43,7 +43,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     app.include_router(router, prefix="/v1/openai/v1", include_in_schema=False)
     settings = service.settings
     # Added innermost first: records see every answer, CORS answers preflights before keys are asked for.
-    app.add_middleware(BodyLimit, limit=settings.limits.body_bytes)
+    app.add_middleware(BodyLimit, limit=settings.limits.body_bytes, upload_limit=settings.max_upload_bytes)
     if settings.api_keys:
         app.add_middleware(ApiKeys, keys=settings.api_keys, protect_metrics=settings.protect_metrics)
     if settings.cors_origins:

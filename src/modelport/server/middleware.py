@@ -30,8 +30,8 @@ async def _reply(
     await send({"type": "http.response.body", "body": raw})
 
 
-def _error(message: str, type_: str, code: str) -> dict[str, Any]:
-    return {"error": {"message": message, "type": type_, "param": None, "code": code}}
+def _error(message: str, type_: str, code: str, param: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
 class ApiKeys:
@@ -67,23 +67,39 @@ class ApiKeys:
 
 
 class BodyLimit:
-    """Refuse request bodies over `limit` bytes with a 413, by `Content-Length` or as they stream in."""
+    """Refuse request bodies over their bound with a 413, by `Content-Length` or as they stream in.
+    Audio uploads have a bound of their own (`upload_limit`), the rest `limit`."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    UPLOADS = ("/audio/transcriptions", "/audio/translations")
+    # The multipart form's other fields and boundaries, beyond the file itself.
+    FORM_ROOM = 1024 * 1024
+
+    def __init__(self, app: ASGIApp, limit: int, upload_limit: int) -> None:
         self.app = app
         self.limit = limit
+        self.upload_limit = upload_limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if scope["path"].endswith(self.UPLOADS):
+            limit = self.upload_limit + self.FORM_ROOM
+            too_large = _error(
+                f"The uploaded file is over the limit of {self.upload_limit} bytes.",
+                "invalid_request_error",
+                "payload_too_large",
+                "file",
+            )
+        else:
+            limit = self.limit
+            too_large = _error(
+                f"The request body is over the limit of {limit} bytes.",
+                "invalid_request_error",
+                "payload_too_large",
+            )
         length = dict(scope["headers"]).get(b"content-length")
-        too_large = _error(
-            f"The request body is over the limit of {self.limit} bytes.",
-            "invalid_request_error",
-            "payload_too_large",
-        )
-        if length is not None and length.isdigit() and int(length) > self.limit:
+        if length is not None and length.isdigit() and int(length) > limit:
             await _reply(send, 413, too_large)
             return
         seen = 0
@@ -94,7 +110,7 @@ class BodyLimit:
             message = await receive()
             if message["type"] == "http.request" and not rejected:
                 seen += len(message.get("body", b""))
-                if seen > self.limit:
+                if seen > limit:
                     rejected = True
                     if not started:
                         await _reply(send, 413, too_large)
