@@ -1,7 +1,7 @@
 """Soak: many concurrent clients mixing every endpoint for a while against one server on loopback; counts
 answers by status, hangs and latencies per endpoint, and the server's RSS as it goes.
 
-    .venv/bin/python -m bench.soak [--clients 32] [--seconds 180]
+    .venv/bin/python -m bench.soak [--clients 32] [--seconds 180] [--config models.toml]
 
 It starts `modelport serve` on the default models itself; no other network is touched.
 """
@@ -151,15 +151,17 @@ def report(tally: Tally, seconds: float) -> str:
     rate = total / seconds
     lines.append(f"\n{total} requests in {seconds:.0f} s ({rate:.1f}/s); 5xx: {errors}; hangs: {tally.hangs}")
     if tally.rss_mib:
-        marks = [tally.rss_mib[0], tally.rss_mib[len(tally.rss_mib) // 2], tally.rss_mib[-1]]
+        # Every fourth sample of ~20, so the curve shows whether memory stops growing.
+        marks = tally.rss_mib[::4] + ([tally.rss_mib[-1]] if len(tally.rss_mib) % 4 != 1 else [])
         lines.append("server RSS: " + ", ".join(f"{mib:.0f} MiB at {t:.0f} s" for t, mib in marks))
     return "\n".join(lines)
 
 
-def main(clients: int, seconds: float) -> None:
+def main(clients: int, seconds: float, config: str | None) -> None:
     print(f"# Soak: {clients} clients, {seconds:.0f} s, every endpoint\n\n{machine()}")
     port = free_port()
     command = [sys.executable, "-m", "modelport.cli", "serve", "--port", str(port), "--log-level", "warning"]
+    command += ["--config", config] if config else []
     with serving(command, "/health", port, "modelport") as (url, pid):
         tally = asyncio.run(soak(url, pid, clients, seconds))
     print(report(tally, seconds))
@@ -169,5 +171,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=180)
+    parser.add_argument("--config", help="a models.toml for the server (its models override the defaults)")
     arguments = parser.parse_args()
-    main(arguments.clients, arguments.seconds)
+    main(arguments.clients, arguments.seconds, arguments.config)

@@ -31,6 +31,7 @@ def tiny_client() -> Iterator[modelport.OpenAI]:
     registry.add_predictor("reverse", tiny_models.reverse_chat)
     registry.add_predictor("count", tiny_models.count_chat)
     registry.add_predictor("float64", tiny_models.wrong_dtype_embed)
+    registry.add_predictor("extra-row", tiny_models.wrong_shape_embed)
     registry.add_predictor("broken", tiny_models.failing_chat)
     client = modelport.OpenAI(service=Service(registry))
     yield client
@@ -99,6 +100,11 @@ def test_a_contract_breach_at_call_time_is_a_500_naming_the_predictor(tiny_clien
         tiny_client.embeddings.create(model="float64", input="x")
     assert "wrong_dtype_embed" in caught.value.message
     assert "float64" in caught.value.message
+    with pytest.raises(openai.InternalServerError) as caught:
+        tiny_client.embeddings.create(model="extra-row", input=["x", "y"])
+    assert "wrong_shape_embed" in caught.value.message
+    assert "(3, " in caught.value.message
+    assert tiny_client.embeddings.create(model="trigram", input="x").data  # the others serve on
 
 
 def test_a_predictor_that_raises_is_a_500_naming_it(tiny_client: modelport.OpenAI) -> None:

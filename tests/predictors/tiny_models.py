@@ -114,6 +114,11 @@ def wrong_dtype_embed(texts: list[str]) -> Annotated[np.ndarray, Parameter.Embed
     return trigram_embed(texts).astype(np.float64)
 
 
+def wrong_shape_embed(texts: list[str]) -> Annotated[np.ndarray, Parameter.Embedding]:
+    """Breaks the contract at call time: one row too many."""
+    return trigram_embed([*texts, "extra"])
+
+
 def failing_chat(messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """Raises before producing anything."""
     raise RuntimeError("the weights are on fire")
