@@ -6,6 +6,8 @@ import base64
 import io
 import json
 import time
+import wave
+from difflib import SequenceMatcher
 from pathlib import Path
 
 import av
@@ -15,18 +17,16 @@ import openai
 import pytest
 
 from tests.conftest import LiveServer
-from tests.service.test_audio import word_error_rate
+from tests.service.test_audio import words
 
 TEXT = "The quick brown fox jumps over the lazy dog. It was a sunny day in the park."
-LONG = " ".join(
-    [
-        "Streaming speech should start playing long before the whole text is spoken.",
-        "This paragraph has several sentences, so the server can send each as soon as it is ready.",
-        "A listener hears the first words while the rest are still being generated.",
-        "That is the point of streaming, and this test measures it.",
-    ]
-    * 3
-)
+LONG_SENTENCES = [
+    "Streaming speech should start playing long before the whole text is spoken.",
+    "This paragraph has several sentences, so the server can send each as soon as it is ready.",
+    "A listener hears the first words while the rest are still being generated.",
+    "That is the point of streaming, and this test measures it.",
+]
+LONG = " ".join(LONG_SENTENCES * 3)
 
 
 def decoded_seconds(data: bytes) -> float:
@@ -110,9 +110,21 @@ def test_instructions_are_accepted(client: openai.OpenAI) -> None:
 
 
 def test_long_input_is_spoken_whole(client: openai.OpenAI) -> None:
+    def seconds(text: str) -> float:
+        audio = client.audio.speech.create(model="tts-1", voice="alloy", input=text, response_format="wav")
+        with wave.open(io.BytesIO(audio.content)) as w:
+            return w.getnframes() / w.getframerate()
+
+    # Whole: as long as its sentences spoken one by one (Piper samples its timing: within 1% in trials) ...
+    parts = 3 * sum(seconds(sentence) for sentence in LONG_SENTENCES)
+    assert 0.95 * parts <= seconds(LONG) <= 1.05 * parts  # one sentence of the 12 is 8%
+    # ... and heard as this text. Whisper tiny now and then skips a stretch of a 40-s recording or repeats
+    # one, so the transcript's share of the text's words, in order, is the looser check.
     audio = client.audio.speech.create(model="tts-1", voice="alloy", input=LONG, response_format="wav")
     text = client.audio.transcriptions.create(model="whisper-1", file=("long.wav", audio.content))
-    assert word_error_rate(LONG, text.text) <= 0.1, text.text
+    reference, heard = words(LONG), words(text.text)
+    blocks = SequenceMatcher(None, reference, heard, autojunk=False).get_matching_blocks()
+    assert sum(b.size for b in blocks) >= 0.6 * len(reference), text.text
 
 
 def test_streamed_audio_starts_before_the_whole_synthesis(
