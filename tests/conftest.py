@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -17,6 +18,7 @@ import pytest
 import modelport
 
 STARTUP_SECONDS = 180
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:
@@ -61,6 +63,20 @@ class LiveServer:
         except subprocess.TimeoutExpired:
             self.process.kill()
         self._log_file.close()
+
+
+@contextmanager
+def configured_server(
+    folder: Path, config: str, *args: str, env: dict[str, str] | None = None
+) -> Iterator[LiveServer]:
+    """A live server on `config` (a models.toml's text, written into `folder`), ready; stopped after."""
+    (folder / "models.toml").write_text(config)
+    live = LiveServer("--config", str(folder / "models.toml"), *args, env=env, cwd=ROOT)
+    try:
+        live.wait_ready()
+        yield live
+    finally:
+        live.stop()
 
 
 @pytest.fixture(scope="session")

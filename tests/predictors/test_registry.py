@@ -16,10 +16,8 @@ import modelport
 from modelport import ModelRegistry
 from modelport.errors import PredictorContractError
 from modelport.service import Service
-from tests.conftest import LiveServer
+from tests.conftest import ROOT, LiveServer, configured_server
 from tests.predictors import tiny_models
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -115,28 +113,23 @@ def test_a_predictor_that_raises_is_a_500_naming_it(tiny_client: modelport.OpenA
 
 
 def test_models_toml_serves_user_predictors_over_http(tmp_path: Path) -> None:
-    config = tmp_path / "models.toml"
-    config.write_text(
-        textwrap.dedent(
-            """
-            defaults = false
-            [aliases]
-            "text-embedding-3-small" = "trigram"
+    config = textwrap.dedent(
+        """
+        defaults = false
+        [aliases]
+        "text-embedding-3-small" = "trigram"
 
-            [[models]]
-            id = "trigram"
-            predictor = "tests.predictors.tiny_models:trigram_embed"
+        [[models]]
+        id = "trigram"
+        predictor = "tests.predictors.tiny_models:trigram_embed"
 
-            [[models]]
-            id = "reverse"
-            predictor = "tests.predictors.tiny_models:reverse_chat"
-            concurrency = 2
-            """
-        )
+        [[models]]
+        id = "reverse"
+        predictor = "tests.predictors.tiny_models:reverse_chat"
+        concurrency = 2
+        """
     )
-    live = LiveServer("--config", str(config), cwd=ROOT)
-    try:
-        live.wait_ready()
+    with configured_server(tmp_path, config) as live:
         client = openai.OpenAI(base_url=f"{live.url}/v1", api_key="x", max_retries=0)
         assert [m.id for m in client.models.list()] == ["trigram", "reverse"]
         vectors = client.embeddings.create(model="text-embedding-3-small", input=["abc", "abd"])
@@ -146,8 +139,6 @@ def test_models_toml_serves_user_predictors_over_http(tmp_path: Path) -> None:
             model="reverse", messages=[{"role": "user", "content": "b a"}], stream=True
         )
         assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "a b"
-    finally:
-        live.stop()
 
 
 def test_a_bad_predictor_in_models_toml_stops_the_server_with_its_name(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import httpx
 import openai
 import pytest
 
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, configured_server
 
 NO_EOS = {"0": -100, "2": -100}  # SmolLM2's end tokens: every stream runs to max_tokens
 ONE_SLOT = """
@@ -31,14 +31,8 @@ queue = 1
 
 @pytest.fixture(scope="module")
 def one_slot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[openai.OpenAI]:
-    config = tmp_path_factory.mktemp("one-slot") / "models.toml"
-    config.write_text(ONE_SLOT)
-    live = LiveServer("--config", str(config), cwd=Path(__file__).parents[2])
-    try:
-        live.wait_ready()
+    with configured_server(tmp_path_factory.mktemp("one-slot"), ONE_SLOT) as live:
         yield openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=120)
-    finally:
-        live.stop()
 
 
 def test_eight_streams_decode_side_by_side(server: LiveServer) -> None:

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 
-from tests.conftest import LiveServer
+from tests.conftest import configured_server
 
 EXAMPLES = int(os.environ.get("MODELPORT_FUZZ_EXAMPLES", "25"))  # per operation; more for a deeper run
 
@@ -29,14 +28,8 @@ audio_seconds = 30
 
 @pytest.fixture(scope="module")
 def api_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[schemathesis.BaseSchema]:
-    config = tmp_path_factory.mktemp("fuzz") / "models.toml"
-    config.write_text(CONFIG)
-    live = LiveServer("--config", str(config), cwd=Path(__file__).parents[2])
-    try:
-        live.wait_ready()
+    with configured_server(tmp_path_factory.mktemp("fuzz"), CONFIG) as live:
         yield schemathesis.openapi.from_url(f"{live.url}/openapi.json")
-    finally:
-        live.stop()
 
 
 # Random model names only ever reach the 404: most generated requests name a served model instead.

@@ -12,7 +12,7 @@ import pytest
 
 import modelport
 from modelport.settings import Limits, ModelConfig, Settings
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, configured_server
 
 CONFIG = """
 defaults = false
@@ -38,23 +38,17 @@ CHAT = {"model": "chat", "messages": [{"role": "user", "content": "Hi"}], "max_t
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     folder = tmp_path_factory.mktemp("guarded")
-    (folder / "models.toml").write_text(CONFIG)
     (folder / "keys").write_text("# one key per line\nkey-from-file\n")
-    live = LiveServer(
-        "--config",
-        str(folder / "models.toml"),
+    with configured_server(
+        folder,
+        CONFIG,
         "--api-key",
         "key-one",
         "--api-key-file",
         str(folder / "keys"),
         env={"MODELPORT_API_KEY": "key-env-a,key-env-b"},
-        cwd=Path(__file__).parents[2],
-    )
-    try:
-        live.wait_ready()
+    ) as live:
         yield live
-    finally:
-        live.stop()
 
 
 @pytest.mark.parametrize("key", ["key-one", "key-from-file", "key-env-a", "key-env-b"])
