@@ -55,8 +55,19 @@ class UnsupportedCapabilityError(InvalidRequestError):
     code = "unsupported_model_capability"
 
 
+class AuthenticationError(ModelportError):
+    """No API key, or not one of the configured keys."""
+
+    status = 401
+    type = "invalid_request_error"
+    code = "invalid_api_key"
+
+    def headers(self) -> dict[str, str]:
+        return {"WWW-Authenticate": "Bearer"}
+
+
 class PayloadTooLargeError(ModelportError):
-    """An upload exceeds the configured bound."""
+    """A request body or an upload exceeds the configured bound."""
 
     status = 413
     type = "invalid_request_error"

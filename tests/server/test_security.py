@@ -70,6 +70,7 @@ def test_without_a_right_key_every_api_route_is_a_401_in_openai_shape(
         assert response.status_code == 401
         assert response.json()["error"]["code"] == "invalid_api_key"
         assert response.json()["error"]["type"] == "invalid_request_error"
+        assert response.headers["www-authenticate"] == "Bearer"
     with pytest.raises(openai.AuthenticationError):
         openai.OpenAI(base_url=f"{guarded.url}/v1", api_key="wrong", max_retries=0).models.list()
 

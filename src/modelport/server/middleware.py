@@ -10,28 +10,22 @@ import logging
 import re
 import time
 import uuid
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from modelport.errors import AuthenticationError, ModelportError, PayloadTooLargeError
 from modelport.metrics import LATENCY, REQUESTS
 
 access_log = logging.getLogger("modelport.access")
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 
-async def _reply(
-    send: Send, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
-) -> None:
-    raw = json.dumps(body).encode()
+async def _reply(send: Send, error: ModelportError) -> None:
+    raw = json.dumps(error.body()).encode()
     fields = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
-    fields += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
-    await send({"type": "http.response.start", "status": status, "headers": fields})
+    fields += [(k.lower().encode(), v.encode()) for k, v in error.headers().items()]
+    await send({"type": "http.response.start", "status": error.status, "headers": fields})
     await send({"type": "http.response.body", "body": raw})
-
-
-def _error(message: str, type_: str, code: str, param: str | None = None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
 class ApiKeys:
@@ -58,12 +52,7 @@ class ApiKeys:
             if not given
             else "Incorrect API key provided."
         )
-        await _reply(
-            send,
-            401,
-            _error(message, "invalid_request_error", "invalid_api_key"),
-            {"www-authenticate": "Bearer"},
-        )
+        await _reply(send, AuthenticationError(message))
 
 
 class BodyLimit:
@@ -85,22 +74,15 @@ class BodyLimit:
             return
         if scope["path"].endswith(self.UPLOADS):
             limit = self.upload_limit + self.FORM_ROOM
-            too_large = _error(
-                f"The uploaded file is over the limit of {self.upload_limit} bytes.",
-                "invalid_request_error",
-                "payload_too_large",
-                "file",
+            too_large = PayloadTooLargeError(
+                f"The uploaded file is over the limit of {self.upload_limit} bytes.", param="file"
             )
         else:
             limit = self.limit
-            too_large = _error(
-                f"The request body is over the limit of {limit} bytes.",
-                "invalid_request_error",
-                "payload_too_large",
-            )
+            too_large = PayloadTooLargeError(f"The request body is over the limit of {limit} bytes.")
         length = dict(scope["headers"]).get(b"content-length")
         if length is not None and length.isdigit() and int(length) > limit:
-            await _reply(send, 413, too_large)
+            await _reply(send, too_large)
             return
         seen = 0
         started = rejected = False
@@ -113,7 +95,7 @@ class BodyLimit:
                 if seen > limit:
                     rejected = True
                     if not started:
-                        await _reply(send, 413, too_large)
+                        await _reply(send, too_large)
             # The app sees a client that left, and stops reading; the 413 is already on its way.
             return {"type": "http.disconnect"} if rejected else message
 
