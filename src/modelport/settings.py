@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from modelport.predictors.contract import Capability
+from modelport.predictors.registry import QUEUE, TIMEOUT
 
 DEFAULT_CHAT = "smollm2-135m-instruct"
 DEFAULT_EMBEDDING = "all-minilm-l6-v2"
@@ -57,9 +58,9 @@ class ModelConfig(BaseModel):
     predictor: str | None = None
     capability: Capability | None = None
     concurrency: int | None = Field(default=None, ge=1)
-    queue: int = Field(default=64, ge=0, description="calls that may wait for a slot before a 429")
+    queue: int = Field(default=QUEUE, ge=0, description="calls that may wait for a slot before a 429")
     timeout: float = Field(
-        default=600.0, gt=0, description="seconds a call, or a stream's next item, may take"
+        default=TIMEOUT, gt=0, description="seconds a call, or a stream's next item, may take"
     )
 
     @model_validator(mode="after")

@@ -25,6 +25,7 @@ from modelport.predictors.parameter import Parameter
 ChunkHandler = Callable[[dict[str, Any], Callable[[dict[str, Any]], bool]], Any]
 
 _DONE: Any = object()
+SLOTS = 8  # requests decoding together by default (`n_parallel`)
 
 
 def default_gguf() -> Path:
@@ -46,7 +47,7 @@ def load(**options: Any) -> Sequence[Callable[..., Any]]:
 
 def start_server(
     path: str | None = None,
-    n_parallel: int = 8,
+    n_parallel: int = SLOTS,
     n_ctx: int = 32768,
     n_ctx_per_slot: int | None = None,
     n_threads: int | None = None,

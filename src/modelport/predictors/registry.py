@@ -13,6 +13,12 @@ from modelport.predictors.contract import Capability, Predictor, check_predictor
 Loader = Callable[[], Sequence[Predictor]]
 
 
+# A model's defaults: calls that may wait for a slot (past it, 429), and seconds a call or a stream's
+# next item may take (past it, 504).
+QUEUE = 64
+TIMEOUT = 600.0
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """A model that can be loaded: its id, a loader returning its checked predictors, and its limits."""
@@ -21,8 +27,8 @@ class ModelSpec:
     load: Loader
     source: str
     concurrency: int = 1
-    queue: int = 64  # calls that may wait for a slot; past it, 429
-    timeout: float = 600.0  # seconds a call (or each item of a stream) may take; past it, 504
+    queue: int = QUEUE
+    timeout: float = TIMEOUT
     owned_by: str = "modelport"
 
 
@@ -39,8 +45,8 @@ class ModelRegistry:
         *fns: Callable[..., Any],
         capability: Capability | str | None = None,
         concurrency: int = 1,
-        queue: int = 64,
-        timeout: float = 600.0,
+        queue: int = QUEUE,
+        timeout: float = TIMEOUT,
     ) -> list[Predictor]:
         """Register plain functions as the model `model_id`; one per capability. Checked now."""
         predictors = [check_predictor(fn, capability) for fn in fns]
@@ -55,15 +61,16 @@ class ModelRegistry:
         engine: str,
         *,
         concurrency: int | None = None,
-        queue: int = 64,
-        timeout: float = 600.0,
+        queue: int = QUEUE,
+        timeout: float = TIMEOUT,
         **options: Any,
     ) -> None:
         """Register a model served by a built-in or plug-in engine; it loads on first use."""
         from modelport.engines import engine_factory
+        from modelport.engines.llamacpp import SLOTS
 
         factory = engine_factory(engine)
-        default_concurrency = int(options.get("n_parallel", 8)) if engine == "llamacpp" else 1
+        default_concurrency = int(options.get("n_parallel", SLOTS)) if engine == "llamacpp" else 1
 
         def load() -> Sequence[Predictor]:
             made = factory(**options)
