@@ -21,15 +21,16 @@ def check_generation(request: ChatCompletionRequest | CompletionRequest, limits:
         _at_most(len(prompts), limits.embedding_inputs, "prompts", "prompt")
         for prompt in prompts:
             _chars(prompt, limits.input_chars, "prompt")
-    if limits.max_tokens is not None and request.max_output_tokens is None:
-        request.max_tokens = limits.max_tokens  # the bound is also the default: no generation runs unbounded
-    elif limits.max_tokens is not None and request.max_output_tokens is not None:
-        param = (
-            "max_tokens"
-            if isinstance(request, CompletionRequest) or request.max_tokens
-            else "max_completion_tokens"
-        )
-        _at_most(request.max_output_tokens, limits.max_tokens, "tokens", param)
+    if limits.max_tokens is not None:
+        if request.max_output_tokens is None:
+            request.max_tokens = limits.max_tokens  # the bound is also the default: nothing runs unbounded
+        else:
+            param = (
+                "max_tokens"
+                if isinstance(request, CompletionRequest) or request.max_tokens
+                else "max_completion_tokens"
+            )
+            _at_most(request.max_output_tokens, limits.max_tokens, "tokens", param)
     _at_most(request.n, limits.n, "choices", "n")
     if request.best_of is not None:
         _at_most(request.best_of, limits.n, "candidates", "best_of")
