@@ -86,13 +86,20 @@ def serving(command: Sequence[str], ready_path: str, port: int, what: str) -> It
 
 
 @contextmanager
+def modelport_process(*args: str) -> Iterator[tuple[str, int]]:
+    """`modelport serve` with these arguments; yields its base URL and process id once it is ready."""
+    port = free_port()
+    command = [sys.executable, "-m", "modelport.cli", "serve", "--port", str(port), "--log-level", "warning"]
+    with serving([*command, *args], "/health", port, "modelport") as served:
+        yield served
+
+
+@contextmanager
 def modelport_server(config: str) -> Iterator[str]:
     """`modelport serve` on a models.toml given as text (the defaults are off unless it says so)."""
     with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as file:
         file.write(config)
-    port = free_port()
-    command = [sys.executable, "-m", "modelport.cli", "serve", "--config", file.name, "--port", str(port)]
-    with serving([*command, "--log-level", "warning"], "/health", port, "modelport") as (url, _):
+    with modelport_process("--config", file.name) as (url, _):
         yield url
 
 

@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import io
 import random
-import sys
 import time
 import wave
 from collections import defaultdict
@@ -22,7 +21,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from bench.common import free_port, machine, serving, table
+from bench.common import machine, modelport_process, table
 
 HANG_SECONDS = 120
 
@@ -159,10 +158,7 @@ def report(tally: Tally, seconds: float) -> str:
 
 def main(clients: int, seconds: float, config: str | None) -> None:
     print(f"# Soak: {clients} clients, {seconds:.0f} s, every endpoint\n\n{machine()}")
-    port = free_port()
-    command = [sys.executable, "-m", "modelport.cli", "serve", "--port", str(port), "--log-level", "warning"]
-    command += ["--config", config] if config else []
-    with serving(command, "/health", port, "modelport") as (url, pid):
+    with modelport_process(*(["--config", config] if config else [])) as (url, pid):
         tally = asyncio.run(soak(url, pid, clients, seconds))
     print(report(tally, seconds))
 
