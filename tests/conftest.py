@@ -6,14 +6,17 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
 import pytest
+import uvicorn
 
 import modelport
 
@@ -27,11 +30,35 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@contextmanager
+def serve_app(app: Any) -> Iterator[str]:
+    """An ASGI app served by uvicorn on 127.0.0.1 in a thread of this process; yields its base URL."""
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app, host="127.0.0.1", port=free_port(), log_level="warning", timeout_graceful_shutdown=1
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the app did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{server.config.port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
 class LiveServer:
     """A `modelport serve` subprocess; its log is kept for failure messages."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
-        self.port = free_port()
+    def __init__(
+        self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, port: int | None = None
+    ) -> None:
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = Path(os.environ.get("TMPDIR", "/tmp")) / f"modelport-test-{self.port}.log"
         self._log_file = self.log.open("w")

@@ -112,6 +112,7 @@ def _serve(service: Service, log_level: str) -> int:
     from modelport.server import create_app
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per upstream request and health probe
     settings = service.settings
     print(f"modelport {__version__}: serving http://{settings.host}:{settings.port}/v1", file=sys.stderr)
     if not settings.api_keys and not _loopback(settings.host):

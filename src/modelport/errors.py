@@ -119,3 +119,50 @@ class PredictorTimeoutError(ModelportError):
 
 class PredictorContractError(TypeError):
     """A predictor's signature does not satisfy the contract; raised when it is registered."""
+
+
+class UpstreamError(ModelportError):
+    """An upstream answered with something that is not a valid answer (a 5xx, a body that is not JSON, the
+    wrong shape, a stream cut short); the message names the upstream."""
+
+    status = 502
+    type = "server_error"
+    code = "upstream_error"
+
+
+class UpstreamUnavailableError(ModelportError):
+    """No replica of a remote model can take the request now: come back after `retry_after` seconds."""
+
+    status = 503
+    type = "server_error"
+    code = "upstream_unavailable"
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message, param="model")
+        self.retry_after = retry_after
+
+
+class UpstreamTimeoutError(ModelportError):
+    """No replica of a remote model began to answer within the model's first-byte timeout."""
+
+    status = 504
+    type = "server_error"
+    code = "upstream_timeout"
+
+
+class RelayedError(ModelportError):
+    """An upstream's own error answer (a 4xx: the request's fault, or a 429), passed on as it came."""
+
+    def __init__(self, status: int, body: dict[str, Any], retry_after: int | None = None) -> None:
+        found = body.get("error")
+        error: dict[str, Any] = found if isinstance(found, dict) else {}
+        super().__init__(str(error.get("message") or body))
+        self.status = status
+        self.type = str(error.get("type") or "invalid_request_error")
+        self.code = error.get("code")
+        self.param = error.get("param")
+        self.retry_after = retry_after
+        self._body = body
+
+    def body(self) -> dict[str, Any]:
+        return self._body

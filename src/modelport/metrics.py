@@ -46,3 +46,43 @@ def count_tokens(model: str, usage: dict[str, Any]) -> None:
     """Add a response's usage to the token counters."""
     TOKENS.labels(model, "prompt").inc(int(usage.get("prompt_tokens") or 0))
     TOKENS.labels(model, "completion").inc(int(usage.get("completion_tokens") or 0))
+
+
+UPSTREAM_REQUESTS = Counter(
+    "modelport_upstream_requests_total",
+    "Requests sent to upstream replicas, by the status they answered (or the error)",
+    ["upstream", "status"],
+)
+UPSTREAM_ERRORS = Counter(
+    "modelport_upstream_errors_total", "Failures that took an upstream replica out", ["upstream"]
+)
+UPSTREAM_FIRST_BYTE = Histogram(
+    "modelport_upstream_first_byte_seconds",
+    "Time until an upstream replica began to answer (a stream's first event)",
+    ["upstream"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+)
+
+
+class UpstreamCollector(Collector):
+    """Requests in flight and health of every upstream replica, by pool, read at each scrape."""
+
+    def __init__(self) -> None:
+        self.sources: list[Callable[[], Iterable[Any]]] = []
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        labels = ["pool", "upstream"]  # pool: the models.toml entry (two may share an upstream)
+        in_flight = GaugeMetricFamily(
+            "modelport_upstream_in_flight", "Requests in flight on an upstream replica", labels=labels
+        )
+        up = GaugeMetricFamily("modelport_upstream_up", "1 if an upstream replica is healthy", labels=labels)
+        for source in self.sources:
+            for pool in source():
+                for replica in pool.replicas:
+                    in_flight.add_metric([pool.name, replica.label], replica.in_flight)
+                    up.add_metric([pool.name, replica.label], 1 if replica.up else 0)
+        yield from (in_flight, up)
+
+
+UPSTREAMS = UpstreamCollector()
+REGISTRY.register(UPSTREAMS)

@@ -53,7 +53,7 @@ class ModelConfig(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    id: str = Field(min_length=1)
+    id: str | None = Field(default=None, min_length=1)  # optional only for a remote catalog (`discover`)
     engine: str | None = None
     predictor: str | None = None
     capability: Capability | None = None
@@ -67,6 +67,8 @@ class ModelConfig(BaseModel):
     def _one_source(self) -> ModelConfig:
         if (self.engine is None) == (self.predictor is None):
             raise ValueError(f"model `{self.id}`: give exactly one of `engine` or `predictor`")
+        if self.id is None and not (self.engine == "remote" and self.options.get("discover")):
+            raise ValueError(f"a model with {self.engine or self.predictor!r} has no `id`")
         return self
 
     @property

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from modelport.errors import InvalidRequestError, ModelportError
 from modelport.server.errors import validation_param
-from modelport.service import Service, SpeechAudio, SpeechEvents, SpeechStream, TranscriptEvents
+from modelport.service import Service, SpeechAudio, SpeechEvents, SpeechStream, TranscriptEvents, Upload
 from modelport.settings import Settings
 
 R = TypeVar("R", bound=BaseModel)
@@ -175,15 +175,18 @@ def as_translation(result: Any) -> Any:
     return result
 
 
-def read_file(file: Any) -> bytes:
-    """The bytes of an SDK `file` argument: a path, bytes, a file object, or a (name, content) tuple."""
+def read_file(file: Any) -> Upload:
+    """The name and bytes of an SDK `file` argument: a path, bytes, a file object, or a (name, content)
+    tuple."""
+    name = "audio"
     if isinstance(file, tuple):
-        file = file[1]
+        name, file = str(file[0]), file[1]
     if isinstance(file, bytes | bytearray | memoryview):
-        return bytes(file)
+        return Upload(name, bytes(file))
     if isinstance(file, str | os.PathLike):
-        return Path(file).read_bytes()
+        return Upload(Path(file).name, Path(file).read_bytes())
     if isinstance(file, io.IOBase) or hasattr(file, "read"):
         data = file.read()
-        return data.encode() if isinstance(data, str) else bytes(data)
+        name = Path(str(getattr(file, "name", name))).name
+        return Upload(name, data.encode() if isinstance(data, str) else bytes(data))
     raise InvalidRequestError(f"Unsupported `file` argument of type {type(file).__name__}.", param="file")

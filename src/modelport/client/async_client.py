@@ -81,7 +81,7 @@ class AsyncModels(_Resource):
 
     async def list(self) -> AsyncPage[Model]:
         """Every served model."""
-        return AsyncPage[Model](data=self._service.list_models(), object="list")
+        return AsyncPage[Model](data=await self._service.list_models(), object="list")
 
     async def retrieve(self, model: str, **_: Any) -> Model:
         """One model by id or alias."""
@@ -218,6 +218,7 @@ class AsyncOpenAI:
         **_transport: Any,
     ) -> None:
         self.service = build_service(service, settings, config, preload)
+        self._owns_service = service is None
         self.models = AsyncModels(self.service)
         self.chat = AsyncChat(self.service)
         self.completions = AsyncCompletions(self.service)
@@ -225,7 +226,9 @@ class AsyncOpenAI:
         self.audio = AsyncAudio(self.service)
 
     async def close(self) -> None:
-        """Nothing to release; present for parity with the SDK."""
+        """Stop probing upstreams and close their connections, if this client built its service."""
+        if self._owns_service:
+            await self.service.close()
 
     async def __aenter__(self) -> AsyncOpenAI:
         return self

@@ -153,7 +153,8 @@ class OpenAI:
         self.audio = resource(self._async.audio)
 
     def close(self) -> None:
-        """Stop the client's event loop thread."""
+        """Close upstream connections (of a service this client built) and stop its event loop thread."""
+        self._loop.run(self._async.close())
         self._loop.close()
 
     def __enter__(self) -> OpenAI:

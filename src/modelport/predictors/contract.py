@@ -72,6 +72,7 @@ class Predictor:
     voice_type: Any = None
     sample_rate: int | None = None  # of the audio the predictor takes (transcription) or returns (speech)
     tool_format: str | None = None  # the native call format of a chat predictor that shows tools to its model
+    relay: bool = False  # takes the request body as sent and answers in OpenAI's wire shape (`relay.py`)
 
     def accepts(self, denotation: str) -> bool:
         """Whether the predictor has a parameter for this OpenAI argument."""

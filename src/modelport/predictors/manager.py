@@ -22,6 +22,9 @@ from modelport.predictors.registry import ModelRegistry, ModelSpec
 from modelport.predictors.slots import Slots
 
 log = logging.getLogger("modelport.models")
+CATALOG_RECHECK = (
+    5.0  # seconds: how stale a catalog may be before a request for an unknown model refreshes it
+)
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,14 @@ class ModelManager:
     async def get(self, name: str) -> LoadedModel:
         """The loaded model for an id or alias, loading it now if needed; a 503 with `Retry-After` if it
         is still loading after `load_wait` seconds."""
-        spec = self.registry.resolve(name)
+        try:
+            spec = self.registry.resolve(name)
+        except ModelNotFoundError:
+            # Perhaps an upstream lists it since the catalogs were last read (at most every few seconds,
+            # so requests for unknown names cannot flood the upstreams).
+            if not await self.registry.refresh_catalogs(after=CATALOG_RECHECK):
+                raise
+            spec = self.registry.resolve(name)
         loaded = self._loaded.get(spec.id)
         if loaded is not None:
             return loaded

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from modelport.errors import ModelNotFoundError, PredictorContractError
 from modelport.predictors.contract import Capability, Predictor, check_predictor
@@ -30,6 +30,44 @@ class ModelSpec:
     queue: int = QUEUE
     timeout: float = TIMEOUT
     owned_by: str = "modelport"
+    capabilities: tuple[Capability, ...] | None = None  # when known before loading (remote models)
+
+
+class Catalog(Protocol):
+    """Models found at run time (an upstream's list): their specs now, and a refresh of them."""
+
+    specs: dict[str, ModelSpec]
+
+    def stale(self, after: float | None = None) -> bool:
+        """Whether the list is older than `after` seconds (default: its own refresh interval)."""
+        ...
+
+    async def refresh(self, after: float | None = None) -> None:
+        """Fetch the list again if it is older than `after` seconds."""
+        ...
+
+
+class Pool(Protocol):
+    """Upstream replicas that models of this registry are served by: probed while the service runs."""
+
+    name: str  # the models.toml entry
+
+    @property
+    def replicas(self) -> Sequence[Any]:
+        """Each replica: `label`, `up`, `in_flight` and `state()` for /health."""
+        ...
+
+    async def check(self) -> None:
+        """Probe every replica now."""
+        ...
+
+    def start(self) -> None:
+        """Begin probing, in the running event loop."""
+        ...
+
+    async def close(self) -> None:
+        """Stop probing and close connections."""
+        ...
 
 
 class ModelRegistry:
@@ -38,6 +76,8 @@ class ModelRegistry:
     def __init__(self, aliases: dict[str, str] | None = None) -> None:
         self._specs: dict[str, ModelSpec] = {}
         self._aliases: dict[str, str] = dict(aliases or {})
+        self.catalogs: list[Catalog] = []
+        self.pools: list[Pool] = []
 
     def add_predictor(
         self,
@@ -107,21 +147,40 @@ class ModelRegistry:
             raise ValueError(f"model `{spec.id}` is registered twice")
         self._specs[spec.id] = spec
 
+    def add_catalog(self, catalog: Catalog) -> None:
+        """Serve the models a catalog finds, beside the registered ones (which win on a clash)."""
+        self.catalogs.append(catalog)
+
+    def add_pool(self, pool: Pool) -> None:
+        """Keep track of upstream replicas, for start-up, health and metrics."""
+        self.pools.append(pool)
+
+    async def refresh_catalogs(self, after: float | None = None) -> bool:
+        """Refresh the catalogs older than `after` seconds; whether any was."""
+        stale = [c for c in self.catalogs if c.stale(after)]
+        for catalog in stale:
+            await catalog.refresh(after)
+        return bool(stale)
+
     def alias(self, name: str, model_id: str) -> None:
         """Let requests for `name` reach `model_id`."""
         self._aliases[name] = model_id
 
     def resolve(self, name: str) -> ModelSpec:
         """The spec for a model id or alias; 404 if neither."""
-        spec = self._specs.get(name) or self._specs.get(self._aliases.get(name, ""))
-        if spec is None:
-            raise ModelNotFoundError(name)
-        return spec
+        for candidate in (name, self._aliases.get(name, "")):
+            spec = self._specs.get(candidate)
+            for catalog in self.catalogs:
+                spec = spec or catalog.specs.get(candidate)
+            if spec is not None:
+                return spec
+        raise ModelNotFoundError(name)
 
     @property
     def specs(self) -> list[ModelSpec]:
-        """Every registered model, in registration order."""
-        return list(self._specs.values())
+        """Every model: the registered ones in registration order, then those the catalogs found."""
+        found = {spec.id: spec for catalog in self.catalogs for spec in catalog.specs.values()}
+        return [*self._specs.values(), *(spec for id_, spec in found.items() if id_ not in self._specs)]
 
     @property
     def aliases(self) -> dict[str, str]:
@@ -139,7 +198,18 @@ class ModelRegistry:
         """Build the registry a `Settings` describes."""
         registry = cls(settings.all_aliases())
         for model in settings.all_models():
-            if model.engine is not None:
+            if model.engine == "remote":  # a pool of replicas, maybe of many models: not a one-model engine
+                from modelport.engines.remote import register
+
+                register(
+                    registry,
+                    model.id,
+                    model.options,
+                    concurrency=model.concurrency,
+                    queue=model.queue,
+                    timeout=model.timeout,
+                )
+            elif model.engine is not None:
                 registry.add_engine(
                     model.id,
                     model.engine,

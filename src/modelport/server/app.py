@@ -14,7 +14,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from modelport import __version__, metrics
 from modelport.server import errors
-from modelport.server.middleware import ApiKeys, BodyLimit, RequestRecords
+from modelport.server.middleware import ApiKeys, BodyLimit, Disconnects, RequestRecords
 from modelport.server.routes import router
 from modelport.service import Service
 from modelport.settings import Settings
@@ -35,6 +35,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
             yield
         finally:
             loading.cancel()
+            await service.close()
 
     app = FastAPI(title="modelport", version=__version__, lifespan=lifespan)
     app.state.service = service
@@ -43,6 +44,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     app.include_router(router, prefix="/v1/openai/v1", include_in_schema=False)
     settings = service.settings
     # Added innermost first: records see every answer, CORS answers preflights before keys are asked for.
+    app.add_middleware(Disconnects)
     app.add_middleware(BodyLimit, limit=settings.limits.body_bytes, upload_limit=settings.max_upload_bytes)
     if settings.api_keys:
         app.add_middleware(ApiKeys, keys=settings.api_keys, protect_metrics=settings.protect_metrics)
@@ -56,6 +58,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         )
     app.add_middleware(RequestRecords)
     metrics.SLOTS.sources.append(service.manager.loaded_models)
+    metrics.UPSTREAMS.sources.append(lambda: service.manager.registry.pools)
 
     @app.get("/metrics", include_in_schema=False)
     async def prometheus() -> Response:
@@ -64,12 +67,14 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
 
     @app.get("/health")
     async def health(request: Request) -> JSONResponse:
-        """200 once the models to preload are loaded; 503 while they load or if one failed."""
+        """200 once the models to preload are loaded; 503 while they load or if one failed. Each upstream
+        replica's state is listed too (a replica that is down does not make modelport unhealthy)."""
         loading: asyncio.Task[None] | None = getattr(request.app.state, "loading", None)
+        upstreams = {"upstreams": service.upstreams()} if service.manager.registry.pools else {}
         if loading is None or not loading.done():
-            return JSONResponse({"status": "loading"}, 503)
+            return JSONResponse({"status": "loading", **upstreams}, 503)
         if loading.cancelled() or loading.exception() is not None:
-            return JSONResponse({"status": "error", "error": str(loading.exception())}, 503)
-        return JSONResponse({"status": "ok"})
+            return JSONResponse({"status": "error", "error": str(loading.exception()), **upstreams}, 503)
+        return JSONResponse({"status": "ok", **upstreams})
 
     return app

@@ -4,6 +4,7 @@ request an id, an access-log line and metrics."""
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -13,6 +14,8 @@ import uuid
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from modelport import context
+from modelport.context import RequestContext
 from modelport.errors import AuthenticationError, ModelportError, PayloadTooLargeError
 from modelport.metrics import LATENCY, REQUESTS
 
@@ -113,6 +116,59 @@ class BodyLimit:
                 raise
 
 
+class Disconnects:
+    """A client that leaves before its answer is complete cancels the work done for it at once, whether it
+    waits for a whole answer or reads a stream: the generation stops, its slot and any upstream request are
+    freed. (Starlette only notices a departure while it streams.)"""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body_read, gone = asyncio.Event(), asyncio.Event()
+        answered = False
+
+        async def app_receive() -> Message:
+            if body_read.is_set():  # the watcher below reads from the client now
+                await gone.wait()
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                gone.set()
+            if message["type"] == "http.disconnect" or not message.get("more_body"):
+                body_read.set()
+            return message
+
+        async def app_send(message: Message) -> None:
+            nonlocal answered
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                answered = True
+            await send(message)
+
+        work = asyncio.ensure_future(self.app(scope, app_receive, app_send))
+
+        async def watch() -> None:
+            await body_read.wait()
+            while not gone.is_set() and (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+            if not answered and not work.done():
+                scope.setdefault("state", {})["client_gone"] = True
+                work.cancel()
+
+        watcher = asyncio.ensure_future(watch())
+        try:
+            await work
+        except asyncio.CancelledError:
+            if not scope.get("state", {}).get("client_gone"):
+                raise
+        finally:
+            watcher.cancel()
+
+
 class RequestRecords:
     """A request id (the client's `x-request-id` if sane, else a new one) echoed in the response, one
     access-log line, and the request counter and latency histogram."""
@@ -127,6 +183,8 @@ class RequestRecords:
         given = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
         request_id = given if _REQUEST_ID.fullmatch(given) else f"req_{uuid.uuid4().hex}"
         scope.setdefault("state", {})["request_id"] = request_id
+        session = dict(scope["headers"]).get(b"x-session-id", b"").decode("latin-1")
+        context.enter(RequestContext(request_id, session if _REQUEST_ID.fullmatch(session) else None))
         start = time.perf_counter()
         status = 500
 
@@ -141,6 +199,8 @@ class RequestRecords:
             await self.app(scope, receive, tagged)
         finally:
             seconds = time.perf_counter() - start
+            if scope["state"].get("client_gone"):
+                status = 499  # the client closed the connection before its answer was complete
             route = route_of(scope["path"])
             REQUESTS.labels(route, scope["method"], str(status)).inc()
             LATENCY.labels(route).observe(seconds)

@@ -22,7 +22,7 @@ from modelport.protocol.requests import (
     TranscriptionRequest,
 )
 from modelport.server.errors import validation_param
-from modelport.service import Answer, Service, SpeechEvents, SpeechStream, TranscriptEvents
+from modelport.service import Answer, Service, SpeechEvents, SpeechStream, TranscriptEvents, Upload
 
 log = logging.getLogger("modelport.server")
 
@@ -79,7 +79,7 @@ router = APIRouter()
 @router.get("/models")
 async def list_models(request: Request) -> JSONResponse:
     """List the served models."""
-    models = service_of(request).list_models()
+    models = await service_of(request).list_models()
     return JSONResponse({"object": "list", "data": [m.model_dump(mode="json") for m in models]})
 
 
@@ -155,6 +155,9 @@ class _AudioForm:
             "stream": stream,
         }
 
+    async def upload(self) -> Upload:
+        return Upload(self.file.filename or "audio", await self.file.read())
+
     def request(self) -> TranscriptionRequest:
         try:
             return TranscriptionRequest.model_validate(self.fields)
@@ -175,12 +178,12 @@ def _transcript_response(result: Answer) -> Response:
 @router.post("/audio/transcriptions")
 async def transcriptions(request: Request, form: Annotated[_AudioForm, Depends()]) -> Response:
     """Speech to text from an uploaded audio file."""
-    result = await service_of(request).transcription(form.request(), await form.file.read())
+    result = await service_of(request).transcription(form.request(), await form.upload())
     return _transcript_response(result)
 
 
 @router.post("/audio/translations")
 async def translations(request: Request, form: Annotated[_AudioForm, Depends()]) -> Response:
     """Speech in any language to English text (models that can translate)."""
-    result = await service_of(request).translation(form.request(), await form.file.read())
+    result = await service_of(request).translation(form.request(), await form.upload())
     return _transcript_response(result)

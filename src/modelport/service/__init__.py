@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncGenerator
+from typing import Any
 
 from openai.types import Completion, CreateEmbeddingResponse, Model
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
@@ -11,6 +13,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from modelport.predictors.contract import Capability
 from modelport.predictors.manager import ModelManager
 from modelport.predictors.registry import ModelRegistry
+from modelport.predictors.relay import Upload
 from modelport.protocol.requests import (
     ChatCompletionRequest,
     CompletionRequest,
@@ -23,7 +26,15 @@ from modelport.service.audio import SpeechAudio, SpeechEvents, SpeechStream
 from modelport.service.transcription import Answer, TranscriptEvents
 from modelport.settings import Settings
 
-__all__ = ["Answer", "Service", "SpeechAudio", "SpeechEvents", "SpeechStream", "TranscriptEvents"]
+__all__ = [
+    "Answer",
+    "Service",
+    "SpeechAudio",
+    "SpeechEvents",
+    "SpeechStream",
+    "TranscriptEvents",
+    "Upload",
+]
 
 
 class Service:
@@ -40,12 +51,30 @@ class Service:
         return cls(ModelRegistry.from_settings(settings), settings)
 
     async def start(self) -> None:
-        """Load every model now if the settings ask for preloading."""
+        """Probe upstreams, read what they list, and load every model now if the settings ask for it."""
+        registry = self.manager.registry
+        await asyncio.gather(*(pool.check() for pool in registry.pools))  # discovery asks healthy ones
+        for pool in registry.pools:
+            pool.start()
+        await registry.refresh_catalogs(after=0)
         if self.settings.preload:
             await self.manager.load_all()
 
-    def list_models(self) -> list[Model]:
-        """Every registered model (aliases are not listed, but resolve)."""
+    async def close(self) -> None:
+        """Stop probing upstreams and close their connections."""
+        for pool in self.manager.registry.pools:
+            await pool.close()
+
+    def upstreams(self) -> list[dict[str, Any]]:
+        """The state of every upstream replica, by the models.toml entry it serves, for `/health`."""
+        return [
+            {"name": pool.name, "replicas": [replica.state() for replica in pool.replicas]}
+            for pool in self.manager.registry.pools
+        ]
+
+    async def list_models(self) -> list[Model]:
+        """Every model, discovered ones included (aliases are not listed, but resolve)."""
+        await self.manager.registry.refresh_catalogs()
         return [self._model(spec.id) for spec in self.manager.registry.specs]
 
     def retrieve_model(self, name: str) -> Model:
@@ -78,11 +107,11 @@ class Service:
         """`POST /v1/audio/speech`: a whole file, or a stream when `stream_format` is given."""
         return await audio.speech(self.manager, request)
 
-    async def transcription(self, request: TranscriptionRequest, file: bytes) -> Answer:
+    async def transcription(self, request: TranscriptionRequest, file: Upload) -> Answer:
         """`POST /v1/audio/transcriptions`."""
         return await transcription.transcribe(self.manager, request, file, self.settings)
 
-    async def translation(self, request: TranscriptionRequest, file: bytes) -> Answer:
+    async def translation(self, request: TranscriptionRequest, file: Upload) -> Answer:
         """`POST /v1/audio/translations`: speech in any language to English text."""
         return await transcription.transcribe(
             self.manager, request, file, self.settings, Capability.TRANSLATION
@@ -93,6 +122,8 @@ class Service:
         spec = self.manager.registry.resolve(model_id)
         extra: dict[str, object] = {}
         loaded = self.manager.loaded(spec.id)
+        if spec.capabilities is not None:
+            extra["capabilities"] = sorted(spec.capabilities)
         if loaded is not None:
             extra["capabilities"] = sorted(loaded.predictors)
             speech = loaded.predictors.get(Capability.SPEECH)

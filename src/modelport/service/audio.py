@@ -12,11 +12,12 @@ from typing import Any
 import anyio
 import numpy as np
 
-from modelport.errors import InvalidRequestError, PredictorError
+from modelport.errors import InvalidRequestError, PredictorError, UpstreamError
 from modelport.predictors.contract import Capability, Predictor
 from modelport.predictors.manager import LoadedModel, ModelManager
+from modelport.predictors.relay import BytesReply, EventReply
 from modelport.protocol.requests import SpeechRequest
-from modelport.service import audio_codec, calls
+from modelport.service import audio_codec, calls, relay
 
 OPENAI_VOICES = (
     "alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse",
@@ -53,6 +54,13 @@ async def speech(manager: ModelManager, request: SpeechRequest) -> SpeechAudio |
     """Synthesise `input` with `voice`, sentence by sentence, and encode it as `response_format`."""
     model = await manager.get(request.model)
     predictor = model.predictor(Capability.SPEECH)
+    if predictor.relay:
+        reply = await relay.speech(model, predictor, request)
+        if isinstance(reply, EventReply):
+            return SpeechEvents(reply.events)
+        if isinstance(reply, BytesReply):
+            return SpeechStream(reply.chunks, reply.media_type)
+        raise UpstreamError(f"The upstream {reply.origin} answered a speech request with JSON, not audio.")
     voice = resolve_voice(predictor, request.voice)
     if request.speed != 1.0 and not predictor.accepts("openai.audio.speech.speed"):
         raise InvalidRequestError(f"The model `{model.spec.id}` does not support `speed`.", param="speed")

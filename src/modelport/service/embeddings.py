@@ -12,7 +12,7 @@ from modelport.errors import InvalidRequestError, OverloadedError, PredictorErro
 from modelport.predictors.contract import Capability, Predictor
 from modelport.predictors.manager import LoadedModel, ModelManager
 from modelport.protocol.requests import EmbeddingRequest
-from modelport.service import calls
+from modelport.service import calls, relay
 
 _DIMS = "openai.embeddings.dims"
 # One caller in a batch: its texts, its `dimensions`, and where its rows and token count go.
@@ -23,6 +23,8 @@ async def embeddings(manager: ModelManager, request: EmbeddingRequest) -> Create
     """Embed the input texts; `dimensions` truncates and re-normalises unless the predictor takes it."""
     model = await manager.get(request.model)
     predictor = model.predictor(Capability.EMBEDDING)
+    if predictor.relay:
+        return await relay.embeddings(model, predictor, request)
     texts = [request.input] if isinstance(request.input, str) else request.input
     if not all(isinstance(t, str) for t in texts):
         raise InvalidRequestError(

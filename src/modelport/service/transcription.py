@@ -13,9 +13,10 @@ from openai.types.audio import Transcription, TranscriptionVerbose
 from modelport.errors import InvalidRequestError, PayloadTooLargeError, PredictorError
 from modelport.predictors.contract import Capability, Predictor
 from modelport.predictors.manager import ModelManager
+from modelport.predictors.relay import EventReply, Upload
 from modelport.predictors.transcript import Segment, Transcript
 from modelport.protocol.requests import TranscriptionRequest
-from modelport.service import audio_codec, calls, limits
+from modelport.service import audio_codec, calls, limits, relay
 from modelport.settings import Settings
 
 
@@ -32,22 +33,25 @@ Answer = Transcription | TranscriptionVerbose | str | TranscriptEvents
 async def transcribe(
     manager: ModelManager,
     request: TranscriptionRequest,
-    audio_file: bytes,
+    upload: Upload,
     settings: Settings,
     capability: Capability = Capability.TRANSCRIPTION,
 ) -> Answer:
     """Decode the upload, run the model's transcription (or translation), answer in `response_format`."""
     max_bytes = settings.max_upload_bytes
-    if len(audio_file) > max_bytes:
+    if len(upload.content) > max_bytes:
         raise PayloadTooLargeError(
-            f"The uploaded file is {len(audio_file)} bytes; the limit is {max_bytes} bytes.", param="file"
+            f"The uploaded file is {len(upload.content)} bytes; the limit is {max_bytes} bytes.", param="file"
         )
-    if not audio_file:
+    if not upload.content:
         raise InvalidRequestError("The uploaded file is empty.", param="file")
     model = await manager.get(request.model)
     predictor = model.predictor(capability)
+    if predictor.relay:
+        answer = await relay.transcription(model, predictor, request, upload)
+        return TranscriptEvents(answer.events) if isinstance(answer, EventReply) else answer
     assert predictor.sample_rate is not None
-    samples = await anyio.to_thread.run_sync(audio_codec.decode, audio_file, predictor.sample_rate)
+    samples = await anyio.to_thread.run_sync(audio_codec.decode, upload.content, predictor.sample_rate)
     duration = len(samples) / predictor.sample_rate
     limits.check_audio_seconds(duration, settings.limits)
     options = {

@@ -1,0 +1,354 @@
+"""Remote models against upstreams on 127.0.0.1: a real modelport app over tiny models, and a small app that
+answers the shapes no real server can be made to produce (hangs, garbage, 429s, streams cut short)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+import modelport
+from modelport.predictors.registry import ModelRegistry
+from modelport.server import create_app
+from modelport.service import Service
+from modelport.settings import ModelConfig, Settings
+from tests.conftest import serve_app
+from tests.predictors.tiny_models import loudness_transcriber, reverse_chat, tone_speech, trigram_embed
+
+KEY = "sk-upstream-secret-0123456789"
+CHUNK = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+WHOLE = {
+    "id": "c",
+    "object": "chat.completion",
+    "created": 1,
+    "model": "m",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "fine"}, "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+}
+
+
+class Odd:
+    """An upstream whose answer depends on the model asked for, optionally on one replica only
+    (`hang@a`: replica `a` hangs, the others answer normally). It records what it was sent."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, dict[str, str], dict[str, Any]]] = []
+        self.listing = ["qwen2.5", "qwen3", "llama3.2", "mistral"]
+        routes = [
+            Route("/{replica}/v1/chat/completions", self.chat, methods=["POST"]),
+            Route("/{replica}/v1/models", self.models),
+        ]
+        self.app = Starlette(routes=routes)
+
+    async def models(self, request: Request) -> Response:
+        return JSONResponse({"object": "list", "data": [{"id": m, "object": "model"} for m in self.listing]})
+
+    async def chat(self, request: Request) -> Response:
+        replica = request.path_params["replica"]
+        body = await request.json()
+        self.seen.append((replica, dict(request.headers), body))
+        behaviour, _, only = body["model"].partition("@")
+        if only and only != replica:
+            behaviour = "fine"
+        if behaviour == "hang":
+            await asyncio.sleep(60)
+        if behaviour == "html":
+            return PlainTextResponse("<html>Bad gateway</html>", media_type="text/html")
+        if behaviour == "notjson":
+            return Response(b"{not json", media_type="application/json")
+        if behaviour == "shape":
+            return JSONResponse({"hello": "world"})
+        if behaviour == "busy":
+            error = {"message": "slow down", "type": "rate_limit_error", "param": None, "code": "busy"}
+            return JSONResponse({"error": error}, 429, headers={"Retry-After": "7"})
+        if behaviour == "teapot":
+            return PlainTextResponse("no tea here", 418)
+        if behaviour == "unknown":
+            error = {
+                "message": "model not found",
+                "type": "invalid_request_error",
+                "param": "model",
+                "code": 404,
+            }
+            return JSONResponse({"error": error}, 404)
+        if behaviour == "crash":
+            return JSONResponse({"error": {"message": "CUDA out of memory", "type": "server_error"}}, 500)
+        if behaviour == "cut":
+
+            async def cut() -> Any:
+                piece = {
+                    **CHUNK,
+                    "choices": [{"index": 0, "delta": {"content": "Once"}, "finish_reason": None}],
+                }
+                yield f"data: {json.dumps(piece)}\n\n".encode()
+
+            return StreamingResponse(cut(), media_type="text/event-stream")
+        return JSONResponse(WHOLE)
+
+
+def remote(model_id: str, upstreams: list[str], **options: Any) -> ModelConfig:
+    return ModelConfig.model_validate({"id": model_id, "engine": "remote", "upstreams": upstreams, **options})
+
+
+@pytest.fixture(scope="module")
+def odd() -> Iterator[tuple[Odd, str]]:
+    upstream = Odd()
+    with serve_app(upstream.app) as url:
+        yield upstream, url
+
+
+@pytest.fixture(scope="module")
+def tiny_upstream() -> Iterator[str]:
+    """A real modelport over tiny predictors, as another team's server would be."""
+    registry = ModelRegistry()
+    registry.add_predictor("reverse", reverse_chat)
+    registry.add_predictor("trigram", trigram_embed)
+    registry.add_predictor("tones", tone_speech)
+    registry.add_predictor("loudness", loudness_transcriber)
+    with serve_app(create_app(service=Service(registry))) as url:
+        yield f"{url}/v1"
+
+
+@pytest.fixture(scope="module")
+def front(odd: tuple[Odd, str], tiny_upstream: str, monkeypatch_module: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch_module.setenv("ODD_KEY", KEY)
+    _, url = odd
+    a, b = f"{url}/a/v1", f"{url}/b/v1"
+    quick = {"first_byte_timeout": 1.0, "cooldown": 0.5, "api_key_env": "ODD_KEY"}
+    models = [
+        remote("tiny-chat", [tiny_upstream], upstream_model="reverse"),
+        remote("tiny-embed", [tiny_upstream], upstream_model="trigram", capabilities=["embedding"]),
+        remote("tiny-speech", [tiny_upstream], upstream_model="tones", capabilities=["speech"]),
+        remote("tiny-ears", [tiny_upstream], upstream_model="loudness", capabilities=["transcription"]),
+        remote("tiny", [tiny_upstream], discover=True, allowed_models=["rev*", "tri*"], refresh=0.5),
+        *(
+            remote(name, [a, b], upstream_model=name, **quick)
+            for name in ["hang", "hang@a", "html", "notjson", "shape", "busy", "busy@b", "teapot"]
+        ),
+        *(remote(name, [a], upstream_model=name, **quick) for name in ["unknown", "crash", "cut", "fine"]),
+        remote("ollama", [a], discover=True, prefix="", allowed_models=["qwen*"], refresh=0.5, **quick),
+        remote("nowhere", ["http://127.0.0.1:9/v1"], health="/health", cooldown=30),
+    ]
+    settings = Settings(defaults=False, models=models)
+    with serve_app(create_app(settings)) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module() -> Iterator[pytest.MonkeyPatch]:
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
+
+
+def sdk(front: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{front}/v1", api_key="unused", max_retries=0, timeout=30)
+
+
+def ask(front: str, model: str, **extra: Any) -> httpx.Response:
+    body = {"model": model, "messages": [{"role": "user", "content": "one two three"}], **extra}
+    return httpx.post(f"{front}/v1/chat/completions", json=body, timeout=30)
+
+
+def test_every_capability_passes_through_a_real_upstream(front: str) -> None:
+    client = sdk(front)
+    reply = client.chat.completions.create(
+        model="tiny-chat", messages=[{"role": "user", "content": "one two three"}]
+    )
+    assert reply.model == "tiny-chat"
+    assert reply.choices[0].message.content == "three two one"
+    streamed = client.chat.completions.create(
+        model="tiny-chat",
+        messages=[{"role": "user", "content": "a b c d"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(streamed)
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "d c b a"
+    assert {c.model for c in chunks} == {"tiny-chat"}
+    assert chunks[-1].usage is not None
+    assert chunks[-1].usage.completion_tokens == 4
+    vectors = client.embeddings.create(model="tiny-embed", input=["a cat", "a cat", "quantum"])
+    rows = [v.embedding for v in vectors.data]
+    assert rows[0] == rows[1] != rows[2]
+    assert len(rows[0]) == 64
+    audio = client.audio.speech.create(model="tiny-speech", voice="high", input="Hi", response_format="wav")
+    assert audio.content[:4] == b"RIFF"
+    heard = client.audio.transcriptions.create(model="tiny-ears", file=("a.wav", audio.content))
+    assert heard.text == "0.2 seconds of sound"
+    text = client.audio.transcriptions.create(
+        model="tiny-ears", file=("a.wav", audio.content), response_format="text"
+    )
+    assert text.strip() == "0.2 seconds of sound"
+
+
+def test_discovery_serves_the_allowed_models_under_a_prefix(front: str) -> None:
+    ids = {m.id for m in sdk(front).models.list()}
+    assert {"tiny/reverse", "tiny/trigram"} <= ids
+    assert not {"tiny/tones", "tiny/loudness"} & ids
+    assert {"qwen2.5", "qwen3"} <= ids
+    assert "llama3.2" not in ids
+    assert "mistral" not in ids
+    # The tiny upstream is a modelport: it says what each model serves.
+    assert sdk(front).models.retrieve("tiny/trigram").model_extra["capabilities"] == ["embedding"]
+    reply = sdk(front).chat.completions.create(
+        model="tiny/reverse", messages=[{"role": "user", "content": "x y"}]
+    )
+    assert reply.choices[0].message.content == "y x"
+    assert reply.model == "tiny/reverse"
+
+
+def test_a_model_that_appears_upstream_is_found_on_the_next_refresh(front: str, odd: tuple[Odd, str]) -> None:
+    upstream, _ = odd
+    upstream.listing.append("qwen-new")
+    try:
+        time.sleep(0.6)
+        assert "qwen-new" in {m.id for m in sdk(front).models.list()}
+    finally:
+        upstream.listing.remove("qwen-new")
+
+
+def test_fields_beyond_openai_reach_the_upstream_with_its_key_and_the_request_id(
+    front: str, odd: tuple[Odd, str]
+) -> None:
+    upstream, _ = odd
+    before = len(upstream.seen)
+    response = ask(
+        front,
+        "fine",
+        guided_json={"type": "object"},
+        options={"num_ctx": 4096},
+        temperature=0.5,
+    )
+    assert response.status_code == 200
+    assert response.json()["model"] == "fine"
+    assert response.json()["choices"][0]["message"]["content"] == "fine"
+    _, headers, body = upstream.seen[before]
+    assert body["guided_json"] == {"type": "object"}
+    assert body["options"] == {"num_ctx": 4096}
+    assert body["temperature"] == 0.5
+    assert body["model"] == "fine"
+    assert headers["authorization"] == f"Bearer {KEY}"
+    assert headers["x-request-id"] == response.headers["x-request-id"]
+
+
+def test_a_hanging_replica_is_skipped_and_all_hanging_is_a_504(front: str) -> None:
+    start = time.perf_counter()
+    response = ask(front, "hang@a")
+    assert response.status_code == 200  # a hung on one try at most; b answered
+    assert time.perf_counter() - start < 3
+    response = ask(front, "hang")
+    assert response.status_code == 504
+    error = response.json()["error"]
+    assert error["code"] == "upstream_timeout"
+    assert "`hang`" in error["message"]
+    assert "/a/v1" in error["message"]
+    assert "/b/v1" in error["message"]
+
+
+@pytest.mark.parametrize(
+    ("model", "words"),
+    [
+        ("html", "text/html"),
+        ("notjson", "not JSON"),
+        ("shape", "no `choices`"),
+        ("crash", "CUDA out of memory"),
+    ],
+)
+def test_a_bad_answer_is_a_502_naming_the_upstream(front: str, model: str, words: str) -> None:
+    response = ask(front, model)
+    assert response.status_code == 502
+    error = response.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert error["code"] == "upstream_error"
+    assert words in error["message"]
+    assert "http://127.0.0.1:" in error["message"]
+    assert KEY not in response.text
+
+
+def test_a_429_goes_to_another_replica_or_back_with_its_retry_after(front: str) -> None:
+    assert ask(front, "busy@b").status_code == 200
+    response = ask(front, "busy")
+    assert response.status_code == 429
+    assert response.json()["error"]["code"] == "busy"  # the upstream's own body
+    assert int(response.headers["retry-after"]) >= 6
+    with pytest.raises(openai.RateLimitError):
+        sdk(front).chat.completions.create(model="busy", messages=[{"role": "user", "content": "x"}])
+
+
+def test_an_upstream_4xx_comes_back_as_it_was(front: str) -> None:
+    response = ask(front, "unknown")
+    assert response.status_code == 404
+    assert response.json()["error"]["message"] == "model not found"
+    response = ask(front, "teapot")
+    assert response.status_code == 418
+    error = response.json()["error"]
+    assert "answered 418: no tea here" in error["message"]
+    assert "/v1" in error["message"]
+
+
+def test_a_stream_cut_short_ends_with_an_error_event_and_no_done(front: str) -> None:
+    body = {"model": "cut", "messages": [{"role": "user", "content": "x"}], "stream": True}
+    with httpx.stream("POST", f"{front}/v1/chat/completions", json=body, timeout=30) as response:
+        assert response.status_code == 200
+        data = [line[6:] for line in response.iter_lines() if line.startswith("data: ")]
+    assert json.loads(data[0])["choices"][0]["delta"]["content"] == "Once"
+    assert "[DONE]" not in data
+    error = json.loads(data[-1])["error"]
+    assert error["code"] == "upstream_error"
+    assert "cut short" in error["message"]
+    with pytest.raises(openai.APIError, match="cut short"):
+        for _ in sdk(front).chat.completions.create(
+            model="cut", messages=[{"role": "user", "content": "x"}], stream=True
+        ):
+            pass
+
+
+def test_no_healthy_replica_is_a_503_with_retry_after_naming_the_model(front: str) -> None:
+    response = ask(front, "nowhere")
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "upstream_unavailable"
+    assert "`nowhere`" in response.json()["error"]["message"]
+    assert int(response.headers["retry-after"]) >= 1
+
+
+def test_health_reports_each_replica_and_never_a_key(front: str) -> None:
+    health = httpx.get(f"{front}/health").json()
+    pools = {pool["name"]: pool["replicas"] for pool in health["upstreams"]}
+    assert pools["nowhere"][0]["state"] == "down"
+    assert "connection" in pools["nowhere"][0]["last_error"]
+    assert pools["tiny-chat"][0]["state"] == "up"
+    assert KEY not in json.dumps(health)
+    scraped = httpx.get(f"{front}/metrics").text
+    assert 'modelport_upstream_up{pool="nowhere",upstream="http://127.0.0.1:9/v1"} 0.0' in scraped
+    assert "modelport_upstream_requests_total" in scraped
+    assert KEY not in scraped
+
+
+def test_the_in_process_client_serves_remote_models(tiny_upstream: str) -> None:
+    settings = Settings(defaults=False, models=[remote("r", [tiny_upstream], upstream_model="reverse")])
+    client = modelport.OpenAI(settings=settings)
+    reply = client.chat.completions.create(model="r", messages=[{"role": "user", "content": "p q"}])
+    assert reply.choices[0].message.content == "q p"
+    stream = client.chat.completions.create(
+        model="r", messages=[{"role": "user", "content": "p q"}], stream=True
+    )
+    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "q p"
+
+
+def test_a_key_in_models_toml_is_refused() -> None:
+    with pytest.raises(ValueError, match="api_key_env"):
+        ModelRegistry.from_settings(
+            Settings(defaults=False, models=[remote("k", ["http://127.0.0.1:1/v1"], api_key="sk-x")])
+        )
+    with pytest.raises(ValueError, match="not an http"):
+        ModelRegistry.from_settings(Settings(defaults=False, models=[remote("k", ["ftp://x/v1"])]))
