@@ -104,11 +104,14 @@ def modelport_server(config: str) -> Iterator[str]:
 
 
 @contextmanager
-def llama_server(binary: Path, gguf: Path, slots: int, n_ctx: int) -> Iterator[str]:
+def llama_server(
+    binary: Path, gguf: Path, slots: int, n_ctx: int, threads: int | None = None
+) -> Iterator[str]:
     """llama.cpp's own server, with the same threads, slots and shared KV cache as modelport's engine."""
     port = free_port()
+    threads = threads or THREADS
     command = [
-        str(binary), "-m", str(gguf), "--port", str(port), "-t", str(THREADS), "-tb", str(THREADS),
+        str(binary), "-m", str(gguf), "--port", str(port), "-t", str(threads), "-tb", str(threads),
         "-np", str(slots), "-c", str(n_ctx), "--kv-unified", "-ngl", "0", "--log-disable",
     ]  # fmt: skip
     with serving(command, "/health", port, "llama-server") as (url, _):

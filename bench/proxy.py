@@ -119,12 +119,12 @@ def _config_file(text: str) -> Iterator[str]:
         os.unlink(file.name)
 
 
-def main(rounds: int, tokens: int, streams: int) -> None:
+def main(rounds: int, tokens: int, streams: int, threads: int | None) -> None:
     print(f"# modelport in front of an upstream, {tokens} tokens, median of {rounds} interleaved rounds\n")
-    print(machine())
+    print(machine() + (f"; upstream threads: {threads}" if threads else ""))
     rows: list[list[object]] = []
     started = time.perf_counter()
-    for name, url, model in _each_upstream():
+    for name, url, model in _each_upstream(threads):
         rows += measure(name, url, model, rounds, tokens, streams)
     headers = [
         "path",
@@ -143,14 +143,14 @@ def main(rounds: int, tokens: int, streams: int) -> None:
     )
 
 
-def _each_upstream() -> Iterator[tuple[str, str, str]]:
-    with modelport_server(CONFIG) as url:
+def _each_upstream(threads: int | None) -> Iterator[tuple[str, str, str]]:
+    with modelport_server(CONFIG + (f"n_threads = {threads}\n" if threads else "")) as url:
         yield "modelport worker", url, CHAT
     binary = references.llama_server()
     if binary is None:
         print("\nllama-server: not built (python -m bench.references); its rows are absent.")
         return
-    with llama_server(binary, llamacpp.default_gguf(), SLOTS, N_CTX) as url:
+    with llama_server(binary, llamacpp.default_gguf(), SLOTS, N_CTX, threads) as url:
         yield "llama-server", url, "default"
 
 
@@ -159,5 +159,8 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--streams", type=int, default=8)
+    parser.add_argument(
+        "--upstream-threads", type=int, help="llama.cpp threads of the upstream (default: one per core)"
+    )
     arguments = parser.parse_args()
-    main(arguments.rounds, arguments.tokens, arguments.streams)
+    main(arguments.rounds, arguments.tokens, arguments.streams, arguments.upstream_threads)

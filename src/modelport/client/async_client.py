@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, Generic, TypeVar
@@ -38,7 +38,7 @@ from modelport.protocol.requests import (
     SpeechRequest,
     TranscriptionRequest,
 )
-from modelport.service import Service, TranscriptEvents
+from modelport.service import Chunks, Service, TranscriptEvents
 from modelport.settings import Settings
 
 T = TypeVar("T")
@@ -96,7 +96,7 @@ class AsyncChatCompletions(_Resource):
         """Same arguments as `openai.AsyncOpenAI().chat.completions.create`."""
         with sdk_errors("/chat/completions"):
             result = await self._service.chat_completion(request(ChatCompletionRequest, params))
-        return AsyncStream(result, "/chat/completions") if isinstance(result, AsyncGenerator) else result
+        return AsyncStream(result.typed(), "/chat/completions") if isinstance(result, Chunks) else result
 
     async def parse(
         self, *, response_format: Any = omit, tools: Any = omit, **params: Any
@@ -127,7 +127,7 @@ class AsyncCompletions(_Resource):
         """Same arguments as `openai.AsyncOpenAI().completions.create`."""
         with sdk_errors("/completions"):
             result = await self._service.completion(request(CompletionRequest, params))
-        return AsyncStream(result, "/completions") if isinstance(result, AsyncGenerator) else result
+        return AsyncStream(result.typed(), "/completions") if isinstance(result, Chunks) else result
 
 
 class AsyncEmbeddings(_Resource):

@@ -284,6 +284,8 @@ def _translate(error: Exception) -> ModelportError:
         return error
     if isinstance(error, ValueError):  # llama.cpp rejects the request itself: grammar, template, arguments
         return InvalidRequestError(str(error))
+    if isinstance(error, TypeError | OverflowError):  # a value llama.cpp's JSON cannot hold (a 100-bit int)
+        return InvalidRequestError(f"The request holds a value llama.cpp cannot take: {error}")
     return PredictorError(f"llama.cpp failed: {type(error).__name__}: {error}")
 
 

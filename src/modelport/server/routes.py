@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Annotated, Any
@@ -10,9 +9,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from pydantic import BaseModel, ValidationError
-from sse_starlette import EventSourceResponse
 
-from modelport.errors import InvalidRequestError, ModelportError
+from modelport.errors import InvalidRequestError
 from modelport.protocol.requests import (
     ChatCompletionRequest,
     CompletionRequest,
@@ -22,7 +20,8 @@ from modelport.protocol.requests import (
     TranscriptionRequest,
 )
 from modelport.server.errors import validation_param
-from modelport.service import Answer, Service, SpeechEvents, SpeechStream, TranscriptEvents, Upload
+from modelport.server.streaming import EventStream, frames
+from modelport.service import Answer, Chunks, Service, SpeechEvents, SpeechStream, TranscriptEvents, Upload
 
 log = logging.getLogger("modelport.server")
 
@@ -33,36 +32,15 @@ def service_of(request: Request) -> Service:
     return service
 
 
-def _json(model: BaseModel) -> JSONResponse:
-    return JSONResponse(model.model_dump(mode="json", warnings=False))
+def _json(model: BaseModel) -> Response:
+    return Response(model.model_dump_json(warnings=False), media_type="application/json")
 
 
-def _sse(chunks: AsyncGenerator[Any, None]) -> EventSourceResponse:
-    async def as_json() -> AsyncGenerator[str, None]:
-        try:
-            async for chunk in chunks:
-                yield chunk.model_dump_json(exclude_unset=True)
-        finally:
-            await chunks.aclose()
-
-    return _sse_events(as_json(), done=True)
-
-
-def _sse_events(events: AsyncGenerator[dict[str, Any] | str, None], *, done: bool) -> EventSourceResponse:
-    async def frames() -> AsyncIterator[dict[str, str]]:
-        try:
-            async for event in events:
-                yield {"data": event if isinstance(event, str) else json.dumps(event, separators=(",", ":"))}
-        except ModelportError as error:
-            # Headers are gone: the error travels as a data frame, which the openai SDK raises as APIError.
-            yield {"data": json.dumps(error.body())}
-            return
-        finally:
-            await events.aclose()  # a client that went away stops its generation here
-        if done:
-            yield {"data": "[DONE]"}
-
-    return EventSourceResponse(frames(), ping=15)
+def _answer(result: BaseModel | Chunks[Any]) -> Response:
+    """A whole answer as JSON, a streamed one as server-sent events ending with `[DONE]`."""
+    if isinstance(result, Chunks):
+        return EventStream(frames(result.items, done=True))
+    return _json(result)
 
 
 async def _closing(chunks: AsyncGenerator[bytes, None]) -> AsyncIterator[bytes]:
@@ -84,7 +62,7 @@ async def list_models(request: Request) -> JSONResponse:
 
 
 @router.get("/models/{model_id:path}")
-async def retrieve_model(request: Request, model_id: str) -> JSONResponse:
+async def retrieve_model(request: Request, model_id: str) -> Response:
     """One model by id or alias."""
     return _json(service_of(request).retrieve_model(model_id))
 
@@ -92,19 +70,17 @@ async def retrieve_model(request: Request, model_id: str) -> JSONResponse:
 @router.post("/chat/completions")
 async def chat_completions(request: Request, body: ChatCompletionRequest) -> Response:
     """Chat completion, whole or streamed as server-sent events."""
-    result = await service_of(request).chat_completion(body)
-    return _sse(result) if isinstance(result, AsyncGenerator) else _json(result)
+    return _answer(await service_of(request).chat_completion(body))
 
 
 @router.post("/completions")
 async def completions(request: Request, body: CompletionRequest) -> Response:
     """Legacy text completion, whole or streamed."""
-    result = await service_of(request).completion(body)
-    return _sse(result) if isinstance(result, AsyncGenerator) else _json(result)
+    return _answer(await service_of(request).completion(body))
 
 
 @router.post("/embeddings")
-async def embeddings(request: Request, body: EmbeddingRequest) -> JSONResponse:
+async def embeddings(request: Request, body: EmbeddingRequest) -> Response:
     """Embeddings, as floats or base64 little-endian float32."""
     return _json(await service_of(request).embeddings(body))
 
@@ -116,7 +92,7 @@ async def speech(request: Request, body: SpeechRequest) -> Response:
     if isinstance(result, SpeechStream):
         return StreamingResponse(_closing(result.chunks), media_type=result.media_type)
     if isinstance(result, SpeechEvents):
-        return _sse_events(result.events, done=False)
+        return EventStream(frames(result.events, done=False))
     return Response(result.content, media_type=result.media_type)
 
 
@@ -169,7 +145,7 @@ class _AudioForm:
 
 def _transcript_response(result: Answer) -> Response:
     if isinstance(result, TranscriptEvents):
-        return _sse_events(result.events, done=True)
+        return EventStream(frames(result.events, done=True))
     if isinstance(result, str):
         return PlainTextResponse(result)
     return _json(result)

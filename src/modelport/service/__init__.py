@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator
 from typing import Any
 
 from openai.types import Completion, CreateEmbeddingResponse, Model
@@ -23,11 +22,13 @@ from modelport.protocol.requests import (
 )
 from modelport.service import audio, embeddings, generation, limits, transcription
 from modelport.service.audio import SpeechAudio, SpeechEvents, SpeechStream
+from modelport.service.framing import Chunks
 from modelport.service.transcription import Answer, TranscriptEvents
 from modelport.settings import Settings
 
 __all__ = [
     "Answer",
+    "Chunks",
     "Service",
     "SpeechAudio",
     "SpeechEvents",
@@ -88,12 +89,12 @@ class Service:
 
     async def chat_completion(
         self, request: ChatCompletionRequest
-    ) -> ChatCompletion | AsyncGenerator[ChatCompletionChunk, None]:
+    ) -> ChatCompletion | Chunks[ChatCompletionChunk]:
         """`POST /v1/chat/completions`."""
         limits.check_generation(request, self.settings.limits)
         return await generation.chat(self.manager, request)
 
-    async def completion(self, request: CompletionRequest) -> Completion | AsyncGenerator[Completion, None]:
+    async def completion(self, request: CompletionRequest) -> Completion | Chunks[Completion]:
         """`POST /v1/completions`."""
         limits.check_generation(request, self.settings.limits)
         return await generation.completion(self.manager, request)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import AsyncGenerator, Iterable
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from openai._models import construct_type
 from openai.types import Completion
@@ -18,6 +19,7 @@ from modelport.predictors.contract import Predictor
 from modelport.service import accumulate
 
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 
 def as_chunks(item: Any, predictor: Predictor) -> Iterable[dict[str, Any]]:
@@ -64,18 +66,35 @@ async def framed(
         await chunks.aclose()
 
 
-async def typed(
-    chunks: AsyncGenerator[dict[str, Any], None], cls: type[Any], predictor: Predictor
-) -> AsyncGenerator[Any, None]:
-    """Chunks built as the SDK builds streamed chunks: without validation, since OpenAI's own stream
-    chunks break the strict types (a legacy completion chunk's `finish_reason` is null until the end)."""
+@dataclass(frozen=True)
+class Chunks(Generic[T]):
+    """A streamed answer: its chunks as the wire carries them, each of which becomes a `cls` in-process.
+
+    The HTTP face encodes the dicts as they are; only the in-process client builds `openai` objects."""
+
+    items: AsyncGenerator[dict[str, Any], None]
+    cls: type[T]
+
+    async def typed(self) -> AsyncGenerator[T, None]:
+        """The chunks as `cls` objects."""
+        try:
+            async for data in self.items:
+                yield chunk(self.cls, data)
+        finally:
+            await self.items.aclose()
+
+
+async def checked(
+    chunks: AsyncGenerator[dict[str, Any], None], predictor: Predictor
+) -> AsyncGenerator[dict[str, Any], None]:
+    """The chunks, each verified to have a `choices` list (a predictor's breach is a 500 naming it)."""
     try:
         async for data in chunks:
             if not isinstance(data.get("choices"), list):
                 raise PredictorError(
                     f"predictor `{predictor.name}` returned a chunk without a `choices` list"
                 )
-            yield chunk(cls, data)
+            yield data
     finally:
         await chunks.aclose()
 

@@ -17,14 +17,14 @@ from modelport.predictors.contract import Capability, Predictor
 from modelport.predictors.manager import LoadedModel, ModelManager
 from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
 from modelport.service import accumulate, beam, calls, planning, relay, tool_formats, tools
-from modelport.service.framing import as_chunks, framed, typed, validate
+from modelport.service.framing import Chunks, as_chunks, checked, framed, validate
 from modelport.service.logprobs import legacy_logprobs
 from modelport.service.planning import ALL, TOOLS, choices_per_input
 
 
 async def chat(
     manager: ModelManager, request: ChatCompletionRequest
-) -> ChatCompletion | AsyncGenerator[ChatCompletionChunk, None]:
+) -> ChatCompletion | Chunks[ChatCompletionChunk]:
     """Answer a chat completion request: a whole `ChatCompletion`, or a stream of chunks."""
     model = await manager.get(request.model)
     predictor = model.predictor(Capability.CHAT)
@@ -50,11 +50,8 @@ async def chat(
             chunks, plan, (lambda: tool_formats.NativeParser(form, plan.legacy)) if form else None
         )
     if request.stream:
-        return typed(
-            await calls.eager(framed(chunks, model.spec.id, request.include_usage, "chatcmpl")),
-            ChatCompletionChunk,
-            predictor,
-        )
+        framed_chunks = framed(chunks, model.spec.id, request.include_usage, "chatcmpl")
+        return Chunks(await calls.eager(checked(framed_chunks, predictor)), ChatCompletionChunk)
     collected = [c async for c in framed(chunks, model.spec.id, True, "chatcmpl")]
     whole = accumulate.best(
         accumulate.chat(collected), request, lambda c: (c.get("logprobs") or {}).get("content")
@@ -62,9 +59,7 @@ async def chat(
     return validate(ChatCompletion, whole, predictor)
 
 
-async def completion(
-    manager: ModelManager, request: CompletionRequest
-) -> Completion | AsyncGenerator[Completion, None]:
+async def completion(manager: ModelManager, request: CompletionRequest) -> Completion | Chunks[Completion]:
     """Answer a legacy completion request; a list of prompts gives `n` choices per prompt, in order."""
     model = await manager.get(request.model)
     predictor = model.predictor(Capability.COMPLETION)
@@ -91,11 +86,8 @@ async def completion(
         echo=bool(request.echo),
     )
     if request.stream:
-        return typed(
-            await calls.eager(framed(chunks, model.spec.id, request.include_usage, "cmpl")),
-            Completion,
-            predictor,
-        )
+        framed_chunks = framed(chunks, model.spec.id, request.include_usage, "cmpl")
+        return Chunks(await calls.eager(checked(framed_chunks, predictor)), Completion)
     collected = [c async for c in framed(chunks, model.spec.id, True, "cmpl")]
     whole = accumulate.best(
         accumulate.completion(collected), request, lambda c: (c.get("logprobs") or {}).get("token_logprobs")

@@ -27,16 +27,17 @@ from modelport.protocol.requests import (
     SpeechRequest,
     TranscriptionRequest,
 )
-from modelport.service import accumulate, calls, framing
+from modelport.service import accumulate, calls
+from modelport.service.framing import Chunks
 
 M = TypeVar("M", bound=BaseModel)
 
 
 async def chat(
     model: LoadedModel, predictor: Predictor, request: ChatCompletionRequest
-) -> ChatCompletion | AsyncGenerator[ChatCompletionChunk, None]:
+) -> ChatCompletion | Chunks[ChatCompletionChunk]:
     """A chat completion from the upstream: whole, or its chunks as they arrive."""
-    answer: ChatCompletion | AsyncGenerator[ChatCompletionChunk, None] = await _generation(
+    answer: ChatCompletion | Chunks[ChatCompletionChunk] = await _generation(
         model, predictor, request, ChatCompletion, ChatCompletionChunk
     )
     return answer
@@ -44,9 +45,9 @@ async def chat(
 
 async def completion(
     model: LoadedModel, predictor: Predictor, request: CompletionRequest
-) -> Completion | AsyncGenerator[Completion, None]:
+) -> Completion | Chunks[Completion]:
     """A legacy completion from the upstream."""
-    answer: Completion | AsyncGenerator[Completion, None] = await _generation(
+    answer: Completion | Chunks[Completion] = await _generation(
         model, predictor, request, Completion, Completion
     )
     return answer
@@ -102,11 +103,11 @@ async def _generation(
             return _typed(whole_cls, whole, reply.origin)
         # An upstream that ignored `stream`: its whole answer as the chunks OpenAI would have sent.
         pieces = accumulate.chat_to_chunks(whole) if chat else [whole]
-        return _chunks(_listed(pieces), model, chunk_cls, reply.origin)
-    chunks = _chunks(reply.events, model, chunk_cls, reply.origin)
+        return Chunks(_chunks(_listed(pieces), model, reply.origin), chunk_cls)
+    chunks = _chunks(reply.events, model, reply.origin)
     if request.stream:
-        return chunks
-    collected = [chunk.model_dump(exclude_unset=True) async for chunk in chunks]
+        return Chunks(chunks, chunk_cls)
+    collected = [chunk async for chunk in chunks]
     whole = accumulate.chat(collected) if chat else accumulate.completion(collected)
     return _typed(whole_cls, whole, reply.origin)
 
@@ -161,9 +162,9 @@ async def _listed(items: list[dict[str, Any]]) -> AsyncGenerator[dict[str, Any],
 
 
 async def _chunks(
-    events: AsyncGenerator[dict[str, Any], None], model: LoadedModel, cls: type[Any], origin: str
-) -> AsyncGenerator[Any, None]:
-    """The upstream's chunks with our model id, typed as the SDK types streamed chunks."""
+    events: AsyncGenerator[dict[str, Any], None], model: LoadedModel, origin: str
+) -> AsyncGenerator[dict[str, Any], None]:
+    """The upstream's chunks with our model id."""
     try:
         async for event in events:
             if not isinstance(event.get("choices"), list):
@@ -171,7 +172,7 @@ async def _chunks(
             event["model"] = model.spec.id
             if event.get("usage"):
                 metrics.count_tokens(model.spec.id, event["usage"])
-            yield framing.chunk(cls, event)
+            yield event
     finally:
         await events.aclose()
 

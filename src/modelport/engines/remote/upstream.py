@@ -12,6 +12,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import httpx
+import orjson
 from httpx_sse import EventSource, ServerSentEvent
 
 from modelport.context import current
@@ -181,7 +182,7 @@ async def _bytes(
 
 def _data(event: ServerSentEvent, replica: Replica) -> dict[str, Any]:
     try:
-        data = json.loads(event.data)
+        data = orjson.loads(event.data)
     except ValueError:
         data = None
     if not isinstance(data, dict):
