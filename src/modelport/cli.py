@@ -55,6 +55,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--cors-origin", action="append", help="let browsers call from this origin (repeat; `*` for any)"
     )
+    serve.add_argument(
+        "--database",
+        help="where stored chat completions and responses live: sqlite:///PATH, postgresql://…, a file path, "
+        "or `none` to store nothing (also MODELPORT_DATABASE; default: modelport.db in the user's data "
+        "directory)",
+    )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
     models = commands.add_parser("models", help="list the models and aliases a configuration serves")
@@ -77,12 +83,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cors_origins": getattr(args, "cors_origin", None),
     }
     overrides = {k: v for k, v in overrides.items() if v is not None}
+    database = getattr(args, "database", None) or os.environ.get("MODELPORT_DATABASE")
     try:
         settings = (
             Settings.from_toml(args.config, **overrides)
             if args.config
             else Settings.model_validate(overrides)
         )
+        if database:  # the command line and the environment win over models.toml's [store] url
+            settings.store.url = database
         registry = ModelRegistry.from_settings(settings)
     except (OSError, ValueError, PredictorContractError) as error:  # a bad config: say what, no traceback
         print(f"modelport: error: {error}", file=sys.stderr)

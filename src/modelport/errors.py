@@ -166,3 +166,26 @@ class RelayedError(ModelportError):
 
     def body(self) -> dict[str, Any]:
         return self._body
+
+
+class NotFoundError(ModelportError):
+    """No stored object (completion, response, file, batch) has this id."""
+
+    status = 404
+    type = "invalid_request_error"
+    code = "not_found"
+
+
+class StoreDisabledError(InvalidRequestError):
+    """Storing is turned off (`--database none`), and the request needs it."""
+
+    code = "store_disabled"
+
+
+class StoreUnavailableError(ModelportError):
+    """The database cannot be reached: nothing is stored, and nothing is said to be."""
+
+    status = 503
+    type = "server_error"
+    code = "store_unavailable"
+    retry_after = 5

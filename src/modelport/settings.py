@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import tomllib
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
+import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from modelport.predictors.contract import Capability
@@ -106,6 +108,32 @@ class Limits(BaseModel):
     audio_seconds: float = Field(default=3600.0, gt=0, description="length of audio to transcribe")
 
 
+class StoreSettings(BaseModel):
+    """Where state lives (stored chat completions, responses) and what is stored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = Field(
+        default=None,
+        description="a database URL (sqlite:///path, postgresql://…), a file path, or `none` to store "
+        "nothing; default: modelport.db in the user's data directory",
+    )
+    chat_completions: Literal["request", "always"] = Field(
+        default="request", description="store chat completions that ask (`store: true`), or all of them"
+    )
+
+    def resolved_url(self) -> str | None:
+        """The database to use, or None when storing is off."""
+        url = self.url or os.environ.get("MODELPORT_DATABASE") or str(data_dir() / "modelport.db")
+        return None if url.lower() == "none" else url
+
+
+def data_dir() -> Path:
+    """Where modelport keeps what it stores: `MODELPORT_DATA_DIR`, else the user's data directory."""
+    given = os.environ.get("MODELPORT_DATA_DIR")
+    return Path(given) if given else Path(platformdirs.user_data_dir("modelport"))
+
+
 class Settings(BaseModel):
     """Everything `create_app` and the in-process client need to know."""
 
@@ -124,6 +152,7 @@ class Settings(BaseModel):
     protect_metrics: bool = Field(default=False, description="/metrics needs an API key too")
     cors_origins: list[str] = Field(default_factory=list, description="origins browsers may call from")
     limits: Limits = Field(default_factory=lambda: Limits())
+    store: StoreSettings = Field(default_factory=lambda: StoreSettings())
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike[str], **overrides: Any) -> Settings:

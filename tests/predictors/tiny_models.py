@@ -125,3 +125,34 @@ def failing_chat(messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
 
 
 VOICES = Literal["a", "b"]
+
+
+def recall_chat(
+    messages: list[dict[str, Any]],
+    max_tokens: Annotated[int | None, Parameter.MaxOutputTokens] = None,
+) -> Iterator[dict[str, Any]]:
+    """Streams back the whole conversation it was given, one `role: content` line per message, a word at a
+    time: what a turn of a stored conversation really reached the model with."""
+    lines = [f"{m['role']}: {m.get('content') or ''}" for m in messages]
+    words = " / ".join(lines).split(" ")
+    cut = words[:max_tokens] if max_tokens else words
+    base = {
+        "id": "chatcmpl-recall",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": "x",
+    }
+    for i, word in enumerate(cut):
+        delta = {"content": (" " if i else "") + word, **({} if i else {"role": "assistant"})}
+        yield {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+    finish = "length" if len(cut) < len(words) else "stop"
+    yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+    yield {
+        **base,
+        "choices": [],
+        "usage": {
+            "prompt_tokens": len(words),
+            "completion_tokens": len(cut),
+            "total_tokens": len(words) + len(cut),
+        },
+    }

@@ -17,7 +17,13 @@ from openai.lib._parsing._completions import (
 )
 from openai.pagination import AsyncPage
 from openai.types import Completion, CreateEmbeddingResponse, Model
-from openai.types.chat import ChatCompletion, ChatCompletionChunk, ParsedChatCompletion
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionChunk,
+    ChatCompletionDeleted,
+    ChatCompletionStoreMessage,
+    ParsedChatCompletion,
+)
 
 from modelport.client.adapt import (
     StreamedSpeech,
@@ -31,14 +37,18 @@ from modelport.client.adapt import (
     speech_chunks,
     transcript_events,
 )
+from modelport.client.pages import AsyncPaginator
+from modelport.client.responses import AsyncResponses
 from modelport.protocol.requests import (
     ChatCompletionRequest,
     CompletionRequest,
     EmbeddingRequest,
+    MetadataUpdate,
     SpeechRequest,
     TranscriptionRequest,
 )
 from modelport.service import Chunks, Service, TranscriptEvents
+from modelport.service.stored import ListPage
 from modelport.settings import Settings
 
 T = TypeVar("T")
@@ -63,6 +73,15 @@ class AsyncStream(Generic[T]):
         aclose = getattr(self._chunks, "aclose", None)
         if aclose is not None:
             await aclose()
+
+    @property
+    def response(self) -> AsyncStream[T]:
+        """What the SDK's stream helpers close when they are done (its HTTP response; here the stream)."""
+        return self
+
+    async def aclose(self) -> None:
+        """The same as `close()`."""
+        await self.close()
 
     async def __aenter__(self) -> AsyncStream[T]:
         return self
@@ -89,8 +108,34 @@ class AsyncModels(_Resource):
             return self._service.retrieve_model(model)
 
 
+class AsyncMessages(_Resource):
+    """`client.chat.completions.messages`."""
+
+    def list(
+        self,
+        completion_id: str,
+        *,
+        after: str | None = None,
+        limit: int | None = None,
+        order: str | None = None,
+        **_: Any,
+    ) -> AsyncPaginator[ChatCompletionStoreMessage]:
+        """The messages of a stored chat completion's request."""
+
+        async def fetch(cursor: str | None) -> ListPage[ChatCompletionStoreMessage]:
+            return await self._service.stored.messages(
+                completion_id, after=cursor or after, limit=limit, order=order
+            )
+
+        return AsyncPaginator(fetch, f"/chat/completions/{completion_id}/messages")
+
+
 class AsyncChatCompletions(_Resource):
     """`client.chat.completions`."""
+
+    def __init__(self, service: Service) -> None:
+        super().__init__(service)
+        self.messages = AsyncMessages(service)
 
     async def create(self, **params: Any) -> ChatCompletion | AsyncStream[ChatCompletionChunk]:
         """Same arguments as `openai.AsyncOpenAI().chat.completions.create`."""
@@ -111,6 +156,43 @@ class AsyncChatCompletions(_Resource):
         return parse_chat_completion(
             response_format=response_format, input_tools=tools, chat_completion=whole
         )
+
+    async def retrieve(self, completion_id: str, **_: Any) -> ChatCompletion:
+        """A stored chat completion."""
+        with sdk_errors(f"/chat/completions/{completion_id}"):
+            return await self._service.stored.retrieve(completion_id)
+
+    def list(
+        self,
+        *,
+        after: str | None = None,
+        limit: int | None = None,
+        order: str | None = None,
+        model: str | None = None,
+        metadata: dict[str, str] | None = None,
+        **_: Any,
+    ) -> AsyncPaginator[ChatCompletion]:
+        """Stored chat completions, oldest first unless `order="desc"`; filtered by model and metadata."""
+
+        async def fetch(cursor: str | None) -> ListPage[ChatCompletion]:
+            return await self._service.stored.list(
+                after=cursor or after, limit=limit, order=order, model=model, metadata=metadata
+            )
+
+        return AsyncPaginator(fetch, "/chat/completions")
+
+    async def update(
+        self, completion_id: str, *, metadata: dict[str, str] | None, **_: Any
+    ) -> ChatCompletion:
+        """Replace a stored chat completion's metadata."""
+        with sdk_errors(f"/chat/completions/{completion_id}"):
+            checked = request(MetadataUpdate, {"metadata": metadata})
+            return await self._service.stored.update(completion_id, checked.metadata)
+
+    async def delete(self, completion_id: str, **_: Any) -> ChatCompletionDeleted:
+        """Delete a stored chat completion."""
+        with sdk_errors(f"/chat/completions/{completion_id}"):
+            return ChatCompletionDeleted.model_validate(await self._service.stored.delete(completion_id))
 
 
 class AsyncChat:
@@ -224,6 +306,7 @@ class AsyncOpenAI:
         self.completions = AsyncCompletions(self.service)
         self.embeddings = AsyncEmbeddings(self.service)
         self.audio = AsyncAudio(self.service)
+        self.responses = AsyncResponses(self.service, AsyncStream)
 
     async def close(self) -> None:
         """Stop probing upstreams and close their connections, if this client built its service."""

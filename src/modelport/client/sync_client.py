@@ -13,6 +13,7 @@ from typing import Any, Generic, TypeVar
 from openai.pagination import AsyncPage, SyncPage
 
 from modelport.client.async_client import AsyncOpenAI, AsyncStream
+from modelport.client.pages import AsyncCursorPage, AsyncPaginator
 from modelport.service import Service
 from modelport.settings import Settings
 
@@ -84,6 +85,8 @@ class _Blocking:
 
             def call(*args: Any, **kwargs: Any) -> Any:
                 result = attr(*args, **kwargs)
+                if isinstance(result, AsyncPaginator):
+                    return CursorPage(self._loop, self._loop.run(result.first()))
                 return _BlockingContext(self._loop, result) if hasattr(result, "__aenter__") else result
 
         elif isinstance(attr, str | bytes | int | float | dict | list | tuple | type(None)):
@@ -93,12 +96,50 @@ class _Blocking:
         call.__doc__ = attr.__doc__
         return call
 
+    def __iter__(self) -> Iterator[Any]:
+        """An async-iterable target (the stream helper's events) iterated from blocking code."""
+        return _blocking_iterator(self._loop, aiter(self._target))
+
     def _blocking_result(self, result: Any) -> Any:
         if isinstance(result, AsyncStream):
             return Stream(self._loop, result)
         if isinstance(result, AsyncPage):
             return SyncPage[Any](data=result.data, object="list")
         return result
+
+
+class CursorPage(Generic[T]):
+    """Like the SDK's `SyncCursorPage`: `data`, `has_more`, `first_id`, `last_id`; iterating it walks every
+    item of every page."""
+
+    object = "list"
+
+    def __init__(self, loop: _Loop, page: AsyncCursorPage[T]) -> None:
+        self._loop = loop
+        self._page = page
+        self.data = page.data
+        self.has_more = page.has_more
+        self.first_id = page.first_id
+        self.last_id = page.last_id
+
+    def has_next_page(self) -> bool:
+        return self._page.has_next_page()
+
+    def get_next_page(self) -> CursorPage[T]:
+        """The page after this one."""
+        return CursorPage(self._loop, self._loop.run(self._page.get_next_page()))
+
+    def iter_pages(self) -> Iterator[CursorPage[T]]:
+        """This page and every later one."""
+        page = self
+        yield page
+        while page.has_next_page():
+            page = page.get_next_page()
+            yield page
+
+    def __iter__(self) -> Iterator[T]:
+        for page in self.iter_pages():
+            yield from page.data
 
 
 def _blocking_iterator(loop: _Loop, items: Any) -> Iterator[Any]:
@@ -151,6 +192,7 @@ class OpenAI:
         self.completions = resource(self._async.completions)
         self.embeddings = resource(self._async.embeddings)
         self.audio = resource(self._async.audio)
+        self.responses = resource(self._async.responses)
 
     def close(self) -> None:
         """Close upstream connections (of a service this client built) and stop its event loop thread."""

@@ -5,14 +5,31 @@ from __future__ import annotations
 import logging
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 log = logging.getLogger("modelport.protocol")
 
 
 # Engines count in 32-bit integers: a bigger number is an argument error here, not an overflow there.
-_INT32 = 2**31 - 1
+INT32 = 2**31 - 1
 _TokenId = Annotated[str, StringConstraints(pattern=r"^\d{1,10}$")]
+
+
+def _bounded_metadata(value: dict[str, str] | None) -> dict[str, str] | None:
+    """OpenAI's bounds on `metadata`: 16 pairs at most, keys of 64 characters, values of 512."""
+    if value is None:
+        return None
+    if len(value) > 16:
+        raise ValueError(f"metadata may hold at most 16 keys, not {len(value)}")
+    for key, item in value.items():
+        if len(key) > 64:
+            raise ValueError(f"metadata key {key[:20]!r}… is longer than 64 characters")
+        if len(item) > 512:
+            raise ValueError(f"metadata value of {key!r} is longer than 512 characters")
+    return value
+
+
+Metadata = Annotated[dict[str, str] | None, AfterValidator(_bounded_metadata)]
 
 
 class OpenAIRequest(BaseModel):
@@ -49,14 +66,14 @@ class _GenerationRequest(OpenAIRequest):
     top_p: float | None = Field(default=None, ge=0, le=1)
     presence_penalty: float | None = Field(default=None, ge=-2, le=2)
     frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
-    max_tokens: int | None = Field(default=None, ge=1, le=_INT32)
+    max_tokens: int | None = Field(default=None, ge=1, le=INT32)
     n: int = Field(default=1, ge=1, le=128)
     stop: str | list[str] | None = None
     seed: int | None = Field(default=None, ge=-(2**63), lt=2**64)
     logit_bias: dict[_TokenId, Annotated[float, Field(ge=-100, le=100)]] | None = None
     user: str | None = None
     # Beyond OpenAI (vLLM's names, sent through `extra_body`); honoured on both endpoints.
-    top_k: int | None = Field(default=None, ge=-1, le=_INT32)
+    top_k: int | None = Field(default=None, ge=-1, le=INT32)
     min_p: float | None = Field(default=None, ge=0, le=1)
     repetition_penalty: float | None = Field(default=None, gt=0, le=10)
     ignore_eos: bool | None = None
@@ -86,13 +103,15 @@ class ChatCompletionRequest(_GenerationRequest):
     """`POST /v1/chat/completions`."""
 
     messages: list[ChatMessage] = Field(min_length=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1, le=_INT32)
+    max_completion_tokens: int | None = Field(default=None, ge=1, le=INT32)
     response_format: dict[str, Any] | None = None
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
     logprobs: bool | None = None
     top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    store: bool | None = None
+    metadata: Metadata = None
 
     @field_validator("response_format")
     @classmethod
@@ -111,7 +130,7 @@ class CompletionRequest(_GenerationRequest):
     """`POST /v1/completions` (legacy)."""
 
     prompt: str | Annotated[list[str] | list[int] | list[list[int]], Field(min_length=1)]
-    max_tokens: int | None = Field(default=16, ge=1, le=_INT32)  # OpenAI's default for this endpoint
+    max_tokens: int | None = Field(default=16, ge=1, le=INT32)  # OpenAI's default for this endpoint
     echo: bool | None = None
     logprobs: int | None = Field(default=None, ge=0, le=5)
     suffix: str | None = None
@@ -127,7 +146,7 @@ class EmbeddingRequest(OpenAIRequest):
 
     input: str | list[str] | list[int] | list[list[int]]
     encoding_format: Literal["float", "base64"] = "float"
-    dimensions: int | None = Field(default=None, ge=1, le=_INT32)
+    dimensions: int | None = Field(default=None, ge=1, le=INT32)
     user: str | None = None
 
     @field_validator("input")
@@ -164,3 +183,9 @@ class TranscriptionRequest(OpenAIRequest):
     temperature: float | None = Field(default=None, ge=0, le=1)
     timestamp_granularities: list[Literal["word", "segment"]] | None = None
     stream: bool = False
+
+
+class MetadataUpdate(BaseModel):
+    """`POST /v1/chat/completions/{id}`: a stored completion's new metadata."""
+
+    metadata: Metadata = None

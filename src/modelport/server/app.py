@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
@@ -16,6 +17,7 @@ from modelport import __version__, metrics
 from modelport.server import errors
 from modelport.server.middleware import ApiKeys, BodyLimit, Disconnects, RequestRecords
 from modelport.server.routes import router
+from modelport.server.state import router as state_router
 from modelport.service import Service
 from modelport.settings import Settings
 
@@ -40,8 +42,9 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     app = FastAPI(title="modelport", version=__version__, lifespan=lifespan)
     app.state.service = service
     errors.install(app)
-    app.include_router(router, prefix="/v1")
-    app.include_router(router, prefix="/v1/openai/v1", include_in_schema=False)
+    for routes in (router, state_router):
+        app.include_router(routes, prefix="/v1")
+        app.include_router(routes, prefix="/v1/openai/v1", include_in_schema=False)
     settings = service.settings
     # Added innermost first: records see every answer, CORS answers preflights before keys are asked for.
     app.add_middleware(Disconnects)
@@ -70,7 +73,11 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         """200 once the models to preload are loaded; 503 while they load or if one failed. Each upstream
         replica's state is listed too (a replica that is down does not make modelport unhealthy)."""
         loading: asyncio.Task[None] | None = getattr(request.app.state, "loading", None)
-        upstreams = {"upstreams": service.upstreams()} if service.manager.registry.pools else {}
+        upstreams: dict[str, Any] = (
+            {"upstreams": service.upstreams()} if service.manager.registry.pools else {}
+        )
+        if service.store is not None:
+            upstreams["store"] = service.store.state()
         if loading is None or not loading.done():
             return JSONResponse({"status": "loading", **upstreams}, 503)
         if loading.cancelled() or loading.exception() is not None:

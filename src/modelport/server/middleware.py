@@ -228,6 +228,7 @@ _ROUTES = {
     "/v1/audio/voices",
     "/v1/audio/transcriptions",
     "/v1/audio/translations",
+    "/v1/responses",
     "/health",
     "/metrics",
 }
@@ -238,6 +239,14 @@ def route_of(path: str) -> str:
     path = path.removeprefix("/v1/openai")
     if path in _ROUTES:
         return path
-    if path.startswith("/v1/models/"):
-        return "/v1/models/{model}"
+    for prefix, route in _WITH_IDS:
+        if path.startswith(prefix):
+            return route
     return "other"
+
+
+_WITH_IDS = (
+    ("/v1/models/", "/v1/models/{model}"),
+    ("/v1/chat/completions/", "/v1/chat/completions/{id}"),
+    ("/v1/responses/", "/v1/responses/{id}"),
+)

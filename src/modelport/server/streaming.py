@@ -23,17 +23,21 @@ PING = b": ping\n\n"
 PING_SECONDS = 15.0
 
 
-def frame(event: Any) -> bytes:
-    """One `data:` frame of a JSON-able event."""
-    return b"data: " + orjson.dumps(event) + b"\n\n"
+def frame(event: Any, named: bool = False) -> bytes:
+    """One `data:` frame of a JSON-able event; `named`: after an `event:` line of its `type` (as the
+    Responses API sends its events)."""
+    data = b"data: " + orjson.dumps(event) + b"\n\n"
+    return b"event: " + str(event["type"]).encode() + b"\n" + data if named else data
 
 
-async def frames(events: AsyncGenerator[Any, None], *, done: bool) -> AsyncGenerator[bytes, None]:
+async def frames(
+    events: AsyncGenerator[Any, None], *, done: bool, named: bool = False
+) -> AsyncGenerator[bytes, None]:
     """Each event as a frame, then `[DONE]` if asked; an error after the headers went out travels as a data
     frame in OpenAI's shape (which the openai SDK raises as `APIError`), and no `[DONE]` follows it."""
     try:
         async for event in events:
-            yield frame(event)
+            yield frame(event, named)
     except ModelportError as error:
         yield frame(error.body())
         return

@@ -9,6 +9,7 @@ from typing import Any
 from openai.types import Completion, CreateEmbeddingResponse, Model
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from modelport.errors import StoreUnavailableError
 from modelport.predictors.contract import Capability
 from modelport.predictors.manager import ModelManager
 from modelport.predictors.registry import ModelRegistry
@@ -23,8 +24,11 @@ from modelport.protocol.requests import (
 from modelport.service import audio, embeddings, generation, limits, transcription
 from modelport.service.audio import SpeechAudio, SpeechEvents, SpeechStream
 from modelport.service.framing import Chunks
+from modelport.service.responses import Responses
+from modelport.service.stored import StoredCompletions
 from modelport.service.transcription import Answer, TranscriptEvents
 from modelport.settings import Settings
+from modelport.store import Store
 
 __all__ = [
     "Answer",
@@ -45,6 +49,10 @@ class Service:
         self.settings = settings or Settings()
         self.manager = ModelManager(registry, self.settings.load_wait)
         self._created = int(time.time())
+        url = self.settings.store.resolved_url()
+        self.store = Store(url) if url else None
+        self.stored = StoredCompletions(self.store, self.settings.store)
+        self.responses = Responses(self.chat_completion, lambda name: registry.resolve(name).id, self.store)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Service:
@@ -58,13 +66,22 @@ class Service:
         for pool in registry.pools:
             pool.start()
         await registry.refresh_catalogs(after=0)
+        if self.store is not None:
+            try:
+                await self.store.open()  # migrations run now, not under the first request
+                if self.responses.jobs is not None:
+                    await self.responses.jobs.reap_all()
+            except StoreUnavailableError:
+                pass  # logged, and shown by /health; requests that need the store answer 503
         if self.settings.preload:
             await self.manager.load_all()
 
     async def close(self) -> None:
-        """Stop probing upstreams and close their connections."""
+        """Stop probing upstreams, close their connections and the store's."""
         for pool in self.manager.registry.pools:
             await pool.close()
+        if self.store is not None:
+            await self.store.close()
 
     def upstreams(self) -> list[dict[str, Any]]:
         """The state of every upstream replica, by the models.toml entry it serves, for `/health`."""
@@ -90,9 +107,12 @@ class Service:
     async def chat_completion(
         self, request: ChatCompletionRequest
     ) -> ChatCompletion | Chunks[ChatCompletionChunk]:
-        """`POST /v1/chat/completions`."""
+        """`POST /v1/chat/completions`; stored if it asks (`store`) or the settings say always."""
         limits.check_generation(request, self.settings.limits)
-        return await generation.chat(self.manager, request)
+        if not self.stored.wanted(request):
+            return await generation.chat(self.manager, request)
+        await self.stored.ready()
+        return await self.stored.keep(request, await generation.chat(self.manager, request))
 
     async def completion(self, request: CompletionRequest) -> Completion | Chunks[Completion]:
         """`POST /v1/completions`."""

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
+from modelport.ids import new_id
 from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
 from modelport.service.planning import choices_per_input
 
@@ -39,7 +39,7 @@ def chat(chunks: list[dict[str, Any]]) -> dict[str, Any]:
                 logprobs["content"].extend(delta_choice["logprobs"].get("content") or [])
     for choice in choices.values():
         choice["finish_reason"] = choice["finish_reason"] or "stop"
-    first = chunks[0] if chunks else {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time())}
+    first = chunks[0] if chunks else {"id": new_id("chatcmpl"), "created": int(time.time())}
     return {
         **{k: first.get(k) for k in ("id", "created", "model", "system_fingerprint")},
         "object": "chat.completion",
@@ -102,7 +102,7 @@ def completion(chunks: list[dict[str, Any]]) -> dict[str, Any]:
                     merged.setdefault(key, []).extend(values or [])
     for choice in choices.values():
         choice["finish_reason"] = choice["finish_reason"] or "stop"
-    first = chunks[0] if chunks else {"id": f"cmpl-{uuid.uuid4().hex}", "created": int(time.time())}
+    first = chunks[0] if chunks else {"id": new_id("cmpl"), "created": int(time.time())}
     return {
         **{k: first.get(k) for k in ("id", "created", "model", "system_fingerprint")},
         "object": "text_completion",

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import AsyncGenerator, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -15,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from modelport import metrics
 from modelport.errors import PredictorError
+from modelport.ids import new_id
 from modelport.predictors.contract import Predictor
 from modelport.service import accumulate
 
@@ -40,7 +40,7 @@ async def framed(
 ) -> AsyncGenerator[dict[str, Any], None]:
     """One id of our own and our model id on every chunk (choices may come from several predictor calls);
     usage only in its own final chunk, when asked for."""
-    request_id = f"{prefix}-{uuid.uuid4().hex}"
+    request_id = new_id(prefix)
     usage: dict[str, Any] = {}
     try:
         async for chunk in chunks:

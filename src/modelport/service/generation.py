@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-import uuid
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -13,6 +12,7 @@ from openai.types import Completion
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from modelport.errors import InvalidRequestError
+from modelport.ids import new_id
 from modelport.predictors.contract import Capability, Predictor
 from modelport.predictors.manager import LoadedModel, ModelManager
 from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
@@ -129,7 +129,7 @@ async def _beam_search(
         )
     )
     prefix = "chatcmpl" if chat else "cmpl"
-    frame = {"id": f"{prefix}-{uuid.uuid4().hex}", "created": int(time.time()), "model": model.spec.id}
+    frame = {"id": new_id(prefix), "created": int(time.time()), "model": model.spec.id}
     chunks: list[dict[str, Any]] = []
     prompt_tokens = completion_tokens = 0
     for k, (beams, prompt) in enumerate(results):

@@ -27,7 +27,9 @@ _OPTION_FIELDS = {
     "openai.chat.completions.tools": "tools",
 }
 # Fields that are the request's framing, not options for the model.
-_FRAMING = {"model", "messages", "prompt", "stream", "stream_options", "max_completion_tokens"}
+_FRAMING = {
+    "model", "messages", "prompt", "stream", "stream_options", "max_completion_tokens", "store", "metadata",
+}  # fmt: skip
 # Fields modelport honours itself, whatever the predictor.
 _HANDLED_HERE = {"n", "best_of", "echo", "use_beam_search", "length_penalty", "early_stopping"}
 _TOOL_FIELDS = {"tools", "tool_choice", "parallel_tool_calls", "functions", "function_call"}

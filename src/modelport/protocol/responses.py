@@ -1,0 +1,41 @@
+"""Request bodies of the Responses API (`/v1/responses`), validated once at the edge."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from modelport.protocol.requests import INT32, Metadata, OpenAIRequest
+
+
+class ResponseRequest(OpenAIRequest):
+    """`POST /v1/responses`. Fields beyond OpenAI's (vLLM's `top_k`, a `seed`) reach the model as they do
+    on chat completions."""
+
+    input: str | list[dict[str, Any]]
+    instructions: str | None = None
+    previous_response_id: str | None = None
+    store: bool | None = None  # OpenAI's default is true (when this server stores at all)
+    metadata: Metadata = None
+    max_output_tokens: int | None = Field(default=None, ge=1, le=INT32)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    max_tool_calls: int | None = Field(default=None, ge=1, le=INT32)
+    text: dict[str, Any] | None = None
+    truncation: Literal["auto", "disabled"] | None = None
+    user: str | None = None
+    stream: bool = False
+    background: bool = False
+    reasoning: dict[str, Any] | None = None
+    include: list[str] | None = None
+    conversation: str | dict[str, Any] | None = None
+    prompt: dict[str, Any] | None = None
+    service_tier: str | None = None
+    stream_options: dict[str, Any] | None = None
+    safety_identifier: str | None = None
+    prompt_cache_key: str | None = None

@@ -1,0 +1,338 @@
+"""The Responses API (`/v1/responses`) on the chat path: a turn becomes a chat completion (its stored
+conversation, its tools, its output format), whose chunks become the Responses events and the final
+`Response`. Stored turns chain with `previous_response_id`; background turns run on as jobs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Any
+
+import anyio
+from openai.types.chat import ChatCompletionChunk
+from openai.types.responses import Response
+from pydantic import ValidationError
+
+from modelport.errors import InvalidRequestError, ModelportError, NotFoundError, StoreDisabledError
+from modelport.protocol.requests import ChatCompletionRequest
+from modelport.protocol.responses import ResponseRequest
+from modelport.service import calls
+from modelport.service.framing import Chunks
+from modelport.service.responses import items
+from modelport.service.responses.background import Jobs
+from modelport.service.responses.events import ResponseEvents
+from modelport.service.stored import ListPage, bounded_limit, checked_order
+from modelport.store import Store
+
+Chat = Callable[[ChatCompletionRequest], Awaitable[Any]]
+_TRUNCATION_TRIES = 8  # `truncation: auto` drops the oldest turn this many times at most
+
+
+class Responses:
+    """`/v1/responses`: create, retrieve (or replay as events), delete, cancel, and input items."""
+
+    def __init__(self, chat: Chat, resolve: Callable[[str], str], store: Store | None) -> None:
+        self._chat = chat
+        self._resolve = resolve
+        self.store = store
+        self.jobs = Jobs(store) if store is not None else None
+
+    async def create(self, request: ResponseRequest) -> Response | AsyncGenerator[dict[str, Any], None]:
+        """A whole `Response`, its events (`stream`), or at once a queued one (`background`)."""
+        store = self._storing(request)
+        model_id = self._resolve(request.model)
+        history = await self._history(request.previous_response_id)
+        turn = items.input_items(request)
+        chat = self._chat_request(request, history, turn)
+        response = _skeleton(request, model_id, store)
+        row = _row(request, turn, response) if store else None
+        if request.background:
+            assert self.jobs is not None
+            assert row is not None
+            return await self.jobs.start(row, self._run(chat, request, response, row), stream=request.stream)
+        events = self._run(chat, request, response, row)
+        if request.stream:
+            return await calls.eager(events)
+        async for _ in events:
+            pass
+        return _typed(response)
+
+    async def retrieve(
+        self, response_id: str, stream: bool = False, starting_after: int | None = None
+    ) -> Response | AsyncGenerator[dict[str, Any], None]:
+        """A stored response, or (`stream`) its events after `starting_after`: a background one's as they
+        happened and as they go on; any other's rebuilt from what was stored."""
+        row = await self._row(response_id)
+        if self.jobs is not None:
+            row = await self.jobs.reap(row)
+        if not stream:
+            return _typed(row["response"])
+        if row["background"]:
+            assert self.jobs is not None
+            return self.jobs.follow(response_id, starting_after if starting_after is not None else -1)
+        return _replayed(row["response"], starting_after)
+
+    async def delete(self, response_id: str) -> dict[str, Any]:
+        """`DELETE /v1/responses/{id}`."""
+        if not await self._store().responses.delete(response_id):
+            raise _missing(response_id)
+        return {"id": response_id, "object": "response.deleted", "deleted": True}
+
+    async def cancel(self, response_id: str) -> Response:
+        """`POST /v1/responses/{id}/cancel`: stop a background response (within one event); what it
+        produced is kept."""
+        row = await self._row(response_id)
+        if not row["background"]:
+            raise InvalidRequestError("Only a background response can be cancelled.", param="response_id")
+        assert self.jobs is not None
+        await self.jobs.cancel(response_id)
+        return _typed((await self._row(response_id))["response"])
+
+    async def input_items(
+        self,
+        response_id: str,
+        *,
+        after: str | None = None,
+        limit: int | None = None,
+        order: str | None = None,
+    ) -> ListPage[dict[str, Any]]:
+        """`GET /v1/responses/{id}/input_items`: the turn's input items, newest first unless `order` is
+        `asc`."""
+        listed = list((await self._row(response_id))["input_items"])
+        if checked_order(order, "desc") == "desc":
+            listed.reverse()
+        if after is not None:
+            ids = [item.get("id") for item in listed]
+            if after not in ids:
+                raise NotFoundError(
+                    f"No input item found with id '{after}' (the `after` cursor).", param="after"
+                )
+            listed = listed[ids.index(after) + 1 :]
+        size = bounded_limit(limit)
+        return ListPage(listed[:size], len(listed) > size)
+
+    async def _run(
+        self, chat: ChatCompletionRequest, request: ResponseRequest, response: dict[str, Any], row: Any
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        """The events of one turn; a stored turn is committed before its closing event goes out. An error
+        before any output (an unknown model, a schema the decoder cannot enforce) is raised as it is."""
+        builder = ResponseEvents(response)
+        chunks = await self._generate(chat, request.truncation == "auto")
+        for event in builder.start():
+            yield event
+        try:
+            try:
+                async for chunk in chunks.items:
+                    for event in builder.feed(chunk):
+                        yield event
+            finally:
+                await chunks.items.aclose()
+            closing = builder.finish()
+        except ModelportError as error:
+            closing = builder.fail(error.body()["error"])
+        except BaseException:
+            # The client left mid-stream (or the job was cancelled): what was produced is kept.
+            builder.fail({"message": "interrupted"}, "cancelled" if request.background else "incomplete")
+            if row is not None:
+                with anyio.CancelScope(shield=True):
+                    await self._finish(row, response)
+            raise
+        for event in closing[:-1]:
+            yield event
+        if row is not None:
+            await self._finish(row, response)
+        yield closing[-1]
+
+    async def _generate(self, chat: ChatCompletionRequest, truncate: bool) -> Chunks[ChatCompletionChunk]:
+        """The turn's chat stream; with `truncation: auto`, the oldest turns go until it fits."""
+        for _ in range(_TRUNCATION_TRIES):
+            try:
+                answer = await self._chat(chat)
+            except InvalidRequestError as error:
+                if not truncate or error.code != "context_length_exceeded" or not _drop_oldest(chat):
+                    raise
+                continue
+            assert isinstance(answer, Chunks)
+            return answer
+        return await self._chat(chat)  # type: ignore[no-any-return]
+
+    async def _finish(self, row: dict[str, Any], response: dict[str, Any]) -> None:
+        """Store the turn as it ended (a background one was stored when it was queued)."""
+        if row["background"]:
+            await self._store().responses.update(
+                row["id"], status=response["status"], response=response, heartbeat=int(time.time())
+            )
+        else:
+            await self._store().responses.save({**row, "status": response["status"], "response": response})
+
+    def _chat_request(
+        self, request: ResponseRequest, history: list[dict[str, Any]], turn: list[dict[str, Any]]
+    ) -> ChatCompletionRequest:
+        messages = [{"role": "system", "content": request.instructions}] if request.instructions else []
+        messages += history + items.messages(turn)
+        body = {
+            **items.chat_fields(request),
+            "model": request.model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "store": False,  # kept as a response, not also as a chat completion
+        }
+        try:
+            return ChatCompletionRequest.model_validate(body)
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise InvalidRequestError(f"Invalid request ({where}): {first['msg']}", param="input") from None
+
+    async def _history(self, previous: str | None) -> list[dict[str, Any]]:
+        """Every earlier turn of the conversation, as chat messages."""
+        if previous is None:
+            return []
+        chain = await self._store().responses.chain(previous)
+        if not chain:
+            raise NotFoundError(
+                f"Previous response with id '{previous}' not found.", param="previous_response_id"
+            )
+        if chain[0]["previous_response_id"] is not None:
+            raise NotFoundError(
+                f"The conversation of '{previous}' goes back to '{chain[0]['previous_response_id']}', "
+                "which was deleted.",
+                param="previous_response_id",
+            )
+        messages: list[dict[str, Any]] = []
+        for row in chain:
+            messages += items.messages(row["input_items"]) + items.messages(
+                items.output_items(row["response"])
+            )
+        return messages
+
+    def _storing(self, request: ResponseRequest) -> bool:
+        if self.store is None:
+            for name, given in (
+                ("store", request.store),
+                ("previous_response_id", request.previous_response_id),
+                ("background", request.background or None),
+            ):
+                if given:
+                    raise StoreDisabledError(
+                        f"{name} needs stored responses, and this server stores nothing (started with "
+                        "--database none).",
+                        param=name,
+                    )
+            return False
+        if request.background and request.store is False:
+            raise InvalidRequestError(
+                "A background response must be stored (store: true).", param="background"
+            )
+        return request.store is not False
+
+    def _store(self) -> Store:
+        if self.store is None:
+            raise StoreDisabledError("This server stores nothing (started with --database none).")
+        return self.store
+
+    async def _row(self, response_id: str) -> dict[str, Any]:
+        row = await self._store().responses.get(response_id)
+        if row is None:
+            raise _missing(response_id)
+        return row
+
+
+def _skeleton(request: ResponseRequest, model_id: str, store: bool) -> dict[str, Any]:
+    """The `Response` before any output: what every event's snapshot starts from."""
+    return {
+        "id": items.new_id("resp"),
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "queued" if request.background else "in_progress",
+        "background": request.background,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": request.instructions,
+        "max_output_tokens": request.max_output_tokens,
+        "max_tool_calls": request.max_tool_calls,
+        "model": model_id,
+        "output": [],
+        "parallel_tool_calls": request.parallel_tool_calls is not False,
+        "previous_response_id": request.previous_response_id,
+        "reasoning": {"effort": None, "summary": None},
+        "service_tier": request.service_tier or "default",
+        "store": store,
+        "temperature": request.temperature if request.temperature is not None else 1.0,
+        "text": request.text or {"format": {"type": "text"}},
+        "tool_choice": request.tool_choice if request.tool_choice is not None else "auto",
+        "tools": request.tools or [],
+        "top_logprobs": request.top_logprobs,
+        "top_p": request.top_p if request.top_p is not None else 1.0,
+        "truncation": request.truncation or "disabled",
+        "usage": None,
+        "user": request.user,
+        "metadata": request.metadata or {},
+        "safety_identifier": request.safety_identifier,
+        "prompt_cache_key": request.prompt_cache_key,
+    }
+
+
+def _row(request: ResponseRequest, turn: list[dict[str, Any]], response: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": response["id"],
+        "created": response["created_at"],
+        "model": response["model"],
+        "status": response["status"],
+        "previous_response_id": request.previous_response_id,
+        "background": request.background,
+        "heartbeat": int(time.time()),
+        "metadata": request.metadata or {},
+        "request": request.model_dump(mode="json", exclude_unset=True, exclude={"input"}),
+        "input_items": turn,
+        "response": response,
+    }
+
+
+def _replayed(response: dict[str, Any], after: int | None) -> AsyncGenerator[dict[str, Any], None]:
+    """The events of a stored (not background) response, rebuilt from its final state."""
+
+    async def events() -> AsyncGenerator[dict[str, Any], None]:
+        builder = ResponseEvents({**response, "status": "in_progress", "output": [], "usage": None})
+        produced = builder.start()
+        for index, item in enumerate(response.get("output") or []):
+            if item.get("type") == "message":
+                text = "".join(p.get("text", "") for p in item.get("content") or [])
+                produced += builder.feed({"choices": [{"delta": {"content": text}}]})
+            elif item.get("type") == "function_call":
+                function = {"name": item["name"], "arguments": item["arguments"]}
+                call = {"index": index, "id": item["call_id"], "function": function}
+                produced += builder.feed({"choices": [{"delta": {"tool_calls": [call]}}]})
+        if response.get("usage"):
+            builder.response["usage"] = response["usage"]
+        if response.get("status") == "incomplete":
+            builder.feed({"choices": [{"delta": {}, "finish_reason": "length"}]})
+        produced += (
+            builder.finish() if response.get("status") != "failed" else builder.fail(response["error"])
+        )
+        for event in produced:
+            if after is None or event["sequence_number"] > after:
+                yield event
+
+    return events()
+
+
+def _typed(response: dict[str, Any]) -> Response:
+    return Response.model_validate(response)
+
+
+def _drop_oldest(chat: ChatCompletionRequest) -> bool:
+    """Drop the oldest message after the instructions (and the tool results that answer a dropped call);
+    whether anything was left to drop."""
+    first = 1 if chat.messages and chat.messages[0].role == "system" else 0
+    if len(chat.messages) - first <= 1:
+        return False
+    del chat.messages[first]
+    while len(chat.messages) > first + 1 and chat.messages[first].role == "tool":
+        del chat.messages[first]
+    return True
+
+
+def _missing(response_id: str) -> NotFoundError:
+    return NotFoundError(f"Response with id '{response_id}' not found.", param="response_id")

@@ -1,0 +1,228 @@
+"""Responses items ↔ chat messages, and the parameters of a Responses request as chat parameters.
+
+A turn's conversation is its instructions, then every earlier turn's input and output (the stored chain of
+`previous_response_id`), then its own input; the chat path does the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from modelport import ids
+from modelport.errors import InvalidRequestError
+from modelport.protocol.responses import ResponseRequest
+
+_ROLES = ("user", "system", "developer", "assistant")
+_TEXT_PARTS = ("input_text", "output_text", "text")
+# Tools and parameters a local model cannot honour: refused by name rather than silently ignored.
+_HOSTED_TOOLS = (
+    "web_search", "web_search_preview", "file_search", "computer_use_preview", "computer_use",
+    "code_interpreter", "image_generation", "mcp", "local_shell", "shell", "apply_patch", "custom",
+    "tool_search",
+)  # fmt: skip
+
+
+def new_id(prefix: str) -> str:
+    """An id in OpenAI's style: `resp_…`, `msg_…`, `fc_…`."""
+    return ids.new_id(prefix, "_")
+
+
+def input_items(request: ResponseRequest) -> list[dict[str, Any]]:
+    """This turn's input as items with ids (a string is one user message)."""
+    if isinstance(request.input, str):
+        text = request.input
+        return [
+            {"id": new_id("msg"), "type": "message", "role": "user", "content": [_text("input_text", text)]}
+        ]
+    items = []
+    for i, raw in enumerate(request.input):
+        item = dict(raw)
+        kind = item.setdefault("type", "message")
+        if kind == "message":
+            if item.get("role") not in _ROLES:
+                raise InvalidRequestError(
+                    f"input[{i}].role must be one of {', '.join(_ROLES)}.", param=f"input[{i}].role"
+                )
+            content = item.get("content")
+            if isinstance(content, str):
+                part = "output_text" if item["role"] == "assistant" else "input_text"
+                item["content"] = [_text(part, content)]
+            elif not isinstance(content, list):
+                raise InvalidRequestError(
+                    f"input[{i}].content must be a string or a list of content parts.",
+                    param=f"input[{i}].content",
+                )
+            for j, part in enumerate(item["content"]):
+                if not isinstance(part, dict) or part.get("type") not in (*_TEXT_PARTS, "refusal"):
+                    shown = part.get("type") if isinstance(part, dict) else type(part).__name__
+                    raise InvalidRequestError(
+                        f"input[{i}].content[{j}] is `{shown}`; the models here read text parts only "
+                        "(input_text, output_text).",
+                        param=f"input[{i}].content[{j}].type",
+                    )
+            item.setdefault("id", new_id("msg"))
+        elif kind == "function_call":
+            _require(item, i, "call_id", "name", "arguments")
+            item.setdefault("id", new_id("fc"))
+        elif kind == "function_call_output":
+            _require(item, i, "call_id", "output")
+            item.setdefault("id", new_id("fco"))
+        elif kind == "reasoning":
+            pass  # an earlier reasoning model's thoughts: context the models here neither read nor need
+        else:
+            raise InvalidRequestError(
+                f"input[{i}] is a `{kind}` item, which this server does not support; it takes messages, "
+                "function_call and function_call_output items.",
+                param=f"input[{i}].type",
+            )
+        items.append(item)
+    return items
+
+
+def messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Chat messages for items: consecutive function calls become one assistant message with its calls."""
+    chat: list[dict[str, Any]] = []
+    for item in items:
+        kind = item.get("type", "message")
+        if kind == "message":
+            role = "system" if item["role"] == "developer" else item["role"]
+            chat.append({"role": role, "content": _joined(item["content"])})
+        elif kind == "function_call":
+            call = {
+                "id": item["call_id"],
+                "type": "function",
+                "function": {"name": item["name"], "arguments": item["arguments"]},
+            }
+            last = chat[-1] if chat else None
+            if last and last["role"] == "assistant" and last.get("tool_calls") and not last.get("content"):
+                last["tool_calls"].append(call)
+            else:
+                chat.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            output = item["output"]
+            text = output if isinstance(output, str) else _joined(output) if isinstance(output, list) else ""
+            chat.append({"role": "tool", "tool_call_id": item["call_id"], "content": text})
+    return chat
+
+
+def chat_fields(request: ResponseRequest) -> dict[str, Any]:
+    """The chat completion parameters a Responses request stands for (less its messages)."""
+    refuse_unsupported(request)
+    fields: dict[str, Any] = {
+        k: v for k, v in request.extras().items() if k not in ("store", "metadata", "stream", "background")
+    }
+    for name in ("temperature", "top_p", "user", "parallel_tool_calls"):
+        value = getattr(request, name)
+        if value is not None:
+            fields[name] = value
+    if request.max_output_tokens is not None:
+        fields["max_completion_tokens"] = request.max_output_tokens
+    if request.top_logprobs:
+        fields.update(logprobs=True, top_logprobs=request.top_logprobs)
+    if request.tools:
+        fields["tools"] = [_chat_tool(tool, i) for i, tool in enumerate(request.tools)]
+    if request.tool_choice is not None:
+        fields["tool_choice"] = _chat_tool_choice(request.tool_choice)
+    response_format = _chat_format((request.text or {}).get("format"))
+    if response_format is not None:
+        fields["response_format"] = response_format
+    return fields
+
+
+def refuse_unsupported(request: ResponseRequest) -> None:
+    """A 400 naming each parameter a local model cannot honour."""
+    reasoning = request.reasoning or {}
+    for name in ("effort", "summary", "generate_summary"):
+        if reasoning.get(name) is not None:
+            raise InvalidRequestError(
+                f"reasoning.{name} is not supported: the models here do not reason before they answer.",
+                param=f"reasoning.{name}",
+            )
+    if request.conversation is not None:
+        raise InvalidRequestError(
+            "conversation is not supported; chain turns with previous_response_id.", param="conversation"
+        )
+    if request.prompt is not None:
+        raise InvalidRequestError("Stored prompt templates (prompt) are not supported.", param="prompt")
+    verbosity = (request.text or {}).get("verbosity")
+    if verbosity not in (None, "medium"):
+        raise InvalidRequestError("text.verbosity is not supported.", param="text.verbosity")
+
+
+def output_items(response: dict[str, Any]) -> list[dict[str, Any]]:
+    """A stored response's output, as input items of the next turn."""
+    return [item for item in response.get("output") or [] if item.get("type") in ("message", "function_call")]
+
+
+def _chat_tool(tool: dict[str, Any], i: int) -> dict[str, Any]:
+    kind = tool.get("type")
+    if kind != "function":
+        hosted = (
+            "a hosted tool OpenAI runs" if kind in _HOSTED_TOOLS else "a tool type this server does not know"
+        )
+        raise InvalidRequestError(
+            f"tools[{i}] is `{kind}`, {hosted}; only function tools are supported here.",
+            param=f"tools[{i}].type",
+        )
+    if not isinstance(tool.get("name"), str):
+        raise InvalidRequestError(f"tools[{i}].name is required.", param=f"tools[{i}].name")
+    function = {
+        k: tool[k] for k in ("name", "description", "parameters", "strict") if tool.get(k) is not None
+    }
+    return {"type": "function", "function": function}
+
+
+def _chat_tool_choice(choice: str | dict[str, Any]) -> str | dict[str, Any]:
+    if isinstance(choice, str):
+        return choice
+    if choice.get("type") == "function" and isinstance(choice.get("name"), str):
+        return {"type": "function", "function": {"name": choice["name"]}}
+    raise InvalidRequestError(
+        f"tool_choice of type `{choice.get('type')}` is not supported; use none, auto, required or "
+        '{"type": "function", "name": ...}.',
+        param="tool_choice",
+    )
+
+
+def _chat_format(form: dict[str, Any] | None) -> dict[str, Any] | None:
+    if form is None or form.get("type") == "text":
+        return None
+    if form.get("type") == "json_object":
+        return {"type": "json_object"}
+    if form.get("type") == "json_schema":
+        if not isinstance(form.get("schema"), dict):
+            raise InvalidRequestError(
+                "text.format.schema must be a JSON schema object.", param="text.format.schema"
+            )
+        spec = {k: form[k] for k in ("name", "schema", "strict", "description") if k in form}
+        return {"type": "json_schema", "json_schema": {"name": "output", **spec}}
+    raise InvalidRequestError(
+        f"text.format.type must be text, json_object or json_schema, not {form.get('type')!r}.",
+        param="text.format.type",
+    )
+
+
+def _text(kind: str, text: str) -> dict[str, Any]:
+    part: dict[str, Any] = {"type": kind, "text": text}
+    if kind == "output_text":
+        part["annotations"] = []
+    return part
+
+
+def _joined(parts: list[Any]) -> str:
+    texts = []
+    for part in parts:
+        if isinstance(part, dict):
+            texts.append(str(part.get("text") or part.get("refusal") or ""))
+        elif isinstance(part, str):
+            texts.append(part)
+    return "".join(texts)
+
+
+def _require(item: dict[str, Any], i: int, *names: str) -> None:
+    for name in names:
+        if item.get(name) is None:
+            raise InvalidRequestError(f"input[{i}].{name} is required.", param=f"input[{i}].{name}")
+    if "arguments" in names and not isinstance(item["arguments"], str):
+        item["arguments"] = json.dumps(item["arguments"])

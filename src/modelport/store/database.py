@@ -1,0 +1,156 @@
+"""The database connection: opened once (its migrations applied), watched, and closed.
+
+SQLite (through aiosqlite) by default, in a file; PostgreSQL (through asyncpg) for several modelport
+replicas sharing state. Every operation runs in a transaction; one that fails because the database is
+unreachable marks the store down (in the log and `/health`) and answers 503, never a silent loss.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy.exc
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import event, text
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from modelport.errors import StoreUnavailableError
+
+log = logging.getLogger("modelport.store")
+MIGRATIONS = Path(__file__).parent / "migrations"
+_MIGRATION_LOCK = 0x6D6F64656C706F  # PostgreSQL advisory lock: one replica migrates at a time
+
+
+def async_url(url: str) -> str:
+    """The SQLAlchemy URL with the async driver: `sqlite:///x.db` or a path → aiosqlite, `postgresql://`
+    → asyncpg."""
+    if "://" not in url:
+        return f"sqlite+aiosqlite:///{Path(url).expanduser()}"
+    parsed = make_url(url)
+    driver = {
+        "sqlite": "sqlite+aiosqlite",
+        "postgresql": "postgresql+asyncpg",
+        "postgres": "postgresql+asyncpg",
+    }
+    name = driver.get(parsed.drivername, parsed.drivername)
+    return parsed.set(drivername=name).render_as_string(hide_password=False)
+
+
+class Database:
+    """One engine, opened on first use; `state()` says whether it is reachable."""
+
+    def __init__(self, url: str) -> None:
+        self.url = async_url(url)
+        self.shown = make_url(self.url).render_as_string(hide_password=True)
+        self._engine: AsyncEngine | None = None
+        self._opening = asyncio.Lock()
+        self._error: str | None = None
+        self._failed_at = 0.0
+
+    @property
+    def sqlite(self) -> bool:
+        return self.url.startswith("sqlite")
+
+    def state(self) -> dict[str, Any]:
+        """What `/health` says of the store (the URL without its password)."""
+        report: dict[str, Any] = {"url": self.shown, "state": "down" if self._error else "up"}
+        if self._engine is None and not self._error:
+            report["state"] = "not opened"
+        if self._error:
+            report["last_error"] = self._error
+        return report
+
+    async def open(self) -> AsyncEngine:
+        """The engine, created and migrated to the latest schema on first use."""
+        if self._engine is not None:
+            return self._engine
+        async with self._opening:
+            if self._engine is None:
+                engine = self._create()
+                try:
+                    async with engine.begin() as connection:
+                        await self._migrate(connection)
+                except (OSError, sqlalchemy.exc.SQLAlchemyError) as error:
+                    await engine.dispose()
+                    raise self._down(error) from error
+                self._engine = engine
+                log.info("store: %s", self.shown)
+        return self._engine
+
+    async def close(self) -> None:
+        """Release the connections."""
+        if self._engine is not None:
+            await self._engine.dispose()
+            self._engine = None
+
+    async def ping(self) -> None:
+        """A round trip to the database."""
+        async with self.transaction() as connection:
+            await connection.execute(text("SELECT 1"))
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncConnection]:
+        """A connection in a transaction: committed if the block ends normally, rolled back otherwise."""
+        engine = await self.open()
+        try:
+            async with engine.begin() as connection:
+                yield connection
+        except (OSError, sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError) as error:
+            raise self._down(error) from error
+        except sqlalchemy.exc.DBAPIError as error:
+            if error.connection_invalidated:
+                raise self._down(error) from error
+            raise
+        if self._error:
+            log.info("store: %s is reachable again", self.shown)
+            self._error = None
+
+    def _down(self, error: BaseException) -> StoreUnavailableError:
+        message = str(getattr(error, "orig", None) or error).strip().splitlines()[0][:300]
+        if self._error is None or time.monotonic() - self._failed_at > 60:
+            log.error("store: %s is unreachable: %s", self.shown, message)
+        self._error, self._failed_at = message, time.monotonic()
+        return StoreUnavailableError(f"The store ({self.shown}) is unreachable: {message}")
+
+    def _create(self) -> AsyncEngine:
+        if self.sqlite:
+            database = make_url(self.url).database
+            if database and database != ":memory:":
+                Path(database).parent.mkdir(parents=True, exist_ok=True)
+            engine = create_async_engine(self.url, connect_args={"timeout": 30})
+
+            @event.listens_for(engine.sync_engine, "connect")
+            def _pragmas(connection: Any, _: Any) -> None:
+                cursor = connection.cursor()
+                # WAL: readers never wait for the writer; foreign keys: deletes cascade.
+                for pragma in (
+                    "journal_mode=WAL",
+                    "synchronous=NORMAL",
+                    "foreign_keys=ON",
+                    "busy_timeout=30000",
+                ):
+                    cursor.execute(f"PRAGMA {pragma}")
+                cursor.close()
+
+            return engine
+        return create_async_engine(self.url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+    async def _migrate(self, connection: AsyncConnection) -> None:
+        if not self.sqlite:
+            await connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
+        await connection.run_sync(_upgrade)
+
+
+def _upgrade(connection: Connection) -> None:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = connection
+    command.upgrade(config, "head")

@@ -1,0 +1,277 @@
+"""The Responses API through the openai SDK, over HTTP and in-process: conversations chained by
+`previous_response_id` (checked exactly with a model that answers with the conversation it was given),
+function tools round trips streamed and not (the SDK's own stream helper accumulating), `parse` with a
+pydantic format, background responses, and what is refused."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from pydantic import BaseModel
+
+import modelport
+from tests.conftest import LiveServer, configured_server
+from tests.service.test_stored_completions import TINY, tiny_settings
+
+WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "The current weather in a city.",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+}
+BRIEF = "You are a helpful assistant. Answer briefly."
+
+
+@pytest.fixture(scope="module")
+def recall_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[openai.OpenAI]:
+    folder = tmp_path_factory.mktemp("responses-http")
+    with configured_server(folder, TINY, "--database", str(folder / "state.db")) as live:
+        yield openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def recall_inprocess(tmp_path_factory: pytest.TempPathFactory) -> Iterator[modelport.OpenAI]:
+    with modelport.OpenAI(settings=tiny_settings(str(tmp_path_factory.mktemp("r") / "state.db"))) as client:
+        yield client
+
+
+@pytest.fixture(params=["http", "in-process"])
+def recall(request: pytest.FixtureRequest) -> Any:
+    """A model that answers with the conversation it was given: what each turn really reached it with."""
+    return request.getfixturevalue("recall_http" if request.param == "http" else "recall_inprocess")
+
+
+def test_three_turns_chain_through_previous_response_id(recall: Any) -> None:
+    one = recall.responses.create(model="recall", input="my colour is teal", instructions="be brief")
+    assert one.status == "completed"
+    assert one.output_text == "system: be brief / user: my colour is teal"
+    two = recall.responses.create(model="recall", input="what is two plus two", previous_response_id=one.id)
+    three = recall.responses.create(
+        model="recall", input="what is my colour", previous_response_id=two.id, instructions="answer now"
+    )
+    # Turn three reaches the model with turn one's and turn two's inputs and outputs, and its own
+    # instructions only (instructions are not carried from earlier turns).
+    said = [
+        "system: answer now",
+        "user: my colour is teal",
+        f"assistant: {one.output_text}",
+        "user: what is two plus two",
+        f"assistant: {two.output_text}",
+        "user: what is my colour",
+    ]
+    assert three.output_text == " / ".join(said)
+    assert three.previous_response_id == two.id
+    assert three.usage.output_tokens > 0
+    assert recall.responses.retrieve(three.id).output_text == three.output_text
+    items = recall.responses.input_items.list(three.id)
+    assert [i.type for i in items.data] == ["message"]
+    assert items.data[0].content[0].text == "what is my colour"
+
+
+def test_a_deleted_turn_breaks_its_conversation_with_a_404(recall: Any) -> None:
+    one = recall.responses.create(model="recall", input="first")
+    two = recall.responses.create(model="recall", input="second", previous_response_id=one.id)
+    recall.responses.delete(one.id)
+    with pytest.raises(openai.NotFoundError) as caught:
+        recall.responses.create(model="recall", input="third", previous_response_id=two.id)
+    assert caught.value.body["param"] == "previous_response_id"
+    with pytest.raises(openai.NotFoundError):
+        recall.responses.create(model="recall", input="x", previous_response_id="resp_unknown")
+    with pytest.raises(openai.NotFoundError):
+        recall.responses.retrieve(one.id)
+
+
+def test_an_unstored_response_is_not_kept(recall: Any) -> None:
+    response = recall.responses.create(model="recall", input="forget me", store=False)
+    assert response.output_text == "user: forget me"
+    with pytest.raises(openai.NotFoundError):
+        recall.responses.retrieve(response.id)
+
+
+@pytest.mark.parametrize(
+    ("params", "param"),
+    [
+        ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
+        ({"reasoning": {"effort": "high"}}, "reasoning.effort"),
+        ({"input": [{"type": "computer_call", "id": "x"}]}, "input[0].type"),
+        (
+            {"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]},
+            "input[0].content[0].type",
+        ),
+        ({"input": [{"role": "wizard", "content": "hi"}]}, "input[0].role"),
+        ({"input": [{"type": "function_call_output", "output": "x"}]}, "input[0].call_id"),
+        ({"metadata": {f"k{i}": "v" for i in range(17)}}, "metadata"),
+        ({"metadata": {"k": "v" * 600}}, "metadata"),
+        ({"text": {"format": {"type": "yaml"}}}, "text.format.type"),
+        ({"tool_choice": {"type": "file_search"}}, "tool_choice"),
+        ({"conversation": "conv_1"}, "conversation"),
+    ],
+)
+def test_what_a_local_model_cannot_honour_is_a_400_naming_it(
+    recall: Any, params: dict[str, Any], param: str
+) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        recall.responses.create(**{"model": "recall", "input": "hi", **params})
+    assert caught.value.body["param"] == param
+
+
+def test_the_stream_is_the_event_sequence_the_sdk_expects(recall_http: openai.OpenAI) -> None:
+    events = list(recall_http.responses.create(model="recall", input="one two", stream=True))
+    kinds = [e.type for e in events]
+    assert kinds[:4] == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+    ]
+    assert kinds[-4:] == [
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    assert all(e.logprobs == [] for e in events if e.type == "response.output_text.delta")
+    assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == "user: one two"
+    stored = recall_http.responses.retrieve(events[-1].response.id)  # committed before the last event
+    assert stored.output_text == "user: one two"
+    replayed = list(recall_http.responses.retrieve(stored.id, stream=True, starting_after=3))
+    assert replayed[0].sequence_number == 4
+    assert replayed[-1].type == "response.completed"
+
+
+def test_background_responses_run_on_and_resume_from_any_event(recall: Any) -> None:
+    queued = recall.responses.create(model="recall", input="in the background", background=True)
+    assert queued.status in ("queued", "in_progress")
+    deadline = time.monotonic() + 30
+    while (done := recall.responses.retrieve(queued.id)).status in ("queued", "in_progress"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert done.status == "completed"
+    assert done.output_text == "user: in the background"
+    events = list(recall.responses.retrieve(queued.id, stream=True, starting_after=2))
+    assert events[0].sequence_number == 3
+    assert events[-1].type == "response.completed"
+    with recall.responses.stream(response_id=queued.id) as stream:
+        assert stream.get_final_response().output_text == "user: in the background"
+
+
+def test_a_background_response_is_cancelled_and_keeps_what_it_made(server: LiveServer) -> None:
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=60)
+    started = client.responses.create(
+        model="smollm2-135m-instruct",
+        input="Tell me a very long story.",
+        max_output_tokens=3000,
+        background=True,
+        extra_body={"logit_bias": {"0": -100, "2": -100}},
+    )
+    time.sleep(1.0)
+    cancelled = client.responses.cancel(started.id)
+    assert cancelled.status == "cancelled"
+    time.sleep(0.5)
+    kept = client.responses.retrieve(started.id)
+    assert kept.status == "cancelled"
+    assert kept.output_text  # what it produced before the cancel
+    assert len(kept.output_text) < 3000 * 2
+
+
+class Pet(BaseModel):
+    name: str
+    legs: int
+
+
+def test_parse_with_a_pydantic_format(client: Any) -> None:
+    parsed = client.responses.parse(
+        model="smollm2-135m-instruct",
+        instructions=BRIEF,
+        input="Describe a dog called Rex as JSON.",
+        text_format=Pet,
+        max_output_tokens=60,
+    )
+    assert isinstance(parsed.output_parsed, Pet)
+    assert json.loads(parsed.output_text) == parsed.output_parsed.model_dump()
+
+
+def test_a_function_tool_round_trip(client: Any) -> None:
+    asked = client.responses.create(
+        model="smollm2-135m-instruct",
+        instructions=BRIEF,
+        input="What is the weather in Paris?",
+        tools=[WEATHER],
+        tool_choice="required",
+        max_output_tokens=80,
+    )
+    calls = [item for item in asked.output if item.type == "function_call"]
+    assert calls
+    assert calls[0].name == "get_weather"
+    assert set(json.loads(calls[0].arguments)) == {"city"}
+    answered = client.responses.create(
+        model="smollm2-135m-instruct",
+        previous_response_id=asked.id,
+        input=[{"type": "function_call_output", "call_id": calls[0].call_id, "output": "Sunny, 21 °C."}],
+        tools=[WEATHER],
+        tool_choice="none",
+        max_output_tokens=40,
+    )
+    assert answered.output[0].type == "message"
+    assert answered.output_text
+
+
+def test_a_streamed_tool_round_trip_through_the_sdks_stream_helper(client: Any) -> None:
+    with client.responses.stream(
+        model="smollm2-135m-instruct",
+        instructions=BRIEF,
+        input="What is the weather in Rome?",
+        tools=[WEATHER],
+        tool_choice={"type": "function", "name": "get_weather"},
+        max_output_tokens=80,
+    ) as stream:
+        kinds = [event.type for event in stream]
+        first = stream.get_final_response()
+    assert "response.function_call_arguments.delta" in kinds
+    assert "response.function_call_arguments.done" in kinds
+    call = first.output[0]
+    assert call.type == "function_call"
+    assert call.parsed_arguments is None or "city" in call.parsed_arguments
+    assert set(json.loads(call.arguments)) == {"city"}
+    with client.responses.stream(
+        model="smollm2-135m-instruct",
+        previous_response_id=first.id,
+        input=[{"type": "function_call_output", "call_id": call.call_id, "output": "Cloudy, 17 °C."}],
+        tools=[WEATHER],
+        tool_choice="none",
+        max_output_tokens=40,
+        temperature=0,
+    ) as stream:
+        events = list(stream)
+    texts = [event.delta for event in events if event.type == "response.output_text.delta"]
+    assert texts
+    assert events[-1].type in ("response.completed", "response.incomplete")  # 40 tokens may cut it short
+    assert events[-1].response.output_text == "".join(texts)
+
+
+def test_events_over_http_carry_their_type_as_the_event_name(server: LiveServer) -> None:
+    body = {
+        "model": "smollm2-135m-instruct",
+        "input": "Hi",
+        "stream": True,
+        "max_output_tokens": 5,
+        "store": False,
+    }
+    with httpx.stream("POST", f"{server.url}/v1/responses", json=body, timeout=60) as response:
+        lines = [line for line in response.iter_lines() if line]
+    names = [line[len("event: ") :] for line in lines if line.startswith("event: ")]
+    data = [json.loads(line[len("data: ") :]) for line in lines if line.startswith("data: ")]
+    assert names == [d["type"] for d in data]
+    assert "[DONE]" not in lines

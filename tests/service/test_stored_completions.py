@@ -1,0 +1,176 @@
+"""Stored chat completions through the openai SDK, over HTTP and in-process: `store: true` with metadata,
+retrieve, messages, update, delete, a list of 250 walked by the SDK's auto-pagination with filters, a
+stream readable the moment it ends, one cut by its client, and storing switched off or unreachable."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+import modelport
+from modelport.settings import ModelConfig, Settings, StoreSettings
+from tests.conftest import LiveServer, configured_server
+
+TINY = """
+defaults = false
+[[models]]
+id = "reverse"
+predictor = "tests.predictors.tiny_models:reverse_chat"
+[[models]]
+id = "recall"
+predictor = "tests.predictors.tiny_models:recall_chat"
+"""
+NO_EOS = {"0": -100, "2": -100}
+
+
+def tiny_settings(database: str) -> Settings:
+    models = [
+        ModelConfig(id="reverse", predictor="tests.predictors.tiny_models:reverse_chat"),
+        ModelConfig(id="recall", predictor="tests.predictors.tiny_models:recall_chat"),
+    ]
+    return Settings(defaults=False, models=models, store=StoreSettings(url=database))
+
+
+@pytest.fixture(scope="module")
+def tiny_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[openai.OpenAI]:
+    folder = tmp_path_factory.mktemp("stored-http")
+    with configured_server(folder, TINY, "--database", str(folder / "state.db")) as live:
+        yield openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def tiny_inprocess(tmp_path_factory: pytest.TempPathFactory) -> Iterator[modelport.OpenAI]:
+    with modelport.OpenAI(
+        settings=tiny_settings(str(tmp_path_factory.mktemp("stored") / "state.db"))
+    ) as client:
+        yield client
+
+
+@pytest.fixture(params=["http", "in-process"])
+def tiny(request: pytest.FixtureRequest) -> Any:
+    return request.getfixturevalue("tiny_http" if request.param == "http" else "tiny_inprocess")
+
+
+def ask(client: Any, text: str, **extra: Any) -> Any:
+    return client.chat.completions.create(
+        model="reverse", messages=[{"role": "user", "content": text}], **extra
+    )
+
+
+def test_a_stored_completion_comes_back_with_its_metadata_and_messages(tiny: Any) -> None:
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "one two three"}]
+    made = tiny.chat.completions.create(
+        model="reverse", messages=messages, store=True, metadata={"user": "ann"}
+    )
+    got = tiny.chat.completions.retrieve(made.id)
+    assert got.id == made.id
+    assert got.choices[0].message.content == "three two one"
+    assert got.metadata == {"user": "ann"}
+    assert got.model_extra["input_messages"] == messages
+    listed = list(tiny.chat.completions.messages.list(made.id))
+    assert [(m.id, m.role, m.content) for m in listed] == [
+        (f"{made.id}-0", "system", "Be brief."),
+        (f"{made.id}-1", "user", "one two three"),
+    ]
+    newest = tiny.chat.completions.messages.list(made.id, order="desc", limit=1)
+    assert [m.id for m in newest.data] == [f"{made.id}-1"]
+    assert [m.id for m in newest] == [f"{made.id}-1", f"{made.id}-0"]  # iterating walks every page
+    assert tiny.chat.completions.update(made.id, metadata={"user": "bob"}).metadata == {"user": "bob"}
+    assert tiny.chat.completions.delete(made.id).deleted
+    with pytest.raises(openai.NotFoundError):
+        tiny.chat.completions.retrieve(made.id)
+
+
+def test_only_what_asks_to_be_stored_is_stored(tiny: Any) -> None:
+    unstored = ask(tiny, "not kept")
+    with pytest.raises(openai.NotFoundError):
+        tiny.chat.completions.retrieve(unstored.id)
+
+
+def test_two_hundred_and_fifty_rows_page_by_the_sdk_with_filters(tiny: Any) -> None:
+    tag = f"run-{time.monotonic_ns()}"
+    made = [
+        ask(tiny, f"word {i}", store=True, metadata={"run": tag, "parity": str(i % 2)}).id for i in range(250)
+    ]
+    walked = [c.id for c in tiny.chat.completions.list(metadata={"run": tag}, limit=20)]
+    assert walked == made  # oldest first, every row once, though many share a second
+    first = tiny.chat.completions.list(metadata={"run": tag}, limit=20, order="desc")
+    assert first.has_more
+    assert [c.id for c in first.data] == made[::-1][:20]
+    odd = [c.id for c in tiny.chat.completions.list(metadata={"run": tag, "parity": "1"}, limit=100)]
+    assert odd == made[1::2]
+    assert [c.id for c in tiny.chat.completions.list(model="recall", metadata={"run": tag})] == []
+
+
+def test_a_streamed_answer_is_stored_before_its_last_event(tiny: Any) -> None:
+    stream = tiny.chat.completions.create(
+        model="reverse", messages=[{"role": "user", "content": "a b c"}], stream=True, store=True
+    )
+    chunk_id = [chunk.id for chunk in stream][-1]
+    got = tiny.chat.completions.retrieve(chunk_id)  # at once: no waiting, no polling
+    assert got.choices[0].message.content == "c b a"
+
+
+def test_bad_metadata_is_a_400_naming_it(tiny: Any) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        ask(tiny, "x", store=True, metadata={f"k{i}": "v" for i in range(17)})
+    assert caught.value.body["param"] == "metadata"
+    with pytest.raises(openai.BadRequestError):
+        ask(tiny, "x", store=True, metadata={"k" * 65: "v"})
+    with pytest.raises(openai.BadRequestError):
+        ask(tiny, "x", store=True, metadata={"k": "v" * 513})
+    with pytest.raises(openai.BadRequestError) as caught:
+        tiny.chat.completions.list(limit=1000)
+    assert caught.value.body["param"] == "limit"
+
+
+def test_a_stream_its_client_leaves_is_stored_as_what_was_produced(server: LiveServer) -> None:
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=60)
+    tag = f"left-{time.monotonic_ns()}"
+    stream = client.chat.completions.create(
+        model="smollm2-135m-instruct",
+        messages=[{"role": "user", "content": "Tell me a long story."}],
+        max_tokens=2000,
+        logit_bias=NO_EOS,
+        stream=True,
+        store=True,
+        metadata={"run": tag},
+    )
+    for i, _ in enumerate(stream):
+        if i == 5:
+            break
+    stream.close()
+    deadline = time.monotonic() + 10
+    while not (found := list(client.chat.completions.list(metadata={"run": tag}))):
+        assert time.monotonic() < deadline, "the cut stream was not stored"
+        time.sleep(0.1)
+    assert found[0].model_extra["status"] == "incomplete"
+    assert 0 < len(found[0].choices[0].message.content or "") < 2000
+
+
+def test_with_storing_off_asking_to_store_is_a_400(tmp_path: Path) -> None:
+    with modelport.OpenAI(settings=tiny_settings("none")) as client:
+        assert ask(client, "fine").choices[0].message.content == "fine"
+        with pytest.raises(openai.BadRequestError) as caught:
+            ask(client, "x", store=True)
+        assert caught.value.body["param"] == "store"
+        with pytest.raises(openai.BadRequestError):
+            client.chat.completions.list()
+
+
+def test_an_unreachable_database_is_a_503_and_shows_in_health(tmp_path: Path) -> None:
+    with configured_server(tmp_path, TINY, "--database", "postgresql://postgres@127.0.0.1:9/none") as live:
+        client = openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=60)
+        assert ask(client, "still answers").choices[0].message.content == "answers still"
+        with pytest.raises(openai.InternalServerError) as caught:
+            ask(client, "x", store=True)
+        assert caught.value.status_code == 503
+        assert caught.value.body["code"] == "store_unavailable"
+        health = httpx.get(f"{live.url}/health").json()
+        assert health["store"]["state"] == "down"

@@ -1,0 +1,166 @@
+"""The store on SQLite and on a real PostgreSQL server: migrations, cursor pages that never skip rows made
+in the same second, metadata filters by index, conversation chains, two replicas sharing one database, and
+a database that is down."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from modelport.errors import NotFoundError, StoreUnavailableError
+from modelport.store import Store
+from tests.conftest import Postgres
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield str(tmp_path / "state.db")
+    else:
+        server: Postgres = request.getfixturevalue("postgres")
+        yield server.database()
+
+
+def completion(i: int, created: int, model: str = "m") -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-{i:04d}",
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": f"answer {i}"}, "finish_reason": "stop"}
+        ],
+    }
+
+
+async def fill(store: Store, count: int) -> list[str]:
+    """`count` completions over few distinct seconds, saved in a shuffled order, some models and tags."""
+    rows = [(i, 1_700_000_000 + i // 40) for i in range(count)]
+    random.Random(7).shuffle(rows)
+    for i, created in rows:
+        tags = {"parity": "even" if i % 2 == 0 else "odd", "tens": str(i // 10)}
+        model = "a" if i % 3 else "b"
+        await store.completions.save(completion(i, created, model), {"messages": []}, tags, "completed")
+    return sorted(f"chatcmpl-{i:04d}" for i in range(count))
+
+
+async def walk(store: Store, order: str, limit: int, **filters: Any) -> list[str]:
+    seen, after = [], None
+    while True:
+        page = await store.completions.list(
+            after=after, limit=limit, order=order, model=None, metadata={}, **filters
+        )
+        seen += [row["id"] for row in page.rows]
+        if not page.has_more:
+            return seen
+        after = page.rows[-1]["id"]
+
+
+def test_pages_walk_every_row_once_in_order_even_within_one_second(url: str) -> None:
+    async def run() -> None:
+        store = Store(url)
+        ids = await fill(store, 250)
+        assert await walk(store, "asc", 7) == ids
+        assert await walk(store, "desc", 13) == ids[::-1]
+        await store.close()
+
+    asyncio.run(run())
+
+
+def test_model_and_metadata_filters_combine(url: str) -> None:
+    async def run() -> None:
+        store = Store(url)
+        await fill(store, 120)
+        page = await store.completions.list(
+            after=None, limit=100, order="asc", model="b", metadata={"parity": "even", "tens": "3"}
+        )
+        expected = [f"chatcmpl-{i:04d}" for i in range(30, 40) if i % 2 == 0 and i % 3 == 0]
+        assert [row["id"] for row in page.rows] == expected
+        assert not page.has_more
+        assert await store.completions.set_metadata(expected[0], {"parity": "changed"})
+        again = await store.completions.list(
+            after=None, limit=100, order="asc", model=None, metadata={"tens": "3"}
+        )
+        assert expected[0] not in [row["id"] for row in again.rows]
+        assert await store.completions.delete(expected[1])
+        assert await store.completions.get(expected[1]) is None
+        assert not await store.completions.delete(expected[1])
+        with pytest.raises(NotFoundError):
+            await store.completions.list(after="chatcmpl-nope", limit=5, order="asc", model=None, metadata={})
+        await store.close()
+
+    asyncio.run(run())
+
+
+def response_row(response_id: str, previous: str | None, text: str) -> dict[str, Any]:
+    return {
+        "id": response_id,
+        "created": 1_700_000_000,
+        "model": "m",
+        "status": "completed",
+        "previous_response_id": previous,
+        "background": False,
+        "heartbeat": None,
+        "metadata": {},
+        "request": {},
+        "input_items": [{"type": "message", "role": "user", "content": text}],
+        "response": {"id": response_id, "output": []},
+    }
+
+
+def test_a_conversation_chain_is_read_back_in_one_query_oldest_first(url: str) -> None:
+    async def run() -> None:
+        store = Store(url)
+        previous = None
+        for turn in range(5):
+            await store.responses.save(response_row(f"resp_{turn}", previous, f"turn {turn}"))
+            previous = f"resp_{turn}"
+        chain = await store.responses.chain("resp_4")
+        assert [row["id"] for row in chain] == ["resp_0", "resp_1", "resp_2", "resp_3", "resp_4"]
+        assert await store.responses.chain("resp_missing") == []
+        assert await store.responses.delete("resp_1")
+        broken = await store.responses.chain("resp_4")
+        assert [row["id"] for row in broken] == ["resp_2", "resp_3", "resp_4"]
+        assert broken[0]["previous_response_id"] == "resp_1"  # how the service tells the chain was cut
+        await store.close()
+
+    asyncio.run(run())
+
+
+def test_two_replicas_migrate_together_and_share_state(postgres: Postgres) -> None:
+    url = postgres.database()
+
+    async def run() -> None:
+        one, two = Store(url), Store(url)
+        await asyncio.gather(one.open(), two.open())  # both migrate at once: the advisory lock orders them
+        await one.completions.save(
+            completion(1, 1_700_000_000), {"messages": []}, {"from": "one"}, "completed"
+        )
+        row = await two.completions.get("chatcmpl-0001")
+        assert row is not None
+        assert row["metadata"] == {"from": "one"}
+        await asyncio.gather(one.close(), two.close())
+
+    asyncio.run(run())
+
+
+def test_a_database_that_is_down_is_a_503_and_shows_in_its_state() -> None:
+    async def run() -> None:
+        store = Store("postgresql://postgres@127.0.0.1:9/none")
+        with pytest.raises(StoreUnavailableError) as caught:
+            await store.completions.get("x")
+        assert caught.value.status == 503
+        assert store.state()["state"] == "down"
+        assert "127.0.0.1:9" in store.state()["url"]
+
+    asyncio.run(run())
+
+
+def test_the_password_never_shows() -> None:
+    store = Store("postgresql://user:s3cret@127.0.0.1:9/db")
+    assert "s3cret" not in str(store.state())
