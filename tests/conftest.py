@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -21,6 +20,7 @@ import pytest
 import uvicorn
 
 import modelport
+from bench.postgres import Postgres, postgres_binaries
 
 STARTUP_SECONDS = 180
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,51 +139,15 @@ def client(request: pytest.FixtureRequest) -> openai.OpenAI:
     return request.getfixturevalue(name)  # type: ignore[no-any-return]
 
 
-class Postgres:
-    """A PostgreSQL server of this test run, in a temporary folder, on 127.0.0.1 (started as the
-    unprivileged `postgres` user when the tests run as root, since the server refuses root)."""
-
-    def __init__(self, binaries: Path) -> None:
-        self.binaries = binaries
-        self.port = free_port()
-        self.folder = Path(tempfile.mkdtemp(prefix="modelport-pg-"))
-        self.data = self.folder / "data"
-        self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-        if self.as_user:
-            shutil.chown(self.folder, "postgres")
-        self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
-        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
-        self._run(
-            "pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.folder / "log"), "-w", "start"
-        )
-        self._databases = 0
-
-    def database(self) -> str:
-        """The URL of a new, empty database."""
-        self._databases += 1
-        name = f"modelport_{self._databases}"
-        self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name)
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
-
-    def stop(self) -> None:
-        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
-        shutil.rmtree(self.folder, ignore_errors=True)
-
-    def _run(self, tool: str, *args: str) -> None:
-        subprocess.run(
-            [*self.as_user, str(self.binaries / tool), *args], check=True, capture_output=True, timeout=120
-        )
-
-
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[Postgres]:
     """PostgreSQL 15 from Debian's packages (`.ci/run` installs it); skipped where it is not installed,
     unless MODELPORT_REQUIRE_POSTGRES is set (as CI sets it), where its absence is a failure."""
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
-    if not found:
+    binaries = postgres_binaries()
+    if binaries is None:
         if os.environ.get("MODELPORT_REQUIRE_POSTGRES"):
             pytest.fail("PostgreSQL is not installed (apt-get install postgresql)")
         pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
-    server = Postgres(found[-1].parent)
+    server = Postgres(binaries)
     yield server
     server.stop()

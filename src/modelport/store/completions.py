@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, exists, insert, select, update
+from sqlalchemy import delete, insert, select, update
 
 from modelport.store.database import Database
 from modelport.store.pages import Order, Page, page
@@ -61,13 +61,12 @@ class Completions:
     ) -> Page:
         """A page of completions, oldest first (`asc`) or newest first."""
         where = [chat_completions.c.model == model] if model else []
+        tagged = chat_completion_metadata.c
         for key, value in metadata.items():
-            tagged = chat_completion_metadata.c
-            where.append(
-                exists().where(
-                    tagged.completion_id == chat_completions.c.id, tagged.key == key, tagged.value == value
-                )
-            )
+            # The ids come from the metadata index: a per-row EXISTS walks the table in date order on SQLite
+            # until enough rows match, which for a rare tag is most of it.
+            matching = select(tagged.completion_id).where(tagged.key == key, tagged.value == value)
+            where.append(chat_completions.c.id.in_(matching))
         async with self.database.transaction() as connection:
             return await page(
                 connection,

@@ -1,0 +1,108 @@
+"""State across processes: it survives a restart (SQLite), two servers share it (PostgreSQL), and a
+background response whose server was killed is marked failed once its job is seen to be dead."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import openai
+import pytest
+
+from modelport.service.responses import background
+from tests.conftest import ROOT, LiveServer, Postgres
+from tests.service.test_stored_completions import TINY
+
+pytestmark = pytest.mark.slow
+
+
+def start(folder: Path, *args: str, port: int | None = None) -> LiveServer:
+    (folder / "models.toml").write_text(TINY)
+    live = LiveServer("--config", str(folder / "models.toml"), *args, cwd=ROOT, port=port)
+    live.wait_ready()
+    return live
+
+
+def sdk(live: LiveServer) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=60)
+
+
+def test_state_survives_a_restart_on_sqlite(tmp_path: Path) -> None:
+    database = str(tmp_path / "state.db")
+    first = start(tmp_path, "--database", database)
+    try:
+        client = sdk(first)
+        stored = client.chat.completions.create(
+            model="reverse", messages=[{"role": "user", "content": "kept across restarts"}], store=True
+        )
+        turn = client.responses.create(model="recall", input="remember me")
+    finally:
+        first.stop()
+    second = start(tmp_path, "--database", database, port=first.port)
+    try:
+        client = sdk(second)
+        assert (
+            client.chat.completions.retrieve(stored.id).choices[0].message.content == "restarts across kept"
+        )
+        follow_up = client.responses.create(model="recall", input="and now?", previous_response_id=turn.id)
+        assert follow_up.output_text.startswith("user: remember me / assistant: user: remember me")
+    finally:
+        second.stop()
+
+
+def test_two_servers_share_one_postgresql_database(tmp_path: Path, postgres: Postgres) -> None:
+    database = postgres.database()
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    one = start(tmp_path / "one", "--database", database)
+    two = start(tmp_path / "two", "--database", database)
+    try:
+        a, b = sdk(one), sdk(two)
+        made = a.chat.completions.create(
+            model="reverse", messages=[{"role": "user", "content": "x y"}], store=True, metadata={"on": "one"}
+        )
+        assert b.chat.completions.retrieve(made.id).metadata == {"on": "one"}
+        turn = a.responses.create(model="recall", input="started on one")
+        continued = b.responses.create(model="recall", input="continued on two", previous_response_id=turn.id)
+        assert "started on one" in continued.output_text
+        assert [c.id for c in b.chat.completions.list(metadata={"on": "one"})] == [made.id]
+    finally:
+        one.stop()
+        two.stop()
+
+
+def test_a_background_response_of_a_killed_server_is_marked_failed(tmp_path: Path) -> None:
+    database = str(tmp_path / "state.db")
+    config = tmp_path / "models.toml"
+    config.write_text(
+        'defaults = false\n[[models]]\nid = "smollm2-135m-instruct"\nengine = "llamacpp"\nn_parallel = 1\n'
+    )
+    first = LiveServer("--config", str(config), "--database", database, cwd=ROOT)
+    first.wait_ready()
+    client = sdk(first)
+    started = client.responses.create(
+        model="smollm2-135m-instruct",
+        input="Tell me a very long story.",
+        max_output_tokens=4000,
+        background=True,
+        extra_body={"logit_bias": {"0": -100, "2": -100}},
+    )
+    time.sleep(1.0)
+    os.kill(first.process.pid, signal.SIGKILL)
+    first.process.wait()
+    first.stop()
+    second = LiveServer("--config", str(config), "--database", database, cwd=ROOT)
+    second.wait_ready()
+    try:
+        client = sdk(second)
+        deadline = time.monotonic() + background.STALE + 10
+        while (seen := client.responses.retrieve(started.id)).status in ("queued", "in_progress"):
+            assert time.monotonic() < deadline, "the dead job's response was never marked failed"
+            time.sleep(0.5)
+        assert seen.status == "failed"
+        assert seen.error is not None
+        assert "stopped before it finished" in seen.error.message
+    finally:
+        second.stop()
