@@ -116,11 +116,11 @@ async def list_latency(url: str, rows: int, repeat: int) -> list[float]:
     pick = random.Random(3)
     completions = store.completions
     cases = [
-        lambda: completions.list(after=None, limit=20, order="asc", model=None, metadata={}),
-        lambda: completions.list(after=None, limit=20, order="desc", model=None, metadata={}),
-        lambda: completions.list(after=middle, limit=20, order="asc", model=None, metadata={}),
-        lambda: completions.list(after=None, limit=20, order="desc", model="model-1", metadata={}),
-        lambda: completions.list(
+        lambda: completions.list_page(after=None, limit=20, order="asc", model=None, metadata={}),
+        lambda: completions.list_page(after=None, limit=20, order="desc", model=None, metadata={}),
+        lambda: completions.list_page(after=middle, limit=20, order="asc", model=None, metadata={}),
+        lambda: completions.list_page(after=None, limit=20, order="desc", model="model-1", metadata={}),
+        lambda: completions.list_page(
             after=None, limit=20, order="desc", model=None, metadata={"user": f"u{pick.randrange(1000)}"}
         ),
         lambda: completions.get(ids[pick.randrange(rows)]),

@@ -11,7 +11,9 @@ import pytest
 ROOT = Path(__file__).parents[1]
 
 
-@pytest.mark.parametrize("name", ["decode", "concurrency", "embeddings", "audio", "overhead", "proxy", "state"])
+@pytest.mark.parametrize(
+    "name", ["decode", "concurrency", "embeddings", "audio", "overhead", "proxy", "state", "batch"]
+)
 def test_the_benchmark_command_starts(name: str) -> None:
     done = subprocess.run(
         [sys.executable, "-m", f"bench.{name}", "--help"],

@@ -1,5 +1,6 @@
 """What the service may know of the request in hand beyond its body: the id it is logged under (sent on to
-upstreams) and the session a client named. The HTTP face sets it per request; in-process calls have none."""
+upstreams), the session a client named, and whether it is background work. The HTTP face sets it per
+request, the batch runner per line; in-process calls have none."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class RequestContext:
-    """The request id, and the `x-session-id` header when a client sent one."""
+    """The request id, the `x-session-id` header when a client sent one, and whether it is background work
+    (a batch's line) that must leave room on the model for interactive requests."""
 
     request_id: str | None = None
     session_id: str | None = None
+    background: bool = False
 
 
 _NONE = RequestContext()

@@ -128,6 +128,27 @@ class StoreSettings(BaseModel):
         return None if url.lower() == "none" else url
 
 
+class FileSettings(BaseModel):
+    """Where uploaded files (batch inputs, batch outputs) are kept, and how large one may be."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dir: str | None = Field(default=None, description="default: files/ in the data directory")
+    max_bytes: int = Field(default=512 * 1024 * 1024, ge=1, description="one upload (413 past it)")
+
+    def folder(self) -> Path:
+        """The folder files are kept in."""
+        return Path(self.dir).expanduser() if self.dir else data_dir() / "files"
+
+
+class BatchSettings(BaseModel):
+    """How batches run beside live traffic."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    concurrency: int = Field(default=16, ge=1, description="lines of one batch in flight at a time")
+
+
 def data_dir() -> Path:
     """Where modelport keeps what it stores: `MODELPORT_DATA_DIR`, else the user's data directory."""
     given = os.environ.get("MODELPORT_DATA_DIR")
@@ -153,6 +174,8 @@ class Settings(BaseModel):
     cors_origins: list[str] = Field(default_factory=list, description="origins browsers may call from")
     limits: Limits = Field(default_factory=lambda: Limits())
     store: StoreSettings = Field(default_factory=lambda: StoreSettings())
+    files: FileSettings = Field(default_factory=lambda: FileSettings())
+    batches: BatchSettings = Field(default_factory=lambda: BatchSettings())
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike[str], **overrides: Any) -> Settings:

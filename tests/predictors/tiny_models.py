@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import os
 import time
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
@@ -155,4 +156,22 @@ def recall_chat(
             "completion_tokens": len(cut),
             "total_tokens": len(words) + len(cut),
         },
+    }
+
+
+def counted_chat(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """Answers `done`, after noting the last user message in the file named by $MODELPORT_TEST_CALLS (one
+    line per call, so a test can count the calls a model really got) and a 20 ms pause."""
+    text = next(m["content"] for m in reversed(messages) if m["role"] == "user")
+    with open(os.environ["MODELPORT_TEST_CALLS"], "a") as calls:
+        calls.write(f"{text}\n")
+    time.sleep(0.02)
+    return {
+        "id": "chatcmpl-counted",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": "x",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "done"}, "finish_reason": "stop"}
+        ],
     }

@@ -95,10 +95,19 @@ def test_speech_has_the_content_type_of_its_format(server: LiveServer) -> None:
 
 
 def test_health_and_openapi(server: LiveServer) -> None:
-    assert httpx.get(f"{server.url}/health").json() == {"status": "ok"}
+    health = httpx.get(f"{server.url}/health").json()
+    assert health["status"] == "ok"
+    assert health["store"]["state"] == "up"
     paths = httpx.get(f"{server.url}/openapi.json").json()["paths"]
-    for path in ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/audio/speech"):
+    for path in (
+        "/v1/chat/completions",
+        "/v1/completions",
+        "/v1/embeddings",
+        "/v1/audio/speech",
+        "/v1/responses",
+    ):
         assert "post" in paths[path]
+    assert "get" in paths["/v1/chat/completions"]
 
 
 def test_a_disconnected_stream_frees_its_slot(server: LiveServer) -> None:

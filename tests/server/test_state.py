@@ -1,8 +1,10 @@
-"""State across processes: it survives a restart (SQLite), two servers share it (PostgreSQL), and a
-background response whose server was killed is marked failed once its job is seen to be dead."""
+"""State across processes: it survives a restart (SQLite), two servers share it (PostgreSQL), a background
+response whose server was killed is marked failed once its job is seen to be dead, and a batch whose server
+was killed resumes without running a finished line again."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -11,6 +13,7 @@ from pathlib import Path
 import openai
 import pytest
 
+from modelport.service.batches import runner
 from modelport.service.responses import background
 from tests.conftest import ROOT, LiveServer, Postgres
 from tests.service.test_stored_completions import TINY
@@ -104,5 +107,50 @@ def test_a_background_response_of_a_killed_server_is_marked_failed(tmp_path: Pat
         assert seen.status == "failed"
         assert seen.error is not None
         assert "stopped before it finished" in seen.error.message
+    finally:
+        second.stop()
+
+
+def test_a_batch_resumes_after_a_kill_without_running_a_finished_line_again(tmp_path: Path) -> None:
+    calls = tmp_path / "calls.txt"
+    config = tmp_path / "models.toml"
+    predictor = "tests.predictors.tiny_models:counted_chat"
+    config.write_text(f'defaults = false\n[[models]]\nid = "counted"\npredictor = "{predictor}"\n')
+    database = str(tmp_path / "state.db")
+    env = {"MODELPORT_TEST_CALLS": str(calls)}
+    first = LiveServer("--config", str(config), "--database", database, cwd=ROOT, env=env)
+    first.wait_ready()
+    client = sdk(first)
+    lines = [
+        {"custom_id": f"line-{i}", "method": "POST", "url": "/v1/chat/completions",
+         "body": {"model": "counted", "messages": [{"role": "user", "content": f"line-{i}"}]}}
+        for i in range(150)
+    ]  # fmt: skip
+    content = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    uploaded = client.files.create(file=("lines.jsonl", content), purpose="batch")
+    batch = client.batches.create(
+        input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+    )
+    while not calls.exists() or len(calls.read_text().splitlines()) < 40:
+        time.sleep(0.05)
+    os.kill(first.process.pid, signal.SIGKILL)
+    first.process.wait()
+    first.stop()
+    before = calls.read_text().splitlines()
+    second = LiveServer("--config", str(config), "--database", database, cwd=ROOT, env=env)
+    second.wait_ready()
+    try:
+        client = sdk(second)
+        deadline = time.monotonic() + runner.STALE + 60
+        while (done := client.batches.retrieve(batch.id)).status != "completed":
+            assert time.monotonic() < deadline, f"the batch did not resume: {done.status}"
+            time.sleep(0.5)
+        output = [json.loads(line) for line in client.files.content(done.output_file_id).content.splitlines()]
+        assert sorted(o["custom_id"] for o in output) == sorted(line["custom_id"] for line in lines)
+        made = calls.read_text().splitlines()
+        assert sorted(set(made)) == sorted(line["custom_id"] for line in lines)
+        # Lines recorded before the kill never ran again: at most the one in flight at the kill did.
+        assert len(made) - len(lines) <= 1
+        assert len(before) >= 40
     finally:
         second.stop()

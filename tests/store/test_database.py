@@ -52,7 +52,7 @@ async def fill(store: Store, count: int) -> list[str]:
 async def walk(store: Store, order: str, limit: int, **filters: Any) -> list[str]:
     seen, after = [], None
     while True:
-        page = await store.completions.list(
+        page = await store.completions.list_page(
             after=after, limit=limit, order=order, model=None, metadata={}, **filters
         )
         seen += [row["id"] for row in page.rows]
@@ -76,14 +76,14 @@ def test_model_and_metadata_filters_combine(url: str) -> None:
     async def run() -> None:
         store = Store(url)
         await fill(store, 120)
-        page = await store.completions.list(
+        page = await store.completions.list_page(
             after=None, limit=100, order="asc", model="b", metadata={"parity": "even", "tens": "3"}
         )
         expected = [f"chatcmpl-{i:04d}" for i in range(30, 40) if i % 2 == 0 and i % 3 == 0]
         assert [row["id"] for row in page.rows] == expected
         assert not page.has_more
         assert await store.completions.set_metadata(expected[0], {"parity": "changed"})
-        again = await store.completions.list(
+        again = await store.completions.list_page(
             after=None, limit=100, order="asc", model=None, metadata={"tens": "3"}
         )
         assert expected[0] not in [row["id"] for row in again.rows]
@@ -91,7 +91,9 @@ def test_model_and_metadata_filters_combine(url: str) -> None:
         assert await store.completions.get(expected[1]) is None
         assert not await store.completions.delete(expected[1])
         with pytest.raises(NotFoundError):
-            await store.completions.list(after="chatcmpl-nope", limit=5, order="asc", model=None, metadata={})
+            await store.completions.list_page(
+                after="chatcmpl-nope", limit=5, order="asc", model=None, metadata={}
+            )
         await store.close()
 
     asyncio.run(run())

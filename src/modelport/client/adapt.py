@@ -22,10 +22,10 @@ from openai.types.audio import (
     Translation,
     TranslationVerbose,
 )
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from modelport.errors import InvalidRequestError, ModelportError
-from modelport.server.errors import validation_param
+from modelport.protocol.validation import parse
 from modelport.service import Service, SpeechAudio, SpeechEvents, SpeechStream, TranscriptEvents, Upload
 from modelport.settings import Settings
 
@@ -61,14 +61,7 @@ def request(cls: type[R], params: dict[str, Any]) -> R:
     """Validate SDK-style keyword arguments into a request model, as the server validates a body."""
     extra = params.get("extra_body") or {}
     body = {k: v for k, v in params.items() if k not in _TRANSPORT and _given(v)}
-    try:
-        return cls.model_validate({**body, **extra})
-    except ValidationError as error:
-        first = error.errors()[0]
-        param = validation_param(dict(first))
-        if first["type"] == "missing":
-            raise InvalidRequestError(f"Missing required parameter: '{param}'.", param=param) from None
-        raise InvalidRequestError(f"Invalid value for '{param}': {first['msg']}", param=param) from None
+    return parse(cls, {**body, **extra})
 
 
 def _given(value: Any) -> bool:

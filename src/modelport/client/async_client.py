@@ -37,6 +37,7 @@ from modelport.client.adapt import (
     speech_chunks,
     transcript_events,
 )
+from modelport.client.batches import AsyncBatches, AsyncFiles
 from modelport.client.pages import AsyncPaginator
 from modelport.client.responses import AsyncResponses
 from modelport.protocol.requests import (
@@ -307,9 +308,12 @@ class AsyncOpenAI:
         self.embeddings = AsyncEmbeddings(self.service)
         self.audio = AsyncAudio(self.service)
         self.responses = AsyncResponses(self.service, AsyncStream)
+        self.files = AsyncFiles(self.service)
+        self.batches = AsyncBatches(self.service)
 
     async def close(self) -> None:
-        """Stop probing upstreams and close their connections, if this client built its service."""
+        """Stop probing upstreams, running batches and close connections, if this client built its
+        service."""
         if self._owns_service:
             await self.service.close()
 

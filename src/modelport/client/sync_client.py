@@ -193,6 +193,8 @@ class OpenAI:
         self.embeddings = resource(self._async.embeddings)
         self.audio = resource(self._async.audio)
         self.responses = resource(self._async.responses)
+        self.files = resource(self._async.files)
+        self.batches = resource(self._async.batches)
 
     def close(self) -> None:
         """Close upstream connections (of a service this client built) and stop its event loop thread."""

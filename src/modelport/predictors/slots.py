@@ -1,8 +1,10 @@
 """A model's slots: how many calls run at once, and how many may wait for one before callers are told to
-come back later (429 with `Retry-After`) instead of piling up."""
+come back later (429 with `Retry-After`) instead of piling up. Background work (batches) takes a slot only
+when a share of them stays free and no interactive call waits: it never stands in front of one."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from collections.abc import AsyncIterator
@@ -10,6 +12,7 @@ from contextlib import asynccontextmanager
 
 import anyio
 
+from modelport import context
 from modelport.errors import OverloadedError
 
 
@@ -23,6 +26,9 @@ class Slots:
         self.waiting = 0
         self._limiter = anyio.CapacityLimiter(total)
         self._mean_hold = 1.0  # seconds, an exponential moving average
+        # Slots background work leaves free for interactive calls (none when there is only one).
+        self.reserve = max(1, total // 4) if total > 1 else 0
+        self._released = asyncio.Event()
 
     @property
     def active(self) -> int:
@@ -37,7 +43,11 @@ class Slots:
         (the blocking client runs each step as its own task), and the slot must follow the stream.
         """
         token = object()
-        if self._limiter.available_tokens < 1 or self.waiting:
+        if context.current().background:
+            while self._limiter.available_tokens <= self.reserve or self.waiting:
+                await self._released.wait()
+            self._limiter.acquire_on_behalf_of_nowait(token)
+        elif self._limiter.available_tokens < 1 or self.waiting:
             if self.waiting >= self.queue:
                 raise OverloadedError(self.model_id, self.retry_after())
             self.waiting += 1
@@ -53,6 +63,8 @@ class Slots:
         finally:
             self._limiter.release_on_behalf_of(token)
             self._mean_hold = 0.8 * self._mean_hold + 0.2 * (time.monotonic() - start)
+            self._released.set()
+            self._released = asyncio.Event()
 
     def retry_after(self) -> int:
         """Seconds until the line has likely moved up by its length: whole seconds, at least one."""

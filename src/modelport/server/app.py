@@ -15,6 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from modelport import __version__, metrics
 from modelport.server import errors
+from modelport.server.batches import router as batch_router
 from modelport.server.middleware import ApiKeys, BodyLimit, Disconnects, RequestRecords
 from modelport.server.routes import router
 from modelport.server.state import router as state_router
@@ -42,13 +43,18 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     app = FastAPI(title="modelport", version=__version__, lifespan=lifespan)
     app.state.service = service
     errors.install(app)
-    for routes in (router, state_router):
+    for routes in (router, state_router, batch_router):
         app.include_router(routes, prefix="/v1")
         app.include_router(routes, prefix="/v1/openai/v1", include_in_schema=False)
     settings = service.settings
     # Added innermost first: records see every answer, CORS answers preflights before keys are asked for.
     app.add_middleware(Disconnects)
-    app.add_middleware(BodyLimit, limit=settings.limits.body_bytes, upload_limit=settings.max_upload_bytes)
+    uploads = {
+        "/audio/transcriptions": settings.max_upload_bytes,
+        "/audio/translations": settings.max_upload_bytes,
+        "/files": settings.files.max_bytes,
+    }
+    app.add_middleware(BodyLimit, limit=settings.limits.body_bytes, uploads=uploads)
     if settings.api_keys:
         app.add_middleware(ApiKeys, keys=settings.api_keys, protect_metrics=settings.protect_metrics)
     if settings.cors_origins:

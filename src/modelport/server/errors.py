@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -11,6 +10,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from modelport.errors import ModelportError
+from modelport.protocol.validation import validation_param
 
 log = logging.getLogger("modelport.server")
 
@@ -27,21 +27,6 @@ def error_response(
 ) -> JSONResponse:
     """A JSON error response in OpenAI's shape."""
     return JSONResponse({"error": {"message": message, "type": type_, "param": param, "code": code}}, status)
-
-
-def validation_param(error: dict[str, Any]) -> str | None:
-    """The request parameter a pydantic error is about, as OpenAI names it (`messages[0].role`)."""
-    loc = [part for part in error.get("loc", ()) if part not in ("body", "form", "query", "path")]
-    # pydantic adds the union member's type to the path (`str`, `list[str]`); OpenAI's names have none.
-    loc = [
-        part
-        for part in loc
-        if not (isinstance(part, str) and ("[" in part or part in ("str", "int", "float")))
-    ]
-    param = ""
-    for part in loc:
-        param += f"[{part}]" if isinstance(part, int) else (f".{part}" if param else str(part))
-    return param or None
 
 
 def install(app: FastAPI) -> None:

@@ -59,26 +59,26 @@ class ApiKeys:
 
 
 class BodyLimit:
-    """Refuse request bodies over their bound with a 413, by `Content-Length` or as they stream in.
-    Audio uploads have a bound of their own (`upload_limit`), the rest `limit`."""
+    """Refuse request bodies over their bound with a 413, by `Content-Length` or as they stream in. Uploads
+    have bounds of their own (`uploads`: path ending → bytes), every other body `limit`."""
 
-    UPLOADS = ("/audio/transcriptions", "/audio/translations")
     # The multipart form's other fields and boundaries, beyond the file itself.
     FORM_ROOM = 1024 * 1024
 
-    def __init__(self, app: ASGIApp, limit: int, upload_limit: int) -> None:
+    def __init__(self, app: ASGIApp, limit: int, uploads: dict[str, int]) -> None:
         self.app = app
         self.limit = limit
-        self.upload_limit = upload_limit
+        self.uploads = uploads
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if scope["path"].endswith(self.UPLOADS):
-            limit = self.upload_limit + self.FORM_ROOM
+        upload = next((bound for end, bound in self.uploads.items() if scope["path"].endswith(end)), None)
+        if upload is not None and scope["method"] == "POST":
+            limit = upload + self.FORM_ROOM
             too_large = PayloadTooLargeError(
-                f"The uploaded file is over the limit of {self.upload_limit} bytes.", param="file"
+                f"The uploaded file is over the limit of {upload} bytes.", param="file"
             )
         else:
             limit = self.limit
@@ -229,6 +229,8 @@ _ROUTES = {
     "/v1/audio/transcriptions",
     "/v1/audio/translations",
     "/v1/responses",
+    "/v1/files",
+    "/v1/batches",
     "/health",
     "/metrics",
 }
@@ -249,4 +251,6 @@ _WITH_IDS = (
     ("/v1/models/", "/v1/models/{model}"),
     ("/v1/chat/completions/", "/v1/chat/completions/{id}"),
     ("/v1/responses/", "/v1/responses/{id}"),
+    ("/v1/files/", "/v1/files/{id}"),
+    ("/v1/batches/", "/v1/batches/{id}"),
 )

@@ -8,9 +8,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from modelport.errors import InvalidRequestError
 from modelport.protocol.requests import (
     ChatCompletionRequest,
     CompletionRequest,
@@ -19,7 +18,7 @@ from modelport.protocol.requests import (
     TranscriptionFormat,
     TranscriptionRequest,
 )
-from modelport.server.errors import validation_param
+from modelport.protocol.validation import parse
 from modelport.server.streaming import EventStream, frames
 from modelport.service import Answer, Chunks, Service, SpeechEvents, SpeechStream, TranscriptEvents, Upload
 
@@ -135,12 +134,7 @@ class _AudioForm:
         return Upload(self.file.filename or "audio", await self.file.read())
 
     def request(self) -> TranscriptionRequest:
-        try:
-            return TranscriptionRequest.model_validate(self.fields)
-        except ValidationError as error:
-            first = error.errors()[0]
-            param = validation_param(dict(first))
-            raise InvalidRequestError(f"Invalid value for '{param}': {first['msg']}", param=param) from None
+        return parse(TranscriptionRequest, self.fields)
 
 
 def _transcript_response(result: Answer) -> Response:

@@ -19,7 +19,8 @@ from modelport.service.stored import ListPage
 router = APIRouter()
 
 
-def _json(body: Any) -> Response:
+def json_response(body: Any) -> Response:
+    """A JSON body: an `openai` object, a list page, or a dict."""
     if isinstance(body, BaseModel):
         return Response(body.model_dump_json(warnings=False), media_type="application/json")
     if isinstance(body, ListPage):
@@ -48,13 +49,13 @@ async def list_chat_completions(
     page = await service_of(request).stored.list(
         after=after, limit=limit, order=order, model=model, metadata=_metadata_filter(request)
     )
-    return _json(page)
+    return json_response(page)
 
 
 @router.get("/chat/completions/{completion_id}")
 async def retrieve_chat_completion(request: Request, completion_id: str) -> Response:
     """A stored chat completion, with its metadata and input messages."""
-    return _json(await service_of(request).stored.retrieve(completion_id))
+    return json_response(await service_of(request).stored.retrieve(completion_id))
 
 
 @router.get("/chat/completions/{completion_id}/messages")
@@ -66,7 +67,7 @@ async def chat_completion_messages(
     order: str | None = None,
 ) -> Response:
     """The messages of a stored chat completion's request."""
-    return _json(
+    return json_response(
         await service_of(request).stored.messages(completion_id, after=after, limit=limit, order=order)
     )
 
@@ -74,13 +75,13 @@ async def chat_completion_messages(
 @router.post("/chat/completions/{completion_id}")
 async def update_chat_completion(request: Request, completion_id: str, body: MetadataUpdate) -> Response:
     """Replace a stored chat completion's metadata."""
-    return _json(await service_of(request).stored.update(completion_id, body.metadata))
+    return json_response(await service_of(request).stored.update(completion_id, body.metadata))
 
 
 @router.delete("/chat/completions/{completion_id}")
 async def delete_chat_completion(request: Request, completion_id: str) -> Response:
     """Delete a stored chat completion."""
-    return _json(await service_of(request).stored.delete(completion_id))
+    return json_response(await service_of(request).stored.delete(completion_id))
 
 
 @router.post("/responses")
@@ -88,7 +89,7 @@ async def create_response(request: Request, body: ResponseRequest) -> Response:
     """A model response: whole, streamed as typed events, or queued in the background."""
     result = await service_of(request).responses.create(body)
     return (
-        _json(result)
+        json_response(result)
         if isinstance(result, BaseModel)
         else EventStream(frames(result, done=False, named=True))
     )
@@ -101,7 +102,7 @@ async def retrieve_response(
     """A stored response; with `stream=true`, its events (after `starting_after`)."""
     result = await service_of(request).responses.retrieve(response_id, stream, starting_after)
     return (
-        _json(result)
+        json_response(result)
         if isinstance(result, BaseModel)
         else EventStream(frames(result, done=False, named=True))
     )
@@ -110,13 +111,13 @@ async def retrieve_response(
 @router.delete("/responses/{response_id}")
 async def delete_response(request: Request, response_id: str) -> Response:
     """Delete a stored response."""
-    return _json(await service_of(request).responses.delete(response_id))
+    return json_response(await service_of(request).responses.delete(response_id))
 
 
 @router.post("/responses/{response_id}/cancel")
 async def cancel_response(request: Request, response_id: str) -> Response:
     """Cancel a background response."""
-    return _json(await service_of(request).responses.cancel(response_id))
+    return json_response(await service_of(request).responses.cancel(response_id))
 
 
 @router.get("/responses/{response_id}/input_items")
@@ -128,6 +129,6 @@ async def response_input_items(
     order: str | None = None,
 ) -> Response:
     """The input items of a stored response."""
-    return _json(
+    return json_response(
         await service_of(request).responses.input_items(response_id, after=after, limit=limit, order=order)
     )

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from openai.types import Completion, CreateEmbeddingResponse, Model
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from pydantic import BaseModel
 
-from modelport.errors import StoreUnavailableError
+from modelport.errors import InvalidRequestError, StoreUnavailableError
 from modelport.predictors.contract import Capability
 from modelport.predictors.manager import ModelManager
 from modelport.predictors.registry import ModelRegistry
@@ -21,14 +23,21 @@ from modelport.protocol.requests import (
     SpeechRequest,
     TranscriptionRequest,
 )
+from modelport.protocol.responses import ResponseRequest
+from modelport.protocol.validation import parse
 from modelport.service import audio, embeddings, generation, limits, transcription
 from modelport.service.audio import SpeechAudio, SpeechEvents, SpeechStream
+from modelport.service.batches import Batches
+from modelport.service.batches.runner import Endpoint, Runner
+from modelport.service.files import Files
 from modelport.service.framing import Chunks
 from modelport.service.responses import Responses
 from modelport.service.stored import StoredCompletions
 from modelport.service.transcription import Answer, TranscriptEvents
 from modelport.settings import Settings
 from modelport.store import Store
+
+R = TypeVar("R", bound=BaseModel)
 
 __all__ = [
     "Answer",
@@ -53,6 +62,15 @@ class Service:
         self.store = Store(url) if url else None
         self.stored = StoredCompletions(self.store, self.settings.store)
         self.responses = Responses(self.chat_completion, lambda name: registry.resolve(name).id, self.store)
+        self.files = Files(self.store, self.settings.files)
+        endpoints = {
+            "/v1/chat/completions": _whole(ChatCompletionRequest, self.chat_completion),
+            "/v1/completions": _whole(CompletionRequest, self.completion),
+            "/v1/embeddings": _whole(EmbeddingRequest, self.embeddings),
+            "/v1/responses": _whole(ResponseRequest, self.responses.create),
+        }
+        runner = Runner(self.store, self.files, endpoints, self.settings.batches.concurrency)
+        self.batches = Batches(self.store, self.files, runner)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Service:
@@ -73,6 +91,7 @@ class Service:
                     await self.responses.jobs.reap_all()
             except StoreUnavailableError:
                 pass  # logged, and shown by /health; requests that need the store answer 503
+            self.batches.runner.start()
         if self.settings.preload:
             await self.manager.load_all()
 
@@ -80,6 +99,7 @@ class Service:
         """Stop probing upstreams, close their connections and the store's."""
         for pool in self.manager.registry.pools:
             await pool.close()
+        await self.batches.runner.close()
         if self.store is not None:
             await self.store.close()
 
@@ -154,3 +174,15 @@ class Service:
         return Model.model_validate(
             {"id": spec.id, "created": self._created, "object": "model", "owned_by": spec.owned_by, **extra}
         )
+
+
+def _whole(cls: type[R], call: Callable[[R], Awaitable[Any]]) -> Endpoint:
+    """A batch line's body → its whole answer, through the same call as a live request."""
+
+    async def run(body: dict[str, Any]) -> BaseModel:
+        answer = await call(parse(cls, body))
+        if not isinstance(answer, BaseModel):  # a stream: batches refuse `stream` before this
+            raise InvalidRequestError("A batch's requests are not streamed.", param="stream")
+        return answer
+
+    return run

@@ -144,7 +144,7 @@ class StoredCompletions:
         metadata: dict[str, str] | None = None,
     ) -> ListPage[ChatCompletion]:
         """`GET /v1/chat/completions`: oldest first unless `order` is `desc`."""
-        page = await self._store().completions.list(
+        page = await self._store().completions.list_page(
             after=after,
             limit=bounded_limit(limit),
             order=checked_order(order, "asc"),

@@ -1,12 +1,14 @@
-"""State on a database: stored chat completions and responses (SQLite by default, PostgreSQL for several
-replicas sharing it). The service uses it; routes never do."""
+"""State on a database: stored chat completions, responses, files and batches (SQLite by default,
+PostgreSQL for several replicas sharing it). The service uses it; routes never do."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from modelport.store.batches import Batches
 from modelport.store.completions import Completions
 from modelport.store.database import Database
+from modelport.store.files import Files
 from modelport.store.pages import Order, Page
 from modelport.store.responses import Responses
 
@@ -20,6 +22,8 @@ class Store:
         self.database = Database(url)
         self.completions = Completions(self.database)
         self.responses = Responses(self.database)
+        self.files = Files(self.database)
+        self.batches = Batches(self.database)
 
     def state(self) -> dict[str, Any]:
         """Reachable or not, for `/health`."""

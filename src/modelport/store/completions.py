@@ -50,7 +50,7 @@ class Completions:
             ).first()
         return dict(row._mapping) if row else None
 
-    async def list(
+    async def list_page(
         self,
         *,
         after: str | None,

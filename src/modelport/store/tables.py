@@ -75,3 +75,40 @@ response_events = Table(
     Column("sequence_number", Integer, primary_key=True),
     Column("event", JSON, nullable=False),
 )
+
+# Uploaded files: the bytes live on disk under the files folder, named by id; what lists filter on is here.
+files = Table(
+    "files",
+    metadata,
+    Column("id", String(128), primary_key=True),
+    Column("created", BigInteger, nullable=False),
+    Column("bytes", BigInteger, nullable=False),
+    Column("filename", String(512), nullable=False),
+    Column("purpose", String(64), nullable=False),
+    Column("expires_at", BigInteger, nullable=True),
+    Index("ix_files_created_id", "created", "id"),
+    Index("ix_files_purpose_created_id", "purpose", "created", "id"),
+)
+
+# Batches: the Batch object as JSON, and which replica runs it (a lease renewed by its heartbeat).
+batches = Table(
+    "batches",
+    metadata,
+    Column("id", String(128), primary_key=True),
+    Column("created", BigInteger, nullable=False),
+    Column("status", String(16), nullable=False, index=True),
+    Column("owner", String(64), nullable=True),
+    Column("heartbeat", BigInteger, nullable=True),
+    Column("batch", JSON, nullable=False),
+    Index("ix_batches_created_id", "created", "id"),
+)
+
+# A batch's progress, line by line: a line with a result here is never run again, even after a restart.
+batch_results = Table(
+    "batch_results",
+    metadata,
+    Column("batch_id", String(128), ForeignKey("batches.id", ondelete="CASCADE"), primary_key=True),
+    Column("line", Integer, primary_key=True),
+    Column("ok", Boolean, nullable=False),
+    Column("output", JSON, nullable=False),  # the line of the output or error file
+)

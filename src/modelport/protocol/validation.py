@@ -1,0 +1,39 @@
+"""Request bodies validated anywhere (a route, the in-process client, a batch's line) fail the same way: a
+400 naming the parameter as OpenAI names it."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from modelport.errors import InvalidRequestError
+
+R = TypeVar("R", bound=BaseModel)
+
+
+def parse(cls: type[R], body: Any) -> R:
+    """`body` validated as a `cls`, or a 400 naming the first parameter at fault."""
+    try:
+        return cls.model_validate(body)
+    except ValidationError as error:
+        first = error.errors()[0]
+        param = validation_param(dict(first))
+        if first["type"] == "missing":
+            raise InvalidRequestError(f"Missing required parameter: '{param}'.", param=param) from None
+        raise InvalidRequestError(f"Invalid value for '{param}': {first['msg']}", param=param) from None
+
+
+def validation_param(error: dict[str, Any]) -> str | None:
+    """The request parameter a pydantic error is about, as OpenAI names it (`messages[0].role`)."""
+    loc = [part for part in error.get("loc", ()) if part not in ("body", "form", "query", "path")]
+    # pydantic adds the union member's type to the path (`str`, `list[str]`); OpenAI's names have none.
+    loc = [
+        part
+        for part in loc
+        if not (isinstance(part, str) and ("[" in part or part in ("str", "int", "float")))
+    ]
+    param = ""
+    for part in loc:
+        param += f"[{part}]" if isinstance(part, int) else (f".{part}" if param else str(part))
+    return param or None

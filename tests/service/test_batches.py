@@ -1,0 +1,230 @@
+"""The Files and Batch APIs through the openai SDK, over HTTP and in-process: 200 chat lines and 500
+embedding lines run and match what the same requests give live, failing lines land in the error file with
+their custom_id, cancel keeps what was done, and bad inputs are 4xx naming the line."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+from tests.conftest import configured_server
+
+CHAT_LINES = 200
+EMBEDDING_LINES = 500
+
+
+def jsonl(lines: list[dict[str, Any]]) -> bytes:
+    return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+
+
+def wait(client: Any, batch_id: str, seconds: float = 600) -> Any:
+    deadline = time.monotonic() + seconds
+    while (batch := client.batches.retrieve(batch_id)).status not in (
+        "completed",
+        "failed",
+        "cancelled",
+        "expired",
+    ):
+        assert time.monotonic() < deadline, f"batch {batch_id} still {batch.status}"
+        time.sleep(0.2)
+    return batch
+
+
+def lines_of(client: Any, file_id: str | None) -> dict[str, dict[str, Any]]:
+    if file_id is None:
+        return {}
+    content = client.files.content(file_id).content
+    return {item["custom_id"]: item for item in map(json.loads, content.splitlines())}
+
+
+def chat_body(i: int) -> dict[str, Any]:
+    return {
+        "model": "smollm2-135m-instruct",
+        "messages": [
+            {"role": "system", "content": "Answer briefly."},
+            {"role": "user", "content": f"Name a colour. {i}"},
+        ],
+        "max_tokens": 6,
+        "temperature": 0.8,
+        "seed": 1000 + i,
+    }
+
+
+# A cache per slot: a seeded request then samples the same text however many others decode beside it (with
+# the default shared cache, their number changes the attention's last bits, and so the samples).
+SEEDED = """
+defaults = false
+[[models]]
+id = "smollm2-135m-instruct"
+engine = "llamacpp"
+n_ctx_per_slot = 2048
+"""
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[openai.OpenAI]:
+    folder = tmp_path_factory.mktemp("batches")
+    with configured_server(folder, SEEDED, "--database", str(folder / "state.db")) as live:
+        yield openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def chat_lines() -> list[dict[str, Any]]:
+    lines = [
+        {"custom_id": f"chat-{i}", "method": "POST", "url": "/v1/chat/completions", "body": chat_body(i)}
+        for i in range(CHAT_LINES)
+    ]
+    lines[7]["body"]["messages"] = "not a list"  # malformed
+    lines[8]["body"]["model"] = "no-such-model"
+    lines[9]["body"]["messages"][1]["content"] = "word " * 3000  # longer than the model's context
+    return lines
+
+
+def test_two_hundred_chat_lines_match_what_they_give_live(
+    seeded: openai.OpenAI, chat_lines: list[dict[str, Any]]
+) -> None:
+    client = seeded
+    uploaded = client.files.create(file=("chat.jsonl", jsonl(chat_lines)), purpose="batch")
+    assert uploaded.purpose == "batch"
+    assert uploaded.bytes == len(jsonl(chat_lines))
+    batch = client.batches.create(
+        input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+    )
+    assert batch.status in ("validating", "in_progress")
+    batch = wait(client, batch.id)
+    assert batch.status == "completed"
+    assert batch.request_counts.total == CHAT_LINES
+    assert batch.request_counts.failed == 3
+    assert batch.request_counts.completed == CHAT_LINES - 3
+    outputs, errors = lines_of(client, batch.output_file_id), lines_of(client, batch.error_file_id)
+    assert set(errors) == {"chat-7", "chat-8", "chat-9"}
+    assert errors["chat-7"]["response"]["status_code"] == 400
+    assert errors["chat-7"]["response"]["body"]["error"]["param"] == "messages"
+    assert errors["chat-8"]["response"]["status_code"] == 404
+    assert errors["chat-9"]["response"]["body"]["error"]["code"] == "context_length_exceeded"
+    assert len(outputs) == CHAT_LINES - 3
+    for i in (0, 1, 57, 123, 199):  # seeded: the same answer live
+        live = client.chat.completions.create(**chat_body(i))
+        body = outputs[f"chat-{i}"]["response"]["body"]
+        assert outputs[f"chat-{i}"]["response"]["status_code"] == 200
+        assert body["choices"][0]["message"]["content"] == live.choices[0].message.content
+    assert batch.usage is not None
+    assert batch.usage.output_tokens > 0
+
+
+def test_five_hundred_embedding_lines_equal_live_embeddings(client: Any) -> None:
+    texts = [
+        f"sentence number {i} about {['cats', 'ships', 'rain', 'tea'][i % 4]}" for i in range(EMBEDDING_LINES)
+    ]
+    lines = [
+        {
+            "custom_id": f"e{i}",
+            "method": "POST",
+            "url": "/v1/embeddings",
+            "body": {"model": "all-minilm-l6-v2", "input": text},
+        }
+        for i, text in enumerate(texts)
+    ]
+    uploaded = client.files.create(file=io.BytesIO(jsonl(lines)), purpose="batch")
+    batch = wait(
+        client,
+        client.batches.create(
+            input_file_id=uploaded.id, endpoint="/v1/embeddings", completion_window="24h"
+        ).id,
+    )
+    assert batch.status == "completed"
+    assert batch.request_counts.completed == EMBEDDING_LINES
+    assert batch.error_file_id is None
+    outputs = lines_of(client, batch.output_file_id)
+    live = client.embeddings.create(model="all-minilm-l6-v2", input=texts[:64])
+    for i, row in enumerate(live.data):
+        assert outputs[f"e{i}"]["response"]["body"]["data"][0]["embedding"] == pytest.approx(
+            row.embedding, abs=1e-6
+        )
+
+
+def test_a_cancelled_batch_keeps_what_it_did(client: Any) -> None:
+    lines = [
+        {
+            "custom_id": f"long-{i}",
+            "method": "POST",
+            "url": "/v1/completions",
+            "body": {"model": "smollm2-135m-instruct", "prompt": f"{i}. Once", "max_tokens": 60,
+                     "logit_bias": {"0": -100, "2": -100}},
+        }
+        for i in range(60)
+    ]  # fmt: skip
+    uploaded = client.files.create(file=("long.jsonl", jsonl(lines)), purpose="batch")
+    batch = client.batches.create(
+        input_file_id=uploaded.id, endpoint="/v1/completions", completion_window="24h"
+    )
+    deadline = time.monotonic() + 60
+    while client.batches.retrieve(batch.id).request_counts.completed < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert client.batches.cancel(batch.id).status == "cancelling"
+    done = wait(client, batch.id, 120)
+    assert done.status == "cancelled"
+    assert done.cancelled_at is not None
+    outputs = lines_of(client, done.output_file_id)
+    assert 2 <= len(outputs) < 60
+    assert done.request_counts.completed == len(outputs)
+    assert all(len(o["response"]["body"]["choices"][0]["text"]) > 0 for o in outputs.values())
+
+
+@pytest.mark.parametrize(
+    ("content", "line"),
+    [
+        (b'{"custom_id": "a", "method": "POST", "url": "/v1/embeddings", "body": {}}\nnot json\n', 2),
+        (b'{"custom_id": "a", "method": "POST", "url": "/v1/embeddings", "body": {}}\n' * 2, 2),
+        (b'{"method": "POST", "url": "/v1/embeddings", "body": {}}\n', 1),
+        (b'{"custom_id": "a", "method": "GET", "url": "/v1/embeddings", "body": {}}\n', 1),
+        (b'{"custom_id": "a", "method": "POST", "url": "/v1/images", "body": {}}\n', 1),
+    ],
+)
+def test_a_bad_batch_input_is_a_400_naming_its_line(client: Any, content: bytes, line: int) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.files.create(file=("bad.jsonl", content), purpose="batch")
+    assert f"Line {line} " in caught.value.body["message"]
+    assert caught.value.body["param"] == "file"
+
+
+def test_files_list_retrieve_and_delete(client: Any) -> None:
+    note = client.files.create(file=("note.txt", b"hello"), purpose="user_data")
+    assert client.files.retrieve(note.id).filename == "note.txt"
+    assert client.files.content(note.id).content == b"hello"
+    assert note.id in [f.id for f in client.files.list(purpose="user_data")]
+    assert note.id not in [f.id for f in client.files.list(purpose="batch")]
+    assert client.files.delete(note.id).deleted
+    with pytest.raises(openai.NotFoundError):
+        client.files.retrieve(note.id)
+    uploaded = client.files.create(
+        file=("e.jsonl", b'{"custom_id": "a", "method": "POST", "url": "/v1/embeddings", "body": {}}\n'),
+        purpose="batch",
+    )
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.batches.create(
+            input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+        )
+    assert "Line 1 " in caught.value.body["message"]
+    with pytest.raises(openai.NotFoundError):
+        client.batches.create(input_file_id="file-nope", endpoint="/v1/embeddings", completion_window="24h")
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.batches.create(input_file_id=uploaded.id, endpoint="/v1/embeddings", completion_window="1h")
+    assert caught.value.body["param"] == "completion_window"
+
+
+def test_an_upload_over_the_bound_is_a_413(tmp_path: Path) -> None:
+    with configured_server(tmp_path, "defaults = false\n[files]\nmax_bytes = 1000\n") as live:
+        small = openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0)
+        with pytest.raises(openai.APIStatusError) as caught:
+            small.files.create(file=("big.bin", b"x" * 5000), purpose="user_data")
+        assert caught.value.status_code == 413
+        assert small.files.create(file=("ok.bin", b"x" * 900), purpose="user_data").bytes == 900
