@@ -102,12 +102,14 @@ async def batch_run(url: str, lines: int, tokens: int, probe_count: int) -> tupl
     return elapsed, during
 
 
-def main(lines: int, tokens: int, probe_count: int) -> None:
+def main(lines: int, tokens: int, probe_count: int, share: float | None) -> None:
     print(f"# Batches beside live traffic: {lines} chat lines of {tokens} tokens\n\n{machine()}")
+    if share is not None:
+        print(f"[batches] share = {share}")
     with tempfile.TemporaryDirectory() as folder:
         config = f"{folder}/models.toml"
         with open(config, "w") as file:
-            file.write(CONFIG)
+            file.write(CONFIG if share is None else f"{CONFIG}\n[batches]\nshare = {share}\n")
         with modelport_process("--config", config, "--database", f"{folder}/state.db") as (url, _):
             asyncio.run(probes(url, 3, 0))  # warm-up
             idle = asyncio.run(probes(url, probe_count, 0.3))
@@ -125,9 +127,7 @@ def main(lines: int, tokens: int, probe_count: int) -> None:
     ]
     rate[0][3] = f"{clients_seconds / batch_seconds:.2f}×"
     print(table("Throughput", ["how", "requests/s", "tokens/s", "batch × clients"], rate))
-    print(
-        "Target: the batch ≥ 0.8× the 8 clients (it leaves a quarter of the model's slots to live requests)."
-    )
+    print("Target: the batch ≥ 0.8× the 8 clients (it takes at most its share of the model's slots).")
 
 
 if __name__ == "__main__":
@@ -135,5 +135,8 @@ if __name__ == "__main__":
     parser.add_argument("--lines", type=int, default=500)
     parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--probes", type=int, default=20)
+    parser.add_argument(
+        "--share", type=float, help="[batches] share: of a model's slots, what a batch may take"
+    )
     arguments = parser.parse_args()
-    main(arguments.lines, arguments.tokens, arguments.probes)
+    main(arguments.lines, arguments.tokens, arguments.probes, arguments.share)

@@ -147,6 +147,12 @@ class BatchSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     concurrency: int = Field(default=16, ge=1, description="lines of one batch in flight at a time")
+    share: float = Field(
+        default=0.25,
+        gt=0,
+        le=1,
+        description="the share of a model's slots batch work may take (the rest stays free for live ones)",
+    )
 
 
 def data_dir() -> Path:

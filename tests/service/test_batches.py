@@ -59,12 +59,15 @@ def chat_body(i: int) -> dict[str, Any]:
 
 # A cache per slot: a seeded request then samples the same text however many others decode beside it (with
 # the default shared cache, their number changes the attention's last bits, and so the samples).
+# Every slot open to the batch: this test is about what the lines give, not about live traffic.
 SEEDED = """
 defaults = false
 [[models]]
 id = "smollm2-135m-instruct"
 engine = "llamacpp"
 n_ctx_per_slot = 2048
+[batches]
+share = 1.0
 """
 
 
@@ -156,7 +159,7 @@ def test_a_cancelled_batch_keeps_what_it_did(client: Any) -> None:
             "custom_id": f"long-{i}",
             "method": "POST",
             "url": "/v1/completions",
-            "body": {"model": "smollm2-135m-instruct", "prompt": f"{i}. Once", "max_tokens": 60,
+            "body": {"model": "smollm2-135m-instruct", "prompt": f"{i}. Once", "max_tokens": 30,
                      "logit_bias": {"0": -100, "2": -100}},
         }
         for i in range(60)
@@ -166,7 +169,7 @@ def test_a_cancelled_batch_keeps_what_it_did(client: Any) -> None:
         input_file_id=uploaded.id, endpoint="/v1/completions", completion_window="24h"
     )
     deadline = time.monotonic() + 60
-    while client.batches.retrieve(batch.id).request_counts.completed < 2:
+    while client.batches.retrieve(batch.id).request_counts.completed < 1:
         assert time.monotonic() < deadline
         time.sleep(0.2)
     assert client.batches.cancel(batch.id).status == "cancelling"
@@ -174,7 +177,7 @@ def test_a_cancelled_batch_keeps_what_it_did(client: Any) -> None:
     assert done.status == "cancelled"
     assert done.cancelled_at is not None
     outputs = lines_of(client, done.output_file_id)
-    assert 2 <= len(outputs) < 60
+    assert 1 <= len(outputs) < 60
     assert done.request_counts.completed == len(outputs)
     assert all(len(o["response"]["body"]["choices"][0]["text"]) > 0 for o in outputs.values())
 

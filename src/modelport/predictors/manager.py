@@ -51,9 +51,12 @@ class LoadedModel:
 class ModelManager:
     """Owns loading: each model loads once, in a worker thread, with a progress line in the log."""
 
-    def __init__(self, registry: ModelRegistry, load_wait: float = 600.0) -> None:
+    def __init__(
+        self, registry: ModelRegistry, load_wait: float = 600.0, background_share: float = 0.25
+    ) -> None:
         self.registry = registry
         self.load_wait = load_wait
+        self.background_share = background_share
         self._loaded: dict[str, LoadedModel] = {}
         self._loading: dict[str, asyncio.Future[LoadedModel]] = {}
 
@@ -90,7 +93,7 @@ class ModelManager:
         return loading
 
     async def _load_in_thread(self, spec: ModelSpec) -> LoadedModel:
-        model = await anyio.to_thread.run_sync(self._load, spec)
+        model = await anyio.to_thread.run_sync(self._load, spec, self.background_share)
         self._loaded[spec.id] = model
         return model
 
@@ -111,7 +114,7 @@ class ModelManager:
         return True
 
     @staticmethod
-    def _load(spec: ModelSpec) -> LoadedModel:
+    def _load(spec: ModelSpec, background_share: float) -> LoadedModel:
         log.info("loading %s (%s)…", spec.id, spec.source)
         start = time.perf_counter()
         try:
@@ -125,4 +128,5 @@ class ModelManager:
             ) from error
         seconds = time.perf_counter() - start
         log.info("loaded %s in %.2fs: %s", spec.id, seconds, ", ".join(predictors))
-        return LoadedModel(spec, predictors, Slots(spec.id, spec.concurrency, spec.queue), seconds)
+        slots = Slots(spec.id, spec.concurrency, spec.queue, background_share)
+        return LoadedModel(spec, predictors, slots, seconds)

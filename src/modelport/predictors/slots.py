@@ -1,6 +1,6 @@
 """A model's slots: how many calls run at once, and how many may wait for one before callers are told to
 come back later (429 with `Retry-After`) instead of piling up. Background work (batches) takes a slot only
-when a share of them stays free and no interactive call waits: it never stands in front of one."""
+within its share of them and when no interactive call waits: it never stands in front of one."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from modelport.errors import OverloadedError
 class Slots:
     """`total` calls at a time, at most `queue` waiting; `Retry-After` from the recent time a call takes."""
 
-    def __init__(self, model_id: str, total: int, queue: int) -> None:
+    def __init__(self, model_id: str, total: int, queue: int, background_share: float = 0.25) -> None:
         self.model_id = model_id
         self.total = total
         self.queue = queue
@@ -27,7 +27,7 @@ class Slots:
         self._limiter = anyio.CapacityLimiter(total)
         self._mean_hold = 1.0  # seconds, an exponential moving average
         # Slots background work leaves free for interactive calls (none when there is only one).
-        self.reserve = max(1, total // 4) if total > 1 else 0
+        self.reserve = min(total - 1, max(1, round(total * (1 - background_share)))) if total > 1 else 0
         self._released = asyncio.Event()
 
     @property

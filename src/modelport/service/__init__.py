@@ -56,7 +56,7 @@ class Service:
 
     def __init__(self, registry: ModelRegistry, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
-        self.manager = ModelManager(registry, self.settings.load_wait)
+        self.manager = ModelManager(registry, self.settings.load_wait, self.settings.batches.share)
         self._created = int(time.time())
         url = self.settings.store.resolved_url()
         self.store = Store(url) if url else None
