@@ -12,7 +12,7 @@ ROOT = Path(__file__).parents[1]
 
 
 @pytest.mark.parametrize(
-    "name", ["decode", "concurrency", "embeddings", "audio", "overhead", "proxy", "state", "batch"]
+    "name", ["decode", "concurrency", "embeddings", "audio", "overhead", "proxy", "state", "batch", "tools"]
 )
 def test_the_benchmark_command_starts(name: str) -> None:
     done = subprocess.run(

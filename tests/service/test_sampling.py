@@ -61,13 +61,26 @@ def test_streamed_logprobs_arrive_with_their_tokens(client: openai.OpenAI) -> No
     assert len(tokens) == 5
 
 
+def test_the_sampled_token_is_always_among_its_top_logprobs(client: openai.OpenAI) -> None:
+    """As OpenAI does (up to `logprobs` + 1 entries), so `top_logprobs[i][tokens[i]]` never fails."""
+    reply = client.completions.create(
+        model="gpt-4o-mini", prompt="Once upon a time", max_tokens=24, logprobs=1, temperature=2.0, seed=3
+    )
+    logprobs = reply.choices[0].logprobs
+    assert logprobs is not None
+    tops, tokens, values = logprobs.top_logprobs or [], logprobs.tokens or [], logprobs.token_logprobs or []
+    assert all(top[token] == value for top, token, value in zip(tops, tokens, values, strict=True))
+    assert all(len(top) <= 2 for top in tops)
+    assert any(len(top) == 2 for top in tops)  # at this temperature some sampled token was not the likeliest
+
+
 def test_legacy_logprobs_are_parallel_lists(client: openai.OpenAI) -> None:
     reply = client.completions.create(model="gpt-4o-mini", prompt="The sky is", max_tokens=4, logprobs=2)
     logprobs = reply.choices[0].logprobs
     assert logprobs is not None
     assert len(logprobs.tokens or []) == len(logprobs.token_logprobs or []) == 4
     assert all(lp <= 0 for lp in logprobs.token_logprobs or [])
-    assert all(len(top) == 2 for top in logprobs.top_logprobs or [])
+    assert all(2 <= len(top) <= 3 for top in logprobs.top_logprobs or [])
     assert "".join(logprobs.tokens or []) == reply.choices[0].text
     assert logprobs.text_offset == [sum(len(t) for t in (logprobs.tokens or [])[:i]) for i in range(4)]
 

@@ -85,6 +85,8 @@ class _GenerationRequest(OpenAIRequest):
     guided_choice: list[str] | None = None
     guided_regex: str | None = None
     guided_grammar: str | None = None
+    # modelport's own: JSON output held to a compact layout (one space after `,` and `:`), or left free.
+    json_whitespace: Literal["compact", "flexible"] = "compact"
 
     @field_validator("stop")
     @classmethod

@@ -35,7 +35,9 @@ def _parallel(tokens: list[dict[str, Any]], offsets: dict[int, int], index: int)
     for token in tokens:
         out["tokens"].append(token.get("token", ""))
         out["token_logprobs"].append(token.get("logprob"))
-        out["top_logprobs"].append({t["token"]: t["logprob"] for t in token.get("top_logprobs") or []})
+        top = {t["token"]: t["logprob"] for t in token.get("top_logprobs") or []}
+        top.setdefault(token.get("token", ""), token.get("logprob"))  # OpenAI always lists the sampled token
+        out["top_logprobs"].append(top)
         out["text_offset"].append(offsets[index])
         offsets[index] += len(token.get("token", ""))
     return out

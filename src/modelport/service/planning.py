@@ -11,7 +11,7 @@ from modelport.errors import InvalidRequestError
 from modelport.predictors.contract import Predictor
 from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
 from modelport.service import grammar, tool_formats, tools
-from modelport.service.schema import check_enforceable
+from modelport.service.schema import check_enforceable, json_grammar
 
 log = logging.getLogger("modelport.service")
 
@@ -31,7 +31,9 @@ _FRAMING = {
     "model", "messages", "prompt", "stream", "stream_options", "max_completion_tokens", "store", "metadata",
 }  # fmt: skip
 # Fields modelport honours itself, whatever the predictor.
-_HANDLED_HERE = {"n", "best_of", "echo", "use_beam_search", "length_penalty", "early_stopping"}
+_HANDLED_HERE = {
+    "n", "best_of", "echo", "use_beam_search", "length_penalty", "early_stopping", "json_whitespace",
+}  # fmt: skip
 _TOOL_FIELDS = {"tools", "tool_choice", "parallel_tool_calls", "functions", "function_call"}
 
 
@@ -61,14 +63,17 @@ def options(
     if plan is not None or native is not None:
         for name in _TOOL_FIELDS:
             sent.pop(name, None)
+    compact = request.json_whitespace == "compact"
     if plan is not None and native is not None:  # the template shows the tools; the grammar holds the format
         sent.pop("response_format", None)
         sent["tools"] = [{"type": "function", "function": tool} for tool in plan.tools]
-        sent["grammar"] = native.grammar(plan)
+        sent["grammar"] = native.grammar(plan, compact)
     elif plan is not None:
         sent["response_format"] = tools.response_format(plan)
     _guided(sent)
     _check_format(sent.get("response_format"))
+    if compact and predictor.accepts(ALL) and "grammar" not in sent:
+        _held_compact(sent)
     if ("response_format" in sent or "grammar" in sent) and not (
         predictor.accepts(FORMAT) or predictor.accepts(ALL)
     ):
@@ -114,6 +119,21 @@ def _guided(sent: dict[str, Any]) -> None:
         sent["grammar"] = grammar.regex_grammar(sent.pop("guided_regex"))
     if "guided_grammar" in sent:
         sent["grammar"] = sent.pop("guided_grammar")
+
+
+def _held_compact(sent: dict[str, Any]) -> None:
+    """A JSON `response_format` as an llguidance grammar that lays the JSON out compactly (llama.cpp's own
+    schema grammar lets a model pad it with any whitespace)."""
+    response_format = sent.get("response_format") or {}
+    if response_format.get("type") == "json_object":
+        sent["grammar"] = json_grammar({"type": "object"})
+    elif response_format.get("type") == "json_schema" and "schema" in (
+        response_format.get("json_schema") or {}
+    ):
+        sent["grammar"] = json_grammar(response_format["json_schema"]["schema"])
+    else:
+        return
+    del sent["response_format"]
 
 
 def _check_format(response_format: dict[str, Any] | None) -> None:

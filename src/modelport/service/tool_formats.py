@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelport.predictors.parameter import TOOL_FORMATS
+from modelport.service.schema import compact as schema_compact
 from modelport.service.tools import AnswerParser, ToolPlan
 
 
@@ -32,8 +33,9 @@ class ToolFormat:
     tags: tuple[str, ...] = ()  # wrappers around each call, dropped before the JSON is read
     parallel: bool = True
 
-    def grammar(self, plan: ToolPlan) -> str:
-        """The llguidance grammar of an answer that follows `plan` in this format."""
+    def grammar(self, plan: ToolPlan, compact: bool = True) -> str:
+        """The llguidance grammar of an answer that follows `plan` in this format (its JSON laid out
+        compactly unless told otherwise)."""
         call, defs = plan.call_schema(self.arguments)
         if self.name == "hermes":
             block = '"<tool_call>\\n" call "\\n</tool_call>"'
@@ -46,7 +48,7 @@ class ToolFormat:
         lines = ["%llguidance {}", "start: calls" if plan.required else "start: TEXT | calls"]
         lines += [
             f"calls: {calls}",
-            f"call: %json {json.dumps({**schema, '$defs': defs} if defs else schema)}",
+            f"call: %json {json.dumps(_laid_out({**schema, '$defs': defs} if defs else schema, compact))}",
         ]
         if not plan.required:
             first = (self.opener or "{")[0]
@@ -145,3 +147,7 @@ class NativeParser:
 
 def _regex_escape(char: str) -> str:
     return "\\" + char if char in "[]\\^-/" else char
+
+
+def _laid_out(schema: dict[str, Any], compact: bool) -> dict[str, Any]:
+    return schema_compact(schema) if compact else schema
