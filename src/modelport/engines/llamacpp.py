@@ -8,7 +8,9 @@ into an iterator whose `close()` stops the generation at the next token and free
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
+import re
 import secrets
 import threading
 from collections import deque
@@ -18,6 +20,7 @@ from typing import Annotated, Any
 
 import httpx
 
+from modelport.engines import chat_template
 from modelport.engines.packaged import package_dir
 from modelport.errors import InvalidRequestError, ModelportError, PredictorError
 from modelport.predictors.parameter import Parameter
@@ -25,6 +28,7 @@ from modelport.predictors.parameter import Parameter
 ChunkHandler = Callable[[dict[str, Any], Callable[[dict[str, Any]], bool]], Any]
 
 _DONE: Any = object()
+_TEMPLATE_REFUSAL = re.compile(r"Jinja Exception: (.+)")
 SLOTS = 8  # requests decoding together by default (`n_parallel`)
 
 
@@ -39,8 +43,9 @@ def load(**options: Any) -> Sequence[Callable[..., Any]]:
     server = start_server(**options, api_key=key)
     fim = _fill_in_the_middle_tokens(server)
     template = _chat_template(server, key)
+    render = functools.partial(_render, server, key)
     return [
-        _chat_predictor(server.handle_chat_completions, tool_format(template)),
+        _chat_predictor(server.handle_chat_completions, tool_format(template), render),
         _completion_predictor(server.handle_completions, fim),
     ]
 
@@ -105,6 +110,21 @@ def tool_format(template: str) -> str | None:
     return None
 
 
+def _render(server: Any, key: str, messages: list[dict[str, Any]]) -> str | None:
+    """The prompt llama.cpp renders for `messages` with the model's template; None if the template refuses
+    them."""
+    reply = httpx.post(
+        f"{server.listening_address}/apply-template",
+        json={"messages": messages},
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=30,
+    )
+    if reply.status_code == 400:
+        return None
+    reply.raise_for_status()
+    return str(reply.json()["prompt"])
+
+
 def _chat_template(server: Any, key: str) -> str:
     """The template llama.cpp really renders with (the GGUF's own, an override, or its fallback)."""
     props = httpx.get(
@@ -114,18 +134,34 @@ def _chat_template(server: Any, key: str) -> str:
     return str(props.json().get("chat_template") or "")
 
 
-def _chat_predictor(handle: ChunkHandler, tool_format: str | None) -> Callable[..., Any]:
+def _chat_predictor(
+    handle: ChunkHandler, tool_format: str | None, render: chat_template.Render
+) -> Callable[..., Any]:
+    traits = chat_template.probe(render)
+
     def llamacpp_chat(
         messages: list[dict[str, Any]],
         options: Annotated[dict[str, Any] | None, Parameter.GenerationOptions] = None,
         tools: list[dict[str, Any]] | None = None,
     ) -> Iterator[dict[str, Any]]:
-        request = {**_llama_options(options), "messages": messages}
+        request = {**_llama_options(options), "messages": traits.adapt(messages)}
+        if traits.turn_end:  # however the vocabulary spells it, the turn's end ends the answer
+            stop = request.get("stop") or []
+            request["stop"] = [*([stop] if isinstance(stop, str) else stop), traits.turn_end]
         if tools:
             # As a template variable rather than llama.cpp's `tools`, which refuses a grammar beside it:
             # modelport constrains the native call format itself.
             request["chat_template_kwargs"] = {**request.get("chat_template_kwargs", {}), "tools": tools}
         return stream_chunks(handle, request)
+
+    def prompt(messages: list[dict[str, Any]]) -> str:
+        """The prompt the template makes of `messages` (as adapted for it)."""
+        rendered = render(traits.adapt(messages))
+        if rendered is None:
+            raise InvalidRequestError(
+                "The model's chat template refused the conversation.", param="messages", code="template_error"
+            )
+        return rendered
 
     # Tools reach the model only when its template can show them; otherwise modelport describes them. The
     # format is known once the template is read, so the annotations are made here.
@@ -137,6 +173,9 @@ def _chat_predictor(handle: ChunkHandler, tool_format: str | None) -> Callable[.
     if tool_format:
         annotations["tools"] = Annotated[list[dict[str, Any]] | None, Parameter.ChatTools(format=tool_format)]
     llamacpp_chat.__annotations__ = annotations
+    # For callers that want the prompt itself (`/generate` with messages), and where its turns end.
+    llamacpp_chat.render = prompt  # type: ignore[attr-defined]
+    llamacpp_chat.stops = [traits.turn_end] if traits.turn_end else []  # type: ignore[attr-defined]
     return llamacpp_chat
 
 
@@ -283,6 +322,13 @@ def _translate(error: Exception) -> ModelportError:
     if isinstance(error, ModelportError):
         return error
     if isinstance(error, ValueError):  # llama.cpp rejects the request itself: grammar, template, arguments
+        refused = _TEMPLATE_REFUSAL.search(str(error))
+        if refused:
+            return InvalidRequestError(
+                f"The model's chat template refused the conversation: {refused.group(1).strip()}",
+                param="messages",
+                code="template_error",
+            )
         return InvalidRequestError(str(error))
     if isinstance(error, TypeError | OverflowError):  # a value llama.cpp's JSON cannot hold (a 100-bit int)
         return InvalidRequestError(f"The request holds a value llama.cpp cannot take: {error}")

@@ -17,11 +17,20 @@ def parse(cls: type[R], body: Any) -> R:
     try:
         return cls.model_validate(body)
     except ValidationError as error:
-        first = error.errors()[0]
-        param = validation_param(dict(first))
-        if first["type"] == "missing":
-            raise InvalidRequestError(f"Missing required parameter: '{param}'.", param=param) from None
-        raise InvalidRequestError(f"Invalid value for '{param}': {first['msg']}", param=param) from None
+        raise invalid(dict(error.errors()[0])) from None
+
+
+def invalid(error: dict[str, Any]) -> InvalidRequestError:
+    """The 400 for the first of pydantic's errors."""
+    param = validation_param(error)
+    kind = error.get("type")
+    if kind == "json_invalid":
+        return InvalidRequestError(f"We could not parse the JSON body of your request: {error.get('msg')}")
+    if kind == "missing":
+        return InvalidRequestError(f"Missing required parameter: '{param}'.", param=param, code="missing")
+    if kind == "extra_forbidden":
+        return InvalidRequestError(f"Unknown field '{param}'.", param=param, code="unknown_field")
+    return InvalidRequestError(f"Invalid value for '{param}': {error.get('msg')}", param=param, code=kind)
 
 
 def validation_param(error: dict[str, Any]) -> str | None:

@@ -16,6 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from modelport import __version__, metrics
 from modelport.server import errors
 from modelport.server.batches import router as batch_router
+from modelport.server.generate import router as generate_router
 from modelport.server.middleware import ApiKeys, BodyLimit, Disconnects, RequestRecords
 from modelport.server.routes import router
 from modelport.server.state import router as state_router
@@ -46,6 +47,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     for routes in (router, state_router, batch_router):
         app.include_router(routes, prefix="/v1")
         app.include_router(routes, prefix="/v1/openai/v1", include_in_schema=False)
+    app.include_router(generate_router)
     settings = service.settings
     # Added innermost first: records see every answer, CORS answers preflights before keys are asked for.
     app.add_middleware(Disconnects)

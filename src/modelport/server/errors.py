@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from modelport.errors import ModelportError
-from modelport.protocol.validation import validation_param
+from modelport.protocol.validation import invalid
 
 log = logging.getLogger("modelport.server")
 
@@ -40,18 +40,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, error: RequestValidationError) -> JSONResponse:
-        first = error.errors()[0]
-        param = validation_param(first)
-        message = first.get("msg", "Invalid request")
-        if first.get("type") == "json_invalid":
-            return error_response(
-                400, f"We could not parse the JSON body of your request: {message}", "invalid_request_error"
-            )
-        if first.get("type") == "missing":
-            message = f"Missing required parameter: '{param}'."
-        else:
-            message = f"Invalid value for '{param}': {message}"
-        return error_response(400, message, "invalid_request_error", param, first.get("type"))
+        refused = invalid(dict(error.errors()[0]))
+        return JSONResponse(refused.body(), refused.status)
 
     @app.exception_handler(HTTPException)
     async def _http(_: Request, error: HTTPException) -> JSONResponse:

@@ -32,12 +32,12 @@ async def _reply(send: Send, error: ModelportError) -> None:
 
 
 class ApiKeys:
-    """Every `/v1` route (and `/metrics` if asked) needs `Authorization: Bearer <one of the keys>`."""
+    """Every `/v1` route and `/generate` (and `/metrics` if asked) needs `Authorization: Bearer <key>`."""
 
     def __init__(self, app: ASGIApp, keys: list[str], protect_metrics: bool) -> None:
         self.app = app
         self.keys = [k.encode() for k in keys]
-        self.prefixes = ("/v1", "/metrics") if protect_metrics else ("/v1",)
+        self.prefixes = ("/v1", "/generate", "/metrics") if protect_metrics else ("/v1", "/generate")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith(self.prefixes):
@@ -231,6 +231,7 @@ _ROUTES = {
     "/v1/responses",
     "/v1/files",
     "/v1/batches",
+    "/generate",
     "/health",
     "/metrics",
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, TypeVar
 
 from openai.types import Completion, CreateEmbeddingResponse, Model
@@ -16,6 +16,7 @@ from modelport.predictors.contract import Capability
 from modelport.predictors.manager import ModelManager
 from modelport.predictors.registry import ModelRegistry
 from modelport.predictors.relay import Upload
+from modelport.protocol.generate import GenerateRequest
 from modelport.protocol.requests import (
     ChatCompletionRequest,
     CompletionRequest,
@@ -25,7 +26,7 @@ from modelport.protocol.requests import (
 )
 from modelport.protocol.responses import ResponseRequest
 from modelport.protocol.validation import parse
-from modelport.service import audio, embeddings, generation, limits, transcription
+from modelport.service import audio, embeddings, generate, generation, limits, transcription
 from modelport.service.audio import SpeechAudio, SpeechEvents, SpeechStream
 from modelport.service.batches import Batches
 from modelport.service.batches.runner import Endpoint, Runner
@@ -34,7 +35,7 @@ from modelport.service.framing import Chunks
 from modelport.service.responses import Responses
 from modelport.service.stored import StoredCompletions
 from modelport.service.transcription import Answer, TranscriptEvents
-from modelport.settings import Settings
+from modelport.settings import DEFAULT_CHAT, Settings
 from modelport.store import Store
 
 R = TypeVar("R", bound=BaseModel)
@@ -138,6 +139,13 @@ class Service:
         """`POST /v1/completions`."""
         limits.check_generation(request, self.settings.limits)
         return await generation.completion(self.manager, request)
+
+    async def generate(
+        self, request: GenerateRequest
+    ) -> dict[str, Any] | AsyncGenerator[dict[str, Any], None]:
+        """`POST /generate` (vLLM's demo endpoint): on the completion path; the default chat model when the
+        request names none."""
+        return await generate.generate(self.manager, self.completion, request, DEFAULT_CHAT)
 
     async def embeddings(self, request: EmbeddingRequest) -> CreateEmbeddingResponse:
         """`POST /v1/embeddings`."""

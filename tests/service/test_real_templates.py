@@ -1,0 +1,164 @@
+"""The real chat templates of Gemma 2, Mistral 7B v0.2, Phi-3 mini and Llama 3.1 (byte for byte; see
+templates/real/SOURCES.md), each over SmolLM2's weights: every request shape renders and answers, the
+text each template ends a turn with ends generation and never shows, and a conversation a template still
+refuses is a 400 with the template's own words."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from tests.conftest import configured_server
+
+REAL = Path(__file__).parent / "templates" / "real"
+TEMPLATES = {
+    "gemma-2-9b-it": "<end_of_turn>",
+    "mistral-7b-instruct-v0.2": "<|im_end|>",  # `eos_token`: SmolLM2's, under these weights
+    "phi-3-mini-4k-instruct": "<|end|>",
+    "llama-3.1-8b-instruct": "<|eot_id|>",
+}
+CALL = {"id": "call_abc123", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}
+ADD = {
+    "type": "function",
+    "function": {
+        "name": "add",
+        "description": "Add two numbers.",
+        "parameters": {
+            "type": "object",
+            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+            "required": ["a", "b"],
+        },
+    },
+}
+SHAPES: dict[str, list[dict[str, Any]]] = {
+    "a user": [{"role": "user", "content": "Name a colour."}],
+    "a system message": [
+        {"role": "system", "content": "Answer in one word."},
+        {"role": "user", "content": "Name a colour."},
+    ],
+    "two user messages in a row": [
+        {"role": "user", "content": "Hello."},
+        {"role": "user", "content": "Name a colour."},
+    ],
+    "an assistant first": [
+        {"role": "assistant", "content": "How can I help?"},
+        {"role": "user", "content": "Name a colour."},
+    ],
+    "a tool call and its result": [
+        {"role": "user", "content": "What is 2 + 3?"},
+        {"role": "assistant", "content": None, "tool_calls": [CALL]},
+        {"role": "tool", "tool_call_id": "call_abc123", "content": "5"},
+    ],
+}
+
+
+def config() -> str:
+    models = [
+        f'[[models]]\nid = "{name}"\nengine = "llamacpp"\nn_parallel = 1\nn_ctx_per_slot = 2048\n'
+        f"chat_template = {json.dumps((REAL / f'{name}.jinja').read_text())}\n"
+        for name in TEMPLATES
+    ]
+    return "defaults = false\n" + "".join(models)
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with configured_server(tmp_path_factory.mktemp("templates"), config()) as live:
+        yield live.url
+
+
+def sdk(url: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=120)
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+@pytest.mark.parametrize("template", list(TEMPLATES))
+def test_every_request_shape_renders_and_answers(url: str, template: str, shape: str) -> None:
+    reply = sdk(url).chat.completions.create(
+        model=template,
+        messages=SHAPES[shape],
+        max_tokens=12,
+        temperature=0,
+        tools=[ADD] if "tool" in shape else None,
+    )
+    choice = reply.choices[0]
+    # SmolLM2's weights under another family's template often end their turn at once, as the prompt
+    # shows turns ending: an empty answer that stopped is an answer.
+    assert choice.finish_reason in ("stop", "length", "tool_calls")
+    assert TEMPLATES[template] not in (choice.message.content or "")
+    assert reply.usage is not None
+    assert reply.usage.prompt_tokens > 0
+
+
+@pytest.mark.parametrize("template", list(TEMPLATES))
+def test_the_turns_end_ends_the_answer_and_never_shows(url: str, template: str) -> None:
+    # The decoder is made to write the template's turn end in the middle of the answer.
+    stop = TEMPLATES[template]
+    pattern = "hello" + "".join(f"[{c}]" if c in "|<>" else c for c in stop) + " and more"
+    for stream in (False, True):
+        answer = sdk(url).chat.completions.create(
+            model=template,
+            messages=SHAPES["a user"],
+            max_tokens=40,
+            stream=stream,
+            extra_body={"guided_regex": pattern},
+        )
+        if stream:
+            chunks = list(answer)
+            text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+            finish = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+        else:
+            text, finish = answer.choices[0].message.content, [answer.choices[0].finish_reason]
+        assert text == "hello"
+        assert finish == ["stop"]
+
+
+def test_llama_31_shows_tools_natively_and_tool_results_as_ipython(url: str) -> None:
+    body = {
+        "model": "llama-3.1-8b-instruct",
+        "messages": SHAPES["a tool call and its result"],
+        "max_tokens": 1,
+    }
+    (text,) = httpx.post(f"{url}/generate", json=body, timeout=60).json()["text"]
+    assert '{"name": "add", "parameters": {"a": 2, "b": 3}}<|eot_id|>' in text
+    # A string is `iterable` to Jinja, so this template writes a tool result as JSON: "5", quoted.
+    assert '<|start_header_id|>ipython<|end_header_id|>\n\n"5"<|eot_id|>' in text
+    reply = sdk(url).chat.completions.create(
+        model="llama-3.1-8b-instruct",
+        messages=SHAPES["a user"],
+        tools=[ADD],
+        tool_choice="required",
+        max_tokens=40,
+    )
+    assert reply.choices[0].message.tool_calls
+    assert reply.choices[0].message.tool_calls[0].function.name == "add"
+
+
+@pytest.mark.parametrize("template", ["gemma-2-9b-it", "mistral-7b-instruct-v0.2"])
+def test_a_system_message_is_folded_into_the_first_user_turn(url: str, template: str) -> None:
+    body = {"model": template, "messages": SHAPES["a system message"], "max_tokens": 1}
+    (text,) = httpx.post(f"{url}/generate", json=body, timeout=60).json()["text"]
+    assert "Answer in one word." in text
+    assert text.index("Answer in one word.") < text.index("Name a colour.")
+
+
+def test_a_conversation_a_template_still_refuses_is_a_400_in_its_words(url: str) -> None:
+    two_calls = {
+        **SHAPES["a tool call and its result"][1],
+        "tool_calls": [CALL, {**CALL, "id": "call_def456"}],
+    }
+    messages = [
+        SHAPES["a user"][0],
+        two_calls,
+        {"role": "tool", "tool_call_id": "call_abc123", "content": "5"},
+    ]
+    with pytest.raises(openai.BadRequestError) as caught:
+        sdk(url).chat.completions.create(model="llama-3.1-8b-instruct", messages=messages, tools=[ADD])
+    assert caught.value.body["code"] == "template_error"
+    assert "This model only supports single tool-calls at once!" in caught.value.body["message"]
