@@ -71,10 +71,25 @@ def test_missing_and_wrongly_typed_fields_name_the_parameter(server: LiveServer)
     assert _error(wrong)["param"] == "messages"
 
 
-def test_an_unknown_route_is_an_openai_shaped_404(server: LiveServer) -> None:
+def test_an_unknown_route_is_an_openai_shaped_404_naming_method_and_path(server: LiveServer) -> None:
     response = httpx.get(f"{server.url}/v1/nothing-here")
     assert response.status_code == 404
-    _error(response)
+    assert "GET /v1/nothing-here" in _error(response)["message"]
+
+
+def test_an_endpoint_modelport_lacks_is_named_to_the_sdk(http_client: openai.OpenAI) -> None:
+    with pytest.raises(openai.NotFoundError) as caught:
+        http_client.vector_stores.create(name="notes")
+    assert "POST /v1/vector_stores" in caught.value.message
+
+
+def test_a_wrong_method_is_a_405_naming_the_allowed_one(server: LiveServer) -> None:
+    response = httpx.get(f"{server.url}/v1/embeddings")
+    assert response.status_code == 405
+    assert response.headers["allow"] == "POST"
+    message = _error(response)["message"]
+    assert "GET /v1/embeddings" in message
+    assert "POST" in message
 
 
 def test_transcription_without_a_file_is_a_400(server: LiveServer) -> None:

@@ -112,8 +112,8 @@ def test_instructions_are_accepted(client: openai.OpenAI) -> None:
 def test_long_input_is_spoken_whole(client: openai.OpenAI) -> None:
     def seconds(text: str) -> float:
         audio = client.audio.speech.create(model="tts-1", voice="alloy", input=text, response_format="wav")
-        with wave.open(io.BytesIO(audio.content)) as w:
-            return w.getnframes() / w.getframerate()
+        with wave.open(io.BytesIO(audio.content)) as w:  # streamed over HTTP: count what is there
+            return len(w.readframes(w.getnframes())) / w.getsampwidth() / w.getframerate()
 
     # Whole: as long as its sentences spoken one by one (Piper samples its timing: within 1% in trials) ...
     parts = 3 * sum(seconds(sentence) for sentence in LONG_SENTENCES)
@@ -135,8 +135,9 @@ def test_streamed_audio_starts_before_the_whole_synthesis(
     whole = time.perf_counter() - started
     started = time.perf_counter()
     chunks = []
+    # No `stream_format`: OpenAI's default is `audio`, so a plain streaming read gets audio as it is made.
     with http_client.audio.speech.with_streaming_response.create(
-        model="tts-1", voice="alloy", input=LONG, response_format="pcm", extra_body={"stream_format": "audio"}
+        model="tts-1", voice="alloy", input=LONG, response_format="pcm"
     ) as response:
         for chunk in response.iter_bytes():
             if not chunks:
@@ -145,6 +146,24 @@ def test_streamed_audio_starts_before_the_whole_synthesis(
     assert first < whole / 2, (first, whole)
     samples = np.frombuffer(b"".join(chunks), dtype="<i2")
     assert len(samples) / 24000 > 10
+
+
+def test_a_streamed_wav_reads_whole_with_the_wave_module(http_client: openai.OpenAI) -> None:
+    # Sent before its length is known, the header carries the streaming sizes (0xFFFFFFFF), as OpenAI's
+    # does; `wave` and FFmpeg still read every frame.
+    audio = http_client.audio.speech.create(model="tts-1", voice="alloy", input=TEXT, response_format="wav")
+    with wave.open(io.BytesIO(audio.content)) as reader:
+        frames = reader.readframes(reader.getnframes())
+        assert (reader.getframerate(), reader.getnchannels(), reader.getsampwidth()) == (24000, 1, 2)
+    assert len(frames) / 2 / 24000 == pytest.approx(decoded_seconds(audio.content), abs=0.01)
+
+
+def test_in_process_whole_wav_has_exact_sizes(inprocess_client: openai.OpenAI) -> None:
+    audio = inprocess_client.audio.speech.create(
+        model="tts-1", voice="alloy", input=TEXT, response_format="wav"
+    )
+    with wave.open(io.BytesIO(audio.content)) as reader:
+        assert reader.getnframes() / 24000 == pytest.approx(decoded_seconds(audio.content), abs=0.01)
 
 
 @pytest.mark.parametrize("fmt", ["mp3", "wav", "opus"])

@@ -149,7 +149,7 @@ def feed(name: str, text: str, size: int) -> list[dict[str, Any]]:
     pieces = []
     for start in range(0, len(text), size):
         pieces += parser.feed(text[start : start + size])
-    return pieces + parser.flush()  # as at the end of the stream
+    return pieces + parser.flush(cut=False)  # as at the end of the stream
 
 
 def rebuild(pieces: list[dict[str, Any]]) -> tuple[str, list[tuple[str, dict[str, Any]]]]:

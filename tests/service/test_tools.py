@@ -37,6 +37,7 @@ ADD = {
 }
 TOOLS = [WEATHER, ADD]
 SCHEMAS = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+WEATHER_ONLY: Any = {"type": "function", "function": {"name": "get_weather"}}
 ASK = [SYSTEM, {"role": "user", "content": "What is the weather in Paris?"}]
 
 
@@ -91,6 +92,46 @@ def test_none_answers_in_text(client: openai.OpenAI) -> None:
     )
     assert reply.choices[0].message.tool_calls is None
     assert reply.choices[0].message.content
+
+
+@pytest.mark.parametrize("budget", [4, 8, 12, 16, 20, 27])
+def test_an_answer_cut_by_max_tokens_keeps_what_was_generated(client: openai.OpenAI, budget: int) -> None:
+    # Agent loops give each turn what is left of a budget; what was generated must come back, as OpenAI
+    # returns it, never an empty message that counts its tokens as used.
+    reply = client.chat.completions.create(
+        model="gpt-4o-mini", messages=ASK, tools=TOOLS, tool_choice=WEATHER_ONLY, max_tokens=budget
+    )
+    choice = reply.choices[0]
+    assert choice.finish_reason == "length"
+    assert reply.usage is not None
+    assert reply.usage.completion_tokens == budget
+    assert choice.message.content is None
+    if budget >= 12:  # ten tokens of JSON framing come before a call's name begins
+        (call,) = choice.message.tool_calls or []
+        assert call.id.startswith("call_")
+        assert call.function.name
+        assert "get_weather".startswith(call.function.name)
+        if budget >= 16:
+            assert call.function.name == "get_weather"
+        if budget >= 20:
+            assert call.function.arguments.startswith('{"city"')
+    text = client.chat.completions.create(
+        model="gpt-4o-mini", messages=ASK, tools=TOOLS, max_tokens=budget, tool_choice="none"
+    )
+    assert text.choices[0].finish_reason == "length"
+    assert text.choices[0].message.content
+
+
+def test_a_streamed_call_cut_by_max_tokens_has_its_name(client: openai.OpenAI) -> None:
+    stream = client.chat.completions.create(
+        model="gpt-4o-mini", messages=ASK, tools=TOOLS, tool_choice=WEATHER_ONLY, max_tokens=13, stream=True
+    )
+    chunks = list(stream)
+    calls = [call for c in chunks if c.choices for call in c.choices[0].delta.tool_calls or []]
+    assert calls
+    assert calls[0].function is not None
+    assert calls[0].function.name
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
 
 
 def test_parallel_tool_calls_false_allows_one_call(client: openai.OpenAI) -> None:

@@ -228,7 +228,7 @@ class AsyncSpeech(_Resource):
     async def create(self, **params: Any) -> HttpxBinaryResponseContent:
         """Same arguments as `openai.AsyncOpenAI().audio.speech.create`; the whole audio."""
         with sdk_errors("/audio/speech"):
-            result = await self._service.speech(request(SpeechRequest, params))
+            result = await self._service.speech(request(SpeechRequest, params), whole=True)
             return binary_response(*await speech_bytes(result))
 
     @property
@@ -243,7 +243,6 @@ class AsyncStreamingSpeech(_Resource):
     @asynccontextmanager
     async def create(self, **params: Any) -> AsyncIterator[StreamedSpeech]:
         """Same arguments as `audio.speech.create`; streams (`stream_format` defaults to `audio`)."""
-        params.setdefault("stream_format", "audio")
         with sdk_errors("/audio/speech"):
             streamed = await speech_chunks(await self._service.speech(request(SpeechRequest, params)))
         try:

@@ -23,10 +23,16 @@ _HTTP_TYPES = {
 
 
 def error_response(
-    status: int, message: str, type_: str, param: str | None = None, code: str | None = None
+    status: int,
+    message: str,
+    type_: str,
+    param: str | None = None,
+    code: str | None = None,
+    headers: dict[str, str] | None = None,
 ) -> JSONResponse:
     """A JSON error response in OpenAI's shape."""
-    return JSONResponse({"error": {"message": message, "type": type_, "param": param, "code": code}}, status)
+    body = {"error": {"message": message, "type": type_, "param": param, "code": code}}
+    return JSONResponse(body, status, headers=headers)
 
 
 def install(app: FastAPI) -> None:
@@ -44,9 +50,20 @@ def install(app: FastAPI) -> None:
         return JSONResponse(refused.body(), refused.status)
 
     @app.exception_handler(HTTPException)
-    async def _http(_: Request, error: HTTPException) -> JSONResponse:
+    async def _http(request: Request, error: HTTPException) -> JSONResponse:
+        message = str(error.detail)
+        where = f"{request.method} {request.url.path}"
+        # The router's own refusals: say what was asked for, in OpenAI's words for an unknown URL.
+        if error.status_code == 404 and message == "Not Found":
+            message = f"Invalid URL ({where}): modelport does not serve this endpoint."
+        elif error.status_code == 405 and message == "Method Not Allowed":
+            allowed = (error.headers or {}).get("Allow", "")
+            message = f"Method not allowed ({where}): this endpoint takes {allowed or 'other methods'}."
         return error_response(
-            error.status_code, str(error.detail), _HTTP_TYPES.get(error.status_code, "invalid_request_error")
+            error.status_code,
+            message,
+            _HTTP_TYPES.get(error.status_code, "invalid_request_error"),
+            headers=dict(error.headers or {}),
         )
 
     @app.exception_handler(Exception)

@@ -152,9 +152,11 @@ class Service:
         limits.check_embeddings(request, self.settings.limits)
         return await embeddings.embeddings(self.manager, request)
 
-    async def speech(self, request: SpeechRequest) -> SpeechAudio | SpeechStream | SpeechEvents:
-        """`POST /v1/audio/speech`: a whole file, or a stream when `stream_format` is given."""
-        return await audio.speech(self.manager, request)
+    async def speech(
+        self, request: SpeechRequest, *, whole: bool = False
+    ) -> SpeechAudio | SpeechStream | SpeechEvents:
+        """`POST /v1/audio/speech`: audio as it is synthesised (or SSE events), or the `whole` file."""
+        return await audio.speech(self.manager, request, whole=whole)
 
     async def transcription(self, request: TranscriptionRequest, file: Upload) -> Answer:
         """`POST /v1/audio/transcriptions`."""

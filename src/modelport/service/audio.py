@@ -50,8 +50,15 @@ class SpeechEvents:
     events: AsyncGenerator[dict[str, Any], None]
 
 
-async def speech(manager: ModelManager, request: SpeechRequest) -> SpeechAudio | SpeechStream | SpeechEvents:
-    """Synthesise `input` with `voice`, sentence by sentence, and encode it as `response_format`."""
+async def speech(
+    manager: ModelManager, request: SpeechRequest, *, whole: bool = False
+) -> SpeechAudio | SpeechStream | SpeechEvents:
+    """Synthesise `input` with `voice`, sentence by sentence, and encode it as `response_format`.
+
+    Audio streams as it is synthesised unless `stream_format` is `sse` (events) or the caller asks for
+    the `whole` file (the in-process `create`, whose WAV header can then carry exact sizes): OpenAI's
+    default `stream_format` is `audio`, and an HTTP client cannot say that it will wait for the end.
+    """
     model = await manager.get(request.model)
     predictor = model.predictor(Capability.SPEECH)
     if predictor.relay:
@@ -66,14 +73,14 @@ async def speech(manager: ModelManager, request: SpeechRequest) -> SpeechAudio |
         raise InvalidRequestError(f"The model `{model.spec.id}` does not support `speed`.", param="speed")
     pieces = _synthesised(model, predictor, split_sentences(request.input), voice, request.speed)
     assert predictor.sample_rate is not None
-    if request.stream_format is None:
+    if whole and request.stream_format != "sse":
         encoder = audio_codec.Encoder(request.response_format, predictor.sample_rate)
         async for pcm in pieces:
             await anyio.to_thread.run_sync(encoder.encode, pcm)
         content = await anyio.to_thread.run_sync(encoder.finish)
         return SpeechAudio(content, audio_codec.media_type(request.response_format))
     chunks = await calls.eager(_encoded(pieces, request.response_format, predictor.sample_rate))
-    if request.stream_format == "audio":
+    if request.stream_format != "sse":
         return SpeechStream(chunks, audio_codec.media_type(request.response_format))
     return SpeechEvents(_speech_events(chunks, len(request.input)))
 

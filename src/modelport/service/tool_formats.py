@@ -107,10 +107,10 @@ class NativeParser:
             return out + self._calls()
         return self._calls()
 
-    def flush(self) -> list[dict[str, Any]]:
+    def flush(self, cut: bool) -> list[dict[str, Any]]:
         """At the end of the answer: text kept back in case it began the opener was text after all."""
         if self.in_calls:
-            return []
+            return self.inner.flush(cut)
         text, self.pending = self.pending, ""
         return [{"content": text}] if text.strip() or self.in_calls is False else []
 

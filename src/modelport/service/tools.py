@@ -194,8 +194,8 @@ class Parser(Protocol):
 
     def feed(self, text: str) -> list[dict[str, Any]]: ...
 
-    def flush(self) -> list[dict[str, Any]]:
-        """The deltas of text kept back, once the answer has ended."""
+    def flush(self, cut: bool) -> list[dict[str, Any]]:
+        """The deltas of text kept back, once the answer has ended (`cut`: by `max_tokens`)."""
         ...
 
 
@@ -219,7 +219,7 @@ async def parse_stream(
                 delta = choice.get("delta") or {}
                 pieces = parser.feed(delta.pop("content", None) or "")
                 if choice.get("finish_reason"):
-                    pieces += parser.flush()
+                    pieces += parser.flush(choice["finish_reason"] == "length")
                 if pieces:
                     delta.update(_merge_deltas(pieces))
                 if delta.get("role") and "content" not in delta and "tool_calls" not in delta:
@@ -268,6 +268,7 @@ _CALL_START = re.compile(
     r'\s*[\[,]?\s*\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"(?:arguments|parameters)"\s*:\s*'
 )
 _CALL_END = re.compile(r"\s*\}")
+_CALL_NAME = re.compile(r'\s*[\[,]?\s*\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)')  # its name as far as it goes
 
 
 @dataclass
@@ -285,9 +286,13 @@ class AnswerParser:
     in_string: bool = False
     escaped: bool = False
 
-    def flush(self) -> list[dict[str, Any]]:
-        """Nothing is kept back: text is given out as soon as it is known."""
-        return []
+    def flush(self, cut: bool) -> list[dict[str, Any]]:
+        """Text is given out as soon as it is known; a call cut before its arguments began is given out
+        with the name so far and no arguments, as OpenAI gives out whatever a cut answer generated."""
+        if not (cut and self.mode == "tool_calls" and not self.in_arguments and not self.closing):
+            return []
+        named = _CALL_NAME.match(self.buffer, self.pos)
+        return [self._begin_call(named.group(1))] if named and named.group(1) else []
 
     def feed(self, text: str) -> list[dict[str, Any]]:
         self.buffer += text
@@ -363,24 +368,7 @@ class AnswerParser:
                 return out
             self.pos += match.end()
             self.in_arguments, self.depth = True, 0
-            name = json.loads(f'"{match.group(1)}"')
-            if self.legacy:
-                out.append({"function_call": {"name": name, "arguments": ""}})
-            else:
-                call_id = f"call_{uuid.uuid4().hex[:24]}"
-                out.append(
-                    {
-                        "tool_calls": [
-                            {
-                                "index": self.calls,
-                                "id": call_id,
-                                "type": "function",
-                                "function": {"name": name, "arguments": ""},
-                            }
-                        ]
-                    }
-                )
-            self.calls += 1
+            out.append(self._begin_call(match.group(1)))
         # The arguments pass on as written, less the whitespace between tokens: OpenAI's are compact, and
         # the decoder lets a model indent.
         kept, i = [], self.pos
@@ -417,6 +405,16 @@ class AnswerParser:
             self.closing = True
             self._close_call()
         return out
+
+    def _begin_call(self, escaped_name: str) -> dict[str, Any]:
+        self.calls += 1
+        name = json.loads(f'"{escaped_name}"')
+        if self.legacy:
+            return {"function_call": {"name": name, "arguments": ""}}
+        call_id = f"call_{uuid.uuid4().hex[:24]}"
+        function = {"name": name, "arguments": ""}
+        call = {"index": self.calls - 1, "id": call_id, "type": "function", "function": function}
+        return {"tool_calls": [call]}
 
     def _close_call(self) -> None:
         """Step over the `}` that ends a call, once it has arrived."""
