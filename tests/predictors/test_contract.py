@@ -132,3 +132,20 @@ def test_contract_errors_name_the_function_and_the_problem(
     message = str(caught.value)
     assert f"`tests.predictors.test_contract.{fn.__name__}`" in message
     assert re.search(re.escape(names), message), message
+
+
+def test_a_completion_prompt_may_take_token_ids_too() -> None:
+    def text_only(prompt: str) -> Iterator[dict[str, Any]]:
+        raise NotImplementedError
+
+    def ids_too(prompt: str | list[int]) -> Iterator[dict[str, Any]]:
+        raise NotImplementedError
+
+    def ids_only(prompt: list[int]) -> Iterator[dict[str, Any]]:
+        raise NotImplementedError
+
+    assert not check_predictor(text_only).token_prompts
+    assert check_predictor(ids_too).capability is Capability.COMPLETION
+    assert check_predictor(ids_too).token_prompts
+    with pytest.raises(PredictorContractError, match=re.escape("`str | list[int]` to take token ids too")):
+        check_predictor(ids_only, Capability.COMPLETION)

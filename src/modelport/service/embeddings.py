@@ -12,7 +12,7 @@ from modelport.errors import InvalidRequestError, OverloadedError, PredictorErro
 from modelport.predictors.contract import Capability, Predictor
 from modelport.predictors.manager import LoadedModel, ModelManager
 from modelport.protocol.requests import EmbeddingRequest
-from modelport.service import calls, relay
+from modelport.service import calls, relay, token_ids
 
 _DIMS = "openai.embeddings.dims"
 # One caller in a batch: its texts, its `dimensions`, and where its rows and token count go.
@@ -25,14 +25,10 @@ async def embeddings(manager: ModelManager, request: EmbeddingRequest) -> Create
     predictor = model.predictor(Capability.EMBEDDING)
     if predictor.relay:
         return await relay.embeddings(model, predictor, request)
-    texts = [request.input] if isinstance(request.input, str) else request.input
-    if not all(isinstance(t, str) for t in texts):
-        raise InvalidRequestError(
-            "Token-array input is not supported; send the input as text.", param="input"
-        )
-    if any(t == "" for t in texts):
+    entries = token_ids.inputs(request.input)
+    if any(t == "" for t in entries):
         raise InvalidRequestError("input must not contain empty strings.", param="input")
-    strings: list[str] = [str(t) for t in texts]
+    strings = token_ids.openai_texts(entries, "input")
     batcher = model.state.get("embedding-batcher")
     if batcher is None or batcher.loop is not asyncio.get_running_loop():
         batcher = model.state["embedding-batcher"] = Batcher(model, predictor)

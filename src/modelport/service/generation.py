@@ -16,7 +16,7 @@ from modelport.ids import new_id
 from modelport.predictors.contract import Capability, Predictor
 from modelport.predictors.manager import LoadedModel, ModelManager
 from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
-from modelport.service import accumulate, beam, calls, planning, relay, tool_formats, tools
+from modelport.service import accumulate, beam, calls, planning, relay, token_ids, tool_formats, tools
 from modelport.service.framing import Chunks, as_chunks, checked, framed, validate
 from modelport.service.logprobs import legacy_logprobs
 from modelport.service.planning import ALL, TOOLS, choices_per_input
@@ -65,23 +65,28 @@ async def completion(manager: ModelManager, request: CompletionRequest) -> Compl
     predictor = model.predictor(Capability.COMPLETION)
     if predictor.relay:
         return await relay.completion(model, predictor, request)
-    prompts = [request.prompt] if isinstance(request.prompt, str) else request.prompt
-    if not all(isinstance(p, str) for p in prompts):
-        raise InvalidRequestError(
-            "Token-array prompts are not supported; send the prompt as text.", param="prompt"
-        )
+    prompts = token_ids.inputs(request.prompt)
+    token_ids.model_prompts(
+        prompts, getattr(predictor.fn, "vocab_size", None), predictor.token_prompts, model.spec.id
+    )
     if request.echo and request.logprobs is not None:
         raise InvalidRequestError(
             "echo with logprobs needs the prompt's log-probabilities, which this engine does not report.",
             param="echo",
         )
     options = planning.options(predictor, request, None, None)
+    # The prompts' text is read only where the answer repeats it (echo) or a beam extends it.
+    texts = (
+        await token_ids.prompt_texts(prompts, getattr(predictor.fn, "detokenize", None))
+        if request.echo or request.use_beam_search
+        else ["" if isinstance(p, list) else p for p in prompts]
+    )
     if request.use_beam_search:
-        found = await _beam_search(model, predictor, [str(p) for p in prompts], request, options)
+        found = await _beam_search(model, predictor, texts, request, options)
         return validate(Completion, accumulate.completion(found), predictor)
     chunks = legacy_logprobs(
         _choices(model, predictor, prompts, request, options),
-        [str(p) for p in prompts],
+        texts,
         choices_per_input(request),
         echo=bool(request.echo),
     )

@@ -6,6 +6,7 @@ from typing import Any
 
 from modelport.errors import InvalidRequestError
 from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
+from modelport.service import token_ids
 from modelport.settings import Limits
 
 
@@ -17,7 +18,7 @@ def check_generation(request: ChatCompletionRequest | CompletionRequest, limits:
         for i, message in enumerate(request.messages):
             _chars(message.content, limits.input_chars, f"messages[{i}].content")
     else:
-        prompts = request.prompt if isinstance(request.prompt, list) else [request.prompt]
+        prompts = token_ids.inputs(request.prompt)
         _at_most(len(prompts), limits.embedding_inputs, "prompts", "prompt")
         for prompt in prompts:
             _chars(prompt, limits.input_chars, "prompt")
@@ -38,7 +39,7 @@ def check_generation(request: ChatCompletionRequest | CompletionRequest, limits:
 
 def check_embeddings(request: EmbeddingRequest, limits: Limits) -> None:
     """Texts per call and characters per text."""
-    texts = request.input if isinstance(request.input, list) else [request.input]
+    texts = token_ids.inputs(request.input)
     _at_most(len(texts), limits.embedding_inputs, "inputs", "input")
     for text in texts:
         _chars(text, limits.input_chars, "input")
