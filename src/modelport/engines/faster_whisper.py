@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
 
+from modelport.engines import cpus
 from modelport.engines.packaged import assemble, package_dir
 from modelport.errors import InvalidRequestError
 from modelport.predictors.contract import Capability, Predictor, check_predictor
@@ -35,7 +35,7 @@ def load(
 
     model_dir = _packaged(model or "tiny.en")
     whisper = WhisperModel(
-        str(model_dir), device=device, compute_type=compute_type, cpu_threads=n_threads or os.cpu_count() or 1
+        str(model_dir), device=device, compute_type=compute_type, cpu_threads=n_threads or cpus.usable()
     )
 
     def run(

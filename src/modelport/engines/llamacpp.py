@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
 import re
 import secrets
 import threading
@@ -20,7 +19,7 @@ from typing import Annotated, Any
 
 import httpx
 
-from modelport.engines import chat_template
+from modelport.engines import chat_template, cpus
 from modelport.engines.packaged import package_dir
 from modelport.errors import InvalidRequestError, ModelportError, PredictorError
 from modelport.predictors.parameter import Parameter
@@ -87,7 +86,7 @@ def start_server(
     # long-running server grow by that much.
     params.cache_ram_mib = cache_ram_mib
     params.n_gpu_layers = n_gpu_layers
-    threads = n_threads or os.cpu_count() or 1
+    threads = n_threads or cpus.usable()
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
     if chat_template:

