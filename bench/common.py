@@ -97,10 +97,25 @@ def modelport_process(*args: str) -> Iterator[tuple[str, int]]:
 @contextmanager
 def modelport_server(config: str) -> Iterator[str]:
     """`modelport serve` on a models.toml given as text (the defaults are off unless it says so)."""
+    with modelport_configured(config) as (url, _):
+        yield url
+
+
+@contextmanager
+def modelport_configured(config: str) -> Iterator[tuple[str, int]]:
+    """`modelport_server`, yielding its process id too."""
     with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as file:
         file.write(config)
-    with modelport_process("--config", file.name) as (url, _):
-        yield url
+    with modelport_process("--config", file.name) as served:
+        yield served
+
+
+def cpu_seconds(pid: int, thread: int | None = None) -> float:
+    """User + system CPU time of a process (or of one of its threads: the main one is `pid`) so far."""
+    path = f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat"
+    with open(path) as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @contextmanager

@@ -23,11 +23,12 @@ from bench.common import (
     NO_EOS,
     STORY,
     Stream,
+    cpu_seconds,
     http_client,
     llama_server,
     machine,
     median,
-    modelport_server,
+    modelport_configured,
     stream_completion,
     table,
 )
@@ -111,8 +112,18 @@ async def main(runs: int, tokens: int) -> None:
             ),
             "modelport in-process": await stack.enter_async_context(worker_process("in-process", tokens)),
         }
-        client = http_client(stack.enter_context(modelport_server(CONFIG)))
-        cases["modelport HTTP"] = lambda p: stream_completion(client, CHAT, p, tokens)
+        url, pid = stack.enter_context(modelport_configured(CONFIG))
+        client = http_client(url)
+        serving_cpu = [0.0]
+
+        async def over_http(prompt: str) -> Stream:
+            # The event loop's thread (the main one) does all of the server's Python work per chunk.
+            before = cpu_seconds(pid, pid)
+            stream = await stream_completion(client, CHAT, prompt, tokens)
+            serving_cpu[0] += cpu_seconds(pid, pid) - before
+            return stream
+
+        cases["modelport HTTP"] = over_http
         binary = references.llama_server()
         if binary is None:
             print("\nllama-server: not built (python -m bench.references, ~25 min); its row is absent.")
@@ -125,6 +136,7 @@ async def main(runs: int, tokens: int) -> None:
         results: dict[str, list[Stream]] = {name: [] for name in cases}
         for one in cases.values():
             await one(f"0. {STORY}")  # warm-up
+        serving_cpu[0] = 0.0
         for i in range(runs):
             for name, one in cases.items():
                 results[name].append(await one(f"{i + 1}. {name} {STORY}"))
@@ -149,8 +161,11 @@ async def main(runs: int, tokens: int) -> None:
         )
     headers = ["", "first token ms", "+ms vs engine", "decode tok/s", "× engine", "× llama-server"]
     print(table("Single stream", headers, rows))
+    chunks = sum(s.tokens for s in results["modelport HTTP"])
+    print(f"\nmodelport HTTP: serving thread CPU {serving_cpu[0] * 1000 / chunks:.3f} ms per streamed chunk")
     print(
-        "\nTargets: decode ≥ 0.95× the engine and ≥ 0.95× llama-server; first token ≤ +5 ms over the engine."
+        "\nTargets: HTTP decode ≥ 0.97× the engine and ≥ 1.0× llama-server; first token ≤ +2 ms over the "
+        "engine; serving thread CPU ≤ 0.15 ms per chunk."
     )
 
 

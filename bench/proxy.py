@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from bench import references
 from bench.common import (
     STORY,
+    cpu_seconds,
     http_client,
     llama_server,
     machine,
@@ -35,21 +36,12 @@ from bench.concurrency import aggregate
 from bench.decode import CHAT, CONFIG, N_CTX, SLOTS
 from modelport.engines import llamacpp
 
-TICK = os.sysconf("SC_CLK_TCK")
-
 
 def front_config(upstream: str, model: str) -> str:
     return (
         f'defaults = false\n[[models]]\nid = "{CHAT}"\nengine = "remote"\nupstreams = ["{upstream}/v1"]\n'
         f'upstream_model = "{model}"\n'
     )
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 @dataclass

@@ -80,6 +80,32 @@ def test_a_client_that_leaves_frees_the_only_slot_at_once(one_slot: openai.OpenA
     assert time.perf_counter() - start < 2
 
 
+def test_an_abandoned_non_streaming_request_frees_the_slot_at_once(one_slot: openai.OpenAI) -> None:
+    # An SDK that times out a non-streaming request and leaves (then retries) must not leave the generation
+    # running: the slot is free again (metrics say so) right after the client goes.
+    impatient = one_slot.with_options(timeout=0.5)
+    metrics = str(one_slot.base_url).removesuffix("/v1/") + "/metrics"
+
+    def active() -> float:
+        for line in httpx.get(metrics).text.splitlines():
+            if line.startswith('modelport_slots_active{model="one-slot"}'):
+                return float(line.split()[-1])
+        raise AssertionError("no slot gauge for one-slot")
+
+    for _ in range(3):
+        with pytest.raises(openai.APITimeoutError):
+            impatient.completions.create(
+                model="one-slot", prompt="Count:", max_tokens=1500, logit_bias=NO_EOS
+            )
+        left = time.perf_counter()
+        while active() and time.perf_counter() - left < 5:
+            time.sleep(0.01)
+        assert time.perf_counter() - left < 0.5, "the slot stayed busy after its client left"
+    start = time.perf_counter()
+    assert one_slot.completions.create(model="one-slot", prompt="Hi", max_tokens=1).choices
+    assert time.perf_counter() - start < 2
+
+
 def test_past_the_queue_bound_a_request_gets_429_with_retry_after(one_slot: openai.OpenAI) -> None:
     holding = one_slot.completions.create(
         model="one-slot", prompt="Count:", max_tokens=1500, logit_bias=NO_EOS, stream=True
