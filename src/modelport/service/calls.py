@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -51,6 +51,32 @@ def timeout(model: LoadedModel, predictor: Predictor) -> Iterator[None]:
         ) from None
 
 
+async def _within(step: Awaitable[T], model: LoadedModel, predictor: Predictor) -> T:
+    """`step` (one item of a stream), or a 504 past the model's `timeout`. Every token of a stream passes
+    here, so the deadline is one timer handle (~3 µs) rather than a cancel scope (~30 µs)."""
+    seconds = model.spec.timeout
+    task = asyncio.current_task()
+    assert task is not None
+    expired = False
+
+    def expire() -> None:
+        nonlocal expired
+        expired = True
+        task.cancel()
+
+    handle = asyncio.get_running_loop().call_later(seconds, expire)
+    try:
+        return await step
+    except asyncio.CancelledError:
+        if expired and task.uncancel() == 0:
+            raise PredictorTimeoutError(
+                f"predictor `{predictor.name}` took longer than {seconds:g} s.", param=None
+            ) from None
+        raise
+    finally:
+        handle.cancel()
+
+
 async def iterate(
     model: LoadedModel, predictor: Predictor, start: Callable[[], Any]
 ) -> AsyncGenerator[Any, None]:
@@ -66,11 +92,10 @@ async def iterate(
             if isinstance(result, AsyncIterator):  # read on the event loop, no thread hop per item
                 try:
                     while True:
-                        with timeout(model, predictor):
-                            try:
-                                item = await anext(result)
-                            except StopAsyncIteration:
-                                break
+                        try:
+                            item = await _within(anext(result), model, predictor)
+                        except StopAsyncIteration:
+                            break
                         yield item
                 finally:
                     aclose = getattr(result, "aclose", None)
@@ -82,8 +107,9 @@ async def iterate(
                 return
             try:
                 while True:
-                    with timeout(model, predictor):
-                        item = await anyio.to_thread.run_sync(next, result, _END, abandon_on_cancel=True)
+                    item = await _within(
+                        anyio.to_thread.run_sync(next, result, _END, abandon_on_cancel=True), model, predictor
+                    )
                     if item is _END:
                         break
                     yield item

@@ -31,7 +31,8 @@ from modelport.store import Store
 log = logging.getLogger("modelport.batches")
 HEARTBEAT = 2  # seconds between the lease's renewals (and looks at the batch's stored status)
 STALE = 10  # seconds without a renewal after which another replica may take a batch over
-_POLL = 2.0  # seconds between looks for batches to run
+_POLL = 5.0  # seconds between looks for batches to run (one created here wakes the runner at once; a
+# stale lease elsewhere is only claimable after STALE anyway). Each look is a query: less often is less CPU.
 
 # A line's request body → its answer, for an endpoint; an error raises a `ModelportError`.
 Endpoint = Callable[[dict[str, Any]], Awaitable[BaseModel]]
