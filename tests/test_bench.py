@@ -11,9 +11,21 @@ import pytest
 ROOT = Path(__file__).parents[1]
 
 
-@pytest.mark.parametrize(
-    "name", ["decode", "concurrency", "embeddings", "audio", "overhead", "proxy", "state", "batch", "tools"]
-)
+BENCHMARKS = [
+    "decode",
+    "concurrency",
+    "embeddings",
+    "audio",
+    "overhead",
+    "proxy",
+    "state",
+    "batch",
+    "tools",
+    "contention",
+]
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
 def test_the_benchmark_command_starts(name: str) -> None:
     done = subprocess.run(
         [sys.executable, "-m", f"bench.{name}", "--help"],

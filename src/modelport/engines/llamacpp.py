@@ -56,6 +56,8 @@ def start_server(
     n_ctx: int = 32768,
     n_ctx_per_slot: int | None = None,
     n_threads: int | None = None,
+    n_threads_batch: int | None = None,
+    poll: int | None = None,
     n_gpu_layers: int = -1,
     chat_template: str | None = None,
     cache_ram_mib: int = 1024,
@@ -67,6 +69,8 @@ def start_server(
     training context: memory for the total, not for slots × the longest. `n_ctx_per_slot` instead gives
     every slot a cache of its own of that many tokens (and makes it the limit of a request).
     `cache_ram_mib` bounds the RAM that keeps the prompts of idle slots for later turns to reuse.
+    `n_threads` decode and `n_threads_batch` process prompts (both: the CPUs the process may use);
+    `poll` (0-100) is how long llama.cpp's threads spin before they sleep at a barrier.
     """
     import xllamacpp
 
@@ -86,9 +90,10 @@ def start_server(
     # long-running server grow by that much.
     params.cache_ram_mib = cache_ram_mib
     params.n_gpu_layers = n_gpu_layers
-    threads = n_threads or cpus.usable()
-    params.cpuparams.n_threads = threads
-    params.cpuparams_batch.n_threads = threads
+    params.cpuparams.n_threads = n_threads or cpus.usable()
+    params.cpuparams_batch.n_threads = n_threads_batch or n_threads or cpus.usable()
+    if poll is not None:
+        params.cpuparams.poll = params.cpuparams_batch.poll = poll
     if chat_template:
         params.chat_template = chat_template
     # xllamacpp also opens llama.cpp's own HTTP listener on a random loopback port. A key nobody else
