@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 import httpx
 
-from modelport.engines import chat_template, cpus
+from modelport.engines import chat_template, cpus, scoring
 from modelport.engines.packaged import package_dir
 from modelport.errors import InvalidRequestError, ModelportError, PredictorError
 from modelport.predictors.parameter import Parameter
@@ -29,6 +29,7 @@ ChunkHandler = Callable[[dict[str, Any], Callable[[dict[str, Any]], bool]], Any]
 _DONE: Any = object()
 _TEMPLATE_REFUSAL = re.compile(r"Jinja Exception: (.+)")
 SLOTS = 8  # requests decoding together by default (`n_parallel`)
+SCORING_CTX = 4096  # the longest prompt `echo` + `logprobs` scores (one pass: memory grows with its square)
 
 
 def default_gguf() -> Path:
@@ -47,6 +48,9 @@ def load(**options: Any) -> Sequence[Callable[..., Any]]:
     # For prompts given as token ids: their range, and their text when `echo` repeats them.
     completion.vocab_size = _vocab_size(server, key)  # type: ignore[attr-defined]
     completion.detokenize = functools.partial(_detokenize, server, key)  # type: ignore[attr-defined]
+    # For `echo` with `logprobs`: each prompt token's log-probability (a second instance, on first use).
+    gguf = Path(options["path"]) if options.get("path") else default_gguf()
+    completion.score = scoring.Scorer(gguf, SCORING_CTX).score  # type: ignore[attr-defined]
     return [_chat_predictor(server.handle_chat_completions, tool_format(template), render), completion]
 
 

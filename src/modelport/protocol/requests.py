@@ -132,7 +132,8 @@ class CompletionRequest(_GenerationRequest):
     """`POST /v1/completions` (legacy)."""
 
     prompt: str | Annotated[list[str] | list[int] | list[list[int]], Field(min_length=1)]
-    max_tokens: int | None = Field(default=16, ge=1, le=INT32)  # OpenAI's default for this endpoint
+    # OpenAI's default for this endpoint; 0 scores the prompt alone (with `echo` and `logprobs`)
+    max_tokens: int | None = Field(default=16, ge=0, le=INT32)
     echo: bool | None = None
     logprobs: int | None = Field(default=None, ge=0, le=5)
     suffix: str | None = None

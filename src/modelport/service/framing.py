@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncGenerator, Iterable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from openai._models import construct_type
 from openai.types import Completion
@@ -129,6 +129,10 @@ def validate(cls: type[M], data: dict[str, Any], predictor: Predictor) -> M:
     try:
         return cls.model_validate(data)
     except ValidationError as error:
+        # A scored prompt's first token has null log-probabilities, as OpenAI sends them, where the SDK's
+        # type says floats: the SDK's own loose construction carries them.
+        if all("logprobs" in e["loc"] and e["input"] is None for e in error.errors()):
+            return cast(M, construct_type(type_=cls, value=data))
         raise PredictorError(
             f"predictor `{predictor.name}` returned a malformed {cls.__name__}: "
             f"{error.errors()[0]['loc']}: {error.errors()[0]['msg']}"

@@ -8,6 +8,7 @@ import time
 from collections.abc import AsyncGenerator
 from typing import Any
 
+import anyio
 from openai.types import Completion
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
@@ -18,7 +19,7 @@ from modelport.predictors.manager import LoadedModel, ModelManager
 from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
 from modelport.service import accumulate, beam, calls, planning, relay, token_ids, tool_formats, tools
 from modelport.service.framing import Chunks, as_chunks, checked, framed, validate
-from modelport.service.logprobs import legacy_logprobs
+from modelport.service.logprobs import legacy_logprobs, scored_only
 from modelport.service.planning import ALL, TOOLS, choices_per_input
 
 
@@ -69,11 +70,7 @@ async def completion(manager: ModelManager, request: CompletionRequest) -> Compl
     token_ids.model_prompts(
         prompts, getattr(predictor.fn, "vocab_size", None), predictor.token_prompts, model.spec.id
     )
-    if request.echo and request.logprobs is not None:
-        raise InvalidRequestError(
-            "echo with logprobs needs the prompt's log-probabilities, which this engine does not report.",
-            param="echo",
-        )
+    scored = await _scored_prompts(predictor, prompts, request)
     options = planning.options(predictor, request, None, None)
     # The prompts' text is read only where the answer repeats it (echo) or a beam extends it.
     texts = (
@@ -84,12 +81,13 @@ async def completion(manager: ModelManager, request: CompletionRequest) -> Compl
     if request.use_beam_search:
         found = await _beam_search(model, predictor, texts, request, options)
         return validate(Completion, accumulate.completion(found), predictor)
-    chunks = legacy_logprobs(
-        _choices(model, predictor, prompts, request, options),
-        texts,
-        choices_per_input(request),
-        echo=bool(request.echo),
+    width = choices_per_input(request)
+    generated = (
+        _choices(model, predictor, prompts, request, options)
+        if request.max_tokens != 0
+        else _listed(scored_only(scored or [], width))
     )
+    chunks = legacy_logprobs(generated, texts, width, echo=bool(request.echo), scored=scored)
     if request.stream:
         framed_chunks = framed(chunks, model.spec.id, request.include_usage, "cmpl")
         return Chunks(await calls.eager(checked(framed_chunks, predictor)), Completion)
@@ -98,6 +96,32 @@ async def completion(manager: ModelManager, request: CompletionRequest) -> Compl
         accumulate.completion(collected), request, lambda c: (c.get("logprobs") or {}).get("token_logprobs")
     )
     return validate(Completion, whole, predictor)
+
+
+async def _listed(chunks: list[dict[str, Any]]) -> AsyncGenerator[dict[str, Any], None]:
+    for chunk in chunks:
+        yield chunk
+
+
+async def _scored_prompts(
+    predictor: Predictor, prompts: list[token_ids.Input], request: CompletionRequest
+) -> list[list[Any]] | None:
+    """Each prompt's tokens with their log-probabilities, when `echo` and `logprobs` ask for them."""
+    if request.max_tokens == 0 and not (request.echo and request.logprobs is not None):
+        raise InvalidRequestError(
+            "max_tokens 0 generates nothing: it is for scoring a prompt, with echo and logprobs.",
+            param="max_tokens",
+        )
+    if not (request.echo and request.logprobs is not None):
+        return None
+    score = getattr(predictor.fn, "score", None)
+    if score is None:
+        raise InvalidRequestError(
+            "echo with logprobs needs the prompt's log-probabilities, which this model does not report.",
+            param="echo",
+        )
+    k = request.logprobs
+    return [await anyio.to_thread.run_sync(score, prompt, k) for prompt in prompts]
 
 
 async def _beam_search(

@@ -7,17 +7,23 @@ from typing import Any
 
 
 async def legacy_logprobs(
-    chunks: AsyncGenerator[dict[str, Any], None], prompts: list[str], width: int, echo: bool
+    chunks: AsyncGenerator[dict[str, Any], None],
+    prompts: list[str],
+    width: int,
+    echo: bool,
+    scored: list[list[Any]] | None = None,
 ) -> AsyncGenerator[dict[str, Any], None]:
     """Rewrite per-token log-probabilities (`{"content": [{token, logprob, top_logprobs}]}`, as llama.cpp
     reports them) into `tokens`, `token_logprobs`, `top_logprobs` and `text_offset`; with `echo`, each
-    choice starts with its prompt. Choice i answers prompt i // width."""
+    choice starts with its prompt, and with `scored` prompts (`text`, `offset`, `logprob`, `top` per
+    token) with their log-probabilities too. Choice i answers prompt i // width."""
     offsets: dict[int, int] = {}
     try:
         async for chunk in chunks:
             for choice in chunk.get("choices") or []:
                 index = choice.get("index", 0)
-                if index not in offsets:
+                first = index not in offsets
+                if first:
                     prompt = prompts[index // width]
                     offsets[index] = len(prompt) if echo else 0
                     if echo:
@@ -25,9 +31,35 @@ async def legacy_logprobs(
                 logprobs = choice.get("logprobs")
                 if isinstance(logprobs, dict) and "content" in logprobs:
                     choice["logprobs"] = _parallel(logprobs["content"] or [], offsets, index)
+                if first and scored is not None:
+                    choice["logprobs"] = _prefixed(scored[index // width], choice.get("logprobs"))
             yield chunk
     finally:
         await chunks.aclose()
+
+
+def scored_only(prompts: list[list[Any]], width: int) -> list[dict[str, Any]]:
+    """The chunks of an answer of no tokens (`max_tokens: 0` with `echo`): the prompts alone, scored."""
+    return [
+        {
+            "object": "text_completion",
+            "choices": [{"index": i, "text": "", "finish_reason": "length", "logprobs": None}],
+            "usage": {"prompt_tokens": len(prompts[i // width]), "completion_tokens": 0},
+        }
+        for i in range(len(prompts) * width)
+    ]
+
+
+def _prefixed(tokens: list[Any], generated: dict[str, list[Any]] | None) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {
+        "tokens": [t.text for t in tokens],
+        "token_logprobs": [t.logprob for t in tokens],
+        "top_logprobs": [t.top for t in tokens],
+        "text_offset": [t.offset for t in tokens],
+    }
+    for key, values in (generated or {}).items():
+        out[key] = out.get(key, []) + values
+    return out
 
 
 def _parallel(tokens: list[dict[str, Any]], offsets: dict[int, int], index: int) -> dict[str, list[Any]]:

@@ -1,0 +1,61 @@
+"""Scoring a prompt (`echo` with `logprobs`, as eval harnesses send it): each prompt token's log-probability
+given the tokens before it, agreeing with the engine's own log-probabilities for the same tokens."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+
+PROMPT = "The capital of France is Paris."
+NO_EOS = {"0": -100, "2": -100}
+
+
+def test_echo_with_logprobs_and_no_tokens_scores_the_prompt(client: openai.OpenAI) -> None:
+    reply = client.completions.create(model="gpt-4o-mini", prompt=PROMPT, max_tokens=0, echo=True, logprobs=3)
+    choice = reply.choices[0]
+    assert choice.text == PROMPT
+    assert choice.logprobs is not None
+    tokens, logprobs = choice.logprobs.tokens or [], choice.logprobs.token_logprobs or []
+    assert "".join(tokens) == PROMPT
+    assert logprobs[0] is None  # the first token has nothing before it, as OpenAI reports it
+    assert all(value <= 0 for value in logprobs[1:])
+    assert choice.logprobs.text_offset == [len("".join(tokens[:i])) for i in range(len(tokens))]
+    for token, top in zip(tokens[1:], (choice.logprobs.top_logprobs or [])[1:], strict=True):
+        assert token in top
+        assert 3 <= len(top) <= 4
+    assert reply.usage is not None
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (len(tokens), 0)
+
+
+def test_scores_agree_with_the_engine_s_own_logprobs(client: openai.OpenAI) -> None:
+    prompt = "The capital of France is"
+    generated = client.completions.create(
+        model="gpt-4o-mini", prompt=prompt, max_tokens=12, temperature=0, logprobs=2, logit_bias=NO_EOS
+    ).choices[0]
+    assert generated.logprobs is not None
+    engine = generated.logprobs.token_logprobs or []
+    scored = client.completions.create(
+        model="gpt-4o-mini", prompt=prompt + generated.text, max_tokens=0, echo=True, logprobs=2
+    ).choices[0]
+    assert scored.logprobs is not None
+    assert (scored.logprobs.tokens or [])[-len(engine) :] == generated.logprobs.tokens
+    ours = (scored.logprobs.token_logprobs or [])[-len(engine) :]
+    assert max(abs(a - b) for a, b in zip(ours, engine, strict=True)) < 0.15
+
+
+def test_echo_with_logprobs_and_tokens_puts_the_scored_prompt_first(client: openai.OpenAI) -> None:
+    reply = client.completions.create(
+        model="gpt-4o-mini", prompt=[504, 3575, 282, 4649, 314], max_tokens=2, echo=True, logprobs=1,
+        logit_bias=NO_EOS,
+    )  # fmt: skip
+    choice = reply.choices[0]
+    assert choice.text.startswith("The capital of France is")
+    assert choice.logprobs is not None
+    assert len(choice.logprobs.tokens or []) == 5 + 2
+    assert (choice.logprobs.token_logprobs or [])[0] is None
+
+
+def test_no_tokens_without_echo_is_a_400(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.completions.create(model="gpt-4o-mini", prompt=PROMPT, max_tokens=0)
+    assert caught.value.param == "max_tokens"
