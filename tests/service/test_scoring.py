@@ -3,8 +3,13 @@ given the tokens before it, agreeing with the engine's own log-probabilities for
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import openai
 import pytest
+
+from modelport.engines import llamacpp
+from tests.conftest import LiveServer
 
 PROMPT = "The capital of France is Paris."
 NO_EOS = {"0": -100, "2": -100}
@@ -59,3 +64,60 @@ def test_no_tokens_without_echo_is_a_400(client: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
         client.completions.create(model="gpt-4o-mini", prompt=PROMPT, max_tokens=0)
     assert caught.value.param == "max_tokens"
+
+
+TASK = """\
+task: modelport_capitals
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: multiple_choice
+doc_to_text: "{{{{question}}}}"
+doc_to_choice: "{{{{choices}}}}"
+doc_to_target: "{{{{answer}}}}"
+metric_list:
+  - metric: acc
+"""
+
+
+def test_lm_evaluation_harness_scores_a_multiple_choice_task(
+    server: LiveServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # lm-evaluation-harness's `local-completions` model, as people check a quantized GGUF: text requests,
+    # and token-id requests with the model's own tokenizer (read from the GGUF by transformers).
+    lm_eval = pytest.importorskip("lm_eval")
+    transformers = pytest.importorskip("transformers")
+    from lm_eval.tasks import TaskManager
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    (tmp_path / "task.yaml").write_text(TASK.format(data=Path(__file__).parent / "data" / "capitals.jsonl"))
+    gguf = llamacpp.default_gguf()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    tokenizer.save_pretrained(tmp_path / "tokenizer")
+    common = {
+        "model": "smollm2-135m-instruct",
+        "base_url": f"{server.url}/v1/completions",
+        "tokenizer_backend": "huggingface",
+        "tokenizer": str(tmp_path / "tokenizer"),  # counts the context's tokens in either mode
+    }
+    results = {}
+    for mode, extra in (("text", {"tokenized_requests": False}), ("ids", {"tokenized_requests": True})):
+        out = lm_eval.simple_evaluate(
+            model="local-completions",
+            model_args={**common, **extra},
+            tasks=["modelport_capitals"],
+            task_manager=TaskManager(include_path=str(tmp_path)),
+            log_samples=True,
+        )
+        results[mode] = out
+    for out in results.values():
+        assert out["results"]["modelport_capitals"]["acc,none"] >= 0.75  # a 135M model knows its capitals
+    by_text, by_ids = (
+        [s["filtered_resps"] for s in results[m]["samples"]["modelport_capitals"]] for m in ("text", "ids")
+    )
+    for text_choices, id_choices in zip(by_text, by_ids, strict=True):
+        for (text_ll, _), (id_ll, _) in zip(text_choices, id_choices, strict=True):
+            assert abs(text_ll - id_ll) < 0.05
