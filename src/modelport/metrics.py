@@ -1,5 +1,5 @@
-"""Prometheus metrics: requests and latencies (counted by the HTTP face), tokens (by the service), and the
-slots and queues of loaded models (read when scraped)."""
+"""Prometheus metrics: requests and latencies (counted by the HTTP face), tokens and model loads and unloads
+(by the service), and the slots, queues and memory of loaded models (read when scraped)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,13 @@ LATENCY = Histogram(
     ["route"],
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
 )
+LOADS = Histogram(
+    "modelport_model_load_seconds",
+    "Time a model took to load",
+    ["model"],
+    buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600),
+)
+UNLOADS = Counter("modelport_model_unloads_total", "Models unloaded", ["model", "reason"])  # idle, memory
 TOKENS = Counter("modelport_tokens_total", "Tokens processed", ["model", "kind"])  # kind: prompt, completion
 
 
@@ -30,12 +37,21 @@ class SlotCollector(Collector):
         active = GaugeMetricFamily("modelport_slots_active", "Calls holding a model slot", labels=["model"])
         total = GaugeMetricFamily("modelport_slots_total", "Slots of a model", labels=["model"])
         waiting = GaugeMetricFamily("modelport_queue_depth", "Calls waiting for a slot", labels=["model"])
+        memory = GaugeMetricFamily(
+            "modelport_model_memory_bytes",
+            "Memory a loaded model took (RSS its load added)",
+            labels=["model"],
+        )
+        loaded = 0
         for source in self.sources:
             for model in source():
+                loaded += 1
                 active.add_metric([model.spec.id], model.slots.active)
                 total.add_metric([model.spec.id], model.slots.total)
                 waiting.add_metric([model.spec.id], model.slots.waiting)
-        yield from (active, total, waiting)
+                memory.add_metric([model.spec.id], model.memory)
+        yield from (active, total, waiting, memory)
+        yield GaugeMetricFamily("modelport_models_loaded", "Models loaded now", value=loaded)
 
 
 SLOTS = SlotCollector()

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ByteSize, ConfigDict, Field, model_validator
 
+from modelport.engines.memory import total_memory
 from modelport.predictors.contract import Capability
 from modelport.predictors.registry import QUEUE, TIMEOUT
 
@@ -19,6 +20,9 @@ DEFAULT_SPEECH = "piper-en-us"
 DEFAULT_TRANSCRIPTION = "whisper-tiny-en"
 ESPEAK = "espeak-ng"
 WHISPER_MULTILINGUAL = "whisper-base"
+
+LAZY_KEEP_ALIVE = 300.0  # seconds a model loaded on first use stays loaded when idle, as Ollama's default
+KeepAlive = Annotated[float, Field(gt=0)] | Literal["forever"]
 
 # OpenAI's model names, so code written for OpenAI runs unchanged against the defaults.
 OPENAI_ALIASES: dict[str, str] = {
@@ -63,6 +67,9 @@ class ModelConfig(BaseModel):
     queue: int = Field(default=QUEUE, ge=0, description="calls that may wait for a slot before a 429")
     timeout: float = Field(
         default=TIMEOUT, gt=0, description="seconds a call, or a stream's next item, may take"
+    )
+    keep_alive: KeepAlive | None = Field(
+        default=None, description="seconds idle before the model is unloaded, or `forever`"
     )
 
     @model_validator(mode="after")
@@ -175,6 +182,16 @@ class Settings(BaseModel):
     preload: bool = Field(default=True, description="load every model at start-up, not on first use")
     max_upload_bytes: int = Field(default=25 * 1024 * 1024, ge=1)
     load_wait: float = Field(default=600.0, gt=0, description="seconds a request waits for a loading model")
+    keep_alive: KeepAlive | None = Field(
+        default=None,
+        description="seconds an idle model stays loaded, or `forever`; default: forever for models loaded at "
+        f"start-up, {LAZY_KEEP_ALIVE:.0f} for models loaded on first use",
+    )
+    memory_budget: ByteSize | None = Field(
+        default=None,
+        description="memory the loaded models may take together (bytes, or e.g. `12GiB`); past it the "
+        "least recently used idle model is unloaded; default: 80% of RAM",
+    )
     api_keys: list[str] = Field(default_factory=list, description="when set, /v1 needs one of these keys")
     protect_metrics: bool = Field(default=False, description="/metrics needs an API key too")
     cors_origins: list[str] = Field(default_factory=list, description="origins browsers may call from")
@@ -190,6 +207,15 @@ class Settings(BaseModel):
             data = tomllib.load(f)
         data.update({k: v for k, v in overrides.items() if v is not None})
         return cls.model_validate(data)
+
+    def keep_alive_of(self, model: ModelConfig) -> float | None:
+        """Seconds the model may stay loaded while idle; None for ever."""
+        value = model.keep_alive or self.keep_alive or ("forever" if self.preload else LAZY_KEEP_ALIVE)
+        return None if value == "forever" else float(value)
+
+    def budget(self) -> int:
+        """Bytes the loaded models may take together."""
+        return int(self.memory_budget) if self.memory_budget is not None else int(0.8 * total_memory())
 
     def all_models(self) -> list[ModelConfig]:
         """The configured models, after the defaults unless they are switched off."""

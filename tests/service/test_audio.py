@@ -18,8 +18,9 @@ SENTENCES = [
 ]
 
 
-# Piper samples its prosody, so a single sentence may lose one word ("jumps" heard as "jumped").
-ONE_WORD_IN_A_SENTENCE = 0.15
+# Piper samples its prosody and whisper tiny mishears some of it: "a cup" is heard as "the cup" in 9 of
+# 12 runs, and one CI run lost a second word besides. Nonsense or silence scores near 1.0.
+TWO_WORDS_IN_A_SENTENCE = 0.2
 
 
 def words(text: str) -> list[str]:
@@ -73,7 +74,7 @@ def test_speech_round_trips_through_transcription(client: openai.OpenAI, sentenc
     audio = client.audio.speech.create(model="tts-1", voice="echo", input=sentence, response_format="wav")
     result = client.audio.transcriptions.create(model="whisper-1", file=("speech.wav", audio.content))
     assert isinstance(result, Transcription)
-    assert word_error_rate(sentence, result.text) <= ONE_WORD_IN_A_SENTENCE, result.text
+    assert word_error_rate(sentence, result.text) <= TWO_WORDS_IN_A_SENTENCE, result.text
     assert result.usage is not None
     assert result.usage.type == "duration"
 
@@ -86,7 +87,7 @@ def test_transcription_of_a_compressed_file_as_text(client: openai.OpenAI) -> No
         model="whisper-tiny-en", file=("speech.mp3", mp3.content), response_format="text"
     )
     assert isinstance(text, str)
-    assert word_error_rate(SENTENCES[0], text) <= ONE_WORD_IN_A_SENTENCE, text
+    assert word_error_rate(SENTENCES[0], text) <= TWO_WORDS_IN_A_SENTENCE, text
 
 
 def test_an_unknown_voice_is_a_400_listing_the_voices(client: openai.OpenAI) -> None:

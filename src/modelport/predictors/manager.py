@@ -1,8 +1,11 @@
-"""Loads models on first use (or at start-up), once; callers wait for a loading model, within a bound."""
+"""Loads models on first use (or at start-up), once; callers wait for a loading model, within a bound.
+Unloads a model idle past its `keep_alive`, and the least recently used idle ones when a load needs room
+under the memory budget; a model with calls in flight or waiting is never unloaded."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import time
 from dataclasses import dataclass, field
@@ -10,9 +13,12 @@ from typing import Any
 
 import anyio
 
+from modelport import metrics
+from modelport.engines.memory import process_rss
 from modelport.errors import (
     ModelLoadingError,
     ModelNotFoundError,
+    ModelTooLargeError,
     PredictorContractError,
     PredictorError,
     UnsupportedCapabilityError,
@@ -25,6 +31,7 @@ log = logging.getLogger("modelport.models")
 CATALOG_RECHECK = (
     5.0  # seconds: how stale a catalog may be before a request for an unknown model refreshes it
 )
+REAP_EVERY = 1.0  # seconds between looks for models idle past their keep_alive
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,7 @@ class LoadedModel:
     predictors: dict[Capability, Predictor]
     slots: Slots
     load_seconds: float
+    memory: int = 0  # bytes: RSS the load added (the estimate when it added none), 0 if it cannot unload
     state: dict[str, Any] = field(default_factory=dict, compare=False)  # the service's per-model helpers
 
     def predictor(self, capability: Capability) -> Predictor:
@@ -52,13 +60,20 @@ class ModelManager:
     """Owns loading: each model loads once, in a worker thread, with a progress line in the log."""
 
     def __init__(
-        self, registry: ModelRegistry, load_wait: float = 600.0, background_share: float = 0.25
+        self,
+        registry: ModelRegistry,
+        load_wait: float = 600.0,
+        background_share: float = 0.25,
+        memory_budget: int | None = None,
     ) -> None:
         self.registry = registry
         self.load_wait = load_wait
         self.background_share = background_share
+        self.memory_budget = memory_budget
         self._loaded: dict[str, LoadedModel] = {}
         self._loading: dict[str, asyncio.Future[LoadedModel]] = {}
+        self._asked: dict[str, float] = {}  # model id → when a request last asked for it
+        self._one_load: asyncio.Lock | None = None  # loads run one at a time, so each one's RSS is its own
 
     async def get(self, name: str) -> LoadedModel:
         """The loaded model for an id or alias, loading it now if needed; a 503 with `Retry-After` if it
@@ -71,6 +86,7 @@ class ModelManager:
             if not await self.registry.refresh_catalogs(after=CATALOG_RECHECK):
                 raise
             spec = self.registry.resolve(name)
+        self._asked[spec.id] = time.monotonic()
         loaded = self._loaded.get(spec.id)
         if loaded is not None:
             return loaded
@@ -93,9 +109,60 @@ class ModelManager:
         return loading
 
     async def _load_in_thread(self, spec: ModelSpec) -> LoadedModel:
-        model = await anyio.to_thread.run_sync(self._load, spec, self.background_share)
+        self._one_load = self._one_load or asyncio.Lock()
+        async with self._one_load:
+            needs = await anyio.to_thread.run_sync(spec.memory) if spec.memory is not None else 0
+            await self._make_room(spec, needs)
+            model = await anyio.to_thread.run_sync(self._load, spec, self.background_share, needs)
         self._loaded[spec.id] = model
+        self._asked[spec.id] = time.monotonic()
+        metrics.LOADS.labels(spec.id).observe(model.load_seconds)
         return model
+
+    async def _make_room(self, spec: ModelSpec, needs: int) -> None:
+        """Unload idle models, least recently used first, until `needs` more bytes fit the budget; wait
+        for busy ones to finish when unloading the idle ones is not enough."""
+        budget = self.memory_budget
+        if budget is None or needs == 0:
+            return
+        if needs > budget:
+            raise ModelTooLargeError(spec.id, needs, budget)
+        deadline = time.monotonic() + self.load_wait
+        while sum(m.memory for m in self._loaded.values()) + needs > budget:
+            idle = [m for m in self._loaded.values() if m.memory and m.slots.idle]
+            if idle:
+                await self.unload(min(idle, key=self.last_used).spec.id, "memory")
+            elif time.monotonic() > deadline:
+                raise ModelLoadingError(spec.id, retry_after=5)
+            else:
+                await asyncio.sleep(0.05)
+
+    def last_used(self, model: LoadedModel) -> float:
+        """When the model was last asked for, or last finished a call (monotonic seconds)."""
+        return max(self._asked.get(model.spec.id, 0.0), model.slots.last_release)
+
+    async def unload(self, model_id: str, reason: str) -> bool:
+        """Forget a loaded model so its memory is freed once the calls still holding it end; whether it
+        was loaded. The next request loads it again."""
+        model = self._loaded.pop(model_id, None)
+        if model is None:
+            return False
+        self._loading.pop(model_id, None)
+        metrics.UNLOADS.labels(model_id, reason).inc()
+        log.info("unloaded %s (%s; it took ~%.0f MiB)", model_id, reason, model.memory / 2**20)
+        del model
+        await anyio.to_thread.run_sync(gc.collect)  # engines' closures form cycles
+        return True
+
+    async def reap_idle(self) -> None:
+        """Unload models idle past their `keep_alive`, until cancelled."""
+        while True:
+            await asyncio.sleep(REAP_EVERY)
+            now = time.monotonic()
+            for model in list(self._loaded.values()):
+                keep_alive = model.spec.keep_alive
+                if keep_alive is not None and model.slots.idle and now - self.last_used(model) >= keep_alive:
+                    await self.unload(model.spec.id, "idle")
 
     def loaded_models(self) -> list[LoadedModel]:
         """The models loaded so far."""
@@ -114,9 +181,9 @@ class ModelManager:
         return True
 
     @staticmethod
-    def _load(spec: ModelSpec, background_share: float) -> LoadedModel:
+    def _load(spec: ModelSpec, background_share: float, estimate: int) -> LoadedModel:
         log.info("loading %s (%s)…", spec.id, spec.source)
-        start = time.perf_counter()
+        start, rss = time.perf_counter(), process_rss()
         try:
             predictors = {p.capability: p for p in spec.load()}
         except PredictorContractError:
@@ -126,7 +193,15 @@ class ModelManager:
             raise PredictorError(
                 f"The model `{spec.id}` failed to load: {type(error).__name__}: {error}"
             ) from error
-        seconds = time.perf_counter() - start
-        log.info("loaded %s in %.2fs: %s", spec.id, seconds, ", ".join(predictors))
+        seconds, grown = time.perf_counter() - start, process_rss() - rss
+        log.info(
+            "loaded %s in %.2fs (+%.0f MiB RSS, estimated %.0f): %s",
+            spec.id,
+            seconds,
+            grown / 2**20,
+            estimate / 2**20,
+            ", ".join(predictors),
+        )
         slots = Slots(spec.id, spec.concurrency, spec.queue, background_share)
-        return LoadedModel(spec, predictors, slots, seconds)
+        memory = (grown if grown > 0 else estimate) if spec.memory is not None else 0
+        return LoadedModel(spec, predictors, slots, seconds, memory)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,10 @@ class ModelSpec:
     timeout: float = TIMEOUT
     owned_by: str = "modelport"
     capabilities: tuple[Capability, ...] | None = None  # when known before loading (remote models)
+    # Models an engine loads can be unloaded (idle past `keep_alive` seconds, None: never; or for room
+    # under the memory budget): `memory` estimates their bytes before they load.
+    memory: Callable[[], int] | None = None
+    keep_alive: float | None = None
 
 
 class Catalog(Protocol):
@@ -103,23 +108,33 @@ class ModelRegistry:
         concurrency: int | None = None,
         queue: int = QUEUE,
         timeout: float = TIMEOUT,
+        keep_alive: float | None = None,
         **options: Any,
     ) -> None:
-        """Register a model served by a built-in or plug-in engine; it loads on first use."""
-        from modelport.engines import engine_factory
+        """Register a model served by a built-in or plug-in engine; it loads on first use (`hf://`
+        references among its options are pulled then) and may be unloaded after `keep_alive` idle seconds."""
+        from modelport import hub
+        from modelport.engines import engine_factory, memory
         from modelport.engines.llamacpp import SLOTS
 
         factory = engine_factory(engine)
         default_concurrency = int(options.get("n_parallel", SLOTS)) if engine == "llamacpp" else 1
+        local = functools.cache(lambda: hub.local_options(options))
 
         def load() -> Sequence[Predictor]:
-            made = factory(**options)
+            made = factory(**local())
             predictors = [fn if isinstance(fn, Predictor) else check_predictor(fn) for fn in made]
             self._add_checked(model_id, predictors)
             return predictors
 
+        def size() -> int:
+            return memory.estimate(factory.__module__, local())
+
         concurrency = concurrency or default_concurrency
-        self.add(ModelSpec(model_id, load, f"engine {engine}", concurrency, queue, timeout))
+        source = f"engine {engine}"
+        self.add(
+            ModelSpec(model_id, load, source, concurrency, queue, timeout, memory=size, keep_alive=keep_alive)
+        )
 
     def add_reference(self, model_id: str, reference: str, **kwargs: Any) -> list[Predictor]:
         """Register the predictor named by `module:function`."""
@@ -198,6 +213,7 @@ class ModelRegistry:
         """Build the registry a `Settings` describes."""
         registry = cls(settings.all_aliases())
         for model in settings.all_models():
+            keep_alive = settings.keep_alive_of(model)
             if model.engine == "remote":  # a pool of replicas, maybe of many models: not a one-model engine
                 from modelport.engines.remote import register
 
@@ -216,6 +232,7 @@ class ModelRegistry:
                     concurrency=model.concurrency,
                     queue=model.queue,
                     timeout=model.timeout,
+                    keep_alive=keep_alive,
                     **model.options,
                 )
             else:

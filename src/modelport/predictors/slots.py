@@ -29,6 +29,12 @@ class Slots:
         # Slots background work leaves free for interactive calls (none when there is only one).
         self.reserve = min(total - 1, max(1, round(total * (1 - background_share)))) if total > 1 else 0
         self._released = asyncio.Event()
+        self.last_release = time.monotonic()
+
+    @property
+    def idle(self) -> bool:
+        """No call holds a slot or waits for one."""
+        return self.active == 0 and self.waiting == 0
 
     @property
     def active(self) -> int:
@@ -62,6 +68,7 @@ class Slots:
             yield
         finally:
             self._limiter.release_on_behalf_of(token)
+            self.last_release = time.monotonic()
             self._mean_hold = 0.8 * self._mean_hold + 0.2 * (time.monotonic() - start)
             self._released.set()
             self._released = asyncio.Event()

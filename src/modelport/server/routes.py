@@ -54,9 +54,9 @@ router = APIRouter()
 
 
 @router.get("/models")
-async def list_models(request: Request) -> JSONResponse:
-    """List the served models."""
-    models = await service_of(request).list_models()
+async def list_models(request: Request, loaded: bool = False) -> JSONResponse:
+    """List the served models (`?loaded=true`: only those loaded now, as `modelport ps` shows them)."""
+    models = await service_of(request).list_models(loaded=loaded)
     return JSONResponse({"object": "list", "data": [m.model_dump(mode="json") for m in models]})
 
 

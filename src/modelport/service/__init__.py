@@ -57,7 +57,10 @@ class Service:
 
     def __init__(self, registry: ModelRegistry, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
-        self.manager = ModelManager(registry, self.settings.load_wait, self.settings.batches.share)
+        self.manager = ModelManager(
+            registry, self.settings.load_wait, self.settings.batches.share, self.settings.budget()
+        )
+        self._reaper: asyncio.Task[None] | None = None
         self._created = int(time.time())
         url = self.settings.store.resolved_url()
         self.store = Store(url) if url else None
@@ -93,11 +96,14 @@ class Service:
             except StoreUnavailableError:
                 pass  # logged, and shown by /health; requests that need the store answer 503
             self.batches.runner.start()
+        self._reaper = asyncio.create_task(self.manager.reap_idle())
         if self.settings.preload:
             await self.manager.load_all()
 
     async def close(self) -> None:
-        """Stop probing upstreams, close their connections and the store's."""
+        """Stop probing upstreams and unloading idle models; close upstream and store connections."""
+        if self._reaper is not None:
+            self._reaper.cancel()
         for pool in self.manager.registry.pools:
             await pool.close()
         await self.batches.runner.close()
@@ -111,10 +117,12 @@ class Service:
             for pool in self.manager.registry.pools
         ]
 
-    async def list_models(self) -> list[Model]:
-        """Every model, discovered ones included (aliases are not listed, but resolve)."""
+    async def list_models(self, *, loaded: bool = False) -> list[Model]:
+        """Every model, discovered ones included (aliases are not listed, but resolve); or only the
+        `loaded` ones."""
         await self.manager.registry.refresh_catalogs()
-        return [self._model(spec.id) for spec in self.manager.registry.specs]
+        specs = self.manager.registry.specs
+        return [self._model(s.id) for s in specs if not loaded or self.manager.loaded(s.id) is not None]
 
     def retrieve_model(self, name: str) -> Model:
         """One model by id or alias; 404 if unknown."""
@@ -175,7 +183,11 @@ class Service:
         loaded = self.manager.loaded(spec.id)
         if spec.capabilities is not None:
             extra["capabilities"] = sorted(spec.capabilities)
+        extra["loaded"] = loaded is not None
         if loaded is not None:
+            # What `modelport ps` shows: memory, idle time, and how long until an idle unload.
+            idle = round(time.monotonic() - self.manager.last_used(loaded), 1) if loaded.slots.idle else 0.0
+            extra.update(memory_bytes=loaded.memory, idle_seconds=idle, keep_alive=spec.keep_alive)
             extra["capabilities"] = sorted(loaded.predictors)
             speech = loaded.predictors.get(Capability.SPEECH)
             if speech is not None:

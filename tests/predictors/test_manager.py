@@ -1,0 +1,131 @@
+"""Unloading: a model idle past its keep_alive, and the least recently used idle one when another needs room
+under the memory budget. Against a live server, through the OpenAI SDK and the listing `modelport ps`
+reads."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from tests.conftest import LiveServer, configured_server
+
+# Two models on the same GGUF with small caches (~140 MiB each, estimated); a budget that holds one.
+CONFIG = """
+defaults = false
+preload = false
+memory_budget = "260MiB"
+
+[[models]]
+id = "left"
+engine = "llamacpp"
+n_ctx = 2048
+n_parallel = 2
+
+[[models]]
+id = "right"
+engine = "llamacpp"
+n_ctx = 2048
+n_parallel = 2
+
+[[models]]
+id = "brief"
+engine = "llamacpp"
+n_ctx = 2048
+n_parallel = 2
+keep_alive = 2
+
+[[models]]
+id = "huge"
+engine = "llamacpp"
+n_ctx = 32768
+"""
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    with configured_server(tmp_path_factory.mktemp("budget"), CONFIG) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def client(live: LiveServer) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=120)
+
+
+def ask(client: openai.OpenAI, model: str) -> str:
+    answer = client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "Say hi."}], max_tokens=4
+    )
+    return answer.model
+
+
+def loaded(live: LiveServer) -> dict[str, dict[str, object]]:
+    listing = httpx.get(f"{live.url}/v1/models", params={"loaded": "true"}).json()["data"]
+    return {m["id"]: m for m in listing}
+
+
+def unloads(live: LiveServer, reason: str) -> float:
+    text = httpx.get(f"{live.url}/metrics").text
+    found = re.findall(rf'modelport_model_unloads_total{{model="[^"]+",reason="{reason}"}} (\S+)', text)
+    return sum(float(n) for n in found)
+
+
+def rss_mib(live: LiveServer) -> float:
+    status = Path(f"/proc/{live.process.pid}/status").read_text()
+    return int(re.search(r"VmRSS:\s+(\d+) kB", status)[1]) / 1024  # type: ignore[index]
+
+
+def test_alternating_models_under_a_budget_for_one_evict_and_reload(
+    live: LiveServer, client: openai.OpenAI
+) -> None:
+    before = unloads(live, "memory")
+    for model in ["left", "right"] * 4:
+        assert ask(client, model) == model
+        assert list(loaded(live)) == [model]  # the other one made room
+    assert unloads(live, "memory") - before >= 7
+    listed = loaded(live)["right"]
+    assert listed["memory_bytes"] > 50 * 2**20  # type: ignore[operator]
+    assert listed["keep_alive"] == 300  # loaded on first use: 5 minutes
+    assert listed["loaded"] is True
+    # Each eviction freed its model's memory: eight loads later the server holds about one model.
+    assert rss_mib(live) < 1000
+
+
+def test_concurrent_requests_during_evictions_are_not_lost(client: openai.OpenAI) -> None:
+    models = ["left", "right"] * 6
+    with ThreadPoolExecutor(len(models)) as pool:
+        answered = list(pool.map(lambda m: ask(client, m), models))
+    assert answered == models
+
+
+def test_keep_alive_unloads_an_idle_model_and_the_next_request_reloads_it(
+    live: LiveServer, client: openai.OpenAI
+) -> None:
+    before = unloads(live, "idle")
+    assert ask(client, "brief") == "brief"
+    assert "brief" in loaded(live)
+    deadline = time.monotonic() + 10
+    while "brief" in loaded(live):
+        assert time.monotonic() < deadline, "not unloaded 10 s after its 2 s keep_alive"
+        time.sleep(0.2)
+    assert unloads(live, "idle") - before == 1
+    assert ask(client, "brief") == "brief"
+    assert "left" not in loaded(live) or "right" not in loaded(live)
+
+
+def test_a_model_larger_than_the_budget_is_a_507_that_says_not_to_retry(
+    live: LiveServer, client: openai.OpenAI
+) -> None:
+    with pytest.raises(openai.APIStatusError) as caught:
+        ask(client, "huge")
+    assert caught.value.status_code == 507
+    assert caught.value.response.headers["x-should-retry"] == "false"
+    assert "memory budget of 0.25 GiB" in caught.value.message
+    assert ask(client, "left") == "left"  # nothing else was disturbed
