@@ -8,7 +8,7 @@ from pathlib import Path
 
 import openai
 
-from tests.conftest import LiveServer
+from tests.conftest import ROOT, LiveServer
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -114,3 +114,53 @@ def test_serve_a_gguf_and_a_voice_by_path_alone(tmp_path: Path) -> None:
         assert len(speech.content) > 10_000
     finally:
         live.stop()
+
+
+def test_chat_streams_answers_from_a_server_in_the_terminal(server: LiveServer) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "modelport.cli", "chat", "--url", f"{server.url}/v1"],
+        input="Say hello.\nName a colour.\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    answers = [a.strip() for a in result.stdout.split(">>> ")[1:3]]
+    assert all(answers), result.stdout
+
+
+def test_chat_in_process_keeps_the_conversation_until_cleared(tmp_path: Path) -> None:
+    config = tmp_path / "models.toml"
+    config.write_text('[[models]]\nid = "recall"\npredictor = "tests.predictors.tiny_models:recall_chat"\n')
+    local = subprocess.run(
+        [sys.executable, "-m", "modelport.cli", "chat", "recall", "--in-process", "--config", str(config)]
+        + ["--system", "Be brief."],
+        input="first\nsecond\n/clear\nthird\n/exit\nnever sent\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert local.returncode == 0, local.stderr
+    answers = [a.strip() for a in local.stdout.split(">>> ")[1:-1]]
+    assert answers == [
+        "system: Be brief. / user: first",
+        "system: Be brief. / user: first / assistant: system: Be brief. / user: first / user: second",
+        "",  # /clear
+        "system: Be brief. / user: third",
+    ]
+
+
+def test_chat_says_how_to_reach_a_model_when_no_server_answers() -> None:
+    unreachable = subprocess.run(
+        [sys.executable, "-m", "modelport.cli", "chat", "--url", "http://127.0.0.1:9/v1"],
+        input="Hi!\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert unreachable.returncode == 1
+    assert (
+        "cannot reach http://127.0.0.1:9/v1: start `modelport serve`, or use --in-process"
+        in unreachable.stderr
+    )

@@ -194,6 +194,7 @@ class Settings(BaseModel):
     )
     api_keys: list[str] = Field(default_factory=list, description="when set, /v1 needs one of these keys")
     protect_metrics: bool = Field(default=False, description="/metrics needs an API key too")
+    ui: bool = Field(default=True, description="serve the playground page at /")
     cors_origins: list[str] = Field(default_factory=list, description="origins browsers may call from")
     limits: Limits = Field(default_factory=lambda: Limits())
     store: StoreSettings = Field(default_factory=lambda: StoreSettings())

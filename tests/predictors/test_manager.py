@@ -5,6 +5,8 @@ reads."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -96,6 +98,16 @@ def test_alternating_models_under_a_budget_for_one_evict_and_reload(
     assert listed["loaded"] is True
     # Each eviction freed its model's memory: eight loads later the server holds about one model.
     assert rss_mib(live) < 1000
+    shown = subprocess.run(
+        [sys.executable, "-m", "modelport.cli", "ps", "--url", f"{live.url}/v1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    header, row = shown.stdout.splitlines()
+    assert header.split() == ["MODEL", "MEMORY", "IDLE", "UNLOADED", "WHEN", "IDLE", "FOR"]
+    assert re.fullmatch(r"right +\d+ MiB +\d+ s +300 s", row)
 
 
 def test_concurrent_requests_during_evictions_are_not_lost(client: openai.OpenAI) -> None:

@@ -8,6 +8,7 @@ import asyncio
 import gc
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,10 +97,14 @@ class ModelManager:
         except TimeoutError:
             raise ModelLoadingError(spec.id, retry_after=5) from None
 
-    async def load_all(self) -> None:
-        """Load every registered model (start-up preloading), however long it takes."""
-        for spec in self.registry.specs:
+    async def load_all(self, progress: Callable[[str, int, int], None] | None = None) -> None:
+        """Load every registered model (start-up preloading), however long it takes; `progress` is told of
+        each (its id, how many are loaded, of how many)."""
+        specs = self.registry.specs
+        for done, spec in enumerate(specs, 1):
             await self._loading_of(spec)
+            if progress is not None:
+                progress(spec.id, done, len(specs))
 
     def _loading_of(self, spec: ModelSpec) -> asyncio.Future[LoadedModel]:
         """The one load of a model, started now if it has not begun (or if it failed: it is retried)."""

@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from modelport import __version__, metrics
-from modelport.server import errors
+from modelport.server import errors, playground
 from modelport.server.batches import router as batch_router
 from modelport.server.generate import router as generate_router
 from modelport.server.middleware import ApiKeys, BodyLimit, Disconnects, RequestRecords
@@ -49,6 +49,8 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         app.include_router(routes, prefix="/v1/openai/v1", include_in_schema=False)
     app.include_router(generate_router)
     settings = service.settings
+    if settings.ui:
+        playground.install(app)
     # Added innermost first: records see every answer, CORS answers preflights before keys are asked for.
     app.add_middleware(Disconnects)
     uploads = {

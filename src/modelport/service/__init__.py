@@ -61,6 +61,7 @@ class Service:
             registry, self.settings.load_wait, self.settings.batches.share, self.settings.budget()
         )
         self._reaper: asyncio.Task[None] | None = None
+        self.progress: Callable[[str, int, int], None] | None = None  # told of each model preloaded
         self._created = int(time.time())
         url = self.settings.store.resolved_url()
         self.store = Store(url) if url else None
@@ -98,7 +99,7 @@ class Service:
             self.batches.runner.start()
         self._reaper = asyncio.create_task(self.manager.reap_idle())
         if self.settings.preload:
-            await self.manager.load_all()
+            await self.manager.load_all(self.progress)
 
     async def close(self) -> None:
         """Stop probing upstreams and unloading idle models; close upstream and store connections."""

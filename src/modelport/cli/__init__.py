@@ -5,23 +5,17 @@ model."""
 from __future__ import annotations
 
 import argparse
-import ipaddress
-import logging
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-from modelport import __version__, hub
-from modelport.engines import engine_names
-from modelport.engines.recognise import model_id as recognised_id
-from modelport.engines.recognise import recognise
+from modelport import __version__
+from modelport.cli import cache, client
+from modelport.cli import serve as serving
 from modelport.errors import PredictorContractError
 from modelport.predictors.registry import ModelRegistry
 from modelport.service import Service
-from modelport.settings import ModelConfig, Settings
-
-SHUTDOWN_SECONDS = 10  # on SIGTERM, streams in flight get this long to finish before they are ended
+from modelport.settings import Settings
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -58,7 +52,8 @@ def _parser() -> argparse.ArgumentParser:
         "serve",
         parents=[chosen],
         help="serve the OpenAI API over HTTP",
-        description="Serve the OpenAI API at http://HOST:PORT/v1 (and /v1/openai/v1).",
+        description="Serve the OpenAI API at http://HOST:PORT/v1 (and /v1/openai/v1), and a playground "
+        "page at /.",
     )
     serve.add_argument("--host", help="interface to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default 8000)")
@@ -87,6 +82,7 @@ def _parser() -> argparse.ArgumentParser:
         "comma-separated)",
     )
     serve.add_argument("--api-key-file", help="a file of API keys, one per line")
+    serve.add_argument("--no-ui", action="store_true", help="do not serve the playground page at /")
     serve.add_argument("--protect-metrics", action="store_true", help="/metrics needs an API key too")
     serve.add_argument(
         "--cors-origin", action="append", help="let browsers call from this origin (repeat; `*` for any)"
@@ -119,12 +115,43 @@ def _parser() -> argparse.ArgumentParser:
 
     remove = commands.add_parser("rm", help="delete a pulled model from the Hugging Face cache")
     remove.add_argument("repo", metavar="OWNER/REPO")
+
+    # A running server, seen from the terminal: shared by `ps` and `chat`.
+    running = argparse.ArgumentParser(add_help=False)
+    running.add_argument(
+        "--url",
+        default=os.environ.get("MODELPORT_URL", "http://127.0.0.1:8000/v1"),
+        help="the server's OpenAI address (default: MODELPORT_URL, else http://127.0.0.1:8000/v1)",
+    )
+    running.add_argument(
+        "--api-key", default=os.environ.get("OPENAI_API_KEY"), help="default: OPENAI_API_KEY"
+    )
+    commands.add_parser(
+        "ps",
+        parents=[running],
+        help="list the models a running server has loaded, their memory and idle time",
+    )
+    chat = commands.add_parser(
+        "chat", parents=[running], help="chat with a model in the terminal, answers streamed"
+    )
+    chat.add_argument(
+        "model", nargs="?", default="gpt-4o-mini", help="model id or alias (default gpt-4o-mini)"
+    )
+    chat.add_argument("--system", help="a system prompt")
+    chat.add_argument(
+        "--in-process", action="store_true", help="run the model in this process instead of asking a server"
+    )
+    chat.add_argument("--config", help="with --in-process: a models.toml")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `modelport` command."""
     args = _parser().parse_args(argv)
+    if args.command in ("pull", "rm") or getattr(args, "local", False):
+        return cache.run(args)
+    if args.command in ("ps", "chat"):
+        return client.ps(args) if args.command == "ps" else client.chat(args)
 
     overrides = {
         "host": getattr(args, "host", None),
@@ -132,14 +159,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "preload": False if getattr(args, "lazy", False) else None,
         "defaults": False if getattr(args, "no_defaults", False) else None,
         "openai_aliases": False if getattr(args, "no_openai_aliases", False) else None,
-        "api_keys": _api_keys(args) or None,
+        "api_keys": serving.api_keys(args) or None,
         "protect_metrics": True if getattr(args, "protect_metrics", False) else None,
+        "ui": False if getattr(args, "no_ui", False) else None,
         "cors_origins": getattr(args, "cors_origin", None),
         "keep_alive": getattr(args, "keep_alive", None),
         "memory_budget": getattr(args, "memory_budget", None),
     }
-    if args.command in ("pull", "rm") or getattr(args, "local", False):
-        return _hub_command(args)
     overrides = {k: v for k, v in overrides.items() if v is not None}
     database = getattr(args, "database", None) or os.environ.get("MODELPORT_DATABASE")
     try:
@@ -150,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         if database:  # the command line and the environment win over models.toml's [store] url
             settings.store.url = database
-        settings.models += _named_models(getattr(args, "paths", []), getattr(args, "model", []))
+        settings.models += serving.named_models(getattr(args, "paths", []), getattr(args, "model", []))
         registry = ModelRegistry.from_settings(settings)
     except (OSError, ValueError, PredictorContractError) as error:  # a bad config: say what, no traceback
         print(f"modelport: error: {error}", file=sys.stderr)
@@ -162,94 +188,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         for alias, target in registry.aliases.items():
             print(f"{alias}\t→ {target}")
         return 0
-    return _serve(Service(registry, settings), args.log_level)
-
-
-def _named_models(paths: list[str], named: list[str]) -> list[ModelConfig]:
-    """Models named on the command line: `PATH` (its id from the file name) or `ID=[ENGINE:]PATH`, a path
-    or an hf:// reference (pulled now). Each is recognised now, so a wrong one stops the server starting."""
-    found = []
-    given: list[tuple[str | None, str]] = [(None, p) for p in paths] + [_id_and_path(n) for n in named]
-    for model_id, target in given:
-        engine, _, rest = target.partition(":")
-        if not rest or engine not in engine_names() or target.startswith(hub.PREFIX):
-            engine, rest = "", target
-        path = hub.pull(rest) if hub.is_reference(rest) else Path(rest).expanduser()
-        engine, options = recognise(path, engine or None)
-        if model_id is None:  # a pulled folder is named by its commit: the repository names it better
-            from_hub = hub.is_reference(rest) and path.is_dir()
-            model_id = hub.parse(rest).repo.split("/")[1] if from_hub else recognised_id(path)
-        found.append(ModelConfig.model_validate({"id": model_id, "engine": engine, **options}))
-    return found
-
-
-def _id_and_path(named: str) -> tuple[str, str]:
-    model_id, equals, target = named.partition("=")
-    if not equals or not model_id or not target:
-        raise ValueError(f"--model {named}: expected ID=PATH or ID=ENGINE:PATH")
-    return model_id, target
-
-
-def _hub_command(args: argparse.Namespace) -> int:
-    """`pull`, `rm` and `models --local`: the Hugging Face cache."""
-    try:
-        if args.command == "pull":
-            ref = hub.parse(args.repo)
-            if args.file:
-                ref = hub.Reference(ref.repo, ref.revision, args.file, None)
-            print(hub.pull(ref))
-        elif args.command == "rm":
-            print(f"removed {args.repo} ({hub.remove(args.repo) / 2**20:.0f} MiB freed)")
-        else:
-            for repo, size, folder in hub.cached():
-                print(f"{repo}\t{size / 2**20:.0f} MiB\t{folder}")
-    except ValueError as error:
-        print(f"modelport: error: {error}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def _api_keys(args: argparse.Namespace) -> list[str]:
-    keys = list(getattr(args, "api_key", None) or [])
-    keys += [k.strip() for k in os.environ.get("MODELPORT_API_KEY", "").split(",") if k.strip()]
-    if getattr(args, "api_key_file", None):
-        with open(args.api_key_file) as file:
-            keys += [line.strip() for line in file if line.strip() and not line.startswith("#")]
-    return keys
-
-
-def _serve(service: Service, log_level: str) -> int:
-    import uvicorn
-
-    from modelport.server import create_app
-
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per upstream request and health probe
-    settings = service.settings
-    print(f"modelport {__version__}: serving http://{settings.host}:{settings.port}/v1", file=sys.stderr)
-    if not settings.api_keys and not _loopback(settings.host):
-        print(
-            f"modelport: warning: serving on {settings.host} without an API key: anyone who can reach this "
-            "port can use the models. Set --api-key or MODELPORT_API_KEY.",
-            file=sys.stderr,
-        )
-    uvicorn.run(
-        create_app(settings, service),
-        host=settings.host,
-        port=settings.port,
-        log_level=log_level,
-        timeout_graceful_shutdown=SHUTDOWN_SECONDS,
-        access_log=False,  # modelport.access logs each request, with its id
-    )
-    return 0
-
-
-def _loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return serving.serve(Service(registry, settings), args.log_level)

@@ -1,0 +1,5 @@
+"""`python -m modelport.cli`."""
+
+from modelport.cli import main
+
+raise SystemExit(main())

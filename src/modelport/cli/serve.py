@@ -1,0 +1,113 @@
+"""`modelport serve`: the models named on the command line, API keys, and the HTTP server itself."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from modelport import __version__, hub
+from modelport.engines import engine_names
+from modelport.engines.recognise import model_id as recognised_id
+from modelport.engines.recognise import recognise
+from modelport.service import Service
+from modelport.settings import ModelConfig
+
+SHUTDOWN_SECONDS = 10  # on SIGTERM, streams in flight get this long to finish before they are ended
+
+
+def named_models(paths: list[str], named: list[str]) -> list[ModelConfig]:
+    """Models named on the command line: `PATH` (its id from the file name) or `ID=[ENGINE:]PATH`, a path
+    or an hf:// reference (pulled now). Each is recognised now, so a wrong one stops the server starting."""
+    found = []
+    given: list[tuple[str | None, str]] = [(None, p) for p in paths] + [_id_and_path(n) for n in named]
+    for model_id, target in given:
+        engine, _, rest = target.partition(":")
+        if not rest or engine not in engine_names() or target.startswith(hub.PREFIX):
+            engine, rest = "", target
+        path = hub.pull(rest) if hub.is_reference(rest) else Path(rest).expanduser()
+        engine, options = recognise(path, engine or None)
+        if model_id is None:  # a pulled folder is named by its commit: the repository names it better
+            from_hub = hub.is_reference(rest) and path.is_dir()
+            model_id = hub.parse(rest).repo.split("/")[1] if from_hub else recognised_id(path)
+        found.append(ModelConfig.model_validate({"id": model_id, "engine": engine, **options}))
+    return found
+
+
+def _id_and_path(named: str) -> tuple[str, str]:
+    model_id, equals, target = named.partition("=")
+    if not equals or not model_id or not target:
+        raise ValueError(f"--model {named}: expected ID=PATH or ID=ENGINE:PATH")
+    return model_id, target
+
+
+def api_keys(args: argparse.Namespace) -> list[str]:
+    keys = list(getattr(args, "api_key", None) or [])
+    keys += [k.strip() for k in os.environ.get("MODELPORT_API_KEY", "").split(",") if k.strip()]
+    if getattr(args, "api_key_file", None):
+        with open(args.api_key_file) as file:
+            keys += [line.strip() for line in file if line.strip() and not line.startswith("#")]
+    return keys
+
+
+def serve(service: Service, log_level: str) -> int:
+    import uvicorn
+
+    from modelport.server import create_app
+
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per upstream request and health probe
+    settings = service.settings
+    base = f"http://{settings.host}:{settings.port}"
+    page = f", playground {base}/" if settings.ui else ""
+    print(f"modelport {__version__}: serving {base}/v1{page}", file=sys.stderr)
+    if settings.preload:
+        service.progress = _loading_bar()
+    if not settings.api_keys and not _loopback(settings.host):
+        print(
+            f"modelport: warning: serving on {settings.host} without an API key: anyone who can reach this "
+            "port can use the models. Set --api-key or MODELPORT_API_KEY.",
+            file=sys.stderr,
+        )
+    uvicorn.run(
+        create_app(settings, service),
+        host=settings.host,
+        port=settings.port,
+        log_level=log_level,
+        timeout_graceful_shutdown=SHUTDOWN_SECONDS,
+        access_log=False,  # modelport.access logs each request, with its id
+    )
+    return 0
+
+
+def _loading_bar() -> Callable[[str, int, int], None]:
+    """A progress bar over the models loading at start-up (on a terminal), then one line when all are."""
+    from tqdm import tqdm
+
+    bar = tqdm(desc="loading", unit="model", file=sys.stderr, disable=not sys.stderr.isatty(), leave=False)
+    started = time.monotonic()
+    loaded: list[str] = []
+
+    def progress(model_id: str, done: int, total: int) -> None:
+        loaded.append(model_id)
+        bar.total = total
+        bar.set_postfix_str(model_id)
+        bar.update(1)
+        if done == total:
+            bar.close()
+            seconds = time.monotonic() - started
+            print(f"modelport: ready in {seconds:.1f} s with {', '.join(loaded)}", file=sys.stderr)
+
+    return progress
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"

@@ -1,0 +1,374 @@
+// The playground: every call goes through the public OpenAI API at /v1, as any client's would.
+
+const API = "/v1";
+const $ = (selector, root = document) => root.querySelector(selector);
+let apiKey = sessionStorage.getItem("modelport-key") || "";
+let models = [];
+
+const EXAMPLE_TOOLS = [
+  {
+    type: "function",
+    function: {
+      name: "get_weather",
+      description: "The current weather in a city",
+      parameters: {
+        type: "object",
+        properties: { city: { type: "string" }, unit: { type: "string", enum: ["celsius", "fahrenheit"] } },
+        required: ["city"],
+      },
+    },
+  },
+];
+
+class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+async function call(path, { body, form, signal } = {}) {
+  const headers = apiKey ? { Authorization: `Bearer ${apiKey}` } : {};
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(API + path, {
+    method: body !== undefined || form ? "POST" : "GET",
+    headers,
+    body: form ?? (body !== undefined ? JSON.stringify(body) : undefined),
+    signal,
+  });
+  if (!response.ok) {
+    let message = `${response.status} ${response.statusText}`;
+    try {
+      message = (await response.json()).error.message;
+    } catch {}
+    if (response.status === 401) askForKey(message);
+    throw new ApiError(response.status, message);
+  }
+  return response;
+}
+
+// Server-sent events: each `data:` line's JSON, until `[DONE]`.
+async function* events(response) {
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value;
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const event = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      for (const line of event.split("\n")) {
+        if (!line.startsWith("data:")) continue;
+        const data = line.slice(5).trim();
+        if (data === "[DONE]") return;
+        const parsed = JSON.parse(data);
+        if (parsed.error) throw new ApiError(0, parsed.error.message);
+        yield parsed;
+      }
+    }
+  }
+}
+
+function showError(form, error) {
+  $(".error", form).textContent = error ? (error.message || String(error)) : "";
+}
+
+function element(tag, props = {}, ...children) {
+  const node = Object.assign(document.createElement(tag), props);
+  node.append(...children);
+  return node;
+}
+
+// --- API key ---------------------------------------------------------------------------------------------
+
+function askForKey(message) {
+  const form = $("#key");
+  form.hidden = false;
+  $(".error", form).textContent = apiKey ? message : "";
+  $("#api-key").focus();
+}
+
+$("#key").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  apiKey = $("#api-key").value.trim();
+  sessionStorage.setItem("modelport-key", apiKey);
+  if (await loadModels()) $("#key").hidden = true;
+});
+
+// --- models ----------------------------------------------------------------------------------------------
+
+async function loadModels() {
+  try {
+    models = (await (await call("/models")).json()).data;
+  } catch (error) {
+    if (error.status !== 401) showError($("#chat-form"), error);
+    return false;
+  }
+  for (const select of document.querySelectorAll("select[data-capability]")) {
+    const wanted = select.dataset.capability;
+    // A model not loaded yet does not say what it serves: offer it everywhere.
+    const fit = models.filter((m) => !m.capabilities || m.capabilities.includes(wanted));
+    select.replaceChildren(...fit.map((m) => element("option", { value: m.id, textContent: m.id })));
+  }
+  showVoices();
+  return true;
+}
+
+function showVoices() {
+  const model = models.find((m) => m.id === $("#speech-form").model.value);
+  const voices = model?.voices ?? ["alloy"];
+  $("#speech-form").voice.replaceChildren(...voices.map((v) => element("option", { value: v, textContent: v })));
+}
+$("#speech-form").model.addEventListener("change", showVoices);
+
+// --- tabs ------------------------------------------------------------------------------------------------
+
+const tabs = [...document.querySelectorAll('[role="tab"]')];
+function selectTab(tab) {
+  for (const other of tabs) {
+    const chosen = other === tab;
+    other.setAttribute("aria-selected", String(chosen));
+    other.tabIndex = chosen ? 0 : -1;
+    document.getElementById(other.getAttribute("aria-controls")).hidden = !chosen;
+  }
+  tab.focus();
+}
+for (const tab of tabs) {
+  tab.addEventListener("click", () => selectTab(tab));
+  tab.addEventListener("keydown", (event) => {
+    const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
+    if (step) selectTab(tabs[(tabs.indexOf(tab) + step + tabs.length) % tabs.length]);
+  });
+}
+
+// --- chat ------------------------------------------------------------------------------------------------
+
+const chatForm = $("#chat-form");
+chatForm.tools.value = JSON.stringify(EXAMPLE_TOOLS, null, 2);
+let history = [];
+let running = null;
+
+function addTurn(role, text) {
+  const turn = element("li", { className: `turn ${role}` }, element("span", { className: "role", textContent: role }));
+  const content = element("div", { className: "content", textContent: text });
+  turn.append(content);
+  $("#transcript").append(turn);
+  return { turn, content };
+}
+
+chatForm.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  if (running) return;
+  showError(chatForm, null);
+  const message = chatForm.message.value.trim();
+  if (!message) return;
+  chatForm.message.value = "";
+  addTurn("user", message);
+  history.push({ role: "user", content: message });
+  const body = {
+    model: chatForm.model.value,
+    messages: [...(chatForm.system.value.trim() ? [{ role: "system", content: chatForm.system.value }] : []), ...history],
+    temperature: Number(chatForm.temperature.value),
+    max_tokens: Number(chatForm.max_tokens.value),
+    stream: true,
+    stream_options: { include_usage: true },
+  };
+  if (chatForm.json.checked) body.response_format = { type: "json_object" };
+  if (chatForm.use_tools.checked) {
+    try {
+      body.tools = JSON.parse(chatForm.tools.value);
+    } catch (error) {
+      showError(chatForm, new Error(`The tools are not valid JSON: ${error.message}`));
+      history.pop();
+      return;
+    }
+    body.tool_choice = chatForm.tool_choice.value;
+  }
+  const { turn, content } = addTurn("assistant", "");
+  const stats = element("p", { className: "stats" });
+  turn.append(stats);
+  running = new AbortController();
+  $("#chat-stop").disabled = false;
+  const started = performance.now();
+  let first = null;
+  let chunks = 0;
+  let usage = null;
+  const calls = [];
+  try {
+    const response = await call("/chat/completions", { body, signal: running.signal });
+    for await (const chunk of events(response)) {
+      usage = chunk.usage ?? usage;
+      const delta = chunk.choices?.[0]?.delta;
+      if (!delta) continue;
+      first ??= performance.now(); // the role arrives with the model's first token
+      if (delta.content || delta.tool_calls) turn.dataset.chunks = String(++chunks);
+      if (delta.content) content.textContent += delta.content;
+      for (const piece of delta.tool_calls ?? []) {
+        let shown = calls[piece.index];
+        if (!shown) {
+          const view = element("pre", { className: "tool-call" });
+          turn.insertBefore(view, stats);
+          shown = calls[piece.index] = { id: piece.id, name: "", args: "", view };
+        }
+        shown.name += piece.function?.name ?? "";
+        shown.args += piece.function?.arguments ?? "";
+        shown.view.textContent = `${shown.name}(${shown.args})`;
+      }
+    }
+  } catch (error) {
+    if (error.name !== "AbortError") showError(chatForm, error);
+  } finally {
+    running = null;
+    $("#chat-stop").disabled = true;
+  }
+  const end = performance.now();
+  if (first !== null) {
+    const tokens = usage?.completion_tokens ?? chunks;
+    const rate = tokens > 1 ? ((tokens - 1) / ((end - first) / 1000)).toFixed(1) : "–";
+    stats.textContent = `first token ${Math.round(first - started)} ms · ${rate} tokens/s · ${tokens} tokens`;
+  }
+  const reply = { role: "assistant", content: content.textContent || null };
+  if (calls.length) {
+    reply.tool_calls = calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.args } }));
+  }
+  history.push(reply);
+  // The playground runs no tools: say so, so the conversation can go on.
+  for (const c of calls) history.push({ role: "tool", tool_call_id: c.id, content: "(not run in the playground)" });
+});
+
+chatForm.message.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) chatForm.requestSubmit();
+});
+$("#chat-stop").addEventListener("click", () => running?.abort());
+$("#chat-clear").addEventListener("click", () => {
+  running?.abort();
+  history = [];
+  $("#transcript").replaceChildren();
+});
+
+// --- embeddings ------------------------------------------------------------------------------------------
+
+const embeddingsForm = $("#embeddings-form");
+embeddingsForm.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  showError(embeddingsForm, null);
+  const texts = embeddingsForm.texts.value.split("\n").map((t) => t.trim()).filter(Boolean);
+  try {
+    const answer = await (await call("/embeddings", { body: { model: embeddingsForm.model.value, input: texts } })).json();
+    const vectors = answer.data.map((d) => d.embedding);
+    const norm = (v) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+    const cosine = (a, b) => a.reduce((s, x, i) => s + x * b[i], 0) / (norm(a) * norm(b));
+    const short = (t) => (t.length > 28 ? `${t.slice(0, 27)}…` : t);
+    const head = element("tr", {}, element("th", { scope: "col", textContent: "" }), ...texts.map((t) => element("th", { scope: "col", textContent: short(t) })));
+    const rows = vectors.map((a, i) =>
+      element("tr", {}, element("th", { scope: "row", textContent: short(texts[i]) }),
+        ...vectors.map((b) => {
+          const value = cosine(a, b);
+          return element("td", { textContent: value.toFixed(3), style: `--s:${Math.max(0, value)}` });
+        })),
+    );
+    const caption = element("caption", { textContent: `Cosine similarity (${vectors[0].length} dimensions, ${answer.usage.prompt_tokens} tokens)` });
+    $("#similarity").replaceChildren(element("table", {}, caption, element("thead", {}, head), element("tbody", {}, ...rows)));
+  } catch (error) {
+    showError(embeddingsForm, error);
+  }
+});
+
+// --- speech ----------------------------------------------------------------------------------------------
+
+const speechForm = $("#speech-form");
+speechForm.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  showError(speechForm, null);
+  const format = speechForm.response_format.value;
+  const body = {
+    model: speechForm.model.value,
+    voice: speechForm.voice.value,
+    input: speechForm.input.value,
+    speed: Number(speechForm.speed.value),
+    response_format: format,
+  };
+  try {
+    const audio = await (await call("/audio/speech", { body })).blob();
+    const url = URL.createObjectURL(audio);
+    const player = $("#speech-audio");
+    if (player.src) URL.revokeObjectURL(player.src);
+    player.src = url;
+    Object.assign($("#speech-download"), { href: url, download: `speech.${format}` });
+    $("#speech-result").hidden = false;
+    await player.play().catch(() => {});
+  } catch (error) {
+    showError(speechForm, error);
+  }
+});
+
+// --- transcription ---------------------------------------------------------------------------------------
+
+const transcriptionForm = $("#transcription-form");
+let recording = null;
+let recorded = null;
+
+$("#record").addEventListener("click", async () => {
+  if (recording) {
+    recording.stop();
+    return;
+  }
+  try {
+    const stream = await navigator.mediaDevices.getUserMedia({ audio: true });
+    const parts = [];
+    recording = new MediaRecorder(stream);
+    recording.ondataavailable = (event) => parts.push(event.data);
+    recording.onstop = () => {
+      stream.getTracks().forEach((track) => track.stop());
+      recorded = new Blob(parts, { type: recording.mimeType });
+      $("#recorded").textContent = `Recorded ${(recorded.size / 1024).toFixed(0)} KiB: it is transcribed instead of a file.`;
+      $("#record").textContent = "Record from microphone";
+      recording = null;
+    };
+    recording.start();
+    $("#record").textContent = "Stop recording";
+    $("#recorded").textContent = "Recording…";
+  } catch (error) {
+    showError(transcriptionForm, new Error(`The microphone is not available: ${error.message}`));
+  }
+});
+transcriptionForm.file.addEventListener("change", () => {
+  recorded = null;
+  $("#recorded").textContent = "";
+});
+
+transcriptionForm.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  showError(transcriptionForm, null);
+  const file = recorded ?? transcriptionForm.file.files[0];
+  if (!file) {
+    showError(transcriptionForm, new Error("Choose an audio file or record one first."));
+    return;
+  }
+  const form = new FormData();
+  form.append("file", file, recorded ? "recording.webm" : file.name);
+  form.append("model", transcriptionForm.model.value);
+  form.append("response_format", "verbose_json");
+  form.append("timestamp_granularities[]", "segment");
+  if (transcriptionForm.language.value.trim()) form.append("language", transcriptionForm.language.value.trim());
+  const result = $("#transcript-result");
+  result.replaceChildren(element("p", { textContent: "Transcribing…" }));
+  try {
+    const answer = await (await call("/audio/transcriptions", { form })).json();
+    const time = (s) => `${Math.floor(s / 60)}:${(s % 60).toFixed(1).padStart(4, "0")}`;
+    const rows = (answer.segments ?? []).map((s) =>
+      element("tr", {}, element("td", { textContent: `${time(s.start)} – ${time(s.end)}` }), element("td", { textContent: s.text.trim() })),
+    );
+    result.replaceChildren(
+      element("p", { className: "transcript", textContent: answer.text.trim() }),
+      element("table", {}, element("caption", { textContent: `Segments (${answer.language}, ${answer.duration.toFixed(1)} s)` }), element("tbody", {}, ...rows)),
+    );
+  } catch (error) {
+    result.replaceChildren();
+    showError(transcriptionForm, error);
+  }
+});
+
+loadModels();

@@ -1,0 +1,193 @@
+"""The playground at `/`, driven in a real browser (Debian's chromium through Playwright) against live
+servers: chat that streams, a tool call, JSON mode, embeddings, speech that plays, an uploaded file
+transcribed, the API-key prompt, keyboard and phone width. Screenshots go to MODELPORT_SCREENSHOTS (or the
+test's temporary folder)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from tests.conftest import LiveServer
+
+CHROMIUM = Path("/usr/bin/chromium")
+TIMEOUT_MS = 90_000
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless chromium; skipped where it is not installed, unless MODELPORT_REQUIRE_BROWSER is set (as CI
+    sets it), where its absence is a failure."""
+    if not CHROMIUM.exists():
+        if os.environ.get("MODELPORT_REQUIRE_BROWSER"):
+            pytest.fail("chromium is not installed (apt-get install chromium)")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
+        )
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = Path(os.environ.get("MODELPORT_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture
+def page(browser: Any, server: LiveServer) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1000, "height": 900})
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.set_default_timeout(TIMEOUT_MS)
+    opened.goto(server.url)
+    opened.wait_for_function("document.querySelector('#chat-form select[name=model]').options.length > 0")
+    yield opened
+    context.close()
+    assert errors == []  # no uncaught script error on the way
+
+
+def send(page: Any, message: str) -> Any:
+    """Type a message, send it, and wait for the answer's statistics line: the turn is over."""
+    done = page.locator(".turn.assistant .stats:not(:empty)").count()
+    page.fill("#chat-input", message)
+    page.keyboard.press("Control+Enter")
+    page.wait_for_function(f"document.querySelectorAll('.turn.assistant .stats:not(:empty)').length > {done}")
+    return page.locator(".turn.assistant").last
+
+
+def test_chat_streams_the_answer_and_shows_its_speed(page: Any, shots: Path) -> None:
+    turn = send(page, "Name three colours.")
+    assert turn.locator(".content").inner_text().strip()
+    assert int(turn.get_attribute("data-chunks")) > 3  # tokens arrived one by one, not as one answer
+    stats = turn.locator(".stats").inner_text()
+    assert re.fullmatch(r"first token \d+ ms · [\d.]+ tokens/s · \d+ tokens", stats), stats
+    page.screenshot(path=shots / "chat.png", full_page=True)
+
+
+def test_a_tool_call_is_shown_as_it_streams(page: Any, shots: Path) -> None:
+    page.click("summary")
+    page.check("input[name=use_tools]")
+    page.select_option("select[name=tool_choice]", "required")
+    turn = send(page, "What is the weather in Paris?")
+    call = turn.locator(".tool-call").first.inner_text()
+    name, _, arguments = call.partition("(")
+    assert name == "get_weather"
+    assert "city" in json.loads(arguments.removesuffix(")"))
+    page.screenshot(path=shots / "tool-call.png", full_page=True)
+
+
+def test_json_mode_answers_json(page: Any) -> None:
+    page.check("input[name=json]")
+    page.fill("input[name=temperature]", "0")  # sampled, a 135M model may ramble in digits past max_tokens
+    turn = send(page, "Give a JSON object with a name and an age.")
+    assert isinstance(json.loads(turn.locator(".content").inner_text()), dict)
+
+
+def test_embeddings_compare_texts_by_cosine_similarity(page: Any, shots: Path) -> None:
+    page.click("#tab-embeddings")
+    page.click("#embeddings-form button[type=submit]")
+    cells = page.locator("#similarity tbody td")
+    cells.first.wait_for()
+    values = [float(v) for v in cells.all_inner_texts()]
+    assert len(values) == 9
+    assert values[0] == values[4] == values[8] == 1.0
+    assert values[1] > values[2]  # the cat and the kitten are closer than the cat and the stock market
+    page.screenshot(path=shots / "embeddings.png", full_page=True)
+
+
+def test_speech_plays_and_can_be_downloaded(page: Any, shots: Path) -> None:
+    page.click("#tab-speech")
+    assert page.locator("#speech-form select[name=voice] option").all_inner_texts() == ["joe"]
+    page.select_option("#speech-form select[name=response_format]", "wav")
+    page.click("#speech-form button[type=submit]")
+    page.wait_for_function("document.querySelector('#speech-audio').duration > 0")
+    assert 1 < page.evaluate("document.querySelector('#speech-audio').duration") < 10
+    link = page.locator("#speech-download")
+    assert link.get_attribute("download") == "speech.wav"
+    assert link.get_attribute("href").startswith("blob:")
+    page.screenshot(path=shots / "speech.png", full_page=True)
+
+
+def test_an_uploaded_file_is_transcribed_with_segment_times(
+    page: Any, shots: Path, http_client: openai.OpenAI, tmp_path: Path
+) -> None:
+    recording = tmp_path / "coffee.wav"
+    speech = http_client.audio.speech.create(
+        model="tts-1", voice="alloy", input="Please bring me a cup of hot coffee.", response_format="wav"
+    )
+    recording.write_bytes(speech.content)
+    page.click("#tab-transcription")
+    page.set_input_files("#transcription-form input[type=file]", str(recording))
+    page.click("#transcription-form button[type=submit]")
+    text = page.locator("#transcript-result .transcript")
+    text.wait_for()
+    assert "coffee" in text.inner_text().lower()
+    assert re.match(r"0:00\.\d – 0:0\d\.\d", page.locator("#transcript-result td").first.inner_text())
+    page.screenshot(path=shots / "transcription.png", full_page=True)
+
+
+def test_tabs_follow_the_arrow_keys(page: Any) -> None:
+    page.focus("#tab-chat")
+    page.keyboard.press("ArrowRight")
+    assert page.get_attribute("#tab-embeddings", "aria-selected") == "true"
+    assert page.locator("#embeddings").is_visible()
+    assert not page.locator("#chat").is_visible()
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    assert page.get_attribute("#tab-transcription", "aria-selected") == "true"
+
+
+def test_a_phone_width_screen_needs_no_sideways_scrolling(page: Any, shots: Path) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    send(page, "Hello!")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.screenshot(path=shots / "phone.png", full_page=True)
+
+
+def test_a_server_with_keys_asks_for_one_and_then_works(browser: Any, shots: Path) -> None:
+    live = LiveServer("--api-key", "sesame", "--lazy")
+    try:
+        live.wait_ready()
+        assert httpx.get(f"{live.url}/").status_code == 200  # the page itself needs no key
+        page = browser.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(live.url)
+        page.locator("#key").wait_for()
+        assert page.evaluate("document.activeElement.id") == "api-key"
+        page.fill("#api-key", "wrong")
+        page.keyboard.press("Enter")
+        page.wait_for_function("document.querySelector('#key .error').textContent.length > 0")
+        page.screenshot(path=shots / "key.png")
+        page.fill("#api-key", "sesame")
+        page.keyboard.press("Enter")
+        page.locator("#key").wait_for(state="hidden")
+        turn = send(page, "Hi!")
+        assert turn.locator(".content").inner_text().strip()
+        page.close()
+    finally:
+        live.stop()
+
+
+def test_no_ui_serves_no_page(tmp_path: Path) -> None:
+    live = LiveServer("--no-ui", "--lazy", "--no-defaults")
+    try:
+        live.wait_ready()
+        assert httpx.get(f"{live.url}/").status_code == 404
+        assert httpx.get(f"{live.url}/ui/app.js").status_code == 404
+    finally:
+        live.stop()
