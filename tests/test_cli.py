@@ -132,9 +132,9 @@ def test_chat_streams_answers_from_a_server_in_the_terminal(server: LiveServer) 
 def test_chat_in_process_keeps_the_conversation_until_cleared(tmp_path: Path) -> None:
     config = tmp_path / "models.toml"
     config.write_text('[[models]]\nid = "recall"\npredictor = "tests.predictors.tiny_models:recall_chat"\n')
+    command = ["chat", "recall", "--in-process", "--config", str(config), "--system", "Be brief."]
     local = subprocess.run(
-        [sys.executable, "-m", "modelport.cli", "chat", "recall", "--in-process", "--config", str(config)]
-        + ["--system", "Be brief."],
+        [sys.executable, "-m", "modelport.cli", *command],
         input="first\nsecond\n/clear\nthird\n/exit\nnever sent\n",
         capture_output=True,
         text=True,
