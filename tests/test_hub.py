@@ -142,6 +142,18 @@ def test_models_toml_takes_hf_references_pulled_on_first_use(
         answer = client.completions.create(model="tiny", prompt="The capital of France is", max_tokens=3)
     assert answer.choices[0].text
 
+    missing = Settings.model_validate(
+        {
+            "defaults": False,
+            "models": [{"id": "gone", "engine": "llamacpp", "path": "hf://nobody/nothing-GGUF"}],
+        }
+    )
+    with modelport.OpenAI(settings=missing) as client, pytest.raises(openai.InternalServerError) as caught:
+        client.completions.create(model="gone", prompt="Hi", max_tokens=1)
+    assert "The model `gone` failed to load: HubError: no model `nobody/nothing-GGUF` on the Hub" in str(
+        caught.value
+    )
+
 
 def test_the_cache_is_listed_and_removed(hf_env: dict[str, str]) -> None:
     listed = modelport_cli(hf_env, "models", "--local")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from modelport.cli import SHUTDOWN_SECONDS
+from modelport.cli.serve import SHUTDOWN_SECONDS
 from tests.conftest import LiveServer
 
 CONFIG = (

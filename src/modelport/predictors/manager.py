@@ -8,7 +8,8 @@ import asyncio
 import gc
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,7 +117,7 @@ class ModelManager:
     async def _load_in_thread(self, spec: ModelSpec) -> LoadedModel:
         self._one_load = self._one_load or asyncio.Lock()
         async with self._one_load:
-            needs = await anyio.to_thread.run_sync(spec.memory) if spec.memory is not None else 0
+            needs = await anyio.to_thread.run_sync(self._estimate, spec)
             await self._make_room(spec, needs)
             model = await anyio.to_thread.run_sync(self._load, spec, self.background_share, needs)
         self._loaded[spec.id] = model
@@ -186,18 +187,17 @@ class ModelManager:
         return True
 
     @staticmethod
+    def _estimate(spec: ModelSpec) -> int:
+        """Bytes the model will take, before it loads (pulling its files first if they are on the Hub)."""
+        with _load_failures(spec):
+            return spec.memory() if spec.memory is not None else 0
+
+    @staticmethod
     def _load(spec: ModelSpec, background_share: float, estimate: int) -> LoadedModel:
         log.info("loading %s (%s)…", spec.id, spec.source)
         start, rss = time.perf_counter(), process_rss()
-        try:
+        with _load_failures(spec):
             predictors = {p.capability: p for p in spec.load()}
-        except PredictorContractError:
-            raise
-        except Exception as error:  # a bad file, a template llama.cpp refuses, a missing package
-            log.exception("loading %s failed", spec.id)
-            raise PredictorError(
-                f"The model `{spec.id}` failed to load: {type(error).__name__}: {error}"
-            ) from error
         seconds, grown = time.perf_counter() - start, process_rss() - rss
         log.info(
             "loaded %s in %.2fs (+%.0f MiB RSS, estimated %.0f): %s",
@@ -210,3 +210,18 @@ class ModelManager:
         slots = Slots(spec.id, spec.concurrency, spec.queue, background_share)
         memory = (grown if grown > 0 else estimate) if spec.memory is not None else 0
         return LoadedModel(spec, predictors, slots, seconds, memory)
+
+
+@contextmanager
+def _load_failures(spec: ModelSpec) -> Iterator[None]:
+    """A model that cannot load (a bad file, a template llama.cpp refuses, a missing package, a pull that
+    failed) is a 500 naming it; a predictor that breaks its contract says so itself."""
+    try:
+        yield
+    except PredictorContractError:
+        raise
+    except Exception as error:
+        log.exception("loading %s failed", spec.id)
+        raise PredictorError(
+            f"The model `{spec.id}` failed to load: {type(error).__name__}: {error}"
+        ) from error
