@@ -56,6 +56,15 @@ def serve_app(app: Any) -> Iterator[str]:
         thread.join(timeout=10)
 
 
+def wait_healthy(url: str, seconds: float = STARTUP_SECONDS) -> None:
+    """Wait until a modelport app's `/health` is 200: its models loaded, its store migrated."""
+    deadline = time.monotonic() + seconds
+    while httpx.get(f"{url}/health", timeout=5).status_code != 200:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{url} was not healthy in {seconds} s")
+        time.sleep(0.1)
+
+
 class LiveServer:
     """A `modelport serve` subprocess; its log is kept for failure messages."""
 

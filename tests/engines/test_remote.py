@@ -22,7 +22,7 @@ from modelport.predictors.registry import ModelRegistry
 from modelport.server import create_app
 from modelport.service import Service
 from modelport.settings import ModelConfig, Settings
-from tests.conftest import serve_app
+from tests.conftest import serve_app, wait_healthy
 from tests.predictors.tiny_models import loudness_transcriber, reverse_chat, tone_speech, trigram_embed
 
 KEY = "sk-upstream-secret-0123456789"
@@ -116,6 +116,7 @@ def tiny_upstream() -> Iterator[str]:
     registry.add_predictor("tones", tone_speech)
     registry.add_predictor("loudness", loudness_transcriber)
     with serve_app(create_app(service=Service(registry))) as url:
+        wait_healthy(url)  # its models loaded, so its listing says what each serves
         yield f"{url}/v1"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import openai
@@ -135,6 +136,15 @@ def test_beam_search_returns_the_beams_on_both_endpoints(client: openai.OpenAI) 
         extra_body={"use_beam_search": True, "best_of": 2, "length_penalty": 0.5, "early_stopping": True},
     )
     assert "Paris" in legacy.choices[0].text
+
+
+def test_a_huge_length_penalty_saturates_instead_of_overflowing() -> None:
+    # Found by the fuzz test: 5 ** 8.4e269 overflowed a float and the request was a 500.
+    from modelport.service.beam import Beam
+
+    for penalty in (8.4e269, -8.4e269, 0.0):
+        assert math.isfinite(Beam(logprob=-3.0, tokens=5).score(penalty))
+    assert Beam(logprob=-3.0, tokens=5).score(1.0) == pytest.approx(-0.6)
 
 
 def test_stop_sequences_cut_the_text_and_are_not_included(client: openai.OpenAI) -> None:

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -149,6 +152,22 @@ def test_two_replicas_migrate_together_and_share_state(postgres: Postgres) -> No
         await asyncio.gather(one.close(), two.close())
 
     asyncio.run(run())
+
+
+def test_processes_starting_together_on_a_new_sqlite_file_all_migrate_it(tmp_path: Path) -> None:
+    """Servers (or a server and an in-process client) started at once on one new file: each migration is
+    one transaction that takes the write lock first, so the others wait and find it done."""
+    path = tmp_path / "new.db"
+    script = "import asyncio, sys; from modelport.store import Store; asyncio.run(Store(sys.argv[1]).open())"
+    starting = [
+        subprocess.Popen([sys.executable, "-c", script, str(path)], stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    for process in starting:
+        _, errors = process.communicate(timeout=120)
+        assert process.returncode == 0, errors
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT count(*) FROM alembic_version").fetchone() == (1,)
 
 
 def test_a_database_that_is_down_is_a_503_and_shows_in_its_state() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -34,8 +35,10 @@ class Beam:
     finish_reason: str | None = None
 
     def score(self, length_penalty: float) -> float:
-        length: float = max(self.tokens, 1) ** length_penalty
-        return self.logprob / length
+        # logprob / length ** length_penalty, in the log domain: a huge penalty saturates instead of
+        # overflowing a float.
+        exponent = -length_penalty * math.log(max(self.tokens, 1))
+        return self.logprob * math.exp(min(max(exponent, -700.0), 700.0))
 
 
 async def search(

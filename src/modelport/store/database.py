@@ -144,7 +144,13 @@ class Database:
         return create_async_engine(self.url, pool_pre_ping=True, pool_size=10, max_overflow=20)
 
     async def _migrate(self, connection: AsyncConnection) -> None:
-        if not self.sqlite:
+        # One process migrates at a time, and a migration is all or nothing: a server stopped halfway, or two
+        # starting together on a new database, must not leave tables behind without their version stamp.
+        if self.sqlite:
+            # Python's sqlite3 runs DDL outside any transaction unless one is begun explicitly; IMMEDIATE
+            # takes the write lock now, so a second migrator waits (busy_timeout) and then finds it done.
+            await connection.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
             await connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
         await connection.run_sync(_upgrade)
 
