@@ -118,7 +118,7 @@ def test_serve_a_gguf_and_a_voice_by_path_alone(tmp_path: Path) -> None:
 
 def test_chat_streams_answers_from_a_server_in_the_terminal(server: LiveServer) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "modelport.cli", "chat", "--url", f"{server.url}/v1"],
+        [sys.executable, "-m", "modelport.cli", "chat", "--url", f"{server.url}/v1", "--max-tokens", "40"],
         input="Say hello.\nName a colour.\n",
         capture_output=True,
         text=True,

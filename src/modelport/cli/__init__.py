@@ -55,6 +55,15 @@ def _parser() -> argparse.ArgumentParser:
         description="Serve the OpenAI API at http://HOST:PORT/v1 (and /v1/openai/v1), and a playground "
         "page at /.",
     )
+    serve.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        metavar="ADDRESS",
+        help="run each model as a Ray Serve deployment (replicas, num_cpus, num_gpus, autoscaling per model "
+        "in models.toml) behind this server: no ADDRESS starts a local Ray, `auto` or ray://… joins a "
+        "cluster; needs `pip install 'modelport[ray]'`",
+    )
     serve.add_argument("--host", help="interface to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default 8000)")
     serve.add_argument(
@@ -138,6 +147,7 @@ def _parser() -> argparse.ArgumentParser:
         "model", nargs="?", default="gpt-4o-mini", help="model id or alias (default gpt-4o-mini)"
     )
     chat.add_argument("--system", help="a system prompt")
+    chat.add_argument("--max-tokens", type=int, help="the longest answer, in tokens (default: no bound)")
     chat.add_argument(
         "--in-process", action="store_true", help="run the model in this process instead of asking a server"
     )
@@ -177,7 +187,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if database:  # the command line and the environment win over models.toml's [store] url
             settings.store.url = database
         settings.models += serving.named_models(getattr(args, "paths", []), getattr(args, "model", []))
-        registry = ModelRegistry.from_settings(settings)
+        registry = (
+            serving.on_ray(settings, args.ray)
+            if getattr(args, "ray", None)
+            else ModelRegistry.from_settings(settings)
+        )
     except (OSError, ValueError, PredictorContractError) as error:  # a bad config: say what, no traceback
         print(f"modelport: error: {error}", file=sys.stderr)
         return 2
@@ -188,4 +202,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         for alias, target in registry.aliases.items():
             print(f"{alias}\t→ {target}")
         return 0
-    return serving.serve(Service(registry, settings), args.log_level)
+    return serving.serve(Service(registry, settings), args.log_level, on_ray=bool(args.ray))

@@ -71,7 +71,8 @@ def chat(args: argparse.Namespace) -> int:
             continue
         messages.append({"role": "user", "content": line})
         try:
-            messages.append({"role": "assistant", "content": _stream(client, args.model, messages)})
+            said = _stream(client, args.model, messages, args.max_tokens)
+            messages.append({"role": "assistant", "content": said})
         except openai.APIConnectionError:
             print(
                 f"modelport: error: cannot reach {args.url}: start `modelport serve`, or use --in-process",
@@ -83,10 +84,11 @@ def chat(args: argparse.Namespace) -> int:
             messages.pop()
 
 
-def _stream(client: Any, model: str, messages: list[dict[str, str]]) -> str:
+def _stream(client: Any, model: str, messages: list[dict[str, str]], max_tokens: int | None) -> str:
     """Print an answer as it streams; Ctrl-C ends it early (what was said so far is kept)."""
     said = []
-    stream = client.chat.completions.create(model=model, messages=messages, stream=True)
+    bound = {"max_tokens": max_tokens} if max_tokens else {}
+    stream = client.chat.completions.create(model=model, messages=messages, stream=True, **bound)
     try:
         for chunk in stream:
             piece = chunk.choices[0].delta.content if chunk.choices else None

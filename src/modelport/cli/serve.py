@@ -15,8 +15,9 @@ from modelport import __version__, hub
 from modelport.engines import engine_names
 from modelport.engines.recognise import model_id as recognised_id
 from modelport.engines.recognise import recognise
+from modelport.predictors.registry import ModelRegistry
 from modelport.service import Service
-from modelport.settings import ModelConfig
+from modelport.settings import ModelConfig, Settings
 
 SHUTDOWN_SECONDS = 10  # on SIGTERM, streams in flight get this long to finish before they are ended
 
@@ -55,7 +56,17 @@ def api_keys(args: argparse.Namespace) -> list[str]:
     return keys
 
 
-def serve(service: Service, log_level: str) -> int:
+def on_ray(settings: Settings, address: str) -> ModelRegistry:
+    """The registry of relays to the models deployed on Ray (see `modelport.cluster`)."""
+    try:
+        from modelport import cluster
+    except ImportError as error:
+        raise ValueError(f"--ray needs Ray Serve: pip install 'modelport[ray]' ({error})") from None
+    print("modelport: deploying the models on Ray…", file=sys.stderr)
+    return cluster.deploy(settings, None if address == "local" else address)
+
+
+def serve(service: Service, log_level: str, *, on_ray: bool = False) -> int:
     import uvicorn
 
     from modelport.server import create_app
@@ -82,6 +93,10 @@ def serve(service: Service, log_level: str) -> int:
         timeout_graceful_shutdown=SHUTDOWN_SECONDS,
         access_log=False,  # modelport.access logs each request, with its id
     )
+    if on_ray:
+        from modelport import cluster
+
+        cluster.shutdown()
     return 0
 
 
