@@ -22,6 +22,7 @@ BENCHMARKS = [
     "batch",
     "tools",
     "contention",
+    "ray",
 ]
 
 

@@ -54,6 +54,16 @@ OPENAI_ALIASES: dict[str, str] = {
 }
 
 
+class Autoscaling(BaseModel):
+    """Ray Serve's replica autoscaling for one model (`modelport serve --ray`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min: int = Field(default=1, ge=0)
+    max: int = Field(default=1, ge=1)
+    target_ongoing_requests: float = Field(default=2.0, gt=0)
+
+
 class ModelConfig(BaseModel):
     """One model: a built-in engine with its options, or a `module:function` predictor."""
 
@@ -70,6 +80,14 @@ class ModelConfig(BaseModel):
     )
     keep_alive: KeepAlive | None = Field(
         default=None, description="seconds idle before the model is unloaded, or `forever`"
+    )
+    # On a Ray cluster (`modelport serve --ray`) only:
+    replicas: int = Field(default=1, ge=1, description="Ray Serve replicas of the model")
+    autoscaling: Autoscaling | None = Field(default=None, description="instead of a fixed `replicas`")
+    num_cpus: float = Field(default=1.0, ge=0, description="CPUs each replica reserves (fractions allowed)")
+    num_gpus: float = Field(default=0.0, ge=0, description="GPUs each replica reserves (fractions allowed)")
+    max_ongoing_requests: int | None = Field(
+        default=None, ge=1, description="requests a replica takes at once (default: its slots)"
     )
 
     @model_validator(mode="after")

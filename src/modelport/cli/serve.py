@@ -59,9 +59,11 @@ def api_keys(args: argparse.Namespace) -> list[str]:
 def on_ray(settings: Settings, address: str) -> ModelRegistry:
     """The registry of relays to the models deployed on Ray (see `modelport.cluster`)."""
     try:
-        from modelport import cluster
+        import ray.serve  # noqa: F401
     except ImportError as error:
         raise ValueError(f"--ray needs Ray Serve: pip install 'modelport[ray]' ({error})") from None
+    from modelport import cluster
+
     print("modelport: deploying the models on Ray…", file=sys.stderr)
     return cluster.deploy(settings, None if address == "local" else address)
 

@@ -1,0 +1,94 @@
+"""A Ray Serve replica of one model: a modelport service of that model alone, loaded when the replica
+starts, answering the ingress's relayed requests as a stream of items (what kind of answer, its parts, a
+closing mark), so that the ingress can tell a finished answer from one whose replica died."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from pydantic import BaseModel
+
+from modelport.errors import ModelportError
+from modelport.predictors.contract import Capability
+from modelport.protocol.requests import (
+    ChatCompletionRequest,
+    CompletionRequest,
+    EmbeddingRequest,
+    SpeechRequest,
+    TranscriptionRequest,
+)
+from modelport.protocol.validation import parse
+from modelport.service import (
+    Chunks,
+    Service,
+    SpeechAudio,
+    SpeechEvents,
+    SpeechStream,
+    TranscriptEvents,
+    Upload,
+)
+from modelport.settings import Settings
+
+# The first item says what the answer is; the last one marks its end.
+JSON, EVENTS, BYTES, ERROR, END = "json", "events", "bytes", "error", "end"
+
+
+class ModelReplica:
+    """Loads its model in the constructor, so Ray counts the replica as ready only once it can answer."""
+
+    async def __init__(self, settings: dict[str, Any]) -> None:  # type: ignore[misc]  # Ray awaits it
+        self.service = Service.from_settings(Settings.model_validate(settings))
+        await self.service.manager.load_all()
+
+    async def call(
+        self, capability: str, body: dict[str, Any], upload: tuple[str, bytes] | None = None
+    ) -> AsyncGenerator[tuple[str, Any], None]:
+        """The answer to one request, as `(kind, value)` items ending with `(END, None)`."""
+        try:
+            answer = await self._answer(Capability(capability), body, upload)
+            if isinstance(answer, Chunks | SpeechEvents | TranscriptEvents):
+                yield EVENTS, None
+                events = answer.items if isinstance(answer, Chunks) else answer.events
+                async for event in events:
+                    yield EVENTS, event
+            elif isinstance(answer, SpeechStream):
+                yield BYTES, answer.media_type
+                async for chunk in answer.chunks:
+                    yield BYTES, chunk
+            elif isinstance(answer, SpeechAudio):
+                yield BYTES, answer.media_type
+                yield BYTES, answer.content
+            elif isinstance(answer, str):
+                yield BYTES, "text/plain; charset=utf-8"
+                yield BYTES, answer.encode()
+            else:
+                assert isinstance(answer, BaseModel)
+                yield JSON, answer.model_dump(mode="json", warnings=False)
+        except ModelportError as error:
+            yield ERROR, (error.status, error.body(), error.retry_after)
+        yield END, None
+
+    async def _answer(
+        self, capability: Capability, body: dict[str, Any], upload: tuple[str, bytes] | None
+    ) -> Any:
+        service = self.service
+        if capability is Capability.CHAT:
+            return await service.chat_completion(parse(ChatCompletionRequest, body))
+        if capability is Capability.COMPLETION:
+            return await service.completion(parse(CompletionRequest, body))
+        if capability is Capability.EMBEDDING:
+            return await service.embeddings(parse(EmbeddingRequest, body))
+        if capability is Capability.SPEECH:
+            return await service.speech(parse(SpeechRequest, body))
+        assert upload is not None
+        request, file = parse(TranscriptionRequest, body), Upload(*upload)
+        if capability is Capability.TRANSLATION:
+            return await service.translation(request, file)
+        return await service.transcription(request, file)
+
+    def capabilities(self) -> dict[str, Any]:
+        """What the model serves, and its voices: the ingress lists them as its own."""
+        model = self.service.manager.loaded_models()[0]
+        speech = model.predictors.get(Capability.SPEECH)
+        return {"capabilities": sorted(model.predictors), "voices": list(speech.voices) if speech else []}

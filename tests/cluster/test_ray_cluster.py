@@ -1,0 +1,119 @@
+"""The one test on a real Ray cluster (a local one the server starts: ~1.4 GB and ~20 s of start-up, so
+there is only this one): `modelport serve --ray` with two replicas of the embedding model and one of the
+chat model on fractional CPUs; the openai SDK against its ingress; one embedding replica SIGKILLed while
+requests keep coming: none is lost, and Ray starts a replacement."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import openai
+import pytest
+
+from tests.conftest import ROOT, LiveServer
+
+pytest.importorskip("ray.serve", reason="the ray extra is not installed")
+
+CONFIG = """
+defaults = false
+
+[[models]]
+id = "chat"
+engine = "llamacpp"
+n_ctx = 2048
+n_parallel = 2
+n_threads = 1
+num_cpus = 0.5
+
+[[models]]
+id = "embed"
+engine = "onnx-embedding"
+n_threads = 1
+replicas = 2
+num_cpus = 0.5
+"""
+
+
+def replica_pids(deployment: str) -> list[int]:
+    """The processes of a deployment's replicas (Ray titles them `ray::ServeReplica:APP:DEPLOYMENT`)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if f"ServeReplica:{deployment}:{deployment}" in text:
+            found.append(int(cmdline.parent.name))
+    return sorted(found)
+
+
+def test_a_real_cluster_serves_streams_and_survives_a_killed_replica(tmp_path: Path) -> None:
+    (tmp_path / "models.toml").write_text(CONFIG)
+    live = LiveServer(
+        "--config", str(tmp_path / "models.toml"), "--ray", cwd=ROOT, env={"RAY_USAGE_STATS_ENABLED": "0"}
+    )
+    try:
+        live.wait_ready()
+        client = openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=60)
+        stream = client.chat.completions.create(
+            model="chat", messages=[{"role": "user", "content": "Count to five."}], max_tokens=20, stream=True
+        )
+        pieces = [c.choices[0].delta.content for c in stream if c.choices and c.choices[0].delta.content]
+        assert len(pieces) > 3
+
+        first = replica_pids("embed")
+        assert len(first) == 2, first
+        answered, failed, stop = [], [], threading.Event()
+
+        def keep_asking() -> None:
+            while not stop.is_set():
+                try:
+                    result = client.embeddings.create(model="embed", input=["a cat", "a dog"])
+                    answered.append(len(result.data))
+                except openai.APIError as error:
+                    failed.append(error)
+
+        asker = threading.Thread(target=keep_asking)
+        asker.start()
+        time.sleep(1)
+        os.kill(first[0], signal.SIGKILL)
+        deadline = time.monotonic() + 90
+        while not (len(now := replica_pids("embed")) == 2 and first[0] not in now):
+            assert time.monotonic() < deadline, "Ray did not replace the killed replica in 90 s"
+            time.sleep(0.5)
+        time.sleep(1)
+        stop.set()
+        asker.join()
+        assert failed == []
+        assert len(answered) > 10
+        again = client.chat.completions.create(model="chat", messages=[{"role": "user", "content": "Hi"}])
+        assert again.choices[0].message.content
+    finally:
+        live.stop()
+    deadline = time.monotonic() + 30
+    while replica_pids("embed") or replica_pids("chat"):  # the server took its Ray instance down with it
+        assert time.monotonic() < deadline, "Ray's replicas outlived the server"
+        time.sleep(0.5)
+
+
+def test_without_ray_nothing_of_it_is_imported_and_ray_asks_for_the_extra(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; sys.modules['ray'] = None\n"  # as if the extra were not installed
+        "import modelport\n"
+        "with modelport.OpenAI() as client:\n"
+        "    client.embeddings.create(model='text-embedding-3-small', input='hi')\n"
+        "from modelport.cli import main\n"
+        "sys.exit(main(['serve', '--ray', '--no-defaults', '--port', '1']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert done.returncode == 2, done.stderr
+    assert "--ray needs Ray Serve: pip install 'modelport[ray]'" in done.stderr
