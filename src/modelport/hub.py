@@ -127,9 +127,10 @@ def remove(repo: str) -> int:
     from huggingface_hub import scan_cache_dir
 
     repo = parse(repo).repo
-    for entry in scan_cache_dir().repos:
+    cache = scan_cache_dir()
+    for entry in cache.repos:
         if entry.repo_id == repo and entry.repo_type == "model":
-            strategy = scan_cache_dir().delete_revisions(*(r.commit_hash for r in entry.revisions))
+            strategy = cache.delete_revisions(*(r.commit_hash for r in entry.revisions))
             strategy.execute()
             return int(strategy.expected_freed_size)
     raise HubError(f"`{repo}` is not in the cache; `modelport models --local` lists what is")
