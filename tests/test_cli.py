@@ -164,3 +164,10 @@ def test_chat_says_how_to_reach_a_model_when_no_server_answers() -> None:
         "cannot reach http://127.0.0.1:9/v1: start `modelport serve`, or use --in-process"
         in unreachable.stderr
     )
+
+
+def test_llama_stack_config_names_a_server_it_cannot_reach() -> None:
+    result = run("llama-stack-config", "--url", "http://127.0.0.1:9/v1")
+    assert result.returncode == 1
+    assert result.stderr.startswith("modelport: error: cannot reach http://127.0.0.1:9/v1")
+    assert "Traceback" not in result.stderr

@@ -1,6 +1,6 @@
 """`modelport` command line: `serve` runs the HTTP server, `models` lists what it would serve, `pull` and
 `rm` manage models from the Hugging Face Hub, `ps` shows what a server has loaded, `chat` talks to a
-model."""
+model, `llama-stack-config` puts Llama Stack on top of a server."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from modelport import __version__
-from modelport.cli import cache, client
+from modelport.cli import cache, client, stack
 from modelport.cli import serve as serving
 from modelport.errors import PredictorContractError
 from modelport.predictors.registry import ModelRegistry
@@ -152,6 +152,17 @@ def _parser() -> argparse.ArgumentParser:
         "--in-process", action="store_true", help="run the model in this process instead of asking a server"
     )
     chat.add_argument("--config", help="with --in-process: a models.toml")
+    llama_stack = commands.add_parser(
+        "llama-stack-config",
+        parents=[running],
+        help="write a Llama Stack run config whose inference is a running modelport",
+        description="Ask a running modelport which models it serves and write a Llama Stack run config "
+        "(its remote::vllm provider) that registers each chat model as `llm` and each embedding model as "
+        "`embedding` with its dimension, with the Responses API, files and vector stores (faiss). "
+        "Start it with `llama stack run FILE`; the stack reads the key from MODELPORT_API_KEY.",
+    )
+    llama_stack.add_argument("-o", "--output", help="the file to write (default: standard output)")
+    llama_stack.add_argument("--port", type=int, default=8321, help="the stack's own port (default 8321)")
     return parser
 
 
@@ -162,6 +173,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cache.run(args)
     if args.command in ("ps", "chat"):
         return client.ps(args) if args.command == "ps" else client.chat(args)
+    if args.command == "llama-stack-config":
+        return stack.write(args)
 
     overrides = {
         "host": getattr(args, "host", None),
