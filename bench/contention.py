@@ -2,7 +2,7 @@
 per core busy processes (a `while True` each), at 1 and 8 streams, for several thread settings.
 
 llama.cpp's threads spin at every barrier, so one descheduled thread stalls the others: the settings differ
-in how many threads decode, and how long they spin.
+in how many threads decode, whether each is bound to a CPU of its own, and how long they spin.
 
     .venv/bin/python -m bench.contention [--rounds 2] [--tokens 64]
 """
@@ -24,8 +24,9 @@ from modelport.engines import cpus, llamacpp
 
 CORES = cpus.usable()
 SETTINGS: dict[str, dict[str, Any]] = {
-    f"{CORES} threads (before)": {"n_threads": CORES},
-    f"{CORES} threads, poll 0": {"n_threads": CORES, "poll": 0},
+    f"{CORES} threads (the default)": {"n_threads": CORES},
+    f"{CORES} threads, pin": {"n_threads": CORES, "pin": True},
+    f"{CORES} threads, pin, poll 0": {"n_threads": CORES, "pin": True, "poll": 0},
     f"{max(1, CORES - 1)} decode + {CORES} prompt threads": {
         "n_threads": max(1, CORES - 1),
         "n_threads_batch": CORES,

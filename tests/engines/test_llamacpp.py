@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import threading
+from pathlib import Path
 
 import httpx
 import pytest
@@ -56,3 +58,31 @@ def test_decode_and_prompt_threads_and_polling_are_separate_settings() -> None:
     server = llamacpp.start_server(n_parallel=1, n_ctx_per_slot=256, n_threads=1, n_threads_batch=2, poll=0)
     reply = server.handle_completions({"prompt": "hi", "max_tokens": 2})
     assert reply["usage"]["completion_tokens"] >= 1
+
+
+def _single_cpu_threads() -> set[int]:
+    """The CPUs that this process's threads bound to one CPU each are bound to."""
+    bound = set()
+    for status in Path("/proc/self/task").glob("*/status"):
+        try:
+            allowed = next(
+                line.split(":")[1].strip()
+                for line in status.read_text().splitlines()
+                if line.startswith("Cpus_allowed_list")
+            )
+        except (OSError, StopIteration):  # a thread that ended meanwhile
+            continue
+        if allowed.isdigit():
+            bound.add(int(allowed))
+    return bound
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="thread affinity is Linux's")
+def test_pin_binds_each_thread_to_a_cpu_of_its_own() -> None:
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        pytest.skip("needs two CPUs")
+    before = _single_cpu_threads()
+    server = llamacpp.start_server(n_parallel=1, n_ctx_per_slot=256, n_threads=len(allowed), pin=True)
+    assert server.handle_completions({"prompt": "hi", "max_tokens": 2})["choices"]
+    assert _single_cpu_threads() - before == set(allowed) - before

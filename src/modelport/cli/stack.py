@@ -21,6 +21,7 @@ STORE = "${env.SQLITE_STORE_DIR:=~/.llama/distributions/modelport}"
 
 
 def write(args: argparse.Namespace) -> int:
+    """Write the config for the server at `args.url` to `args.output` (or standard output)."""
     try:
         models = _models(args.url, args.api_key)
     except httpx.HTTPError as error:
