@@ -56,14 +56,24 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(command: Sequence[str], ready_path: str, port: int, what: str) -> Iterator[tuple[str, int]]:
-    """Run a server until the block ends; yields its base URL and process id once `ready_path` answers
-    200."""
+def serving(
+    command: Sequence[str],
+    ready_path: str,
+    port: int,
+    what: str,
+    *,
+    env: dict[str, str] | None = None,
+    seconds: float = 300,
+) -> Iterator[tuple[str, int]]:
+    """Run a server (with `env` added to this process's environment) until the block ends; yields its base
+    URL and process id once `ready_path` answers 200, within `seconds`."""
     log = tempfile.NamedTemporaryFile("w+", prefix="bench-", suffix=".log", delete=False)  # noqa: SIM115
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+    )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + seconds
         while True:
             if process.poll() is not None:
                 raise RuntimeError(f"{what} exited at start-up; log: {log.name}")
@@ -73,7 +83,7 @@ def serving(command: Sequence[str], ready_path: str, port: int, what: str) -> It
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{what} was not ready in 300 s; log: {log.name}")
+                raise RuntimeError(f"{what} was not ready in {seconds:.0f} s; log: {log.name}")
             time.sleep(0.3)
         yield url, process.pid
     finally:

@@ -15,12 +15,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import numpy as np
 import openai
 import pytest
 import yaml
 
+from bench.common import serving
 from tests.conftest import ROOT, LiveServer, free_port
 
 STACKS = Path(os.environ.get("MODELPORT_LLAMA_STACK", ROOT / ".llama-stack")).resolve()
@@ -77,38 +77,13 @@ def stack(
             pytest.fail(f"{request.param} is not installed in {STACKS}: run scripts/install-llama-stack")
         pytest.skip(f"{request.param} is not installed in {STACKS} (scripts/install-llama-stack)")
     port = free_port()
-    log = stack_config.parent / f"{request.param}.log"
     env = {
-        **os.environ,
         "TIKTOKEN_CACHE_DIR": str(STACKS / "tiktoken"),
         "SQLITE_STORE_DIR": str(tmp_path_factory.mktemp("llama-stack-data")),
     }
-    with log.open("w") as output:
-        process = subprocess.Popen(
-            [str(STACKS / program), *arguments, str(stack_config), "--port", str(port)],
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{request.param} did not start:\n{log.read_text()[-5000:]}")
-            try:
-                if httpx.get(f"{url}/v1/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.3)
+    command = [str(STACKS / program), *arguments, str(stack_config), "--port", str(port)]
+    with serving(command, "/v1/health", port, request.param, env=env, seconds=120) as (url, _):
         yield openai.OpenAI(base_url=f"{url}/v1", api_key="none", max_retries=0, timeout=120)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 def test_the_stack_lists_the_models_with_their_types(stack: openai.OpenAI) -> None:
