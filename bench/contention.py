@@ -2,7 +2,8 @@
 per core busy processes (a `while True` each), at 1 and 8 streams, for several thread settings.
 
 llama.cpp's threads spin at every barrier, so one descheduled thread stalls the others: the settings differ
-in how many threads decode, whether each is bound to a CPU of its own, and how long they spin.
+in how many threads decode and whether each is bound to a CPU of its own (never, while other processes are
+busy, or always).
 
     .venv/bin/python -m bench.contention [--rounds 2] [--tokens 64]
 """
@@ -20,13 +21,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from bench.common import NO_EOS, STORY, machine, median, table
-from modelport.engines import cpus, llamacpp
+from modelport.engines import binding, cpus, llamacpp
 
 CORES = cpus.usable()
 SETTINGS: dict[str, dict[str, Any]] = {
-    f"{CORES} threads (the default)": {"n_threads": CORES},
-    f"{CORES} threads, pin": {"n_threads": CORES, "pin": True},
-    f"{CORES} threads, pin, poll 0": {"n_threads": CORES, "pin": True, "poll": 0},
+    f"{CORES} threads, never bound (before)": {"n_threads": CORES, "pin": False},
+    f"{CORES} threads, bound while busy (the default)": {"n_threads": CORES},
+    f"{CORES} threads, always bound": {"n_threads": CORES, "pin": True},
     f"{max(1, CORES - 1)} decode + {CORES} prompt threads": {
         "n_threads": max(1, CORES - 1),
         "n_threads_batch": CORES,
@@ -76,44 +77,63 @@ def worker(setting: str) -> None:
         print(json.dumps(generate(server, streams, tokens, tag)), flush=True)
 
 
+class Engine:
+    """A process running `worker(setting)`."""
+
+    def __init__(self, setting: str) -> None:
+        command = [sys.executable, "-m", "bench.contention", "--setting", setting]
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        assert self.process.stdout
+        while self.process.stdout.readline().strip() != "ready":
+            pass
+        self.rate(1, 8)  # warm-up
+        self.rate(8, 8)
+
+    def rate(self, streams: int, tokens: int) -> float:
+        assert self.process.stdin
+        assert self.process.stdout
+        self.process.stdin.write(f"{streams} {tokens}\n")
+        self.process.stdin.flush()
+        return float(self.process.stdout.readline())
+
+    def close(self) -> None:
+        assert self.process.stdin
+        self.process.stdin.close()
+        self.process.wait()
+
+
 @contextmanager
 def busy(count: int) -> Iterator[None]:
     spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
-    time.sleep(0.5 if count else 0)
+    time.sleep(3 * binding.PERIOD if count else 0)  # for the threads to be bound
     try:
         yield
     finally:
         for spinner in spinners:
             spinner.kill()
             spinner.wait()
+        time.sleep(3 * binding.PERIOD if count else 0)  # for bound threads to be freed
 
 
 def main(rounds: int, tokens: int) -> None:
     print(f"# Decode beside busy processes, {CORES} usable CPUs, median of {rounds} rounds\n\n{machine()}")
+    # Every setting's engine waits in a process of its own, and each round measures them one after the other
+    # under the same load, so that the machine's drift over the run falls on all of them alike.
+    engines = {setting: Engine(setting) for setting in SETTINGS}
     rates: dict[tuple[str, int, int], list[float]] = {}
-    for setting in SETTINGS:
-        command = [sys.executable, "-m", "bench.contention", "--setting", setting]
-        process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-        )
-        assert process.stdin
-        assert process.stdout
-        while process.stdout.readline().strip() != "ready":
-            pass
-        process.stdin.write("1 8\n")  # warm-up
-        process.stdin.flush()
-        process.stdout.readline()
-        for _ in range(rounds):
-            for count in BUSY:
-                with busy(count):
+    for _ in range(rounds):
+        for count in BUSY:
+            with busy(count):
+                for setting, engine in engines.items():
                     for streams in STREAMS:
-                        per_stream = tokens if streams == 1 else max(8, tokens // 2)
-                        process.stdin.write(f"{streams} {per_stream}\n")
-                        process.stdin.flush()
-                        rate = float(process.stdout.readline())
+                        rate = engine.rate(streams, tokens if streams == 1 else max(8, tokens // 2))
                         rates.setdefault((setting, count, streams), []).append(rate)
-        process.stdin.close()
-        process.wait()
+                    # The engine that just decoded is a busy neighbour to the next one's watcher.
+                    time.sleep(3 * binding.PERIOD)
+    for engine in engines.values():
+        engine.close()
     before = next(iter(SETTINGS))
     headers = ["setting", "busy", "streams", "tok/s", "× its idle", "× before, same load"]
     rows = []

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -60,21 +64,21 @@ def test_decode_and_prompt_threads_and_polling_are_separate_settings() -> None:
     assert reply["usage"]["completion_tokens"] >= 1
 
 
-def _single_cpu_threads() -> set[int]:
-    """The CPUs that this process's threads bound to one CPU each are bound to."""
-    bound = set()
-    for status in Path("/proc/self/task").glob("*/status"):
+def _bound_threads() -> dict[int, int]:
+    """This process's threads that are bound to one CPU, each with its CPU."""
+    bound = {}
+    for task in Path("/proc/self/task").iterdir():
         try:
-            allowed = next(
-                line.split(":")[1].strip()
-                for line in status.read_text().splitlines()
-                if line.startswith("Cpus_allowed_list")
-            )
-        except (OSError, StopIteration):  # a thread that ended meanwhile
+            cpus = os.sched_getaffinity(int(task.name))
+        except OSError:  # a thread that ended meanwhile
             continue
-        if allowed.isdigit():
-            bound.add(int(allowed))
+        if len(cpus) == 1:
+            bound[int(task.name)] = next(iter(cpus))
     return bound
+
+
+def _newly_bound_cpus(before: dict[int, int]) -> set[int]:
+    return {cpu for thread, cpu in _bound_threads().items() if thread not in before}
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="thread affinity is Linux's")
@@ -82,7 +86,35 @@ def test_pin_binds_each_thread_to_a_cpu_of_its_own() -> None:
     allowed = sorted(os.sched_getaffinity(0))
     if len(allowed) < 2:
         pytest.skip("needs two CPUs")
-    before = _single_cpu_threads()
+    before = _bound_threads()
     server = llamacpp.start_server(n_parallel=1, n_ctx_per_slot=256, n_threads=len(allowed), pin=True)
     assert server.handle_completions({"prompt": "hi", "max_tokens": 2})["choices"]
-    assert _single_cpu_threads() - before == set(allowed) - before
+    assert _newly_bound_cpus(before) == set(allowed)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="thread affinity is Linux's")
+def test_threads_are_bound_while_another_process_is_busy_and_freed_after() -> None:
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        pytest.skip("needs two CPUs")
+    server = llamacpp.start_server(n_parallel=1, n_ctx_per_slot=256, n_threads=len(allowed))  # pin "auto"
+    before = _bound_threads()
+
+    def decode_until(condition: Callable[[], bool]) -> bool:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            server.handle_completions({"prompt": "Once upon a time", "max_tokens": 16, "ignore_eos": True})
+            if condition():
+                return True
+        return False
+
+    assert decode_until(lambda: True)
+    assert not _newly_bound_cpus(before), "bound on an idle machine"
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in allowed[1:]]
+    try:
+        assert decode_until(lambda: _newly_bound_cpus(before) == set(allowed)), "not bound when busy"
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+    assert decode_until(lambda: not _newly_bound_cpus(before)), "still bound after the neighbour ended"

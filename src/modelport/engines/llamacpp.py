@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
 import re
 import secrets
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import httpx
 
-from modelport.engines import chat_template, cpus, gguf_header, scoring
+from modelport.engines import binding, chat_template, cpus, gguf_header, scoring
 from modelport.engines.packaged import package_dir
 from modelport.errors import InvalidRequestError, ModelportError, PredictorError
 from modelport.predictors.parameter import Parameter
@@ -83,7 +82,7 @@ def start_server(
     n_threads: int | None = None,
     n_threads_batch: int | None = None,
     poll: int | None = None,
-    pin: bool = False,
+    pin: bool | Literal["auto"] = "auto",
     n_gpu_layers: int = -1,
     chat_template: str | None = None,
     cache_ram_mib: int = 1024,
@@ -96,10 +95,14 @@ def start_server(
     every slot a cache of its own of that many tokens (and makes it the limit of a request).
     `cache_ram_mib` bounds the RAM that keeps the prompts of idle slots for later turns to reuse.
     `n_threads` decode and `n_threads_batch` process prompts (both: the CPUs the process may use);
-    `poll` (0-100) is how long llama.cpp's threads spin before they sleep at a barrier. `pin` binds each
-    thread to a CPU of its own when there are as many threads as CPUs the process may use (see `_pin`).
+    `poll` (0-100) is how long llama.cpp's threads spin before they sleep at a barrier. When there are as
+    many decoding threads as CPUs the process may use, `pin` binds each to a CPU of its own: `"auto"` while
+    other processes keep those CPUs busy (see `binding`), True always, False never.
     """
     import xllamacpp
+
+    if pin not in (True, False, "auto"):
+        raise ValueError(f'pin must be true, false or "auto", not {pin!r}')
 
     gguf = Path(path) if path else default_gguf()
     if not gguf.is_file():
@@ -121,7 +124,7 @@ def start_server(
     params.cpuparams_batch.n_threads = n_threads_batch or n_threads or cpus.usable()
     if poll is not None:
         params.cpuparams.poll = params.cpuparams_batch.poll = poll
-    if pin:
+    if pin is True:
         _pin(params.cpuparams)
         _pin(params.cpuparams_batch)
     if chat_template:
@@ -129,25 +132,19 @@ def start_server(
     # xllamacpp also opens llama.cpp's own HTTP listener on a random loopback port. A key nobody else
     # knows closes that side door (it answers 401); our in-process calls do not go through it.
     params.api_keys = [api_key or secrets.token_urlsafe(32)]
-    return xllamacpp.Server(params)
+    with binding.started() as threads:
+        server = xllamacpp.Server(params)
+    if pin == "auto" and binding.one_per_cpu(params.cpuparams.n_threads):
+        binding.watch(threads)
+    return server
 
 
 def _pin(cpuparams: Any) -> None:
-    """Bind llama.cpp's threads one to a CPU (the i-th thread to the i-th CPU the process may use), when
-    they are exactly as many as those CPUs.
-
-    Unbound, a busy neighbour process makes the scheduler move the threads about, and each barrier waits
-    for whichever was descheduled. Measured on 2 cores (`bench.contention`): beside one busy process,
-    decode held 0.5-0.6x its idle rate bound against 0.27-0.32x unbound, and a single stream decoded a
-    few percent faster idle; but 8 streams decoding together idle lost 10-30%, so binding is the `pin`
-    option, not the default. Fewer threads than CPUs stay unbound: several such engines (processes,
-    replicas) would all be bound to the same first CPUs."""
-    try:
-        allowed = sorted(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return
+    """Have llama.cpp bind its threads one to a CPU for good (the i-th thread to the i-th CPU the process
+    may use), when they are exactly as many as those CPUs."""
+    allowed = binding.one_per_cpu(cpuparams.n_threads)
     mask = cpuparams.cpumask
-    if cpuparams.n_threads != len(allowed) or allowed[-1] >= len(mask):
+    if not allowed or allowed[-1] >= len(mask):
         return
     for cpu in allowed:
         mask[cpu] = True
