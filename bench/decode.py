@@ -1,5 +1,6 @@
 """Benchmark 1: single-stream decode rate and time to first token on the default GGUF — the engine called
-directly, modelport in-process and over HTTP, and llama.cpp's own llama-server — same threads and slots.
+directly (alone, and beside a second idle instance in its process), modelport in-process and over HTTP, and
+llama.cpp's own llama-server — same threads and slots.
 
     .venv/bin/python -m bench.decode [--runs 5] [--tokens 128]
 """
@@ -63,8 +64,12 @@ Measure = Callable[[str], Awaitable[Stream]]
 async def worker(case: str, tokens: int) -> None:
     """The engine, or modelport in-process, in a process of its own (a second llama.cpp instance in one
     process skews the first's timings): one stream per prompt read from stdin, one JSON line out."""
-    if case == "engine":
+    if case.startswith("engine"):
         server = llamacpp.start_server()
+        if case == "engine beside another":
+            # A second instance, idle (a second model, or the one that scores prompts), used to make the
+            # OpenMP runtime they share put the first's threads to sleep at every barrier.
+            idle = llamacpp.start_server()  # noqa: F841
         one: Measure = lambda p: asyncio.to_thread(engine_stream, server, p, tokens)  # noqa: E731
     else:
         settings = Settings(defaults=False, models=[ModelConfig(id=CHAT, engine="llamacpp")])
@@ -111,6 +116,9 @@ async def main(runs: int, tokens: int) -> None:
                 worker_process("engine", tokens)
             ),
             "modelport in-process": await stack.enter_async_context(worker_process("in-process", tokens)),
+            "engine beside a second, idle instance": await stack.enter_async_context(
+                worker_process("engine beside another", tokens)
+            ),
         }
         url, pid = stack.enter_context(modelport_configured(CONFIG))
         client = http_client(url)
@@ -173,7 +181,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=128)
-    parser.add_argument("--case", choices=["engine", "in-process"], help=argparse.SUPPRESS)
+    cases = ["engine", "engine beside another", "in-process"]
+    parser.add_argument("--case", choices=cases, help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     threading.excepthook = lambda _: None  # xllamacpp's worker threads may complain at interpreter exit
     if arguments.case:

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 import httpx
 
-from modelport.engines import binding, chat_template, cpus, gguf_header, scoring
+from modelport.engines import binding, chat_template, cpus, gguf_header, scoring, xllamacpp_loader
 from modelport.engines.packaged import package_dir
 from modelport.errors import InvalidRequestError, ModelportError, PredictorError
 from modelport.predictors.parameter import Parameter
@@ -99,7 +99,7 @@ def start_server(
     many decoding threads as CPUs the process may use, `pin` binds each to a CPU of its own: `"auto"` while
     other processes keep those CPUs busy (see `binding`), True always, False never.
     """
-    import xllamacpp
+    xllamacpp = xllamacpp_loader.load()
 
     if pin not in (True, False, "auto"):
         raise ValueError(f'pin must be true, false or "auto", not {pin!r}')

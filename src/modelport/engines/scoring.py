@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from modelport.engines import cpus
+from modelport.engines import cpus, xllamacpp_loader
 from modelport.errors import InvalidRequestError
 
 _ROWS = 128  # hidden states multiplied at a time: bounds the logits held to _ROWS × vocabulary floats
@@ -71,7 +71,7 @@ class Scorer:
     def _start(self) -> None:
         if self._server is not None:
             return
-        import xllamacpp
+        xllamacpp = xllamacpp_loader.load()
 
         params = xllamacpp.CommonParams()
         params.model.path = str(self.gguf)
