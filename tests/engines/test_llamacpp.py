@@ -58,8 +58,8 @@ def test_llama_cpp_own_http_listener_refuses_requests() -> None:
     assert server.handle_completions({"prompt": "hi", "max_tokens": 1})["choices"]
 
 
-def test_decode_and_prompt_threads_and_polling_are_separate_settings() -> None:
-    server = llamacpp.start_server(n_parallel=1, n_ctx_per_slot=256, n_threads=1, n_threads_batch=2, poll=0)
+def test_decode_and_prompt_threads_are_separate_settings() -> None:
+    server = llamacpp.start_server(n_parallel=1, n_ctx_per_slot=256, n_threads=1, n_threads_batch=2)
     reply = server.handle_completions({"prompt": "hi", "max_tokens": 2})
     assert reply["usage"]["completion_tokens"] >= 1
 

@@ -81,7 +81,6 @@ def start_server(
     n_ctx_per_slot: int | None = None,
     n_threads: int | None = None,
     n_threads_batch: int | None = None,
-    poll: int | None = None,
     pin: bool | Literal["auto"] = "auto",
     n_gpu_layers: int = -1,
     chat_template: str | None = None,
@@ -94,10 +93,11 @@ def start_server(
     training context: memory for the total, not for slots × the longest. `n_ctx_per_slot` instead gives
     every slot a cache of its own of that many tokens (and makes it the limit of a request).
     `cache_ram_mib` bounds the RAM that keeps the prompts of idle slots for later turns to reuse.
-    `n_threads` decode and `n_threads_batch` process prompts (both: the CPUs the process may use);
-    `poll` (0-100) is how long llama.cpp's threads spin before they sleep at a barrier. When there are as
-    many decoding threads as CPUs the process may use, `pin` binds each to a CPU of its own: `"auto"` while
-    other processes keep those CPUs busy (see `binding`), True always, False never.
+    `n_threads` decode and `n_threads_batch` process prompts (both: the CPUs the process may use). When
+    there are as many decoding threads as CPUs the process may use, `pin` binds each to a CPU of its own:
+    `"auto"` while other processes keep those CPUs busy (see `binding`), True always, False never.
+    (llama.cpp's `poll` is not offered: xllamacpp's llama.cpp waits at barriers in OpenMP, which ignores
+    it; see `xllamacpp_loader`.)
     """
     xllamacpp = xllamacpp_loader.load()
 
@@ -122,8 +122,6 @@ def start_server(
     params.n_gpu_layers = n_gpu_layers
     params.cpuparams.n_threads = n_threads or cpus.usable()
     params.cpuparams_batch.n_threads = n_threads_batch or n_threads or cpus.usable()
-    if poll is not None:
-        params.cpuparams.poll = params.cpuparams_batch.poll = poll
     if pin is True:
         _pin(params.cpuparams)
         _pin(params.cpuparams_batch)
