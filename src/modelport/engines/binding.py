@@ -40,20 +40,17 @@ def one_per_cpu(n_threads: int) -> list[int]:
 
 
 @contextlib.contextmanager
-def started() -> Iterator[set[int]]:
-    """Collects the ids of the native threads (not Python's) started within the block, once it ends."""
-    threads: set[int] = set()
-    if not _TASKS.is_dir():
-        yield threads
+def watched(n_threads: int) -> Iterator[None]:
+    """Watch the native threads (not Python's) that an engine of `n_threads` starts within the block:
+    bound while other processes are busy, until they have all ended. Nothing when `one_per_cpu` says the
+    threads cannot be bound, or when the block fails."""
+    allowed = one_per_cpu(n_threads)
+    if not allowed:
+        yield
         return
     before = _native_threads()
-    yield threads
-    threads |= _native_threads() - before
-
-
-def watch(threads: set[int]) -> None:
-    """Bind `threads` (one engine's) while other processes are busy, until they have all ended."""
-    _watcher.add(_Engine(threads, sorted(os.sched_getaffinity(0))))
+    yield
+    _watcher.add(_Engine(_native_threads() - before, allowed))
 
 
 @dataclass

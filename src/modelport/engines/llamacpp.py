@@ -130,11 +130,10 @@ def start_server(
     # xllamacpp also opens llama.cpp's own HTTP listener on a random loopback port. A key nobody else
     # knows closes that side door (it answers 401); our in-process calls do not go through it.
     params.api_keys = [api_key or secrets.token_urlsafe(32)]
-    with binding.started() as threads:
-        server = xllamacpp.Server(params)
-    if pin == "auto" and binding.one_per_cpu(params.cpuparams.n_threads):
-        binding.watch(threads)
-    return server
+    if pin != "auto":
+        return xllamacpp.Server(params)
+    with binding.watched(params.cpuparams.n_threads):
+        return xllamacpp.Server(params)
 
 
 def _pin(cpuparams: Any) -> None:
