@@ -21,9 +21,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from bench.common import NO_EOS, STORY, machine, median, table
-from modelport.engines import binding, cpus, llamacpp
+from modelport import machine as this_machine
+from modelport.engines import llamacpp
+from modelport.engines.llamacpp import thread_binding
 
-CORES = cpus.usable()
+CORES = this_machine.usable_cpus()
 SETTINGS: dict[str, dict[str, Any]] = {
     f"{CORES} threads, never bound (before)": {"n_threads": CORES, "pin": False},
     f"{CORES} threads, bound while busy (the default)": {"n_threads": CORES},
@@ -107,14 +109,14 @@ class Engine:
 @contextmanager
 def busy(count: int) -> Iterator[None]:
     spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
-    time.sleep(3 * binding.PERIOD if count else 0)  # for the threads to be bound
+    time.sleep(3 * thread_binding.PERIOD if count else 0)  # for the threads to be bound
     try:
         yield
     finally:
         for spinner in spinners:
             spinner.kill()
             spinner.wait()
-        time.sleep(3 * binding.PERIOD if count else 0)  # for bound threads to be freed
+        time.sleep(3 * thread_binding.PERIOD if count else 0)  # for bound threads to be freed
 
 
 def main(rounds: int, tokens: int) -> None:
@@ -131,7 +133,7 @@ def main(rounds: int, tokens: int) -> None:
                         rate = engine.rate(streams, tokens if streams == 1 else max(8, tokens // 2))
                         rates.setdefault((setting, count, streams), []).append(rate)
                     # The engine that just decoded is a busy neighbour to the next one's watcher.
-                    time.sleep(3 * binding.PERIOD)
+                    time.sleep(3 * thread_binding.PERIOD)
     for engine in engines.values():
         engine.close()
     before = next(iter(SETTINGS))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import tomllib
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Annotated, Any, Literal
 import platformdirs
 from pydantic import BaseModel, ByteSize, ConfigDict, Field, model_validator
 
-from modelport.engines.memory import total_memory
+from modelport.machine import total_memory
 from modelport.predictors.contract import Capability
 from modelport.predictors.registry import QUEUE, TIMEOUT
 
@@ -106,15 +107,22 @@ class ModelConfig(BaseModel):
 
 def default_models() -> list[ModelConfig]:
     """The models that ship with modelport's dependencies: one per capability, eSpeak NG's 100+ voices, and
-    a multilingual Whisper that also translates."""
-    return [
+    a multilingual Whisper that also translates. The speech models come with the `piper` extra (GPL-3.0):
+    without it installed, none is served by default."""
+    speaks = all(importlib.util.find_spec(package) for package in ("piper", "espeakng_loader"))
+    models = [
         ModelConfig(id=DEFAULT_CHAT, engine="llamacpp"),
         ModelConfig(id=DEFAULT_EMBEDDING, engine="onnx-embedding"),
-        ModelConfig(id=DEFAULT_SPEECH, engine="piper"),
-        ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
-        ModelConfig(id=ESPEAK, engine="espeak-ng"),
-        ModelConfig.model_validate({"id": WHISPER_MULTILINGUAL, "engine": "faster-whisper", "model": "base"}),
     ]
+    if speaks:
+        models.append(ModelConfig(id=DEFAULT_SPEECH, engine="piper"))
+    models.append(ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"))
+    if speaks:
+        models.append(ModelConfig(id=ESPEAK, engine="espeak-ng"))
+    models.append(
+        ModelConfig.model_validate({"id": WHISPER_MULTILINGUAL, "engine": "faster-whisper", "model": "base"})
+    )
+    return models
 
 
 class Limits(BaseModel):

@@ -18,7 +18,7 @@ from ray import serve
 
 import modelport
 from modelport import cluster
-from modelport.cluster.relay import ReplicaSet
+from modelport.cluster.ingress import ReplicaSet
 from modelport.cluster.replica import END, ModelReplica
 from modelport.errors import PredictorContractError
 from modelport.predictors.contract import Capability
@@ -131,7 +131,7 @@ async def test_a_stream_cut_by_a_dead_replica_is_an_error_not_an_answer() -> Non
     received: list[Any] = []
 
     async def read() -> None:
-        async for event in reply.events:  # type: ignore[union-attr]
+        async for event in reply.answer.items:
             received.append(event)
 
     with pytest.raises(modelport.errors.UpstreamError, match="ended its answer before it was complete"):
@@ -144,5 +144,5 @@ async def test_a_request_no_replica_began_is_sent_again() -> None:
     replicas = dying(after=0)
     body = {"model": "reverse", "messages": [{"role": "user", "content": "x y"}]}
     reply = await replicas.send(Capability.CHAT, body, None)
-    assert reply.body["choices"][0]["message"]["content"] == "y x"  # type: ignore[union-attr]
+    assert reply.answer["choices"][0]["message"]["content"] == "y x"
     assert DyingReplica.calls == 2

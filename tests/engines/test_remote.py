@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 
 import modelport
+from modelport.engines import assemble
 from modelport.predictors.registry import ModelRegistry
 from modelport.server import create_app
 from modelport.service import Service
@@ -348,8 +349,8 @@ def test_the_in_process_client_serves_remote_models(tiny_upstream: str) -> None:
 
 def test_a_key_in_models_toml_is_refused() -> None:
     with pytest.raises(ValueError, match="api_key_env"):
-        ModelRegistry.from_settings(
+        assemble.registry(
             Settings(defaults=False, models=[remote("k", ["http://127.0.0.1:1/v1"], api_key="sk-x")])
         )
     with pytest.raises(ValueError, match="not an http"):
-        ModelRegistry.from_settings(Settings(defaults=False, models=[remote("k", ["ftp://x/v1"])]))
+        assemble.registry(Settings(defaults=False, models=[remote("k", ["ftp://x/v1"])]))

@@ -13,8 +13,8 @@ from pathlib import Path
 import openai
 import pytest
 
-from modelport.service.batches import runner
 from modelport.service.responses import background
+from modelport.service.state import batch_runner as runner
 from tests.conftest import ROOT, LiveServer, Postgres
 from tests.service.test_stored_completions import TINY
 

@@ -186,6 +186,25 @@ def test_a_background_response_is_cancelled_and_keeps_what_it_made(server: LiveS
     assert len(kept.output_text) < 3000 * 2
 
 
+def test_a_response_cancelled_as_soon_as_it_is_queued_stays_cancelled(server: LiveServer) -> None:
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=60)
+    started = client.responses.create(
+        model="smollm2-135m-instruct",
+        input="Tell me a very long story.",
+        max_output_tokens=3000,
+        background=True,
+        extra_body={"logit_bias": {"0": -100, "2": -100}},
+    )
+    cancelled = client.responses.cancel(started.id)  # while it is queued or its prompt is read
+    assert cancelled.status == "cancelled"
+    time.sleep(1.0)  # the generation it raced with cannot undo the cancel
+    kept = client.responses.retrieve(started.id)
+    assert kept.status == "cancelled"
+    again = client.responses.cancel(started.id)
+    assert again.status == "cancelled"
+    assert again.output == kept.output
+
+
 class Pet(BaseModel):
     name: str
     legs: int

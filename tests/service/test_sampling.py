@@ -140,7 +140,7 @@ def test_beam_search_returns_the_beams_on_both_endpoints(client: openai.OpenAI) 
 
 def test_a_huge_length_penalty_saturates_instead_of_overflowing() -> None:
     # Found by the fuzz test: 5 ** 8.4e269 overflowed a float and the request was a 500.
-    from modelport.service.beam import Beam
+    from modelport.service.generation.beam import Beam
 
     for penalty in (8.4e269, -8.4e269, 0.0):
         assert math.isfinite(Beam(logprob=-3.0, tokens=5).score(penalty))

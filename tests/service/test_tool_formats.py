@@ -18,8 +18,8 @@ import pytest
 
 import modelport
 from modelport.engines.llamacpp import tool_format
-from modelport.service.tool_formats import FORMATS, NativeParser
-from modelport.service.tools import AnswerParser
+from modelport.service.generation.tool_formats import FORMATS, NativeParser
+from modelport.service.generation.tool_parsing import AnswerParser
 from modelport.settings import ModelConfig, Settings
 from tests.service.test_tools import ASK, SCHEMAS, TOOLS, assert_valid_calls
 

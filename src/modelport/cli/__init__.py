@@ -10,10 +10,10 @@ import sys
 from collections.abc import Sequence
 
 from modelport import __version__
-from modelport.cli import cache, client, stack
+from modelport.cli import cache, stack, terminal
 from modelport.cli import serve as serving
+from modelport.engines import assemble
 from modelport.errors import PredictorContractError
-from modelport.predictors.registry import ModelRegistry
 from modelport.service import Service
 from modelport.settings import Settings
 
@@ -172,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in ("pull", "rm") or getattr(args, "local", False):
         return cache.run(args)
     if args.command in ("ps", "chat"):
-        return client.ps(args) if args.command == "ps" else client.chat(args)
+        return terminal.ps(args) if args.command == "ps" else terminal.chat(args)
     if args.command == "llama-stack-config":
         return stack.write(args)
 
@@ -201,9 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             settings.store.url = database
         settings.models += serving.named_models(getattr(args, "paths", []), getattr(args, "model", []))
         registry = (
-            serving.on_ray(settings, args.ray)
-            if getattr(args, "ray", None)
-            else ModelRegistry.from_settings(settings)
+            serving.on_ray(settings, args.ray) if getattr(args, "ray", None) else assemble.registry(settings)
         )
     except (OSError, ValueError, PredictorContractError) as error:  # a bad config: say what, no traceback
         print(f"modelport: error: {error}", file=sys.stderr)

@@ -6,7 +6,7 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from openai import omit
 from openai._legacy_response import HttpxBinaryResponseContent
@@ -25,21 +25,12 @@ from openai.types.chat import (
     ParsedChatCompletion,
 )
 
-from modelport.client.adapt import (
-    StreamedSpeech,
-    as_translation,
-    binary_response,
-    build_service,
-    read_file,
-    request,
-    sdk_errors,
-    speech_bytes,
-    speech_chunks,
-    transcript_events,
-)
-from modelport.client.batches import AsyncBatches, AsyncFiles
-from modelport.client.pages import AsyncPaginator
-from modelport.client.responses import AsyncResponses
+from modelport.client.arguments import build_service, read_file, request
+from modelport.client.file_resources import AsyncBatches, AsyncFiles
+from modelport.client.paginators import AsyncPaginator
+from modelport.client.response_resources import AsyncResponses
+from modelport.client.sdk_errors import sdk_errors
+from modelport.client.sdk_render import AsyncStream, StreamedSpeech, as_translation, render
 from modelport.protocol.requests import (
     ChatCompletionRequest,
     CompletionRequest,
@@ -48,47 +39,9 @@ from modelport.protocol.requests import (
     SpeechRequest,
     TranscriptionRequest,
 )
-from modelport.service import Chunks, Service, TranscriptEvents
-from modelport.service.stored import ListPage
+from modelport.service import Service
+from modelport.service.state.listing import ListPage
 from modelport.settings import Settings
-
-T = TypeVar("T")
-
-
-class AsyncStream(Generic[T]):
-    """Like the SDK's `AsyncStream`: `async for` over chunks, `await close()`, `async with`."""
-
-    def __init__(self, chunks: AsyncIterator[T], path: str) -> None:
-        self._chunks = chunks
-        self._path = path
-
-    def __aiter__(self) -> AsyncStream[T]:
-        return self
-
-    async def __anext__(self) -> T:
-        with sdk_errors(self._path):
-            return await self._chunks.__anext__()
-
-    async def close(self) -> None:
-        """Stop the generation and free its slot."""
-        aclose = getattr(self._chunks, "aclose", None)
-        if aclose is not None:
-            await aclose()
-
-    @property
-    def response(self) -> AsyncStream[T]:
-        """What the SDK's stream helpers close when they are done (its HTTP response; here the stream)."""
-        return self
-
-    async def aclose(self) -> None:
-        """The same as `close()`."""
-        await self.close()
-
-    async def __aenter__(self) -> AsyncStream[T]:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
 
 class _Resource:
@@ -141,8 +94,8 @@ class AsyncChatCompletions(_Resource):
     async def create(self, **params: Any) -> ChatCompletion | AsyncStream[ChatCompletionChunk]:
         """Same arguments as `openai.AsyncOpenAI().chat.completions.create`."""
         with sdk_errors("/chat/completions"):
-            result = await self._service.chat_completion(request(ChatCompletionRequest, params))
-        return AsyncStream(result.typed(), "/chat/completions") if isinstance(result, Chunks) else result
+            answer = await self._service.chat_completion(request(ChatCompletionRequest, params))
+        return await render(answer, "/chat/completions")  # type: ignore[no-any-return]
 
     async def parse(
         self, *, response_format: Any = omit, tools: Any = omit, **params: Any
@@ -209,8 +162,8 @@ class AsyncCompletions(_Resource):
     async def create(self, **params: Any) -> Completion | AsyncStream[Completion]:
         """Same arguments as `openai.AsyncOpenAI().completions.create`."""
         with sdk_errors("/completions"):
-            result = await self._service.completion(request(CompletionRequest, params))
-        return AsyncStream(result.typed(), "/completions") if isinstance(result, Chunks) else result
+            answer = await self._service.completion(request(CompletionRequest, params))
+        return await render(answer, "/completions")  # type: ignore[no-any-return]
 
 
 class AsyncEmbeddings(_Resource):
@@ -228,8 +181,8 @@ class AsyncSpeech(_Resource):
     async def create(self, **params: Any) -> HttpxBinaryResponseContent:
         """Same arguments as `openai.AsyncOpenAI().audio.speech.create`; the whole audio."""
         with sdk_errors("/audio/speech"):
-            result = await self._service.speech(request(SpeechRequest, params), whole=True)
-            return binary_response(*await speech_bytes(result))
+            answer = await self._service.speech(request(SpeechRequest, params), whole=True)
+            return await render(answer, "/audio/speech", returns="binary")  # type: ignore[no-any-return]
 
     @property
     def with_streaming_response(self) -> AsyncStreamingSpeech:
@@ -244,7 +197,8 @@ class AsyncStreamingSpeech(_Resource):
     async def create(self, **params: Any) -> AsyncIterator[StreamedSpeech]:
         """Same arguments as `audio.speech.create`; streams (`stream_format` defaults to `audio`)."""
         with sdk_errors("/audio/speech"):
-            streamed = await speech_chunks(await self._service.speech(request(SpeechRequest, params)))
+            answer = await self._service.speech(request(SpeechRequest, params))
+            streamed: StreamedSpeech = await render(answer, "/audio/speech", returns="streamed")
         try:
             yield streamed
         finally:
@@ -257,10 +211,8 @@ class AsyncTranscriptions(_Resource):
     async def create(self, *, file: Any, **params: Any) -> Any:
         """Same arguments as `openai.AsyncOpenAI().audio.transcriptions.create` (`stream=True` too)."""
         with sdk_errors("/audio/transcriptions"):
-            result = await self._service.transcription(request(TranscriptionRequest, params), read_file(file))
-        if isinstance(result, TranscriptEvents):
-            return AsyncStream(transcript_events(result), "/audio/transcriptions")
-        return result
+            answer = await self._service.transcription(request(TranscriptionRequest, params), read_file(file))
+            return await render(answer, "/audio/transcriptions", returns="text")
 
 
 class AsyncTranslations(_Resource):
@@ -269,8 +221,8 @@ class AsyncTranslations(_Resource):
     async def create(self, *, file: Any, **params: Any) -> Any:
         """Same arguments as `openai.AsyncOpenAI().audio.translations.create`."""
         with sdk_errors("/audio/translations"):
-            result = await self._service.translation(request(TranscriptionRequest, params), read_file(file))
-        return as_translation(result)
+            answer = await self._service.translation(request(TranscriptionRequest, params), read_file(file))
+            return as_translation(await render(answer, "/audio/translations", returns="text"))
 
 
 class AsyncAudio:
@@ -306,7 +258,7 @@ class AsyncOpenAI:
         self.completions = AsyncCompletions(self.service)
         self.embeddings = AsyncEmbeddings(self.service)
         self.audio = AsyncAudio(self.service)
-        self.responses = AsyncResponses(self.service, AsyncStream)
+        self.responses = AsyncResponses(self.service)
         self.files = AsyncFiles(self.service)
         self.batches = AsyncBatches(self.service)
 

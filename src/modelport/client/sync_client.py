@@ -12,8 +12,9 @@ from typing import Any, Generic, TypeVar
 
 from openai.pagination import AsyncPage, SyncPage
 
-from modelport.client.async_client import AsyncOpenAI, AsyncStream
-from modelport.client.pages import AsyncCursorPage, AsyncPaginator
+from modelport.client.async_client import AsyncOpenAI
+from modelport.client.paginators import AsyncCursorPage, AsyncPaginator
+from modelport.client.sdk_render import AsyncStream
 from modelport.service import Service
 from modelport.settings import Settings
 
@@ -21,17 +22,31 @@ T = TypeVar("T")
 
 
 class _Loop:
-    """An event loop on a daemon thread, so blocking callers never hold up interpreter exit."""
+    """The event loop the client's calls run in: the loop of the service it was given, when a server already
+    runs that service (one service, one loop), else a loop of its own on a daemon thread, so blocking
+    callers never hold up interpreter exit."""
 
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        threading.Thread(target=self.loop.run_forever, name="modelport-client", daemon=True).start()
+    def __init__(self, running: asyncio.AbstractEventLoop | None = None) -> None:
+        self.own = running is None or not running.is_running()
+        if running is None or self.own:
+            self.loop = asyncio.new_event_loop()
+            threading.Thread(target=self.loop.run_forever, name="modelport-client", daemon=True).start()
+        else:
+            self.loop = running
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        try:
+            in_loop = asyncio.get_running_loop() is self.loop
+        except RuntimeError:
+            in_loop = False
+        if in_loop:
+            coroutine.close()
+            raise RuntimeError("the blocking client cannot wait in its own event loop; use AsyncOpenAI there")
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
 
     def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
+        if self.own:
+            self.loop.call_soon_threadsafe(self.loop.stop)
 
 
 class Stream(Generic[T]):
@@ -181,9 +196,9 @@ class OpenAI:
         preload: bool = False,
         **transport: Any,
     ) -> None:
-        self._loop = _Loop()
         self._async = AsyncOpenAI(config=config, settings=settings, service=service, **transport)
         self.service = self._async.service
+        self._loop = _Loop(self.service.loop)
         if preload:
             self._loop.run(self.service.manager.load_all())
         resource: Callable[[Any], Any] = lambda target: _Blocking(self._loop, target)  # noqa: E731

@@ -9,12 +9,13 @@ import functools
 import os
 from typing import Any
 
-from modelport.cluster.relay import ReplicaSet
+from modelport.cluster.ingress import ReplicaSet
 from modelport.cluster.replica import ModelReplica
+from modelport.engines import assemble, engine
 from modelport.errors import PredictorContractError
 from modelport.predictors.contract import Capability
 from modelport.predictors.registry import ModelRegistry, ModelSpec
-from modelport.predictors.relay import relay_predictor
+from modelport.predictors.relay import Relay
 from modelport.settings import ModelConfig, Settings
 
 __all__ = ["deploy", "shutdown"]
@@ -30,7 +31,7 @@ def deploy(settings: Settings, address: str | None = None, *, local_testing: boo
 
     models = settings.all_models()
     for model in models:  # predictor references are imported and checked now, before anything is deployed
-        ModelRegistry.from_settings(_alone(settings, model))
+        assemble.registry(_alone(settings, model))
     if not local_testing:
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         ray.init(address=address, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
@@ -68,8 +69,12 @@ def _spec(model: ModelConfig, replicas: ReplicaSet, found: dict[str, Any]) -> Mo
     assert model.id is not None
     capabilities = tuple(Capability(c) for c in found["capabilities"])
     name = f"ray deployment `{model.id}`"
+    voices = tuple(found.get("voices") or ())
     predictors = [
-        relay_predictor(functools.partial(replicas.send, c), c, f"{name} ({c})") for c in capabilities
+        Relay(
+            functools.partial(replicas.send, c), f"{name} ({c})", c, voices if c is Capability.SPEECH else ()
+        )
+        for c in capabilities
     ]
     # The ingress lets as many calls through as the replicas take together; each replica queues its own.
     ongoing = _ray_options(model)["max_ongoing_requests"]
@@ -100,12 +105,9 @@ def _alone(settings: Settings, model: ModelConfig) -> Settings:
 
 
 def _ray_options(model: ModelConfig) -> dict[str, Any]:
-    from modelport.engines.llamacpp import SLOTS
-
-    # A GGUF replica takes what its slots decode together; others take enough callers to batch them.
-    slots = model.concurrency or (
-        int(model.options.get("n_parallel", SLOTS)) if model.engine == "llamacpp" else BATCHED
-    )
+    # A replica takes what its model decodes together (a GGUF's slots), else enough callers to batch them.
+    own = engine(model.engine).concurrency(model.options) if model.engine not in (None, "remote") else 1
+    slots = model.concurrency or (own if own > 1 else BATCHED)
     options: dict[str, Any] = {
         "ray_actor_options": {"num_cpus": model.num_cpus, "num_gpus": model.num_gpus},
         "max_ongoing_requests": model.max_ongoing_requests or slots,

@@ -1,6 +1,7 @@
 """A Ray Serve replica of one model: a modelport service of that model alone, loaded when the replica
-starts, answering the ingress's relayed requests as a stream of items (what kind of answer, its parts, a
-closing mark), so that the ingress can tell a finished answer from one whose replica died."""
+starts, answering the ingress's relayed requests as a stream of items — the answer's shape (whole JSON,
+events, or bytes of a media type), its parts, and a closing mark — so that the ingress can rebuild the same
+answer shape and tell a finished answer from one whose replica died."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pydantic import BaseModel
 
 from modelport.errors import ModelportError
 from modelport.predictors.contract import Capability
+from modelport.protocol.answers import Binary, Events
 from modelport.protocol.requests import (
     ChatCompletionRequest,
     CompletionRequest,
@@ -19,19 +21,12 @@ from modelport.protocol.requests import (
     TranscriptionRequest,
 )
 from modelport.protocol.validation import parse
-from modelport.service import (
-    Chunks,
-    Service,
-    SpeechAudio,
-    SpeechEvents,
-    SpeechStream,
-    TranscriptEvents,
-    Upload,
-)
+from modelport.service import Service, Upload
 from modelport.settings import Settings
 
 # The first item says what the answer is; the last one marks its end.
 JSON, EVENTS, BYTES, ERROR, END = "json", "events", "bytes", "error", "end"
+Item = tuple[str, Any]
 
 
 class ModelReplica:
@@ -43,28 +38,11 @@ class ModelReplica:
 
     async def call(
         self, capability: str, body: dict[str, Any], upload: tuple[str, bytes] | None = None
-    ) -> AsyncGenerator[tuple[str, Any], None]:
+    ) -> AsyncGenerator[Item, None]:
         """The answer to one request, as `(kind, value)` items ending with `(END, None)`."""
         try:
-            answer = await self._answer(Capability(capability), body, upload)
-            if isinstance(answer, Chunks | SpeechEvents | TranscriptEvents):
-                yield EVENTS, None
-                events = answer.items if isinstance(answer, Chunks) else answer.events
-                async for event in events:
-                    yield EVENTS, event
-            elif isinstance(answer, SpeechStream):
-                yield BYTES, answer.media_type
-                async for chunk in answer.chunks:
-                    yield BYTES, chunk
-            elif isinstance(answer, SpeechAudio):
-                yield BYTES, answer.media_type
-                yield BYTES, answer.content
-            elif isinstance(answer, str):
-                yield BYTES, "text/plain; charset=utf-8"
-                yield BYTES, answer.encode()
-            else:
-                assert isinstance(answer, BaseModel)
-                yield JSON, answer.model_dump(mode="json", warnings=False)
+            async for item in items(await self._answer(Capability(capability), body, upload)):
+                yield item
         except ModelportError as error:
             yield ERROR, (error.status, error.body(), error.retry_after)
         yield END, None
@@ -92,3 +70,21 @@ class ModelReplica:
         model = self.service.manager.loaded_models()[0]
         speech = model.predictors.get(Capability.SPEECH)
         return {"capabilities": sorted(model.predictors), "voices": list(speech.voices) if speech else []}
+
+
+async def items(answer: object) -> AsyncGenerator[Item, None]:
+    """The replica face's renderer: an answer of any of the three shapes as the items the ingress reads."""
+    if isinstance(answer, Events):
+        yield EVENTS, None
+        try:
+            async for event in answer.items:
+                yield EVENTS, event
+        finally:
+            await answer.aclose()
+    elif isinstance(answer, Binary):
+        yield BYTES, answer.media_type
+        async for piece in answer.pieces():
+            yield BYTES, piece
+    else:
+        assert isinstance(answer, BaseModel)
+        yield JSON, answer.model_dump(mode="json", warnings=False)

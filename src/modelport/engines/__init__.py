@@ -1,41 +1,70 @@
-"""Engines: factories that turn a model's options into predictor functions.
+"""Engines: backends that turn a model's options into predictors.
 
-Built-in engines are listed here; third-party packages add theirs under the `modelport.engines` entry
-point group. Each engine module imports its heavy backend lazily, inside its factory.
+Every engine, built-in or third-party, is found the same way: under the `modelport.engines` entry-point
+group (modelport's own are listed once, in its package metadata). An entry point names an `Engine`, or
+just a factory function (its other abilities then take their defaults). Each engine module imports its
+heavy backend lazily, inside its factory.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
-# An engine returns predictor functions (checked, capability inferred) or already checked `Predictor`s.
-EngineFactory = Callable[..., Sequence[Any]]
+GROUP = "modelport.engines"
+Options = dict[str, Any]
 
-_BUILTIN = {
-    "llamacpp": "modelport.engines.llamacpp:load",
-    "onnx-embedding": "modelport.engines.onnx_embedding:load",
-    "piper": "modelport.engines.piper:load",
-    "faster-whisper": "modelport.engines.faster_whisper:load",
-    "espeak-ng": "modelport.engines.espeak:load",
-}
+
+def _one(_: Options) -> int:
+    return 1
+
+
+@dataclass(frozen=True)
+class Engine:
+    """A backend: `load(**options)` returns its predictors (functions or objects, checked when the model
+    loads, or `Predictor`s already checked), and what else modelport may ask of it."""
+
+    load: Callable[..., Sequence[Any]]
+    # Bytes a model will take once loaded, from its options, before it loads; else its files' size.
+    estimate: Callable[..., int] | None = None
+    # The options for a model file or folder of this engine's, or None: `modelport serve PATH`.
+    recognise: Callable[[Path], Options | None] | None = None
+    recognises: str = ""  # what `recognise` looks for, in words, for the error when nothing matches
+    concurrency: Callable[[Options], int] = _one  # calls a model of it takes at once, by default
+
+    def memory(self, options: Options) -> int:
+        """Bytes a model with these options will take once loaded."""
+        if self.estimate is not None:
+            return int(self.estimate(**options))
+        paths = [
+            Path(v).expanduser() for v in options.values() if isinstance(v, str) and v and "://" not in v
+        ]
+        return files_size(p for p in paths if p.exists())
 
 
 def engine_names() -> list[str]:
     """Every engine name modelport can find."""
-    return sorted(set(_BUILTIN) | {ep.name for ep in entry_points(group="modelport.engines")})
+    return sorted({ep.name for ep in entry_points(group=GROUP)})
 
 
-def engine_factory(name: str) -> EngineFactory:
-    """The factory registered under `name`; a clear error listing the known ones otherwise."""
-    for ep in entry_points(group="modelport.engines"):
+def engine(name: str) -> Engine:
+    """The engine registered under `name`; a clear error listing the known ones otherwise."""
+    for ep in entry_points(group=GROUP):
         if ep.name == name:
-            factory: EngineFactory = ep.load()
-            return factory
-    if name not in _BUILTIN:
-        raise ValueError(f"unknown engine `{name}`; known engines: {', '.join(engine_names())}")
-    module, _, attr = _BUILTIN[name].partition(":")
-    factory = getattr(importlib.import_module(module), attr)
-    return factory
+            found = ep.load()
+            return found if isinstance(found, Engine) else Engine(found)
+    raise ValueError(f"unknown engine `{name}`; known engines: {', '.join(engine_names())}")
+
+
+def files_size(paths: Iterable[Path]) -> int:
+    """Bytes on disk of these files, and of everything inside these folders."""
+    size = 0
+    for path in paths:
+        if path.is_dir():
+            size += sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+        elif path.is_file():
+            size += path.stat().st_size
+    return size

@@ -9,12 +9,13 @@ from __future__ import annotations
 import ctypes
 import functools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import numpy as np
 
+from modelport.engines import Engine
 from modelport.predictors.parameter import Parameter
 
 _SYNCHRONOUS = 2  # AUDIO_OUTPUT_SYNCHRONOUS: espeak_Synth returns when the text is spoken
@@ -42,7 +43,7 @@ class _Voice(ctypes.Structure):
 _Callback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p)
 
 
-class _Engine:
+class _Espeak:
     """The one libespeak-ng of this process: the library keeps a single synth callback and voice, so every
     predictor loaded from it must share one callback, one buffer and one lock."""
 
@@ -82,26 +83,35 @@ class _Engine:
 
 
 @functools.cache
-def _engine() -> _Engine:
-    return _Engine()
+def _espeak() -> _Espeak:
+    return _Espeak()
 
 
-def load() -> Sequence[Callable[..., Any]]:
-    """Return the speech predictor of libespeak-ng; each language is a voice."""
-    engine = _engine()
+class EspeakSpeaker:
+    """The speech predictor of libespeak-ng: each language is a voice (`Voices`)."""
 
-    def speak(text: str, voice: str, speed: float = 1.0) -> np.ndarray:
-        return engine.speak(text, voice, int(min(max(_NORMAL_WPM * speed, _MIN_WPM), _MAX_WPM)))
+    def __init__(self, espeak: _Espeak) -> None:
+        self._espeak = espeak
+        self.voices = tuple(espeak.voices)
+        self.sample_rate = espeak.sample_rate
 
-    speak.__annotations__ = {
-        "text": str,
-        "voice": Annotated[Literal[tuple(engine.voices)], Parameter.AudioVoice],
-        "speed": Annotated[
+    def __call__(
+        self,
+        text: str,
+        voice: Annotated[str, Parameter.AudioVoice],
+        speed: Annotated[
             float, Parameter.AudioSpeed(min=_MIN_WPM / _NORMAL_WPM, max=_MAX_WPM / _NORMAL_WPM)
-        ],
-        "return": Annotated[np.ndarray, Parameter.Audio(sample_rate=engine.sample_rate)],
-    }
-    return [speak]
+        ] = 1.0,
+    ) -> Annotated[np.ndarray, Parameter.Audio]:
+        return self._espeak.speak(text, voice, int(min(max(_NORMAL_WPM * speed, _MIN_WPM), _MAX_WPM)))
+
+
+def load() -> Sequence[EspeakSpeaker]:
+    """Return the speech predictor of libespeak-ng."""
+    return [EspeakSpeaker(_espeak())]
+
+
+ENGINE = Engine(load)
 
 
 def _voices(lib: ctypes.CDLL) -> dict[str, bytes]:

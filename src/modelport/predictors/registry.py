@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -10,8 +9,9 @@ from typing import Any, Protocol
 
 from modelport.errors import ModelNotFoundError, PredictorContractError
 from modelport.predictors.contract import Capability, Predictor, check_predictor
+from modelport.predictors.relay import Relay
 
-Loader = Callable[[], Sequence[Predictor]]
+Loader = Callable[[], Sequence[Predictor | Relay]]
 
 
 # A model's defaults: calls that may wait for a slot (past it, 429), and seconds a call or a stream's
@@ -95,46 +95,10 @@ class ModelRegistry:
     ) -> list[Predictor]:
         """Register plain functions as the model `model_id`; one per capability. Checked now."""
         predictors = [check_predictor(fn, capability) for fn in fns]
-        self._add_checked(model_id, predictors)
+        self.check_distinct(model_id, predictors)
         source = ", ".join(p.name for p in predictors)
         self.add(ModelSpec(model_id, lambda: predictors, source, concurrency, queue, timeout))
         return predictors
-
-    def add_engine(
-        self,
-        model_id: str,
-        engine: str,
-        *,
-        concurrency: int | None = None,
-        queue: int = QUEUE,
-        timeout: float = TIMEOUT,
-        keep_alive: float | None = None,
-        **options: Any,
-    ) -> None:
-        """Register a model served by a built-in or plug-in engine; it loads on first use (`hf://`
-        references among its options are pulled then) and may be unloaded after `keep_alive` idle seconds."""
-        from modelport import hub
-        from modelport.engines import engine_factory, memory
-        from modelport.engines.llamacpp import SLOTS
-
-        factory = engine_factory(engine)
-        default_concurrency = int(options.get("n_parallel", SLOTS)) if engine == "llamacpp" else 1
-        local = functools.cache(lambda: hub.local_options(options))
-
-        def load() -> Sequence[Predictor]:
-            made = factory(**local())
-            predictors = [fn if isinstance(fn, Predictor) else check_predictor(fn) for fn in made]
-            self._add_checked(model_id, predictors)
-            return predictors
-
-        def size() -> int:
-            return memory.estimate(factory.__module__, local())
-
-        concurrency = concurrency or default_concurrency
-        source = f"engine {engine}"
-        self.add(
-            ModelSpec(model_id, load, source, concurrency, queue, timeout, memory=size, keep_alive=keep_alive)
-        )
 
     def add_reference(self, model_id: str, reference: str, **kwargs: Any) -> list[Predictor]:
         """Register the predictor named by `module:function`."""
@@ -203,45 +167,8 @@ class ModelRegistry:
         return dict(self._aliases)
 
     @staticmethod
-    def _add_checked(model_id: str, predictors: Sequence[Predictor]) -> None:
+    def check_distinct(model_id: str, predictors: Sequence[Predictor | Relay]) -> None:
+        """A model serves each capability with one predictor at most."""
         seen = [p.capability for p in predictors]
         if len(set(seen)) != len(seen):
             raise PredictorContractError(f"model `{model_id}`: two predictors serve the same capability")
-
-    @classmethod
-    def from_settings(cls, settings: Any) -> ModelRegistry:
-        """Build the registry a `Settings` describes."""
-        registry = cls(settings.all_aliases())
-        for model in settings.all_models():
-            keep_alive = settings.keep_alive_of(model)
-            if model.engine == "remote":  # a pool of replicas, maybe of many models: not a one-model engine
-                from modelport.engines.remote import register
-
-                register(
-                    registry,
-                    model.id,
-                    model.options,
-                    concurrency=model.concurrency,
-                    queue=model.queue,
-                    timeout=model.timeout,
-                )
-            elif model.engine is not None:
-                registry.add_engine(
-                    model.id,
-                    model.engine,
-                    concurrency=model.concurrency,
-                    queue=model.queue,
-                    timeout=model.timeout,
-                    keep_alive=keep_alive,
-                    **model.options,
-                )
-            else:
-                registry.add_reference(
-                    model.id,
-                    model.predictor,
-                    capability=model.capability,
-                    concurrency=model.concurrency or 1,
-                    queue=model.queue,
-                    timeout=model.timeout,
-                )
-        return registry

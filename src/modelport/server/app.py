@@ -14,12 +14,8 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from modelport import __version__, metrics
-from modelport.server import errors, playground
-from modelport.server.batches import router as batch_router
-from modelport.server.generate import router as generate_router
+from modelport.server import audio_routes, error_handlers, file_routes, playground, routes, state_routes
 from modelport.server.middleware import ApiKeys, BodyLimit, Disconnects, RequestRecords
-from modelport.server.routes import router
-from modelport.server.state import router as state_router
 from modelport.service import Service
 from modelport.settings import Settings
 
@@ -43,11 +39,11 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
 
     app = FastAPI(title="modelport", version=__version__, lifespan=lifespan)
     app.state.service = service
-    errors.install(app)
-    for routes in (router, state_router, batch_router):
-        app.include_router(routes, prefix="/v1")
-        app.include_router(routes, prefix="/v1/openai/v1", include_in_schema=False)
-    app.include_router(generate_router)
+    error_handlers.install(app)
+    for router in (routes.router, audio_routes.router, state_routes.router, file_routes.router):
+        app.include_router(router, prefix="/v1")
+        app.include_router(router, prefix="/v1/openai/v1", include_in_schema=False)
+    app.include_router(routes.generate_router)
     settings = service.settings
     if settings.ui:
         playground.install(app)

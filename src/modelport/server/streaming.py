@@ -1,8 +1,9 @@
-"""Server-sent events written straight to the ASGI `send`, one pre-encoded frame per event.
+"""Event streams written straight to the ASGI `send`, one pre-encoded frame per event.
 
 Every token of a stream crosses this path, so it holds nothing per event beyond the encoding and the write:
-no per-event timeout, task or framework object. A comment line keeps a quiet connection alive through
-proxies. A client that leaves is noticed by the `Disconnects` middleware, which cancels the work.
+no per-event timeout, task or framework object. Server-sent events get a comment line now and then, which
+keeps a quiet connection alive through proxies. A client that leaves is noticed by the `Disconnects`
+middleware, which cancels the work.
 """
 
 from __future__ import annotations
@@ -12,43 +13,35 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
-import orjson
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from modelport.errors import ModelportError
+from modelport.protocol.answers import Events
 
-DONE = b"data: [DONE]\n\n"
 PING = b": ping\n\n"
 PING_SECONDS = 15.0
 
 
-def frame(event: Any, named: bool = False) -> bytes:
-    """One `data:` frame of a JSON-able event; `named`: after an `event:` line of its `type` (as the
-    Responses API sends its events)."""
-    data = b"data: " + orjson.dumps(event) + b"\n\n"
-    return b"event: " + str(event["type"]).encode() + b"\n" + data if named else data
-
-
-async def frames(
-    events: AsyncGenerator[Any, None], *, done: bool, named: bool = False
-) -> AsyncGenerator[bytes, None]:
-    """Each event as a frame, then `[DONE]` if asked; an error after the headers went out travels as a data
-    frame in OpenAI's shape (which the openai SDK raises as `APIError`), and no `[DONE]` follows it."""
+async def frames(events: Events[Any]) -> AsyncGenerator[bytes, None]:
+    """Each event as its kind frames it, then what ends a complete stream (`[DONE]` for chat); an error
+    after the headers went out travels as a frame in OpenAI's shape (which the openai SDK raises as
+    `APIError`), and nothing follows it."""
+    kind = events.kind
     try:
-        async for event in events:
-            yield frame(event, named)
+        async for event in events.items:
+            yield kind.frame(event)
     except ModelportError as error:
-        yield frame(error.body())
+        yield kind.error_frame(error.body())
         return
     finally:
         await events.aclose()  # a client that went away stops its generation here
-    if done:
-        yield DONE
+    if kind.end:
+        yield kind.end
 
 
 class EventStream(StreamingResponse):
-    """A `text/event-stream` response over frames (`frames(...)`)."""
+    """A `text/event-stream` response over frames (`frames(...)`), with a ping when it has been quiet."""
 
     def __init__(self, body: AsyncIterator[bytes], ping: float = PING_SECONDS) -> None:
         headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}

@@ -1,59 +1,61 @@
-"""The one place that turns OpenAI requests into predictor calls and back; both faces call it."""
+"""The one place that turns OpenAI requests into predictor calls and back; every face calls it.
+
+Each method answers in one of the three shapes of `modelport.protocol.answers`: a whole object, `Events`,
+or `Binary`. A model's capability is served by a checked predictor here, or by a relay to elsewhere; which
+one is decided in `_answer`, once for every endpoint. By capability: `generation` (chat, completions,
+tools, grammars), `responses`, `audio` (speech, transcription), `embeddings`, and `state` (stored chat
+completions, files, batches).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from openai.types import Completion, CreateEmbeddingResponse, Model
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 
-from modelport.errors import InvalidRequestError, StoreUnavailableError
-from modelport.predictors.contract import Capability
-from modelport.predictors.manager import ModelManager
+from modelport.engines import assemble
+from modelport.errors import StoreUnavailableError
+from modelport.predictors.contract import Capability, Predictor
+from modelport.predictors.manager import LoadedModel, ModelManager
 from modelport.predictors.registry import ModelRegistry
-from modelport.predictors.relay import Upload
-from modelport.protocol.generate import GenerateRequest
+from modelport.predictors.relay import Relay, Upload
+from modelport.protocol.answers import Binary, Events
+from modelport.protocol.generate_request import GenerateRequest
 from modelport.protocol.requests import (
     ChatCompletionRequest,
     CompletionRequest,
     EmbeddingRequest,
+    OpenAIRequest,
     SpeechRequest,
     TranscriptionRequest,
 )
-from modelport.protocol.responses import ResponseRequest
+from modelport.protocol.response_request import ResponseRequest
 from modelport.protocol.validation import parse
-from modelport.service import audio, embeddings, generate, generation, limits, transcription
-from modelport.service.audio import SpeechAudio, SpeechEvents, SpeechStream
-from modelport.service.batches import Batches
-from modelport.service.batches.runner import Endpoint, Runner
-from modelport.service.files import Files
-from modelport.service.framing import Chunks
+from modelport.service import embeddings, forwarding, generation, limits
+from modelport.service.audio.speech import speech as synthesised
+from modelport.service.audio.transcription import Transcribed, check_upload, transcribe
+from modelport.service.generation import vllm_generate
 from modelport.service.responses import Responses
-from modelport.service.stored import StoredCompletions
-from modelport.service.transcription import Answer, TranscriptEvents
+from modelport.service.state.batch_runner import BatchRunner, Endpoint
+from modelport.service.state.batches import Batches
+from modelport.service.state.files import Files
+from modelport.service.state.stored_completions import StoredCompletions
 from modelport.settings import DEFAULT_CHAT, Settings
 from modelport.store import Store
 
 R = TypeVar("R", bound=BaseModel)
+A = TypeVar("A")
 
-__all__ = [
-    "Answer",
-    "Chunks",
-    "Service",
-    "SpeechAudio",
-    "SpeechEvents",
-    "SpeechStream",
-    "TranscriptEvents",
-    "Upload",
-]
+__all__ = ["Service", "Upload"]
 
 
 class Service:
-    """OpenAI's endpoints over a model registry, as async methods returning `openai` types."""
+    """OpenAI's endpoints over a model registry, as async methods."""
 
     def __init__(self, registry: ModelRegistry, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
@@ -62,6 +64,8 @@ class Service:
         )
         self._reaper: asyncio.Task[None] | None = None
         self.progress: Callable[[str, int, int], None] | None = None  # told of each model preloaded
+        # The event loop that started the service (a server's): clients given this service run there.
+        self.loop: asyncio.AbstractEventLoop | None = None
         self._created = int(time.time())
         url = self.settings.store.resolved_url()
         self.store = Store(url) if url else None
@@ -74,16 +78,17 @@ class Service:
             "/v1/embeddings": _whole(EmbeddingRequest, self.embeddings),
             "/v1/responses": _whole(ResponseRequest, self.responses.create),
         }
-        runner = Runner(self.store, self.files, endpoints, self.settings.batches.concurrency)
+        runner = BatchRunner(self.store, self.files, endpoints, self.settings.batches.concurrency)
         self.batches = Batches(self.store, self.files, runner)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Service:
         """A service over the models `settings` configures."""
-        return cls(ModelRegistry.from_settings(settings), settings)
+        return cls(assemble.registry(settings), settings)
 
     async def start(self) -> None:
         """Probe upstreams, read what they list, and load every model now if the settings ask for it."""
+        self.loop = asyncio.get_running_loop()
         registry = self.manager.registry
         await asyncio.gather(*(pool.check() for pool in registry.pools))  # discovery asks healthy ones
         for pool in registry.pools:
@@ -110,6 +115,7 @@ class Service:
         await self.batches.runner.close()
         if self.store is not None:
             await self.store.close()
+        self.loop = None
 
     def upstreams(self) -> list[dict[str, Any]]:
         """The state of every upstream replica, by the models.toml entry it serves, for `/health`."""
@@ -136,46 +142,85 @@ class Service:
 
     async def chat_completion(
         self, request: ChatCompletionRequest
-    ) -> ChatCompletion | Chunks[ChatCompletionChunk]:
+    ) -> ChatCompletion | Events[ChatCompletion]:
         """`POST /v1/chat/completions`; stored if it asks (`store`) or the settings say always."""
         limits.check_generation(request, self.settings.limits)
-        if not self.stored.wanted(request):
-            return await generation.chat(self.manager, request)
-        await self.stored.ready()
-        return await self.stored.keep(request, await generation.chat(self.manager, request))
+        stored = self.stored.wanted(request)
+        if stored:
+            await self.stored.ready()
+        answer: ChatCompletion | Events[ChatCompletion] = await self._answer(
+            Capability.CHAT, request, lambda model, predictor: generation.chat(model, predictor, request)
+        )
+        return await self.stored.keep(request, answer) if stored else answer
 
-    async def completion(self, request: CompletionRequest) -> Completion | Chunks[Completion]:
+    async def completion(self, request: CompletionRequest) -> Completion | Events[Completion]:
         """`POST /v1/completions`."""
         limits.check_generation(request, self.settings.limits)
-        return await generation.completion(self.manager, request)
+        answer: Completion | Events[Completion] = await self._answer(
+            Capability.COMPLETION,
+            request,
+            lambda model, predictor: generation.completion(model, predictor, request),
+        )
+        return answer
 
-    async def generate(
-        self, request: GenerateRequest
-    ) -> dict[str, Any] | AsyncGenerator[dict[str, Any], None]:
+    async def generate(self, request: GenerateRequest) -> dict[str, Any] | Events[dict[str, Any]]:
         """`POST /generate` (vLLM's demo endpoint): on the completion path; the default chat model when the
         request names none."""
-        return await generate.generate(self.manager, self.completion, request, DEFAULT_CHAT)
+        return await vllm_generate.generate(self.manager, self.completion, request, DEFAULT_CHAT)
 
     async def embeddings(self, request: EmbeddingRequest) -> CreateEmbeddingResponse:
         """`POST /v1/embeddings`."""
         limits.check_embeddings(request, self.settings.limits)
-        return await embeddings.embeddings(self.manager, request)
-
-    async def speech(
-        self, request: SpeechRequest, *, whole: bool = False
-    ) -> SpeechAudio | SpeechStream | SpeechEvents:
-        """`POST /v1/audio/speech`: audio as it is synthesised (or SSE events), or the `whole` file."""
-        return await audio.speech(self.manager, request, whole=whole)
-
-    async def transcription(self, request: TranscriptionRequest, file: Upload) -> Answer:
-        """`POST /v1/audio/transcriptions`."""
-        return await transcription.transcribe(self.manager, request, file, self.settings)
-
-    async def translation(self, request: TranscriptionRequest, file: Upload) -> Answer:
-        """`POST /v1/audio/translations`: speech in any language to English text."""
-        return await transcription.transcribe(
-            self.manager, request, file, self.settings, Capability.TRANSLATION
+        answer: CreateEmbeddingResponse = await self._answer(
+            Capability.EMBEDDING,
+            request,
+            lambda model, predictor: embeddings.embeddings(model, predictor, request),
         )
+        return answer
+
+    async def speech(self, request: SpeechRequest, *, whole: bool = False) -> Binary | Events[dict[str, Any]]:
+        """`POST /v1/audio/speech`: audio as it is synthesised (or SSE events), or the `whole` file."""
+        answer: Binary | Events[dict[str, Any]] = await self._answer(
+            Capability.SPEECH,
+            request,
+            lambda model, predictor: synthesised(model, predictor, request, whole=whole),
+        )
+        return answer
+
+    async def transcription(self, request: TranscriptionRequest, file: Upload) -> Transcribed:
+        """`POST /v1/audio/transcriptions`."""
+        return await self._transcribed(Capability.TRANSCRIPTION, request, file)
+
+    async def translation(self, request: TranscriptionRequest, file: Upload) -> Transcribed:
+        """`POST /v1/audio/translations`: speech in any language to English text."""
+        return await self._transcribed(Capability.TRANSLATION, request, file)
+
+    async def _transcribed(
+        self, capability: Capability, request: TranscriptionRequest, file: Upload
+    ) -> Transcribed:
+        check_upload(file, self.settings.max_upload_bytes)
+        answer: Transcribed = await self._answer(
+            capability,
+            request,
+            lambda model, predictor: transcribe(model, predictor, request, file, self.settings.limits),
+            file,
+        )
+        return answer
+
+    async def _answer(
+        self,
+        capability: Capability,
+        request: OpenAIRequest,
+        local: Callable[[LoadedModel, Predictor], Awaitable[A]],
+        upload: Upload | None = None,
+    ) -> A | Any:
+        """The request's model, loaded, answers: through its relay if it is served elsewhere, else through
+        `local` with its checked predictor."""
+        model = await self.manager.get(request.model)
+        predictor = model.predictor(capability)
+        if isinstance(predictor, Relay):
+            return await forwarding.forward(model, predictor, request, upload)
+        return await local(model, predictor)
 
     def _model(self, model_id: str) -> Model:
         """OpenAI's model object, plus what a loaded model serves (capabilities, voices)."""
@@ -190,22 +235,19 @@ class Service:
             idle = round(time.monotonic() - self.manager.last_used(loaded), 1) if loaded.slots.idle else 0.0
             extra.update(memory_bytes=loaded.memory, idle_seconds=idle, keep_alive=spec.keep_alive)
             extra["capabilities"] = sorted(loaded.predictors)
-            speech = loaded.predictors.get(Capability.SPEECH)
-            if speech is not None:
+            voiced = loaded.predictors.get(Capability.SPEECH)
+            if voiced is not None:
                 # `instructions` is accepted by the speech endpoint but no engine here can follow it.
-                extra.update(voices=list(speech.voices), supports_instructions=False)
+                extra.update(voices=list(voiced.voices), supports_instructions=False)
         return Model.model_validate(
             {"id": spec.id, "created": self._created, "object": "model", "owned_by": spec.owned_by, **extra}
         )
 
 
-def _whole(cls: type[R], call: Callable[[R], Awaitable[Any]]) -> Endpoint:
-    """A batch line's body → its whole answer, through the same call as a live request."""
+def _whole(cls: type[R], call: Callable[[R], Awaitable[object]]) -> Endpoint:
+    """A batch line's body → the service's answer, through the same call as a live request."""
 
-    async def run(body: dict[str, Any]) -> BaseModel:
-        answer = await call(parse(cls, body))
-        if not isinstance(answer, BaseModel):  # a stream: batches refuse `stream` before this
-            raise InvalidRequestError("A batch's requests are not streamed.", param="stream")
-        return answer
+    async def run(body: dict[str, Any]) -> object:
+        return await call(parse(cls, body))
 
     return run

@@ -13,13 +13,14 @@ import anyio
 from modelport.errors import ModelportError, PredictorError, PredictorTimeoutError
 from modelport.predictors.contract import Predictor
 from modelport.predictors.manager import LoadedModel
+from modelport.predictors.relay import Relay
 
 T = TypeVar("T")
 _END = object()
 
 
 @contextmanager
-def predictor_errors(predictor: Predictor) -> Iterator[None]:
+def predictor_errors(predictor: Predictor | Relay) -> Iterator[None]:
     """Turn anything a predictor raises, other than our own typed errors, into a 500 naming it."""
     try:
         yield

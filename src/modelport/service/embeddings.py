@@ -9,22 +9,21 @@ import numpy as np
 from openai.types import CreateEmbeddingResponse, Embedding
 
 from modelport.errors import InvalidRequestError, OverloadedError, PredictorError
-from modelport.predictors.contract import Capability, Predictor
-from modelport.predictors.manager import LoadedModel, ModelManager
+from modelport.predictors.contract import Predictor
+from modelport.predictors.manager import LoadedModel
 from modelport.protocol.requests import EmbeddingRequest
-from modelport.service import calls, relay, token_ids
+from modelport.service import calls
+from modelport.service.generation import token_ids
 
 _DIMS = "openai.embeddings.dims"
 # One caller in a batch: its texts, its `dimensions`, and where its rows and token count go.
 _Entry = tuple[list[str], int | None, "asyncio.Future[tuple[np.ndarray, int]]"]
 
 
-async def embeddings(manager: ModelManager, request: EmbeddingRequest) -> CreateEmbeddingResponse:
+async def embeddings(
+    model: LoadedModel, predictor: Predictor, request: EmbeddingRequest
+) -> CreateEmbeddingResponse:
     """Embed the input texts; `dimensions` truncates and re-normalises unless the predictor takes it."""
-    model = await manager.get(request.model)
-    predictor = model.predictor(Capability.EMBEDDING)
-    if predictor.relay:
-        return await relay.embeddings(model, predictor, request)
     entries = token_ids.inputs(request.input)
     if any(t == "" for t in entries):
         raise InvalidRequestError("input must not contain empty strings.", param="input")
@@ -102,11 +101,11 @@ class Batcher:
 
     async def _run(self, dimensions: int | None, group: list[_Entry]) -> None:
         texts = [text for entry in group for text in entry[0]]
-        counter = getattr(self.predictor.fn, "count_tokens", None)
+        counter = self.predictor.token_counter
 
         def run() -> tuple[np.ndarray, list[int]]:
             matrix = self.predictor(texts, {_DIMS: dimensions})
-            return matrix, [counter(entry[0]) if counter else 0 for entry in group]
+            return matrix, [counter.count_tokens(entry[0]) if counter else 0 for entry in group]
 
         try:
             matrix, tokens = await calls.call(self.model, self.predictor, run)

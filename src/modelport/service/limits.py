@@ -6,7 +6,7 @@ from typing import Any
 
 from modelport.errors import InvalidRequestError
 from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
-from modelport.service import token_ids
+from modelport.service.generation import token_ids
 from modelport.settings import Limits
 
 

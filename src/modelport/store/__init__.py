@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from modelport.store.batches import Batches
-from modelport.store.completions import Completions
+from modelport.store.batch_rows import BatchRows
+from modelport.store.completion_rows import CompletionRows
+from modelport.store.cursor_pages import Order, Page
 from modelport.store.database import Database
-from modelport.store.files import Files
-from modelport.store.pages import Order, Page
-from modelport.store.responses import Responses
+from modelport.store.file_rows import FileRows
+from modelport.store.response_rows import ResponseRows
 
 __all__ = ["Order", "Page", "Store"]
 
@@ -20,10 +20,10 @@ class Store:
 
     def __init__(self, url: str) -> None:
         self.database = Database(url)
-        self.completions = Completions(self.database)
-        self.responses = Responses(self.database)
-        self.files = Files(self.database)
-        self.batches = Batches(self.database)
+        self.completions = CompletionRows(self.database)
+        self.responses = ResponseRows(self.database)
+        self.files = FileRows(self.database)
+        self.batches = BatchRows(self.database)
 
     def state(self) -> dict[str, Any]:
         """Reachable or not, for `/health`."""

@@ -11,18 +11,18 @@ import functools
 from typing import Any
 from urllib.parse import urlsplit
 
-from modelport.engines.remote.catalog import Catalog
+from modelport.engines.remote.discovery import Discovery
 from modelport.engines.remote.options import DEFAULT_CAPABILITIES, RemoteOptions
-from modelport.engines.remote.pool import Pool
-from modelport.engines.remote.upstream import RemoteModel
+from modelport.engines.remote.pool import ReplicaPool
+from modelport.engines.remote.upstream_model import RemoteModel
 from modelport.predictors.contract import Capability
 from modelport.predictors.registry import ModelRegistry, ModelSpec
-from modelport.predictors.relay import relay_predictor
+from modelport.predictors.relay import Relay
 
-__all__ = ["RemoteOptions", "register"]
+__all__ = ["RemoteOptions", "add_remote"]
 
 
-def register(
+def add_remote(
     registry: ModelRegistry,
     model_id: str | None,
     options: dict[str, Any],
@@ -36,7 +36,7 @@ def register(
     name = model_id or urlsplit(settings.upstreams[0]).hostname or "remote"
     if not settings.discover and model_id is None:
         raise ValueError("a remote model needs an `id` (or `discover = true`)")
-    pool = Pool(settings, timeout, name)
+    pool = ReplicaPool(settings, timeout, name)
     registry.add_pool(pool)
     slots = concurrency or settings.max_in_flight * len(pool.replicas)
     where = ", ".join(r.label for r in pool.replicas)
@@ -46,7 +46,7 @@ def register(
     ) -> ModelSpec:
         remote = RemoteModel(pool, model, upstream_model)
         predictors = [
-            relay_predictor(functools.partial(remote.send, c), c, f"remote {upstream_model} ({c}) at {where}")
+            Relay(functools.partial(remote.send, c), f"remote {upstream_model} ({c}) at {where}", c)
             for c in capabilities
         ]
         return ModelSpec(
@@ -61,7 +61,7 @@ def register(
         )
 
     if settings.discover:
-        registry.add_catalog(Catalog(pool, name, settings, spec))
+        registry.add_catalog(Discovery(pool, name, settings, spec))
     else:
         assert model_id is not None
         capabilities = tuple(settings.capabilities or DEFAULT_CAPABILITIES)

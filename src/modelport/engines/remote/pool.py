@@ -129,7 +129,7 @@ _KINDS: list[tuple[type[BaseException] | tuple[type[BaseException], ...], str]] 
 ]
 
 
-class Pool:
+class ReplicaPool:
     """The replicas of one `engine = "remote"` entry, shared by every model it serves."""
 
     def __init__(self, options: RemoteOptions, timeout: float, name: str) -> None:

@@ -1,6 +1,8 @@
 """The Responses API (`/v1/responses`) on the chat path: a turn becomes a chat completion (its stored
-conversation, its tools, its output format), whose chunks become the Responses events and the final
-`Response`. Stored turns chain with `previous_response_id`; background turns run on as jobs."""
+conversation, its tools, its output format). A streamed (or background) turn's chunks become the Responses
+events, whose last one carries the final `Response`; a turn that is not streamed becomes its `Response`
+straight from the whole chat answer. Stored turns chain with `previous_response_id`; background turns run
+on as jobs."""
 
 from __future__ import annotations
 
@@ -9,22 +11,24 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 import anyio
-from openai.types.chat import ChatCompletionChunk
+from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
 from pydantic import ValidationError
 
 from modelport.errors import InvalidRequestError, ModelportError, NotFoundError, StoreDisabledError
+from modelport.protocol.answers import Events
 from modelport.protocol.requests import ChatCompletionRequest
-from modelport.protocol.responses import ResponseRequest
+from modelport.protocol.response_request import ResponseRequest
 from modelport.service import calls
-from modelport.service.framing import Chunks
 from modelport.service.responses import items
 from modelport.service.responses.background import Jobs
-from modelport.service.responses.events import ResponseEvents
-from modelport.service.stored import ListPage, bounded_limit, checked_order
+from modelport.service.responses.events import RESPONSE_EVENTS, ResponseEvents, replayed
+from modelport.service.responses.output import completion_output, usage
+from modelport.service.state.listing import ListPage, bounded_limit, checked_order
 from modelport.store import Store
+from modelport.store.response_rows import UNFINISHED
 
-Chat = Callable[[ChatCompletionRequest], Awaitable[Any]]
+Chat = Callable[[ChatCompletionRequest], Awaitable[ChatCompletion | Events[ChatCompletion]]]
 _TRUNCATION_TRIES = 8  # `truncation: auto` drops the oldest turn this many times at most
 
 
@@ -37,29 +41,42 @@ class Responses:
         self.store = store
         self.jobs = Jobs(store) if store is not None else None
 
-    async def create(self, request: ResponseRequest) -> Response | AsyncGenerator[dict[str, Any], None]:
+    async def create(self, request: ResponseRequest) -> Response | Events[Response]:
         """A whole `Response`, its events (`stream`), or at once a queued one (`background`)."""
         store = self._storing(request)
         model_id = self._resolve(request.model)
         history = await self._history(request.previous_response_id)
         turn = items.input_items(request)
-        chat = self._chat_request(request, history, turn)
+        streamed = request.stream or request.background
+        chat = self._chat_request(request, history, turn, streamed)
         response = _skeleton(request, model_id, store)
         row = _row(request, turn, response) if store else None
         if request.background:
             assert self.jobs is not None
             assert row is not None
-            return await self.jobs.start(row, self._run(chat, request, response, row), stream=request.stream)
-        events = self._run(chat, request, response, row)
+            started = await self.jobs.start(
+                row, self._run(chat, request, response, row), stream=request.stream
+            )
+            return started if isinstance(started, Response) else Events(started, RESPONSE_EVENTS)
         if request.stream:
-            return await calls.eager(events)
-        async for _ in events:
-            pass
+            return Events(await calls.eager(self._run(chat, request, response, row)), RESPONSE_EVENTS)
+        answer = await self._chat_answer(chat, request.truncation == "auto")
+        assert isinstance(answer, ChatCompletion)
+        whole = answer.model_dump(mode="json", exclude_unset=True)
+        choice = whole["choices"][0] if whole["choices"] else {}
+        response.update(output=completion_output(choice), completed_at=int(time.time()))
+        response["usage"] = usage(whole["usage"]) if whole.get("usage") else None
+        if choice.get("finish_reason") == "length":
+            response.update(status="incomplete", incomplete_details={"reason": "max_output_tokens"})
+        else:
+            response["status"] = "completed"
+        if row is not None:
+            await self._finish(row, response)
         return _typed(response)
 
     async def retrieve(
         self, response_id: str, stream: bool = False, starting_after: int | None = None
-    ) -> Response | AsyncGenerator[dict[str, Any], None]:
+    ) -> Response | Events[Response]:
         """A stored response, or (`stream`) its events after `starting_after`: a background one's as they
         happened and as they go on; any other's rebuilt from what was stored."""
         row = await self._row(response_id)
@@ -69,8 +86,9 @@ class Responses:
             return _typed(row["response"])
         if row["background"]:
             assert self.jobs is not None
-            return self.jobs.follow(response_id, starting_after if starting_after is not None else -1)
-        return _replayed(row["response"], starting_after)
+            after = starting_after if starting_after is not None else -1
+            return Events(self.jobs.follow(response_id, after), RESPONSE_EVENTS)
+        return Events(replayed(row["response"], starting_after), RESPONSE_EVENTS)
 
     async def delete(self, response_id: str) -> dict[str, Any]:
         """`DELETE /v1/responses/{id}`."""
@@ -85,7 +103,8 @@ class Responses:
         if not row["background"]:
             raise InvalidRequestError("Only a background response can be cancelled.", param="response_id")
         assert self.jobs is not None
-        await self.jobs.cancel(response_id)
+        if row["status"] in UNFINISHED:  # cancelling again answers with the final object
+            await self.jobs.cancel(response_id, row["response"])
         return _typed((await self._row(response_id))["response"])
 
     async def input_items(
@@ -117,7 +136,8 @@ class Responses:
         """The events of one turn; a stored turn is committed before its closing event goes out. An error
         before any output (an unknown model, a schema the decoder cannot enforce) is raised as it is."""
         builder = ResponseEvents(response)
-        chunks = await self._generate(chat, request.truncation == "auto")
+        chunks = await self._chat_answer(chat, request.truncation == "auto")
+        assert isinstance(chunks, Events)
         for event in builder.start():
             yield event
         try:
@@ -126,7 +146,7 @@ class Responses:
                     for event in builder.feed(chunk):
                         yield event
             finally:
-                await chunks.items.aclose()
+                await chunks.aclose()
             closing = builder.finish()
         except ModelportError as error:
             closing = builder.fail(error.body()["error"])
@@ -143,30 +163,32 @@ class Responses:
             await self._finish(row, response)
         yield closing[-1]
 
-    async def _generate(self, chat: ChatCompletionRequest, truncate: bool) -> Chunks[ChatCompletionChunk]:
-        """The turn's chat stream; with `truncation: auto`, the oldest turns go until it fits."""
+    async def _chat_answer(
+        self, chat: ChatCompletionRequest, truncate: bool
+    ) -> ChatCompletion | Events[ChatCompletion]:
+        """The turn's chat answer (whole, or streamed as the request says); with `truncation: auto`, the
+        oldest turns go until it fits."""
         for _ in range(_TRUNCATION_TRIES):
             try:
-                answer = await self._chat(chat)
+                return await self._chat(chat)
             except InvalidRequestError as error:
                 if not truncate or error.code != "context_length_exceeded" or not _drop_oldest(chat):
                     raise
-                continue
-            assert isinstance(answer, Chunks)
-            return answer
-        return await self._chat(chat)  # type: ignore[no-any-return]
+        return await self._chat(chat)
 
     async def _finish(self, row: dict[str, Any], response: dict[str, Any]) -> None:
         """Store the turn as it ended (a background one was stored when it was queued)."""
         if row["background"]:
-            await self._store().responses.update(
-                row["id"], status=response["status"], response=response, heartbeat=int(time.time())
-            )
+            await self._store().responses.settle(row["id"], response, heartbeat=int(time.time()))
         else:
             await self._store().responses.save({**row, "status": response["status"], "response": response})
 
     def _chat_request(
-        self, request: ResponseRequest, history: list[dict[str, Any]], turn: list[dict[str, Any]]
+        self,
+        request: ResponseRequest,
+        history: list[dict[str, Any]],
+        turn: list[dict[str, Any]],
+        stream: bool,
     ) -> ChatCompletionRequest:
         messages = [{"role": "system", "content": request.instructions}] if request.instructions else []
         messages += history + items.messages(turn)
@@ -174,10 +196,11 @@ class Responses:
             **items.chat_fields(request),
             "model": request.model,
             "messages": messages,
-            "stream": True,
-            "stream_options": {"include_usage": True},
+            "stream": stream,
             "store": False,  # kept as a response, not also as a chat completion
         }
+        if stream:
+            body["stream_options"] = {"include_usage": True}
         try:
             return ChatCompletionRequest.model_validate(body)
         except ValidationError as error:
@@ -288,34 +311,6 @@ def _row(request: ResponseRequest, turn: list[dict[str, Any]], response: dict[st
         "input_items": turn,
         "response": response,
     }
-
-
-def _replayed(response: dict[str, Any], after: int | None) -> AsyncGenerator[dict[str, Any], None]:
-    """The events of a stored (not background) response, rebuilt from its final state."""
-
-    async def events() -> AsyncGenerator[dict[str, Any], None]:
-        builder = ResponseEvents({**response, "status": "in_progress", "output": [], "usage": None})
-        produced = builder.start()
-        for index, item in enumerate(response.get("output") or []):
-            if item.get("type") == "message":
-                text = "".join(p.get("text", "") for p in item.get("content") or [])
-                produced += builder.feed({"choices": [{"delta": {"content": text}}]})
-            elif item.get("type") == "function_call":
-                function = {"name": item["name"], "arguments": item["arguments"]}
-                call = {"index": index, "id": item["call_id"], "function": function}
-                produced += builder.feed({"choices": [{"delta": {"tool_calls": [call]}}]})
-        if response.get("usage"):
-            builder.response["usage"] = response["usage"]
-        if response.get("status") == "incomplete":
-            builder.feed({"choices": [{"delta": {}, "finish_reason": "length"}]})
-        produced += (
-            builder.finish() if response.get("status") != "failed" else builder.fail(response["error"])
-        )
-        for event in produced:
-            if after is None or event["sequence_number"] > after:
-                yield event
-
-    return events()
 
 
 def _typed(response: dict[str, Any]) -> Response:

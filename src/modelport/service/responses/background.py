@@ -21,7 +21,7 @@ import anyio
 from openai.types.responses import Response
 
 from modelport.store import Store
-from modelport.store.responses import UNFINISHED
+from modelport.store.response_rows import UNFINISHED
 
 log = logging.getLogger("modelport.responses")
 FLUSH = 0.25  # seconds between writes of a job's events
@@ -67,9 +67,10 @@ class Jobs:
             return self.follow(row["id"], -1)
         return Response.model_validate(row["response"])
 
-    async def cancel(self, response_id: str) -> None:
-        """Stop a job (here, or on whichever replica runs it, at its next write)."""
-        await self.store.responses.cancel(response_id)
+    async def cancel(self, response_id: str, response: dict[str, Any]) -> None:
+        """Mark the response cancelled, for good, and stop its job (here at once, or on whichever replica
+        runs it at its next write); what it made so far is kept."""
+        await self.store.responses.cancel(response_id, {**response, "status": "cancelled"})
         job = self._jobs.get(response_id)
         if job is not None and job.task is not None:
             job.task.cancel()
@@ -124,9 +125,9 @@ class Jobs:
             "status": "failed",
             "error": {"code": "server_error", "message": _GONE_MESSAGE},
         }
-        await self.store.responses.update(row["id"], status="failed", response=response)
+        status = await self.store.responses.settle(row["id"], response)
         log.warning("background response %s: %s", row["id"], _GONE_MESSAGE)
-        return {**row, "status": "failed", "response": response}
+        return {**row, "status": status, "response": {**response, "status": status}}
 
     async def _work(
         self, row: dict[str, Any], events: AsyncGenerator[dict[str, Any], None], job: _Job
@@ -135,9 +136,9 @@ class Jobs:
         writer = asyncio.create_task(self._write_until_done(response_id, job))
         try:
             row["response"]["status"] = "in_progress"
-            await self.store.responses.update(response_id, status="in_progress", response=row["response"])
-            async for event in events:
-                job.add(event)
+            if await self.store.responses.settle(response_id, row["response"]) == "in_progress":
+                async for event in events:  # else it was cancelled before it began
+                    job.add(event)
         except Exception:
             log.exception("background response %s failed", response_id)
         finally:

@@ -1,4 +1,6 @@
-"""A chat completion's chunks, as the Responses API's typed events and its final `Response`.
+"""The Responses API's typed events: built from a streamed turn's chat chunks (folded as they pass by the one
+chat accumulator, so each item closes with its whole text or arguments), or replayed from a stored
+response's items.
 
 The order is the one the openai SDK's stream helper checks: `response.created` first, every output item and
 content part announced before its deltas, text events with `logprobs`, items closed before the response,
@@ -9,45 +11,82 @@ increases by one per event.
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
 from typing import Any
 
+from openai._models import construct_type
+from openai.types.responses import Response, ResponseStreamEvent
+
+from modelport.protocol.answers import EventKind, LastEvent
+from modelport.service.generation.accumulate import ChatFold
 from modelport.service.responses.items import new_id
+from modelport.service.responses.output import call_item, logprob, message_item, usage
+
+
+class _Snapshot(LastEvent):
+    """The response a stream of Responses events makes: the one its last lifecycle event carries."""
+
+    def add(self, event: dict[str, Any]) -> None:
+        if "response" in event:
+            self.last = event["response"]
+
+
+RESPONSE_EVENTS: EventKind[Response] = EventKind(
+    "response",
+    fold=_Snapshot,
+    event=lambda data: construct_type(type_=ResponseStreamEvent, value=data),
+    whole=Response.model_validate,
+    named=True,
+)
+
+
+@dataclass
+class _Open:
+    """The output item being written: a message from `start` in the answer's text (and its log-probabilities
+    from `logprobs_start`), or the tool call at `call` in the answer's calls."""
+
+    id: str
+    output_index: int
+    call: int | None = None
+    call_id: str = ""
+    start: int = 0
+    logprobs_start: int = 0
 
 
 class ResponseEvents:
-    """Builds the events of one response from the chunks of its chat completion."""
+    """The events of one response, with `response` kept as their snapshot (`output` grows as items close)."""
 
     def __init__(self, response: dict[str, Any]) -> None:
-        self.response = response  # the snapshot, with `output` growing as items complete
+        self.response = response
         self.sequence = 0
-        self._text: dict[str, Any] | None = None  # the message item being written
-        self._calls: dict[int, dict[str, Any]] = {}  # function_call items by their chat tool-call index
-        self._open_call: dict[str, Any] | None = None
-        self._finish: str | None = None
+        self.fold = ChatFold()
+        self._open: _Open | None = None
 
     def start(self) -> list[dict[str, Any]]:
         """`response.created` and `response.in_progress`."""
         return [self._lifecycle("response.created"), self._lifecycle("response.in_progress")]
 
     def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
-        """The events for one chat chunk."""
-        events: list[dict[str, Any]] = []
+        """The events of one chat chunk."""
+        self.fold.add(chunk)
         if chunk.get("usage"):
-            self.response["usage"] = _usage(chunk["usage"])
-        for choice in chunk.get("choices") or []:
-            delta = choice.get("delta") or {}
-            if delta.get("content"):
-                events += self._text_delta(delta["content"], (choice.get("logprobs") or {}).get("content"))
+            self.response["usage"] = usage(chunk["usage"])
+        events: list[dict[str, Any]] = []
+        for piece in chunk.get("choices") or []:
+            delta = piece.get("delta") or {}
+            text = delta.get("content")
+            if text:
+                tokens = [logprob(e) for e in (piece.get("logprobs") or {}).get("content") or []]
+                events += self._text(text, tokens)
             for call in delta.get("tool_calls") or []:
-                events += self._call_delta(call)
-            if choice.get("finish_reason"):
-                self._finish = choice["finish_reason"]
+                events += self._call(call)
         return events
 
     def finish(self) -> list[dict[str, Any]]:
-        """Close the open items, then `response.completed` (or `.incomplete` when cut by the token budget)."""
-        cut = self._finish == "length"
-        events = self._close_text(cut) + self._close_call(cut)
+        """Close the open item, then `response.completed` (or `.incomplete` when cut by the token budget)."""
+        cut = self.fold.choice(0)["finish_reason"] == "length"
+        events = self._close(cut)
         self.response["completed_at"] = int(time.time())
         if cut:
             self.response.update(status="incomplete", incomplete_details={"reason": "max_output_tokens"})
@@ -57,7 +96,7 @@ class ResponseEvents:
 
     def fail(self, error: dict[str, Any], status: str = "failed") -> list[dict[str, Any]]:
         """Close what was produced and end with `response.failed` (or mark it `incomplete`/`cancelled`)."""
-        events = self._close_text(True) + self._close_call(True)
+        events = self._close(True)
         self.response["status"] = status
         if status == "failed":
             self.response["error"] = {
@@ -70,103 +109,100 @@ class ResponseEvents:
             return [*events, self._lifecycle("response.incomplete")]
         return events
 
-    def _text_delta(self, text: str, logprobs: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
-        events = self._close_call(False)
-        if self._text is None:
-            self._text = {
-                "id": new_id("msg"),
-                "type": "message",
-                "status": "in_progress",
-                "role": "assistant",
-            }
-            self._text["content"] = []
-            index = len(self.response["output"])
-            self._text["output_index"] = index
+    def replay(self, item: dict[str, Any]) -> list[dict[str, Any]]:
+        """The events that stream a stored output item whole."""
+        index = len(self.response["output"])
+        if item.get("type") == "message":
+            part = (item.get("content") or [{}])[0]
+            events = self._open_message(item["id"], index)
             events.append(
-                self._event("response.output_item.added", output_index=index, item=_item(self._text))
+                self._text_delta(item["id"], index, part.get("text", ""), part.get("logprobs") or [])
             )
-            part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-            self._text["content"].append(part)
-            events.append(
-                self._event(
-                    "response.content_part.added",
-                    item_id=self._text["id"],
-                    output_index=index,
-                    content_index=0,
-                    part=dict(part),
-                )
-            )
-        part = self._text["content"][0]
-        part["text"] += text
-        items = [_logprob(entry) for entry in logprobs or []]
-        part["logprobs"] += items
-        events.append(
-            self._event(
-                "response.output_text.delta",
-                item_id=self._text["id"],
-                output_index=self._text["output_index"],
-                content_index=0,
-                delta=text,
-                logprobs=items,
-            )
-        )
-        return events
+            return events + self._close_message(item, part)
+        if item.get("type") == "function_call":
+            events = [self._added(index, {**item, "status": "in_progress", "arguments": ""})]
+            events.append(self._arguments_delta(item["id"], index, item["arguments"]))
+            return events + self._close_call(item)
+        self.response["output"].append(item)
+        return []
 
-    def _call_delta(self, call: dict[str, Any]) -> list[dict[str, Any]]:
-        index = call.get("index", 0)
-        function = call.get("function") or {}
+    def _text(self, text: str, tokens: list[dict[str, Any]]) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []
-        item = self._calls.get(index)
-        if item is None:
-            events += self._close_text(False) + self._close_call(False)
-            output_index = len(self.response["output"])
-            item = self._calls[index] = {
-                "id": new_id("fc"),
-                "type": "function_call",
-                "status": "in_progress",
-                "call_id": call.get("id") or new_id("call"),
-                "name": function.get("name") or "",
-                "arguments": "",
-                "output_index": output_index,
-            }
-            self._open_call = item
-            events.append(
-                self._event("response.output_item.added", output_index=output_index, item=_item(item))
+        if self._open is None or self._open.call is not None:
+            events += self._close(False)
+            choice = self.fold.choice(0)  # this chunk is in it already
+            written = len(choice["message"].get("content") or "") - len(text)
+            scored = len((choice.get("logprobs") or {}).get("content") or []) - len(tokens)
+            self._open = _Open(
+                new_id("msg"), len(self.response["output"]), start=written, logprobs_start=scored
             )
-        if function.get("arguments"):
-            item["arguments"] += function["arguments"]
-            events.append(
-                self._event(
-                    "response.function_call_arguments.delta",
-                    item_id=item["id"],
-                    output_index=item["output_index"],
-                    delta=function["arguments"],
-                )
-            )
+            events += self._open_message(self._open.id, self._open.output_index)
+        events.append(self._text_delta(self._open.id, self._open.output_index, text, tokens))
         return events
 
-    def _close_text(self, cut: bool) -> list[dict[str, Any]]:
-        item, self._text = self._text, None
-        if item is None:
+    def _call(self, delta: dict[str, Any]) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = []
+        index = delta.get("index", 0)
+        if self._open is None or self._open.call != index:
+            events += self._close(False)
+            item = call_item(new_id("fc"), self._whole_call(index), "in_progress")
+            self._open = _Open(item["id"], len(self.response["output"]), index, item["call_id"])
+            events.append(self._added(self._open.output_index, {**item, "arguments": ""}))
+        arguments = (delta.get("function") or {}).get("arguments")
+        if arguments:
+            events.append(self._arguments_delta(self._open.id, self._open.output_index, arguments))
+        return events
+
+    def _close(self, cut: bool) -> list[dict[str, Any]]:
+        """Close the open item, whole as the fold has it."""
+        opened, self._open = self._open, None
+        if opened is None:
             return []
-        part = item["content"][0]
-        index = item["output_index"]
-        item["status"] = "incomplete" if cut else "completed"
-        self.response["output"].append(_item(item))
-        common = {"item_id": item["id"], "output_index": index, "content_index": 0}
+        status = "incomplete" if cut else "completed"
+        if opened.call is not None:
+            call = {**self._whole_call(opened.call), "id": opened.call_id}
+            return self._close_call(call_item(opened.id, call, status))
+        choice = self.fold.choice(0)
+        text = (choice["message"].get("content") or "")[opened.start :]
+        tokens = ((choice.get("logprobs") or {}).get("content") or [])[opened.logprobs_start :]
+        item = message_item(opened.id, text, [logprob(e) for e in tokens], status)
+        return self._close_message(item, item["content"][0])
+
+    def _whole_call(self, index: int) -> dict[str, Any]:
+        calls = self.fold.choice(0)["message"].get("tool_calls") or []
+        return next((c for c in calls if c.get("index") == index), {})
+
+    def _open_message(self, item_id: str, index: int) -> list[dict[str, Any]]:
+        item = {"id": item_id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+        part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+        where = {"item_id": item_id, "output_index": index, "content_index": 0}
+        return [self._added(index, item), self._event("response.content_part.added", **where, part=part)]
+
+    def _text_delta(
+        self, item_id: str, index: int, text: str, tokens: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        where = {"item_id": item_id, "output_index": index, "content_index": 0}
+        return self._event("response.output_text.delta", **where, delta=text, logprobs=tokens)
+
+    def _close_message(self, item: dict[str, Any], part: dict[str, Any]) -> list[dict[str, Any]]:
+        index = len(self.response["output"])
+        self.response["output"].append(item)
+        where = {"item_id": item["id"], "output_index": index, "content_index": 0}
+        text, tokens = part.get("text", ""), part.get("logprobs") or []
         return [
-            self._event("response.output_text.done", **common, text=part["text"], logprobs=part["logprobs"]),
-            self._event("response.content_part.done", **common, part=dict(part)),
-            self._event("response.output_item.done", output_index=index, item=_item(item)),
+            self._event("response.output_text.done", **where, text=text, logprobs=tokens),
+            self._event("response.content_part.done", **where, part=dict(part)),
+            self._event("response.output_item.done", output_index=index, item=item),
         ]
 
-    def _close_call(self, cut: bool) -> list[dict[str, Any]]:
-        item, self._open_call = self._open_call, None
-        if item is None:
-            return []
-        item["status"] = "incomplete" if cut else "completed"
-        self.response["output"].append(_item(item))
-        index = item["output_index"]
+    def _arguments_delta(self, item_id: str, index: int, arguments: str) -> dict[str, Any]:
+        return self._event(
+            "response.function_call_arguments.delta", item_id=item_id, output_index=index, delta=arguments
+        )
+
+    def _close_call(self, item: dict[str, Any]) -> list[dict[str, Any]]:
+        index = len(self.response["output"])
+        self.response["output"].append(item)
         return [
             self._event(
                 "response.function_call_arguments.done",
@@ -175,11 +211,14 @@ class ResponseEvents:
                 name=item["name"],
                 arguments=item["arguments"],
             ),
-            self._event("response.output_item.done", output_index=index, item=_item(item)),
+            self._event("response.output_item.done", output_index=index, item=item),
         ]
 
+    def _added(self, index: int, item: dict[str, Any]) -> dict[str, Any]:
+        return self._event("response.output_item.added", output_index=index, item=item)
+
     def _lifecycle(self, kind: str) -> dict[str, Any]:
-        return self._event(kind, response=_copy(self.response))
+        return self._event(kind, response={**self.response, "output": list(self.response["output"])})
 
     def _event(self, kind: str, **fields: Any) -> dict[str, Any]:
         event = {"type": kind, "sequence_number": self.sequence, **fields}
@@ -187,36 +226,19 @@ class ResponseEvents:
         return event
 
 
-def _item(item: dict[str, Any]) -> dict[str, Any]:
-    shown = {k: v for k, v in item.items() if k != "output_index"}
-    if "content" in shown:
-        shown["content"] = [dict(part) for part in shown["content"]]
-    return shown
+def replayed(response: dict[str, Any], after: int | None) -> AsyncGenerator[dict[str, Any], None]:
+    """The events of a stored (not background) response, from its items, after sequence number `after`."""
 
+    async def events() -> AsyncGenerator[dict[str, Any], None]:
+        builder = ResponseEvents({**response, "status": "in_progress", "output": [], "usage": None})
+        produced = builder.start()
+        for item in response.get("output") or []:
+            produced += builder.replay(item)
+        status = response.get("status")
+        closing = status if status in ("incomplete", "failed") else "completed"
+        produced.append(builder._event(f"response.{closing}", response=response))
+        for event in produced:
+            if after is None or event["sequence_number"] > after:
+                yield event
 
-def _copy(response: dict[str, Any]) -> dict[str, Any]:
-    return {**response, "output": [_item(item) for item in response["output"]]}
-
-
-def _usage(usage: dict[str, Any]) -> dict[str, Any]:
-    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-    return {
-        "input_tokens": int(usage.get("prompt_tokens") or 0),
-        "input_tokens_details": {"cached_tokens": int(cached), "cache_write_tokens": 0},
-        "output_tokens": int(usage.get("completion_tokens") or 0),
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": int(usage.get("total_tokens") or 0),
-    }
-
-
-def _logprob(entry: dict[str, Any]) -> dict[str, Any]:
-    top = [
-        {"token": t.get("token", ""), "logprob": t.get("logprob", 0.0), "bytes": t.get("bytes") or []}
-        for t in entry.get("top_logprobs") or []
-    ]
-    return {
-        "token": entry.get("token", ""),
-        "logprob": entry.get("logprob", 0.0),
-        "bytes": entry.get("bytes") or [],
-        "top_logprobs": top,
-    }
+    return events()

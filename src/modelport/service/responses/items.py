@@ -11,7 +11,7 @@ from typing import Any
 
 from modelport import ids
 from modelport.errors import InvalidRequestError
-from modelport.protocol.responses import ResponseRequest
+from modelport.protocol.response_request import ResponseRequest
 
 _ROLES = ("user", "system", "developer", "assistant")
 _TEXT_PARTS = ("input_text", "output_text", "text")

@@ -1,0 +1,73 @@
+"""GGUF language models through llama.cpp's own server, embedded in-process by `xllamacpp`.
+
+llama.cpp's server brings continuous batching over parallel slots, prompt caching and the GGUF's own chat
+template. `launch` starts it, `generators` are the chat and completion predictors over it, `chunk_stream`
+turns its callbacks into iterators, `scoring` scores prompts with a second instance.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from modelport.engines import Engine
+from modelport.engines.llamacpp import gguf_header
+from modelport.engines.llamacpp.generators import LlamaChat, LlamaCompletion, tool_format
+from modelport.engines.llamacpp.launch import SLOTS, SideDoor, default_gguf, start_server
+
+__all__ = ["ENGINE", "SLOTS", "LlamaChat", "LlamaCompletion", "default_gguf", "start_server", "tool_format"]
+
+
+def load(**options: Any) -> Sequence[LlamaChat | LlamaCompletion]:
+    """Load a GGUF (options as for `start_server`) and return its chat and completion predictors."""
+    key = secrets.token_urlsafe(32)
+    server = start_server(**options, api_key=key)
+    door = SideDoor(server, key)
+    gguf = Path(options["path"]) if options.get("path") else default_gguf()
+    return [LlamaChat(server, door), LlamaCompletion(server, door, gguf)]
+
+
+def estimate(
+    path: str | None = None,
+    n_parallel: int = SLOTS,
+    n_ctx: int = 32768,
+    n_ctx_per_slot: int | None = None,
+    **_: Any,
+) -> int:
+    """Bytes the model will take: its file, and a KV cache of 16-bit keys and values for every layer and
+    context position (within 10% of the RSS a load adds, for SmolLM2 at 2k and 32k contexts)."""
+    gguf = Path(path) if path else default_gguf()
+    header = gguf_header.read(gguf)
+    arch = header.get("general.architecture", "")
+    layers = int(header.get(f"{arch}.block_count", 0))
+    width = int(header.get(f"{arch}.embedding_length", 0))
+    heads = int(header.get(f"{arch}.attention.head_count", 1)) or 1
+    kv_width = width // heads * int(header.get(f"{arch}.attention.head_count_kv", heads))
+    positions = n_ctx if n_ctx_per_slot is None else n_ctx_per_slot * n_parallel
+    return gguf.stat().st_size + 2 * 2 * layers * kv_width * positions
+
+
+def recognise(path: Path) -> dict[str, Any] | None:
+    """A GGUF file, or a folder holding one (beside which a projector may lie)."""
+    if path.is_dir():
+        found = [p for p in sorted(path.glob("*.gguf")) if "mmproj" not in p.name.lower()]
+        if len(found) != 1:
+            return None
+        path = found[0]
+    if path.suffix != ".gguf":
+        with open(path, "rb") as file:
+            if file.read(4) != b"GGUF":
+                return None
+    gguf_header.read(path)  # not a GGUF after all, or a damaged header: fails here, naming the file
+    return {"path": str(path)}
+
+
+ENGINE = Engine(
+    load,
+    estimate=estimate,
+    recognise=recognise,
+    recognises="a GGUF file (or a folder holding one)",
+    concurrency=lambda options: int(options.get("n_parallel", SLOTS)),
+)

@@ -1,0 +1,149 @@
+"""llama.cpp's streaming handlers as iterators: a blocking handler reports each chunk through a callback in
+a thread of its own; `ChunkStream` hands the chunks on, to blocking or async readers, and its `close()`
+stops the generation at the next token and frees the slot. llama.cpp's refusals become typed errors."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+from modelport.errors import InvalidRequestError, ModelportError, PredictorError
+
+ChunkHandler = Callable[[dict[str, Any], Callable[[dict[str, Any]], bool]], Any]
+
+_DONE: Any = object()
+_TEMPLATE_REFUSAL = re.compile(r"Jinja Exception: (.+)")
+
+
+def stream_chunks(handle: ChunkHandler, request: dict[str, Any]) -> ChunkStream:
+    """Run a blocking streaming handler in a thread and return its chunks as they come."""
+    request = {**request, "stream": True, "stream_options": {"include_usage": True}}
+    stream = ChunkStream()
+
+    def run() -> None:
+        try:
+            handle(request, stream.on_chunk)
+        except Exception as error:
+            stream.put(error)
+        finally:
+            stream.put(_DONE)
+
+    # Validation errors (a bad grammar, an over-long prompt) surface on the first chunk, before any text.
+    threading.Thread(target=run, name="llamacpp-request", daemon=True).start()
+    return stream
+
+
+class ChunkStream:
+    """The chunks of one generation, read blocking (`for`) or from an event loop (`async for`). The
+    async side is woken by llama.cpp's thread directly, with no worker-thread hop per token; `close()`
+    stops the generation at its next token and frees the slot."""
+
+    def __init__(self) -> None:
+        self._items: deque[Any] = deque()
+        self._ready = threading.Condition()
+        self._waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None
+        self._cancelled = threading.Event()
+        self._ended = False
+
+    def on_chunk(self, chunk: dict[str, Any]) -> bool:
+        """llama.cpp's callback: keep the chunk; True tells llama.cpp to stop this generation."""
+        self.put(chunk)
+        return self._cancelled.is_set()
+
+    def put(self, item: Any) -> None:
+        with self._ready:
+            self._items.append(item)
+            self._ready.notify()
+            waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            waiter[0].call_soon_threadsafe(_wake, waiter[1])
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return self
+
+    def __next__(self) -> dict[str, Any]:
+        with self._ready:
+            while not self._items and not self._ended:
+                self._ready.wait()
+            item = self._items.popleft() if self._items else _DONE
+        return self._unwrap(item, StopIteration)
+
+    def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        while True:
+            with self._ready:
+                if self._items or self._ended:
+                    item = self._items.popleft() if self._items else _DONE
+                    break
+                loop = asyncio.get_running_loop()
+                future = loop.create_future()
+                self._waiter = (loop, future)
+            await future
+        return self._unwrap(item, StopAsyncIteration)
+
+    def _unwrap(self, item: Any, stop: type[Exception]) -> dict[str, Any]:
+        if item is _DONE or isinstance(item, Exception) or "error" in item:
+            self._ended = True
+            self.close()
+            if item is _DONE:
+                raise stop
+            raise _translate(item) if isinstance(item, Exception) else _translate_body(item["error"])
+        item.pop("timings", None)  # llama.cpp's own statistics, not part of OpenAI's chunk
+        return item  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """Stop the generation at its next token."""
+        self._cancelled.set()
+
+    async def aclose(self) -> None:
+        self.close()
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _translate(error: Exception) -> ModelportError:
+    if isinstance(error, ModelportError):
+        return error
+    if isinstance(error, ValueError):  # llama.cpp rejects the request itself: grammar, template, arguments
+        refused = _TEMPLATE_REFUSAL.search(str(error))
+        if refused:
+            return InvalidRequestError(
+                f"The model's chat template refused the conversation: {refused.group(1).strip()}",
+                param="messages",
+                code="template_error",
+            )
+        return InvalidRequestError(str(error))
+    if isinstance(error, TypeError | OverflowError):  # a value llama.cpp's JSON cannot hold (a 100-bit int)
+        return InvalidRequestError(f"The request holds a value llama.cpp cannot take: {error}")
+    return PredictorError(f"llama.cpp failed: {type(error).__name__}: {error}")
+
+
+def _translate_body(body: dict[str, Any]) -> ModelportError:
+    message = str(body.get("message", "llama.cpp error"))
+    if body.get("type") == "exceed_context_size_error":
+        return InvalidRequestError(
+            f"This model's maximum context length is {body.get('n_ctx')} tokens. However, your messages "
+            f"resulted in {body.get('n_prompt_tokens')} tokens. Please reduce the length of the messages.",
+            param="messages",
+            code="context_length_exceeded",
+        )
+    if int(body.get("code", 500)) < 500:
+        return InvalidRequestError(message)
+    if "grammar stack" in message:
+        # The grammar asks for text no sequence of this vocabulary's tokens spells (seen with unassigned
+        # code points): the request's constraint is at fault, not the server.
+        return InvalidRequestError(
+            "The model's vocabulary cannot produce the text the output constraint (response_format, "
+            f"tools or a guided_* parameter) demands; llama.cpp said: {message}",
+            code="unsatisfiable_constraint",
+        )
+    return PredictorError(f"llama.cpp failed: {message}")

@@ -1,0 +1,146 @@
+"""The chat and completion predictors of a GGUF model, as objects whose abilities the contract reads: the
+chat predictor knows its template (`ChatTemplate`: the prompt it renders, where its turns end, the tool
+format it shows), the completion predictor scores prompts (`PromptScorer`) and reads the model's token ids
+(`Vocabulary`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+from modelport.engines.llamacpp import template_probe
+from modelport.engines.llamacpp.chunk_stream import ChunkHandler, stream_chunks
+from modelport.engines.llamacpp.launch import SideDoor
+from modelport.engines.llamacpp.scoring import Scorer
+from modelport.errors import InvalidRequestError
+from modelport.predictors.abilities import ScoredToken
+from modelport.predictors.parameter import Parameter
+
+SCORING_CTX = 4096  # the longest prompt `echo` + `logprobs` scores (one pass: memory grows with its square)
+
+
+def tool_format(template: str) -> str | None:
+    """The native tool-call format a chat template renders, if it renders tools at all."""
+    if "tools" not in template:
+        return None
+    if "<tool_call>" in template:  # Hermes 2 Pro, Qwen 2.5/3, and their many fine-tunes
+        return "hermes"
+    if "[TOOL_CALLS]" in template:
+        return "mistral"
+    if "<|start_header_id|>" in template and '"parameters"' in template:  # Llama 3.1-3.3
+        return "llama3"
+    return None
+
+
+class LlamaChat:
+    """Chat with the GGUF's own template (or the one its options name), as llama.cpp renders it."""
+
+    def __init__(self, server: Any, door: SideDoor) -> None:
+        self._handle: ChunkHandler = server.handle_chat_completions
+        self._door = door
+        # The template llama.cpp really renders with: the GGUF's own, an override, or its fallback.
+        self.tool_format = tool_format(str(door.get("/props").get("chat_template") or ""))
+        self._traits = template_probe.probe(self._rendered)
+        self.stops = [self._traits.turn_end] if self._traits.turn_end else []
+
+    def __call__(
+        self,
+        messages: list[dict[str, Any]],
+        options: Annotated[dict[str, Any] | None, Parameter.GenerationOptions] = None,
+        tools: Annotated[list[dict[str, Any]] | None, Parameter.ChatTools] = None,
+    ) -> Iterator[dict[str, Any]]:
+        request = {**_llama_options(options), "messages": self._traits.adapt(messages)}
+        if self.stops:  # however the vocabulary spells it, the turn's end ends the answer
+            stop = request.get("stop") or []
+            request["stop"] = [*([stop] if isinstance(stop, str) else stop), *self.stops]
+        if tools:
+            # As a template variable rather than llama.cpp's `tools`, which refuses a grammar beside it:
+            # modelport constrains the native call format itself.
+            request["chat_template_kwargs"] = {**request.get("chat_template_kwargs", {}), "tools": tools}
+        return stream_chunks(self._handle, request)
+
+    def render(self, messages: list[dict[str, Any]]) -> str:
+        """The prompt the template makes of `messages` (as adapted for it)."""
+        rendered = self._rendered(self._traits.adapt(messages))
+        if rendered is None:
+            raise InvalidRequestError(
+                "The model's chat template refused the conversation.", param="messages", code="template_error"
+            )
+        return rendered
+
+    def _rendered(self, messages: list[dict[str, Any]]) -> str | None:
+        reply = self._door.post("/apply-template", {"messages": messages})
+        if reply.status_code == 400:
+            return None
+        reply.raise_for_status()
+        return str(reply.json()["prompt"])
+
+
+class LlamaCompletion:
+    """Completions of a prompt given as text or as the model's own token ids; `suffix` through the model's
+    fill-in-the-middle tokens. Scoring starts a second llama.cpp instance on its first use."""
+
+    def __init__(self, server: Any, door: SideDoor, gguf: Path) -> None:
+        self._handle: ChunkHandler = server.handle_completions
+        self._door = door
+        self._fim = _fill_in_the_middle_tokens(server)
+        self.vocab_size = int(door.get("/v1/models")["data"][0]["meta"]["n_vocab"])
+        self._scorer = Scorer(gguf, SCORING_CTX)
+
+    def __call__(
+        self,
+        prompt: str | list[int],
+        options: Annotated[dict[str, Any] | None, Parameter.GenerationOptions] = None,
+    ) -> Iterator[dict[str, Any]]:
+        options = _llama_options(options)
+        suffix = options.pop("suffix", None)
+        if suffix is not None:
+            if not isinstance(prompt, str):
+                raise InvalidRequestError("suffix needs a text prompt, not token ids.", param="suffix")
+            if self._fim is None:
+                raise InvalidRequestError(
+                    "This model has no fill-in-the-middle tokens, so it cannot complete before a suffix.",
+                    param="suffix",
+                )
+            prompt = f"{self._fim[0]}{prompt}{self._fim[1]}{suffix}{self._fim[2]}"
+        return stream_chunks(self._handle, {**options, "prompt": prompt})
+
+    def detokenize(self, ids: list[int]) -> str:
+        """The text of token ids (for `echo` of a prompt given as ids)."""
+        reply = self._door.post("/detokenize", {"tokens": ids})
+        reply.raise_for_status()
+        return str(reply.json()["content"])
+
+    def score(self, prompt: str | list[int], k: int) -> list[ScoredToken]:
+        """Each prompt token's log-probability (for `echo` with `logprobs`)."""
+        return self._scorer.score(prompt, k)
+
+
+def _llama_options(options: dict[str, Any] | None) -> dict[str, Any]:
+    """OpenAI's and vLLM's names for llama.cpp's options."""
+    options = dict(options or {})
+    if "repetition_penalty" in options:
+        options["repeat_penalty"] = options.pop("repetition_penalty")
+    if options.get("seed") is not None:
+        # Reusing part of a shared KV cache changes how the prompt is batched, hence the last bits of the
+        # logits: a seeded request processes its whole prompt, so the same seed gives the same text.
+        options.setdefault("cache_prompt", False)
+    return options
+
+
+def _fill_in_the_middle_tokens(server: Any) -> tuple[str, str, str] | None:
+    """The model's prefix, suffix and middle tokens, if its vocabulary has one of the common sets."""
+
+    def prompt_tokens(text: str) -> int:
+        reply = server.handle_completions({"prompt": text, "max_tokens": 1})
+        return int((reply.get("usage") or {}).get("prompt_tokens", -1)) if isinstance(reply, dict) else -1
+
+    one_token = prompt_tokens("a")  # counts the BOS token, if the model adds one
+    for names in (
+        ("<fim_prefix>", "<fim_suffix>", "<fim_middle>"),
+        ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"),
+    ):
+        if prompt_tokens(names[0]) == one_token:
+            return names
+    return None

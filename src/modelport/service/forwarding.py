@@ -1,0 +1,174 @@
+"""Requests for relays (models served by an upstream server or on Ray replicas): the body goes on as the
+client sent it, within the model's slots; the answer comes back in the shape it came in, typed as the
+endpoint's answer, with our model id. A whole answer where a stream was asked for (an upstream that ignored
+`stream`) is streamed as the chunks OpenAI would have sent; a stream where a whole answer was asked for is
+folded into it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+from openai._models import construct_type
+from openai.types import Completion, CreateEmbeddingResponse
+from openai.types.audio import Transcription, TranscriptionVerbose
+from openai.types.chat import ChatCompletion
+from pydantic import BaseModel, ValidationError
+
+from modelport import metrics
+from modelport.errors import UpstreamError
+from modelport.predictors.contract import Capability
+from modelport.predictors.manager import LoadedModel
+from modelport.predictors.relay import Relay, Reply, Upload
+from modelport.protocol.answers import Binary, Event, EventKind, Events, listed
+from modelport.protocol.requests import OpenAIRequest
+from modelport.service import calls
+from modelport.service.audio.speech import SPEECH_EVENTS
+from modelport.service.audio.transcription import TRANSCRIPT_EVENTS
+from modelport.service.generation.accumulate import chunks_of
+from modelport.service.generation.framing import CHAT_CHUNKS, COMPLETION_CHUNKS
+
+M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class _Endpoint:
+    """What an endpoint may answer: JSON of a type (per response format, for transcripts), events of a
+    kind, bytes; and whether its events are chunks with choices (folded into the whole answer when it was
+    not streamed; a whole answer streamed as chunks when it was)."""
+
+    whole: Callable[[OpenAIRequest], type[BaseModel]] | None  # None: a JSON answer is the upstream's fault
+    key: str = ""  # the field a JSON answer must hold
+    events: EventKind[Any] | None = None  # None: a stream is the upstream's fault
+    binary: bool = False
+    chunks: bool = False
+    named_model: bool = True  # the answer says which model made it (ours replaces the upstream's)
+
+
+def _transcript_type(request: OpenAIRequest) -> type[BaseModel]:
+    return (
+        TranscriptionVerbose if getattr(request, "response_format", None) == "verbose_json" else Transcription
+    )
+
+
+_TRANSCRIPT = _Endpoint(_transcript_type, "text", TRANSCRIPT_EVENTS, binary=True, named_model=False)
+_ENDPOINTS = {
+    Capability.CHAT: _Endpoint(lambda _: ChatCompletion, "choices", CHAT_CHUNKS, chunks=True),
+    Capability.COMPLETION: _Endpoint(lambda _: Completion, "choices", COMPLETION_CHUNKS, chunks=True),
+    Capability.EMBEDDING: _Endpoint(lambda _: CreateEmbeddingResponse, "data"),
+    Capability.SPEECH: _Endpoint(None, events=SPEECH_EVENTS, binary=True),
+    Capability.TRANSCRIPTION: _TRANSCRIPT,
+    Capability.TRANSLATION: _TRANSCRIPT,
+}
+
+
+async def forward(
+    model: LoadedModel, relay: Relay, request: OpenAIRequest, upload: Upload | None = None
+) -> Any:
+    """The relay's answer to `request`: a whole object of the endpoint's type, its events, or bytes."""
+    endpoint = _ENDPOINTS[relay.capability]
+    reply = await _started(model, relay, request, upload)
+    answer, origin = reply.answer, reply.origin
+    if isinstance(answer, Binary):
+        if not endpoint.binary:
+            await answer.aclose()
+            raise UpstreamError(
+                f"The upstream {origin} answered with {answer.media_type}, not JSON or events."
+            )
+        return answer  # audio, or a transcript as text, srt or vtt
+    streamed = bool(getattr(request, "stream", False))
+    if isinstance(answer, Events):
+        if endpoint.events is None:
+            await answer.aclose()
+            raise UpstreamError(f"The upstream {origin} answered with a stream where JSON was expected.")
+        events = Events(_ours(answer.items, model, origin, endpoint.chunks), endpoint.events)
+        return await events.whole() if endpoint.chunks and not streamed else events
+    if endpoint.whole is None:
+        raise UpstreamError(f"The upstream {origin} answered a speech request with JSON, not audio.")
+    whole = _object(answer, origin, endpoint.key, model if endpoint.named_model else None)
+    metrics.count_tokens(model.spec.id, whole.get("usage") or {})
+    if streamed and endpoint.events is not None and endpoint.chunks:
+        # An upstream that ignored `stream`: its whole answer as the chunks OpenAI would have sent.
+        pieces = chunks_of(whole) if relay.capability is Capability.CHAT else [whole]
+        return Events(_ours(listed(pieces), model, origin, True), endpoint.events)
+    return _typed(endpoint.whole(request), whole, origin)
+
+
+async def _started(model: LoadedModel, relay: Relay, request: OpenAIRequest, upload: Upload | None) -> Reply:
+    """The relay's reply, begun within one of the model's slots. A whole answer frees the slot at once; a
+    stream holds it until it ends or is closed."""
+    body = request.model_dump(mode="json", exclude_unset=True)
+    stack = AsyncExitStack()
+    await stack.enter_async_context(model.slots.hold())
+    try:
+        with calls.predictor_errors(relay):
+            reply = await relay.send(body, upload)
+    except BaseException:
+        await stack.aclose()
+        raise
+    answer = reply.answer
+    if isinstance(answer, Events):
+        return Reply(Events(_releasing(answer.items, stack.aclose), answer.kind), reply.origin)
+    if isinstance(answer, Binary) and answer.chunks is not None:
+        chunks = _releasing(answer.chunks, stack.aclose)
+        return Reply(Binary(answer.media_type, chunks=chunks), reply.origin)
+    await stack.aclose()
+    return reply
+
+
+async def _releasing(
+    items: AsyncGenerator[T, None], release: Callable[[], Awaitable[Any]]
+) -> AsyncGenerator[T, None]:
+    try:
+        async for item in items:
+            yield item
+    finally:
+        await items.aclose()
+        await release()
+
+
+async def _ours(
+    events: AsyncGenerator[Event, None], model: LoadedModel, origin: str, chunks: bool
+) -> AsyncGenerator[Event, None]:
+    """The upstream's events; chunks checked to have `choices`, with our model id and counted."""
+    try:
+        async for event in events:
+            if chunks:
+                if not isinstance(event.get("choices"), list):
+                    raise UpstreamError(f"The upstream {origin} sent a chunk without a `choices` list.")
+                event["model"] = model.spec.id
+                if event.get("usage"):
+                    metrics.count_tokens(model.spec.id, event["usage"])
+            yield event
+    finally:
+        await events.aclose()
+
+
+def _object(body: Any, origin: str, key: str | None, model: LoadedModel | None) -> dict[str, Any]:
+    """The answer's JSON object, with our model id; one without its main field (`choices`, `data`, `text`)
+    is not an answer."""
+    if not isinstance(body, dict) or key not in body:
+        shown = json.dumps(body)[:200]
+        raise UpstreamError(f"The upstream {origin} answered with JSON that has no `{key}`: {shown}")
+    if model is not None:
+        body["model"] = model.spec.id
+    return body
+
+
+def _typed(cls: type[M], data: dict[str, Any], origin: str) -> M:
+    """The answer as the SDK's type; an answer that is not of that shape is the upstream's fault."""
+    try:
+        return cls.model_validate(data)
+    except ValidationError as error:
+        if any(e["type"] != "missing" and e["loc"][-1:] != ("embedding",) for e in error.errors()):
+            first = error.errors()[0]
+            raise UpstreamError(
+                f"The upstream {origin} answered with a malformed {cls.__name__}: "
+                f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+            ) from None
+        # A few fields missing (servers leave out `created` and the like), or base64 embeddings: as the SDK.
+        return cast(M, construct_type(type_=cls, value=data))

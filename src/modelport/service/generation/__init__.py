@@ -1,0 +1,95 @@
+"""Chat and legacy completions on local predictors, stage by stage: `planning` maps the request onto the
+predictor (tools, output constraints, options), `decoding` makes the predictor calls, `framing` gives the
+chunks one id and their usage, `accumulate` folds them into the whole answer when it is not streamed."""
+
+from __future__ import annotations
+
+from openai.types import Completion
+from openai.types.chat import ChatCompletion
+
+from modelport.predictors.contract import Predictor
+from modelport.predictors.manager import LoadedModel
+from modelport.protocol.answers import Events, listed
+from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
+from modelport.service import calls
+from modelport.service.generation import decoding, planning, token_ids, tool_formats, tool_parsing, tool_plan
+from modelport.service.generation.accumulate import ChatFold, CompletionFold
+from modelport.service.generation.framing import CHAT_CHUNKS, COMPLETION_CHUNKS, checked, framed, validate
+from modelport.service.generation.logprobs import legacy_logprobs, scored_only
+from modelport.service.generation.planning import TOOLS, choices_per_input
+
+
+async def chat(
+    model: LoadedModel, predictor: Predictor, request: ChatCompletionRequest
+) -> ChatCompletion | Events[ChatCompletion]:
+    """Answer a chat completion request: a whole `ChatCompletion`, or its chunks as they come."""
+    messages = [m.model_dump(exclude_none=True) for m in request.messages]
+    plan = native = None
+    if not predictor.accepts(TOOLS) or predictor.tool_format:  # modelport runs tool calling
+        plan = tool_plan.plan(request)
+        if predictor.tool_format and not (plan and plan.legacy):
+            native = tool_formats.FORMATS[predictor.tool_format]
+        messages = tool_plan.render_history(messages, plan, native=native is not None)
+        if native:
+            messages = native.history(messages)
+    options = planning.options(predictor, request, plan, native)
+    if request.use_beam_search:
+        found = await decoding.beam_search(model, predictor, [messages], request, options)
+        return validate(ChatCompletion, _folded(ChatFold(), found), predictor)
+    chunks = decoding.choices(model, predictor, [messages], request, options)
+    if plan is not None:
+        form = native
+        chunks = tool_parsing.parse_stream(
+            chunks, plan, (lambda: tool_formats.NativeParser(form, plan.legacy)) if form else None
+        )
+    if request.stream:
+        framed_chunks = framed(chunks, model.spec.id, request.include_usage, "chatcmpl")
+        return Events(await calls.eager(checked(framed_chunks, predictor)), CHAT_CHUNKS)
+    fold = ChatFold()
+    async for chunk in framed(chunks, model.spec.id, True, "chatcmpl"):
+        fold.add(chunk)
+    whole = decoding.best(fold.whole(), request, lambda c: (c.get("logprobs") or {}).get("content"))
+    return validate(ChatCompletion, whole, predictor)
+
+
+async def completion(
+    model: LoadedModel, predictor: Predictor, request: CompletionRequest
+) -> Completion | Events[Completion]:
+    """Answer a legacy completion request; a list of prompts gives `n` choices per prompt, in order."""
+    prompts = token_ids.inputs(request.prompt)
+    vocabulary = predictor.vocabulary
+    token_ids.model_prompts(
+        prompts, vocabulary.vocab_size if vocabulary else None, predictor.token_prompts, model.spec.id
+    )
+    scored = await decoding.scored_prompts(predictor, prompts, request)
+    options = planning.options(predictor, request, None, None)
+    # The prompts' text is read only where the answer repeats it (echo) or a beam extends it.
+    texts = (
+        await token_ids.prompt_texts(prompts, vocabulary.detokenize if vocabulary else None)
+        if request.echo or request.use_beam_search
+        else ["" if isinstance(p, list) else p for p in prompts]
+    )
+    if request.use_beam_search:
+        found = await decoding.beam_search(model, predictor, texts, request, options)
+        return validate(Completion, _folded(CompletionFold(), found), predictor)
+    width = choices_per_input(request)
+    generated = (
+        decoding.choices(model, predictor, prompts, request, options)
+        if request.max_tokens != 0
+        else listed(scored_only(scored or [], width))
+    )
+    chunks = legacy_logprobs(generated, texts, width, echo=bool(request.echo), scored=scored)
+    if request.stream:
+        framed_chunks = framed(chunks, model.spec.id, request.include_usage, "cmpl")
+        return Events(await calls.eager(checked(framed_chunks, predictor)), COMPLETION_CHUNKS)
+    fold = CompletionFold()
+    async for chunk in framed(chunks, model.spec.id, True, "cmpl"):
+        fold.add(chunk)
+    whole = decoding.best(fold.whole(), request, lambda c: (c.get("logprobs") or {}).get("token_logprobs"))
+    return validate(Completion, whole, predictor)
+
+
+def _folded(fold: ChatFold | CompletionFold, chunks: list[dict[str, object]]) -> dict[str, object]:
+    for chunk in chunks:
+        fold.add(chunk)
+    return fold.whole()

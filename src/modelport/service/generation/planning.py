@@ -1,0 +1,146 @@
+"""Planning a generation: how many choices each input gets, and which of the request's arguments reach the
+predictor, by denotation (tools, response formats and vLLM's guided decoding turned into constraints)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from modelport.errors import InvalidRequestError
+from modelport.predictors.contract import Predictor
+from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
+from modelport.service.generation import grammar, tool_formats, tool_plan
+from modelport.service.generation.schema import check_enforceable, json_grammar
+
+log = logging.getLogger("modelport.service")
+
+TOOLS = "openai.chat.completions.tools"
+FORMAT = "openai.chat.completions.response_format"
+ALL = "modelport.generation_options"
+_OPTION_FIELDS = {
+    "openai.chat.completions.temperature": "temperature",
+    "openai.chat.completions.top_p": "top_p",
+    "openai.chat.completions.presence_penalty": "presence_penalty",
+    "openai.chat.completions.frequency_penalty": "frequency_penalty",
+    "openai.chat.completions.response_format": "response_format",
+    "openai.chat.completions.tools": "tools",
+}
+# Fields that are the request's framing, not options for the model.
+_FRAMING = {
+    "model", "messages", "prompt", "stream", "stream_options", "max_completion_tokens", "store", "metadata",
+}  # fmt: skip
+# Fields modelport honours itself, whatever the predictor.
+_HANDLED_HERE = {
+    "n", "best_of", "echo", "use_beam_search", "length_penalty", "early_stopping", "json_whitespace",
+}  # fmt: skip
+_TOOL_FIELDS = {"tools", "tool_choice", "parallel_tool_calls", "functions", "function_call"}
+
+
+def choices_per_input(request: ChatCompletionRequest | CompletionRequest) -> int:
+    """How many choices each input gets: `best_of` candidates, or `n`."""
+    if request.best_of is not None:
+        if request.best_of < request.n:
+            raise InvalidRequestError("best_of must be at least n.", param="best_of")
+        if request.stream and request.best_of > 1:
+            raise InvalidRequestError("best_of cannot be used with stream.", param="best_of")
+        return request.best_of
+    return request.n
+
+
+def options(
+    predictor: Predictor,
+    request: ChatCompletionRequest | CompletionRequest,
+    plan: tool_plan.ToolPlan | None,
+    native: tool_formats.ToolFormat | None,
+) -> dict[str, Any]:
+    """Map the request onto the predictor's annotated parameters, by denotation."""
+    sent = request.model_dump(exclude_unset=True, exclude_none=True)
+    for name in _HANDLED_HERE:
+        sent.pop(name, None)
+    if request.best_of is not None and request.best_of > request.n:  # ranking needs token log-probabilities
+        sent["logprobs"] = sent.get("logprobs") or (True if isinstance(request, ChatCompletionRequest) else 1)
+    if plan is not None or native is not None:
+        for name in _TOOL_FIELDS:
+            sent.pop(name, None)
+    compact = request.json_whitespace == "compact"
+    if plan is not None and native is not None:  # the template shows the tools; the grammar holds the format
+        sent.pop("response_format", None)
+        sent["tools"] = [{"type": "function", "function": tool} for tool in plan.tools]
+        sent["grammar"] = native.grammar(plan, compact)
+    elif plan is not None:
+        sent["response_format"] = tool_plan.response_format(plan)
+    _guided(sent)
+    _check_format(sent.get("response_format"))
+    if compact and predictor.accepts(ALL) and "grammar" not in sent:
+        _held_compact(sent)
+    if ("response_format" in sent or "grammar" in sent) and not (
+        predictor.accepts(FORMAT) or predictor.accepts(ALL)
+    ):
+        raise InvalidRequestError(
+            f"The model's predictor `{predictor.name}` cannot constrain its output "
+            "(structured output, tool calls, guided decoding).",
+            param="response_format",
+        )
+    if "grammar" in sent and not predictor.accepts(ALL):
+        raise InvalidRequestError(
+            f"The model's predictor `{predictor.name}` takes no grammar.", param="guided_grammar"
+        )
+    by_denotation: dict[str, Any] = {}
+    for denotation, name in _OPTION_FIELDS.items():
+        if predictor.accepts(denotation) and name in sent:
+            by_denotation[denotation] = sent.pop(name)
+    if request.max_output_tokens is not None:
+        if predictor.accepts("openai.chat.completions.max_output_tokens"):
+            by_denotation["openai.chat.completions.max_output_tokens"] = request.max_output_tokens
+        else:
+            sent["max_tokens"] = request.max_output_tokens
+    rest = {k: v for k, v in sent.items() if k not in _FRAMING}
+    if predictor.accepts(ALL):
+        by_denotation[ALL] = rest
+    elif rest:
+        log.info("predictor %s takes no %s; ignored", predictor.name, ", ".join(sorted(rest)))
+    return by_denotation
+
+
+def _guided(sent: dict[str, Any]) -> None:
+    """vLLM's guided decoding extras, as a `response_format` or a GBNF `grammar`."""
+    if "guided_json" in sent:
+        schema = sent.pop("guided_json")
+        if isinstance(schema, str):
+            try:
+                schema = json.loads(schema)
+            except json.JSONDecodeError:
+                raise InvalidRequestError("guided_json is not valid JSON.", param="guided_json") from None
+        sent["response_format"] = {"type": "json_schema", "json_schema": {"name": "guided", "schema": schema}}
+    if "guided_choice" in sent:
+        sent["grammar"] = grammar.choice_grammar(sent.pop("guided_choice"))
+    if "guided_regex" in sent:
+        sent["grammar"] = grammar.regex_grammar(sent.pop("guided_regex"))
+    if "guided_grammar" in sent:
+        sent["grammar"] = sent.pop("guided_grammar")
+
+
+def _held_compact(sent: dict[str, Any]) -> None:
+    """A JSON `response_format` as an llguidance grammar that lays the JSON out compactly (llama.cpp's own
+    schema grammar lets a model pad it with any whitespace)."""
+    response_format = sent.get("response_format") or {}
+    if response_format.get("type") == "json_object":
+        sent["grammar"] = json_grammar({"type": "object"})
+    elif response_format.get("type") == "json_schema" and "schema" in (
+        response_format.get("json_schema") or {}
+    ):
+        sent["grammar"] = json_grammar(response_format["json_schema"]["schema"])
+    else:
+        return
+    del sent["response_format"]
+
+
+def _check_format(response_format: dict[str, Any] | None) -> None:
+    if not response_format or response_format.get("type") != "json_schema":
+        return
+    spec = response_format.get("json_schema")
+    if not isinstance(spec, dict):
+        raise InvalidRequestError("response_format.json_schema must be an object.", param="response_format")
+    if "schema" in spec:
+        check_enforceable(spec["schema"], "response_format.json_schema.schema", "response_format")

@@ -1,0 +1,254 @@
+"""Running batches: each line through the service as background work (it takes a model slot only when some
+stay free for interactive requests), its result recorded as it ends, so a restarted server resumes a batch
+without running a finished line again.
+
+One replica runs a batch: it holds the batch's lease and renews it with a heartbeat; a batch whose lease
+went stale (its server stopped) is taken over by whichever replica looks next. A cancel, stored by any
+replica, is read at the next heartbeat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+from pydantic import BaseModel
+
+from modelport import context
+from modelport.context import RequestContext
+from modelport.errors import InvalidRequestError, ModelportError, PredictorError, StoreUnavailableError
+from modelport.ids import new_id
+from modelport.service.state.files import Files, batch_lines
+from modelport.store import Store
+
+log = logging.getLogger("modelport.batches")
+HEARTBEAT = 2  # seconds between the lease's renewals (and looks at the batch's stored status)
+STALE = 10  # seconds without a renewal after which another replica may take a batch over
+_POLL = 5.0  # seconds between looks for batches to run (one created here wakes the runner at once; a
+# stale lease elsewhere is only claimable after STALE anyway). Each look is a query: less often is less CPU.
+
+# A line's request body → the service's answer, for an endpoint; an error raises a `ModelportError`.
+Endpoint = Callable[[dict[str, Any]], Awaitable[object]]
+
+
+class BatchRunner:
+    """Finds the batches this server should run and runs them."""
+
+    def __init__(
+        self, store: Store | None, files: Files, endpoints: dict[str, Endpoint], concurrency: int
+    ) -> None:
+        self.store = store
+        self.files = files
+        self.endpoints = endpoints
+        self.concurrency = concurrency
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{new_id('r', '')[-8:]}"
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._loop: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+
+    def wake(self) -> None:
+        """Look for batches now (one was created or cancelled), starting the runner if it is not running."""
+        self.start()
+        self._wake.set()
+
+    def start(self) -> None:
+        """Run batches from now on, in the running event loop."""
+        if self.store is not None and (self._loop is None or self._loop.done()):
+            self._wake = asyncio.Event()
+            self._loop = asyncio.get_running_loop().create_task(self._look_forever(), name="batches")
+
+    async def close(self) -> None:
+        """Stop (a batch this server was running is taken over after its lease goes stale)."""
+        tasks = [t for t in (self._loop, *self._running.values()) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def _look_forever(self) -> None:
+        assert self.store is not None
+        while True:
+            try:
+                for row in await self.store.batches.claim(self.owner, STALE):
+                    if row["id"] not in self._running:
+                        self._running[row["id"]] = asyncio.create_task(
+                            self._run(row["batch"]), name=row["id"]
+                        )
+            except StoreUnavailableError:
+                pass  # logged by the store; looked at again in a moment
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), _POLL)
+            self._wake.clear()
+
+    async def _run(self, batch: dict[str, Any]) -> None:
+        assert self.store is not None
+        try:
+            await self._run_stages(batch)
+        finally:
+            self._running.pop(batch["id"], None)
+
+    async def _run_stages(self, batch: dict[str, Any]) -> None:
+        assert self.store is not None
+        try:
+            if batch["status"] == "validating":
+                batch = {**batch, "status": "in_progress", "in_progress_at": int(time.time())}
+                await self.store.batches.put(batch, self.owner)
+            if batch["status"] == "in_progress":
+                batch = await self._lines(batch)
+            await self._finish(batch)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("batch %s stopped; it is taken up again when its lease goes stale", batch["id"])
+
+    async def _lines(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """Run the lines that have no result yet; the batch as it stands when they are done, or when it
+        was cancelled or expired."""
+        store = self.store
+        assert store is not None
+        lines = batch_lines(self.files.path(batch["input_file_id"]), batch["endpoint"])
+        done = await store.batches.done_lines(batch["id"])
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        for line in lines:
+            if line["line"] not in done:
+                queue.put_nowait(line)
+        stop = asyncio.Event()
+        state = {"batch": batch}
+
+        async def worker() -> None:
+            while not stop.is_set() and not queue.empty():
+                line = queue.get_nowait()
+                if time.time() > batch["expires_at"]:
+                    state["batch"] = {**state["batch"], "status": "expired"}
+                    stop.set()
+                    return
+                ok, output = await self._line(batch["endpoint"], line)
+                await store.batches.add_result(batch["id"], line["line"], ok, output)
+
+        async def heartbeat() -> None:
+            while True:
+                await asyncio.sleep(HEARTBEAT)
+                completed, failed = await store.batches.counts(batch["id"])
+                current = {**state["batch"], "request_counts": _counts(len(lines), completed, failed)}
+                if await store.batches.put(current, self.owner) == "cancelling":
+                    state["batch"] = {**current, "status": "cancelling"}
+                    stop.set()
+
+        beating = asyncio.create_task(heartbeat())
+        try:
+            await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, queue.qsize())))))
+        finally:
+            beating.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beating
+        stored = await store.batches.get(batch["id"])
+        if stored is not None and stored["status"] == "cancelling":
+            return {
+                **state["batch"],
+                "status": "cancelling",
+                "cancelling_at": stored["batch"].get("cancelling_at"),
+            }
+        return state["batch"]
+
+    async def _line(self, endpoint: str, line: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+        """One request, as background work; the line of the output file, or of the error file."""
+        request_id = new_id("batch_req", "_")
+        context.enter(RequestContext(request_id=request_id, background=True))
+        record: dict[str, Any] = {"id": request_id, "custom_id": line["custom_id"], "error": None}
+        try:
+            if line["body"].get("stream") or line["body"].get("background"):
+                raise InvalidRequestError("A batch's requests are neither streamed nor in the background.")
+            body = _result_body(await self.endpoints[endpoint](line["body"]))
+        except ModelportError as error:
+            record["response"] = {"status_code": error.status, "request_id": request_id, "body": error.body()}
+            return False, record
+        except Exception as error:  # nothing a line holds may stop its batch
+            log.exception("batch line %s failed", line["custom_id"])
+            failure = PredictorError(f"The request failed: {type(error).__name__}: {error}")
+            record["response"] = {"status_code": 500, "request_id": request_id, "body": failure.body()}
+            return False, record
+        record["response"] = {"status_code": 200, "request_id": request_id, "body": body}
+        return True, record
+
+    async def _finish(self, batch: dict[str, Any]) -> None:
+        """Write the output and error files, and end the batch: completed, cancelled or expired."""
+        assert self.store is not None
+        now = int(time.time())
+        ending = {"in_progress": "completed", "cancelling": "cancelled"}.get(batch["status"], batch["status"])
+        batch = {**batch, "status": "finalizing", "finalizing_at": batch.get("finalizing_at") or now}
+        await self.store.batches.put(batch, self.owner)
+        results = await self.store.batches.results(batch["id"])
+        outputs = [output for ok, output in results if ok]
+        errors = [output for ok, output in results if not ok]
+        if ending == "expired":
+            finished = {output["custom_id"] for _, output in results}
+            lines = batch_lines(self.files.path(batch["input_file_id"]), batch["endpoint"])
+            errors += [_expired(line["custom_id"]) for line in lines if line["custom_id"] not in finished]
+        suffix = batch["id"].removeprefix("batch_")
+        for items, field, name in (
+            (outputs, "output_file_id", "output"),
+            (errors, "error_file_id", "errors"),
+        ):
+            if items:  # the same file id again if a finish is repeated after a restart
+                content = b"".join(orjson.dumps(item) + b"\n" for item in items)
+                filename = f"{batch['id']}_{name}.jsonl"
+                batch[field] = (
+                    await self.files.save(f"file-{suffix}-{name}", content, filename, "batch_output")
+                ).id
+        batch.update(
+            status=ending,
+            request_counts=_counts(batch["request_counts"]["total"], len(outputs), len(errors)),
+            usage=_usage(outputs),
+            **{f"{ending}_at": int(time.time())},
+        )
+        await self.store.batches.put(batch, self.owner)
+        log.info("batch %s %s: %d done, %d failed", batch["id"], ending, len(outputs), len(errors))
+
+
+def _result_body(answer: object) -> dict[str, Any]:
+    """A line's answer as its result's `body`: a batch runs requests for whole answers only."""
+    if not isinstance(answer, BaseModel):
+        raise InvalidRequestError("A batch's requests are neither streamed nor in the background.")
+    return answer.model_dump(mode="json", exclude_unset=True, warnings=False)
+
+
+def _counts(total: int, completed: int, failed: int) -> dict[str, int]:
+    return {"total": total, "completed": completed, "failed": failed}
+
+
+def _usage(outputs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Tokens over the batch's answers, in the Batch object's usage shape."""
+    tokens = {"input": 0, "output": 0, "cached": 0}
+    for output in outputs:
+        usage = (output["response"]["body"] or {}).get("usage") or {}
+        tokens["input"] += int(usage.get("prompt_tokens") or usage.get("input_tokens") or 0)
+        tokens["output"] += int(usage.get("completion_tokens") or usage.get("output_tokens") or 0)
+        details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details") or {}
+        tokens["cached"] += int(details.get("cached_tokens") or 0)
+    return {
+        "input_tokens": tokens["input"],
+        "input_tokens_details": {"cached_tokens": tokens["cached"]},
+        "output_tokens": tokens["output"],
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": tokens["input"] + tokens["output"],
+    }
+
+
+def _expired(custom_id: str) -> dict[str, Any]:
+    return {
+        "id": new_id("batch_req", "_"),
+        "custom_id": custom_id,
+        "response": None,
+        "error": {
+            "code": "batch_expired",
+            "message": "The request was not run before the batch's window ended.",
+        },
+    }

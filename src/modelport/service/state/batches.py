@@ -1,0 +1,112 @@
+"""The Batch API: a JSONL file of requests run in the background, beside live traffic and below it, through
+the same service as live requests; its results go to an output file and an error file."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from openai.types import Batch
+
+from modelport.errors import InvalidRequestError, NotFoundError, StoreDisabledError
+from modelport.ids import new_id
+from modelport.protocol.requests import Metadata
+from modelport.service.state.batch_runner import BatchRunner
+from modelport.service.state.files import BATCH_ENDPOINTS, Files, batch_lines
+from modelport.service.state.listing import ListPage, bounded_limit
+from modelport.store import Store
+
+WINDOW_SECONDS = 24 * 3600
+
+
+class Batches:
+    """`/v1/batches`: create, retrieve, list, cancel; the runner does the work."""
+
+    def __init__(self, store: Store | None, files: Files, runner: BatchRunner) -> None:
+        self.store = store
+        self.files = files
+        self.runner = runner
+
+    async def create(
+        self,
+        *,
+        input_file_id: str,
+        endpoint: str,
+        completion_window: str = "24h",
+        metadata: Metadata = None,
+    ) -> Batch:
+        """`POST /v1/batches`: checked now (a line at fault is a 400 naming it), run from now on."""
+        store = self._store()
+        if endpoint not in BATCH_ENDPOINTS:
+            raise InvalidRequestError(
+                f"endpoint must be one of {', '.join(BATCH_ENDPOINTS)}, not {endpoint!r}.", param="endpoint"
+            )
+        if completion_window != "24h":
+            raise InvalidRequestError("completion_window must be '24h'.", param="completion_window")
+        source = await self.files.retrieve(input_file_id)
+        if source.purpose != "batch":
+            raise InvalidRequestError(
+                f"The file {input_file_id} has purpose {source.purpose!r}, not 'batch'.",
+                param="input_file_id",
+            )
+        lines = batch_lines(self.files.path(input_file_id), endpoint)
+        if not lines:
+            raise InvalidRequestError("The batch input file has no requests.", param="input_file_id")
+        now = int(time.time())
+        batch = {
+            "id": new_id("batch", "_"),
+            "object": "batch",
+            "endpoint": endpoint,
+            "errors": None,
+            "input_file_id": input_file_id,
+            "completion_window": completion_window,
+            "status": "validating",
+            "output_file_id": None,
+            "error_file_id": None,
+            "created_at": now,
+            "in_progress_at": None,
+            "expires_at": now + WINDOW_SECONDS,
+            "finalizing_at": None,
+            "completed_at": None,
+            "failed_at": None,
+            "expired_at": None,
+            "cancelling_at": None,
+            "cancelled_at": None,
+            "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+            "metadata": metadata,
+        }
+        await store.batches.save(batch)
+        self.runner.wake()
+        return Batch.model_validate(batch)
+
+    async def retrieve(self, batch_id: str) -> Batch:
+        """`GET /v1/batches/{id}`."""
+        return Batch.model_validate((await self._row(batch_id))["batch"])
+
+    async def list(self, *, after: str | None = None, limit: int | None = None) -> ListPage[Batch]:
+        """`GET /v1/batches`: newest first."""
+        page = await self._store().batches.list_page(after=after, limit=bounded_limit(limit), order="desc")
+        return ListPage([Batch.model_validate(row["batch"]) for row in page.rows], page.has_more)
+
+    async def cancel(self, batch_id: str) -> Batch:
+        """`POST /v1/batches/{id}/cancel`: no new request starts; those running finish and are kept."""
+        row = await self._row(batch_id)
+        batch = row["batch"]
+        if batch["status"] in ("validating", "in_progress"):
+            batch = {**batch, "status": "cancelling", "cancelling_at": int(time.time())}
+            await self._store().batches.put(batch)
+            self.runner.wake()
+        return Batch.model_validate(batch)
+
+    async def _row(self, batch_id: str) -> dict[str, Any]:
+        row = await self._store().batches.get(batch_id)
+        if row is None:
+            raise NotFoundError(f"No batch found with id '{batch_id}'.", param="batch_id")
+        return row
+
+    def _store(self) -> Store:
+        if self.store is None:
+            raise StoreDisabledError(
+                "Batches need the store, and this server stores nothing (--database none)."
+            )
+        return self.store

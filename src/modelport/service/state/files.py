@@ -1,0 +1,236 @@
+"""The Files API: uploads written to disk as they arrive (under a bound), records in the store, contents
+read back in pieces. A batch input is checked line by line on upload."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import AsyncGenerator
+from pathlib import Path
+from typing import IO, Any
+
+import anyio
+import orjson
+from openai.types import FileDeleted, FileObject
+
+from modelport.errors import InvalidRequestError, NotFoundError, PayloadTooLargeError, StoreDisabledError
+from modelport.ids import new_id
+from modelport.protocol.answers import Binary
+from modelport.service.state.listing import ListPage, bounded_limit, checked_order
+from modelport.settings import FileSettings
+from modelport.store import Store
+
+BATCH_ENDPOINTS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses")
+PURPOSES = ("batch", "batch_output", "assistants", "assistants_output", "fine-tune", "fine-tune-results",
+            "vision", "user_data", "evals")  # fmt: skip
+_PIECE = 1024 * 1024
+
+
+def batch_lines(path: Path, endpoint: str | None = None) -> list[dict[str, Any]]:
+    """The requests of a batch input file, checked: each line a JSON object with a unique `custom_id`,
+    `method` POST, a supported `url` (the batch's `endpoint`, when given) and a `body` object. A line
+    that is not is a 400 naming its number."""
+    requests: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    with path.open("rb") as file:
+        for number, raw in enumerate(file, 1):
+            if not raw.strip():
+                continue
+            try:
+                line = orjson.loads(raw)
+            except orjson.JSONDecodeError as error:
+                raise _bad_line(number, f"is not valid JSON ({error})") from None
+            if not isinstance(line, dict):
+                raise _bad_line(number, "is not a JSON object")
+            custom_id = line.get("custom_id")
+            if not isinstance(custom_id, str) or not custom_id:
+                raise _bad_line(number, "has no `custom_id`")
+            if custom_id in seen:
+                raise _bad_line(number, f"repeats the custom_id {custom_id!r}; each must be unique")
+            seen.add(custom_id)
+            if line.get("method") != "POST":
+                raise _bad_line(number, "must have `method` POST")
+            url = line.get("url")
+            if url not in BATCH_ENDPOINTS:
+                raise _bad_line(number, f"has `url` {url!r}; batches run {', '.join(BATCH_ENDPOINTS)}")
+            if endpoint is not None and url != endpoint:
+                raise _bad_line(number, f"has `url` {url!r}, but the batch's endpoint is {endpoint}")
+            if not isinstance(line.get("body"), dict):
+                raise _bad_line(number, "has no `body` object")
+            requests.append({"line": number, "custom_id": custom_id, "body": line["body"]})
+    return requests
+
+
+class Files:
+    """Uploaded files: bytes in the files folder, records in the store."""
+
+    def __init__(self, store: Store | None, settings: FileSettings) -> None:
+        self.store = store
+        self.settings = settings
+
+    def path(self, file_id: str) -> Path:
+        """Where a file's bytes are."""
+        return self.settings.folder() / file_id
+
+    async def create(
+        self, source: IO[bytes], filename: str, purpose: str, expires_after: dict[str, Any] | None = None
+    ) -> FileObject:
+        """`POST /v1/files`: copy the upload to disk in pieces, check a batch input, record it."""
+        store = self._store()
+        if purpose not in PURPOSES:
+            raise InvalidRequestError(
+                f"purpose must be one of {', '.join(PURPOSES)}, not {purpose!r}.", param="purpose"
+            )
+        file_id = new_id("file")
+        path = self.path(file_id)
+        size = await anyio.to_thread.run_sync(self._copy, source, path)
+        try:
+            if purpose == "batch":
+                await anyio.to_thread.run_sync(batch_lines, path)
+            row = {
+                "id": file_id,
+                "created": int(time.time()),
+                "bytes": size,
+                "filename": filename,
+                "purpose": purpose,
+                "expires_at": _expiry(expires_after),
+            }
+            await store.files.save(row)
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
+        return _object(row)
+
+    async def save(self, file_id: str, content: bytes, filename: str, purpose: str) -> FileObject:
+        """Keep bytes made here (a batch's output) as a file; the same id again replaces it."""
+        store = self._store()
+        path = self.path(file_id)
+        await anyio.to_thread.run_sync(_write, path, content)
+        row = {
+            "id": file_id,
+            "created": int(time.time()),
+            "bytes": len(content),
+            "filename": filename,
+            "purpose": purpose,
+            "expires_at": None,
+        }
+        await store.files.delete(file_id)
+        await store.files.save(row)
+        return _object(row)
+
+    async def retrieve(self, file_id: str) -> FileObject:
+        """`GET /v1/files/{id}`."""
+        return _object(await self._row(file_id))
+
+    async def list(
+        self,
+        *,
+        after: str | None = None,
+        limit: int | None = None,
+        order: str | None = None,
+        purpose: str | None = None,
+    ) -> ListPage[FileObject]:
+        """`GET /v1/files`: newest first unless `order` is `asc`."""
+        page = await self._store().files.list_page(
+            after=after,
+            limit=bounded_limit(limit, 10_000),
+            order=checked_order(order, "desc"),
+            purpose=purpose,
+        )
+        return ListPage([_object(row) for row in page.rows], page.has_more)
+
+    async def content(self, file_id: str) -> Binary:
+        """`GET /v1/files/{id}/content`: the bytes, read in pieces as they are sent."""
+        await self._row(file_id)
+        path = self.path(file_id)
+
+        async def pieces() -> AsyncGenerator[bytes, None]:
+            async with await anyio.open_file(path, "rb") as file:
+                while piece := await file.read(_PIECE):
+                    yield piece
+
+        return Binary("application/octet-stream", chunks=pieces())
+
+    async def delete(self, file_id: str) -> FileDeleted:
+        """`DELETE /v1/files/{id}`."""
+        if not await self._store().files.delete(file_id):
+            raise _missing(file_id)
+        await anyio.to_thread.run_sync(lambda: self.path(file_id).unlink(missing_ok=True))
+        return FileDeleted(id=file_id, object="file", deleted=True)
+
+    def _copy(self, source: IO[bytes], path: Path) -> int:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        size = 0
+        try:
+            with path.open("wb") as out:
+                while piece := source.read(_PIECE):
+                    size += len(piece)
+                    if size > self.settings.max_bytes:
+                        raise PayloadTooLargeError(
+                            f"The file is over the limit of {self.settings.max_bytes} bytes.", param="file"
+                        )
+                    out.write(piece)
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
+        return size
+
+    async def _row(self, file_id: str) -> dict[str, Any]:
+        row = await self._store().files.get(file_id)
+        if row is None:
+            raise _missing(file_id)
+        return row
+
+    def _store(self) -> Store:
+        if self.store is None:
+            raise StoreDisabledError(
+                "Files need the store, and this server stores nothing (--database none)."
+            )
+        return self.store
+
+
+def _write(path: Path, content: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_bytes(content)
+    os.replace(partial, path)
+
+
+def _object(row: dict[str, Any]) -> FileObject:
+    return FileObject.model_validate(
+        {
+            "id": row["id"],
+            "object": "file",
+            "bytes": row["bytes"],
+            "created_at": row["created"],
+            "filename": row["filename"],
+            "purpose": row["purpose"],
+            "status": "processed",
+            "expires_at": row["expires_at"],
+        }
+    )
+
+
+def _expiry(expires_after: dict[str, Any] | None) -> int | None:
+    if not expires_after:
+        return None
+    seconds = expires_after.get("seconds")
+    if (
+        expires_after.get("anchor") != "created_at"
+        or not isinstance(seconds, int)
+        or not 3600 <= seconds <= 2592000
+    ):
+        raise InvalidRequestError(
+            "expires_after must be {anchor: created_at, seconds: 3600 to 2592000}.", param="expires_after"
+        )
+    return int(time.time()) + seconds
+
+
+def _bad_line(number: int, what: str) -> InvalidRequestError:
+    return InvalidRequestError(
+        f"Line {number} of the batch input {what}.", param="file", code="invalid_batch_input"
+    )
+
+
+def _missing(file_id: str) -> NotFoundError:
+    return NotFoundError(f"No such File object: {file_id}", param="file_id")

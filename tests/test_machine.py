@@ -1,0 +1,28 @@
+"""The engines' thread count: affinity and the cgroup's CPU quota, not the host's CPU count."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from modelport import machine
+
+
+@pytest.mark.parametrize(
+    ("cpu_max", "expected"),
+    [("max 100000", None), ("50000 100000", 1), ("150000 100000", 2), ("100000000 100000", None), ("", None)],
+)
+def test_usable_cpus_follow_affinity_and_the_cgroup_quota(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cpu_max: str, expected: int | None
+) -> None:
+    affinity = len(os.sched_getaffinity(0))
+    (tmp_path / "cpu.max").write_text(cpu_max)
+    monkeypatch.setattr(machine, "_CGROUP_CPU_MAX", tmp_path / "cpu.max")
+    assert machine.usable_cpus() == min(expected or affinity, affinity)
+
+
+def test_usable_cpus_follow_a_narrowed_affinity(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0})
+    assert machine.usable_cpus() == 1
