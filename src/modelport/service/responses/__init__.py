@@ -54,10 +54,12 @@ class Responses:
         if request.background:
             assert self.jobs is not None
             assert row is not None
-            started = await self.jobs.start(
-                row, self._run(chat, request, response, row), stream=request.stream
+            await self.jobs.start(row, self._run(chat, request, response, row))
+            return (
+                Events(self.jobs.follow(row["id"], -1), RESPONSE_EVENTS)
+                if request.stream
+                else _typed(response)
             )
-            return started if isinstance(started, Response) else Events(started, RESPONSE_EVENTS)
         if request.stream:
             return Events(await calls.eager(self._run(chat, request, response, row)), RESPONSE_EVENTS)
         answer = await self._chat_answer(chat, request.truncation == "auto")

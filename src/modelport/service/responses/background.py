@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from openai.types.responses import Response
 
 from modelport.store import Store
 from modelport.store.response_rows import UNFINISHED
@@ -55,17 +54,12 @@ class Jobs:
         self.store = store
         self._jobs: dict[str, _Job] = {}
 
-    async def start(
-        self, row: dict[str, Any], events: AsyncGenerator[dict[str, Any], None], *, stream: bool
-    ) -> Response | AsyncGenerator[dict[str, Any], None]:
-        """Store the queued response and run its job; answer with it, or with its events."""
+    async def start(self, row: dict[str, Any], events: AsyncGenerator[dict[str, Any], None]) -> None:
+        """Store the queued response and run its job (`follow` its events)."""
         await self.store.responses.save(row)
         job = self._jobs[row["id"]] = _Job()
         # Not a child of the request's task: a client that leaves must not stop the job.
         job.task = asyncio.get_running_loop().create_task(self._work(row, events, job))
-        if stream:
-            return self.follow(row["id"], -1)
-        return Response.model_validate(row["response"])
 
     async def cancel(self, response_id: str, response: dict[str, Any]) -> None:
         """Mark the response cancelled, for good, and stop its job (here at once, or on whichever replica
