@@ -1,14 +1,13 @@
-"""What every benchmark shares: the machine line, servers started and stopped around a measurement,
-streamed-request timing with the openai SDK, and the printed table."""
+"""What every benchmark shares: the machine line, servers started and stopped around a measurement (with
+the tests' own harness, `tests.support.live`), streamed-request timing with the openai SDK, and the printed
+table."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import platform
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -19,8 +18,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import httpx
 import openai
+
+from tests.support.live import free_port, serving
 
 THREADS = os.cpu_count() or 1
 # A prompt of ~100 tokens; each request puts a new number in front so that none is served from the cache.
@@ -47,52 +47,6 @@ def machine() -> str:
         with suppress(metadata.PackageNotFoundError):
             versions.append(f"{package} {metadata.version(package)}")
     return f"{cpu}, {THREADS} threads, Python {platform.python_version()}; " + ", ".join(versions)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def serving(
-    command: Sequence[str],
-    ready_path: str,
-    port: int,
-    what: str,
-    *,
-    env: dict[str, str] | None = None,
-    seconds: float = 300,
-) -> Iterator[tuple[str, int]]:
-    """Run a server (with `env` added to this process's environment) until the block ends; yields its base
-    URL and process id once `ready_path` answers 200, within `seconds`."""
-    log = tempfile.NamedTemporaryFile("w+", prefix="bench-", suffix=".log", delete=False)  # noqa: SIM115
-    process = subprocess.Popen(
-        command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + seconds
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"{what} exited at start-up; log: {log.name}")
-            try:
-                if httpx.get(url + ready_path, timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{what} was not ready in {seconds:.0f} s; log: {log.name}")
-            time.sleep(0.3)
-        yield url, process.pid
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
 
 
 @contextmanager

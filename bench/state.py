@@ -20,9 +20,9 @@ from typing import Any
 from sqlalchemy import insert
 
 from bench.common import NO_EOS, http_client, machine, median, modelport_process, table
-from bench.postgres import Postgres, postgres_binaries
 from modelport.store import Store
 from modelport.store.tables import chat_completion_metadata, chat_completions
+from tests.support.postgres import Postgres, postgres_binaries
 
 CHAT = "smollm2-135m-instruct"
 CONFIG = f'defaults = false\n[[models]]\nid = "{CHAT}"\nengine = "llamacpp"\n'

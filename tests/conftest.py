@@ -1,151 +1,61 @@
-"""Fixtures: a live `modelport serve` on 127.0.0.1 and an in-process client, on the real default models."""
+"""Fixtures: both faces of the default models (one service, served over HTTP in this process and called
+in-process), both faces of the tiny predictors, and PostgreSQL. The helpers live in `tests.support`."""
 
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
 import tempfile
-import threading
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-import httpx
 import openai
 import pytest
-import uvicorn
 
 import modelport
-from bench.postgres import Postgres, postgres_binaries
+from modelport.settings import Settings
+from tests.support.configs import tiny_settings
+from tests.support.faces import Faces, faces
+from tests.support.postgres import Postgres, postgres_binaries
 
-STARTUP_SECONDS = 180
-ROOT = Path(__file__).resolve().parents[1]
 # Everything the tests' servers and clients store goes to a folder of this run, not the user's data directory.
 os.environ.setdefault("MODELPORT_DATA_DIR", tempfile.mkdtemp(prefix="modelport-test-data-"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def serve_app(app: Any) -> Iterator[str]:
-    """An ASGI app served by uvicorn on 127.0.0.1 in a thread of this process; yields its base URL."""
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app, host="127.0.0.1", port=free_port(), log_level="warning", timeout_graceful_shutdown=1
-        )
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the app did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{server.config.port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-
-
-def wait_healthy(url: str, seconds: float = STARTUP_SECONDS) -> None:
-    """Wait until a modelport app's `/health` is 200: its models loaded, its store migrated."""
-    deadline = time.monotonic() + seconds
-    while httpx.get(f"{url}/health", timeout=5).status_code != 200:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{url} was not healthy in {seconds} s")
-        time.sleep(0.1)
-
-
-class LiveServer:
-    """A `modelport serve` subprocess; its log is kept for failure messages."""
-
-    def __init__(
-        self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, port: int | None = None
-    ) -> None:
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = Path(os.environ.get("TMPDIR", "/tmp")) / f"modelport-test-{self.port}.log"
-        self._log_file = self.log.open("w")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "modelport.cli", "serve", "--port", str(self.port), *args],
-            stdout=self._log_file,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **(env or {})},
-            cwd=cwd,
-        )
-
-    def wait_ready(self) -> None:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"modelport serve exited early:\n{self.log.read_text()}")
-            try:
-                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.3)
-        raise RuntimeError(f"modelport serve was not ready in {STARTUP_SECONDS}s:\n{self.log.read_text()}")
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-        self._log_file.close()
-
-
-@contextmanager
-def configured_server(
-    folder: Path, config: str, *args: str, env: dict[str, str] | None = None
-) -> Iterator[LiveServer]:
-    """A live server on `config` (a models.toml's text, written into `folder`), ready; stopped after."""
-    (folder / "models.toml").write_text(config)
-    live = LiveServer("--config", str(folder / "models.toml"), *args, env=env, cwd=ROOT)
-    try:
-        live.wait_ready()
-        yield live
-    finally:
-        live.stop()
+FACES = ["http", "in-process"]
 
 
 @pytest.fixture(scope="session")
-def server() -> Iterator[LiveServer]:
-    live = LiveServer()
-    try:
-        live.wait_ready()
-        yield live
-    finally:
-        live.stop()
+def server() -> Iterator[Faces]:
+    """The default models, loaded once, behind both faces."""
+    with faces(Settings()) as served:
+        yield served
 
 
 @pytest.fixture(scope="session")
-def http_client(server: LiveServer) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=120)
+def http_client(server: Faces) -> openai.OpenAI:
+    return server.http
 
 
 @pytest.fixture(scope="session")
-def inprocess_client() -> Iterator[modelport.OpenAI]:
-    client = modelport.OpenAI()
-    yield client
-    client.close()
+def inprocess_client(server: Faces) -> modelport.OpenAI:
+    return server.inprocess
 
 
-@pytest.fixture(params=["http", "in-process"])
-def client(request: pytest.FixtureRequest) -> openai.OpenAI:
+@pytest.fixture(params=FACES)
+def client(request: pytest.FixtureRequest, server: Faces) -> openai.OpenAI:
     """Each test using this runs twice: through the SDK over HTTP, and through the in-process client."""
-    name = "http_client" if request.param == "http" else "inprocess_client"
-    return request.getfixturevalue(name)  # type: ignore[no-any-return]
+    return server.face(request.param)
+
+
+@pytest.fixture(scope="session")
+def tiny_faces(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Faces]:
+    """The tiny predictors (`tests.support.configs.TINY`), storing in a database of their own."""
+    with faces(tiny_settings(str(tmp_path_factory.mktemp("tiny") / "state.db"))) as served:
+        yield served
+
+
+@pytest.fixture(params=FACES)
+def tiny(request: pytest.FixtureRequest, tiny_faces: Faces) -> Any:
+    """The tiny predictors, over each face in turn."""
+    return tiny_faces.face(request.param)
 
 
 @pytest.fixture(scope="session")
@@ -157,6 +67,6 @@ def postgres() -> Iterator[Postgres]:
         if os.environ.get("MODELPORT_REQUIRE_POSTGRES"):
             pytest.fail("PostgreSQL is not installed (apt-get install postgresql)")
         pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
-    server = Postgres(binaries)
-    yield server
-    server.stop()
+    served = Postgres(binaries)
+    yield served
+    served.stop()

@@ -1,20 +1,58 @@
-"""The `modelport` command's help and its `models` listing tell the truth."""
+"""The `modelport` command's help and its `models` listing tell the truth; its options reach the settings.
+Commands run in this process through `main`, but where a real `serve` or a terminal is the point."""
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 
 import openai
+import pytest
 
-from tests.conftest import ROOT, LiveServer
+from modelport.cli import main, parser, settings_of
+from tests.support.faces import Faces
+from tests.support.live import ROOT, LiveServer
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "modelport.cli", *args], capture_output=True, text=True, timeout=60
-    )
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run(*args: str) -> Ran:
+    """`modelport ARGS` in this process: its exit status and what it printed."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exit:  # argparse's --help and usage errors
+            code = int(exit.code or 0)
+    return Ran(code, out.getvalue(), err.getvalue())
+
+
+def test_serve_options_reach_the_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "keys").write_text("# one key per line\nkey-from-file\n")
+    monkeypatch.setenv("MODELPORT_API_KEY", "key-env-a,key-env-b")
+    arguments = [
+        "serve", "--no-ui", "--lazy", "--no-defaults", "--no-openai-aliases", "--protect-metrics",
+        "--api-key", "key-one", "--api-key-file", str(tmp_path / "keys"),
+        "--cors-origin", "https://app.example", "--keep-alive", "90", "--memory-budget", "1GiB",
+        "--database", "none", "--host", "0.0.0.0", "--port", "9",
+    ]  # fmt: skip
+    settings = settings_of(parser().parse_args(arguments))
+    assert (settings.ui, settings.preload, settings.defaults, settings.openai_aliases) == (False,) * 4
+    assert settings.protect_metrics
+    assert settings.api_keys == ["key-one", "key-env-a", "key-env-b", "key-from-file"]
+    assert settings.cors_origins == ["https://app.example"]
+    assert (settings.keep_alive, settings.budget()) == (90, 2**30)
+    assert settings.store.resolved_url() is None
+    assert (settings.host, settings.port, settings.all_models()) == ("0.0.0.0", 9, [])
 
 
 def test_help_lists_the_commands() -> None:
@@ -116,7 +154,7 @@ def test_serve_a_gguf_and_a_voice_by_path_alone(tmp_path: Path) -> None:
         live.stop()
 
 
-def test_chat_streams_answers_from_a_server_in_the_terminal(server: LiveServer) -> None:
+def test_chat_streams_answers_from_a_server_in_the_terminal(server: Faces) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "modelport.cli", "chat", "--url", f"{server.url}/v1", "--max-tokens", "40"],
         input="Say hello.\nName a colour.\n",

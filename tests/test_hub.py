@@ -16,8 +16,8 @@ import pytest
 import modelport
 from modelport import hub
 from modelport.settings import Settings
-from tests.conftest import LiveServer, serve_app
 from tests.hub import Hub
+from tests.support.live import LiveServer, serve_app
 from tests.test_cli import packaged_models
 
 GGUF_REPO = "HuggingFaceTB/SmolLM2-135M-Instruct-GGUF"

@@ -21,7 +21,8 @@ import pytest
 import yaml
 
 from bench.common import serving
-from tests.conftest import ROOT, LiveServer, free_port
+from tests.support.faces import Faces
+from tests.support.live import ROOT, free_port
 
 STACKS = Path(os.environ.get("MODELPORT_LLAMA_STACK", ROOT / ".llama-stack")).resolve()
 # How each stack is started on a config; ogx refuses to serve without TLS unless told it may.
@@ -45,7 +46,7 @@ WEATHER = {
 
 
 @pytest.fixture(scope="module")
-def stack_config(server: LiveServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def stack_config(server: Faces, tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("llama-stack") / "run.yaml"
     command = [sys.executable, "-m", "modelport.cli", "llama-stack-config", "--url", f"{server.url}/v1"]
     result = subprocess.run([*command, "-o", str(path)], capture_output=True, text=True, timeout=120)

@@ -14,7 +14,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from tests.conftest import ROOT, LiveServer
+from tests.support.live import ROOT, LiveServer
 
 pytest.importorskip("ray.serve", reason="the ray extra is not installed")
 

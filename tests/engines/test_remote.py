@@ -23,8 +23,8 @@ from modelport.predictors.registry import ModelRegistry
 from modelport.server import create_app
 from modelport.service import Service
 from modelport.settings import ModelConfig, Settings
-from tests.conftest import serve_app, wait_healthy
 from tests.predictors.tiny_models import loudness_transcriber, reverse_chat, tone_speech, trigram_embed
+from tests.support.live import serve_app, wait_healthy
 
 KEY = "sk-upstream-secret-0123456789"
 CHUNK = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}

@@ -15,7 +15,7 @@ import httpx
 import openai
 import pytest
 
-from tests.conftest import ROOT, LiveServer, free_port
+from tests.support.live import ROOT, LiveServer, free_port
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ import httpx
 import openai
 import pytest
 
-from tests.conftest import LiveServer, configured_server
+from tests.support.live import LiveServer, configured_server
 
 # Two models on the same GGUF with small caches (~140 MiB each, estimated); a budget that holds one.
 CONFIG = """

@@ -16,8 +16,10 @@ import modelport
 from modelport import ModelRegistry
 from modelport.errors import PredictorContractError
 from modelport.service import Service
-from tests.conftest import ROOT, LiveServer, configured_server
+from modelport.settings import Settings
 from tests.predictors import tiny_models
+from tests.support.faces import faces
+from tests.support.live import ROOT, LiveServer
 
 
 @pytest.fixture(scope="module")
@@ -129,8 +131,9 @@ def test_models_toml_serves_user_predictors_over_http(tmp_path: Path) -> None:
         concurrency = 2
         """
     )
-    with configured_server(tmp_path, config) as live:
-        client = openai.OpenAI(base_url=f"{live.url}/v1", api_key="x", max_retries=0)
+    (tmp_path / "models.toml").write_text(config)
+    with faces(Settings.from_toml(tmp_path / "models.toml")) as live:
+        client = live.http
         assert [m.id for m in client.models.list()] == ["trigram", "reverse"]
         vectors = client.embeddings.create(model="text-embedding-3-small", input=["abc", "abd"])
         assert vectors.model == "trigram"

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import LiveServer
+from tests.support.faces import Faces
 
 CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}
 COMPLETION = {"model": "gpt-3.5-turbo-instruct", "prompt": "Hi", "max_tokens": 2}
@@ -88,7 +88,7 @@ def error_of(response: httpx.Response) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("path", "body", "status", "param"), JSON_CASES)
 def test_a_bad_json_request_is_an_openai_shaped_4xx(
-    server: LiveServer, path: str, body: dict[str, Any], status: int, param: str | None
+    server: Faces, path: str, body: dict[str, Any], status: int, param: str | None
 ) -> None:
     response = httpx.post(server.url + path, json=body, timeout=60)
     assert response.status_code == status, response.text
@@ -119,7 +119,7 @@ RAW_CASES: list[tuple[str, bytes, str]] = [
 
 @pytest.mark.parametrize(("path", "content", "content_type"), RAW_CASES)
 def test_malformed_bodies_and_content_types_are_4xx(
-    server: LiveServer, path: str, content: bytes, content_type: str
+    server: Faces, path: str, content: bytes, content_type: str
 ) -> None:
     response = httpx.post(
         server.url + path, content=content, headers={"content-type": content_type}, timeout=60
@@ -145,7 +145,7 @@ def test_malformed_bodies_and_content_types_are_4xx(
     ],
 )
 def test_bad_uploads_are_4xx_naming_the_field(
-    server: LiveServer, file: tuple[str, bytes, str], fields: dict[str, str], param: str | None
+    server: Faces, file: tuple[str, bytes, str], fields: dict[str, str], param: str | None
 ) -> None:
     response = httpx.post(
         f"{server.url}/v1/audio/transcriptions", files={"file": file}, data=fields, timeout=60
@@ -156,5 +156,5 @@ def test_bad_uploads_are_4xx_naming_the_field(
         assert error["param"] == param, error
 
 
-def test_the_server_still_serves_after_the_corpus(server: LiveServer) -> None:
+def test_the_server_still_serves_after_the_corpus(server: Faces) -> None:
     assert httpx.post(f"{server.url}/v1/chat/completions", json=CHAT, timeout=60).status_code == 200

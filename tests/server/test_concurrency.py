@@ -7,6 +7,7 @@ import asyncio
 import socket
 import threading
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +15,8 @@ import httpx
 import openai
 import pytest
 
-from tests.conftest import LiveServer, configured_server
+from modelport.settings import Settings
+from tests.support.faces import Faces, faces
 
 NO_EOS = {"0": -100, "2": -100}  # SmolLM2's end tokens: every stream runs to max_tokens
 ONE_SLOT = """
@@ -30,12 +32,12 @@ queue = 1
 
 
 @pytest.fixture(scope="module")
-def one_slot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[openai.OpenAI]:
-    with configured_server(tmp_path_factory.mktemp("one-slot"), ONE_SLOT) as live:
-        yield openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=120)
+def one_slot() -> Iterator[openai.OpenAI]:
+    with faces(Settings.model_validate(tomllib.loads(ONE_SLOT))) as served:
+        yield served.http
 
 
-def test_eight_streams_decode_side_by_side(server: LiveServer) -> None:
+def test_eight_streams_decode_side_by_side(server: Faces) -> None:
     client = openai.AsyncOpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=120)
 
     async def one(i: int, start: float) -> tuple[float, float, int]:
@@ -148,9 +150,9 @@ def test_a_follow_up_turn_reuses_the_cached_conversation(http_client: openai.Ope
     assert second.usage.prompt_tokens_details.cached_tokens >= first.usage.prompt_tokens - 2
 
 
-def test_clients_that_leave_mid_upload_leave_nothing_behind(server: LiveServer) -> None:
+def test_clients_that_leave_mid_upload_leave_nothing_behind(server: Faces) -> None:
     def threads() -> int:
-        return len(list(Path(f"/proc/{server.process.pid}/task").iterdir()))
+        return len(list(Path(f"/proc/{server.pid}/task").iterdir()))
 
     httpx.post(f"{server.url}/v1/models")  # warm: the server's thread pool has its usual size
     before = threads()

@@ -5,6 +5,7 @@ few examples per operation, small generations (`max_tokens` is capped by the fuz
 from __future__ import annotations
 
 import os
+import tomllib
 from collections.abc import Iterator
 
 import pytest
@@ -12,7 +13,8 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 
-from tests.conftest import configured_server
+from modelport.settings import Settings
+from tests.support.faces import faces
 
 EXAMPLES = int(os.environ.get("MODELPORT_FUZZ_EXAMPLES", "25"))  # per operation; more for a deeper run
 
@@ -27,9 +29,9 @@ audio_seconds = 30
 
 
 @pytest.fixture(scope="module")
-def api_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[schemathesis.BaseSchema]:
-    with configured_server(tmp_path_factory.mktemp("fuzz"), CONFIG) as live:
-        yield schemathesis.openapi.from_url(f"{live.url}/openapi.json")
+def api_schema() -> Iterator[schemathesis.BaseSchema]:
+    with faces(Settings.model_validate(tomllib.loads(CONFIG))) as served:
+        yield schemathesis.openapi.from_url(f"{served.url}/openapi.json")
 
 
 # Random model names only ever reach the 404: most generated requests name a served model instead.

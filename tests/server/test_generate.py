@@ -11,7 +11,7 @@ import httpx
 import pytest
 import requests
 
-from tests.conftest import LiveServer
+from tests.support.faces import Faces
 
 
 # --- vLLM's example client, as its design document shows it -------------------------------------------
@@ -46,7 +46,7 @@ def get_response(response: requests.Response) -> List[str]:  # noqa: UP006
 # -------------------------------------------------------------------------------------------------------
 
 
-def test_the_example_client_gets_four_beams(server: LiveServer) -> None:
+def test_the_example_client_gets_four_beams(server: Faces) -> None:
     prompt = "San Francisco is a"
     beams = get_response(post_http_request(prompt, f"{server.url}/generate", n=4))
     assert len(beams) == 4
@@ -60,7 +60,7 @@ def test_the_example_client_gets_four_beams(server: LiveServer) -> None:
     assert all(beam.startswith(prompt) for beam in frames[0])
 
 
-def test_a_sampled_stream_grows_frame_by_frame(server: LiveServer) -> None:
+def test_a_sampled_stream_grows_frame_by_frame(server: Faces) -> None:
     body = {
         "prompt": "Once upon a time",
         "n": 2,
@@ -78,7 +78,7 @@ def test_a_sampled_stream_grows_frame_by_frame(server: LiveServer) -> None:
     assert whole["text"] == frames[-1]  # seeded: the same outputs whole
 
 
-def test_messages_go_through_the_models_chat_template(server: LiveServer) -> None:
+def test_messages_go_through_the_models_chat_template(server: Faces) -> None:
     body = {
         "model": "smollm2-135m-instruct",
         "messages": [
@@ -108,9 +108,7 @@ def test_messages_go_through_the_models_chat_template(server: LiveServer) -> Non
         ({"prompt": "x", "model": "no-such-model"}, "model"),
     ],
 )
-def test_bad_requests_are_400s_naming_the_field(
-    server: LiveServer, body: dict[str, object], param: str
-) -> None:
+def test_bad_requests_are_400s_naming_the_field(server: Faces, body: dict[str, object], param: str) -> None:
     response = httpx.post(f"{server.url}/generate", json=body, timeout=30)
     assert response.status_code in (400, 404)
     assert response.json()["error"]["param"] == param

@@ -8,10 +8,10 @@ import httpx
 import openai
 import pytest
 
-from tests.conftest import LiveServer
+from tests.support.faces import Faces
 
 
-def test_both_prefixes_serve_the_api(server: LiveServer) -> None:
+def test_both_prefixes_serve_the_api(server: Faces) -> None:
     for prefix in ("/v1", "/v1/openai/v1"):
         client = openai.OpenAI(base_url=f"{server.url}{prefix}", api_key="x", max_retries=0)
         assert {m.id for m in client.models.list()} == {
@@ -31,7 +31,7 @@ def test_retrieve_resolves_an_alias_and_404s_an_unknown_model(http_client: opena
     assert caught.value.code == "model_not_found"
 
 
-def test_sse_frames_end_with_done(server: LiveServer) -> None:
+def test_sse_frames_end_with_done(server: Faces) -> None:
     body = {
         "model": "smollm2-135m-instruct",
         "messages": [{"role": "user", "content": "Hi"}],
@@ -52,7 +52,7 @@ def _error(response: httpx.Response) -> dict[str, object]:
     return body["error"]  # type: ignore[no-any-return]
 
 
-def test_malformed_json_is_a_400_in_openai_shape(server: LiveServer) -> None:
+def test_malformed_json_is_a_400_in_openai_shape(server: Faces) -> None:
     response = httpx.post(
         f"{server.url}/v1/chat/completions",
         content=b"{not json",
@@ -62,7 +62,7 @@ def test_malformed_json_is_a_400_in_openai_shape(server: LiveServer) -> None:
     assert _error(response)["type"] == "invalid_request_error"
 
 
-def test_missing_and_wrongly_typed_fields_name_the_parameter(server: LiveServer) -> None:
+def test_missing_and_wrongly_typed_fields_name_the_parameter(server: Faces) -> None:
     missing = httpx.post(f"{server.url}/v1/embeddings", json={"model": "all-minilm-l6-v2"})
     assert missing.status_code == 400
     assert _error(missing)["param"] == "input"
@@ -71,7 +71,7 @@ def test_missing_and_wrongly_typed_fields_name_the_parameter(server: LiveServer)
     assert _error(wrong)["param"] == "messages"
 
 
-def test_an_unknown_route_is_an_openai_shaped_404_naming_method_and_path(server: LiveServer) -> None:
+def test_an_unknown_route_is_an_openai_shaped_404_naming_method_and_path(server: Faces) -> None:
     response = httpx.get(f"{server.url}/v1/nothing-here")
     assert response.status_code == 404
     assert "GET /v1/nothing-here" in _error(response)["message"]
@@ -83,7 +83,7 @@ def test_an_endpoint_modelport_lacks_is_named_to_the_sdk(http_client: openai.Ope
     assert "POST /v1/vector_stores" in caught.value.message
 
 
-def test_a_wrong_method_is_a_405_naming_the_allowed_one(server: LiveServer) -> None:
+def test_a_wrong_method_is_a_405_naming_the_allowed_one(server: Faces) -> None:
     response = httpx.get(f"{server.url}/v1/embeddings")
     assert response.status_code == 405
     assert response.headers["allow"] == "POST"
@@ -92,13 +92,13 @@ def test_a_wrong_method_is_a_405_naming_the_allowed_one(server: LiveServer) -> N
     assert "POST" in message
 
 
-def test_transcription_without_a_file_is_a_400(server: LiveServer) -> None:
+def test_transcription_without_a_file_is_a_400(server: Faces) -> None:
     response = httpx.post(f"{server.url}/v1/audio/transcriptions", data={"model": "whisper-1"})
     assert response.status_code == 400
     assert _error(response)["param"] == "file"
 
 
-def test_speech_has_the_content_type_of_its_format(server: LiveServer) -> None:
+def test_speech_has_the_content_type_of_its_format(server: Faces) -> None:
     for fmt, media_type in (("wav", "audio/wav"), ("pcm", "audio/pcm")):
         response = httpx.post(
             f"{server.url}/v1/audio/speech",
@@ -109,7 +109,7 @@ def test_speech_has_the_content_type_of_its_format(server: LiveServer) -> None:
         assert response.headers["content-type"] == media_type
 
 
-def test_health_and_openapi(server: LiveServer) -> None:
+def test_health_and_openapi(server: Faces) -> None:
     health = httpx.get(f"{server.url}/health").json()
     assert health["status"] == "ok"
     assert health["store"]["state"] == "up"
@@ -125,7 +125,7 @@ def test_health_and_openapi(server: LiveServer) -> None:
     assert "get" in paths["/v1/chat/completions"]
 
 
-def test_a_disconnected_stream_frees_its_slot(server: LiveServer) -> None:
+def test_a_disconnected_stream_frees_its_slot(server: Faces) -> None:
     body = {
         "model": "smollm2-135m-instruct",
         "messages": [{"role": "user", "content": "Count from one to one thousand."}],

@@ -16,7 +16,10 @@ import httpx
 import openai
 import pytest
 
-from tests.conftest import LiveServer
+from modelport.server import create_app
+from modelport.settings import Settings
+from tests.support.faces import Faces
+from tests.support.live import serve_app
 
 CHROMIUM = Path("/usr/bin/chromium")
 TIMEOUT_MS = 90_000
@@ -48,7 +51,7 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def page(browser: Any, server: LiveServer) -> Iterator[Any]:
+def page(browser: Any, server: Faces) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1000, "height": 900})
     opened = context.new_page()
     errors: list[str] = []
@@ -160,13 +163,11 @@ def test_a_phone_width_screen_needs_no_sideways_scrolling(page: Any, shots: Path
 
 
 def test_a_server_with_keys_asks_for_one_and_then_works(browser: Any, shots: Path) -> None:
-    live = LiveServer("--api-key", "sesame", "--lazy")
-    try:
-        live.wait_ready()
-        assert httpx.get(f"{live.url}/").status_code == 200  # the page itself needs no key
+    with serve_app(create_app(Settings(api_keys=["sesame"], preload=False))) as url:
+        assert httpx.get(f"{url}/").status_code == 200  # the page itself needs no key
         page = browser.new_page()
         page.set_default_timeout(TIMEOUT_MS)
-        page.goto(live.url)
+        page.goto(url)
         page.locator("#key").wait_for()
         assert page.evaluate("document.activeElement.id") == "api-key"
         page.fill("#api-key", "wrong")
@@ -179,15 +180,9 @@ def test_a_server_with_keys_asks_for_one_and_then_works(browser: Any, shots: Pat
         turn = send(page, "Hi!")
         assert turn.locator(".content").inner_text().strip()
         page.close()
-    finally:
-        live.stop()
 
 
-def test_no_ui_serves_no_page(tmp_path: Path) -> None:
-    live = LiveServer("--no-ui", "--lazy", "--no-defaults")
-    try:
-        live.wait_ready()
-        assert httpx.get(f"{live.url}/").status_code == 404
-        assert httpx.get(f"{live.url}/ui/app.js").status_code == 404
-    finally:
-        live.stop()
+def test_no_ui_serves_no_page() -> None:
+    with serve_app(create_app(Settings(ui=False, preload=False, defaults=False))) as url:
+        assert httpx.get(f"{url}/").status_code == 404
+        assert httpx.get(f"{url}/ui/app.js").status_code == 404

@@ -12,7 +12,8 @@ import pytest
 
 import modelport
 from modelport.settings import Limits, ModelConfig, Settings
-from tests.conftest import LiveServer, configured_server
+from tests.support.faces import Faces
+from tests.support.live import LiveServer, configured_server
 
 CONFIG = """
 defaults = false
@@ -164,7 +165,7 @@ def test_uploads_have_their_own_bound_with_or_without_a_length(guarded: LiveServ
     assert "300000" in refused.json()["error"]["message"]
 
 
-def test_cors_is_off_by_default(server: LiveServer) -> None:
+def test_cors_is_off_by_default(server: Faces) -> None:
     response = httpx.options(
         f"{server.url}/v1/models",
         headers={"Origin": "https://app.example", "Access-Control-Request-Method": "GET"},

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 
 from modelport.cli.serve import SHUTDOWN_SECONDS
-from tests.conftest import LiveServer
+from tests.support.live import LiveServer
 
 CONFIG = (
     'defaults = false\n[[models]]\nid = "chat"\nengine = "llamacpp"\nn_parallel = 2\nn_ctx_per_slot = 2048\n'

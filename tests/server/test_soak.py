@@ -9,11 +9,11 @@ import asyncio
 import httpx
 
 from bench.soak import soak
-from tests.conftest import LiveServer
+from tests.support.faces import Faces
 
 
-def test_thirty_two_clients_mixing_every_endpoint_get_no_5xx_and_no_hang(server: LiveServer) -> None:
-    tally = asyncio.run(soak(server.url, server.process.pid, clients=32, seconds=20))
+def test_thirty_two_clients_mixing_every_endpoint_get_no_5xx_and_no_hang(server: Faces) -> None:
+    tally = asyncio.run(soak(server.url, server.pid, clients=32, seconds=20))
     assert tally.hangs == 0
     answered = {status for by_kind in tally.statuses.values() for status in by_kind}
     assert all(status < 500 for status in answered), dict(tally.statuses)

@@ -15,8 +15,9 @@ import pytest
 
 from modelport.service.responses import background
 from modelport.service.state import batch_runner as runner
-from tests.conftest import ROOT, LiveServer, Postgres
-from tests.service.test_stored_completions import TINY
+from tests.support.configs import TINY
+from tests.support.live import ROOT, LiveServer
+from tests.support.postgres import Postgres
 
 pytestmark = pytest.mark.slow
 

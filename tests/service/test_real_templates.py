@@ -6,6 +6,7 @@ refuses is a 400 with the template's own words."""
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,8 @@ import httpx
 import openai
 import pytest
 
-from tests.conftest import configured_server
+from modelport.settings import Settings
+from tests.support.faces import faces
 
 REAL = Path(__file__).parent / "templates" / "real"
 TEMPLATES = {
@@ -68,8 +70,8 @@ def config() -> str:
 
 
 @pytest.fixture(scope="module")
-def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with configured_server(tmp_path_factory.mktemp("templates"), config()) as live:
+def url() -> Iterator[str]:
+    with faces(Settings.model_validate(tomllib.loads(config()))) as live:
         yield live.url
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -15,9 +14,7 @@ import openai
 import pytest
 from pydantic import BaseModel
 
-import modelport
-from tests.conftest import LiveServer, configured_server
-from tests.service.test_stored_completions import TINY, tiny_settings
+from tests.support.faces import Faces
 
 WEATHER = {
     "type": "function",
@@ -33,23 +30,15 @@ WEATHER = {
 BRIEF = "You are a helpful assistant. Answer briefly."
 
 
-@pytest.fixture(scope="module")
-def recall_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[openai.OpenAI]:
-    folder = tmp_path_factory.mktemp("responses-http")
-    with configured_server(folder, TINY, "--database", str(folder / "state.db")) as live:
-        yield openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=60)
-
-
-@pytest.fixture(scope="module")
-def recall_inprocess(tmp_path_factory: pytest.TempPathFactory) -> Iterator[modelport.OpenAI]:
-    with modelport.OpenAI(settings=tiny_settings(str(tmp_path_factory.mktemp("r") / "state.db"))) as client:
-        yield client
-
-
-@pytest.fixture(params=["http", "in-process"])
-def recall(request: pytest.FixtureRequest) -> Any:
+@pytest.fixture
+def recall(tiny: Any) -> Any:
     """A model that answers with the conversation it was given: what each turn really reached it with."""
-    return request.getfixturevalue("recall_http" if request.param == "http" else "recall_inprocess")
+    return tiny
+
+
+@pytest.fixture
+def recall_http(tiny_faces: Faces) -> openai.OpenAI:
+    return tiny_faces.http
 
 
 def test_three_turns_chain_through_previous_response_id(recall: Any) -> None:
@@ -167,7 +156,7 @@ def test_background_responses_run_on_and_resume_from_any_event(recall: Any) -> N
         assert stream.get_final_response().output_text == "user: in the background"
 
 
-def test_a_background_response_is_cancelled_and_keeps_what_it_made(server: LiveServer) -> None:
+def test_a_background_response_is_cancelled_and_keeps_what_it_made(server: Faces) -> None:
     client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=60)
     started = client.responses.create(
         model="smollm2-135m-instruct",
@@ -186,7 +175,7 @@ def test_a_background_response_is_cancelled_and_keeps_what_it_made(server: LiveS
     assert len(kept.output_text) < 3000 * 2
 
 
-def test_a_response_cancelled_as_soon_as_it_is_queued_stays_cancelled(server: LiveServer) -> None:
+def test_a_response_cancelled_as_soon_as_it_is_queued_stays_cancelled(server: Faces) -> None:
     client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=60)
     started = client.responses.create(
         model="smollm2-135m-instruct",
@@ -280,7 +269,7 @@ def test_a_streamed_tool_round_trip_through_the_sdks_stream_helper(client: Any) 
     assert events[-1].response.output_text == "".join(texts)
 
 
-def test_events_over_http_carry_their_type_as_the_event_name(server: LiveServer) -> None:
+def test_events_over_http_carry_their_type_as_the_event_name(server: Faces) -> None:
     body = {
         "model": "smollm2-135m-instruct",
         "input": "Hi",

@@ -9,7 +9,7 @@ import openai
 import pytest
 
 from modelport.engines import llamacpp
-from tests.conftest import LiveServer
+from tests.support.faces import Faces
 
 PROMPT = "The capital of France is Paris."
 NO_EOS = {"0": -100, "2": -100}
@@ -83,7 +83,7 @@ metric_list:
 
 
 def test_lm_evaluation_harness_scores_a_multiple_choice_task(
-    server: LiveServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Faces, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # lm-evaluation-harness's `local-completions` model, as people check a quantized GGUF: text requests,
     # and token-id requests with the model's own tokenizer (read from the GGUF by transformers).

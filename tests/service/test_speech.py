@@ -16,8 +16,8 @@ import numpy as np
 import openai
 import pytest
 
-from tests.conftest import LiveServer
 from tests.service.test_audio import words
+from tests.support.faces import Faces
 
 TEXT = "The quick brown fox jumps over the lazy dog. It was a sunny day in the park."
 LONG_SENTENCES = [
@@ -49,7 +49,7 @@ def test_every_format_decodes_to_audio_of_plausible_length(
     assert 3 < decoded_seconds(audio.content) < 9
 
 
-def test_content_types_match_the_formats(server: LiveServer) -> None:
+def test_content_types_match_the_formats(server: Faces) -> None:
     expected = {
         "mp3": "audio/mpeg",
         "opus": "audio/ogg",
@@ -67,7 +67,7 @@ def test_content_types_match_the_formats(server: LiveServer) -> None:
         assert response.headers["content-type"] == media_type
 
 
-def test_voices_are_listed_and_in_the_model_metadata(server: LiveServer, http_client: openai.OpenAI) -> None:
+def test_voices_are_listed_and_in_the_model_metadata(server: Faces, http_client: openai.OpenAI) -> None:
     voices = httpx.get(f"{server.url}/v1/audio/voices", params={"model": "espeak-ng"}).json()["data"]
     ids = [v["id"] for v in voices]
     assert len(ids) > 100
@@ -110,26 +110,24 @@ def test_instructions_are_accepted(client: openai.OpenAI) -> None:
 
 
 def test_long_input_is_spoken_whole(client: openai.OpenAI) -> None:
-    def seconds(text: str) -> float:
+    def spoken(text: str) -> tuple[bytes, float]:
         audio = client.audio.speech.create(model="tts-1", voice="alloy", input=text, response_format="wav")
         with wave.open(io.BytesIO(audio.content)) as w:  # streamed over HTTP: count what is there
-            return len(w.readframes(w.getnframes())) / w.getsampwidth() / w.getframerate()
+            return audio.content, len(w.readframes(w.getnframes())) / w.getsampwidth() / w.getframerate()
 
     # Whole: as long as its sentences spoken one by one (Piper samples its timing: within 1% in trials) ...
-    parts = 3 * sum(seconds(sentence) for sentence in LONG_SENTENCES)
-    assert 0.95 * parts <= seconds(LONG) <= 1.05 * parts  # one sentence of the 12 is 8%
+    parts = 3 * sum(spoken(sentence)[1] for sentence in LONG_SENTENCES)
+    audio, seconds = spoken(LONG)
+    assert 0.95 * parts <= seconds <= 1.05 * parts  # one sentence of the 12 is 8%
     # ... and heard as this text. Whisper tiny now and then skips a stretch of a 40-s recording or repeats
     # one, so the transcript's share of the text's words, in order, is the looser check.
-    audio = client.audio.speech.create(model="tts-1", voice="alloy", input=LONG, response_format="wav")
-    text = client.audio.transcriptions.create(model="whisper-1", file=("long.wav", audio.content))
+    text = client.audio.transcriptions.create(model="whisper-1", file=("long.wav", audio))
     reference, heard = words(LONG), words(text.text)
     blocks = SequenceMatcher(None, reference, heard, autojunk=False).get_matching_blocks()
     assert sum(b.size for b in blocks) >= 0.6 * len(reference), text.text
 
 
-def test_streamed_audio_starts_before_the_whole_synthesis(
-    server: LiveServer, http_client: openai.OpenAI
-) -> None:
+def test_streamed_audio_starts_before_the_whole_synthesis(server: Faces, http_client: openai.OpenAI) -> None:
     started = time.perf_counter()
     http_client.audio.speech.create(model="tts-1", voice="alloy", input=LONG, response_format="pcm")
     whole = time.perf_counter() - started
@@ -179,7 +177,7 @@ def test_stream_to_file_writes_a_decodable_file(client: openai.OpenAI, tmp_path:
     assert 3 < decoded_seconds(target.read_bytes()) < 9
 
 
-def test_sse_stream_sends_deltas_then_done(server: LiveServer) -> None:
+def test_sse_stream_sends_deltas_then_done(server: Faces) -> None:
     body = {
         "model": "tts-1",
         "voice": "alloy",

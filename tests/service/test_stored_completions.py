@@ -5,7 +5,6 @@ stream readable the moment it ends, one cut by its client, and storing switched 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,47 +13,10 @@ import openai
 import pytest
 
 import modelport
-from modelport.settings import ModelConfig, Settings, StoreSettings
-from tests.conftest import LiveServer, configured_server
+from tests.support.configs import tiny_settings
+from tests.support.faces import Faces, faces
 
-TINY = """
-defaults = false
-[[models]]
-id = "reverse"
-predictor = "tests.predictors.tiny_models:reverse_chat"
-[[models]]
-id = "recall"
-predictor = "tests.predictors.tiny_models:recall_chat"
-"""
 NO_EOS = {"0": -100, "2": -100}
-
-
-def tiny_settings(database: str) -> Settings:
-    models = [
-        ModelConfig(id="reverse", predictor="tests.predictors.tiny_models:reverse_chat"),
-        ModelConfig(id="recall", predictor="tests.predictors.tiny_models:recall_chat"),
-    ]
-    return Settings(defaults=False, models=models, store=StoreSettings(url=database))
-
-
-@pytest.fixture(scope="module")
-def tiny_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[openai.OpenAI]:
-    folder = tmp_path_factory.mktemp("stored-http")
-    with configured_server(folder, TINY, "--database", str(folder / "state.db")) as live:
-        yield openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=60)
-
-
-@pytest.fixture(scope="module")
-def tiny_inprocess(tmp_path_factory: pytest.TempPathFactory) -> Iterator[modelport.OpenAI]:
-    with modelport.OpenAI(
-        settings=tiny_settings(str(tmp_path_factory.mktemp("stored") / "state.db"))
-    ) as client:
-        yield client
-
-
-@pytest.fixture(params=["http", "in-process"])
-def tiny(request: pytest.FixtureRequest) -> Any:
-    return request.getfixturevalue("tiny_http" if request.param == "http" else "tiny_inprocess")
 
 
 def ask(client: Any, text: str, **extra: Any) -> Any:
@@ -130,7 +92,7 @@ def test_bad_metadata_is_a_400_naming_it(tiny: Any) -> None:
     assert caught.value.body["param"] == "limit"
 
 
-def test_a_stream_its_client_leaves_is_stored_as_what_was_produced(server: LiveServer) -> None:
+def test_a_stream_its_client_leaves_is_stored_as_what_was_produced(server: Faces) -> None:
     client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=60)
     tag = f"left-{time.monotonic_ns()}"
     stream = client.chat.completions.create(
@@ -165,8 +127,8 @@ def test_with_storing_off_asking_to_store_is_a_400(tmp_path: Path) -> None:
 
 
 def test_an_unreachable_database_is_a_503_and_shows_in_health(tmp_path: Path) -> None:
-    with configured_server(tmp_path, TINY, "--database", "postgresql://postgres@127.0.0.1:9/none") as live:
-        client = openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=60)
+    with faces(tiny_settings("postgresql://postgres@127.0.0.1:9/none")) as live:
+        client = live.http
         assert ask(client, "still answers").choices[0].message.content == "answers still"
         with pytest.raises(openai.InternalServerError) as caught:
             ask(client, "x", store=True)

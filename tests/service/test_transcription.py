@@ -13,8 +13,8 @@ import openai
 import pytest
 from openai.types.audio import TranscriptionVerbose
 
-from tests.conftest import LiveServer
 from tests.service.test_audio import TWO_WORDS_IN_A_SENTENCE, word_error_rate
+from tests.support.faces import Faces
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",
@@ -194,7 +194,7 @@ def test_corrupt_or_empty_files_are_400s(client: openai.OpenAI, junk: bytes) -> 
     assert caught.value.param == "file"
 
 
-def test_an_oversized_upload_is_a_413(server: LiveServer) -> None:
+def test_an_oversized_upload_is_a_413(server: Faces) -> None:
     response = httpx.post(
         f"{server.url}/v1/audio/transcriptions",
         data={"model": "whisper-1"},
@@ -205,7 +205,7 @@ def test_an_oversized_upload_is_a_413(server: LiveServer) -> None:
     assert response.json()["error"]["param"] == "file"
 
 
-def test_streamed_transcription_over_http_is_sse(server: LiveServer, paragraph_wav: bytes) -> None:
+def test_streamed_transcription_over_http_is_sse(server: Faces, paragraph_wav: bytes) -> None:
     with httpx.stream(
         "POST",
         f"{server.url}/v1/audio/transcriptions",

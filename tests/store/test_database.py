@@ -17,7 +17,7 @@ import pytest
 
 from modelport.errors import NotFoundError, StoreUnavailableError
 from modelport.store import Store
-from tests.conftest import Postgres
+from tests.support.postgres import Postgres
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -18,7 +18,8 @@ from modelport.service import Service
 from modelport.settings import Settings
 
 
-def _parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
+    """The `modelport` command's arguments."""
     parser = argparse.ArgumentParser(
         prog="modelport", description="Run open-source models behind the OpenAI API."
     )
@@ -168,14 +169,34 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `modelport` command."""
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     if args.command in ("pull", "rm") or getattr(args, "local", False):
         return cache.run(args)
     if args.command in ("ps", "chat"):
         return terminal.ps(args) if args.command == "ps" else terminal.chat(args)
     if args.command == "llama-stack-config":
         return stack.write(args)
+    try:
+        settings = settings_of(args)
+        registry = (
+            serving.on_ray(settings, args.ray) if getattr(args, "ray", None) else assemble.registry(settings)
+        )
+    except (OSError, ValueError, PredictorContractError) as error:  # a bad config: say what, no traceback
+        print(f"modelport: error: {error}", file=sys.stderr)
+        return 2
 
+    if args.command == "models":
+        for spec in registry.specs:
+            print(f"{spec.id}\t{spec.source}")
+        for alias, target in registry.aliases.items():
+            print(f"{alias}\t→ {target}")
+        return 0
+    return serving.serve(Service(registry, settings), args.log_level, on_ray=bool(args.ray))
+
+
+def settings_of(args: argparse.Namespace) -> Settings:
+    """The settings `serve` and `models` run with: models.toml, then the command line and the environment
+    over it (the models named on the command line are recognised, or pulled, now)."""
     overrides = {
         "host": getattr(args, "host", None),
         "port": getattr(args, "port", None),
@@ -191,26 +212,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     overrides = {k: v for k, v in overrides.items() if v is not None}
     database = getattr(args, "database", None) or os.environ.get("MODELPORT_DATABASE")
-    try:
-        settings = (
-            Settings.from_toml(args.config, **overrides)
-            if getattr(args, "config", None)
-            else Settings.model_validate(overrides)
-        )
-        if database:  # the command line and the environment win over models.toml's [store] url
-            settings.store.url = database
-        settings.models += serving.named_models(getattr(args, "paths", []), getattr(args, "model", []))
-        registry = (
-            serving.on_ray(settings, args.ray) if getattr(args, "ray", None) else assemble.registry(settings)
-        )
-    except (OSError, ValueError, PredictorContractError) as error:  # a bad config: say what, no traceback
-        print(f"modelport: error: {error}", file=sys.stderr)
-        return 2
-
-    if args.command == "models":
-        for spec in registry.specs:
-            print(f"{spec.id}\t{spec.source}")
-        for alias, target in registry.aliases.items():
-            print(f"{alias}\t→ {target}")
-        return 0
-    return serving.serve(Service(registry, settings), args.log_level, on_ray=bool(args.ray))
+    settings = (
+        Settings.from_toml(args.config, **overrides)
+        if getattr(args, "config", None)
+        else Settings.model_validate(overrides)
+    )
+    if database:  # the command line and the environment win over models.toml's [store] url
+        settings.store.url = database
+    settings.models += serving.named_models(getattr(args, "paths", []), getattr(args, "model", []))
+    return settings

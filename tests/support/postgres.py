@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from bench.common import free_port
+from tests.support.live import free_port
 
 
 def postgres_binaries() -> Path | None:

@@ -1,0 +1,25 @@
+"""Small configurations tests share: tiny predictors that answer from their input (no model to load)."""
+
+from __future__ import annotations
+
+from modelport.settings import ModelConfig, Settings, StoreSettings
+
+# `reverse` answers with its last message's words reversed; `recall` with the conversation it was given.
+TINY = """
+defaults = false
+[[models]]
+id = "reverse"
+predictor = "tests.predictors.tiny_models:reverse_chat"
+[[models]]
+id = "recall"
+predictor = "tests.predictors.tiny_models:recall_chat"
+"""
+
+
+def tiny_settings(database: str) -> Settings:
+    """`TINY` as settings, storing in `database`."""
+    models = [
+        ModelConfig(id="reverse", predictor="tests.predictors.tiny_models:reverse_chat"),
+        ModelConfig(id="recall", predictor="tests.predictors.tiny_models:recall_chat"),
+    ]
+    return Settings(defaults=False, models=models, store=StoreSettings(url=database))
