@@ -137,6 +137,7 @@ def test_a_path_that_is_not_a_model_fails_before_serving_naming_the_file(tmp_pat
         assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_serve_a_gguf_and_a_voice_by_path_alone(tmp_path: Path) -> None:
     files = packaged_models(tmp_path)
     live = LiveServer("--no-defaults", str(files["gguf"]), "--model", f"voice=piper:{files['voice']}")

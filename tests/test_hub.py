@@ -20,6 +20,8 @@ from tests.hub import Hub
 from tests.support.live import LiveServer, serve_app
 from tests.test_cli import packaged_models
 
+pytestmark = pytest.mark.slow  # a Hub on 127.0.0.1 and `modelport` processes pulling from it
+
 GGUF_REPO = "HuggingFaceTB/SmolLM2-135M-Instruct-GGUF"
 GGUF_FILE = "smollm2-135m-instruct-q4_1.gguf"
 WHISPER_REPO = "Systran/faster-whisper-tiny.en"

@@ -24,6 +24,8 @@ from bench.common import serving
 from tests.support.faces import Faces
 from tests.support.live import ROOT, free_port
 
+pytestmark = pytest.mark.slow  # two external stacks started as processes
+
 STACKS = Path(os.environ.get("MODELPORT_LLAMA_STACK", ROOT / ".llama-stack")).resolve()
 # How each stack is started on a config; ogx refuses to serve without TLS unless told it may.
 COMMANDS = {

@@ -154,6 +154,12 @@ class StoreSettings(BaseModel):
     chat_completions: Literal["request", "always"] = Field(
         default="request", description="store chat completions that ask (`store: true`), or all of them"
     )
+    background_timeout: float = Field(
+        default=15.0,
+        gt=0,
+        description="seconds a background response's job may show no sign of life before it is taken for "
+        "dead (its server stopped) and the response marked failed",
+    )
 
     def resolved_url(self) -> str | None:
         """The database to use, or None when storing is off."""
@@ -185,6 +191,12 @@ class BatchSettings(BaseModel):
         gt=0,
         le=1,
         description="the share of a model's slots batch work may take (the rest stays free for live ones)",
+    )
+    lease: float = Field(
+        default=10.0,
+        gt=0,
+        description="seconds a replica running a batch may go without renewing its lease before another "
+        "replica (or the restarted one) takes the batch over",
     )
 
 

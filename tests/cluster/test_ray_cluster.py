@@ -16,6 +16,8 @@ import pytest
 
 from tests.support.live import ROOT, LiveServer
 
+pytestmark = pytest.mark.slow  # a Ray instance
+
 pytest.importorskip("ray.serve", reason="the ray extra is not installed")
 
 CONFIG = """

@@ -18,6 +18,8 @@ import pytest
 
 from tests.support.live import LiveServer, configured_server
 
+pytestmark = pytest.mark.slow  # models loaded and unloaded under a memory budget
+
 # Two models on the same GGUF with small caches (~140 MiB each, estimated); a budget that holds one.
 CONFIG = """
 defaults = false

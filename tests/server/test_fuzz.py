@@ -16,6 +16,8 @@ from schemathesis.checks import not_a_server_error
 from modelport.settings import Settings
 from tests.support.faces import faces
 
+pytestmark = pytest.mark.slow  # hundreds of generated requests
+
 EXAMPLES = int(os.environ.get("MODELPORT_FUZZ_EXAMPLES", "25"))  # per operation; more for a deeper run
 
 CONFIG = """

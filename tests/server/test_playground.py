@@ -82,6 +82,7 @@ def test_chat_streams_the_answer_and_shows_its_speed(page: Any, shots: Path) -> 
     page.screenshot(path=shots / "chat.png", full_page=True)
 
 
+@pytest.mark.slow
 def test_a_tool_call_is_shown_as_it_streams(page: Any, shots: Path) -> None:
     page.click("summary")
     page.check("input[name=use_tools]")

@@ -3,6 +3,7 @@ request limits and hostile chat templates in-process."""
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,8 +13,7 @@ import pytest
 
 import modelport
 from modelport.settings import Limits, ModelConfig, Settings
-from tests.support.faces import Faces
-from tests.support.live import LiveServer, configured_server
+from tests.support.faces import Faces, faces
 
 CONFIG = """
 defaults = false
@@ -34,33 +34,27 @@ id = "embed"
 engine = "onnx-embedding"
 """
 CHAT = {"model": "chat", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}
+KEYS = ["key-one", "key-from-file", "key-env-a", "key-env-b"]
 
 
 @pytest.fixture(scope="module")
-def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    folder = tmp_path_factory.mktemp("guarded")
-    (folder / "keys").write_text("# one key per line\nkey-from-file\n")
-    with configured_server(
-        folder,
-        CONFIG,
-        "--api-key",
-        "key-one",
-        "--api-key-file",
-        str(folder / "keys"),
-        env={"MODELPORT_API_KEY": "key-env-a,key-env-b"},
-    ) as live:
+def guarded() -> Iterator[Faces]:
+    """A server with keys (as `serve --api-key`, `--api-key-file` and MODELPORT_API_KEY give them: see
+    `tests/test_cli.py`), CORS for one origin, and small bounds."""
+    settings = Settings.model_validate({**tomllib.loads(CONFIG), "api_keys": KEYS})
+    with faces(settings, api_key=KEYS[0]) as live:
         yield live
 
 
-@pytest.mark.parametrize("key", ["key-one", "key-from-file", "key-env-a", "key-env-b"])
-def test_each_configured_key_opens_the_api(guarded: LiveServer, key: str) -> None:
+@pytest.mark.parametrize("key", KEYS)
+def test_each_configured_key_opens_the_api(guarded: Faces, key: str) -> None:
     client = openai.OpenAI(base_url=f"{guarded.url}/v1", api_key=key, max_retries=0)
     assert client.chat.completions.create(**CHAT).choices  # type: ignore[call-overload]
 
 
 @pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": "key-one"}])
 def test_without_a_right_key_every_api_route_is_a_401_in_openai_shape(
-    guarded: LiveServer, headers: dict[str, str]
+    guarded: Faces, headers: dict[str, str]
 ) -> None:
     for method, path in (
         ("GET", "/v1/models"),
@@ -77,7 +71,7 @@ def test_without_a_right_key_every_api_route_is_a_401_in_openai_shape(
 
 
 def test_health_and_metrics_stay_open_and_metrics_count_requests_tokens_and_slots(
-    guarded: LiveServer,
+    guarded: Faces,
 ) -> None:
     assert httpx.get(f"{guarded.url}/health").status_code == 200
     client = openai.OpenAI(base_url=f"{guarded.url}/v1", api_key="key-one", max_retries=0)
@@ -92,7 +86,7 @@ def test_health_and_metrics_stay_open_and_metrics_count_requests_tokens_and_slot
     assert 'route="other"' not in text or "/v1/unknown" not in text  # raw paths never become labels
 
 
-def test_request_ids_are_echoed_or_made(guarded: LiveServer) -> None:
+def test_request_ids_are_echoed_or_made(guarded: Faces) -> None:
     mine = httpx.get(f"{guarded.url}/health", headers={"x-request-id": "trace-42"})
     assert mine.headers["x-request-id"] == "trace-42"
     made = httpx.get(f"{guarded.url}/health")
@@ -102,7 +96,7 @@ def test_request_ids_are_echoed_or_made(guarded: LiveServer) -> None:
     assert refused.headers["x-request-id"].startswith("req_")
 
 
-def test_cors_answers_only_the_configured_origin(guarded: LiveServer) -> None:
+def test_cors_answers_only_the_configured_origin(guarded: Faces) -> None:
     def preflight(origin: str) -> httpx.Response:
         return httpx.options(
             f"{guarded.url}/v1/chat/completions",
@@ -120,7 +114,7 @@ def test_cors_answers_only_the_configured_origin(guarded: LiveServer) -> None:
     assert "access-control-allow-origin" not in refused.headers
 
 
-def test_a_body_over_the_bound_is_a_413(guarded: LiveServer) -> None:
+def test_a_body_over_the_bound_is_a_413(guarded: Faces) -> None:
     big = {**CHAT, "messages": [{"role": "user", "content": "x" * 70_000}]}
     headers = {"Authorization": "Bearer key-one"}
     response = httpx.post(f"{guarded.url}/v1/chat/completions", json=big, headers=headers)
@@ -141,7 +135,7 @@ def test_a_body_over_the_bound_is_a_413(guarded: LiveServer) -> None:
     assert response.status_code == 413
 
 
-def test_uploads_have_their_own_bound_with_or_without_a_length(guarded: LiveServer) -> None:
+def test_uploads_have_their_own_bound_with_or_without_a_length(guarded: Faces) -> None:
     url = f"{guarded.url}/v1/audio/transcriptions"
     headers = {"Authorization": "Bearer key-one"}
     # Over body_bytes but under max_upload_bytes: it reaches the route (which has no such model).
@@ -221,6 +215,7 @@ HOSTILE = [
 
 
 @pytest.mark.parametrize("template", HOSTILE)
+@pytest.mark.slow
 def test_a_hostile_chat_template_runs_no_code_and_fails_cleanly(template: str, tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     model = ModelConfig.model_validate(

@@ -8,9 +8,12 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from modelport.cli.serve import SHUTDOWN_SECONDS
 from tests.support.live import LiveServer
+
+pytestmark = pytest.mark.slow  # a process stopped mid-stream
 
 CONFIG = (
     'defaults = false\n[[models]]\nid = "chat"\nengine = "llamacpp"\nn_parallel = 2\nn_ctx_per_slot = 2048\n'

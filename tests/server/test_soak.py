@@ -7,9 +7,12 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+import pytest
 
 from bench.soak import soak
 from tests.support.faces import Faces
+
+pytestmark = pytest.mark.slow  # 20 s of load
 
 
 def test_thirty_two_clients_mixing_every_endpoint_get_no_5xx_and_no_hang(server: Faces) -> None:

@@ -13,13 +13,14 @@ from pathlib import Path
 import openai
 import pytest
 
-from modelport.service.responses import background
-from modelport.service.state import batch_runner as runner
 from tests.support.configs import TINY
 from tests.support.live import ROOT, LiveServer
 from tests.support.postgres import Postgres
 
 pytestmark = pytest.mark.slow
+# Seconds a stopped server's background response or batch lease is given before another takes it as dead
+# (15 and 10 by default): short here, so the tests do not wait for the defaults.
+DEAD_AFTER = 3
 
 
 def start(folder: Path, *args: str, port: int | None = None) -> LiveServer:
@@ -81,7 +82,8 @@ def test_a_background_response_of_a_killed_server_is_marked_failed(tmp_path: Pat
     database = str(tmp_path / "state.db")
     config = tmp_path / "models.toml"
     config.write_text(
-        'defaults = false\n[[models]]\nid = "smollm2-135m-instruct"\nengine = "llamacpp"\nn_parallel = 1\n'
+        f"defaults = false\n[store]\nbackground_timeout = {DEAD_AFTER}\n"
+        '[[models]]\nid = "smollm2-135m-instruct"\nengine = "llamacpp"\nn_parallel = 1\n'
     )
     first = LiveServer("--config", str(config), "--database", database, cwd=ROOT)
     first.wait_ready()
@@ -101,7 +103,7 @@ def test_a_background_response_of_a_killed_server_is_marked_failed(tmp_path: Pat
     second.wait_ready()
     try:
         client = sdk(second)
-        deadline = time.monotonic() + background.STALE + 10
+        deadline = time.monotonic() + DEAD_AFTER + 10
         while (seen := client.responses.retrieve(started.id)).status in ("queued", "in_progress"):
             assert time.monotonic() < deadline, "the dead job's response was never marked failed"
             time.sleep(0.5)
@@ -116,7 +118,10 @@ def test_a_batch_resumes_after_a_kill_without_running_a_finished_line_again(tmp_
     calls = tmp_path / "calls.txt"
     config = tmp_path / "models.toml"
     predictor = "tests.predictors.tiny_models:counted_chat"
-    config.write_text(f'defaults = false\n[[models]]\nid = "counted"\npredictor = "{predictor}"\n')
+    config.write_text(
+        f"defaults = false\n[batches]\nlease = {DEAD_AFTER}\n"
+        f'[[models]]\nid = "counted"\npredictor = "{predictor}"\n'
+    )
     database = str(tmp_path / "state.db")
     env = {"MODELPORT_TEST_CALLS": str(calls)}
     first = LiveServer("--config", str(config), "--database", database, cwd=ROOT, env=env)
@@ -142,7 +147,7 @@ def test_a_batch_resumes_after_a_kill_without_running_a_finished_line_again(tmp_
     second.wait_ready()
     try:
         client = sdk(second)
-        deadline = time.monotonic() + runner.STALE + 60
+        deadline = time.monotonic() + DEAD_AFTER + 60
         while (done := client.batches.retrieve(batch.id)).status != "completed":
             assert time.monotonic() < deadline, f"the batch did not resume: {done.status}"
             time.sleep(0.5)

@@ -92,6 +92,7 @@ def chat_lines() -> list[dict[str, Any]]:
     return lines
 
 
+@pytest.mark.slow
 def test_two_hundred_chat_lines_match_what_they_give_live(
     seeded: openai.OpenAI, chat_lines: list[dict[str, Any]]
 ) -> None:
@@ -124,6 +125,7 @@ def test_two_hundred_chat_lines_match_what_they_give_live(
     assert batch.usage.output_tokens > 0
 
 
+@pytest.mark.slow
 def test_five_hundred_embedding_lines_equal_live_embeddings(client: Any) -> None:
     texts = [
         f"sentence number {i} about {['cats', 'ships', 'rain', 'tea'][i % 4]}" for i in range(EMBEDDING_LINES)
@@ -155,6 +157,7 @@ def test_five_hundred_embedding_lines_equal_live_embeddings(client: Any) -> None
         )
 
 
+@pytest.mark.slow
 def test_a_cancelled_batch_keeps_what_it_did(client: Any) -> None:
     lines = [
         {

@@ -18,6 +18,8 @@ import pytest
 from modelport.settings import Settings
 from tests.support.faces import faces
 
+pytestmark = pytest.mark.slow  # four models with real templates
+
 REAL = Path(__file__).parent / "templates" / "real"
 TEMPLATES = {
     "gemma-2-9b-it": "<end_of_turn>",

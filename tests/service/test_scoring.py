@@ -82,6 +82,7 @@ metric_list:
 """
 
 
+@pytest.mark.slow
 def test_lm_evaluation_harness_scores_a_multiple_choice_task(
     server: Faces, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

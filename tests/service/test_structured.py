@@ -49,6 +49,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 
 
 @pytest.mark.parametrize("name", list(SCHEMAS))
+@pytest.mark.slow
 def test_json_schema_output_always_validates(client: openai.OpenAI, name: str) -> None:
     schema = SCHEMAS[name]
     for seed in (1, 2):

@@ -56,6 +56,7 @@ def test_a_template_without_tools_has_no_native_format() -> None:
 
 @pytest.mark.parametrize("name", list(FORMATS))
 @pytest.mark.parametrize("choice", ["required", {"type": "function", "function": {"name": "add"}}])
+@pytest.mark.slow
 def test_required_and_named_calls_are_enforced_in_the_native_format(
     native: modelport.OpenAI, name: str, choice: Any
 ) -> None:

@@ -61,6 +61,7 @@ def assert_valid_calls(calls: Any, names: set[str], finish_reason: str = "tool_c
         ({"type": "function", "function": {"name": "get_weather"}}, {"get_weather"}),
     ],
 )
+@pytest.mark.slow
 def test_forced_tool_choices_always_give_valid_calls(
     client: openai.OpenAI, choice: Any, names: set[str]
 ) -> None:
@@ -73,6 +74,7 @@ def test_forced_tool_choices_always_give_valid_calls(
     assert_valid_calls(message.tool_calls, names)
 
 
+@pytest.mark.slow
 def test_auto_gives_either_a_valid_call_or_text(client: openai.OpenAI) -> None:
     for seed in (1, 2, 3):
         reply = client.chat.completions.create(
@@ -133,6 +135,7 @@ def test_a_streamed_call_cut_by_max_tokens_has_its_name(client: openai.OpenAI) -
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
 
 
+@pytest.mark.slow
 def test_parallel_tool_calls_false_allows_one_call(client: openai.OpenAI) -> None:
     for seed in (1, 2):
         reply = client.chat.completions.create(
@@ -232,6 +235,7 @@ def test_legacy_functions_answer_with_function_call(client: openai.OpenAI) -> No
     jsonschema.validate(json.loads(choice.message.function_call.arguments), SCHEMAS["get_weather"])
 
 
+@pytest.mark.slow
 def test_schemas_with_refs_and_nesting_are_enforced(client: openai.OpenAI) -> None:
     parameters = {
         "type": "object",

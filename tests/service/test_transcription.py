@@ -52,6 +52,7 @@ def reencode(wav: bytes, container_format: str, codec: str, rate: int = 24000) -
 
 
 @pytest.mark.parametrize("sentence", SENTENCES)
+@pytest.mark.slow
 def test_round_trip_word_error_rate(client: openai.OpenAI, sentence: str) -> None:
     audio = client.audio.speech.create(
         model="piper-en-us", voice="joe", input=sentence, response_format="flac"
@@ -66,6 +67,7 @@ def test_round_trip_word_error_rate(client: openai.OpenAI, sentence: str) -> Non
     ("name", "container", "codec"),
     [("m4a", "mp4", "aac"), ("webm", "webm", "libopus"), ("ogg", "ogg", "libopus"), ("flac", "flac", "flac")],
 )
+@pytest.mark.slow
 def test_common_upload_formats(
     client: openai.OpenAI, paragraph_wav: bytes, name: str, container: str, codec: str
 ) -> None:
@@ -228,6 +230,7 @@ def german_wav(inprocess_client: openai.OpenAI) -> bytes:
     ).content
 
 
+@pytest.mark.slow
 def test_the_multilingual_model_transcribes_german(client: openai.OpenAI, german_wav: bytes) -> None:
     result = client.audio.transcriptions.create(
         model="whisper-base", file=("de.wav", german_wav), response_format="verbose_json"
@@ -236,6 +239,7 @@ def test_the_multilingual_model_transcribes_german(client: openai.OpenAI, german
     assert {"heute", "keine", "zeit", "morgen"} <= set(re.findall(r"\w+", result.text.lower()))
 
 
+@pytest.mark.slow
 def test_the_multilingual_model_translates_german_to_english(
     client: openai.OpenAI, german_wav: bytes
 ) -> None:

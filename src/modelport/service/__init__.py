@@ -70,7 +70,12 @@ class Service:
         url = self.settings.store.resolved_url()
         self.store = Store(url) if url else None
         self.stored = StoredCompletions(self.store, self.settings.store)
-        self.responses = Responses(self.chat_completion, lambda name: registry.resolve(name).id, self.store)
+        self.responses = Responses(
+            self.chat_completion,
+            lambda name: registry.resolve(name).id,
+            self.store,
+            self.settings.store.background_timeout,
+        )
         self.files = Files(self.store, self.settings.files)
         endpoints = {
             "/v1/chat/completions": _whole(ChatCompletionRequest, self.chat_completion),
@@ -78,7 +83,8 @@ class Service:
             "/v1/embeddings": _whole(EmbeddingRequest, self.embeddings),
             "/v1/responses": _whole(ResponseRequest, self.responses.create),
         }
-        runner = BatchRunner(self.store, self.files, endpoints, self.settings.batches.concurrency)
+        batching = self.settings.batches
+        runner = BatchRunner(self.store, self.files, endpoints, batching.concurrency, batching.lease)
         self.batches = Batches(self.store, self.files, runner)
 
     @classmethod

@@ -53,7 +53,7 @@ class BatchRows:
         async with self.database.transaction() as connection:
             return await page(connection, batches, [], after=after, limit=limit, order=order, what="batch")
 
-    async def claim(self, owner: str, stale_after: int) -> list[dict[str, Any]]:
+    async def claim(self, owner: str, stale_after: float) -> list[dict[str, Any]]:
         """Take the lease of every unfinished batch that no live replica holds; the batches taken."""
         now = int(time.time())
         free = or_(

@@ -122,7 +122,7 @@ class ResponseRows:
             )
         return "cancelled"
 
-    async def orphans(self, stale_after: int) -> list[dict[str, Any]]:
+    async def orphans(self, stale_after: float) -> list[dict[str, Any]]:
         """Unfinished background responses whose job has shown no sign of life for `stale_after` seconds
         (its server stopped)."""
         query = select(responses).where(

@@ -35,11 +35,13 @@ _TRUNCATION_TRIES = 8  # `truncation: auto` drops the oldest turn this many time
 class Responses:
     """`/v1/responses`: create, retrieve (or replay as events), delete, cancel, and input items."""
 
-    def __init__(self, chat: Chat, resolve: Callable[[str], str], store: Store | None) -> None:
+    def __init__(
+        self, chat: Chat, resolve: Callable[[str], str], store: Store | None, background_timeout: float = 15.0
+    ) -> None:
         self._chat = chat
         self._resolve = resolve
         self.store = store
-        self.jobs = Jobs(store) if store is not None else None
+        self.jobs = Jobs(store, background_timeout) if store is not None else None
 
     async def create(self, request: ResponseRequest) -> Response | Events[Response]:
         """A whole `Response`, its events (`stream`), or at once a queued one (`background`)."""

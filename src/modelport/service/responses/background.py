@@ -24,8 +24,7 @@ from modelport.store.response_rows import UNFINISHED
 
 log = logging.getLogger("modelport.responses")
 FLUSH = 0.25  # seconds between writes of a job's events
-HEARTBEAT = 3  # seconds between signs of life when a job has nothing to write
-STALE = 15  # seconds without a sign of life after which a job is taken for dead
+HEARTBEAT = 3  # seconds between signs of life when a job has nothing to write (at most)
 _POLL = 0.2  # seconds between looks at the store, following a job of another replica
 _TERMINAL = ("response.completed", "response.failed", "response.incomplete")
 _GONE_MESSAGE = "The server running this background response stopped before it finished."
@@ -50,8 +49,10 @@ class _Job:
 class Jobs:
     """The background responses of one service."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, timeout: float) -> None:
         self.store = store
+        self.timeout = timeout  # seconds without a sign of life after which a job is taken for dead
+        self.heartbeat = min(HEARTBEAT, timeout / 5)
         self._jobs: dict[str, _Job] = {}
 
     async def start(self, row: dict[str, Any], events: AsyncGenerator[dict[str, Any], None]) -> None:
@@ -102,14 +103,14 @@ class Jobs:
             not row["background"]
             or row["status"] not in UNFINISHED
             or row["id"] in self._jobs
-            or (row["heartbeat"] or 0) >= time.time() - STALE
+            or (row["heartbeat"] or 0) >= time.time() - self.timeout
         ):
             return row
         return await self._fail(row)
 
     async def reap_all(self) -> None:
         """Mark failed every background response whose job died (at start-up)."""
-        for row in await self.store.responses.orphans(STALE):
+        for row in await self.store.responses.orphans(self.timeout):
             if row["id"] not in self._jobs:
                 await self._fail(row)
 
@@ -151,7 +152,7 @@ class Jobs:
             if not job.done:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(_ended(job), FLUSH)
-            if job.written == len(job.events) and time.monotonic() - beat < HEARTBEAT and not job.done:
+            if job.written == len(job.events) and time.monotonic() - beat < self.heartbeat and not job.done:
                 continue
             pending = job.events[job.written :]
             try:

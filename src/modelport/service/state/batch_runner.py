@@ -29,10 +29,10 @@ from modelport.service.state.files import Files, batch_lines
 from modelport.store import Store
 
 log = logging.getLogger("modelport.batches")
-HEARTBEAT = 2  # seconds between the lease's renewals (and looks at the batch's stored status)
-STALE = 10  # seconds without a renewal after which another replica may take a batch over
+HEARTBEAT = 2  # seconds between the lease's renewals (and looks at the batch's stored status), at most
 _POLL = 5.0  # seconds between looks for batches to run (one created here wakes the runner at once; a
-# stale lease elsewhere is only claimable after STALE anyway). Each look is a query: less often is less CPU.
+# stale lease elsewhere is only claimable after its `lease` anyway). Each look is a query: less often is
+# less CPU.
 
 # A line's request body → the service's answer, for an endpoint; an error raises a `ModelportError`.
 Endpoint = Callable[[dict[str, Any]], Awaitable[object]]
@@ -42,12 +42,19 @@ class BatchRunner:
     """Finds the batches this server should run and runs them."""
 
     def __init__(
-        self, store: Store | None, files: Files, endpoints: dict[str, Endpoint], concurrency: int
+        self,
+        store: Store | None,
+        files: Files,
+        endpoints: dict[str, Endpoint],
+        concurrency: int,
+        lease: float = 10.0,
     ) -> None:
         self.store = store
         self.files = files
         self.endpoints = endpoints
         self.concurrency = concurrency
+        self.lease = lease  # seconds without a renewal after which another replica may take a batch over
+        self.heartbeat = min(HEARTBEAT, lease / 5)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{new_id('r', '')[-8:]}"
         self._running: dict[str, asyncio.Task[None]] = {}
         self._loop: asyncio.Task[None] | None = None
@@ -77,7 +84,7 @@ class BatchRunner:
         assert self.store is not None
         while True:
             try:
-                for row in await self.store.batches.claim(self.owner, STALE):
+                for row in await self.store.batches.claim(self.owner, self.lease):
                     if row["id"] not in self._running:
                         self._running[row["id"]] = asyncio.create_task(
                             self._run(row["batch"]), name=row["id"]
@@ -135,7 +142,7 @@ class BatchRunner:
 
         async def heartbeat() -> None:
             while True:
-                await asyncio.sleep(HEARTBEAT)
+                await asyncio.sleep(self.heartbeat)
                 completed, failed = await store.batches.counts(batch["id"])
                 current = {**state["batch"], "request_counts": _counts(len(lines), completed, failed)}
                 if await store.batches.put(current, self.owner) == "cancelling":
