@@ -155,6 +155,7 @@ def test_serve_a_gguf_and_a_voice_by_path_alone(tmp_path: Path) -> None:
         live.stop()
 
 
+@pytest.mark.slow
 def test_chat_streams_answers_from_a_server_in_the_terminal(server: Faces) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "modelport.cli", "chat", "--url", f"{server.url}/v1", "--max-tokens", "40"],
@@ -168,6 +169,7 @@ def test_chat_streams_answers_from_a_server_in_the_terminal(server: Faces) -> No
     assert all(answers), result.stdout
 
 
+@pytest.mark.slow
 def test_chat_in_process_keeps_the_conversation_until_cleared(tmp_path: Path) -> None:
     config = tmp_path / "models.toml"
     config.write_text('[[models]]\nid = "recall"\npredictor = "tests.predictors.tiny_models:recall_chat"\n')
@@ -190,6 +192,7 @@ def test_chat_in_process_keeps_the_conversation_until_cleared(tmp_path: Path) ->
     ]
 
 
+@pytest.mark.slow
 def test_chat_says_how_to_reach_a_model_when_no_server_answers() -> None:
     unreachable = subprocess.run(
         [sys.executable, "-m", "modelport.cli", "chat", "--url", "http://127.0.0.1:9/v1"],

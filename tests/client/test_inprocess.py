@@ -61,6 +61,7 @@ def test_closing_a_stream_early_frees_the_slot(inprocess_client: modelport.OpenA
     assert reply.choices
 
 
+@pytest.mark.slow
 def test_async_client_has_the_same_surface() -> None:
     async def run() -> None:
         async with modelport.AsyncOpenAI(service=None) as client:

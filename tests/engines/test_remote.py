@@ -243,6 +243,7 @@ def test_fields_beyond_openai_reach_the_upstream_with_its_key_and_the_request_id
     assert headers["x-request-id"] == response.headers["x-request-id"]
 
 
+@pytest.mark.slow
 def test_a_hanging_replica_is_skipped_and_all_hanging_is_a_504(front: str) -> None:
     start = time.perf_counter()
     response = ask(front, "hang@a")

@@ -144,6 +144,7 @@ def test_models_toml_serves_user_predictors_over_http(tmp_path: Path) -> None:
         assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "a b"
 
 
+@pytest.mark.slow
 def test_a_bad_predictor_in_models_toml_stops_the_server_with_its_name(tmp_path: Path) -> None:
     config = tmp_path / "models.toml"
     config.write_text(

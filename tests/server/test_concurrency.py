@@ -37,6 +37,7 @@ def one_slot() -> Iterator[openai.OpenAI]:
         yield served.http
 
 
+@pytest.mark.slow
 def test_eight_streams_decode_side_by_side(server: Faces) -> None:
     client = openai.AsyncOpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=120)
 

@@ -46,6 +46,7 @@ def get_response(response: requests.Response) -> List[str]:  # noqa: UP006
 # -------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_example_client_gets_four_beams(server: Faces) -> None:
     prompt = "San Francisco is a"
     beams = get_response(post_http_request(prompt, f"{server.url}/generate", n=4))

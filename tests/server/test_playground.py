@@ -21,6 +21,8 @@ from modelport.settings import Settings
 from tests.support.faces import Faces
 from tests.support.live import serve_app
 
+pytestmark = pytest.mark.slow  # a headless Chromium
+
 CHROMIUM = Path("/usr/bin/chromium")
 TIMEOUT_MS = 90_000
 

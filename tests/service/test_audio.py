@@ -70,6 +70,7 @@ def test_speech_result_behaves_like_the_sdk_binary_response(client: openai.OpenA
 
 
 @pytest.mark.parametrize("sentence", SENTENCES)
+@pytest.mark.slow
 def test_speech_round_trips_through_transcription(client: openai.OpenAI, sentence: str) -> None:
     audio = client.audio.speech.create(model="tts-1", voice="echo", input=sentence, response_format="wav")
     result = client.audio.transcriptions.create(model="whisper-1", file=("speech.wav", audio.content))
@@ -79,6 +80,7 @@ def test_speech_round_trips_through_transcription(client: openai.OpenAI, sentenc
     assert result.usage.type == "duration"
 
 
+@pytest.mark.slow
 def test_transcription_of_a_compressed_file_as_text(client: openai.OpenAI) -> None:
     mp3 = client.audio.speech.create(model="tts-1", voice="alloy", input=SENTENCES[0], response_format="mp3")
     with av.open(io.BytesIO(mp3.content)) as container:

@@ -211,6 +211,7 @@ def test_parse_with_a_pydantic_format(client: Any) -> None:
     assert json.loads(parsed.output_text) == parsed.output_parsed.model_dump()
 
 
+@pytest.mark.slow
 def test_a_function_tool_round_trip(client: Any) -> None:
     asked = client.responses.create(
         model="smollm2-135m-instruct",
@@ -236,6 +237,7 @@ def test_a_function_tool_round_trip(client: Any) -> None:
     assert answered.output_text
 
 
+@pytest.mark.slow
 def test_a_streamed_tool_round_trip_through_the_sdks_stream_helper(client: Any) -> None:
     with client.responses.stream(
         model="smollm2-135m-instruct",

@@ -24,6 +24,7 @@ def test_n_three_gives_three_choices_and_counts_the_prompt_once(client: openai.O
     assert 8 * full < three.usage.completion_tokens <= 24 if full < 3 else three.usage.completion_tokens == 24
 
 
+@pytest.mark.slow
 def test_the_same_seed_gives_the_same_output_and_seeded_choices_differ(client: openai.OpenAI) -> None:
     def run(seed: int) -> list[str]:
         reply = client.chat.completions.create(
@@ -117,6 +118,7 @@ def test_best_of_cannot_stream(client: openai.OpenAI) -> None:
     assert caught.value.param == "best_of"
 
 
+@pytest.mark.slow
 def test_beam_search_returns_the_beams_on_both_endpoints(client: openai.OpenAI) -> None:
     chat = client.chat.completions.create(
         model="gpt-4o-mini",

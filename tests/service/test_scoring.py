@@ -15,6 +15,7 @@ PROMPT = "The capital of France is Paris."
 NO_EOS = {"0": -100, "2": -100}
 
 
+@pytest.mark.slow
 def test_echo_with_logprobs_and_no_tokens_scores_the_prompt(client: openai.OpenAI) -> None:
     reply = client.completions.create(model="gpt-4o-mini", prompt=PROMPT, max_tokens=0, echo=True, logprobs=3)
     choice = reply.choices[0]

@@ -40,6 +40,7 @@ def decoded_seconds(data: bytes) -> float:
     ("fmt", "codec"),
     [("mp3", "mp3"), ("opus", "opus"), ("aac", "aac"), ("flac", "flac"), ("wav", "pcm_s16le")],
 )
+@pytest.mark.slow
 def test_every_format_decodes_to_audio_of_plausible_length(
     client: openai.OpenAI, fmt: str, codec: str
 ) -> None:
@@ -84,6 +85,7 @@ def test_an_espeak_language_voice_speaks_and_transcribes(client: openai.OpenAI) 
     assert decoded_seconds(french.content) > 0.5
 
 
+@pytest.mark.slow
 def test_speed_changes_duration_for_both_engines(client: openai.OpenAI) -> None:
     for model, voice in (("piper-en-us", "joe"), ("espeak-ng", "en-us")):
         normal = decoded_seconds(client.audio.speech.create(model=model, voice=voice, input=TEXT).content)  # type: ignore[arg-type]
@@ -170,6 +172,7 @@ def test_in_process_whole_wav_has_exact_sizes(inprocess_client: openai.OpenAI) -
 
 
 @pytest.mark.parametrize("fmt", ["mp3", "wav", "opus"])
+@pytest.mark.slow
 def test_stream_to_file_writes_a_decodable_file(client: openai.OpenAI, tmp_path: Path, fmt: str) -> None:
     target = tmp_path / f"speech.{fmt}"
     with client.audio.speech.with_streaming_response.create(

@@ -55,6 +55,7 @@ def test_only_what_asks_to_be_stored_is_stored(tiny: Any) -> None:
         tiny.chat.completions.retrieve(unstored.id)
 
 
+@pytest.mark.slow
 def test_two_hundred_and_fifty_rows_page_by_the_sdk_with_filters(tiny: Any) -> None:
     tag = f"run-{time.monotonic_ns()}"
     made = [

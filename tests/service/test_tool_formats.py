@@ -74,6 +74,7 @@ def test_required_and_named_calls_are_enforced_in_the_native_format(
 
 
 @pytest.mark.parametrize("name", list(FORMATS))
+@pytest.mark.slow
 def test_a_streamed_native_call_arrives_as_openai_streams_it(native: modelport.OpenAI, name: str) -> None:
     stream = native.chat.completions.create(
         model=name,
@@ -104,6 +105,7 @@ def test_a_streamed_native_call_arrives_as_openai_streams_it(native: modelport.O
 
 
 @pytest.mark.parametrize("name", list(FORMATS))
+@pytest.mark.slow
 def test_tool_history_goes_through_the_template(native: modelport.OpenAI, name: str) -> None:
     # Mistral's template refuses call ids that are not 9 characters long: modelport shortens them.
     history = [
@@ -129,6 +131,7 @@ def test_tool_history_goes_through_the_template(native: modelport.OpenAI, name: 
     assert with_history.usage.prompt_tokens > without_tools.usage.prompt_tokens + 50
 
 
+@pytest.mark.slow
 def test_auto_lets_the_model_answer_in_text(native: modelport.OpenAI) -> None:
     reply = native.chat.completions.create(
         model="hermes",

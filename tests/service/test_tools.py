@@ -97,6 +97,7 @@ def test_none_answers_in_text(client: openai.OpenAI) -> None:
 
 
 @pytest.mark.parametrize("budget", [4, 8, 12, 16, 20, 27])
+@pytest.mark.slow
 def test_an_answer_cut_by_max_tokens_keeps_what_was_generated(client: openai.OpenAI, budget: int) -> None:
     # Agent loops give each turn what is left of a budget; what was generated must come back, as OpenAI
     # returns it, never an empty message that counts its tokens as used.
@@ -150,6 +151,7 @@ def test_parallel_tool_calls_false_allows_one_call(client: openai.OpenAI) -> Non
         assert len(reply.choices[0].message.tool_calls or []) == 1
 
 
+@pytest.mark.slow
 def test_streamed_calls_rebuild_exactly_the_whole_message(client: openai.OpenAI) -> None:
     kwargs: dict[str, Any] = {
         "model": "gpt-4o-mini",
@@ -192,6 +194,7 @@ def test_the_sdk_stream_helper_accumulates_tool_calls(http_client: openai.OpenAI
     assert_valid_calls(final.choices[0].message.tool_calls, set(SCHEMAS))
 
 
+@pytest.mark.slow
 def test_a_conversation_with_tool_results_continues(client: openai.OpenAI) -> None:
     messages: list[Any] = [
         SYSTEM,

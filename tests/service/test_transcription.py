@@ -88,6 +88,7 @@ def srt_times(text: str) -> list[tuple[float, float]]:
 
 
 @pytest.mark.parametrize("fmt", ["srt", "vtt"])
+@pytest.mark.slow
 def test_subtitles_parse_with_increasing_times_inside_the_duration(
     client: openai.OpenAI, paragraph_wav: bytes, fmt: str
 ) -> None:
@@ -108,6 +109,7 @@ def test_subtitles_parse_with_increasing_times_inside_the_duration(
     assert flat[-1] <= duration + 0.5
 
 
+@pytest.mark.slow
 def test_verbose_json_has_language_duration_segments_and_words(
     client: openai.OpenAI, paragraph_wav: bytes
 ) -> None:
@@ -132,6 +134,7 @@ def test_verbose_json_has_language_duration_segments_and_words(
     assert word_error_rate(PARAGRAPH, " ".join(w.word for w in result.words)) <= 0.1
 
 
+@pytest.mark.slow
 def test_streamed_transcription_deltas_make_the_final_text(
     client: openai.OpenAI, paragraph_wav: bytes
 ) -> None:
@@ -146,6 +149,7 @@ def test_streamed_transcription_deltas_make_the_final_text(
     assert word_error_rate(PARAGRAPH, done.text) <= 0.1
 
 
+@pytest.mark.slow
 def test_prompt_and_language_are_accepted(client: openai.OpenAI, paragraph_wav: bytes) -> None:
     result = client.audio.transcriptions.create(
         model="whisper-1",
@@ -157,6 +161,7 @@ def test_prompt_and_language_are_accepted(client: openai.OpenAI, paragraph_wav: 
     assert word_error_rate(PARAGRAPH, result.text) <= 0.15
 
 
+@pytest.mark.slow
 def test_silence_is_skipped_by_voice_activity_detection(client: openai.OpenAI, paragraph_wav: bytes) -> None:
     with av.open(io.BytesIO(paragraph_wav)) as container:
         speech = np.concatenate([f.to_ndarray().reshape(-1) for f in container.decode(audio=0)])

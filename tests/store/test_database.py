@@ -154,6 +154,7 @@ def test_two_replicas_migrate_together_and_share_state(postgres: Postgres) -> No
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_processes_starting_together_on_a_new_sqlite_file_all_migrate_it(tmp_path: Path) -> None:
     """Servers (or a server and an in-process client) started at once on one new file: each migration is
     one transaction that takes the write lock first, so the others wait and find it done."""

@@ -1,0 +1,139 @@
+"""The Responses API's events and output items, on their own: a streamed turn's chat chunks become events the
+openai SDK's own types accept, in the order its stream helper checks; the response they end with holds the
+same output as the one a non-streamed turn makes of the whole answer; a stored response replays as the same
+events."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from openai.types.responses import Response, ResponseStreamEvent
+from pydantic import TypeAdapter
+
+from modelport.service.generation.accumulate import ChatFold
+from modelport.service.responses.events import ResponseEvents, replayed
+from modelport.service.responses.output import completion_output
+
+EVENTS = TypeAdapter(ResponseStreamEvent)
+HEAD = {"id": "chatcmpl-1", "created": 1, "model": "m", "object": "chat.completion.chunk"}
+
+
+def chunk(delta: dict[str, Any], **more: Any) -> dict[str, Any]:
+    return {**HEAD, "choices": [{"index": 0, "delta": delta, **more}]}
+
+
+def scored(text: str) -> dict[str, Any]:
+    return {"content": [{"token": text, "logprob": -0.5, "bytes": None, "top_logprobs": []}]}
+
+
+def call(**piece: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"index": 0, **piece}]}
+
+
+CHUNKS: list[dict[str, Any]] = [
+    chunk({"role": "assistant", "content": None}),
+    chunk({"content": "I will "}, logprobs=scored("I will ")),
+    chunk({"content": "add."}, logprobs=scored("add.")),
+    chunk(call(id="call_a", type="function", function={"name": "add", "arguments": ""})),
+    chunk(call(function={"arguments": '{"a": '})),
+    chunk(call(function={"arguments": "1}"})),
+    chunk({}, finish_reason="tool_calls"),
+    {**HEAD, "choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 6, "total_tokens": 10}},
+]
+
+
+def skeleton() -> dict[str, Any]:
+    return {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1,
+        "status": "in_progress",
+        "model": "m",
+        "output": [],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": None,
+        "error": None,
+        "incomplete_details": None,
+    }
+
+
+def streamed() -> list[dict[str, Any]]:
+    builder = ResponseEvents(skeleton())
+    events = builder.start()
+    for chunk in CHUNKS:
+        events += builder.feed(chunk)
+    return events + builder.finish()
+
+
+def without_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in item.items() if k != "id"} for item in items]
+
+
+def test_chunks_become_the_events_the_sdk_expects_in_its_order() -> None:
+    events = streamed()
+    for event in events:
+        EVENTS.validate_python(event)
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+    assert [e["type"] for e in events] == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.output_item.added",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    added = [e["item"]["id"] for e in events if e["type"] == "response.output_item.added"]
+    done = [e["item"]["id"] for e in events if e["type"] == "response.output_item.done"]
+    assert added == done  # each item keeps its id from announcement to close
+
+
+def test_the_streamed_response_holds_what_a_whole_answer_makes() -> None:
+    final = Response.model_validate(streamed()[-1]["response"])
+    fold = ChatFold()
+    for chunk in CHUNKS:
+        fold.add(chunk)
+    whole = completion_output(fold.whole()["choices"][0])
+    made = Response.model_validate({**skeleton(), "output": whole})
+    assert without_ids([item.model_dump() for item in final.output]) == without_ids(
+        [item.model_dump() for item in made.output]
+    )
+    assert final.output_text == "I will add."
+    assert final.usage is not None
+    assert (final.usage.input_tokens, final.usage.output_tokens) == (4, 6)
+    assert final.status == "completed"
+
+
+def test_a_stored_response_replays_as_the_events_it_streamed() -> None:
+    live = streamed()
+
+    async def replay() -> list[dict[str, Any]]:
+        return [event async for event in replayed(live[-1]["response"], None)]
+
+    again = asyncio.run(replay())
+    # The same events, but that each text and each call's arguments arrive in one delta.
+    kinds: list[str] = []
+    for event in live:
+        if not (kinds and event["type"].endswith(".delta") and kinds[-1] == event["type"]):
+            kinds.append(event["type"])
+    assert [e["type"] for e in again] == kinds
+    assert again[-1]["response"] == live[-1]["response"]
+    texts = [e["delta"] for e in again if e["type"] == "response.output_text.delta"]
+    assert texts == ["I will add."]  # the whole text in one delta
+    later = asyncio.run(_after(live[-1]["response"], 3))
+    assert [e["sequence_number"] for e in later] == list(range(4, len(again)))
+
+
+async def _after(response: dict[str, Any], after: int) -> list[dict[str, Any]]:
+    return [event async for event in replayed(response, after)]
