@@ -183,8 +183,9 @@ class OpenAI:
     """Drop-in for `openai.OpenAI` that runs the models in this process: same methods, same types.
 
     With no arguments it serves the default models, each loaded on first use. `config` reads a
-    `models.toml`; `service` shares one already built. `api_key`, `base_url` and other transport options
-    of the SDK are accepted and ignored.
+    `models.toml`; `service` shares one already built (when a server already runs it, the client's calls run
+    in the server's event loop). `api_key`, `base_url` and other transport options of the SDK are accepted
+    and ignored.
     """
 
     def __init__(
