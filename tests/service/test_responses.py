@@ -156,15 +156,20 @@ def test_background_responses_run_on_and_resume_from_any_event(recall: Any) -> N
         assert stream.get_final_response().output_text == "user: in the background"
 
 
-def test_a_background_response_is_cancelled_and_keeps_what_it_made(server: Faces) -> None:
-    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=60)
-    started = client.responses.create(
+def long_story(client: openai.OpenAI) -> Any:
+    """A background response that would write for a long time."""
+    return client.responses.create(
         model="smollm2-135m-instruct",
         input="Tell me a very long story.",
         max_output_tokens=3000,
         background=True,
         extra_body={"logit_bias": {"0": -100, "2": -100}},
     )
+
+
+def test_a_background_response_is_cancelled_and_keeps_what_it_made(server: Faces) -> None:
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=60)
+    started = long_story(client)
     time.sleep(1.0)
     cancelled = client.responses.cancel(started.id)
     assert cancelled.status == "cancelled"
@@ -177,13 +182,7 @@ def test_a_background_response_is_cancelled_and_keeps_what_it_made(server: Faces
 
 def test_a_response_cancelled_as_soon_as_it_is_queued_stays_cancelled(server: Faces) -> None:
     client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=60)
-    started = client.responses.create(
-        model="smollm2-135m-instruct",
-        input="Tell me a very long story.",
-        max_output_tokens=3000,
-        background=True,
-        extra_body={"logit_bias": {"0": -100, "2": -100}},
-    )
+    started = long_story(client)
     cancelled = client.responses.cancel(started.id)  # while it is queued or its prompt is read
     assert cancelled.status == "cancelled"
     time.sleep(1.0)  # the generation it raced with cannot undo the cancel

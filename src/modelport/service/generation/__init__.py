@@ -4,12 +4,16 @@ chunks one id and their usage, `accumulate` folds them into the whole answer whe
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass
+from typing import Any
+
 from openai.types import Completion
 from openai.types.chat import ChatCompletion
 
 from modelport.predictors.contract import Predictor
 from modelport.predictors.manager import LoadedModel
-from modelport.protocol.answers import Events, listed
+from modelport.protocol.answers import EventKind, Events, listed
 from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
 from modelport.service import calls
 from modelport.service.generation import decoding, planning, token_ids, tool_formats, tool_parsing, tool_plan
@@ -42,14 +46,10 @@ async def chat(
         chunks = tool_parsing.parse_stream(
             chunks, plan, (lambda: tool_formats.NativeParser(form, plan.legacy)) if form else None
         )
-    if request.stream:
-        framed_chunks = framed(chunks, model.spec.id, request.include_usage, "chatcmpl")
-        return Events(await calls.eager(checked(framed_chunks, predictor)), CHAT_CHUNKS)
-    fold = ChatFold()
-    async for chunk in framed(chunks, model.spec.id, True, "chatcmpl"):
-        fold.add(chunk)
-    whole = decoding.best(fold.whole(), request, lambda c: (c.get("logprobs") or {}).get("content"))
-    return validate(ChatCompletion, whole, predictor)
+    answer: ChatCompletion | Events[ChatCompletion] = await _delivered(
+        chunks, model, predictor, request, _CHAT
+    )
+    return answer
 
 
 async def completion(
@@ -79,14 +79,43 @@ async def completion(
         else listed(scored_only(scored or [], width))
     )
     chunks = legacy_logprobs(generated, texts, width, echo=bool(request.echo), scored=scored)
+    answer: Completion | Events[Completion] = await _delivered(chunks, model, predictor, request, _COMPLETION)
+    return answer
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """A generation endpoint's answer: its events, its whole type, its ids' prefix, and each choice's token
+    log-probabilities (to keep the best of `best_of`)."""
+
+    events: EventKind[Any]
+    whole: type[ChatCompletion] | type[Completion]
+    prefix: str
+    scores: Callable[[dict[str, Any]], list[Any] | None]
+
+
+_CHAT = _Shape(CHAT_CHUNKS, ChatCompletion, "chatcmpl", lambda c: (c.get("logprobs") or {}).get("content"))
+_COMPLETION = _Shape(
+    COMPLETION_CHUNKS, Completion, "cmpl", lambda c: (c.get("logprobs") or {}).get("token_logprobs")
+)
+
+
+async def _delivered(
+    chunks: AsyncGenerator[dict[str, Any], None],
+    model: LoadedModel,
+    predictor: Predictor,
+    request: ChatCompletionRequest | CompletionRequest,
+    shape: _Shape,
+) -> Any:
+    """The answer as asked: its framed chunks as they come (`stream`), or folded into the whole answer, of
+    which the best `n` of `best_of` candidates are kept."""
     if request.stream:
-        framed_chunks = framed(chunks, model.spec.id, request.include_usage, "cmpl")
-        return Events(await calls.eager(checked(framed_chunks, predictor)), COMPLETION_CHUNKS)
-    fold = CompletionFold()
-    async for chunk in framed(chunks, model.spec.id, True, "cmpl"):
+        framed_chunks = framed(chunks, model.spec.id, request.include_usage, shape.prefix)
+        return Events(await calls.eager(checked(framed_chunks, predictor)), shape.events)
+    fold = shape.events.fold()
+    async for chunk in framed(chunks, model.spec.id, True, shape.prefix):
         fold.add(chunk)
-    whole = decoding.best(fold.whole(), request, lambda c: (c.get("logprobs") or {}).get("token_logprobs"))
-    return validate(Completion, whole, predictor)
+    return validate(shape.whole, decoding.best(fold.whole(), request, shape.scores), predictor)
 
 
 def _folded(fold: ChatFold | CompletionFold, chunks: list[dict[str, object]]) -> dict[str, object]:

@@ -60,8 +60,12 @@ def _merged_list(acc: list[Any], delta: list[Any]) -> list[Any]:
     return acc
 
 
-class ChatFold:
-    """Chat completion chunks folded into the whole `chat.completion` (a dict, as the wire carries it)."""
+class _Fold:
+    """Chunks folded, choice by choice, into the whole answer: its head (id, created, model) from the first
+    chunk, each choice merged as its pieces come, the usage from the chunk that carries it."""
+
+    object = ""
+    prefix = ""
 
     def __init__(self) -> None:
         self.head: dict[str, Any] = {}
@@ -75,7 +79,7 @@ class ChatFold:
         self.usage = chunk.get("usage") or self.usage
         for piece in chunk.get("choices") or []:
             choice = self.choice(piece.get("index", 0))
-            merge_delta(choice["message"], piece.get("delta") or {})
+            self._merge(choice, piece)
             choice["finish_reason"] = piece.get("finish_reason") or choice["finish_reason"]
             if piece.get("logprobs"):
                 choice["logprobs"] = merge_delta(choice.get("logprobs") or {}, piece["logprobs"])
@@ -83,22 +87,45 @@ class ChatFold:
     def choice(self, index: int) -> dict[str, Any]:
         """The choice so far (made empty if it has not begun)."""
         if index not in self.choices:
-            message = {"role": "assistant", "content": None}
-            self.choices[index] = {"index": index, "message": message, "finish_reason": None}
+            self.choices[index] = {"index": index, **self._empty(), "finish_reason": None}
         return self.choices[index]
 
     def whole(self) -> dict[str, Any]:
-        """The whole completion so far; a choice that has not finished says `stop`."""
+        """The whole answer so far; a choice that has not finished says `stop`."""
         choices = []
         for index in sorted(self.choices):
-            choice = copy.deepcopy(self.choices[index])
+            choice = self._finished(copy.deepcopy(self.choices[index]))
             choice["finish_reason"] = choice["finish_reason"] or "stop"
-            calls = choice["message"].get("tool_calls")
-            if calls:
-                choice["message"]["tool_calls"] = [_whole_call(call) for call in calls]
             choices.append(choice)
-        head = self.head or {"id": new_id("chatcmpl"), "created": int(time.time())}
-        return {**head, "object": "chat.completion", "choices": choices, "usage": self.usage}
+        head = self.head or {"id": new_id(self.prefix), "created": int(time.time())}
+        return {**head, "object": self.object, "choices": choices, "usage": self.usage}
+
+    def _empty(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _merge(self, choice: dict[str, Any], piece: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def _finished(self, choice: dict[str, Any]) -> dict[str, Any]:
+        return choice
+
+
+class ChatFold(_Fold):
+    """Chat completion chunks folded into the whole `chat.completion` (a dict, as the wire carries it)."""
+
+    object, prefix = "chat.completion", "chatcmpl"
+
+    def _empty(self) -> dict[str, Any]:
+        return {"message": {"role": "assistant", "content": None}}
+
+    def _merge(self, choice: dict[str, Any], piece: dict[str, Any]) -> None:
+        merge_delta(choice["message"], piece.get("delta") or {})
+
+    def _finished(self, choice: dict[str, Any]) -> dict[str, Any]:
+        calls = choice["message"].get("tool_calls")
+        if calls:  # the pieces' `index` is not part of a whole call
+            choice["message"]["tool_calls"] = [_whole_call(call) for call in calls]
+        return choice
 
 
 def _whole_call(call: dict[str, Any]) -> dict[str, Any]:
@@ -110,38 +137,16 @@ def _whole_call(call: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class CompletionFold:
+class CompletionFold(_Fold):
     """Legacy completion chunks folded into the whole `text_completion`."""
 
-    def __init__(self) -> None:
-        self.head: dict[str, Any] = {}
-        self.choices: dict[int, dict[str, Any]] = {}
-        self.usage: dict[str, Any] | None = None
+    object, prefix = "text_completion", "cmpl"
 
-    def add(self, chunk: dict[str, Any]) -> None:
-        """Take one chunk."""
-        if not self.head:
-            self.head = {k: chunk.get(k) for k in ("id", "created", "model", "system_fingerprint")}
-        self.usage = chunk.get("usage") or self.usage
-        for piece in chunk.get("choices") or []:
-            index = piece.get("index", 0)
-            choice = self.choices.setdefault(
-                index, {"index": index, "text": "", "finish_reason": None, "logprobs": None}
-            )
-            choice["text"] += piece.get("text") or ""
-            choice["finish_reason"] = piece.get("finish_reason") or choice["finish_reason"]
-            if piece.get("logprobs"):
-                choice["logprobs"] = merge_delta(choice["logprobs"] or {}, piece["logprobs"])
+    def _empty(self) -> dict[str, Any]:
+        return {"text": "", "logprobs": None}
 
-    def whole(self) -> dict[str, Any]:
-        """The whole completion so far."""
-        choices = []
-        for index in sorted(self.choices):
-            choice = dict(self.choices[index])
-            choice["finish_reason"] = choice["finish_reason"] or "stop"
-            choices.append(choice)
-        head = self.head or {"id": new_id("cmpl"), "created": int(time.time())}
-        return {**head, "object": "text_completion", "choices": choices, "usage": self.usage}
+    def _merge(self, choice: dict[str, Any], piece: dict[str, Any]) -> None:
+        choice["text"] += piece.get("text") or ""
 
 
 def chunks_of(whole: dict[str, Any]) -> list[dict[str, Any]]:
