@@ -45,7 +45,9 @@ def test_sigterm_ends_streams_and_exits_within_the_bound(tmp_path: Path) -> None
 
     reader = threading.Thread(target=read)
     reader.start()
+    deadline = time.monotonic() + 60
     while not events:
+        assert time.monotonic() < deadline, "the stream did not begin"
         time.sleep(0.05)
     start = time.monotonic()
     live.process.send_signal(signal.SIGTERM)

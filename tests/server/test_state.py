@@ -137,7 +137,9 @@ def test_a_batch_resumes_after_a_kill_without_running_a_finished_line_again(tmp_
     batch = client.batches.create(
         input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
     )
+    deadline = time.monotonic() + 60
     while not calls.exists() or len(calls.read_text().splitlines()) < 40:
+        assert time.monotonic() < deadline, "the batch did not begin"
         time.sleep(0.05)
     os.kill(first.process.pid, signal.SIGKILL)
     first.process.wait()
