@@ -1,21 +1,31 @@
 """What the service may know of the request in hand beyond its body: the id it is logged under (sent on to
-upstreams), the session a client named, and whether it is background work. The HTTP face sets it per
-request, the batch runner per line; in-process calls have none."""
+upstreams), the session a client named, whether it is background work, and whose it is (the project and
+key: every stored object belongs to a project). The HTTP face sets it per request, the batch runner per
+line; in-process calls are the default project's."""
 
 from __future__ import annotations
 
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
+
+# The project of keys given with `--api-key`, of servers without keys, and of in-process calls.
+DEFAULT_PROJECT = "proj_default"
 
 
 @dataclass(frozen=True)
 class RequestContext:
-    """The request id, the `x-session-id` header when a client sent one, and whether it is background work
-    (a batch's line) that must leave room on the model for interactive requests."""
+    """The request id, the `x-session-id` header when a client sent one, whether it is background work
+    (a batch's line) that must leave room on the model for interactive requests, the project and key it is
+    made with (and the key's limits), and the headers the service wants on the answer (rate limits)."""
 
     request_id: str | None = None
     session_id: str | None = None
     background: bool = False
+    project: str = DEFAULT_PROJECT
+    key_id: str | None = None
+    limits: tuple[dict[str, Any], ...] = ()
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 _NONE = RequestContext()

@@ -66,6 +66,39 @@ class AuthenticationError(ModelportError):
         return {"WWW-Authenticate": "Bearer"}
 
 
+class PermissionDeniedError(ModelportError):
+    """A valid key that may not do this (a member key on the organization API)."""
+
+    status = 403
+    type = "invalid_request_error"
+    code = "insufficient_permissions"
+
+
+class ConflictError(ModelportError):
+    """The object would clash with one that exists (a project's name)."""
+
+    status = 409
+    type = "invalid_request_error"
+    code = "conflict"
+
+
+class RateLimitError(ModelportError):
+    """A project's or a key's requests or tokens per minute are used up until `retry_after` seconds pass;
+    `limits` are the `x-ratelimit-*` headers."""
+
+    status = 429
+    type = "requests"
+    code = "rate_limit_exceeded"
+
+    def __init__(self, message: str, retry_after: int, limits: dict[str, str]) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.limits = limits
+
+    def headers(self) -> dict[str, str]:
+        return {**self.limits, **super().headers()}
+
+
 class PayloadTooLargeError(ModelportError):
     """A request body or an upload exceeds the configured bound."""
 

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import REGISTRY, Counter, Histogram
@@ -25,6 +28,13 @@ LOADS = Histogram(
 )
 UNLOADS = Counter("modelport_model_unloads_total", "Models unloaded", ["model", "reason"])  # idle, memory
 TOKENS = Counter("modelport_tokens_total", "Tokens processed", ["model", "kind"])  # kind: prompt, completion
+# Per project (operators create projects, so the label's values stay few).
+PROJECT_REQUESTS = Counter(
+    "modelport_project_requests_total", "Model requests per project", ["project", "model"]
+)
+PROJECT_TOKENS = Counter(
+    "modelport_project_tokens_total", "Tokens per project", ["project", "model", "kind"]
+)  # kind: input, cached, output
 
 
 class SlotCollector(Collector):
@@ -58,10 +68,47 @@ SLOTS = SlotCollector()
 REGISTRY.register(SLOTS)
 
 
+@dataclass
+class Tally:
+    """What one request used, gathered where it is known (the generation's usage, a transcription's
+    seconds) for the project's usage records and token limits."""
+
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+
+
+_TALLY: ContextVar[Tally | None] = ContextVar("modelport_tally", default=None)
+
+
+@contextmanager
+def tallied(tally: Tally) -> Iterator[None]:
+    """Within the block, what is counted is added to `tally` too."""
+    token = _TALLY.set(tally)
+    try:
+        yield
+    finally:
+        _TALLY.reset(token)
+
+
 def count_tokens(model: str, usage: dict[str, Any]) -> None:
-    """Add a response's usage to the token counters."""
-    TOKENS.labels(model, "prompt").inc(int(usage.get("prompt_tokens") or 0))
-    TOKENS.labels(model, "completion").inc(int(usage.get("completion_tokens") or 0))
+    """Add a response's usage to the token counters (and to the request's tally)."""
+    prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+    TOKENS.labels(model, "prompt").inc(prompt)
+    TOKENS.labels(model, "completion").inc(completion)
+    tally = _TALLY.get()
+    if tally is not None:
+        tally.input_tokens += prompt
+        tally.output_tokens += completion
+        tally.cached_tokens += int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+
+
+def count_seconds(seconds: float) -> None:
+    """Add seconds of audio heard to the request's tally."""
+    tally = _TALLY.get()
+    if tally is not None:
+        tally.seconds += seconds
 
 
 UPSTREAM_REQUESTS = Counter(

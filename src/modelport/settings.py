@@ -167,6 +167,35 @@ class StoreSettings(BaseModel):
         return None if url.lower() == "none" else url
 
 
+class AuthSettings(BaseModel):
+    """How keys are checked (projects and keys live in the store), and identity from an SSO provider."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    required: bool = Field(
+        default=False,
+        description="every /v1 request needs a key even before any exists (a server that cannot reach "
+        "its store then refuses requests rather than serving them without keys)",
+    )
+    key_cache_seconds: float = Field(
+        default=5.0,
+        ge=0,
+        description="seconds a checked key is trusted before the store is asked again: a revoked key "
+        "stops working within this time on every replica",
+    )
+    usage_flush_seconds: float = Field(
+        default=2.0, gt=0, description="seconds between batched writes of usage records"
+    )
+    jwks_url: str | None = Field(
+        default=None, description="accept JWT bearer tokens signed by a key of this JWKS (SSO)"
+    )
+    jwt_issuer: str | None = Field(default=None, description="the `iss` a JWT must have")
+    jwt_audience: str | None = Field(default=None, description="the `aud` a JWT must have")
+    jwt_project_claim: str = Field(
+        default="project", description="the claim that names the project (by name or id)"
+    )
+
+
 class FileSettings(BaseModel):
     """Where uploaded files (batch inputs, batch outputs) are kept, and how large one may be."""
 
@@ -236,6 +265,7 @@ class Settings(BaseModel):
     cors_origins: list[str] = Field(default_factory=list, description="origins browsers may call from")
     limits: Limits = Field(default_factory=lambda: Limits())
     store: StoreSettings = Field(default_factory=lambda: StoreSettings())
+    auth: AuthSettings = Field(default_factory=lambda: AuthSettings())
     files: FileSettings = Field(default_factory=lambda: FileSettings())
     batches: BatchSettings = Field(default_factory=lambda: BatchSettings())
 

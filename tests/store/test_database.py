@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from modelport.context import DEFAULT_PROJECT
 from modelport.errors import NotFoundError, StoreUnavailableError
 from modelport.store import Store
 from tests.support.postgres import Postgres
@@ -41,6 +42,9 @@ def completion(i: int, created: int, model: str = "m") -> dict[str, Any]:
     }
 
 
+P = DEFAULT_PROJECT
+
+
 async def fill(store: Store, count: int) -> list[str]:
     """`count` completions over few distinct seconds, saved in a shuffled order, some models and tags."""
     rows = [(i, 1_700_000_000 + i // 40) for i in range(count)]
@@ -48,7 +52,7 @@ async def fill(store: Store, count: int) -> list[str]:
     for i, created in rows:
         tags = {"parity": "even" if i % 2 == 0 else "odd", "tens": str(i // 10)}
         model = "a" if i % 3 else "b"
-        await store.completions.save(completion(i, created, model), {"messages": []}, tags, "completed")
+        await store.completions.save(completion(i, created, model), {"messages": []}, tags, "completed", P)
     return sorted(f"chatcmpl-{i:04d}" for i in range(count))
 
 
@@ -56,7 +60,7 @@ async def walk(store: Store, order: str, limit: int, **filters: Any) -> list[str
     seen, after = [], None
     while True:
         page = await store.completions.list_page(
-            after=after, limit=limit, order=order, model=None, metadata={}, **filters
+            project=P, after=after, limit=limit, order=order, model=None, metadata={}, **filters
         )
         seen += [row["id"] for row in page.rows]
         if not page.has_more:
@@ -80,22 +84,23 @@ def test_model_and_metadata_filters_combine(url: str) -> None:
         store = Store(url)
         await fill(store, 120)
         page = await store.completions.list_page(
-            after=None, limit=100, order="asc", model="b", metadata={"parity": "even", "tens": "3"}
+            project=P, after=None, limit=100, order="asc", model="b", metadata={"parity": "even", "tens": "3"}
         )
         expected = [f"chatcmpl-{i:04d}" for i in range(30, 40) if i % 2 == 0 and i % 3 == 0]
         assert [row["id"] for row in page.rows] == expected
         assert not page.has_more
-        assert await store.completions.set_metadata(expected[0], {"parity": "changed"})
+        assert await store.completions.set_metadata(expected[0], P, {"parity": "changed"})
         again = await store.completions.list_page(
-            after=None, limit=100, order="asc", model=None, metadata={"tens": "3"}
+            project=P, after=None, limit=100, order="asc", model=None, metadata={"tens": "3"}
         )
         assert expected[0] not in [row["id"] for row in again.rows]
-        assert await store.completions.delete(expected[1])
-        assert await store.completions.get(expected[1]) is None
-        assert not await store.completions.delete(expected[1])
+        assert not await store.completions.delete(expected[1], "proj_other")  # another project's: no
+        assert await store.completions.delete(expected[1], P)
+        assert await store.completions.get(expected[1], P) is None
+        assert not await store.completions.delete(expected[1], P)
         with pytest.raises(NotFoundError):
             await store.completions.list_page(
-                after="chatcmpl-nope", limit=5, order="asc", model=None, metadata={}
+                project=P, after="chatcmpl-nope", limit=5, order="asc", model=None, metadata={}
             )
         await store.close()
 
@@ -115,6 +120,7 @@ def response_row(response_id: str, previous: str | None, text: str) -> dict[str,
         "request": {},
         "input_items": [{"type": "message", "role": "user", "content": text}],
         "response": {"id": response_id, "output": []},
+        "project": P,
     }
 
 
@@ -125,11 +131,12 @@ def test_a_conversation_chain_is_read_back_in_one_query_oldest_first(url: str) -
         for turn in range(5):
             await store.responses.save(response_row(f"resp_{turn}", previous, f"turn {turn}"))
             previous = f"resp_{turn}"
-        chain = await store.responses.chain("resp_4")
+        chain = await store.responses.chain("resp_4", P)
         assert [row["id"] for row in chain] == ["resp_0", "resp_1", "resp_2", "resp_3", "resp_4"]
-        assert await store.responses.chain("resp_missing") == []
-        assert await store.responses.delete("resp_1")
-        broken = await store.responses.chain("resp_4")
+        assert await store.responses.chain("resp_4", "proj_other") == []
+        assert await store.responses.chain("resp_missing", P) == []
+        assert await store.responses.delete("resp_1", P)
+        broken = await store.responses.chain("resp_4", P)
         assert [row["id"] for row in broken] == ["resp_2", "resp_3", "resp_4"]
         assert broken[0]["previous_response_id"] == "resp_1"  # how the service tells the chain was cut
         await store.close()
@@ -144,9 +151,9 @@ def test_two_replicas_migrate_together_and_share_state(postgres: Postgres) -> No
         one, two = Store(url), Store(url)
         await asyncio.gather(one.open(), two.open())  # both migrate at once: the advisory lock orders them
         await one.completions.save(
-            completion(1, 1_700_000_000), {"messages": []}, {"from": "one"}, "completed"
+            completion(1, 1_700_000_000), {"messages": []}, {"from": "one"}, "completed", P
         )
-        row = await two.completions.get("chatcmpl-0001")
+        row = await two.completions.get("chatcmpl-0001", P)
         assert row is not None
         assert row["metadata"] == {"from": "one"}
         await asyncio.gather(one.close(), two.close())
@@ -175,7 +182,7 @@ def test_a_database_that_is_down_is_a_503_and_shows_in_its_state() -> None:
     async def run() -> None:
         store = Store("postgresql://postgres@127.0.0.1:9/none")
         with pytest.raises(StoreUnavailableError) as caught:
-            await store.completions.get("x")
+            await store.completions.get("x", P)
         assert caught.value.status == 503
         assert store.state()["state"] == "down"
         assert "127.0.0.1:9" in store.state()["url"]

@@ -1,6 +1,7 @@
 """`modelport` command line: `serve` runs the HTTP server, `models` lists what it would serve, `pull` and
 `rm` manage models from the Hugging Face Hub, `ps` shows what a server has loaded, `chat` talks to a
-model, `llama-stack-config` puts Llama Stack on top of a server."""
+model, `llama-stack-config` puts Llama Stack on top of a server; `projects`, `keys` and `usage` manage who
+may call a server and show what each project used."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from modelport import __version__
-from modelport.cli import cache, stack, terminal
+from modelport.cli import cache, projects, stack, terminal
 from modelport.cli import serve as serving
 from modelport.engines import assemble
 from modelport.errors import PredictorContractError
@@ -164,6 +165,14 @@ def parser() -> argparse.ArgumentParser:
     )
     llama_stack.add_argument("-o", "--output", help="the file to write (default: standard output)")
     llama_stack.add_argument("--port", type=int, default=8321, help="the stack's own port (default 8321)")
+
+    # The store `serve` uses, for the commands that manage what lives there.
+    stored = argparse.ArgumentParser(add_help=False)
+    stored.add_argument("--config", help="the models.toml `serve` reads (for its [store] url)")
+    stored.add_argument(
+        "--database", help="the store: sqlite:///PATH, postgresql://…, a file path (default as `serve`)"
+    )
+    projects.add_commands(commands, stored)
     return parser
 
 
@@ -176,6 +185,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return terminal.ps(args) if args.command == "ps" else terminal.chat(args)
     if args.command == "llama-stack-config":
         return stack.write(args)
+    if args.command in ("projects", "keys", "usage"):
+        try:
+            settings = settings_of(args)
+        except (OSError, ValueError) as error:
+            print(f"modelport: error: {error}", file=sys.stderr)
+            return 2
+        return projects.run(args, settings)
     try:
         settings = settings_of(args)
         registry = (

@@ -14,8 +14,16 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from modelport import __version__, metrics
-from modelport.server import audio_routes, error_handlers, file_routes, playground, routes, state_routes
-from modelport.server.middleware import ApiKeys, BodyLimit, Disconnects, RequestRecords
+from modelport.server import (
+    admin_routes,
+    audio_routes,
+    error_handlers,
+    file_routes,
+    playground,
+    routes,
+    state_routes,
+)
+from modelport.server.middleware import Authenticate, BodyLimit, Disconnects, RequestRecords
 from modelport.service import Service
 from modelport.settings import Settings
 
@@ -40,7 +48,14 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     app = FastAPI(title="modelport", version=__version__, lifespan=lifespan)
     app.state.service = service
     error_handlers.install(app)
-    for router in (routes.router, audio_routes.router, state_routes.router, file_routes.router):
+    routers = (
+        routes.router,
+        audio_routes.router,
+        state_routes.router,
+        file_routes.router,
+        admin_routes.router,
+    )
+    for router in routers:
         app.include_router(router, prefix="/v1")
         app.include_router(router, prefix="/v1/openai/v1", include_in_schema=False)
     app.include_router(routes.generate_router)
@@ -55,8 +70,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         "/files": settings.files.max_bytes,
     }
     app.add_middleware(BodyLimit, limit=settings.limits.body_bytes, uploads=uploads)
-    if settings.api_keys:
-        app.add_middleware(ApiKeys, keys=settings.api_keys, protect_metrics=settings.protect_metrics)
+    app.add_middleware(Authenticate, access=service.access, protect_metrics=settings.protect_metrics)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

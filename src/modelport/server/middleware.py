@@ -1,23 +1,24 @@
 """The HTTP face's guards and records, as plain ASGI middleware (which, unlike Starlette's
-`BaseHTTPMiddleware`, leaves streaming and disconnects alone): API keys, a body-size bound, and per
+`BaseHTTPMiddleware`, leaves streaming and disconnects alone): who is calling, a body-size bound, and per
 request an id, an access-log line and metrics."""
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 import re
 import time
 import uuid
+from dataclasses import replace
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from modelport import context
 from modelport.context import RequestContext
-from modelport.errors import AuthenticationError, ModelportError, PayloadTooLargeError
+from modelport.errors import ModelportError, PayloadTooLargeError
 from modelport.metrics import LATENCY, REQUESTS
+from modelport.service.access import Access
 
 access_log = logging.getLogger("modelport.access")
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -31,31 +32,51 @@ async def _reply(send: Send, error: ModelportError) -> None:
     await send({"type": "http.response.body", "body": raw})
 
 
-class ApiKeys:
-    """Every `/v1` route and `/generate` (and `/metrics` if asked) needs `Authorization: Bearer <key>`."""
+class Authenticate:
+    """Every `/v1` route and `/generate` (and `/metrics` if asked) needs `Authorization: Bearer <key>` once
+    the server has keys (`--api-key`, or keys in the store); the organization API always needs an admin
+    key. The caller's project goes into the request context, and the service's rate-limit headers onto the
+    answer."""
 
-    def __init__(self, app: ASGIApp, keys: list[str], protect_metrics: bool) -> None:
+    def __init__(self, app: ASGIApp, access: Access, protect_metrics: bool) -> None:
         self.app = app
-        self.keys = [k.encode() for k in keys]
+        self.access = access
         self.prefixes = ("/v1", "/generate", "/metrics") if protect_metrics else ("/v1", "/generate")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith(self.prefixes):
             await self.app(scope, receive, send)
             return
-        given = dict(scope["headers"]).get(b"authorization", b"")
-        scheme, _, key = given.partition(b" ")
-        # Compared with every key, in constant time, so timing tells nothing about any of them.
-        matches = [hmac.compare_digest(key.strip(), k) for k in self.keys]
-        if scheme.lower() == b"bearer" and any(matches):
-            await self.app(scope, receive, send)
+        given = dict(scope["headers"]).get(b"authorization")
+        admin = scope["path"].removeprefix("/v1/openai").startswith("/v1/organization")
+        try:
+            principal = await self.access.identify(given.decode("latin-1") if given else None, admin=admin)
+        except ModelportError as error:
+            await _reply(send, error)
             return
-        message = (
-            "You didn't provide an API key. Send it as `Authorization: Bearer <key>`."
-            if not given
-            else "Incorrect API key provided."
-        )
-        await _reply(send, AuthenticationError(message))
+        request = context.current()
+        if principal is not None:
+            request = replace(
+                request,
+                project=principal.project,
+                key_id=principal.key_id,
+                limits=principal.limits,
+                headers={},
+            )
+        else:
+            request = replace(request, headers={})
+        context.enter(request)
+
+        async def with_limits(message: Message) -> None:
+            if message["type"] == "http.response.start" and request.headers:
+                have = {name.lower() for name, _ in message.get("headers", [])}
+                extra = [
+                    (k.encode(), v.encode()) for k, v in request.headers.items() if k.encode() not in have
+                ]
+                message["headers"] = [*message.get("headers", []), *extra]
+            await send(message)
+
+        await self.app(scope, receive, with_limits)
 
 
 class BodyLimit:
@@ -254,4 +275,5 @@ _WITH_IDS = (
     ("/v1/responses/", "/v1/responses/{id}"),
     ("/v1/files/", "/v1/files/{id}"),
     ("/v1/batches/", "/v1/batches/{id}"),
+    ("/v1/organization/", "/v1/organization"),
 )

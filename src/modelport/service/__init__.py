@@ -18,6 +18,7 @@ from openai.types import Completion, CreateEmbeddingResponse, Model
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 
+from modelport import context, metrics
 from modelport.engines import assemble
 from modelport.errors import StoreUnavailableError
 from modelport.predictors.contract import Capability, Predictor
@@ -37,6 +38,7 @@ from modelport.protocol.requests import (
 from modelport.protocol.response_request import ResponseRequest
 from modelport.protocol.validation import parse
 from modelport.service import embeddings, forwarding, generation, limits
+from modelport.service.access import Access
 from modelport.service.audio.speech import speech as synthesised
 from modelport.service.audio.transcription import Transcribed, check_upload, transcribe
 from modelport.service.generation import vllm_generate
@@ -69,6 +71,7 @@ class Service:
         self._created = int(time.time())
         url = self.settings.store.resolved_url()
         self.store = Store(url) if url else None
+        self.access = Access(self.store, self.settings)
         self.stored = StoredCompletions(self.store, self.settings.store)
         self.responses = Responses(
             self.chat_completion,
@@ -119,6 +122,7 @@ class Service:
         for pool in self.manager.registry.pools:
             await pool.close()
         await self.batches.runner.close()
+        await self.access.close()
         if self.store is not None:
             await self.store.close()
         self.loop = None
@@ -220,13 +224,24 @@ class Service:
         local: Callable[[LoadedModel, Predictor], Awaitable[A]],
         upload: Upload | None = None,
     ) -> A | Any:
-        """The request's model, loaded, answers: through its relay if it is served elsewhere, else through
-        `local` with its checked predictor."""
+        """The request's model, once the caller's limits admit it, loaded, answers: through its relay if it
+        is served elsewhere, else through `local` with its checked predictor. What it used is counted
+        against the caller's project."""
+        self.access.admit(self.manager.registry.resolve(request.model).id)
         model = await self.manager.get(request.model)
         predictor = model.predictor(capability)
-        if isinstance(predictor, Relay):
-            return await forwarding.forward(model, predictor, request, upload)
-        return await local(model, predictor)
+        caller, tally = context.current(), metrics.Tally()
+        with metrics.tallied(tally):
+            if isinstance(predictor, Relay):
+                answer = await forwarding.forward(model, predictor, request, upload)
+            else:
+                answer = await local(model, predictor)
+        kind = _USAGE[capability]
+        if isinstance(answer, Events):
+            return Events(self.access.metered(answer.items, caller, model.spec.id, kind, tally), answer.kind)
+        characters = len(request.input) if isinstance(request, SpeechRequest) else 0
+        self.access.settle(caller, model.spec.id, kind, tally, characters)
+        return answer
 
     def _model(self, model_id: str) -> Model:
         """OpenAI's model object, plus what a loaded model serves (capabilities, voices)."""
@@ -248,6 +263,17 @@ class Service:
         return Model.model_validate(
             {"id": spec.id, "created": self._created, "object": "model", "owned_by": spec.owned_by, **extra}
         )
+
+
+# The Usage API's kinds of usage, by what a model was asked for.
+_USAGE = {
+    Capability.CHAT: "completions",
+    Capability.COMPLETION: "completions",
+    Capability.EMBEDDING: "embeddings",
+    Capability.SPEECH: "audio_speeches",
+    Capability.TRANSCRIPTION: "audio_transcriptions",
+    Capability.TRANSLATION: "audio_transcriptions",
+}
 
 
 def _whole(cls: type[R], call: Callable[[R], Awaitable[object]]) -> Endpoint:

@@ -8,6 +8,7 @@ import base64
 import numpy as np
 from openai.types import CreateEmbeddingResponse, Embedding
 
+from modelport import metrics
 from modelport.errors import InvalidRequestError, OverloadedError, PredictorError
 from modelport.predictors.contract import Predictor
 from modelport.predictors.manager import LoadedModel
@@ -49,6 +50,7 @@ async def embeddings(
             Embedding.model_validate({"object": "embedding", "index": i, "embedding": row.tolist()})
             for i, row in enumerate(matrix)
         ]
+    metrics.count_tokens(model.spec.id, {"prompt_tokens": tokens})
     return CreateEmbeddingResponse.model_validate(
         {
             "object": "list",

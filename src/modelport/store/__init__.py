@@ -1,5 +1,6 @@
-"""State on a database: stored chat completions, responses, files and batches (SQLite by default,
-PostgreSQL for several replicas sharing it). The service uses it; routes never do."""
+"""State on a database: stored chat completions, responses, files and batches, each owned by a project;
+projects, their keys and their usage (SQLite by default, PostgreSQL for several replicas sharing it). The
+service uses it; routes never do."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from modelport.store.completion_rows import CompletionRows
 from modelport.store.cursor_pages import Order, Page
 from modelport.store.database import Database
 from modelport.store.file_rows import FileRows
+from modelport.store.project_rows import KeyRows, ProjectRows
 from modelport.store.response_rows import ResponseRows
+from modelport.store.usage_rows import UsageRows
 
 __all__ = ["Order", "Page", "Store"]
 
@@ -24,6 +27,9 @@ class Store:
         self.responses = ResponseRows(self.database)
         self.files = FileRows(self.database)
         self.batches = BatchRows(self.database)
+        self.projects = ProjectRows(self.database)
+        self.keys = KeyRows(self.database)
+        self.usage = UsageRows(self.database)
 
     def state(self) -> dict[str, Any]:
         """Reachable or not, for `/health`."""

@@ -20,19 +20,27 @@ class BatchRows:
     def __init__(self, database: Database) -> None:
         self.database = database
 
-    async def save(self, batch: dict[str, Any]) -> None:
-        """Record a new batch."""
+    async def save(self, batch: dict[str, Any], project: str) -> None:
+        """Record a new batch of `project`."""
         async with self.database.transaction() as connection:
             await connection.execute(
                 insert(batches).values(
-                    id=batch["id"], created=batch["created_at"], status=batch["status"], batch=batch
+                    id=batch["id"],
+                    created=batch["created_at"],
+                    status=batch["status"],
+                    batch=batch,
+                    project=project,
                 )
             )
 
-    async def get(self, batch_id: str) -> dict[str, Any] | None:
-        """A batch as stored (its `batch` object, status and lease), or None."""
+    async def get(self, batch_id: str, project: str | None) -> dict[str, Any] | None:
+        """A batch as stored (its `batch` object, status, lease and project), or None; only `project`'s
+        unless that is None (the runner's own reads)."""
+        query = select(batches).where(batches.c.id == batch_id)
+        if project is not None:
+            query = query.where(batches.c.project == project)
         async with self.database.transaction() as connection:
-            row = (await connection.execute(select(batches).where(batches.c.id == batch_id))).first()
+            row = (await connection.execute(query)).first()
         return dict(row._mapping) if row else None
 
     async def put(self, batch: dict[str, Any], owner: str | None = None) -> str | None:
@@ -48,10 +56,12 @@ class BatchRows:
             await connection.execute(update(batches).where(batches.c.id == batch["id"]).values(**values))
         return None if status is None else str(status)
 
-    async def list_page(self, *, after: str | None, limit: int, order: Order) -> Page:
-        """A page of batches, newest first."""
+    async def list_page(self, *, project: str, after: str | None, limit: int, order: Order) -> Page:
+        """A page of `project`'s batches, newest first."""
         async with self.database.transaction() as connection:
-            return await page(connection, batches, [], after=after, limit=limit, order=order, what="batch")
+            return await page(
+                connection, batches, [], project=project, after=after, limit=limit, order=order, what="batch"
+            )
 
     async def claim(self, owner: str, stale_after: float) -> list[dict[str, Any]]:
         """Take the lease of every unfinished batch that no live replica holds; the batches taken."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import ColumnElement, delete, insert, select, update
 
 from modelport.store.cursor_pages import Order, Page, page
 from modelport.store.database import Database
@@ -19,9 +19,14 @@ class CompletionRows:
         self.database = database
 
     async def save(
-        self, completion: dict[str, Any], request: dict[str, Any], metadata: dict[str, str], status: str
+        self,
+        completion: dict[str, Any],
+        request: dict[str, Any],
+        metadata: dict[str, str],
+        status: str,
+        project: str,
     ) -> None:
-        """Store a completion, its request and metadata, all or nothing."""
+        """Store a completion of `project`, its request and metadata, all or nothing."""
         async with self.database.transaction() as connection:
             await connection.execute(
                 insert(chat_completions).values(
@@ -32,6 +37,7 @@ class CompletionRows:
                     metadata=metadata,
                     request=request,
                     completion=completion,
+                    project=project,
                 )
             )
             if metadata:
@@ -40,19 +46,18 @@ class CompletionRows:
                     [{"completion_id": completion["id"], "key": k, "value": v} for k, v in metadata.items()],
                 )
 
-    async def get(self, completion_id: str) -> dict[str, Any] | None:
-        """The row of one completion, or None."""
+    async def get(self, completion_id: str, project: str) -> dict[str, Any] | None:
+        """The row of one of `project`'s completions, or None."""
         async with self.database.transaction() as connection:
             row = (
-                await connection.execute(
-                    select(chat_completions).where(chat_completions.c.id == completion_id)
-                )
+                await connection.execute(select(chat_completions).where(*_mine(completion_id, project)))
             ).first()
         return dict(row._mapping) if row else None
 
     async def list_page(
         self,
         *,
+        project: str,
         after: str | None,
         limit: int,
         order: Order,
@@ -72,19 +77,18 @@ class CompletionRows:
                 connection,
                 chat_completions,
                 where,
+                project=project,
                 after=after,
                 limit=limit,
                 order=order,
                 what="chat completion",
             )
 
-    async def set_metadata(self, completion_id: str, metadata: dict[str, str]) -> bool:
-        """Replace a completion's metadata; whether it exists."""
+    async def set_metadata(self, completion_id: str, project: str, metadata: dict[str, str]) -> bool:
+        """Replace a completion's metadata; whether `project` has it."""
         async with self.database.transaction() as connection:
             done = await connection.execute(
-                update(chat_completions)
-                .where(chat_completions.c.id == completion_id)
-                .values(metadata=metadata)
+                update(chat_completions).where(*_mine(completion_id, project)).values(metadata=metadata)
             )
             if not done.rowcount:
                 return False
@@ -100,15 +104,19 @@ class CompletionRows:
                 )
         return True
 
-    async def delete(self, completion_id: str) -> bool:
-        """Delete a completion (its metadata goes with it); whether it existed."""
+    async def delete(self, completion_id: str, project: str) -> bool:
+        """Delete one of `project`'s completions (its metadata goes with it); whether it existed."""
         async with self.database.transaction() as connection:
+            done = await connection.execute(delete(chat_completions).where(*_mine(completion_id, project)))
+            if not done.rowcount:
+                return False
             await connection.execute(
                 delete(chat_completion_metadata).where(
                     chat_completion_metadata.c.completion_id == completion_id
                 )
             )
-            done = await connection.execute(
-                delete(chat_completions).where(chat_completions.c.id == completion_id)
-            )
-        return bool(done.rowcount)
+        return True
+
+
+def _mine(completion_id: str, project: str) -> tuple[ColumnElement[bool], ...]:
+    return chat_completions.c.id == completion_id, chat_completions.c.project == project

@@ -27,17 +27,19 @@ async def page(
     table: Table,
     where: list[ColumnElement[bool]],
     *,
+    project: str,
     after: str | None,
     limit: int,
     order: Order,
     what: str,
 ) -> Page:
-    """Up to `limit` rows of `table` matching `where`, after the row `after` in `order`."""
+    """Up to `limit` rows of `project`'s `table` matching `where`, after the row `after` in `order`."""
     key = tuple_(table.c.created, table.c.id)
-    conditions = list(where)
+    owned = table.c.project == project
+    conditions = [owned, *where]
     if after is not None:
         anchor = (
-            await connection.execute(select(table.c.created, table.c.id).where(table.c.id == after))
+            await connection.execute(select(table.c.created, table.c.id).where(table.c.id == after, owned))
         ).first()
         if anchor is None:
             raise NotFoundError(f"No {what} found with id '{after}' (the `after` cursor).", param="after")

@@ -18,24 +18,31 @@ class FileRows:
         self.database = database
 
     async def save(self, row: dict[str, Any]) -> None:
-        """Record a file."""
+        """Record a file (`row` names its project)."""
         async with self.database.transaction() as connection:
             await connection.execute(insert(files).values(**row))
 
-    async def get(self, file_id: str) -> dict[str, Any] | None:
-        """One file's record, or None."""
+    async def get(self, file_id: str, project: str) -> dict[str, Any] | None:
+        """One of `project`'s files' record, or None."""
         async with self.database.transaction() as connection:
-            row = (await connection.execute(select(files).where(files.c.id == file_id))).first()
+            query = select(files).where(files.c.id == file_id, files.c.project == project)
+            row = (await connection.execute(query)).first()
         return dict(row._mapping) if row else None
 
-    async def list_page(self, *, after: str | None, limit: int, order: Order, purpose: str | None) -> Page:
-        """A page of files, newest first unless `order` is `asc`."""
+    async def list_page(
+        self, *, project: str, after: str | None, limit: int, order: Order, purpose: str | None
+    ) -> Page:
+        """A page of `project`'s files, newest first unless `order` is `asc`."""
         where = [files.c.purpose == purpose] if purpose else []
         async with self.database.transaction() as connection:
-            return await page(connection, files, where, after=after, limit=limit, order=order, what="file")
+            return await page(
+                connection, files, where, project=project, after=after, limit=limit, order=order, what="file"
+            )
 
-    async def delete(self, file_id: str) -> bool:
-        """Forget a file; whether it was known."""
+    async def delete(self, file_id: str, project: str) -> bool:
+        """Forget one of `project`'s files; whether it was known."""
         async with self.database.transaction() as connection:
-            done = await connection.execute(delete(files).where(files.c.id == file_id))
+            done = await connection.execute(
+                delete(files).where(files.c.id == file_id, files.c.project == project)
+            )
         return bool(done.rowcount)

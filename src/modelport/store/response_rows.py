@@ -22,7 +22,7 @@ class ResponseRows:
         self.database = database
 
     async def save(self, row: dict[str, Any]) -> None:
-        """Insert a response (its id is new)."""
+        """Insert a response (its id is new; `row` names its project)."""
         async with self.database.transaction() as connection:
             await connection.execute(insert(responses).values(**row))
 
@@ -31,18 +31,22 @@ class ResponseRows:
         async with self.database.transaction() as connection:
             await connection.execute(update(responses).where(responses.c.id == response_id).values(**values))
 
-    async def get(self, response_id: str) -> dict[str, Any] | None:
-        """One row, or None."""
+    async def get(self, response_id: str, project: str | None) -> dict[str, Any] | None:
+        """One row, or None; only `project`'s unless that is None (a background job's own reads)."""
+        query = select(responses).where(responses.c.id == response_id)
+        if project is not None:
+            query = query.where(responses.c.project == project)
         async with self.database.transaction() as connection:
-            row = (await connection.execute(select(responses).where(responses.c.id == response_id))).first()
+            row = (await connection.execute(query)).first()
         return dict(row._mapping) if row else None
 
-    async def chain(self, response_id: str) -> list[dict[str, Any]]:
-        """The response and every earlier turn of its conversation, oldest first; empty if it does not
-        exist. A chain whose oldest row still names a previous response lost that one (deleted)."""
+    async def chain(self, response_id: str, project: str) -> list[dict[str, Any]]:
+        """One of `project`'s responses and every earlier turn of its conversation, oldest first; empty if
+        it has none by that id. A chain whose oldest row still names a previous response lost that one
+        (deleted). (A turn only ever names a previous one of its own project.)"""
         walk = (
             select(responses.c.id, responses.c.previous_response_id, literal(0, Integer).label("depth"))
-            .where(responses.c.id == response_id)
+            .where(responses.c.id == response_id, responses.c.project == project)
             .cte("walk", recursive=True)
         )
         earlier = responses.alias("earlier")
@@ -55,14 +59,18 @@ class ResponseRows:
         async with self.database.transaction() as connection:
             return [dict(row._mapping) for row in await connection.execute(query)]
 
-    async def delete(self, response_id: str) -> bool:
-        """Delete a response and its events; whether it existed."""
+    async def delete(self, response_id: str, project: str) -> bool:
+        """Delete one of `project`'s responses and its events; whether it existed."""
         async with self.database.transaction() as connection:
+            done = await connection.execute(
+                delete(responses).where(responses.c.id == response_id, responses.c.project == project)
+            )
+            if not done.rowcount:
+                return False
             await connection.execute(
                 delete(response_events).where(response_events.c.response_id == response_id)
             )
-            done = await connection.execute(delete(responses).where(responses.c.id == response_id))
-        return bool(done.rowcount)
+        return True
 
     async def add_events(self, response_id: str, events: list[dict[str, Any]], heartbeat: bool) -> str | None:
         """Append a background response's events (and mark it alive); its status as stored, so a job learns

@@ -7,6 +7,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -15,7 +16,63 @@ from sqlalchemy import (
     Table,
 )
 
+from modelport.context import DEFAULT_PROJECT
+
 metadata = MetaData()
+
+
+def _owner() -> Column[str]:
+    """Every stored object belongs to one project: the project of the key that made it. Rows made before
+    projects existed, or by the keys of `--api-key`, belong to the default one."""
+    return Column("project", String(64), nullable=False, server_default=DEFAULT_PROJECT)
+
+
+projects = Table(
+    "projects",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("name", String(256), nullable=False, unique=True),
+    Column("created", BigInteger, nullable=False),
+    Column("archived_at", BigInteger, nullable=True),
+    Column("limits", JSON, nullable=False),  # requests and tokens per minute, allowed models
+)
+
+# API keys: only a hash of each key is kept (keys are random, so SHA-256 is enough to make a stolen
+# database useless for calling the server), and the first and last characters, to tell keys apart.
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("project", String(64), ForeignKey("projects.id"), nullable=False, index=True),
+    Column("hash", String(64), nullable=False, unique=True),
+    Column("redacted", String(64), nullable=False),
+    Column("name", String(256), nullable=False),
+    Column("role", String(16), nullable=False),  # member, or admin (the organization API too)
+    Column("created", BigInteger, nullable=False),
+    Column("expires_at", BigInteger, nullable=True),
+    Column("last_used_at", BigInteger, nullable=True),
+    Column("revoked_at", BigInteger, nullable=True),
+    Column("limits", JSON, nullable=False),
+)
+
+# What each project used, per minute: one row per (minute, project, model, key, kind), added to in batches.
+usage = Table(
+    "usage",
+    metadata,
+    Column("bucket", BigInteger, primary_key=True),  # the minute's start, unix seconds
+    Column("project", String(64), primary_key=True),
+    Column("model", String(256), primary_key=True),
+    Column("key_id", String(64), primary_key=True),  # "" for requests made without a stored key
+    Column("kind", String(32), primary_key=True),  # completions, embeddings, audio_speeches, ...
+    Column("requests", BigInteger, nullable=False),
+    Column("input_tokens", BigInteger, nullable=False),
+    Column("cached_tokens", BigInteger, nullable=False),
+    Column("output_tokens", BigInteger, nullable=False),
+    Column("characters", BigInteger, nullable=False),
+    Column("seconds", Float, nullable=False),
+    Column("images", BigInteger, nullable=False),
+    Index("ix_usage_project_bucket", "project", "bucket"),
+)
 
 # Stored chat completions: the answer, the request's messages and parameters, and `metadata`.
 chat_completions = Table(
@@ -28,8 +85,10 @@ chat_completions = Table(
     Column("metadata", JSON, nullable=False),
     Column("request", JSON, nullable=False),  # messages and parameters, as the client sent them
     Column("completion", JSON, nullable=False),  # the ChatCompletion
+    _owner(),
     Index("ix_chat_completions_created_id", "created", "id"),
     Index("ix_chat_completions_model_created_id", "model", "created", "id"),
+    Index("ix_chat_completions_project_created_id", "project", "created", "id"),
 )
 
 # `metadata[key]=value` filters look rows up here, by an index, instead of scanning JSON.
@@ -64,7 +123,9 @@ responses = Table(
     Column("request", JSON, nullable=False),  # the parameters, less `input`
     Column("input_items", JSON, nullable=False),  # this turn's input items, with their ids
     Column("response", JSON, nullable=False),  # the Response object as last known
+    _owner(),
     Index("ix_responses_created_id", "created", "id"),
+    Index("ix_responses_project_created_id", "project", "created", "id"),
 )
 
 # The events of a background response, kept so a client can resume its stream (`starting_after`).
@@ -86,8 +147,10 @@ files = Table(
     Column("filename", String(512), nullable=False),
     Column("purpose", String(64), nullable=False),
     Column("expires_at", BigInteger, nullable=True),
+    _owner(),
     Index("ix_files_created_id", "created", "id"),
     Index("ix_files_purpose_created_id", "purpose", "created", "id"),
+    Index("ix_files_project_created_id", "project", "created", "id"),
 )
 
 # Batches: the Batch object as JSON, and which replica runs it (a lease renewed by its heartbeat).
@@ -100,7 +163,9 @@ batches = Table(
     Column("owner", String(64), nullable=True),
     Column("heartbeat", BigInteger, nullable=True),
     Column("batch", JSON, nullable=False),
+    _owner(),
     Index("ix_batches_created_id", "created", "id"),
+    Index("ix_batches_project_created_id", "project", "created", "id"),
 )
 
 # A batch's progress, line by line: a line with a result here is never run again, even after a restart.

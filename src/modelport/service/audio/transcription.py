@@ -10,6 +10,7 @@ import anyio
 from openai._models import construct_type
 from openai.types.audio import Transcription, TranscriptionStreamEvent, TranscriptionVerbose
 
+from modelport import metrics
 from modelport.errors import InvalidRequestError, PayloadTooLargeError, PredictorError
 from modelport.predictors.contract import Predictor
 from modelport.predictors.manager import LoadedModel
@@ -52,6 +53,7 @@ async def transcribe(
     samples = await anyio.to_thread.run_sync(audio_codec.decode, upload.content, predictor.sample_rate)
     duration = len(samples) / predictor.sample_rate
     limits.check_audio_seconds(duration, bounds)
+    metrics.count_seconds(duration)
     options = {
         "openai.audio.transcriptions.language": request.language,
         "openai.audio.transcriptions.prompt": request.prompt,

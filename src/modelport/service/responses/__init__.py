@@ -15,6 +15,7 @@ from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
 from pydantic import ValidationError
 
+from modelport import context
 from modelport.errors import InvalidRequestError, ModelportError, NotFoundError, StoreDisabledError
 from modelport.protocol.answers import Events
 from modelport.protocol.requests import ChatCompletionRequest
@@ -96,7 +97,7 @@ class Responses:
 
     async def delete(self, response_id: str) -> dict[str, Any]:
         """`DELETE /v1/responses/{id}`."""
-        if not await self._store().responses.delete(response_id):
+        if not await self._store().responses.delete(response_id, context.current().project):
             raise _missing(response_id)
         return {"id": response_id, "object": "response.deleted", "deleted": True}
 
@@ -216,7 +217,7 @@ class Responses:
         """Every earlier turn of the conversation, as chat messages."""
         if previous is None:
             return []
-        chain = await self._store().responses.chain(previous)
+        chain = await self._store().responses.chain(previous, context.current().project)
         if not chain:
             raise NotFoundError(
                 f"Previous response with id '{previous}' not found.", param="previous_response_id"
@@ -260,7 +261,7 @@ class Responses:
         return self.store
 
     async def _row(self, response_id: str) -> dict[str, Any]:
-        row = await self._store().responses.get(response_id)
+        row = await self._store().responses.get(response_id, context.current().project)
         if row is None:
             raise _missing(response_id)
         return row
@@ -314,6 +315,7 @@ def _row(request: ResponseRequest, turn: list[dict[str, Any]], response: dict[st
         "request": request.model_dump(mode="json", exclude_unset=True, exclude={"input"}),
         "input_items": turn,
         "response": response,
+        "project": context.current().project,
     }
 
 

@@ -90,7 +90,7 @@ class Jobs:
                 yield event
                 if event["type"] in _TERMINAL:
                     return
-            row = await self.store.responses.get(response_id)
+            row = await self.store.responses.get(response_id, None)
             if row is None or row["status"] not in UNFINISHED:
                 for event in await self.store.responses.events(response_id, after):
                     yield event

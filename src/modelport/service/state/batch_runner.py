@@ -87,7 +87,7 @@ class BatchRunner:
                 for row in await self.store.batches.claim(self.owner, self.lease):
                     if row["id"] not in self._running:
                         self._running[row["id"]] = asyncio.create_task(
-                            self._run(row["batch"]), name=row["id"]
+                            self._run(row["batch"], row["project"]), name=row["id"]
                         )
             except StoreUnavailableError:
                 pass  # logged by the store; looked at again in a moment
@@ -95,28 +95,29 @@ class BatchRunner:
                 await asyncio.wait_for(self._wake.wait(), _POLL)
             self._wake.clear()
 
-    async def _run(self, batch: dict[str, Any]) -> None:
+    async def _run(self, batch: dict[str, Any], project: str) -> None:
         assert self.store is not None
         try:
-            await self._run_stages(batch)
+            await self._run_stages(batch, project)
         finally:
             self._running.pop(batch["id"], None)
 
-    async def _run_stages(self, batch: dict[str, Any]) -> None:
+    async def _run_stages(self, batch: dict[str, Any], project: str) -> None:
+        """A batch runs as its creator's project: its lines' stored objects and usage are that project's."""
         assert self.store is not None
         try:
             if batch["status"] == "validating":
                 batch = {**batch, "status": "in_progress", "in_progress_at": int(time.time())}
                 await self.store.batches.put(batch, self.owner)
             if batch["status"] == "in_progress":
-                batch = await self._lines(batch)
-            await self._finish(batch)
+                batch = await self._lines(batch, project)
+            await self._finish(batch, project)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("batch %s stopped; it is taken up again when its lease goes stale", batch["id"])
 
-    async def _lines(self, batch: dict[str, Any]) -> dict[str, Any]:
+    async def _lines(self, batch: dict[str, Any], project: str) -> dict[str, Any]:
         """Run the lines that have no result yet; the batch as it stands when they are done, or when it
         was cancelled or expired."""
         store = self.store
@@ -137,7 +138,7 @@ class BatchRunner:
                     state["batch"] = {**state["batch"], "status": "expired"}
                     stop.set()
                     return
-                ok, output = await self._line(batch["endpoint"], line)
+                ok, output = await self._line(batch["endpoint"], line, project)
                 await store.batches.add_result(batch["id"], line["line"], ok, output)
 
         async def heartbeat() -> None:
@@ -156,7 +157,7 @@ class BatchRunner:
             beating.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beating
-        stored = await store.batches.get(batch["id"])
+        stored = await store.batches.get(batch["id"], None)
         if stored is not None and stored["status"] == "cancelling":
             return {
                 **state["batch"],
@@ -165,10 +166,10 @@ class BatchRunner:
             }
         return state["batch"]
 
-    async def _line(self, endpoint: str, line: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+    async def _line(self, endpoint: str, line: dict[str, Any], project: str) -> tuple[bool, dict[str, Any]]:
         """One request, as background work; the line of the output file, or of the error file."""
         request_id = new_id("batch_req", "_")
-        context.enter(RequestContext(request_id=request_id, background=True))
+        context.enter(RequestContext(request_id=request_id, background=True, project=project))
         record: dict[str, Any] = {"id": request_id, "custom_id": line["custom_id"], "error": None}
         try:
             if line["body"].get("stream") or line["body"].get("background"):
@@ -185,7 +186,7 @@ class BatchRunner:
         record["response"] = {"status_code": 200, "request_id": request_id, "body": body}
         return True, record
 
-    async def _finish(self, batch: dict[str, Any]) -> None:
+    async def _finish(self, batch: dict[str, Any], project: str) -> None:
         """Write the output and error files, and end the batch: completed, cancelled or expired."""
         assert self.store is not None
         now = int(time.time())
@@ -208,7 +209,7 @@ class BatchRunner:
                 content = b"".join(orjson.dumps(item) + b"\n" for item in items)
                 filename = f"{batch['id']}_{name}.jsonl"
                 batch[field] = (
-                    await self.files.save(f"file-{suffix}-{name}", content, filename, "batch_output")
+                    await self.files.save(f"file-{suffix}-{name}", content, filename, "batch_output", project)
                 ).id
         batch.update(
             status=ending,

@@ -8,6 +8,7 @@ from typing import Any
 
 from openai.types import Batch
 
+from modelport import context
 from modelport.errors import InvalidRequestError, NotFoundError, StoreDisabledError
 from modelport.ids import new_id
 from modelport.protocol.requests import Metadata
@@ -75,7 +76,7 @@ class Batches:
             "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
             "metadata": metadata,
         }
-        await store.batches.save(batch)
+        await store.batches.save(batch, context.current().project)
         self.runner.wake()
         return Batch.model_validate(batch)
 
@@ -85,7 +86,9 @@ class Batches:
 
     async def list(self, *, after: str | None = None, limit: int | None = None) -> ListPage[Batch]:
         """`GET /v1/batches`: newest first."""
-        page = await self._store().batches.list_page(after=after, limit=bounded_limit(limit), order="desc")
+        page = await self._store().batches.list_page(
+            project=context.current().project, after=after, limit=bounded_limit(limit), order="desc"
+        )
         return ListPage([Batch.model_validate(row["batch"]) for row in page.rows], page.has_more)
 
     async def cancel(self, batch_id: str) -> Batch:
@@ -99,7 +102,7 @@ class Batches:
         return Batch.model_validate(batch)
 
     async def _row(self, batch_id: str) -> dict[str, Any]:
-        row = await self._store().batches.get(batch_id)
+        row = await self._store().batches.get(batch_id, context.current().project)
         if row is None:
             raise NotFoundError(f"No batch found with id '{batch_id}'.", param="batch_id")
         return row

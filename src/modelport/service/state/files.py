@@ -13,6 +13,7 @@ import anyio
 import orjson
 from openai.types import FileDeleted, FileObject
 
+from modelport import context
 from modelport.errors import InvalidRequestError, NotFoundError, PayloadTooLargeError, StoreDisabledError
 from modelport.ids import new_id
 from modelport.protocol.answers import Binary
@@ -94,6 +95,7 @@ class Files:
                 "filename": filename,
                 "purpose": purpose,
                 "expires_at": _expiry(expires_after),
+                "project": context.current().project,
             }
             await store.files.save(row)
         except BaseException:
@@ -101,8 +103,10 @@ class Files:
             raise
         return _object(row)
 
-    async def save(self, file_id: str, content: bytes, filename: str, purpose: str) -> FileObject:
-        """Keep bytes made here (a batch's output) as a file; the same id again replaces it."""
+    async def save(
+        self, file_id: str, content: bytes, filename: str, purpose: str, project: str
+    ) -> FileObject:
+        """Keep bytes made here (a batch's output) as `project`'s file; the same id again replaces it."""
         store = self._store()
         path = self.path(file_id)
         await anyio.to_thread.run_sync(_write, path, content)
@@ -113,8 +117,9 @@ class Files:
             "filename": filename,
             "purpose": purpose,
             "expires_at": None,
+            "project": project,
         }
-        await store.files.delete(file_id)
+        await store.files.delete(file_id, project)
         await store.files.save(row)
         return _object(row)
 
@@ -132,6 +137,7 @@ class Files:
     ) -> ListPage[FileObject]:
         """`GET /v1/files`: newest first unless `order` is `asc`."""
         page = await self._store().files.list_page(
+            project=context.current().project,
             after=after,
             limit=bounded_limit(limit, 10_000),
             order=checked_order(order, "desc"),
@@ -153,7 +159,7 @@ class Files:
 
     async def delete(self, file_id: str) -> FileDeleted:
         """`DELETE /v1/files/{id}`."""
-        if not await self._store().files.delete(file_id):
+        if not await self._store().files.delete(file_id, context.current().project):
             raise _missing(file_id)
         await anyio.to_thread.run_sync(lambda: self.path(file_id).unlink(missing_ok=True))
         return FileDeleted(id=file_id, object="file", deleted=True)
@@ -176,7 +182,7 @@ class Files:
         return size
 
     async def _row(self, file_id: str) -> dict[str, Any]:
-        row = await self._store().files.get(file_id)
+        row = await self._store().files.get(file_id, context.current().project)
         if row is None:
             raise _missing(file_id)
         return row

@@ -11,6 +11,7 @@ import anyio
 from openai._models import construct_type
 from openai.types.chat import ChatCompletion, ChatCompletionStoreMessage
 
+from modelport import context
 from modelport.errors import NotFoundError, StoreDisabledError
 from modelport.protocol.answers import Events
 from modelport.protocol.requests import ChatCompletionRequest
@@ -46,14 +47,19 @@ class StoredCompletions:
     async def keep(
         self, request: ChatCompletionRequest, answer: ChatCompletion | Events[ChatCompletion]
     ) -> ChatCompletion | Events[ChatCompletion]:
-        """Store a whole answer now; a streamed one as its last chunk passes, before `[DONE]`."""
+        """Store a whole answer now; a streamed one as its last chunk passes, before `[DONE]`. Either is
+        the project's of the request in hand (a stream may be read in another task)."""
+        project = context.current().project
         if isinstance(answer, Events):
-            return Events(self._kept(request, answer.items), answer.kind)
-        await self._save(request, answer.model_dump(mode="json", exclude_unset=True), "completed")
+            return Events(self._kept(request, answer.items, project), answer.kind)
+        await self._save(request, answer.model_dump(mode="json", exclude_unset=True), "completed", project)
         return answer
 
     async def _kept(
-        self, request: ChatCompletionRequest, chunks: AsyncGenerator[dict[str, Any], None]
+        self,
+        request: ChatCompletionRequest,
+        chunks: AsyncGenerator[dict[str, Any], None],
+        project: str,
     ) -> AsyncGenerator[dict[str, Any], None]:
         fold = ChatFold()
         try:
@@ -64,16 +70,18 @@ class StoredCompletions:
             # The client left (or the stream broke): what was produced is kept, marked incomplete.
             with anyio.CancelScope(shield=True):
                 if fold.head:  # at least one chunk went out
-                    await self._save(request, fold.whole(), "incomplete")
+                    await self._save(request, fold.whole(), "incomplete", project)
             raise
         finally:
             await chunks.aclose()
-        await self._save(request, fold.whole(), "completed")  # a failure here is an error event
+        await self._save(request, fold.whole(), "completed", project)  # a failure here is an error event
 
-    async def _save(self, request: ChatCompletionRequest, completion: dict[str, Any], status: str) -> None:
+    async def _save(
+        self, request: ChatCompletionRequest, completion: dict[str, Any], status: str, project: str
+    ) -> None:
         assert self.store is not None
         sent = request.model_dump(mode="json", exclude_unset=True, exclude={"metadata", "store"})
-        await self.store.completions.save(completion, sent, request.metadata or {}, status)
+        await self.store.completions.save(completion, sent, request.metadata or {}, status, project)
 
     def _store(self) -> Store:
         if self.store is None:
@@ -96,6 +104,7 @@ class StoredCompletions:
     ) -> ListPage[ChatCompletion]:
         """`GET /v1/chat/completions`: oldest first unless `order` is `desc`."""
         page = await self._store().completions.list_page(
+            project=context.current().project,
             after=after,
             limit=bounded_limit(limit),
             order=checked_order(order, "asc"),
@@ -106,13 +115,14 @@ class StoredCompletions:
 
     async def update(self, completion_id: str, metadata: dict[str, str] | None) -> ChatCompletion:
         """`POST /v1/chat/completions/{id}`: replace its metadata."""
-        if not await self._store().completions.set_metadata(completion_id, metadata or {}):
+        project = context.current().project
+        if not await self._store().completions.set_metadata(completion_id, project, metadata or {}):
             raise _missing(completion_id)
         return await self.retrieve(completion_id)
 
     async def delete(self, completion_id: str) -> dict[str, Any]:
         """`DELETE /v1/chat/completions/{id}`."""
-        if not await self._store().completions.delete(completion_id):
+        if not await self._store().completions.delete(completion_id, context.current().project):
             raise _missing(completion_id)
         return {"object": "chat.completion.deleted", "id": completion_id, "deleted": True}
 
@@ -142,7 +152,7 @@ class StoredCompletions:
         return ListPage(listed[:size], len(listed) > size)
 
     async def _row(self, completion_id: str) -> dict[str, Any]:
-        row = await self._store().completions.get(completion_id)
+        row = await self._store().completions.get(completion_id, context.current().project)
         if row is None:
             raise _missing(completion_id)
         return row

@@ -1,0 +1,88 @@
+"""Who may call, within which limits, and what each project used: keys (`keys`), rate limits and allowed
+models (`quotas`), usage records (`usage`), and the management of projects and keys (`admin`). Every face
+sets the caller's project in the request context; the service admits each model request here and counts
+what it used."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from modelport import context, metrics
+from modelport.context import RequestContext
+from modelport.errors import AuthenticationError, PermissionDeniedError
+from modelport.metrics import Tally
+from modelport.service.access.admin import Admin
+from modelport.service.access.keys import Keys, Principal
+from modelport.service.access.quotas import Quotas
+from modelport.service.access.usage import Meter
+from modelport.settings import Settings
+from modelport.store import Store
+
+__all__ = ["Access", "Principal"]
+
+
+class Access:
+    """Keys, limits and usage over one store."""
+
+    def __init__(self, store: Store | None, settings: Settings) -> None:
+        self.keys = Keys(store, list(settings.api_keys), settings.auth)
+        self.quotas = Quotas()
+        self.meter = Meter(store, settings.auth.usage_flush_seconds)
+        self.admin = Admin(store, self.keys)
+
+    async def identify(self, authorization: str | None, *, admin: bool = False) -> Principal | None:
+        """The caller an `Authorization` header names; None when this server needs no key (then every
+        caller is the default project's). A 401 for a missing or wrong key, a 403 for a member key where
+        an admin key is needed (the organization API, which always needs one)."""
+        if not await self.keys.required() and not admin:
+            return None
+        scheme, _, token = (authorization or "").partition(" ")
+        if not authorization:
+            raise AuthenticationError(
+                "You didn't provide an API key. Send it as `Authorization: Bearer <key>`."
+            )
+        if scheme.lower() != "bearer" or not token.strip():
+            raise AuthenticationError("Send the API key as `Authorization: Bearer <key>`.")
+        principal = await self.keys.check(token.strip())
+        if admin and principal.role != "admin":
+            raise PermissionDeniedError(
+                "This needs an admin key (`modelport keys create --admin`); this key is a member's."
+            )
+        return principal
+
+    def admit(self, model: str) -> None:
+        """Let a request for `model` in under its project's and key's limits (a 429 or 404 if not)."""
+        self.quotas.admit(context.current(), model)
+
+    def settle(self, request: RequestContext, model: str, kind: str, tally: Tally, characters: int) -> None:
+        """Count what a finished request used."""
+        self.meter.record(request, model, kind, tally, characters)
+        self.quotas.spend(request, model, tally.input_tokens + tally.output_tokens)
+
+    async def metered(
+        self,
+        items: AsyncGenerator[Any, None],
+        request: RequestContext,
+        model: str,
+        kind: str,
+        tally: Tally,
+    ) -> AsyncGenerator[Any, None]:
+        """A stream's items, its usage tallied wherever it is read, and counted when it ends (or its
+        client leaves: what was generated was used)."""
+        try:
+            while True:
+                with metrics.tallied(tally):
+                    try:
+                        item = await items.__anext__()
+                    except StopAsyncIteration:
+                        break
+                yield item
+        finally:
+            await items.aclose()
+            self.settle(request, model, kind, tally, 0)
+
+    async def close(self) -> None:
+        """Write pending usage and last-used dates."""
+        await self.meter.close()
+        await self.keys.flush()

@@ -1,0 +1,157 @@
+"""Who is calling: a bearer key checked against the keys of `--api-key` (the default project's) and the
+store's keys (kept as hashes), with a short cache so a check costs microseconds and a revocation is seen
+within `key_cache_seconds` on every replica."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from modelport.context import DEFAULT_PROJECT
+from modelport.errors import AuthenticationError, StoreUnavailableError
+from modelport.settings import AuthSettings
+from modelport.store import Store
+
+Role = Literal["member", "admin"]
+_CACHE_CAP = 10_000  # distinct keys remembered at once: bounds what a flood of wrong keys can cost
+
+
+@dataclass(frozen=True)
+class Principal:
+    """A checked caller: its project, its key (None for `--api-key` keys and tokens), its role, and the
+    limits that apply (the project's, then the key's)."""
+
+    project: str
+    key_id: str | None = None
+    role: Role = "member"
+    limits: tuple[dict[str, Any], ...] = ()
+    expires_at: int | None = None
+
+
+@dataclass
+class _Seen:
+    principal: Principal | None
+    at: float
+
+
+def digest(key: str) -> str:
+    """What is stored of a key: keys are 256 random bits, so one SHA-256 makes the store useless to a
+    thief without slowing every request the way a password hash would."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def new_key() -> str:
+    """A new secret key, shaped like OpenAI's."""
+    return f"sk-mp-{secrets.token_urlsafe(32)}"
+
+
+def redacted(key: str) -> str:
+    """What lists show of a key."""
+    return f"{key[:8]}...{key[-4:]}"
+
+
+@dataclass
+class Keys:
+    """Checks bearer keys; `required()` says whether a request without one is refused."""
+
+    store: Store | None
+    static: list[str]
+    settings: AuthSettings
+    _seen: dict[str, _Seen] = field(default_factory=dict)
+    _any_live: _Seen | None = None
+    _default_limits: _Seen | None = None
+    _used: dict[str, int] = field(default_factory=dict)
+    _flushed: float = 0.0
+
+    async def required(self) -> bool:
+        """Whether `/v1` needs a key: the settings say always, some were given with `--api-key`, or the
+        store holds a live one. While the store cannot be reached, what was last known holds; a server
+        that never reached it serves without keys (nothing stored can be reached either) unless the
+        settings say always."""
+        if self.static or self.settings.required:
+            return True
+        if self.store is None:
+            return False
+        now = time.monotonic()
+        if self._any_live is None or now - self._any_live.at > self.settings.key_cache_seconds:
+            try:
+                live = await self.store.keys.any_live()
+            except StoreUnavailableError:
+                live = self._any_live is not None and self._any_live.principal is not None
+            self._any_live = _Seen(Principal(DEFAULT_PROJECT) if live else None, now)
+        return self._any_live.principal is not None
+
+    async def check(self, key: str) -> Principal:
+        """The caller a key stands for; a 401 if it is none of ours, revoked, expired or its project is
+        archived."""
+        for known in self.static:
+            # Compared with each, in constant time, so timing tells nothing about any of them.
+            if hmac.compare_digest(key.encode(), known.encode()):
+                return Principal(DEFAULT_PROJECT, limits=await self._default_project_limits())
+        if self.store is None:
+            raise AuthenticationError("Incorrect API key provided.")
+        hashed = digest(key)
+        now = time.monotonic()
+        seen = self._seen.get(hashed)
+        if seen is None or now - seen.at > self.settings.key_cache_seconds:
+            seen = _Seen(await self._lookup(hashed), now)
+            if len(self._seen) >= _CACHE_CAP:
+                self._seen.clear()
+            self._seen[hashed] = seen
+        principal = seen.principal
+        if principal is None or (principal.expires_at is not None and principal.expires_at <= time.time()):
+            raise AuthenticationError("Incorrect API key provided, or the key was revoked or expired.")
+        if principal.key_id is not None:
+            self._used[principal.key_id] = int(time.time())
+            if now - self._flushed > self.settings.key_cache_seconds:
+                self._flushed = now
+                await self.flush()
+        return principal
+
+    async def flush(self) -> None:
+        """Write when keys were last used (batched: one write per key per cache period, not per
+        request)."""
+        if self.store is None or not self._used:
+            return
+        used, self._used = self._used, {}
+        with contextlib.suppress(StoreUnavailableError):  # a last-used date is not worth an error
+            await self.store.keys.used(used)
+
+    def forget(self) -> None:
+        """Drop what is cached (after a change made here, so it is seen at once on this replica)."""
+        self._seen.clear()
+        self._any_live = self._default_limits = None
+
+    async def _lookup(self, hashed: str) -> Principal | None:
+        assert self.store is not None
+        row = await self.store.keys.by_hash(hashed)
+        if row is None or row["revoked_at"] is not None or row["archived_at"] is not None:
+            return None
+        if not hmac.compare_digest(row["hash"], hashed):
+            return None
+        return Principal(
+            project=row["project"],
+            key_id=row["id"],
+            role=row["role"],
+            limits=(row["project_limits"] or {}, row["limits"] or {}),
+            expires_at=row["expires_at"],
+        )
+
+    async def _default_project_limits(self) -> tuple[dict[str, Any], ...]:
+        if self.store is None:
+            return ()
+        now = time.monotonic()
+        if self._default_limits is None or now - self._default_limits.at > self.settings.key_cache_seconds:
+            try:
+                row = await self.store.projects.get(DEFAULT_PROJECT)
+            except StoreUnavailableError:
+                row = None
+            limits = (row["limits"],) if row and row["limits"] else ()
+            self._default_limits = _Seen(Principal(DEFAULT_PROJECT, limits=limits), now)
+        assert self._default_limits.principal is not None
+        return self._default_limits.principal.limits

@@ -1,0 +1,137 @@
+"""Limits per project and per key (requests and tokens per minute, allowed models), answered with
+OpenAI's 429 and `x-ratelimit-*` headers that the SDK's backoff follows; and usage per project, read back
+through the Usage API and `modelport usage`, equal to what the answers said they used."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+
+from modelport.settings import AuthSettings
+from tests.server.test_projects import cli, made_key
+from tests.support.configs import tiny_settings
+from tests.support.faces import Faces, faces
+
+
+@pytest.fixture(scope="module")
+def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Faces, str]]:
+    database = str(tmp_path_factory.mktemp("limits") / "state.db")
+    cli("projects", "create", "ops", "--database", database)
+    settings = tiny_settings(database)
+    settings.auth = AuthSettings(key_cache_seconds=0.5, usage_flush_seconds=0.2)
+    with faces(settings) as served:
+        yield served, database
+
+
+def client_of(limited: tuple[Faces, str], project: str, *limits: str, retries: int = 0) -> openai.OpenAI:
+    """A key of a new project with these limits (`--rpm 30`, ...)."""
+    served, database = limited
+    cli("projects", "create", project, *limits, "--database", database)
+    _, key = made_key(database, project)
+    return openai.OpenAI(base_url=f"{served.url}/v1", api_key=key, max_retries=retries, timeout=60)
+
+
+def ask(client: openai.OpenAI, text: str = "one two", model: str = "reverse") -> Any:
+    return client.chat.completions.with_raw_response.create(
+        model=model, messages=[{"role": "user", "content": text}]
+    )
+
+
+def test_a_burst_over_the_request_limit_is_a_429_with_openais_headers(limited: tuple[Faces, str]) -> None:
+    client = client_of(limited, "burst", "--rpm", "30")
+    first = ask(client)
+    assert first.headers["x-ratelimit-limit-requests"] == "30"
+    assert first.headers["x-ratelimit-remaining-requests"] == "29"
+    assert first.headers["x-ratelimit-reset-requests"].endswith("s")
+    for _ in range(29):
+        ask(client)
+    with pytest.raises(openai.RateLimitError) as refused:
+        ask(client)
+    headers = refused.value.response.headers
+    assert headers["x-ratelimit-remaining-requests"] == "0"
+    assert 1 <= int(headers["retry-after"]) <= 2  # 30 a minute: one back every two seconds
+    assert refused.value.code == "rate_limit_exceeded"
+
+
+def test_the_sdks_retry_gets_in_after_retry_after(limited: tuple[Faces, str]) -> None:
+    client = client_of(limited, "patient", "--rpm", "60", retries=2)
+    for _ in range(60):
+        ask(client)
+    started = time.monotonic()
+    answer = ask(client).parse()  # refused once, then let in after `retry-after`
+    assert answer.choices[0].message.content == "two one"
+    assert time.monotonic() - started >= 0.5
+
+
+def test_tokens_per_minute_are_counted_from_what_was_used(limited: tuple[Faces, str]) -> None:
+    client = client_of(limited, "wordy", "--tpm", "20")
+    used = ask(client, "a b c d e f g h i j").parse().usage  # 10 in, 10 out
+    assert used.total_tokens == 20
+    with pytest.raises(openai.RateLimitError) as refused:
+        ask(client)
+    assert refused.value.response.headers["x-ratelimit-limit-tokens"] == "20"
+    assert "tokens per minute" in refused.value.message
+
+
+def test_a_project_uses_only_its_allowed_models_and_per_model_limits(limited: tuple[Faces, str]) -> None:
+    client = client_of(limited, "narrow", "--models", "reverse", "--rpm", "reverse=2")
+    ask(client)
+    with pytest.raises(openai.NotFoundError) as refused:
+        ask(client, model="recall")
+    assert refused.value.code == "model_not_found"
+    ask(client)
+    with pytest.raises(openai.RateLimitError):
+        ask(client)
+
+
+def test_a_keys_own_limit_applies_within_its_project(limited: tuple[Faces, str]) -> None:
+    served, database = limited
+    cli("projects", "create", "roomy", "--database", database)
+    _, tight = made_key(database, "roomy", "--rpm", "2")
+    _, free = made_key(database, "roomy")
+    tight_client = openai.OpenAI(base_url=f"{served.url}/v1", api_key=tight, max_retries=0)
+    free_client = openai.OpenAI(base_url=f"{served.url}/v1", api_key=free, max_retries=0)
+    ask(tight_client)
+    ask(tight_client)
+    with pytest.raises(openai.RateLimitError):
+        ask(tight_client)
+    ask(free_client)
+
+
+def test_usage_totals_equal_the_answers_usage(limited: tuple[Faces, str]) -> None:
+    served, database = limited
+    start = int(time.time()) // 60 * 60
+    client = client_of(limited, "metered")
+    project = cli("projects", "list", "--database", database).split("metered")[0].split()[-1]
+    used = [ask(client, "one two three" * n).parse().usage for n in range(1, 4)]
+    streamed = client.chat.completions.create(
+        model="reverse",
+        messages=[{"role": "user", "content": "four five"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    used += [chunk.usage for chunk in streamed if chunk.usage]
+    response = client.responses.create(model="reverse", input="six seven eight")
+    _, admin_key = made_key(database, "ops", "--admin")
+    admin = openai.OpenAI(base_url=f"{served.url}/v1", api_key=admin_key, max_retries=0)
+    page: Any = admin.get(
+        "/organization/usage/completions",
+        options={"params": {"start_time": start, "group_by": ["project_id", "model"], "bucket_width": "1m"}},
+        cast_to=object,
+    )
+    results = [r for bucket in page["data"] for r in bucket["results"] if r["project_id"] == project]
+    assert {r["model"] for r in results} == {"reverse"}
+    assert sum(r["num_model_requests"] for r in results) == 5
+    assert sum(r["input_tokens"] for r in results) == sum(u.prompt_tokens for u in used) + (
+        response.usage.input_tokens if response.usage else 0
+    )
+    assert sum(r["output_tokens"] for r in results) == sum(u.completion_tokens for u in used) + (
+        response.usage.output_tokens if response.usage else 0
+    )
+    printed = cli("usage", "--project", "metered", "--database", database)
+    row = next(line for line in printed.splitlines() if line.startswith(project))
+    assert row.split()[1:4] == ["reverse", "completions", "5"]

@@ -1,0 +1,293 @@
+"""Projects and keys through the openai SDK: every stored object is its project's (another project gets a
+404 on every route that reaches one, as if it did not exist), keys are checked, revoked and expire, the
+organization API is for admin keys, and `--api-key` keys still work as the default project's."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from modelport.cli import main
+from modelport.settings import AuthSettings
+from tests.support.configs import tiny_settings
+from tests.support.faces import Faces, faces
+
+TTL = 0.5  # key_cache_seconds of these servers
+
+
+def cli(*args: str) -> str:
+    """What `modelport ARGS` prints (run in this process)."""
+    printed = io.StringIO()
+    with redirect_stdout(printed):
+        assert main(list(args)) == 0
+    return printed.getvalue()
+
+
+def new_key(database: str, project: str, *extra: str) -> str:
+    """A key of `project`, made with the command line (the key is its last line)."""
+    return made_key(database, project, *extra)[1]
+
+
+def made_key(database: str, project: str, *extra: str) -> tuple[str, str]:
+    """A key of `project`: its id (the first word printed) and the key (the last line)."""
+    printed = cli("keys", "create", "--project", project, "--database", database, *extra)
+    return printed.split()[0], printed.splitlines()[-1]
+
+
+@dataclass
+class Tenants:
+    served: Faces
+    database: str
+    alpha: openai.OpenAI
+    beta: openai.OpenAI
+    admin: openai.OpenAI
+
+    def client(self, key: str, retries: int = 0) -> openai.OpenAI:
+        return openai.OpenAI(base_url=f"{self.served.url}/v1", api_key=key, max_retries=retries, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def tenants(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenants]:
+    database = str(tmp_path_factory.mktemp("projects") / "state.db")
+    for name in ("alpha", "beta", "ops"):
+        cli("projects", "create", name, "--database", database)
+    alpha, beta = new_key(database, "alpha"), new_key(database, "beta")
+    admin = new_key(database, "ops", "--admin")
+    settings = tiny_settings(database)
+    settings.auth = AuthSettings(key_cache_seconds=TTL, usage_flush_seconds=0.2)
+    settings.api_keys = ["static-key"]
+    with faces(settings) as served:
+        tenants = Tenants(served, database, alpha=None, beta=None, admin=None)  # type: ignore[arg-type]
+        tenants.alpha, tenants.beta = tenants.client(alpha), tenants.client(beta)
+        tenants.admin = tenants.client(admin)
+        yield tenants
+
+
+@dataclass
+class Owned:
+    completion: str
+    response: str
+    background: str
+    file: str
+    batch: str
+
+
+def make(client: openai.OpenAI) -> Owned:
+    """One stored object of each kind."""
+    completion = client.chat.completions.create(
+        model="reverse", messages=[{"role": "user", "content": "My password is hunter2."}], store=True
+    )
+    response = client.responses.create(model="recall", input="remember this")
+    background = client.responses.create(model="recall", input="later", background=True)
+    line = {"custom_id": "a", "method": "POST", "url": "/v1/chat/completions"}
+    line["body"] = {"model": "reverse", "messages": [{"role": "user", "content": "one two"}]}  # type: ignore[assignment]
+    file = client.files.create(file=("in.jsonl", json.dumps(line).encode() + b"\n"), purpose="batch")
+    batch = client.batches.create(
+        input_file_id=file.id, endpoint="/v1/chat/completions", completion_window="24h"
+    )
+    return Owned(completion.id, response.id, background.id, file.id, batch.id)
+
+
+Call = Callable[[openai.OpenAI, Owned], Any]
+
+# Every route that reaches a stored object, and a call through the SDK that reaches it by its id.
+REACHES: dict[tuple[str, str], Call] = {
+    ("get", "/v1/chat/completions"): lambda c, o: c.chat.completions.list(after=o.completion),
+    ("get", "/v1/chat/completions/{completion_id}"): lambda c, o: c.chat.completions.retrieve(o.completion),
+    ("post", "/v1/chat/completions/{completion_id}"): lambda c, o: c.chat.completions.update(
+        o.completion, metadata={"seen": "yes"}
+    ),
+    ("delete", "/v1/chat/completions/{completion_id}"): lambda c, o: c.chat.completions.delete(o.completion),
+    ("get", "/v1/chat/completions/{completion_id}/messages"): lambda c, o: c.chat.completions.messages.list(
+        o.completion
+    ),
+    ("post", "/v1/responses"): lambda c, o: c.responses.create(
+        model="recall", input="and then?", previous_response_id=o.response
+    ),
+    ("get", "/v1/responses/{response_id}"): lambda c, o: c.responses.retrieve(o.response),
+    ("delete", "/v1/responses/{response_id}"): lambda c, o: c.responses.delete(o.response),
+    ("post", "/v1/responses/{response_id}/cancel"): lambda c, o: c.responses.cancel(o.background),
+    ("get", "/v1/responses/{response_id}/input_items"): lambda c, o: c.responses.input_items.list(o.response),
+    ("get", "/v1/files"): lambda c, o: c.files.list(after=o.file),
+    ("get", "/v1/files/{file_id}"): lambda c, o: c.files.retrieve(o.file),
+    ("delete", "/v1/files/{file_id}"): lambda c, o: c.files.delete(o.file),
+    ("get", "/v1/files/{file_id}/content"): lambda c, o: c.files.content(o.file).read(),
+    ("post", "/v1/batches"): lambda c, o: c.batches.create(
+        input_file_id=o.file, endpoint="/v1/chat/completions", completion_window="24h"
+    ),
+    ("get", "/v1/batches"): lambda c, o: c.batches.list(after=o.batch),
+    ("get", "/v1/batches/{batch_id}"): lambda c, o: c.batches.retrieve(o.batch),
+    ("post", "/v1/batches/{batch_id}/cancel"): lambda c, o: c.batches.cancel(o.batch),
+}
+# Routes that reach no stored object by an id from the client (a new one must be put in one of the two).
+REACHES_NONE = {
+    ("get", "/v1/models"),
+    ("get", "/v1/models/{model_id}"),
+    ("post", "/v1/chat/completions"),
+    ("post", "/v1/completions"),
+    ("post", "/v1/embeddings"),
+    ("post", "/v1/audio/speech"),
+    ("get", "/v1/audio/voices"),
+    ("post", "/v1/audio/transcriptions"),
+    ("post", "/v1/audio/translations"),
+    ("post", "/v1/files"),
+    ("post", "/generate"),
+    ("get", "/health"),
+}
+
+
+def test_every_route_is_in_the_isolation_matrix(tenants: Tenants) -> None:
+    schema = httpx.get(f"{tenants.served.url}/openapi.json").json()
+    routes = {(verb, path) for path, verbs in schema["paths"].items() for verb in verbs}
+    routes = {(verb, path) for verb, path in routes if not path.startswith("/v1/organization")}
+    assert routes == set(REACHES) | REACHES_NONE
+
+
+@pytest.mark.parametrize("route", sorted(REACHES), ids=lambda r: f"{r[0]} {r[1]}")
+def test_another_projects_object_is_a_404_and_ones_own_is_reached(
+    tenants: Tenants, route: tuple[str, str]
+) -> None:
+    owned = make(tenants.alpha)
+    with pytest.raises(openai.NotFoundError):
+        REACHES[route](tenants.beta, owned)
+    try:
+        REACHES[route](tenants.alpha, owned)
+    except openai.NotFoundError:
+        pytest.fail(f"{route} does not reach the project's own object")
+    except openai.BadRequestError:
+        pass  # reached, and refused for what it is (a finished response cannot be cancelled, ...)
+
+
+def test_lists_show_only_the_projects_own_objects(tenants: Tenants) -> None:
+    owned = make(tenants.alpha)
+    assert owned.completion not in {c.id for c in tenants.beta.chat.completions.list(limit=100)}
+    assert owned.file not in {f.id for f in tenants.beta.files.list(limit=100)}
+    assert owned.batch not in {b.id for b in tenants.beta.batches.list(limit=100)}
+    assert owned.completion in {c.id for c in tenants.alpha.chat.completions.list(limit=100)}
+
+
+def test_a_batch_runs_as_its_project_and_its_output_is_the_projects(tenants: Tenants) -> None:
+    owned = make(tenants.alpha)
+    deadline = time.monotonic() + 60
+    while (batch := tenants.alpha.batches.retrieve(owned.batch)).status != "completed":
+        assert time.monotonic() < deadline, batch.status
+        time.sleep(0.1)
+    assert batch.output_file_id is not None
+    with pytest.raises(openai.NotFoundError):
+        tenants.beta.files.content(batch.output_file_id)
+    line = json.loads(tenants.alpha.files.content(batch.output_file_id).read())
+    stored = tenants.alpha.chat.completions.list(limit=100)
+    assert line["response"]["body"]["choices"][0]["message"]["content"] == "two one"
+    assert stored  # its lines ran as alpha's requests
+
+
+def test_requests_without_a_key_or_with_a_wrong_one_are_401(tenants: Tenants) -> None:
+    answer = httpx.get(f"{tenants.served.url}/v1/models")
+    assert answer.status_code == 401
+    assert answer.json()["error"]["code"] == "invalid_api_key"
+    with pytest.raises(openai.AuthenticationError):
+        tenants.client("sk-mp-not-a-key").models.list()
+
+
+def test_keys_given_with_api_key_still_work_as_the_default_project(tenants: Tenants) -> None:
+    static = tenants.client("static-key")
+    made = static.chat.completions.create(
+        model="reverse", messages=[{"role": "user", "content": "a b"}], store=True
+    )
+    assert static.chat.completions.retrieve(made.id).id == made.id
+    with pytest.raises(openai.NotFoundError):
+        tenants.alpha.chat.completions.retrieve(made.id)
+
+
+def test_a_revoked_key_is_refused_within_the_cache_time(tenants: Tenants) -> None:
+    key_id, key = made_key(tenants.database, "alpha")
+    client = tenants.client(key)
+    assert client.models.list().data
+    assert key_id in cli("keys", "list", "--project", "alpha", "--database", tenants.database)
+    cli("keys", "revoke", key_id, "--database", tenants.database)  # another process's change
+    time.sleep(TTL + 0.1)
+    with pytest.raises(openai.AuthenticationError):
+        client.models.list()
+
+
+def test_an_expired_key_is_401(tenants: Tenants) -> None:
+    key = new_key(tenants.database, "alpha", "--expires", str(1.5 / 86400))
+    client = tenants.client(key)
+    assert client.models.list().data
+    time.sleep(1.6)
+    with pytest.raises(openai.AuthenticationError):
+        client.models.list()
+
+
+def test_the_organization_api_is_for_admin_keys(tenants: Tenants) -> None:
+    with pytest.raises(openai.PermissionDeniedError):
+        tenants.alpha.get("/organization/projects", cast_to=object)
+    with pytest.raises(openai.PermissionDeniedError):
+        tenants.client("static-key").get("/organization/projects", cast_to=object)
+    assert httpx.get(f"{tenants.served.url}/v1/organization/projects").status_code == 401
+    listed = tenants.admin.get("/organization/projects", cast_to=object)
+    assert {"alpha", "beta", "ops", "default"} <= {p["name"] for p in listed["data"]}  # type: ignore[index]
+
+
+def test_projects_and_keys_through_the_organization_api(tenants: Tenants) -> None:
+    made: Any = tenants.admin.post("/organization/projects", body={"name": "gamma"}, cast_to=object)
+    assert made["object"] == "organization.project"
+    key: Any = tenants.admin.post(
+        f"/organization/projects/{made['id']}/api_keys", body={"name": "ci"}, cast_to=object
+    )
+    assert key["value"].startswith("sk-")
+    gamma = tenants.client(key["value"])
+    assert gamma.models.list().data
+    listed: Any = tenants.admin.get(f"/organization/projects/{made['id']}/api_keys", cast_to=object)
+    assert [k["id"] for k in listed["data"]] == [key["id"]]
+    assert "value" not in listed["data"][0]
+    tenants.admin.delete(f"/organization/projects/{made['id']}/api_keys/{key['id']}", cast_to=object)
+    time.sleep(TTL + 0.1)
+    with pytest.raises(openai.AuthenticationError):
+        gamma.models.list()
+    with pytest.raises(openai.ConflictError):
+        tenants.admin.post("/organization/projects", body={"name": "gamma"}, cast_to=object)
+
+
+def test_the_store_keeps_only_hashes_of_keys(tenants: Tenants) -> None:
+    key = new_key(tenants.database, "beta")
+    assert key.encode() not in Path(tenants.database).read_bytes()
+    assert key.encode() not in Path(tenants.database + "-wal").read_bytes()
+
+
+@pytest.mark.slow
+def test_a_key_revoked_on_one_replica_is_refused_by_another_sharing_postgresql(postgres: Any) -> None:
+    database = postgres.database()
+    cli("projects", "create", "alpha", "--database", database)
+    cli("projects", "create", "ops", "--database", database)
+    key_id, key = made_key(database, "alpha")
+    _, admin_key = made_key(database, "ops", "--admin")
+    settings = tiny_settings(database)
+    settings.auth = AuthSettings(key_cache_seconds=TTL)
+    with faces(settings) as first, faces(settings.model_copy(deep=True)) as second:
+        one = openai.OpenAI(base_url=f"{first.url}/v1", api_key=key, max_retries=0)
+        other = openai.OpenAI(base_url=f"{second.url}/v1", api_key=key, max_retries=0)
+        made = one.chat.completions.create(
+            model="reverse", messages=[{"role": "user", "content": "a b"}], store=True
+        )
+        assert other.chat.completions.retrieve(made.id).id == made.id  # the project's, on either
+        admin = openai.OpenAI(base_url=f"{first.url}/v1", api_key=admin_key, max_retries=0)
+        project = one.chat.completions.retrieve(made.id)  # still allowed: not yet revoked
+        assert project.id == made.id
+        alpha: Any = admin.get("/organization/projects/alpha", cast_to=object)
+        admin.delete(f"/organization/projects/{alpha['id']}/api_keys/{key_id}", cast_to=object)
+        with pytest.raises(openai.AuthenticationError):
+            one.models.list()  # at once where it was revoked
+        time.sleep(TTL + 0.1)
+        with pytest.raises(openai.AuthenticationError):
+            other.models.list()  # within the cache time elsewhere
