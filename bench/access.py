@@ -96,9 +96,11 @@ def over_http(requests: int) -> list[list[object]]:
     config = folder / "models.toml"
     config.write_text(CONFIG)
     keyed_db = str(folder / "keyed.db")
-    cli(["projects", "create", "bench", "--rpm", str(10**9), "--tpm", str(10**12), "--database", keyed_db])
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
+        cli(
+            ["projects", "create", "bench", "--rpm", str(10**9), "--tpm", str(10**12), "--database", keyed_db]
+        )
         cli(["keys", "create", "--project", "bench", "--database", keyed_db])
     key = printed.getvalue().splitlines()[-1]
     with (

@@ -19,6 +19,7 @@ BENCHMARKS = [
     "tools",
     "contention",
     "ray",
+    "access",
 ]
 
 

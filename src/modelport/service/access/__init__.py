@@ -15,6 +15,7 @@ from modelport.metrics import Tally
 from modelport.service.access.admin import Admin
 from modelport.service.access.keys import Keys, Principal
 from modelport.service.access.quotas import Quotas
+from modelport.service.access.tokens import Tokens, looks_like_jwt
 from modelport.service.access.usage import Meter
 from modelport.settings import Settings
 from modelport.store import Store
@@ -30,12 +31,13 @@ class Access:
         self.quotas = Quotas()
         self.meter = Meter(store, settings.auth.usage_flush_seconds)
         self.admin = Admin(store, self.keys)
+        self.tokens = Tokens(settings.auth, store) if settings.auth.jwks_url else None
 
     async def identify(self, authorization: str | None, *, admin: bool = False) -> Principal | None:
         """The caller an `Authorization` header names; None when this server needs no key (then every
         caller is the default project's). A 401 for a missing or wrong key, a 403 for a member key where
         an admin key is needed (the organization API, which always needs one)."""
-        if not await self.keys.required() and not admin:
+        if self.tokens is None and not await self.keys.required() and not admin:
             return None
         scheme, _, token = (authorization or "").partition(" ")
         if not authorization:
@@ -44,7 +46,11 @@ class Access:
             )
         if scheme.lower() != "bearer" or not token.strip():
             raise AuthenticationError("Send the API key as `Authorization: Bearer <key>`.")
-        principal = await self.keys.check(token.strip())
+        token = token.strip()
+        if self.tokens is not None and looks_like_jwt(token):
+            principal = await self.tokens.check(token)
+        else:
+            principal = await self.keys.check(token)
         if admin and principal.role != "admin":
             raise PermissionDeniedError(
                 "This needs an admin key (`modelport keys create --admin`); this key is a member's."
