@@ -79,6 +79,9 @@ def test_tokens_per_minute_are_counted_from_what_was_used(limited: tuple[Faces, 
 
 def test_a_project_uses_only_its_allowed_models_and_per_model_limits(limited: tuple[Faces, str]) -> None:
     client = client_of(limited, "narrow", "--models", "reverse", "--rpm", "reverse=2")
+    assert [m.id for m in client.models.list()] == ["reverse"]
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("recall")
     ask(client)
     with pytest.raises(openai.NotFoundError) as refused:
         ask(client, model="recall")

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from modelport import context, metrics
 from modelport.engines import assemble
-from modelport.errors import StoreUnavailableError
+from modelport.errors import ModelNotFoundError, StoreUnavailableError
 from modelport.predictors.contract import Capability, Predictor
 from modelport.predictors.manager import LoadedModel, ModelManager
 from modelport.predictors.registry import ModelRegistry
@@ -138,12 +138,20 @@ class Service:
         """Every model, discovered ones included (aliases are not listed, but resolve); or only the
         `loaded` ones."""
         await self.manager.registry.refresh_catalogs()
-        specs = self.manager.registry.specs
-        return [self._model(s.id) for s in specs if not loaded or self.manager.loaded(s.id) is not None]
+        caller = context.current()
+        return [
+            self._model(s.id)
+            for s in self.manager.registry.specs
+            if (not loaded or self.manager.loaded(s.id) is not None)
+            and self.access.quotas.allows(caller, s.id)
+        ]
 
     def retrieve_model(self, name: str) -> Model:
-        """One model by id or alias; 404 if unknown."""
-        return self._model(self.manager.registry.resolve(name).id)
+        """One model by id or alias; 404 if unknown, or if the caller may not use it."""
+        model_id = self.manager.registry.resolve(name).id
+        if not self.access.quotas.allows(context.current(), model_id):
+            raise ModelNotFoundError(name)
+        return self._model(model_id)
 
     async def voices(self, model: str) -> list[str]:
         """The voices a speech model offers (loading it if needed); OpenAI's names map onto them."""

@@ -87,6 +87,13 @@ class Quotas:
                 self._buckets[limit.key].level -= 1
         request.headers.update(shown)
 
+    @staticmethod
+    def allows(request: RequestContext, model: str) -> bool:
+        """Whether the caller's project and key may use `model` (lists show only those)."""
+        return all(
+            not limits.get("models") or model in limits["models"] for limits in request.limits if limits
+        )
+
     def spend(self, request: RequestContext, model: str, tokens: int) -> None:
         """Take a finished request's tokens from its token buckets (which may go below zero: the next
         request then waits until they refill)."""
@@ -105,14 +112,13 @@ class Quotas:
         return bucket
 
     def _limits(self, request: RequestContext, model: str) -> list[_Limit]:
+        if not self.allows(request, model):
+            raise ModelNotFoundError(model)
         found: list[_Limit] = []
         scopes = [("project", request.project), ("key", request.key_id or "")]
         for (kind, name), limits in zip(scopes, request.limits, strict=False):
             if not limits:
                 continue
-            allowed = limits.get("models")
-            if allowed and model not in allowed:
-                raise ModelNotFoundError(model)
             per_model: dict[str, Any] = (limits.get("per_model") or {}).get(model) or {}
             for what, field in (("requests", "rpm"), ("tokens", "tpm")):
                 if limits.get(field):
