@@ -279,7 +279,7 @@ def test_events_over_http_carry_their_type_as_the_event_name(server: Faces) -> N
         "model": "smollm2-135m-instruct",
         "input": "Hi",
         "stream": True,
-        "max_output_tokens": 5,
+        "max_output_tokens": 16,
         "store": False,
     }
     with httpx.stream("POST", f"{server.url}/v1/responses", json=body, timeout=60) as response:
@@ -288,3 +288,42 @@ def test_events_over_http_carry_their_type_as_the_event_name(server: Faces) -> N
     data = [json.loads(line[len("data: ") :]) for line in lines if line.startswith("data: ")]
     assert names == [d["type"] for d in data]
     assert "[DONE]" not in lines
+
+
+def _trailing_underscores(value: Any, path: str = "") -> list[str]:
+    if isinstance(value, dict):
+        found = [f"{path}.{k}" for k in value if isinstance(k, str) and k.endswith("_")]
+        return found + [p for k, v in value.items() for p in _trailing_underscores(v, f"{path}.{k}")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _trailing_underscores(v, f"{path}[{i}]")]
+    return []
+
+
+def test_non_streamed_responses_use_openais_field_names(server: Faces) -> None:
+    """Python's names (`schema_`) on the wire lose the schema for every SDK: each route's JSON is checked."""
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    created = httpx.post(
+        f"{server.url}/v1/responses",
+        json={
+            "model": "smollm2-135m-instruct",
+            "input": "A name as JSON.",
+            "max_output_tokens": 30,
+            "text": {"format": {"type": "json_schema", "name": "named", "schema": schema}},
+        },
+        timeout=60,
+    ).json()
+    listed = httpx.get(f"{server.url}/v1/responses/{created['id']}/input_items", timeout=60).json()
+    retrieved = httpx.get(f"{server.url}/v1/responses/{created['id']}", timeout=60).json()
+    for answer in (created, listed, retrieved):
+        assert _trailing_underscores(answer) == []
+    assert retrieved["text"]["format"]["schema"] == schema
+    parsed = server.http.responses.retrieve(created["id"])
+    assert parsed.text is not None
+    assert parsed.text.format.schema_ == schema  # type: ignore[union-attr]
+
+
+def test_max_output_tokens_below_openais_minimum_is_a_400(client: Any) -> None:
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.responses.create(model="smollm2-135m-instruct", input="Hi", max_output_tokens=15)
+    assert refused.value.body["param"] == "max_output_tokens"
+    assert refused.value.body["code"] == "integer_below_min_value"

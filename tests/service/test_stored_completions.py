@@ -89,8 +89,16 @@ def test_bad_metadata_is_a_400_naming_it(tiny: Any) -> None:
     with pytest.raises(openai.BadRequestError):
         ask(tiny, "x", store=True, metadata={"k": "v" * 513})
     with pytest.raises(openai.BadRequestError) as caught:
-        tiny.chat.completions.list(limit=1000)
+        tiny.chat.completions.list(limit=0)
     assert caught.value.body["param"] == "limit"
+
+
+def test_a_list_limit_over_the_bound_is_capped_not_refused(tiny: Any) -> None:
+    for i in range(3):
+        ask(tiny, f"kept {i}", store=True)
+    capped = tiny.chat.completions.list(limit=1000)  # clients ask for more than 100 and expect a page
+    assert 3 <= len(capped.data) <= 100
+    assert tiny.files.list(limit=20_000).object == "list"  # up to 10 000 files a page, as OpenAI
 
 
 def test_a_stream_its_client_leaves_is_stored_as_what_was_produced(server: Faces) -> None:

@@ -87,4 +87,4 @@ async def items(answer: object) -> AsyncGenerator[Item, None]:
             yield BYTES, piece
     else:
         assert isinstance(answer, BaseModel)
-        yield JSON, answer.model_dump(mode="json", warnings=False)
+        yield JSON, answer.model_dump(mode="json", warnings=False, by_alias=True)

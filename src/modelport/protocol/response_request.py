@@ -18,7 +18,7 @@ class ResponseRequest(OpenAIRequest):
     previous_response_id: str | None = None
     store: bool | None = None  # OpenAI's default is true (when this server stores at all)
     metadata: Metadata = None
-    max_output_tokens: int | None = Field(default=None, ge=1, le=INT32)
+    max_output_tokens: int | None = Field(default=None, ge=16, le=INT32)  # OpenAI's bounds
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, ge=0, le=1)
     top_logprobs: int | None = Field(default=None, ge=0, le=20)

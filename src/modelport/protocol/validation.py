@@ -30,7 +30,17 @@ def invalid(error: dict[str, Any]) -> InvalidRequestError:
         return InvalidRequestError(f"Missing required parameter: '{param}'.", param=param, code="missing")
     if kind == "extra_forbidden":
         return InvalidRequestError(f"Unknown field '{param}'.", param=param, code="unknown_field")
-    return InvalidRequestError(f"Invalid value for '{param}': {error.get('msg')}", param=param, code=kind)
+    code = _OPENAI_CODES.get(kind, kind) if isinstance(error.get("input"), int) else kind
+    return InvalidRequestError(f"Invalid value for '{param}': {error.get('msg')}", param=param, code=code)
+
+
+# OpenAI's codes for a number out of its bounds.
+_OPENAI_CODES = {
+    "greater_than_equal": "integer_below_min_value",
+    "greater_than": "integer_below_min_value",
+    "less_than_equal": "integer_above_max_value",
+    "less_than": "integer_above_max_value",
+}
 
 
 def validation_param(error: dict[str, Any]) -> str | None:

@@ -27,7 +27,7 @@ def render(answer: object) -> Response:
             return Response(answer.content, media_type=answer.media_type)
         return StreamingResponse(_closing(answer.chunks), media_type=answer.media_type)
     if isinstance(answer, BaseModel):
-        return Response(answer.model_dump_json(warnings=False), media_type="application/json")
+        return Response(answer.model_dump_json(warnings=False, by_alias=True), media_type="application/json")
     if isinstance(answer, ListPage):
         answer = answer.body()
     return Response(orjson.dumps(answer), media_type="application/json")

@@ -225,7 +225,7 @@ def _result_body(answer: object) -> dict[str, Any]:
     """A line's answer as its result's `body`: a batch runs requests for whole answers only."""
     if not isinstance(answer, BaseModel):
         raise InvalidRequestError("A batch's requests are neither streamed nor in the background.")
-    return answer.model_dump(mode="json", exclude_unset=True, warnings=False)
+    return answer.model_dump(mode="json", exclude_unset=True, warnings=False, by_alias=True)
 
 
 def _counts(total: int, completed: int, failed: int) -> dict[str, int]:

@@ -139,7 +139,7 @@ class Files:
         page = await self._store().files.list_page(
             project=context.current().project,
             after=after,
-            limit=bounded_limit(limit, 10_000),
+            limit=bounded_limit(limit, 10_000, 10_000),
             order=checked_order(order, "desc"),
             purpose=purpose,
         )

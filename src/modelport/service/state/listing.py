@@ -37,18 +37,19 @@ class ListPage(Generic[T]):
 
 def _jsonable(item: object) -> dict[str, Any]:
     if isinstance(item, BaseModel):
-        return item.model_dump(mode="json", warnings=False)
+        return item.model_dump(mode="json", warnings=False, by_alias=True)
     assert isinstance(item, dict)
     return item
 
 
-def bounded_limit(limit: int | None, default: int = 20) -> int:
-    """A page size within 1..100 (OpenAI's bounds), or a 400 naming `limit`."""
+def bounded_limit(limit: int | None, default: int = 20, most: int = MAX_LIMIT) -> int:
+    """A page size: at most `most` (OpenAI's bound; a client asking for more gets a full page, as OpenAI
+    answers, not an error), or a 400 naming `limit` below 1."""
     if limit is None:
         return default
-    if not 1 <= limit <= MAX_LIMIT:
-        raise InvalidRequestError(f"limit must be between 1 and {MAX_LIMIT}, not {limit}.", param="limit")
-    return limit
+    if limit < 1:
+        raise InvalidRequestError(f"limit must be at least 1, not {limit}.", param="limit")
+    return min(limit, most)
 
 
 def checked_order(order: str | None, default: Order) -> Order:
