@@ -30,7 +30,7 @@ def invalid(error: dict[str, Any]) -> InvalidRequestError:
         return InvalidRequestError(f"Missing required parameter: '{param}'.", param=param, code="missing")
     if kind == "extra_forbidden":
         return InvalidRequestError(f"Unknown field '{param}'.", param=param, code="unknown_field")
-    code = _OPENAI_CODES.get(kind, kind) if isinstance(error.get("input"), int) else kind
+    code = _OPENAI_CODES.get(str(kind), kind) if isinstance(error.get("input"), int) else kind
     return InvalidRequestError(f"Invalid value for '{param}': {error.get('msg')}", param=param, code=code)
 
 
