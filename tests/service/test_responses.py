@@ -327,3 +327,23 @@ def test_max_output_tokens_below_openais_minimum_is_a_400(client: Any) -> None:
         client.responses.create(model="smollm2-135m-instruct", input="Hi", max_output_tokens=15)
     assert refused.value.body["param"] == "max_output_tokens"
     assert refused.value.body["code"] == "integer_below_min_value"
+
+
+def test_service_tier_auto_is_echoed_as_the_tier_used(client: Any) -> None:
+    answer = client.responses.create(
+        model="smollm2-135m-instruct", input="Hi", max_output_tokens=16, service_tier="auto"
+    )
+    assert answer.service_tier == "default"
+
+
+def test_include_output_text_logprobs_gives_each_tokens_logprob(client: Any) -> None:
+    answer = client.responses.create(
+        model="smollm2-135m-instruct",
+        input="Say hello.",
+        max_output_tokens=16,
+        include=["message.output_text.logprobs"],
+    )
+    part = answer.output[0].content[0]
+    assert part.logprobs
+    assert all(entry.logprob <= 0 for entry in part.logprobs)
+    assert "".join(entry.token for entry in part.logprobs) == part.text

@@ -51,6 +51,21 @@ def test_chat_logprobs_are_openai_shaped_and_not_positive(client: openai.OpenAI)
     assert "".join(t.token for t in content) == reply.choices[0].message.content
 
 
+@pytest.mark.parametrize("top", [None, 0])
+def test_chat_logprobs_without_alternatives_have_none(client: openai.OpenAI, top: int | None) -> None:
+    """As OpenAI: each token's log-probability, and as many alternatives as `top_logprobs` asks (none when
+    it is 0 or unset; llama.cpp alone gives none at all for 0 and 20 when unset)."""
+    extra = {} if top is None else {"top_logprobs": top}
+    reply = client.chat.completions.create(
+        model="gpt-4o-mini", messages=ASK, max_tokens=5, logprobs=True, **extra
+    )
+    content = reply.choices[0].logprobs.content  # type: ignore[union-attr]
+    assert content is not None
+    assert len(content) == 5
+    assert all(token.top_logprobs == [] for token in content)
+    assert "".join(t.token for t in content) == reply.choices[0].message.content
+
+
 def test_streamed_logprobs_arrive_with_their_tokens(client: openai.OpenAI) -> None:
     chunks = list(
         client.chat.completions.create(

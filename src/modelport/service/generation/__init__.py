@@ -19,7 +19,7 @@ from modelport.service import calls
 from modelport.service.generation import decoding, planning, token_ids, tool_formats, tool_parsing, tool_plan
 from modelport.service.generation.accumulate import ChatFold, CompletionFold
 from modelport.service.generation.framing import CHAT_CHUNKS, COMPLETION_CHUNKS, checked, framed, validate
-from modelport.service.generation.logprobs import legacy_logprobs, scored_only
+from modelport.service.generation.logprobs import legacy_logprobs, scored_only, top_logprobs_cut
 from modelport.service.generation.planning import TOOLS, choices_per_input
 
 
@@ -41,6 +41,8 @@ async def chat(
         found = await decoding.beam_search(model, predictor, [messages], request, options)
         return validate(ChatCompletion, _folded(ChatFold(), found), predictor)
     chunks = decoding.choices(model, predictor, [messages], request, options)
+    if request.logprobs:
+        chunks = top_logprobs_cut(chunks, request.top_logprobs or 0)
     if plan is not None:
         form = native
         chunks = tool_parsing.parse_stream(

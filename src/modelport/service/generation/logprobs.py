@@ -73,3 +73,18 @@ def _parallel(tokens: list[dict[str, Any]], offsets: dict[int, int], index: int)
         out["text_offset"].append(offsets[index])
         offsets[index] += len(token.get("token", ""))
     return out
+
+
+async def top_logprobs_cut(
+    chunks: AsyncGenerator[dict[str, Any], None], top: int
+) -> AsyncGenerator[dict[str, Any], None]:
+    """Chat chunks with each token's alternatives cut to the `top_logprobs` asked for (none for 0)."""
+    try:
+        async for chunk in chunks:
+            for choice in chunk.get("choices") or []:
+                for token in (choice.get("logprobs") or {}).get("content") or []:
+                    if len(token.get("top_logprobs") or []) > top:
+                        token["top_logprobs"] = token["top_logprobs"][:top]
+            yield chunk
+    finally:
+        await chunks.aclose()

@@ -60,6 +60,10 @@ def options(
         sent.pop(name, None)
     if request.best_of is not None and request.best_of > request.n:  # ranking needs token log-probabilities
         sent["logprobs"] = sent.get("logprobs") or (True if isinstance(request, ChatCompletionRequest) else 1)
+    if isinstance(request, ChatCompletionRequest) and request.logprobs:
+        # llama.cpp reports no token log-probabilities for `top_logprobs: 0`, and 20 alternatives when it is
+        # unset: it is asked for at least one, and the answer trimmed to what was asked (`top_logprobs`).
+        sent["top_logprobs"] = max(1, request.top_logprobs or 0)
     if plan is not None or native is not None:
         for name in _TOOL_FIELDS:
             sent.pop(name, None)

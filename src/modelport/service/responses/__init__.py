@@ -285,7 +285,7 @@ def _skeleton(request: ResponseRequest, model_id: str, store: bool) -> dict[str,
         "parallel_tool_calls": request.parallel_tool_calls is not False,
         "previous_response_id": request.previous_response_id,
         "reasoning": {"effort": None, "summary": None},
-        "service_tier": request.service_tier or "default",
+        "service_tier": "default",  # the tier used, as OpenAI echoes it: here there is one
         "store": store,
         "temperature": request.temperature if request.temperature is not None else 1.0,
         "text": request.text or {"format": {"type": "text"}},

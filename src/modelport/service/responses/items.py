@@ -118,8 +118,8 @@ def chat_fields(request: ResponseRequest) -> dict[str, Any]:
             fields[name] = value
     if request.max_output_tokens is not None:
         fields["max_completion_tokens"] = request.max_output_tokens
-    if request.top_logprobs:
-        fields.update(logprobs=True, top_logprobs=request.top_logprobs)
+    if request.top_logprobs or "message.output_text.logprobs" in (request.include or []):
+        fields.update(logprobs=True, top_logprobs=request.top_logprobs or 0)
     if request.tools:
         fields["tools"] = [_chat_tool(tool, i) for i, tool in enumerate(request.tools)]
     if request.tool_choice is not None:
