@@ -80,6 +80,8 @@ class Owned:
     background: str
     file: str
     batch: str
+    conversation: str
+    item: str
 
 
 def make(client: openai.OpenAI) -> Owned:
@@ -95,7 +97,9 @@ def make(client: openai.OpenAI) -> Owned:
     batch = client.batches.create(
         input_file_id=file.id, endpoint="/v1/chat/completions", completion_window="24h"
     )
-    return Owned(completion.id, response.id, background.id, file.id, batch.id)
+    conversation = client.conversations.create(items=[{"role": "user", "content": "a secret"}])
+    item = client.conversations.items.list(conversation.id).data[0].id
+    return Owned(completion.id, response.id, background.id, file.id, batch.id, conversation.id, item)
 
 
 Call = Callable[[openai.OpenAI, Owned], Any]
@@ -128,6 +132,23 @@ REACHES: dict[tuple[str, str], Call] = {
     ("get", "/v1/batches"): lambda c, o: c.batches.list(after=o.batch),
     ("get", "/v1/batches/{batch_id}"): lambda c, o: c.batches.retrieve(o.batch),
     ("post", "/v1/batches/{batch_id}/cancel"): lambda c, o: c.batches.cancel(o.batch),
+    ("get", "/v1/conversations/{conversation_id}"): lambda c, o: c.conversations.retrieve(o.conversation),
+    ("post", "/v1/conversations/{conversation_id}"): lambda c, o: c.conversations.update(
+        o.conversation, metadata={"seen": "yes"}
+    ),
+    ("delete", "/v1/conversations/{conversation_id}"): lambda c, o: c.conversations.delete(o.conversation),
+    ("get", "/v1/conversations/{conversation_id}/items"): lambda c, o: c.conversations.items.list(
+        o.conversation
+    ),
+    ("post", "/v1/conversations/{conversation_id}/items"): lambda c, o: c.conversations.items.create(
+        o.conversation, items=[{"role": "user", "content": "more"}]
+    ),
+    ("get", "/v1/conversations/{conversation_id}/items/{item_id}"): lambda c, o: (
+        c.conversations.items.retrieve(o.item, conversation_id=o.conversation)
+    ),
+    ("delete", "/v1/conversations/{conversation_id}/items/{item_id}"): lambda c, o: (
+        c.conversations.items.delete(o.item, conversation_id=o.conversation)
+    ),
 }
 # Routes that reach no stored object by an id from the client (a new one must be put in one of the two).
 REACHES_NONE = {
@@ -141,6 +162,7 @@ REACHES_NONE = {
     ("post", "/v1/audio/transcriptions"),
     ("post", "/v1/audio/translations"),
     ("post", "/v1/files"),
+    ("post", "/v1/conversations"),
     ("post", "/generate"),
     ("get", "/health"),
 }
@@ -166,6 +188,16 @@ def test_another_projects_object_is_a_404_and_ones_own_is_reached(
         pytest.fail(f"{route} does not reach the project's own object")
     except openai.BadRequestError:
         pass  # reached, and refused for what it is (a finished response cannot be cancelled, ...)
+
+
+def test_a_turn_cannot_continue_another_projects_conversation(tenants: Tenants) -> None:
+    owned = make(tenants.alpha)
+    with pytest.raises(openai.NotFoundError):
+        tenants.beta.responses.create(model="recall", input="what was it?", conversation=owned.conversation)
+    answer = tenants.alpha.responses.create(
+        model="recall", input="what was it?", conversation=owned.conversation
+    )
+    assert "a secret" in answer.output_text
 
 
 def test_lists_show_only_the_projects_own_objects(tenants: Tenants) -> None:

@@ -26,6 +26,7 @@ from openai.types.chat import (
 )
 
 from modelport.client.arguments import build_service, read_file, request
+from modelport.client.conversation_resources import AsyncConversations
 from modelport.client.file_resources import AsyncBatches, AsyncFiles
 from modelport.client.paginators import AsyncPaginator
 from modelport.client.response_resources import AsyncResponses
@@ -260,6 +261,7 @@ class AsyncOpenAI:
         self.audio = AsyncAudio(self.service)
         self.responses = AsyncResponses(self.service)
         self.files = AsyncFiles(self.service)
+        self.conversations = AsyncConversations(self.service)
         self.batches = AsyncBatches(self.service)
 
     async def close(self) -> None:

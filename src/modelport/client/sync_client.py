@@ -211,6 +211,7 @@ class OpenAI:
         self.responses = resource(self._async.responses)
         self.files = resource(self._async.files)
         self.batches = resource(self._async.batches)
+        self.conversations = resource(self._async.conversations)
 
     def close(self) -> None:
         """Close upstream connections (of a service this client built) and stop its event loop thread."""

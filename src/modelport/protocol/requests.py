@@ -192,3 +192,20 @@ class MetadataUpdate(BaseModel):
     """`POST /v1/chat/completions/{id}`: a stored completion's new metadata."""
 
     metadata: Metadata = None
+
+
+class ConversationCreate(BaseModel):
+    """`POST /v1/conversations`: up to 20 first items, and metadata."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[dict[str, Any]] | None = Field(default=None, max_length=20)
+    metadata: Metadata = None
+
+
+class ConversationItemsCreate(BaseModel):
+    """`POST /v1/conversations/{id}/items`: up to 20 items to append."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[dict[str, Any]] = Field(max_length=20)

@@ -17,6 +17,7 @@ from modelport import __version__, metrics
 from modelport.server import (
     admin_routes,
     audio_routes,
+    conversation_routes,
     error_handlers,
     file_routes,
     playground,
@@ -54,6 +55,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         state_routes.router,
         file_routes.router,
         admin_routes.router,
+        conversation_routes.router,
     )
     for router in routers:
         app.include_router(router, prefix="/v1")

@@ -252,6 +252,7 @@ _ROUTES = {
     "/v1/responses",
     "/v1/files",
     "/v1/batches",
+    "/v1/conversations",
     "/generate",
     "/health",
     "/metrics",
@@ -276,4 +277,5 @@ _WITH_IDS = (
     ("/v1/files/", "/v1/files/{id}"),
     ("/v1/batches/", "/v1/batches/{id}"),
     ("/v1/organization/", "/v1/organization"),
+    ("/v1/conversations/", "/v1/conversations/{id}"),
 )

@@ -1,6 +1,6 @@
-"""State on a database: stored chat completions, responses, files and batches, each owned by a project;
-projects, their keys and their usage (SQLite by default, PostgreSQL for several replicas sharing it). The
-service uses it; routes never do."""
+"""State on a database: stored chat completions, responses, conversations, files and batches, each owned
+by a project; projects, their keys and their usage (SQLite by default, PostgreSQL for several replicas
+sharing it). The service uses it; routes never do."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from modelport.store.batch_rows import BatchRows
 from modelport.store.completion_rows import CompletionRows
+from modelport.store.conversation_rows import ConversationRows
 from modelport.store.cursor_pages import Order, Page
 from modelport.store.database import Database
 from modelport.store.file_rows import FileRows
@@ -30,6 +31,7 @@ class Store:
         self.projects = ProjectRows(self.database)
         self.keys = KeyRows(self.database)
         self.usage = UsageRows(self.database)
+        self.conversations = ConversationRows(self.database)
 
     def state(self) -> dict[str, Any]:
         """Reachable or not, for `/health`."""

@@ -177,3 +177,26 @@ batch_results = Table(
     Column("ok", Boolean, nullable=False),
     Column("output", JSON, nullable=False),  # the line of the output or error file
 )
+
+# Conversations: their items, in order, as the Conversations API and `conversation` on a response use them.
+conversations = Table(
+    "conversations",
+    metadata,
+    Column("id", String(128), primary_key=True),
+    Column("created", BigInteger, nullable=False),
+    Column("metadata", JSON, nullable=False),
+    _owner(),
+    Index("ix_conversations_project_created_id", "project", "created", "id"),
+)
+
+conversation_items = Table(
+    "conversation_items",
+    metadata,
+    Column(
+        "conversation_id", String(128), ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True
+    ),
+    Column("position", BigInteger, primary_key=True),  # nanoseconds when added, + its place in the batch
+    Column("id", String(128), nullable=False),
+    Column("item", JSON, nullable=False),
+    Index("ix_conversation_items_item", "conversation_id", "id", unique=True),
+)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -23,6 +24,7 @@ from modelport.protocol.response_request import ResponseRequest
 from modelport.service import calls
 from modelport.service.responses import items
 from modelport.service.responses.background import Jobs
+from modelport.service.responses.conversations import Conversations
 from modelport.service.responses.events import RESPONSE_EVENTS, ResponseEvents, replayed
 from modelport.service.responses.output import completion_output, usage
 from modelport.service.state.listing import ListPage, bounded_limit, checked_order
@@ -37,34 +39,49 @@ class Responses:
     """`/v1/responses`: create, retrieve (or replay as events), delete, cancel, and input items."""
 
     def __init__(
-        self, chat: Chat, resolve: Callable[[str], str], store: Store | None, background_timeout: float = 15.0
+        self,
+        chat: Chat,
+        resolve: Callable[[str], str],
+        store: Store | None,
+        background_timeout: float = 15.0,
     ) -> None:
         self._chat = chat
         self._resolve = resolve
         self.store = store
+        self.conversations = Conversations(store)
         self.jobs = Jobs(store, background_timeout) if store is not None else None
 
     async def create(self, request: ResponseRequest) -> Response | Events[Response]:
         """A whole `Response`, its events (`stream`), or at once a queued one (`background`)."""
         store = self._storing(request)
         model_id = self._resolve(request.model)
-        history = await self._history(request.previous_response_id)
+        conversation = _conversation_id(request.conversation)
+        if conversation is not None and request.previous_response_id is not None:
+            items.refuse_unsupported(request)  # the 400 that says why
+        history = (
+            items.messages(await self.conversations.history(conversation))
+            if conversation is not None
+            else await self._history(request.previous_response_id)
+        )
         turn = items.input_items(request)
         streamed = request.stream or request.background
         chat = self._chat_request(request, history, turn, streamed)
         response = _skeleton(request, model_id, store)
+        if conversation is not None:
+            response["conversation"] = {"id": conversation}
         row = _row(request, turn, response) if store else None
+        ended = _Ending(row, turn, conversation, context.current().project)
         if request.background:
             assert self.jobs is not None
             assert row is not None
-            await self.jobs.start(row, self._run(chat, request, response, row))
+            await self.jobs.start(row, self._run(chat, request, response, ended))
             return (
                 Events(self.jobs.follow(row["id"], -1), RESPONSE_EVENTS)
                 if request.stream
                 else _typed(response)
             )
         if request.stream:
-            return Events(await calls.eager(self._run(chat, request, response, row)), RESPONSE_EVENTS)
+            return Events(await calls.eager(self._run(chat, request, response, ended)), RESPONSE_EVENTS)
         answer = await self._chat_answer(chat, request.truncation == "auto")
         assert isinstance(answer, ChatCompletion)
         whole = answer.model_dump(mode="json", exclude_unset=True)
@@ -75,8 +92,7 @@ class Responses:
             response.update(status="incomplete", incomplete_details={"reason": "max_output_tokens"})
         else:
             response["status"] = "completed"
-        if row is not None:
-            await self._finish(row, response)
+        await self._finish(ended, response)
         return _typed(response)
 
     async def retrieve(
@@ -136,7 +152,11 @@ class Responses:
         return ListPage(listed[:size], len(listed) > size)
 
     async def _run(
-        self, chat: ChatCompletionRequest, request: ResponseRequest, response: dict[str, Any], row: Any
+        self,
+        chat: ChatCompletionRequest,
+        request: ResponseRequest,
+        response: dict[str, Any],
+        ended: _Ending,
     ) -> AsyncGenerator[dict[str, Any], None]:
         """The events of one turn; a stored turn is committed before its closing event goes out. An error
         before any output (an unknown model, a schema the decoder cannot enforce) is raised as it is."""
@@ -158,14 +178,12 @@ class Responses:
         except BaseException:
             # The client left mid-stream (or the job was cancelled): what was produced is kept.
             builder.fail({"message": "interrupted"}, "cancelled" if request.background else "incomplete")
-            if row is not None:
-                with anyio.CancelScope(shield=True):
-                    await self._finish(row, response)
+            with anyio.CancelScope(shield=True):
+                await self._finish(ended, response)
             raise
         for event in closing[:-1]:
             yield event
-        if row is not None:
-            await self._finish(row, response)
+        await self._finish(ended, response)
         yield closing[-1]
 
     async def _chat_answer(
@@ -181,12 +199,17 @@ class Responses:
                     raise
         return await self._chat(chat)
 
-    async def _finish(self, row: dict[str, Any], response: dict[str, Any]) -> None:
-        """Store the turn as it ended (a background one was stored when it was queued)."""
-        if row["background"]:
+    async def _finish(self, ended: _Ending, response: dict[str, Any]) -> None:
+        """Store the turn as it ended (a background one was stored when it was queued), and add it to its
+        conversation if it made something."""
+        row = ended.row
+        if row is not None and row["background"]:
             await self._store().responses.settle(row["id"], response, heartbeat=int(time.time()))
-        else:
+        elif row is not None:
             await self._store().responses.save({**row, "status": response["status"], "response": response})
+        if ended.conversation is not None and response["status"] in ("completed", "incomplete"):
+            made = ended.turn + items.output_items(response)
+            await self.conversations.append(ended.conversation, ended.project, made)
 
     def _chat_request(
         self,
@@ -317,6 +340,27 @@ def _row(request: ResponseRequest, turn: list[dict[str, Any]], response: dict[st
         "response": response,
         "project": context.current().project,
     }
+
+
+@dataclass(frozen=True)
+class _Ending:
+    """What a turn's end writes: its stored row (if stored), its input, and its conversation (if any) with
+    the project it belongs to (a job may end in another task)."""
+
+    row: dict[str, Any] | None
+    turn: list[dict[str, Any]]
+    conversation: str | None
+    project: str
+
+
+def _conversation_id(given: str | dict[str, Any] | None) -> str | None:
+    """`conversation` as an id or `{"id": …}`."""
+    if given is None:
+        return None
+    found = given.get("id") if isinstance(given, dict) else given
+    if not isinstance(found, str) or not found:
+        raise InvalidRequestError('conversation must be an id or {"id": …}.', param="conversation")
+    return found
 
 
 def _typed(response: dict[str, Any]) -> Response:

@@ -30,19 +30,26 @@ def new_id(prefix: str) -> str:
 
 def input_items(request: ResponseRequest) -> list[dict[str, Any]]:
     """This turn's input as items with ids (a string is one user message)."""
-    if isinstance(request.input, str):
-        text = request.input
+    return checked_items(request.input, "input")
+
+
+def checked_items(given: str | list[dict[str, Any]], param: str) -> list[dict[str, Any]]:
+    """Input items (a turn's, or added to a conversation) checked and given ids; a string is one user
+    message; a 400 names the item at fault as `param[i]`."""
+    if isinstance(given, str):
         return [
-            {"id": new_id("msg"), "type": "message", "role": "user", "content": [_text("input_text", text)]}
+            {"id": new_id("msg"), "type": "message", "role": "user", "content": [_text("input_text", given)]}
         ]
     items = []
-    for i, raw in enumerate(request.input):
+    for i, raw in enumerate(given):
+        if not isinstance(raw, dict):
+            raise InvalidRequestError(f"{param}[{i}] must be an object.", param=f"{param}[{i}]")
         item = dict(raw)
         kind = item.setdefault("type", "message")
         if kind == "message":
             if item.get("role") not in _ROLES:
                 raise InvalidRequestError(
-                    f"input[{i}].role must be one of {', '.join(_ROLES)}.", param=f"input[{i}].role"
+                    f"{param}[{i}].role must be one of {', '.join(_ROLES)}.", param=f"{param}[{i}].role"
                 )
             content = item.get("content")
             if isinstance(content, str):
@@ -50,31 +57,31 @@ def input_items(request: ResponseRequest) -> list[dict[str, Any]]:
                 item["content"] = [_text(part, content)]
             elif not isinstance(content, list):
                 raise InvalidRequestError(
-                    f"input[{i}].content must be a string or a list of content parts.",
-                    param=f"input[{i}].content",
+                    f"{param}[{i}].content must be a string or a list of content parts.",
+                    param=f"{param}[{i}].content",
                 )
             for j, part in enumerate(item["content"]):
                 if not isinstance(part, dict) or part.get("type") not in (*_TEXT_PARTS, "refusal"):
                     shown = part.get("type") if isinstance(part, dict) else type(part).__name__
                     raise InvalidRequestError(
-                        f"input[{i}].content[{j}] is `{shown}`; the models here read text parts only "
+                        f"{param}[{i}].content[{j}] is `{shown}`; the models here read text parts only "
                         "(input_text, output_text).",
-                        param=f"input[{i}].content[{j}].type",
+                        param=f"{param}[{i}].content[{j}].type",
                     )
             item.setdefault("id", new_id("msg"))
         elif kind == "function_call":
-            _require(item, i, "call_id", "name", "arguments")
+            _require(item, f"{param}[{i}]", "call_id", "name", "arguments")
             item.setdefault("id", new_id("fc"))
         elif kind == "function_call_output":
-            _require(item, i, "call_id", "output")
+            _require(item, f"{param}[{i}]", "call_id", "output")
             item.setdefault("id", new_id("fco"))
         elif kind == "reasoning":
             pass  # an earlier reasoning model's thoughts: context the models here neither read nor need
         else:
             raise InvalidRequestError(
-                f"input[{i}] is a `{kind}` item, which this server does not support; it takes messages, "
+                f"{param}[{i}] is a `{kind}` item, which this server does not support; it takes messages, "
                 "function_call and function_call_output items.",
-                param=f"input[{i}].type",
+                param=f"{param}[{i}].type",
             )
         items.append(item)
     return items
@@ -139,9 +146,10 @@ def refuse_unsupported(request: ResponseRequest) -> None:
                 f"reasoning.{name} is not supported: the models here do not reason before they answer.",
                 param=f"reasoning.{name}",
             )
-    if request.conversation is not None:
+    if request.conversation is not None and request.previous_response_id is not None:
         raise InvalidRequestError(
-            "conversation is not supported; chain turns with previous_response_id.", param="conversation"
+            "conversation and previous_response_id cannot both be given: a turn continues one or the other.",
+            param="conversation",
         )
     if request.prompt is not None:
         raise InvalidRequestError("Stored prompt templates (prompt) are not supported.", param="prompt")
@@ -220,9 +228,9 @@ def _joined(parts: list[Any]) -> str:
     return "".join(texts)
 
 
-def _require(item: dict[str, Any], i: int, *names: str) -> None:
+def _require(item: dict[str, Any], where: str, *names: str) -> None:
     for name in names:
         if item.get(name) is None:
-            raise InvalidRequestError(f"input[{i}].{name} is required.", param=f"input[{i}].{name}")
+            raise InvalidRequestError(f"{where}.{name} is required.", param=f"{where}.{name}")
     if "arguments" in names and not isinstance(item["arguments"], str):
         item["arguments"] = json.dumps(item["arguments"])

@@ -1,0 +1,105 @@
+"""The Conversations API over both faces, and `conversation` on responses: a turn reads every item of its
+conversation and adds its input and output to it. `recall` answers with the conversation it was given, so
+what reached the model is what it says."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+import pytest
+
+from tests.support.configs import tiny_settings
+from tests.support.faces import faces
+
+
+def say(text: str) -> dict[str, Any]:
+    return {"type": "message", "role": "user", "content": text}
+
+
+def test_a_conversation_and_its_items_are_created_read_changed_and_deleted(tiny: Any) -> None:
+    made = tiny.conversations.create(items=[say("first"), say("second")], metadata={"topic": "tests"})
+    assert made.object == "conversation"
+    assert tiny.conversations.retrieve(made.id).metadata == {"topic": "tests"}
+    assert tiny.conversations.update(made.id, metadata={"topic": "changed"}).metadata == {"topic": "changed"}
+    newest_first = tiny.conversations.items.list(made.id)
+    texts = [item.content[0].text for item in newest_first.data]
+    assert texts == ["second", "first"]
+    added = tiny.conversations.items.create(made.id, items=[say("third")])
+    assert [item.content[0].text for item in added.data] == ["third"]
+    oldest_first = tiny.conversations.items.list(made.id, order="asc", limit=2)
+    assert [item.content[0].text for item in oldest_first.data] == ["first", "second"]
+    assert oldest_first.has_more
+    rest = tiny.conversations.items.list(made.id, order="asc", after=oldest_first.data[-1].id)
+    assert [item.content[0].text for item in rest.data] == ["third"]
+    third = tiny.conversations.items.retrieve(added.data[0].id, conversation_id=made.id)
+    assert third.content[0].text == "third"
+    assert third.status == "completed"
+    tiny.conversations.items.delete(added.data[0].id, conversation_id=made.id)
+    with pytest.raises(openai.NotFoundError):
+        tiny.conversations.items.retrieve(added.data[0].id, conversation_id=made.id)
+    assert tiny.conversations.delete(made.id).deleted
+    with pytest.raises(openai.NotFoundError):
+        tiny.conversations.retrieve(made.id)
+    with pytest.raises(openai.NotFoundError):
+        tiny.conversations.items.list(made.id)
+
+
+def test_three_turns_through_a_conversation_reach_the_model_whole(tiny: Any) -> None:
+    conversation = tiny.conversations.create(items=[say("My name is Ada.")])
+    first = tiny.responses.create(model="recall", input="I live in Paris.", conversation=conversation.id)
+    assert first.conversation.id == conversation.id
+    tiny.responses.create(model="recall", input="I like tea.", conversation={"id": conversation.id})
+    streamed = tiny.responses.create(
+        model="recall", input="What do you know?", conversation=conversation.id, stream=True
+    )
+    final = next(e for e in streamed if e.type == "response.completed").response
+    said = final.output_text
+    for earlier in ("My name is Ada.", "I live in Paris.", "I like tea.", "What do you know?"):
+        assert earlier in said
+    assert "assistant:" in said  # the earlier answers are in it too
+    listed = tiny.conversations.items.list(conversation.id, order="asc", limit=100).data
+    assert [item.role for item in listed] == [
+        "user",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+
+
+def test_a_conversation_with_previous_response_id_is_a_400(tiny: Any) -> None:
+    conversation = tiny.conversations.create()
+    earlier = tiny.responses.create(model="recall", input="hi")
+    with pytest.raises(openai.BadRequestError) as refused:
+        tiny.responses.create(
+            model="recall", input="again", conversation=conversation.id, previous_response_id=earlier.id
+        )
+    assert refused.value.body["param"] == "conversation"
+
+
+def test_bad_conversation_input_is_a_4xx_naming_it(tiny: Any) -> None:
+    with pytest.raises(openai.NotFoundError) as missing:
+        tiny.responses.create(model="recall", input="hi", conversation="conv_nope")
+    assert missing.value.body["param"] == "conversation"
+    with pytest.raises(openai.BadRequestError):
+        tiny.conversations.create(items=[say(str(i)) for i in range(21)])
+    with pytest.raises(openai.BadRequestError) as bad_item:
+        tiny.conversations.create(items=[{"type": "message", "role": "robot", "content": "x"}])
+    assert bad_item.value.body["param"] == "items[0].role"
+    made = tiny.conversations.create()
+    with pytest.raises(openai.BadRequestError):
+        tiny.conversations.items.list(made.id, include=["nonsense"])
+
+
+def test_a_conversation_outlives_its_server_and_is_shared_by_replicas(tmp_path: Any, postgres: Any) -> None:
+    for database in (str(tmp_path / "state.db"), postgres.database()):
+        with faces(tiny_settings(database)) as first:
+            made = first.http.conversations.create(items=[say("kept")])
+            first.http.responses.create(model="recall", input="and this", conversation=made.id)
+        with faces(tiny_settings(database)) as again, faces(tiny_settings(database)) as beside:
+            for served in (again, beside):
+                items = served.http.conversations.items.list(made.id, order="asc").data
+                assert [item.role for item in items] == ["user", "user", "assistant"]
