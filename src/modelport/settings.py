@@ -139,6 +139,12 @@ class Limits(BaseModel):
     )
     n: int = Field(default=16, ge=1, description="choices (`n`, `best_of`) in one request")
     audio_seconds: float = Field(default=3600.0, gt=0, description="length of audio to transcribe")
+    fetch_bytes: int = Field(default=10 * 1024 * 1024, ge=1, description="one file fetched from a URL")
+    fetch_request_bytes: int = Field(
+        default=32 * 1024 * 1024, ge=1, description="every file one request brings in (URLs, ids, inline)"
+    )
+    fetch_items: int = Field(default=16, ge=1, description="files one request brings in")
+    fetch_seconds: float = Field(default=10.0, gt=0, description="fetching one URL, redirects included")
 
 
 class StoreSettings(BaseModel):
@@ -263,6 +269,13 @@ class Settings(BaseModel):
     protect_metrics: bool = Field(default=False, description="/metrics needs an API key too")
     ui: bool = Field(default=True, description="serve the playground page at /")
     cors_origins: list[str] = Field(default_factory=list, description="origins browsers may call from")
+    remote_fetch: bool = Field(
+        default=True, description="fetch the URLs requests give (files); off: such a part is a 400"
+    )
+    allow_fetch: list[str] = Field(
+        default_factory=list,
+        description="hosts, host:port or CIDRs fetched from although not public (and over http)",
+    )
     limits: Limits = Field(default_factory=lambda: Limits())
     store: StoreSettings = Field(default_factory=lambda: StoreSettings())
     auth: AuthSettings = Field(default_factory=lambda: AuthSettings())

@@ -95,7 +95,7 @@ def test_an_unstored_response_is_not_kept(recall: Any) -> None:
         ({"reasoning": {"effort": "high"}}, "reasoning.effort"),
         ({"input": [{"type": "computer_call", "id": "x"}]}, "input[0].type"),
         (
-            {"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]},
+            {"input": [{"role": "user", "content": [{"type": "input_video", "video_url": "x"}]}]},
             "input[0].content[0].type",
         ),
         ({"input": [{"role": "wizard", "content": "hi"}]}, "input[0].role"),
@@ -104,7 +104,7 @@ def test_an_unstored_response_is_not_kept(recall: Any) -> None:
         ({"metadata": {"k": "v" * 600}}, "metadata"),
         ({"text": {"format": {"type": "yaml"}}}, "text.format.type"),
         ({"tool_choice": {"type": "file_search"}}, "tool_choice"),
-        ({"conversation": "conv_1"}, "conversation"),
+        ({"conversation": "conv_1", "previous_response_id": "resp_1"}, "conversation"),
     ],
 )
 def test_what_a_local_model_cannot_honour_is_a_400_naming_it(

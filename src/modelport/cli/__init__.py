@@ -104,6 +104,16 @@ def parser() -> argparse.ArgumentParser:
         "or `none` to store nothing (also MODELPORT_DATABASE; default: modelport.db in the user's data "
         "directory)",
     )
+    serve.add_argument(
+        "--allow-fetch",
+        action="append",
+        metavar="HOST|HOST:PORT|CIDR",
+        help="fetch URLs that requests give (file_url) from here although it is not a public address, and "
+        "over http (repeat; default: public https addresses only)",
+    )
+    serve.add_argument(
+        "--no-remote-fetch", action="store_true", help="fetch no URL a request gives (such a part is a 400)"
+    )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
     models = commands.add_parser(
@@ -225,6 +235,8 @@ def settings_of(args: argparse.Namespace) -> Settings:
         "cors_origins": getattr(args, "cors_origin", None),
         "keep_alive": getattr(args, "keep_alive", None),
         "memory_budget": getattr(args, "memory_budget", None),
+        "allow_fetch": getattr(args, "allow_fetch", None),
+        "remote_fetch": False if getattr(args, "no_remote_fetch", False) else None,
     }
     overrides = {k: v for k, v in overrides.items() if v is not None}
     database = getattr(args, "database", None) or os.environ.get("MODELPORT_DATABASE")

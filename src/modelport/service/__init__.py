@@ -41,7 +41,9 @@ from modelport.service import embeddings, forwarding, generation, limits
 from modelport.service.access import Access
 from modelport.service.audio.speech import speech as synthesised
 from modelport.service.audio.transcription import Transcribed, check_upload, transcribe
+from modelport.service.fetching import Fetcher
 from modelport.service.generation import vllm_generate
+from modelport.service.generation.inputs import Inputs, refuse_media
 from modelport.service.responses import Responses
 from modelport.service.state.batch_runner import BatchRunner, Endpoint
 from modelport.service.state.batches import Batches
@@ -80,6 +82,11 @@ class Service:
             self.settings.store.background_timeout,
         )
         self.files = Files(self.store, self.settings.files)
+        bounds = self.settings.limits
+        fetcher = Fetcher(
+            self.settings.allow_fetch, self.settings.remote_fetch, bounds.fetch_bytes, bounds.fetch_seconds
+        )
+        self.inputs = Inputs(self.files, fetcher, bounds)
         endpoints = {
             "/v1/chat/completions": _whole(ChatCompletionRequest, self.chat_completion),
             "/v1/completions": _whole(CompletionRequest, self.completion),
@@ -166,10 +173,17 @@ class Service:
         stored = self.stored.wanted(request)
         if stored:
             await self.stored.ready()
-        answer: ChatCompletion | Events[ChatCompletion] = await self._answer(
-            Capability.CHAT, request, lambda model, predictor: generation.chat(model, predictor, request)
-        )
-        return await self.stored.keep(request, answer) if stored else answer
+        given = request
+        request = await self.inputs.chat(request)  # files become their text, for every model
+        if request is not given:
+            limits.check_generation(request, self.settings.limits)
+
+        async def local(model: LoadedModel, predictor: Predictor) -> ChatCompletion | Events[ChatCompletion]:
+            refuse_media(request, model.spec.id)  # a relay passes images on; no local model reads them
+            return await generation.chat(model, predictor, request)
+
+        answer: ChatCompletion | Events[ChatCompletion] = await self._answer(Capability.CHAT, request, local)
+        return await self.stored.keep(given, answer) if stored else answer
 
     async def completion(self, request: CompletionRequest) -> Completion | Events[Completion]:
         """`POST /v1/completions`."""

@@ -15,6 +15,7 @@ from modelport.protocol.response_request import ResponseRequest
 
 _ROLES = ("user", "system", "developer", "assistant")
 _TEXT_PARTS = ("input_text", "output_text", "text")
+_PARTS = (*_TEXT_PARTS, "refusal", "input_file", "input_image", "input_audio")
 # Tools and parameters a local model cannot honour: refused by name rather than silently ignored.
 _HOSTED_TOOLS = (
     "web_search", "web_search_preview", "file_search", "computer_use_preview", "computer_use",
@@ -61,11 +62,10 @@ def checked_items(given: str | list[dict[str, Any]], param: str) -> list[dict[st
                     param=f"{param}[{i}].content",
                 )
             for j, part in enumerate(item["content"]):
-                if not isinstance(part, dict) or part.get("type") not in (*_TEXT_PARTS, "refusal"):
+                if not isinstance(part, dict) or part.get("type") not in _PARTS:
                     shown = part.get("type") if isinstance(part, dict) else type(part).__name__
                     raise InvalidRequestError(
-                        f"{param}[{i}].content[{j}] is `{shown}`; the models here read text parts only "
-                        "(input_text, output_text).",
+                        f"{param}[{i}].content[{j}] is `{shown}`; parts are {', '.join(_PARTS)}.",
                         param=f"{param}[{i}].content[{j}].type",
                     )
             item.setdefault("id", new_id("msg"))
@@ -94,7 +94,7 @@ def messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         kind = item.get("type", "message")
         if kind == "message":
             role = "system" if item["role"] == "developer" else item["role"]
-            chat.append({"role": role, "content": _joined(item["content"])})
+            chat.append({"role": role, "content": _chat_content(item["content"])})
         elif kind == "function_call":
             call = {
                 "id": item["call_id"],
@@ -216,6 +216,26 @@ def _text(kind: str, text: str) -> dict[str, Any]:
     if kind == "output_text":
         part["annotations"] = []
     return part
+
+
+def _chat_content(parts: list[Any]) -> str | list[dict[str, Any]]:
+    """A message's parts as chat content: its text, or chat parts when it holds files, images or audio
+    (which the chat path reads, or refuses by name)."""
+    if all(isinstance(p, str) or p.get("type") in (*_TEXT_PARTS, "refusal") for p in parts):
+        return _joined(parts)
+    chat: list[dict[str, Any]] = []
+    for part in parts:
+        kind = part.get("type") if isinstance(part, dict) else "input_text"
+        if kind == "input_file":
+            fields = ("file_id", "file_data", "file_url", "filename")
+            chat.append({"type": "file", "file": {k: part[k] for k in fields if part.get(k)}})
+        elif kind == "input_image":
+            chat.append({"type": "input_image", "image_url": part.get("image_url") or part.get("file_id")})
+        elif kind == "input_audio":
+            chat.append({"type": "input_audio", "input_audio": part.get("input_audio")})
+        else:
+            chat.append({"type": "text", "text": _joined([part])})
+    return chat
 
 
 def _joined(parts: list[Any]) -> str:

@@ -157,6 +157,17 @@ class Files:
 
         return Binary("application/octet-stream", chunks=pieces())
 
+    async def read(self, file_id: str, max_bytes: int) -> tuple[str, bytes]:
+        """A file's name and bytes, for a request that refers to it (a 404 if it is not the caller's, a 400
+        if it is over `max_bytes`)."""
+        row = await self._row(file_id)
+        if row["bytes"] > max_bytes:
+            raise InvalidRequestError(
+                f"The file {file_id} is {row['bytes']} bytes, over the limit of {max_bytes}.", param="file_id"
+            )
+        content = await anyio.Path(self.path(file_id)).read_bytes()
+        return row["filename"], content
+
     async def delete(self, file_id: str) -> FileDeleted:
         """`DELETE /v1/files/{id}`."""
         if not await self._store().files.delete(file_id, context.current().project):

@@ -1,0 +1,139 @@
+"""The one way the server fetches a URL a client gave: `https` to public addresses only (unless the
+operator allows a host, host:port or network with `allow_fetch`, which also allows `http` there), the
+resolved address checked and pinned for the connection (a name cannot resolve to a public address for the
+check and to a private one for the connection), every redirect checked the same way, a byte cap while
+reading, one deadline for the whole fetch, and nothing of the client's (no cookies, no credentials)
+sent on."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from dataclasses import dataclass
+
+import anyio
+import httpx
+
+from modelport.errors import InvalidRequestError
+
+_REDIRECTS = 5
+IP = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """What a URL gave: its bytes, its media type, and the name its path ends with."""
+
+    content: bytes
+    media_type: str
+    name: str
+
+
+class Fetcher:
+    """Fetches client-given URLs under the operator's rules."""
+
+    def __init__(self, allow: list[str], enabled: bool, max_bytes: int, seconds: float) -> None:
+        self.enabled = enabled
+        self.max_bytes = max_bytes
+        self.seconds = seconds
+        self._hosts: set[str] = set()
+        self._networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+        for entry in allow:
+            try:
+                self._networks.append(ipaddress.ip_network(entry, strict=False))
+            except ValueError:
+                self._hosts.add(entry.lower())
+
+    async def get(self, url: str, param: str, max_bytes: int | None = None) -> Fetched:
+        """The bytes at `url`, or a 400 naming `param` that says why not."""
+        if not self.enabled:
+            raise _refused(param, "this server fetches no URLs (--no-remote-fetch)")
+        cap = min(self.max_bytes, max_bytes) if max_bytes is not None else self.max_bytes
+        try:
+            with anyio.fail_after(self.seconds):
+                return await self._follow(url, param, cap)
+        except TimeoutError:
+            raise _refused(param, f"fetching {url} took more than {self.seconds:g} s") from None
+        except httpx.HTTPError as error:
+            raise _refused(param, f"fetching {url} failed: {type(error).__name__}") from None
+
+    async def _follow(self, url: str, param: str, cap: int) -> Fetched:
+        async with httpx.AsyncClient(follow_redirects=False, trust_env=False, timeout=self.seconds) as client:
+            for _ in range(_REDIRECTS + 1):
+                target = httpx.URL(url)
+                request = await self._pinned(client, target, param)
+                response = await client.send(request, stream=True)
+                try:
+                    if response.is_redirect:
+                        location = response.headers.get("location")
+                        if not location:
+                            raise _refused(param, f"{url} redirects nowhere")
+                        url = str(target.join(location))
+                        continue
+                    if response.status_code != 200:
+                        raise _refused(param, f"{url} answered {response.status_code}")
+                    declared = response.headers.get("content-length")
+                    if declared is not None and declared.isdigit() and int(declared) > cap:
+                        raise _refused(param, f"{url} is over the limit of {cap} bytes")
+                    body = bytearray()
+                    async for piece in response.aiter_bytes():
+                        body += piece
+                        if len(body) > cap:
+                            raise _refused(param, f"{url} is over the limit of {cap} bytes")
+                    media = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                    return Fetched(bytes(body), media, target.path.rsplit("/", 1)[-1])
+                finally:
+                    await response.aclose()
+        raise _refused(param, f"{url} redirects more than {_REDIRECTS} times")
+
+    async def _pinned(self, client: httpx.AsyncClient, target: httpx.URL, param: str) -> httpx.Request:
+        """A request to the address `target`'s host resolves to, checked, with the host's name kept for
+        the `Host` header and TLS (SNI and the certificate's check)."""
+        host = target.host
+        port = target.port or (443 if target.scheme == "https" else 80)
+        if target.scheme not in ("http", "https"):
+            raise _refused(param, f"only https URLs are fetched, not {target.scheme}:")
+        if target.userinfo:
+            raise _refused(param, "URLs with credentials are not fetched")
+        named = self._named(host, port)
+        try:
+            found = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError:
+            raise _refused(param, f"the host {host} does not resolve") from None
+        addresses: list[IP] = [ipaddress.ip_address(info[4][0]) for info in found]
+        for address in addresses:
+            if not named and not self._in_allowed_network(address) and not _public(address):
+                raise _refused(param, f"{host} is {address}, not a public address")
+        if target.scheme == "http" and not (named or all(self._in_allowed_network(a) for a in addresses)):
+            raise _refused(param, "only https URLs are fetched (http only from hosts the operator allows)")
+        address = addresses[0]
+        shown = f"[{address}]" if address.version == 6 else str(address)
+        extensions = {"sni_hostname": host} if target.scheme == "https" else {}
+        header = host if target.port is None else f"{host}:{target.port}"
+        return client.build_request(
+            "GET",
+            target.copy_with(host=shown.strip("[]")),
+            headers={"Host": header, "Accept": "*/*"},
+            extensions=extensions,
+        )
+
+    def _named(self, host: str, port: int) -> bool:
+        return host.lower() in self._hosts or f"{host.lower()}:{port}" in self._hosts
+
+    def _in_allowed_network(self, address: IP) -> bool:
+        return any(address in network for network in self._networks)
+
+
+def _public(address: IP) -> bool:
+    """A globally routable unicast address: not loopback, private, link-local (cloud metadata),
+    shared (CGNAT), multicast, reserved, unspecified, nor an IPv4 one of those behind IPv6."""
+    if isinstance(address, ipaddress.IPv6Address):
+        mapped = address.ipv4_mapped or address.sixtofour
+        if mapped is not None:
+            return _public(mapped)
+    return address.is_global and not address.is_multicast
+
+
+def _refused(param: str, why: str) -> InvalidRequestError:
+    return InvalidRequestError(f"The URL in {param} was not fetched: {why}.", param=param, code="invalid_url")
