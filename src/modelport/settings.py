@@ -85,7 +85,12 @@ class ModelConfig(BaseModel):
     # On a Ray cluster (`modelport serve --ray`) only:
     replicas: int = Field(default=1, ge=1, description="Ray Serve replicas of the model")
     autoscaling: Autoscaling | None = Field(default=None, description="instead of a fixed `replicas`")
-    num_cpus: float = Field(default=1.0, ge=0, description="CPUs each replica reserves (fractions allowed)")
+    num_cpus: float | None = Field(
+        default=None,
+        ge=0,
+        description="CPUs each replica reserves (fractions allowed); default: what its engine uses (a "
+        "llama.cpp model its n_threads, else 1; the other engines 0.2)",
+    )
     num_gpus: float = Field(default=0.0, ge=0, description="GPUs each replica reserves (fractions allowed)")
     max_ongoing_requests: int | None = Field(
         default=None, ge=1, description="requests a replica takes at once (default: its slots)"
@@ -269,6 +274,12 @@ class Settings(BaseModel):
     protect_metrics: bool = Field(default=False, description="/metrics needs an API key too")
     ui: bool = Field(default=True, description="serve the playground page at /")
     cors_origins: list[str] = Field(default_factory=list, description="origins browsers may call from")
+    ray_ready_timeout: float = Field(
+        default=600.0,
+        gt=0,
+        description="seconds `serve --ray` waits for every deployment to be ready before it stops, naming "
+        "the ones that are not and Ray's reason",
+    )
     remote_fetch: bool = Field(
         default=True, description="fetch the URLs requests give (files); off: such a part is a 400"
     )

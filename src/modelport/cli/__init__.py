@@ -66,6 +66,13 @@ def parser() -> argparse.ArgumentParser:
         "in models.toml) behind this server: no ADDRESS starts a local Ray, `auto` or ray://… joins a "
         "cluster; needs `pip install 'modelport[ray]'`",
     )
+    serve.add_argument(
+        "--ray-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="with --ray: stop, naming the deployments not ready and Ray's reason, after this long "
+        "(default 600)",
+    )
     serve.add_argument("--host", help="interface to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default 8000)")
     serve.add_argument(
@@ -236,6 +243,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
         "keep_alive": getattr(args, "keep_alive", None),
         "memory_budget": getattr(args, "memory_budget", None),
         "allow_fetch": getattr(args, "allow_fetch", None),
+        "ray_ready_timeout": getattr(args, "ray_timeout", None),
         "remote_fetch": False if getattr(args, "no_remote_fetch", False) else None,
     }
     overrides = {k: v for k, v in overrides.items() if v is not None}

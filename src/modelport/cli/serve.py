@@ -65,7 +65,9 @@ def on_ray(settings: Settings, address: str) -> ModelRegistry:
     from modelport import cluster
 
     print("modelport: deploying the models on Ray…", file=sys.stderr)
-    return cluster.deploy(settings, None if address == "local" else address)
+    return cluster.deploy(
+        settings, None if address == "local" else address, progress=_loading_bar("deploying on Ray")
+    )
 
 
 def serve(service: Service, log_level: str, *, on_ray: bool = False) -> int:
@@ -79,7 +81,7 @@ def serve(service: Service, log_level: str, *, on_ray: bool = False) -> int:
     base = f"http://{settings.host}:{settings.port}"
     page = f", playground {base}/" if settings.ui else ""
     print(f"modelport {__version__}: serving {base}/v1{page}", file=sys.stderr)
-    if settings.preload:
+    if settings.preload and not on_ray:  # on Ray, the deployments' bar has said it
         service.progress = _loading_bar()
     if not settings.api_keys and not _loopback(settings.host):
         print(
@@ -102,11 +104,11 @@ def serve(service: Service, log_level: str, *, on_ray: bool = False) -> int:
     return 0
 
 
-def _loading_bar() -> Callable[[str, int, int], None]:
+def _loading_bar(what: str = "loading") -> Callable[[str, int, int], None]:
     """A progress bar over the models loading at start-up (on a terminal), then one line when all are."""
     from tqdm import tqdm
 
-    bar = tqdm(desc="loading", unit="model", file=sys.stderr, disable=not sys.stderr.isatty(), leave=False)
+    bar = tqdm(desc=what, unit="model", file=sys.stderr, disable=not sys.stderr.isatty(), leave=False)
     started = time.monotonic()
     loaded: list[str] = []
 

@@ -6,7 +6,10 @@ are the ones a plain `modelport serve` has. Ray is imported only here, and only 
 from __future__ import annotations
 
 import functools
+import logging
 import os
+import time
+from collections.abc import Callable
 from typing import Any
 
 from modelport.cluster.ingress import ReplicaSet
@@ -20,12 +23,24 @@ from modelport.settings import ModelConfig, Settings
 
 __all__ = ["deploy", "shutdown"]
 BATCHED = 16  # requests a replica of a model other than a GGUF takes at once (embedding callers batch)
+log = logging.getLogger("modelport.cluster")
+Progress = Callable[[str, int, int], None]
 
 
-def deploy(settings: Settings, address: str | None = None, *, local_testing: bool = False) -> ModelRegistry:
+def deploy(
+    settings: Settings,
+    address: str | None = None,
+    *,
+    local_testing: bool = False,
+    progress: Progress | None = None,
+) -> ModelRegistry:
     """Deploy every model `settings` configures on Ray (`address`: None starts a local instance, `auto` or
     `ray://…` joins a cluster) and return the ingress's registry of relays to them. Each model's contract
-    is checked here first; `local_testing` runs the deployments in this process (Ray Serve's testing mode)."""
+    is checked here first, and on a local instance (which nothing can grow) whether the replicas fit its
+    CPUs and GPUs; then every deployment starts at once, `progress` is told of each that is ready, Ray
+    Serve's messages (a replica that cannot be scheduled) are logged as they come, and one that is not
+    ready within `ray_ready_timeout` stops it all with Ray's reason. `local_testing` runs the deployments
+    in this process (Ray Serve's testing mode)."""
     import ray
     from ray import serve
 
@@ -35,25 +50,96 @@ def deploy(settings: Settings, address: str | None = None, *, local_testing: boo
     if not local_testing:
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         ray.init(address=address, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
-        serve.start(http_options={"location": "NoServer"})  # the ingress is modelport's own server
-    registry = ModelRegistry(settings.all_aliases())
+        try:
+            if address is None:
+                _check_fit(models, ray.cluster_resources())  # type: ignore[no-untyped-call]
+            serve.start(http_options={"location": "NoServer"})  # the ingress is modelport's own server
+        except BaseException:
+            shutdown()
+            raise
     replica: Any = serve.deployment(ModelReplica)  # typed as the decorator it also is
+    handles = {}
+    try:
+        for model in models:
+            assert model.id is not None
+            app = replica.options(name=model.id, **_ray_options(model))
+            bound = app.bind(_alone(settings, model).model_dump(mode="json"))
+            try:
+                handles[model.id] = (
+                    serve.run(bound, name=model.id, route_prefix=None, _local_testing_mode=True)
+                    if local_testing
+                    else serve._run(bound, name=model.id, route_prefix=None, _blocking=False)
+                )
+            except Exception as error:  # a predictor that cannot be pickled or imported, a bad file
+                raise PredictorContractError(
+                    f"model `{model.id}` could not be deployed on Ray: {error}"
+                ) from error
+        if not local_testing:
+            _wait_ready(list(handles), settings.ray_ready_timeout, progress)
+    except BaseException:
+        if not local_testing:
+            shutdown()
+        raise
+    registry = ModelRegistry(settings.all_aliases())
     for model in models:
         assert model.id is not None
-        app = replica.options(name=model.id, **_ray_options(model))
-        try:
-            handle = serve.run(
-                app.bind(_alone(settings, model).model_dump(mode="json")),
-                name=model.id,
-                route_prefix=None,
-                _local_testing_mode=local_testing,
-            )
-        except Exception as error:  # a predictor that cannot be pickled or imported on a worker, a bad file
-            raise PredictorContractError(
-                f"model `{model.id}` could not be deployed on Ray: {error}"
-            ) from error
+        handle = handles[model.id]
         registry.add(_spec(model, ReplicaSet(model.id, handle), handle.capabilities.remote().result()))
     return registry
+
+
+def _check_fit(models: list[ModelConfig], offered: dict[str, float]) -> None:
+    """Stop at once, naming what each model asks, when the replicas cannot fit the instance."""
+    for resource, asked in (("CPU", _cpus), ("GPU", lambda m: m.num_gpus)):
+        wants = {m.id: asked(m) * (m.autoscaling.min if m.autoscaling else m.replicas) for m in models}
+        needed, have = sum(wants.values()), float(offered.get(resource, 0.0))
+        if needed > have + 1e-9:
+            shown = ", ".join(f"{model} {amount:g}" for model, amount in wants.items() if amount)
+            replicas = sum(m.autoscaling.min if m.autoscaling else m.replicas for m in models)
+            field = "num_cpus" if resource == "CPU" else "num_gpus"
+            raise ValueError(
+                f"the models need {needed:g} {resource}s for {replicas} replicas ({shown}), and this Ray "
+                f"instance has {have:g}: lower `{field}` in models.toml, serve fewer models, or join a "
+                "larger cluster (--ray ADDRESS)"
+            )
+
+
+def _wait_ready(names: list[str], timeout: float, progress: Progress | None) -> None:
+    """Until every application runs; Ray Serve's messages logged as they change; a ValueError naming the
+    deployments that failed, or are not ready in `timeout` seconds, with Ray's reasons."""
+    from ray import serve
+
+    deadline = time.monotonic() + timeout
+    ready: set[str] = set()
+    said: dict[str, str] = {}
+    while True:
+        applications = serve.status().applications
+        reasons: dict[str, str] = {}
+        for name in names:
+            found = applications.get(name)
+            if found is None:
+                continue
+            messages = [found.message] + [d.message for d in found.deployments.values()]
+            reason = " ".join(m for m in messages if m).strip()
+            reasons[name] = reason
+            if reason and said.get(name) != reason:
+                said[name] = reason
+                log.warning("ray: %s: %s", name, reason)
+            if str(found.status) in ("DEPLOY_FAILED", "ApplicationStatus.DEPLOY_FAILED"):
+                raise ValueError(f"the Ray deployment `{name}` failed: {reason or 'no reason given'}")
+            if str(found.status) in ("RUNNING", "ApplicationStatus.RUNNING") and name not in ready:
+                ready.add(name)
+                if progress is not None:
+                    progress(name, len(ready), len(names))
+        if len(ready) == len(names):
+            return
+        if time.monotonic() > deadline:
+            waiting = [n for n in names if n not in ready]
+            shown = "; ".join(f"`{n}`: {reasons.get(n) or 'no reason given'}" for n in waiting)
+            raise ValueError(
+                f"{len(waiting)} Ray deployment(s) not ready after {timeout:g} s (ray_ready_timeout): {shown}"
+            )
+        time.sleep(0.5)
 
 
 def shutdown() -> None:
@@ -104,12 +190,21 @@ def _alone(settings: Settings, model: ModelConfig) -> Settings:
     )
 
 
+def _cpus(model: ModelConfig) -> float:
+    """CPUs a replica reserves: the model's `num_cpus`, else what its engine keeps busy."""
+    if model.num_cpus is not None:
+        return model.num_cpus
+    if model.engine in (None, "remote"):
+        return 0.2
+    return engine(model.engine).cpus(model.options)
+
+
 def _ray_options(model: ModelConfig) -> dict[str, Any]:
     # A replica takes what its model decodes together (a GGUF's slots), else enough callers to batch them.
     own = engine(model.engine).concurrency(model.options) if model.engine not in (None, "remote") else 1
     slots = model.concurrency or (own if own > 1 else BATCHED)
     options: dict[str, Any] = {
-        "ray_actor_options": {"num_cpus": model.num_cpus, "num_gpus": model.num_gpus},
+        "ray_actor_options": {"num_cpus": _cpus(model), "num_gpus": model.num_gpus},
         "max_ongoing_requests": model.max_ongoing_requests or slots,
     }
     if model.autoscaling is not None:

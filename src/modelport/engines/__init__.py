@@ -22,6 +22,10 @@ def _one(_: Options) -> int:
     return 1
 
 
+def _fraction(_: Options) -> float:
+    return 0.2
+
+
 @dataclass(frozen=True)
 class Engine:
     """A backend: `load(**options)` returns its predictors (functions or objects, checked when the model
@@ -34,6 +38,9 @@ class Engine:
     recognise: Callable[[Path], Options | None] | None = None
     recognises: str = ""  # what `recognise` looks for, in words, for the error when nothing matches
     concurrency: Callable[[Options], int] = _one  # calls a model of it takes at once, by default
+    # CPUs a Ray replica of a model of it reserves by default: what it keeps busy (most engines compute in
+    # short bursts between requests; a generating GGUF keeps its threads busy).
+    cpus: Callable[[Options], float] = _fraction
 
     def memory(self, options: Options) -> int:
         """Bytes a model with these options will take once loaded."""

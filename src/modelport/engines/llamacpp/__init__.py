@@ -70,4 +70,5 @@ ENGINE = Engine(
     recognise=recognise,
     recognises="a GGUF file (or a folder holding one)",
     concurrency=lambda options: int(options.get("n_parallel", SLOTS)),
+    cpus=lambda options: float(options.get("n_threads") or 1),
 )
