@@ -1,0 +1,132 @@
+"""A Ray cluster of two nodes on this machine (`ray start --head`, then a second `ray start --address`):
+`modelport serve --ray ADDRESS` joins it, its replicas are placed on both nodes, and when the second node's
+raylet is killed its replica is rescheduled on the first while requests keep coming — none fails (those no
+replica had begun are sent again) — and the node can come back."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import openai
+import pytest
+
+from tests.support.live import ROOT, LiveServer, free_port
+
+pytestmark = pytest.mark.slow  # two Ray nodes and three replicas
+
+pytest.importorskip("ray.serve", reason="the ray extra is not installed")
+
+CONFIG = """
+defaults = false
+
+[[models]]
+id = "chat"
+engine = "llamacpp"
+n_ctx = 2048
+n_parallel = 2
+n_threads = 1
+num_cpus = 1
+
+[[models]]
+id = "embed"
+engine = "onnx-embedding"
+n_threads = 1
+replicas = 2
+num_cpus = 1
+"""
+
+
+def raylets() -> dict[int, bool]:
+    """Raylet process → whether it is the head node's."""
+    found = {}
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if "raylet/raylet" in text.split("\0")[0]:
+            found[int(cmdline.parent.name)] = "__internal_head__" in text
+    return found
+
+
+def replica_nodes(deployment: str) -> list[int]:
+    """The raylet each replica of `deployment` runs under (its parent process)."""
+    nodes = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if f"ServeReplica:{deployment}:{deployment}" in cmdline.read_bytes().decode(errors="replace"):
+                nodes.append(int((cmdline.parent / "stat").read_text().split()[3]))
+        except OSError:
+            continue
+    return sorted(nodes)
+
+
+def test_a_killed_node_s_replicas_move_and_no_request_fails(tmp_path: Path) -> None:
+    command = [str(Path(sys.executable).parent / "ray")]  # the venv's `ray`, beside its python
+    env = {
+        **os.environ,
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_AUTH_MODE": "token",  # a node joining needs the cluster's token
+        "RAY_AUTH_TOKEN": secrets.token_hex(32),
+    }
+    port = free_port()
+    join = [*command, "start", "--address", f"127.0.0.1:{port}", "--num-cpus", "2"]
+    subprocess.run(
+        [*command, "start", "--head", "--port", str(port), "--num-cpus", "3", "--include-dashboard=false"],
+        env=env, check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    live = None
+    try:
+        subprocess.run(join, env=env, check=True, capture_output=True, timeout=120)
+        (tmp_path / "models.toml").write_text(CONFIG)
+        live = LiveServer(
+            "--config", str(tmp_path / "models.toml"), "--ray", f"127.0.0.1:{port}", cwd=ROOT, env=env
+        )
+        live.wait_ready(240)
+        nodes = raylets()
+        worker = next(pid for pid, head in nodes.items() if not head)
+        placed = replica_nodes("embed") + replica_nodes("chat")
+        assert set(placed) == set(nodes)  # the replicas are spread over both nodes
+        client = openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=60)
+        answered, failed, stop = [], [], threading.Event()
+
+        def keep_asking() -> None:
+            while not stop.is_set():
+                try:
+                    client.embeddings.create(model="embed", input=["a cat"])
+                    answered.append(1)
+                except openai.APIError as error:
+                    failed.append(error)
+
+        asker = threading.Thread(target=keep_asking)
+        asker.start()
+        time.sleep(1)
+        os.kill(worker, signal.SIGKILL)
+        deadline = time.monotonic() + 120
+        while not (len(now := replica_nodes("embed")) == 2 and worker not in now):
+            assert time.monotonic() < deadline, "Ray did not move the dead node's replica in 120 s"
+            time.sleep(0.5)
+        time.sleep(1)
+        stop.set()
+        asker.join()
+        print(f"answered {len(answered)}, failed {len(failed)}")
+        assert failed == []
+        assert len(answered) > 10
+        stream = client.chat.completions.create(
+            model="chat", messages=[{"role": "user", "content": "Hi"}], max_tokens=5, stream=True
+        )
+        assert any(c.choices and c.choices[0].delta.content for c in stream)
+        subprocess.run(join, env=env, check=True, capture_output=True, timeout=120)  # the node comes back
+        assert len(raylets()) == 2
+        assert client.embeddings.create(model="embed", input=["back"]).data
+    finally:
+        if live is not None:
+            live.stop()
+        subprocess.run([*command, "stop", "--force"], env=env, capture_output=True, timeout=120)
