@@ -130,3 +130,33 @@ def test_a_killed_node_s_replicas_move_and_no_request_fails(tmp_path: Path) -> N
         if live is not None:
             live.stop()
         subprocess.run([*command, "stop", "--force"], env=env, capture_output=True, timeout=120)
+
+
+def test_a_deployment_that_cannot_be_scheduled_stops_the_start_with_rays_reason(tmp_path: Path) -> None:
+    """On a joined cluster (which might grow, so no fit check up front), a replica that cannot be placed
+    is reported as Ray Serve says why, and the start ends after `--ray-timeout`."""
+    command = [str(Path(sys.executable).parent / "ray")]
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
+    env["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+    port = free_port()
+    subprocess.run(
+        [*command, "start", "--head", "--port", str(port), "--num-cpus", "1", "--include-dashboard=false"],
+        env=env, check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    try:
+        (tmp_path / "models.toml").write_text(
+            'defaults = false\n[[models]]\nid = "wide"\nengine = "onnx-embedding"\nnum_cpus = 2\n'
+        )
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "modelport.cli", "serve", "--config", str(tmp_path / "models.toml"),
+             "--ray", f"127.0.0.1:{port}", "--ray-timeout", "40", "--port", str(free_port())],
+            env=env, capture_output=True, text=True, timeout=240, cwd=ROOT,
+        )  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert "not ready after 40 s" in done.stderr
+        assert "`wide`" in done.stderr
+        assert "CPU" in done.stderr  # Ray's reason: the resources a replica needs and what there is
+        assert time.monotonic() - started < 150
+    finally:
+        subprocess.run([*command, "stop", "--force"], env=env, capture_output=True, timeout=120)
