@@ -32,6 +32,7 @@ def start_server(
     n_gpu_layers: int = -1,
     chat_template: str | None = None,
     cache_ram_mib: int = 1024,
+    speculative: str = "none",
     api_key: str | None = None,
 ) -> Any:
     """Start llama.cpp's server on a GGUF with `n_parallel` slots decoding together.
@@ -45,6 +46,8 @@ def start_server(
     `"auto"` while other processes keep those CPUs busy (see `thread_binding`), True always, False never.
     (llama.cpp's `poll` is not offered: xllamacpp's llama.cpp waits at barriers in OpenMP, which ignores
     it; see `xllamacpp_loader`.)
+    `speculative` drafts tokens without a draft model (`ngram-mod`, `ngram-simple`, `ngram-cache`,
+    `ngram-map-k`: llama.cpp's n-gram lookups in the context, verified by the model) or not (`none`).
     """
     xllamacpp = xllamacpp_loader.load()
 
@@ -74,6 +77,18 @@ def start_server(
         _pin(params.cpuparams_batch)
     if chat_template:
         params.chat_template = chat_template
+    if speculative != "none":
+        kind = getattr(
+            xllamacpp.common_speculative_type,
+            f"COMMON_SPECULATIVE_TYPE_{speculative.upper().replace('-', '_')}",
+            None,
+        )
+        if kind is None or not speculative.startswith("ngram"):
+            raise ValueError(
+                "speculative must be none, ngram-mod, ngram-simple, ngram-cache or ngram-map-k, "
+                f"not {speculative!r}"
+            )
+        params.speculative.types = [kind]
     # xllamacpp also opens llama.cpp's own HTTP listener on a random loopback port. A key nobody else
     # knows closes that side door (it answers 401); our in-process calls do not go through it.
     params.api_keys = [api_key or secrets.token_urlsafe(32)]
