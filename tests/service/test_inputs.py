@@ -90,16 +90,14 @@ def test_images_and_audio_are_refused_by_name_not_a_500(tiny: Any) -> None:
     audio = {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}
     with pytest.raises(openai.BadRequestError):
         recall(tiny, audio)
-    with pytest.raises(openai.BadRequestError):
+    image_part = {"type": "input_image", "image_url": "https://example.com/a.png"}
+    with pytest.raises(openai.BadRequestError) as named:
         tiny.responses.create(
             model="recall",
-            input=[
-                {
-                    "role": "user",
-                    "content": [{"type": "input_image", "image_url": "https://example.com/a.png"}],
-                }
-            ],
+            instructions="Be brief.",
+            input=[{"role": "user", "content": "hello"}, {"role": "user", "content": [image_part]}],
         )
+    assert named.value.body["param"] == "input[1].content[0].type"  # as the Responses request names it
 
 
 def test_bad_files_are_a_400_naming_the_part(tiny: Any) -> None:
@@ -213,6 +211,7 @@ def test_urls_to_private_addresses_are_refused_and_reach_nothing(
     with pytest.raises(openai.BadRequestError) as refused:
         by_url(guarded.http, url.format(private=private.port, allowed=allowed.port))
     assert refused.value.body["code"] == "invalid_url"
+    assert refused.value.body["param"] == "input[0].content[0].file.file_url"
     assert private.seen == []
 
 

@@ -6,6 +6,7 @@ on as jobs."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
@@ -82,7 +83,7 @@ class Responses:
             )
         if request.stream:
             return Events(await calls.eager(self._run(chat, request, response, ended)), RESPONSE_EVENTS)
-        answer = await self._chat_answer(chat, request.truncation == "auto")
+        answer = await self._chat_answer(chat, request.truncation == "auto", turn)
         assert isinstance(answer, ChatCompletion)
         whole = answer.model_dump(mode="json", exclude_unset=True)
         choice = whole["choices"][0] if whole["choices"] else {}
@@ -161,7 +162,7 @@ class Responses:
         """The events of one turn; a stored turn is committed before its closing event goes out. An error
         before any output (an unknown model, a schema the decoder cannot enforce) is raised as it is."""
         builder = ResponseEvents(response)
-        chunks = await self._chat_answer(chat, request.truncation == "auto")
+        chunks = await self._chat_answer(chat, request.truncation == "auto", ended.turn)
         assert isinstance(chunks, Events)
         for event in builder.start():
             yield event
@@ -187,17 +188,21 @@ class Responses:
         yield closing[-1]
 
     async def _chat_answer(
-        self, chat: ChatCompletionRequest, truncate: bool
+        self, chat: ChatCompletionRequest, truncate: bool, turn: list[dict[str, Any]]
     ) -> ChatCompletion | Events[ChatCompletion]:
         """The turn's chat answer (whole, or streamed as the request says); with `truncation: auto`, the
-        oldest turns go until it fits."""
-        for _ in range(_TRUNCATION_TRIES):
-            try:
-                return await self._chat(chat)
-            except InvalidRequestError as error:
-                if not truncate or error.code != "context_length_exceeded" or not _drop_oldest(chat):
-                    raise
-        return await self._chat(chat)
+        oldest turns go until it fits. A 400 about a part of the turn's input names it as `input[i]…`."""
+        try:
+            for _ in range(_TRUNCATION_TRIES):
+                try:
+                    return await self._chat(chat)
+                except InvalidRequestError as error:
+                    if not truncate or error.code != "context_length_exceeded" or not _drop_oldest(chat):
+                        raise
+            return await self._chat(chat)
+        except InvalidRequestError as error:
+            _name_input(error, len(chat.messages), turn)
+            raise
 
     async def _finish(self, ended: _Ending, response: dict[str, Any]) -> None:
         """Store the turn as it ended (a background one was stored when it was queued), and add it to its
@@ -351,6 +356,21 @@ class _Ending:
     turn: list[dict[str, Any]]
     conversation: str | None
     project: str
+
+
+def _name_input(error: InvalidRequestError, sent: int, turn: list[dict[str, Any]]) -> None:
+    """Rename `messages[k]…` in a chat error to the turn's `input[i]…` it came from: the turn's messages
+    are the last ones sent (truncation drops the oldest)."""
+    found = re.match(r"messages\[(\d+)\]", error.param or "")
+    if found is None:
+        return
+    position = int(found[1]) - (sent - len(items.messages(turn)))
+    for i, item in enumerate(turn):
+        if item.get("type", "message") == "message" and len(items.messages(turn[: i + 1])) - 1 == position:
+            named = f"input[{i}]"
+            error.param = named + (error.param or "")[found.end() :]
+            error.message = error.message.replace(found[0], named)
+            return
 
 
 def _conversation_id(given: str | dict[str, Any] | None) -> str | None:
