@@ -7,7 +7,14 @@ import asyncio
 
 import openai
 import pytest
-from agents import Agent, OpenAIConversationsSession, OpenAIResponsesModel, Runner, set_tracing_disabled
+from agents import (
+    Agent,
+    ModelSettings,
+    OpenAIConversationsSession,
+    OpenAIResponsesModel,
+    Runner,
+    set_tracing_disabled,
+)
 
 from tests.support.faces import Faces
 
@@ -19,7 +26,11 @@ def test_an_agent_remembers_through_a_conversations_session(server: Faces) -> No
     async def run() -> None:
         client = openai.AsyncOpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0)
         model = OpenAIResponsesModel(model="smollm2-135m-instruct", openai_client=client)
-        agent = Agent(name="helper", instructions="Answer in one short sentence.", model=model)
+        # Greedy, with room to finish: the SDK takes a turn cut by its token budget for a failure.
+        settings = ModelSettings(temperature=0, max_tokens=256)
+        agent = Agent(
+            name="helper", instructions="Answer in one short sentence.", model=model, model_settings=settings
+        )
         session = OpenAIConversationsSession(openai_client=client)
         first = await Runner.run(agent, "My name is Ada.", session=session, max_turns=1)
         assert first.final_output
