@@ -252,7 +252,9 @@ def test_a_killed_worker_fails_only_its_streams_in_flight_and_comes_back(
     streams, wholes = asyncio.run(run())
     assert wholes == [6] * 20  # none that had not started streaming failed: retried on the live worker
     cut = [s for s in streams if s != "whole"]
-    assert len(cut) == 3, streams
+    # Three streams go to the victim; on a busy machine one of them may finish before the sixth stream
+    # has begun and the kill comes, so at least one and at most three are cut.
+    assert 1 <= len(cut) <= 3, streams
     assert all(s.startswith("error: ") and "cut short" in s for s in cut), streams
     assert chat_states(front)[f"{workers.urls[1]}/v1"] == "down"
 
