@@ -91,11 +91,11 @@ def deploy(
 def _check_fit(models: list[ModelConfig], offered: dict[str, float]) -> None:
     """Stop at once, naming what each model asks, when the replicas cannot fit the instance."""
     for resource, asked in (("CPU", _cpus), ("GPU", lambda m: m.num_gpus)):
-        wants = {m.id: asked(m) * (m.autoscaling.min if m.autoscaling else m.replicas) for m in models}
+        wants = {m.id: asked(m) * _fewest(m) for m in models}
         needed, have = sum(wants.values()), float(offered.get(resource, 0.0))
         if needed > have + 1e-9:
             shown = ", ".join(f"{model} {amount:g}" for model, amount in wants.items() if amount)
-            replicas = sum(m.autoscaling.min if m.autoscaling else m.replicas for m in models)
+            replicas = sum(_fewest(m) for m in models)
             field = "num_cpus" if resource == "CPU" else "num_gpus"
             raise ValueError(
                 f"the models need {needed:g} {resource}s for {replicas} replicas ({shown}), and this Ray "
@@ -188,6 +188,11 @@ def _alone(settings: Settings, model: ModelConfig) -> Settings:
         store={"url": "none"},  # type: ignore[arg-type]
         ui=False,
     )
+
+
+def _fewest(model: ModelConfig) -> int:
+    """The replicas a model starts with (and never goes below)."""
+    return model.autoscaling.min if model.autoscaling else model.replicas
 
 
 def _cpus(model: ModelConfig) -> float:

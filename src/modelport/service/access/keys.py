@@ -4,6 +4,7 @@ within `key_cache_seconds` on every replica."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import hmac
@@ -33,12 +34,6 @@ class Principal:
     expires_at: int | None = None
 
 
-@dataclass
-class _Seen:
-    principal: Principal | None
-    at: float
-
-
 def digest(key: str) -> str:
     """What is stored of a key: keys are 256 random bits, so one SHA-256 makes the store useless to a
     thief without slowing every request the way a password hash would."""
@@ -62,11 +57,13 @@ class Keys:
     store: Store | None
     static: list[str]
     settings: AuthSettings
-    _seen: dict[str, _Seen] = field(default_factory=dict)
-    _any_live: _Seen | None = None
-    _default_limits: _Seen | None = None
+    # Each cached answer with when it was read (time.monotonic()).
+    _seen: dict[str, tuple[Principal | None, float]] = field(default_factory=dict)
+    _any_live: tuple[bool, float] | None = None
+    _default_limits: tuple[tuple[dict[str, Any], ...], float] | None = None
     _used: dict[str, int] = field(default_factory=dict)
     _flushed: float = 0.0
+    _flushing: asyncio.Task[None] | None = None
 
     async def required(self) -> bool:
         """Whether `/v1` needs a key: the settings say always, some were given with `--api-key`, or the
@@ -78,13 +75,13 @@ class Keys:
         if self.store is None:
             return False
         now = time.monotonic()
-        if self._any_live is None or now - self._any_live.at > self.settings.key_cache_seconds:
+        if self._any_live is None or self._stale(self._any_live[1], now):
             try:
                 live = await self.store.keys.any_live()
             except StoreUnavailableError:
-                live = self._any_live is not None and self._any_live.principal is not None
-            self._any_live = _Seen(Principal(DEFAULT_PROJECT) if live else None, now)
-        return self._any_live.principal is not None
+                live = self._any_live is not None and self._any_live[0]
+            self._any_live = (live, now)
+        return self._any_live[0]
 
     async def check(self, key: str) -> Principal:
         """The caller a key stands for; a 401 if it is none of ours, revoked, expired or its project is
@@ -98,19 +95,19 @@ class Keys:
         hashed = digest(key)
         now = time.monotonic()
         seen = self._seen.get(hashed)
-        if seen is None or now - seen.at > self.settings.key_cache_seconds:
-            seen = _Seen(await self._lookup(hashed), now)
+        if seen is None or self._stale(seen[1], now):
+            seen = (await self._lookup(hashed), now)
             if len(self._seen) >= _CACHE_CAP:
                 self._seen.clear()
             self._seen[hashed] = seen
-        principal = seen.principal
+        principal = seen[0]
         if principal is None or (principal.expires_at is not None and principal.expires_at <= time.time()):
             raise AuthenticationError("Incorrect API key provided, or the key was revoked or expired.")
         if principal.key_id is not None:
             self._used[principal.key_id] = int(time.time())
-            if now - self._flushed > self.settings.key_cache_seconds:
-                self._flushed = now
-                await self.flush()
+            if self._stale(self._flushed, now) and (self._flushing is None or self._flushing.done()):
+                self._flushed = now  # written beside the request, not in its way
+                self._flushing = asyncio.get_running_loop().create_task(self.flush())
         return principal
 
     async def flush(self) -> None:
@@ -146,12 +143,13 @@ class Keys:
         if self.store is None:
             return ()
         now = time.monotonic()
-        if self._default_limits is None or now - self._default_limits.at > self.settings.key_cache_seconds:
+        if self._default_limits is None or self._stale(self._default_limits[1], now):
             try:
                 row = await self.store.projects.get(DEFAULT_PROJECT)
             except StoreUnavailableError:
                 row = None
-            limits = (row["limits"],) if row and row["limits"] else ()
-            self._default_limits = _Seen(Principal(DEFAULT_PROJECT, limits=limits), now)
-        assert self._default_limits.principal is not None
-        return self._default_limits.principal.limits
+            self._default_limits = ((row["limits"],) if row and row["limits"] else (), now)
+        return self._default_limits[0]
+
+    def _stale(self, at: float, now: float) -> bool:
+        return now - at > self.settings.key_cache_seconds

@@ -53,15 +53,18 @@ WIDTHS = {"1m": 60, "1h": 3600, "1d": 86400}
 _BUCKETS = {"1m": (60, 1440), "1h": (24, 168), "1d": (7, 31)}  # default and most buckets per page
 
 
+def _rows() -> defaultdict[tuple[int, str, str, str, str], dict[str, float]]:
+    """Counts by (minute, project, model, key, kind), each row starting at zero."""
+    return defaultdict(lambda: dict.fromkeys(COUNTS, 0))
+
+
 class Meter:
     """Counts each model request against its project, model and key, per minute."""
 
     def __init__(self, store: Store | None, flush_seconds: float) -> None:
         self.store = store
         self.flush_seconds = flush_seconds
-        self._pending: dict[tuple[int, str, str, str, str], dict[str, float]] = defaultdict(
-            lambda: dict.fromkeys(COUNTS, 0)
-        )
+        self._pending = _rows()
         self._task: asyncio.Task[None] | None = None
 
     def record(
@@ -93,7 +96,7 @@ class Meter:
         """Write what is pending now (also at shutdown, and before usage is read)."""
         if self.store is None or not self._pending:
             return
-        pending, self._pending = self._pending, defaultdict(lambda: dict.fromkeys(COUNTS, 0))
+        pending, self._pending = self._pending, _rows()
         rows = [
             {"bucket": b, "project": p, "model": m, "key_id": k, "kind": kind, **counts}
             for (b, p, m, k, kind), counts in pending.items()
