@@ -32,6 +32,7 @@ from modelport.client.paginators import AsyncPaginator
 from modelport.client.response_resources import AsyncResponses
 from modelport.client.sdk_errors import sdk_errors
 from modelport.client.sdk_render import AsyncStream, StreamedSpeech, as_translation, render
+from modelport.client.vector_resources import AsyncVectorStores
 from modelport.protocol.requests import (
     ChatCompletionRequest,
     CompletionRequest,
@@ -262,6 +263,7 @@ class AsyncOpenAI:
         self.responses = AsyncResponses(self.service)
         self.files = AsyncFiles(self.service)
         self.conversations = AsyncConversations(self.service)
+        self.vector_stores = AsyncVectorStores(self.service, self.files)
         self.batches = AsyncBatches(self.service)
 
     async def close(self) -> None:

@@ -212,6 +212,7 @@ class OpenAI:
         self.files = resource(self._async.files)
         self.batches = resource(self._async.batches)
         self.conversations = resource(self._async.conversations)
+        self.vector_stores = resource(self._async.vector_stores)
 
     def close(self) -> None:
         """Close upstream connections (of a service this client built) and stop its event loop thread."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,13 +16,19 @@ from modelport.predictors.parameter import Parameter
 
 
 class OnnxEmbedder:
-    """One ONNX embedding model and its tokenizer; counts the tokens it reads (`TokenCounter`)."""
+    """One ONNX embedding model and its tokenizer; counts the tokens it reads (`TokenCounter`) and shows
+    where they fall (`TokenSpans`)."""
 
-    def __init__(self, session: Any, tokenizer: Any, normalize: bool) -> None:
+    def __init__(self, session: Any, tokenizer: Any, normalize: bool, max_length: int) -> None:
         self._session = session
         self._inputs = {i.name for i in session.get_inputs()}
         self._tokenizer = tokenizer
         self._normalize = normalize
+        self.max_tokens = max_length
+        # A copy that neither truncates nor pads: a whole file's tokens, for cutting it into chunks.
+        self._spans = copy.deepcopy(tokenizer)
+        self._spans.no_truncation()
+        self._spans.no_padding()
 
     def __call__(self, texts: list[str]) -> Annotated[np.ndarray, Parameter.Embedding]:
         encodings = self._tokenizer.encode_batch(texts)
@@ -39,6 +46,11 @@ class OnnxEmbedder:
     def count_tokens(self, texts: list[str]) -> int:
         """Tokens the model reads of `texts` (after truncation), special tokens included."""
         return sum(len(e.ids) for e in self._tokenizer.encode_batch(texts, add_special_tokens=True))
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        """Where each token of `text` falls, special tokens left out."""
+        offsets: list[tuple[int, int]] = self._spans.encode(text, add_special_tokens=False).offsets
+        return offsets
 
 
 def load(
@@ -62,7 +74,7 @@ def load(
     tok = Tokenizer.from_file(str(tokenizer_path))
     tok.enable_truncation(max_length)
     tok.enable_padding()
-    return [OnnxEmbedder(session, tok, normalize)]
+    return [OnnxEmbedder(session, tok, normalize, max_length)]
 
 
 def recognise(path: Path) -> Options | None:

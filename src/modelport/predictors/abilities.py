@@ -8,6 +8,8 @@ checked `Predictor` when it is registered. A plain function has none of them.
   `logprobs`).
 - `Vocabulary`: a completion predictor that takes its model's own token ids and can read them back.
 - `TokenCounter`: an embedding predictor that counts the tokens of its inputs (`usage`).
+- `TokenSpans`: an embedding predictor that shows where its tokens fall in a text and how many it reads,
+  so vector stores cut files into chunks it reads whole.
 - `Voices`: a speech predictor whose voices and sample rate are known only once it is loaded (a voice
   file's), instead of in its annotations.
 """
@@ -70,6 +72,17 @@ class TokenCounter(Protocol):
 
     def count_tokens(self, texts: list[str]) -> int:
         """Tokens in `texts`, together."""
+        ...
+
+
+@runtime_checkable
+class TokenSpans(Protocol):
+    """Where an embedding model's tokens fall in a text, and how many tokens it reads at once."""
+
+    max_tokens: int  # special tokens included
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        """The (start, end) character offsets of each token of `text`, special tokens left out."""
         ...
 
 

@@ -14,7 +14,14 @@ from typing import Any
 import numpy as np
 
 from modelport.errors import PredictorContractError
-from modelport.predictors.abilities import ChatTemplate, PromptScorer, TokenCounter, Vocabulary, Voices
+from modelport.predictors.abilities import (
+    ChatTemplate,
+    PromptScorer,
+    TokenCounter,
+    TokenSpans,
+    Vocabulary,
+    Voices,
+)
 from modelport.predictors.parameter import TOOL_FORMATS, Parameter
 
 
@@ -80,6 +87,7 @@ class Predictor:
     scorer: PromptScorer | None = None
     vocabulary: Vocabulary | None = None
     token_counter: TokenCounter | None = None
+    token_spans: TokenSpans | None = None
 
     def accepts(self, denotation: str) -> bool:
         """Whether the predictor has a parameter for this OpenAI argument."""
@@ -128,6 +136,7 @@ def check_predictor(fn: Callable[..., Any], capability: Capability | str | None 
         scorer=fn if cap is Capability.COMPLETION and isinstance(fn, PromptScorer) else None,
         vocabulary=fn if cap is Capability.COMPLETION and isinstance(fn, Vocabulary) else None,
         token_counter=fn if cap is Capability.EMBEDDING and isinstance(fn, TokenCounter) else None,
+        token_spans=fn if cap is Capability.EMBEDDING and isinstance(fn, TokenSpans) else None,
     )
 
 

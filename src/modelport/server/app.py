@@ -23,6 +23,7 @@ from modelport.server import (
     playground,
     routes,
     state_routes,
+    vector_routes,
 )
 from modelport.server.middleware import Authenticate, BodyLimit, Disconnects, RequestRecords
 from modelport.service import Service
@@ -56,6 +57,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         file_routes.router,
         admin_routes.router,
         conversation_routes.router,
+        vector_routes.router,
     )
     for router in routers:
         app.include_router(router, prefix="/v1")

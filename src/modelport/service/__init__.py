@@ -3,8 +3,8 @@
 Each method answers in one of the three shapes of `modelport.protocol.answers`: a whole object, `Events`,
 or `Binary`. A model's capability is served by a checked predictor here, or by a relay to elsewhere; which
 one is decided in `_answer`, once for every endpoint. By capability: `generation` (chat, completions,
-tools, grammars), `responses`, `audio` (speech, transcription), `embeddings`, and `state` (stored chat
-completions, files, batches).
+tools, grammars), `responses`, `audio` (speech, transcription), `embeddings`, `vectors` (vector stores and
+their search), and `state` (stored chat completions, files, batches).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import numpy as np
 from openai.types import Completion, CreateEmbeddingResponse, Model
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
@@ -49,7 +50,8 @@ from modelport.service.state.batch_runner import BatchRunner, Endpoint
 from modelport.service.state.batches import Batches
 from modelport.service.state.files import Files
 from modelport.service.state.stored_completions import StoredCompletions
-from modelport.settings import DEFAULT_CHAT, Settings
+from modelport.service.vectors import Embedder, VectorStores, chunking
+from modelport.settings import DEFAULT_CHAT, DEFAULT_EMBEDDING, Settings
 from modelport.store import Store
 
 R = TypeVar("R", bound=BaseModel)
@@ -87,6 +89,8 @@ class Service:
             self.settings.allow_fetch, self.settings.remote_fetch, bounds.fetch_bytes, bounds.fetch_seconds
         )
         self.inputs = Inputs(self.files, fetcher, bounds)
+        embedder = Embedder(self._embed, self._reader, lambda name: registry.resolve(name).id)
+        self.vector_stores = VectorStores(self.store, self.files, embedder, DEFAULT_EMBEDDING)
         endpoints = {
             "/v1/chat/completions": _whole(ChatCompletionRequest, self.chat_completion),
             "/v1/completions": _whole(CompletionRequest, self.completion),
@@ -115,6 +119,7 @@ class Service:
                 await self.store.open()  # migrations run now, not under the first request
                 if self.responses.jobs is not None:
                     await self.responses.jobs.reap_all()
+                await self.vector_stores.start()
             except StoreUnavailableError:
                 pass  # logged, and shown by /health; requests that need the store answer 503
             self.batches.runner.start()
@@ -129,6 +134,7 @@ class Service:
         for pool in self.manager.registry.pools:
             await pool.close()
         await self.batches.runner.close()
+        await self.vector_stores.close()
         await self.access.close()
         if self.store is not None:
             await self.store.close()
@@ -209,6 +215,18 @@ class Service:
             lambda model, predictor: embeddings.embeddings(model, predictor, request),
         )
         return answer
+
+    async def _embed(self, model: str, texts: list[str]) -> np.ndarray:
+        """Texts embedded by `model` as a vector store does it: through `/v1/embeddings`' own path (so its
+        limits and usage apply)."""
+        answer = await self.embeddings(EmbeddingRequest(model=model, input=texts))
+        return np.array([row.embedding for row in answer.data], dtype=np.float32)
+
+    async def _reader(self, model: str) -> chunking.Reader:
+        """What an embedding model reads, for cutting files into chunks (loading it if needed)."""
+        predictor = (await self.manager.get(model)).predictor(Capability.EMBEDDING)
+        spans = predictor.token_spans if isinstance(predictor, Predictor) else None
+        return chunking.Reader(spans.max_tokens, spans.token_spans) if spans else chunking.Reader()
 
     async def speech(self, request: SpeechRequest, *, whole: bool = False) -> Binary | Events[dict[str, Any]]:
         """`POST /v1/audio/speech`: audio as it is synthesised (or SSE events), or the `whole` file."""

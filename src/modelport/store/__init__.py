@@ -1,4 +1,5 @@
-"""State on a database: stored chat completions, responses, conversations, files and batches, each owned
+"""State on a database: stored chat completions, responses, conversations, files, batches and vector stores,
+each owned
 by a project; projects, their keys and their usage (SQLite by default, PostgreSQL for several replicas
 sharing it). The service uses it; routes never do."""
 
@@ -15,6 +16,7 @@ from modelport.store.file_rows import FileRows
 from modelport.store.project_rows import KeyRows, ProjectRows
 from modelport.store.response_rows import ResponseRows
 from modelport.store.usage_rows import UsageRows
+from modelport.store.vector_rows import VectorRows
 
 __all__ = ["Order", "Page", "Store"]
 
@@ -32,6 +34,7 @@ class Store:
         self.keys = KeyRows(self.database)
         self.usage = UsageRows(self.database)
         self.conversations = ConversationRows(self.database)
+        self.vectors = VectorRows(self.database)
 
     def state(self) -> dict[str, Any]:
         """Reachable or not, for `/health`."""

@@ -32,23 +32,28 @@ async def page(
     limit: int,
     order: Order,
     what: str,
+    before: str | None = None,
 ) -> Page:
-    """Up to `limit` rows of `project`'s `table` matching `where`, after the row `after` in `order`."""
+    """Up to `limit` rows of `project`'s `table` matching `where`, in `order`: those right after the row
+    `after`, or right before the row `before` (`has_more` then says whether more precede them)."""
     key = tuple_(table.c.created, table.c.id)
-    owned = table.c.project == project
-    conditions = [owned, *where]
-    if after is not None:
+    conditions = [table.c.project == project, *where]
+    ascending = order == "asc"
+    for cursor, name, later in ((after, "after", ascending), (before, "before", not ascending)):
+        if cursor is None:
+            continue
         anchor = (
-            await connection.execute(select(table.c.created, table.c.id).where(table.c.id == after, owned))
+            await connection.execute(
+                select(table.c.created, table.c.id).where(table.c.id == cursor, *conditions)
+            )
         ).first()
         if anchor is None:
-            raise NotFoundError(f"No {what} found with id '{after}' (the `after` cursor).", param="after")
-        conditions.append(key > tuple_(*anchor) if order == "asc" else key < tuple_(*anchor))
-    sort = (
-        (table.c.created.asc(), table.c.id.asc())
-        if order == "asc"
-        else (table.c.created.desc(), table.c.id.desc())
-    )
+            raise NotFoundError(f"No {what} found with id '{cursor}' (the `{name}` cursor).", param=name)
+        conditions.append(key > tuple_(*anchor) if later else key < tuple_(*anchor))
+    backwards = before is not None and after is None
+    up = ascending != backwards
+    sort = (table.c.created.asc(), table.c.id.asc()) if up else (table.c.created.desc(), table.c.id.desc())
     query = select(table).where(*conditions).order_by(*sort).limit(limit + 1)
     rows = [dict(row._mapping) for row in await connection.execute(query)]
-    return Page(rows[:limit], len(rows) > limit)
+    kept = rows[:limit]
+    return Page(kept[::-1] if backwards else kept, len(rows) > limit)

@@ -29,6 +29,14 @@ class FileRows:
             row = (await connection.execute(query)).first()
         return dict(row._mapping) if row else None
 
+    async def names(self, file_ids: list[str], project: str) -> dict[str, str]:
+        """The names of those of `file_ids` that are `project`'s."""
+        query = select(files.c.id, files.c.filename).where(
+            files.c.id.in_(file_ids), files.c.project == project
+        )
+        async with self.database.transaction() as connection:
+            return {file_id: name for file_id, name in await connection.execute(query)}
+
     async def list_page(
         self, *, project: str, after: str | None, limit: int, order: Order, purpose: str | None
     ) -> Page:

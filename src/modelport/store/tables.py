@@ -14,9 +14,11 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    Text,
 )
 
 from modelport.context import DEFAULT_PROJECT
+from modelport.store.vector_column import Embedding
 
 metadata = MetaData()
 
@@ -199,4 +201,73 @@ conversation_items = Table(
     Column("id", String(128), nullable=False),
     Column("item", JSON, nullable=False),
     Index("ix_conversation_items_item", "conversation_id", "id", unique=True),
+)
+
+# Vector stores: their files (each chunked and embedded in the background) and the chunks searched. A store
+# keeps the embedding model it was made with; `version` grows with every change of its chunks, so a copy of
+# its vectors held in memory knows when it is stale.
+vector_stores = Table(
+    "vector_stores",
+    metadata,
+    Column("id", String(128), primary_key=True),
+    Column("created", BigInteger, nullable=False),
+    Column("name", String(512), nullable=True),
+    Column("description", String(512), nullable=True),
+    Column("metadata", JSON, nullable=False),
+    Column("model", String(256), nullable=False),  # the embedding model
+    Column("expires_after", JSON, nullable=True),
+    Column("expires_at", BigInteger, nullable=True),
+    Column("last_active", BigInteger, nullable=False),
+    Column("version", BigInteger, nullable=False),
+    _owner(),
+    Index("ix_vector_stores_project_created_id", "project", "created", "id"),
+)
+
+# A file in a vector store: `id` is the file's id; `heartbeat` is when a replica last worked on its chunks.
+vector_store_files = Table(
+    "vector_store_files",
+    metadata,
+    Column(
+        "vector_store_id", String(128), ForeignKey("vector_stores.id", ondelete="CASCADE"), primary_key=True
+    ),
+    Column("id", String(128), primary_key=True),
+    Column("created", BigInteger, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("last_error", JSON, nullable=True),
+    Column("attributes", JSON, nullable=False),
+    Column("chunking", JSON, nullable=False),
+    Column("usage_bytes", BigInteger, nullable=False),
+    Column("batch_id", String(128), nullable=True, index=True),
+    Column("heartbeat", BigInteger, nullable=True),
+    _owner(),
+    Index("ix_vector_store_files_store_created_id", "vector_store_id", "created", "id"),
+    Index("ix_vector_store_files_status", "status"),
+)
+
+vector_store_file_batches = Table(
+    "vector_store_file_batches",
+    metadata,
+    Column("id", String(128), primary_key=True),
+    Column(
+        "vector_store_id", String(128), ForeignKey("vector_stores.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("created", BigInteger, nullable=False),
+    Column("status", String(16), nullable=False),
+    _owner(),
+)
+
+# The chunks: their text (indexed for full-text search: FTS5 on SQLite, a `tsvector` on PostgreSQL) and
+# their embedding (float32 bytes on SQLite, pgvector's `vector` on PostgreSQL; see the migration).
+vector_chunks = Table(
+    "vector_chunks",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column(
+        "vector_store_id", String(128), ForeignKey("vector_stores.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("file_id", String(128), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("embedding", Embedding, nullable=False),
+    Index("ix_vector_chunks_store_file", "vector_store_id", "file_id", "position"),
 )

@@ -8,23 +8,17 @@ from __future__ import annotations
 
 import base64
 import binascii
-import io
 from typing import Any
 
 import anyio
-from pypdf import PdfReader
-from pypdf.errors import PdfReadError
 
 from modelport.errors import InvalidRequestError
 from modelport.protocol.requests import ChatCompletionRequest
+from modelport.service.documents import UnreadableError, document_text
 from modelport.service.fetching import Fetcher
 from modelport.service.state.files import Files
 from modelport.settings import Limits
 
-_TEXT_ENDINGS = (
-    ".txt", ".md", ".csv", ".tsv", ".json", ".jsonl", ".xml", ".yaml", ".yml", ".html", ".htm", ".py",
-    ".js", ".ts", ".java", ".c", ".h", ".cpp", ".go", ".rs", ".rb", ".sh", ".sql", ".toml", ".ini", ".log",
-)  # fmt: skip
 _MEDIA_PARTS = {"image_url": "an image", "input_audio": "audio", "input_image": "an image"}
 
 
@@ -111,23 +105,8 @@ def _inline(data: str, param: str, cap: int) -> bytes:
 
 
 def _text_of(name: str, data: bytes, param: str) -> str:
-    """A PDF's text, page by page; a text file's text; else a 400 naming the type."""
-    if data.startswith(b"%PDF-"):
-        try:
-            pages = PdfReader(io.BytesIO(data)).pages
-            return "\n\n".join((page.extract_text() or "").strip() for page in pages).strip()
-        except (PdfReadError, ValueError, KeyError, TypeError, OSError):
-            raise InvalidRequestError(f"{param} is a PDF that cannot be read.", param=param) from None
-    if name.lower().endswith(_TEXT_ENDINGS) or _looks_textual(data):
-        try:
-            return data.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            pass
-    raise InvalidRequestError(
-        f"{param} ({name}) is neither a PDF nor UTF-8 text; the models here read those.", param=param
-    )
-
-
-def _looks_textual(data: bytes) -> bool:
-    head = data[:4096]
-    return b"\x00" not in head
+    try:
+        return document_text(name, data)
+    except UnreadableError as error:
+        why = "; the models here read PDFs and UTF-8 text." if error.unsupported else "."
+        raise InvalidRequestError(f"{param} ({name}) is {error}{why}", param=param) from None

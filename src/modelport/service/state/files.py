@@ -127,6 +127,17 @@ class Files:
         """`GET /v1/files/{id}`."""
         return _object(await self._row(file_id))
 
+    async def retrieve_as(self, file_id: str, param: str) -> FileObject:
+        """One of the caller's files that a request names in `param` (a 404 naming it)."""
+        row = await self._store().files.get(file_id, context.current().project)
+        if row is None:
+            raise NotFoundError(f"No such File object: {file_id}", param=param)
+        return _object(row)
+
+    async def names(self, file_ids: list[str]) -> dict[str, str]:
+        """The names of those of `file_ids` that are the caller's."""
+        return await self._store().files.names(file_ids, context.current().project)
+
     async def list(
         self,
         *,

@@ -1,0 +1,491 @@
+"""The Vector Stores API (`/v1/vector_stores`, its files, file batches and search), and the search that
+`file_search` in the Responses API runs. Every store is its project's; another project's is a 404. Files
+are chunked and embedded in the background (`ingest`); searches are hybrid (`search`)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from openai.types import VectorStore, VectorStoreDeleted
+from openai.types.vector_stores import VectorStoreFile, VectorStoreFileBatch, VectorStoreFileDeleted
+
+from modelport import context
+from modelport.errors import InvalidRequestError, NotFoundError, StoreDisabledError
+from modelport.ids import new_id
+from modelport.protocol.vector_requests import (
+    FileBatchCreate,
+    VectorStoreCreate,
+    VectorStoreSearch,
+    VectorStoreUpdate,
+)
+from modelport.service.state.files import Files
+from modelport.service.state.listing import ListPage, bounded_limit, checked_order
+from modelport.service.vectors import chunking, filters
+from modelport.service.vectors.ingest import Embedder, Ingest
+from modelport.service.vectors.search import Found, hybrid
+from modelport.store import Store
+from modelport.store.vector_rows import VectorRows
+
+_STATUSES = ("in_progress", "completed", "failed", "cancelled")
+_DAY = 86400
+
+
+class VectorStores:
+    """Create, read, change, delete and search vector stores; attach files to them."""
+
+    def __init__(self, store: Store | None, files: Files, embedder: Embedder, default_model: str) -> None:
+        self.store = store
+        self.files = files
+        self.embedder = embedder
+        self.default_model = default_model
+        self.ingest = Ingest(store.vectors, files, embedder) if store is not None else None
+
+    async def start(self) -> None:
+        """Take up files left in progress by a replica that stopped."""
+        if self.ingest is not None:
+            await self.ingest.resume(self._rows().get)
+
+    async def close(self) -> None:
+        """Stop ingesting (what is in progress is taken up at the next start)."""
+        if self.ingest is not None:
+            await self.ingest.close()
+
+    # Stores.
+
+    async def create(self, request: VectorStoreCreate) -> VectorStore:
+        """`POST /v1/vector_stores`: a new store, its files (if any) ingested in the background."""
+        rows = self._rows()
+        model = self.embedder.resolve(request.embedding_model or self.default_model)
+        reader = await self.embedder.reader(model)
+        strategy = chunking.strategy(request.chunking_strategy, reader, "chunking_strategy")
+        for i, file_id in enumerate(request.file_ids or []):
+            await self.files.retrieve_as(file_id, f"file_ids[{i}]")
+        now = int(time.time())
+        expires_after = _expires_after(request.expires_after)
+        row = {
+            "id": new_id("vs", "_"),
+            "created": now,
+            "name": request.name,
+            "description": request.description,
+            "metadata": request.metadata or {},
+            "model": model,
+            "expires_after": expires_after,
+            "expires_at": _expiry(now, expires_after),
+            "last_active": now,
+            "version": 0,
+            "project": context.current().project,
+        }
+        await rows.create(row)
+        await self._attach(row, [(f, {}, strategy) for f in request.file_ids or []])
+        return await self.retrieve(str(row["id"]))
+
+    async def list_stores(
+        self,
+        *,
+        after: str | None = None,
+        before: str | None = None,
+        limit: int | None = None,
+        order: str | None = None,
+    ) -> ListPage[VectorStore]:
+        """`GET /v1/vector_stores`: newest first unless `order` is `asc`."""
+        rows = self._rows()
+        page = await rows.stores_page(
+            project=context.current().project,
+            after=after,
+            before=before,
+            limit=bounded_limit(limit),
+            order=checked_order(order, "desc"),
+        )
+        counts = await rows.counts([row["id"] for row in page.rows])
+        return ListPage([_store(row, counts[row["id"]]) for row in page.rows], page.has_more)
+
+    async def retrieve(self, store_id: str) -> VectorStore:
+        """`GET /v1/vector_stores/{id}`."""
+        row = await self._store(store_id)
+        return _store(row, (await self._rows().counts([store_id]))[store_id])
+
+    async def update(self, store_id: str, request: VectorStoreUpdate) -> VectorStore:
+        """`POST /v1/vector_stores/{id}`: its name, metadata or expiry."""
+        row = await self._store(store_id)
+        given = request.model_fields_set
+        values: dict[str, Any] = {}
+        if "name" in given:
+            values["name"] = request.name
+        if "metadata" in given:
+            values["metadata"] = request.metadata or {}
+        if "expires_after" in given:
+            expires_after = _expires_after(request.expires_after)
+            values["expires_after"] = expires_after
+            values["expires_at"] = (
+                row["last_active"] + expires_after["days"] * _DAY if expires_after else None
+            )
+        if values:
+            await self._rows().change(store_id, row["project"], values)
+        return await self.retrieve(store_id)
+
+    async def delete(self, store_id: str) -> VectorStoreDeleted:
+        """`DELETE /v1/vector_stores/{id}`: it, its files' chunks and its batches (the files stay)."""
+        if not await self._rows().delete(store_id, context.current().project):
+            raise _missing_store(store_id)
+        return VectorStoreDeleted(id=store_id, object="vector_store.deleted", deleted=True)
+
+    # Files.
+
+    async def attach(
+        self,
+        store_id: str,
+        file_id: str,
+        attributes: dict[str, Any] | None = None,
+        chunking_strategy: dict[str, Any] | None = None,
+    ) -> VectorStoreFile:
+        """`POST /v1/vector_stores/{id}/files`: put a file in the store; it is ingested in the background."""
+        row = await self._store(store_id)
+        strategy = chunking.strategy(
+            chunking_strategy, await self.embedder.reader(row["model"]), "chunking_strategy"
+        )
+        await self.files.retrieve_as(file_id, "file_id")
+        await self._attach(row, [(file_id, _attributes(attributes, "attributes"), strategy)])
+        return await self.file(store_id, file_id)
+
+    async def list_files(
+        self,
+        store_id: str,
+        *,
+        batch_id: str | None = None,
+        status: str | None = None,
+        after: str | None = None,
+        before: str | None = None,
+        limit: int | None = None,
+        order: str | None = None,
+    ) -> ListPage[VectorStoreFile]:
+        """`GET /v1/vector_stores/{id}/files` (or a batch's files), `filter`ed by status."""
+        await self._store(store_id)
+        if status is not None and status not in _STATUSES:
+            raise InvalidRequestError(f"filter must be one of {', '.join(_STATUSES)}.", param="filter")
+        page = await self._rows().files_page(
+            store_id,
+            project=context.current().project,
+            status=status,
+            batch_id=batch_id,
+            after=after,
+            before=before,
+            limit=bounded_limit(limit),
+            order=checked_order(order, "desc"),
+        )
+        return ListPage([_file(row) for row in page.rows], page.has_more)
+
+    async def file(self, store_id: str, file_id: str) -> VectorStoreFile:
+        """`GET /v1/vector_stores/{id}/files/{file_id}`."""
+        return _file(await self._file_row(store_id, file_id))
+
+    async def update_file(
+        self, store_id: str, file_id: str, attributes: dict[str, Any] | None
+    ) -> VectorStoreFile:
+        """`POST /v1/vector_stores/{id}/files/{file_id}`: replace its attributes."""
+        await self._file_row(store_id, file_id)
+        await self._rows().set_attributes(store_id, file_id, _attributes(attributes, "attributes"))
+        return await self.file(store_id, file_id)
+
+    async def detach(self, store_id: str, file_id: str) -> VectorStoreFileDeleted:
+        """`DELETE /v1/vector_stores/{id}/files/{file_id}`: take it and its chunks out (the file stays)."""
+        await self._store(store_id)
+        if not await self._rows().detach(store_id, file_id):
+            raise _missing_file(store_id, file_id)
+        return VectorStoreFileDeleted(id=file_id, object="vector_store.file.deleted", deleted=True)
+
+    async def file_content(self, store_id: str, file_id: str) -> dict[str, Any]:
+        """`GET /v1/vector_stores/{id}/files/{file_id}/content`: its chunks' text, in order."""
+        await self._file_row(store_id, file_id)
+        texts = await self._rows().texts(store_id, file_id)
+        return {
+            "object": "vector_store.file_content.page",
+            "data": [{"type": "text", "text": chunk} for chunk in texts],
+            "has_more": False,
+            "next_page": None,
+        }
+
+    # File batches.
+
+    async def create_batch(self, store_id: str, request: FileBatchCreate) -> VectorStoreFileBatch:
+        """`POST /v1/vector_stores/{id}/file_batches`: several files at once, followed as one batch."""
+        row = await self._store(store_id)
+        if (request.file_ids is None) == (request.files is None):
+            raise InvalidRequestError("Give either file_ids or files.", param="file_ids")
+        reader = await self.embedder.reader(row["model"])
+        shared = chunking.strategy(request.chunking_strategy, reader, "chunking_strategy")
+        common = _attributes(request.attributes, "attributes")
+        wanted: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+        if request.file_ids is not None:
+            for i, file_id in enumerate(request.file_ids):
+                await self.files.retrieve_as(file_id, f"file_ids[{i}]")
+                wanted.append((file_id, common, shared))
+        for i, given in enumerate(request.files or []):
+            where = f"files[{i}]"
+            named = given.get("file_id")
+            if not isinstance(named, str):
+                raise InvalidRequestError(f"{where}.file_id is required.", param=f"{where}.file_id")
+            await self.files.retrieve_as(named, f"{where}.file_id")
+            own = given.get("chunking_strategy")
+            strategy = chunking.strategy(own, reader, f"{where}.chunking_strategy") if own else shared
+            attributes = (
+                _attributes(given.get("attributes"), f"{where}.attributes")
+                if "attributes" in given
+                else common
+            )
+            wanted.append((named, attributes, strategy))
+        batch = {
+            "id": new_id("vsfb", "_"),
+            "vector_store_id": store_id,
+            "created": int(time.time()),
+            "status": "in_progress",
+            "project": row["project"],
+        }
+        await self._attach(row, wanted, batch)
+        return await self.batch(store_id, batch["id"])
+
+    async def batch(self, store_id: str, batch_id: str) -> VectorStoreFileBatch:
+        """`GET /v1/vector_stores/{id}/file_batches/{batch_id}`."""
+        await self._store(store_id)
+        row = await self._rows().batch(batch_id, store_id, context.current().project)
+        if row is None:
+            raise NotFoundError(f"No file batch found with id '{batch_id}'.", param="batch_id")
+        counts = (await self._rows().counts([store_id], batch_id))[store_id]
+        status = row["status"]
+        if status == "in_progress" and not counts.get("in_progress"):
+            status = "completed" if counts.get("completed") or not counts.get("failed") else "failed"
+        return VectorStoreFileBatch.model_validate(
+            {
+                "id": batch_id,
+                "object": "vector_store.files_batch",
+                "created_at": row["created"],
+                "vector_store_id": store_id,
+                "status": status,
+                "file_counts": _file_counts(counts),
+            }
+        )
+
+    async def cancel_batch(self, store_id: str, batch_id: str) -> VectorStoreFileBatch:
+        """`POST …/file_batches/{batch_id}/cancel`: its files not yet ingested are cancelled."""
+        await self.batch(store_id, batch_id)
+        await self._rows().cancel_batch(batch_id)
+        return await self.batch(store_id, batch_id)
+
+    # Search.
+
+    async def search(self, store_id: str, request: VectorStoreSearch) -> dict[str, Any]:
+        """`POST /v1/vector_stores/{id}/search`: the page of results."""
+        queries = [request.query] if isinstance(request.query, str) else list(request.query)
+        if not queries or not all(isinstance(q, str) and q.strip() for q in queries):
+            raise InvalidRequestError("query must be a non-empty string or list of strings.", param="query")
+        found = await self.find(
+            [store_id], queries, request.filters, request.max_num_results, request.ranking_options
+        )
+        return {
+            "object": "vector_store.search_results.page",
+            "search_query": queries,
+            "data": found,
+            "has_more": False,
+            "next_page": None,
+        }
+
+    async def find(
+        self,
+        store_ids: list[str],
+        queries: list[str],
+        given_filters: dict[str, Any] | None,
+        limit: int,
+        ranking: dict[str, Any] | None,
+        param: str = "",
+    ) -> list[dict[str, Any]]:
+        """The best `limit` results over the caller's stores for the queries, as search results (also what
+        `file_search` gives the model)."""
+        rule = filters.checked(given_filters, f"{param}filters") if given_filters is not None else None
+        threshold, weights = _ranking(ranking, f"{param}ranking_options")
+        results: list[tuple[Found, str, dict[str, Any]]] = []
+        for store_id in store_ids:
+            row = await self._store(store_id)
+            if row["expires_at"] is not None and row["expires_at"] < time.time():
+                raise InvalidRequestError(
+                    f"The vector store {store_id} has expired.", param="vector_store_id"
+                )
+            await self._touch(row)
+            attached = {f["id"]: f for f in await self._rows().files(store_id) if f["status"] == "completed"}
+            allowed = [f for f, a in attached.items() if filters.matches(rule, a["attributes"])]
+            vectors = await self.embedder.embed(row["model"], queries)
+            pairs = [(query, vectors[i]) for i, query in enumerate(queries)]
+            names = await self.files.names(allowed)
+            for found in await hybrid(self._rows(), store_id, pairs, allowed, limit, threshold, weights):
+                results.append(
+                    (found, names.get(found.hit.file_id, ""), attached[found.hit.file_id]["attributes"])
+                )
+        results.sort(key=lambda r: -r[0].fused)
+        return [
+            {
+                "file_id": found.hit.file_id,
+                "filename": name,
+                "score": round(max(found.hit.similarity, 0.0), 6),
+                "attributes": attributes,
+                "content": [{"type": "text", "text": found.hit.text}],
+            }
+            for found, name, attributes in results[:limit]
+        ]
+
+    async def _attach(
+        self,
+        row: dict[str, Any],
+        wanted: list[tuple[str, dict[str, Any], dict[str, Any]]],
+        batch: dict[str, Any] | None = None,
+    ) -> None:
+        now = int(time.time())
+        fresh = [
+            {
+                "vector_store_id": row["id"],
+                "id": file_id,
+                "created": now,
+                "status": "in_progress",
+                "last_error": None,
+                "attributes": attributes,
+                "chunking": strategy,
+                "usage_bytes": 0,
+                "batch_id": batch["id"] if batch else None,
+                "heartbeat": None,
+                "project": row["project"],
+            }
+            for file_id, attributes, strategy in wanted
+        ]
+        await self._rows().attach(fresh, batch)
+        assert self.ingest is not None
+        for file in fresh:
+            self.ingest.start(row["project"], row["id"], file["id"], row["model"], file["chunking"])
+
+    async def _touch(self, row: dict[str, Any]) -> None:
+        now = int(time.time())
+        values: dict[str, Any] = {"last_active": now}
+        if row["expires_after"]:
+            values["expires_at"] = _expiry(now, row["expires_after"])
+        await self._rows().change(row["id"], row["project"], values)
+
+    async def _store(self, store_id: str) -> dict[str, Any]:
+        row = await self._rows().get(store_id, context.current().project)
+        if row is None:
+            raise _missing_store(store_id)
+        return row
+
+    async def _file_row(self, store_id: str, file_id: str) -> dict[str, Any]:
+        await self._store(store_id)
+        row = await self._rows().file(store_id, file_id)
+        if row is None:
+            raise _missing_file(store_id, file_id)
+        return row
+
+    def _rows(self) -> VectorRows:
+        if self.store is None:
+            raise StoreDisabledError(
+                "Vector stores need the store, and this server stores nothing (--database none)."
+            )
+        return self.store.vectors
+
+
+def _store(row: dict[str, Any], counts: dict[str, int]) -> VectorStore:
+    expired = row["expires_at"] is not None and row["expires_at"] < time.time()
+    status = "expired" if expired else "in_progress" if counts.get("in_progress") else "completed"
+    return VectorStore.model_validate(
+        {
+            "id": row["id"],
+            "object": "vector_store",
+            "created_at": row["created"],
+            "name": row["name"] or "",
+            "description": row["description"],
+            "usage_bytes": counts["usage_bytes"],
+            "file_counts": _file_counts(counts),
+            "status": status,
+            "expires_after": row["expires_after"],
+            "expires_at": row["expires_at"],
+            "last_active_at": row["last_active"],
+            "metadata": row["metadata"],
+            "embedding_model": row["model"],
+        }
+    )
+
+
+def _file(row: dict[str, Any]) -> VectorStoreFile:
+    return VectorStoreFile.model_validate(
+        {
+            "id": row["id"],
+            "object": "vector_store.file",
+            "created_at": row["created"],
+            "vector_store_id": row["vector_store_id"],
+            "status": row["status"],
+            "last_error": row["last_error"],
+            "usage_bytes": row["usage_bytes"],
+            "attributes": row["attributes"],
+            "chunking_strategy": row["chunking"],
+        }
+    )
+
+
+def _file_counts(counts: dict[str, int]) -> dict[str, int]:
+    shown = {status: counts.get(status, 0) for status in _STATUSES}
+    return {**shown, "total": sum(shown.values())}
+
+
+def _attributes(given: Any, param: str) -> dict[str, Any]:
+    """OpenAI's bounds on attributes: 16 keys of 64 characters; strings of 512, numbers or booleans."""
+    if given is None:
+        return {}
+    if not isinstance(given, dict) or len(given) > 16:
+        raise InvalidRequestError(f"{param} must be an object of at most 16 keys.", param=param)
+    for key, value in given.items():
+        if len(key) > 64:
+            raise InvalidRequestError(f"{param}: the key {key[:20]!r}… is over 64 characters.", param=param)
+        if not isinstance(value, (str, int, float, bool)) or (isinstance(value, str) and len(value) > 512):
+            raise InvalidRequestError(
+                f"{param}.{key} must be a string of at most 512 characters, a number or a boolean.",
+                param=f"{param}.{key}",
+            )
+    return dict(given)
+
+
+def _expires_after(given: dict[str, Any] | None) -> dict[str, Any] | None:
+    if given is None:
+        return None
+    days = given.get("days")
+    if given.get("anchor") != "last_active_at" or not isinstance(days, int) or not 1 <= days <= 365:
+        raise InvalidRequestError(
+            "expires_after must be {anchor: last_active_at, days: 1 to 365}.", param="expires_after"
+        )
+    return {"anchor": "last_active_at", "days": days}
+
+
+def _expiry(anchor: int, expires_after: dict[str, Any] | None) -> int | None:
+    return anchor + expires_after["days"] * _DAY if expires_after else None
+
+
+def _ranking(given: dict[str, Any] | None, param: str) -> tuple[float, tuple[float, float]]:
+    """`score_threshold` (0 to 1) and the weights of the embedding and text rankings (`hybrid_search`);
+    `ranker` names are accepted (there is one ranker)."""
+    given = given or {}
+    threshold = given.get("score_threshold", 0.0)
+    if not isinstance(threshold, (int, float)) or isinstance(threshold, bool) or not 0 <= threshold <= 1:
+        raise InvalidRequestError(
+            f"{param}.score_threshold must be from 0 to 1.", param=f"{param}.score_threshold"
+        )
+    hybrid_search = given.get("hybrid_search") or {}
+    weights = (hybrid_search.get("embedding_weight", 1.0), hybrid_search.get("text_weight", 1.0))
+    if not all(isinstance(w, (int, float)) and not isinstance(w, bool) and w >= 0 for w in weights):
+        raise InvalidRequestError(
+            f"{param}.hybrid_search weights must be numbers of 0 or more.", param=f"{param}.hybrid_search"
+        )
+    return float(threshold), (float(weights[0]), float(weights[1]))
+
+
+def _missing_store(store_id: str) -> NotFoundError:
+    return NotFoundError(f"No vector store found with id '{store_id}'.", param="vector_store_id")
+
+
+def _missing_file(store_id: str, file_id: str) -> NotFoundError:
+    return NotFoundError(f"No file '{file_id}' found in the vector store '{store_id}'.", param="file_id")
+
+
+__all__ = ["Embedder", "VectorStores"]
