@@ -77,12 +77,6 @@ class Service:
         self.store = Store(url) if url else None
         self.access = Access(self.store, self.settings)
         self.stored = StoredCompletions(self.store, self.settings.store)
-        self.responses = Responses(
-            self.chat_completion,
-            lambda name: registry.resolve(name).id,
-            self.store,
-            self.settings.store.background_timeout,
-        )
         self.files = Files(self.store, self.settings.files)
         bounds = self.settings.limits
         fetcher = Fetcher(
@@ -91,6 +85,13 @@ class Service:
         self.inputs = Inputs(self.files, fetcher, bounds)
         embedder = Embedder(self._embed, self._reader, lambda name: registry.resolve(name).id)
         self.vector_stores = VectorStores(self.store, self.files, embedder, DEFAULT_EMBEDDING)
+        self.responses = Responses(
+            self.chat_completion,
+            lambda name: registry.resolve(name).id,
+            self.store,
+            self.vector_stores,
+            self.settings.store.background_timeout,
+        )
         endpoints = {
             "/v1/chat/completions": _whole(ChatCompletionRequest, self.chat_completion),
             "/v1/completions": _whole(CompletionRequest, self.completion),

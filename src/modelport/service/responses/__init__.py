@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from modelport import context
 from modelport.errors import InvalidRequestError, ModelportError, NotFoundError, StoreDisabledError
 from modelport.protocol.answers import Events
-from modelport.protocol.requests import ChatCompletionRequest
+from modelport.protocol.requests import ChatCompletionRequest, ChatMessage
 from modelport.protocol.response_request import ResponseRequest
 from modelport.service import calls
 from modelport.service.responses import items
@@ -28,12 +28,15 @@ from modelport.service.responses.background import Jobs
 from modelport.service.responses.conversations import Conversations
 from modelport.service.responses.events import RESPONSE_EVENTS, ResponseEvents, replayed
 from modelport.service.responses.output import completion_output, usage
+from modelport.service.responses.server_tools import SERVED, ServerTools, server_tools
 from modelport.service.state.listing import ListPage, bounded_limit, checked_order
+from modelport.service.vectors import VectorStores
 from modelport.store import Store
 from modelport.store.response_rows import UNFINISHED
 
 Chat = Callable[[ChatCompletionRequest], Awaitable[ChatCompletion | Events[ChatCompletion]]]
 _TRUNCATION_TRIES = 8  # `truncation: auto` drops the oldest turn this many times at most
+_ROUNDS = 8  # chat answers in one turn at most: the last one may not call a server-run tool
 
 
 class Responses:
@@ -44,11 +47,13 @@ class Responses:
         chat: Chat,
         resolve: Callable[[str], str],
         store: Store | None,
+        vector_stores: VectorStores,
         background_timeout: float = 15.0,
     ) -> None:
         self._chat = chat
         self._resolve = resolve
         self.store = store
+        self.vector_stores = vector_stores
         self.conversations = Conversations(store)
         self.jobs = Jobs(store, background_timeout) if store is not None else None
 
@@ -65,8 +70,10 @@ class Responses:
             else await self._history(request.previous_response_id)
         )
         turn = items.input_items(request)
-        streamed = request.stream or request.background
-        chat = self._chat_request(request, history, turn, streamed)
+        tools = await server_tools(request.tools or [], request.include or [], self.vector_stores)
+        # A turn whose tools the server runs is several chat answers: they stream inside it, always.
+        streamed = request.stream or request.background or bool(tools)
+        chat = self._chat_request(request, history, turn, streamed, tools)
         response = _skeleton(request, model_id, store)
         if conversation is not None:
             response["conversation"] = {"id": conversation}
@@ -75,14 +82,19 @@ class Responses:
         if request.background:
             assert self.jobs is not None
             assert row is not None
-            await self.jobs.start(row, self._run(chat, request, response, ended))
+            await self.jobs.start(row, self._run(chat, request, response, ended, tools))
             return (
                 Events(self.jobs.follow(row["id"], -1), RESPONSE_EVENTS)
                 if request.stream
                 else _typed(response)
             )
         if request.stream:
-            return Events(await calls.eager(self._run(chat, request, response, ended)), RESPONSE_EVENTS)
+            events = await calls.eager(self._run(chat, request, response, ended, tools))
+            return Events(events, RESPONSE_EVENTS)
+        if tools:
+            async for _ in self._run(chat, request, response, ended, tools):
+                pass
+            return _typed(response)
         answer = await self._chat_answer(chat, request.truncation == "auto", turn)
         assert isinstance(answer, ChatCompletion)
         whole = answer.model_dump(mode="json", exclude_unset=True)
@@ -158,21 +170,49 @@ class Responses:
         request: ResponseRequest,
         response: dict[str, Any],
         ended: _Ending,
+        tools: ServerTools,
     ) -> AsyncGenerator[dict[str, Any], None]:
         """The events of one turn; a stored turn is committed before its closing event goes out. An error
-        before any output (an unknown model, a schema the decoder cannot enforce) is raised as it is."""
-        builder = ResponseEvents(response)
+        before any output (an unknown model, a schema the decoder cannot enforce) is raised as it is.
+        While the model calls tools the server runs, they run and the model is asked again (at most
+        `max_tool_calls` calls, then it must answer)."""
+        builder = ResponseEvents(response, tools.names, tools.annotate)
         chunks = await self._chat_answer(chat, request.truncation == "auto", ended.turn)
-        assert isinstance(chunks, Events)
         for event in builder.start():
             yield event
         try:
-            try:
-                async for chunk in chunks.items:
-                    for event in builder.feed(chunk):
+            ran = 0
+            for round_number in range(1, _ROUNDS + 1):
+                assert isinstance(chunks, Events)
+                try:
+                    async for chunk in chunks.items:
+                        for event in builder.feed(chunk):
+                            yield event
+                finally:
+                    await chunks.aclose()
+                hosted = builder.hosted_calls()
+                said = builder.fold.choice(0)["message"].get("content")
+                if (
+                    not hosted
+                    or builder.client_calls()
+                    or builder.fold.choice(0)["finish_reason"] == "length"
+                ):
+                    break
+                for event in builder.next_round():
+                    yield event
+                for call in hosted:
+                    async for event in tools.run(call, builder):
                         yield event
-            finally:
-                await chunks.aclose()
+                ran += len(hosted)
+                _answered(chat, said, hosted, tools.outputs)
+                # A tool choice that forced a call is met; after the last call allowed, the model answers.
+                forced = request.tool_choice not in (None, "auto")
+                last = round_number + 1 == _ROUNDS or (request.max_tool_calls or _ROUNDS) <= ran
+                if forced or last:
+                    _answer_now(chat, tools.names)
+                else:
+                    chat.tool_choice = "auto"
+                chunks = await self._chat(chat)
             closing = builder.finish()
         except ModelportError as error:
             closing = builder.fail(error.body()["error"])
@@ -222,11 +262,14 @@ class Responses:
         history: list[dict[str, Any]],
         turn: list[dict[str, Any]],
         stream: bool,
+        tools: ServerTools,
     ) -> ChatCompletionRequest:
         messages = [{"role": "system", "content": request.instructions}] if request.instructions else []
         messages += history + items.messages(turn)
+        chosen = request.tool_choice
+        choice = tools.chat_choice(chosen) if isinstance(chosen, dict) else None
         body = {
-            **items.chat_fields(request),
+            **items.chat_fields(request, SERVED, tools.functions, choice),
             "model": request.model,
             "messages": messages,
             "stream": stream,
@@ -293,6 +336,32 @@ class Responses:
         if row is None:
             raise _missing(response_id)
         return row
+
+
+def _answered(
+    chat: ChatCompletionRequest, said: str | None, calls: list[dict[str, Any]], outputs: dict[str, str]
+) -> None:
+    """Add a round's server-run calls and what each found to the chat, for the next round."""
+    asked = {"role": "assistant", "content": said or None, "tool_calls": [_plain(call) for call in calls]}
+    told = [{"role": "tool", "tool_call_id": call["id"], "content": outputs[call["id"]]} for call in calls]
+    chat.messages += [ChatMessage.model_validate(message) for message in (asked, *told)]
+
+
+def _answer_now(chat: ChatCompletionRequest, served: frozenset[str]) -> None:
+    """The next round answers: the server-run tools are no longer offered (a model shown a tool it may
+    not call tends to write the call as text)."""
+    kept = [tool for tool in chat.tools or [] if (tool.get("function") or {}).get("name") not in served]
+    chat.tools = kept or None
+    chat.tool_choice = "none" if kept else None
+
+
+def _plain(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function") or {}
+    return {
+        "id": call["id"],
+        "type": "function",
+        "function": {"name": function.get("name") or "", "arguments": function.get("arguments") or ""},
+    }
 
 
 def _skeleton(request: ResponseRequest, model_id: str, store: bool) -> dict[str, Any]:

@@ -11,7 +11,7 @@ increases by one per event.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,13 +55,26 @@ class _Open:
 
 
 class ResponseEvents:
-    """The events of one response, with `response` kept as their snapshot (`output` grows as items close)."""
+    """The events of one response, with `response` kept as their snapshot (`output` grows as items close).
 
-    def __init__(self, response: dict[str, Any]) -> None:
+    A turn whose tools the server runs is several chat answers (rounds): the calls of `hosted` tools make
+    no `function_call` items (the server runs them and adds their own items); `next_round` closes what a
+    round wrote and starts folding the next; usage adds up over the rounds; `annotate` gives each message
+    its annotations (citations) as it closes."""
+
+    def __init__(
+        self,
+        response: dict[str, Any],
+        hosted: frozenset[str] = frozenset(),
+        annotate: Callable[[str], list[dict[str, Any]]] | None = None,
+    ) -> None:
         self.response = response
         self.sequence = 0
         self.fold = ChatFold()
+        self.hosted = hosted
+        self.annotate = annotate
         self._open: _Open | None = None
+        self._earlier: dict[str, Any] | None = None  # usage of the rounds before this one
 
     def start(self) -> list[dict[str, Any]]:
         """`response.created` and `response.in_progress`."""
@@ -71,7 +84,7 @@ class ResponseEvents:
         """The events of one chat chunk."""
         self.fold.add(chunk)
         if chunk.get("usage"):
-            self.response["usage"] = usage(chunk["usage"])
+            self.response["usage"] = _added_usage(self._earlier, usage(chunk["usage"]))
         events: list[dict[str, Any]] = []
         for piece in chunk.get("choices") or []:
             delta = piece.get("delta") or {}
@@ -82,6 +95,37 @@ class ResponseEvents:
             for call in delta.get("tool_calls") or []:
                 events += self._call(call)
         return events
+
+    def hosted_calls(self) -> list[dict[str, Any]]:
+        """This round's calls of tools the server runs (whole: `id`, `function.name`, `.arguments`)."""
+        calls = self.fold.choice(0)["message"].get("tool_calls") or []
+        return [c for c in calls if (c.get("function") or {}).get("name") in self.hosted]
+
+    def client_calls(self) -> bool:
+        """Whether this round called a function the client runs (the turn then ends with it)."""
+        calls = self.fold.choice(0)["message"].get("tool_calls") or []
+        return any((c.get("function") or {}).get("name") not in self.hosted for c in calls)
+
+    def next_round(self) -> list[dict[str, Any]]:
+        """Close what this round wrote; the next chat answer folds afresh."""
+        events = self._close(False)
+        self.fold = ChatFold()
+        self._earlier = self.response.get("usage")
+        return events
+
+    def add_item(self, item: dict[str, Any]) -> list[dict[str, Any]]:
+        """`response.output_item.added` for an item the server makes (a tool call it runs)."""
+        return [self._added(len(self.response["output"]), item)]
+
+    def item_event(self, kind: str, item: dict[str, Any], **fields: Any) -> dict[str, Any]:
+        """An event about the item being made (`response.file_search_call.searching`, …)."""
+        return self._event(kind, item_id=item["id"], output_index=len(self.response["output"]), **fields)
+
+    def done_item(self, item: dict[str, Any]) -> list[dict[str, Any]]:
+        """The item made: `response.output_item.done`, and it joins the output."""
+        index = len(self.response["output"])
+        self.response["output"].append(item)
+        return [self._event("response.output_item.done", output_index=index, item=item)]
 
     def finish(self) -> list[dict[str, Any]]:
         """Close the open item, then `response.completed` (or `.incomplete` when cut by the token budget)."""
@@ -123,8 +167,7 @@ class ResponseEvents:
             events = [self._added(index, {**item, "status": "in_progress", "arguments": ""})]
             events.append(self._arguments_delta(item["id"], index, item["arguments"]))
             return events + self._close_call(item)
-        self.response["output"].append(item)
-        return []
+        return self.add_item(item) + self.done_item(item)
 
     def _text(self, text: str, tokens: list[dict[str, Any]]) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []
@@ -143,6 +186,8 @@ class ResponseEvents:
     def _call(self, delta: dict[str, Any]) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []
         index = delta.get("index", 0)
+        if (self._whole_call(index).get("function") or {}).get("name") in self.hosted:
+            return []  # the server runs it: its own item comes when it does
         if self._open is None or self._open.call != index:
             events += self._close(False)
             item = call_item(new_id("fc"), self._whole_call(index), "in_progress")
@@ -166,7 +211,18 @@ class ResponseEvents:
         text = (choice["message"].get("content") or "")[opened.start :]
         tokens = ((choice.get("logprobs") or {}).get("content") or [])[opened.logprobs_start :]
         item = message_item(opened.id, text, [logprob(e) for e in tokens], status)
-        return self._close_message(item, item["content"][0])
+        part = item["content"][0]
+        events = []
+        for number, annotation in enumerate(self.annotate(text) if self.annotate else []):
+            part["annotations"].append(annotation)
+            events.append(
+                self._event(
+                    "response.output_text.annotation.added", item_id=opened.id,
+                    output_index=opened.output_index, content_index=0, annotation_index=number,
+                    annotation=annotation,
+                )
+            )  # fmt: skip
+        return events + self._close_message(item, part)
 
     def _whole_call(self, index: int) -> dict[str, Any]:
         calls = self.fold.choice(0)["message"].get("tool_calls") or []
@@ -224,6 +280,17 @@ class ResponseEvents:
         event = {"type": kind, "sequence_number": self.sequence, **fields}
         self.sequence += 1
         return event
+
+
+def _added_usage(earlier: dict[str, Any] | None, now: dict[str, Any]) -> dict[str, Any]:
+    if earlier is None:
+        return now
+    total = dict(now)
+    for name in ("input_tokens", "output_tokens", "total_tokens"):
+        total[name] = earlier[name] + now[name]
+    cached = earlier["input_tokens_details"]["cached_tokens"] + now["input_tokens_details"]["cached_tokens"]
+    total["input_tokens_details"] = {**now["input_tokens_details"], "cached_tokens": cached}
+    return total
 
 
 def replayed(response: dict[str, Any], after: int | None) -> AsyncGenerator[dict[str, Any], None]:

@@ -16,6 +16,9 @@ from modelport.protocol.response_request import ResponseRequest
 _ROLES = ("user", "system", "developer", "assistant")
 _TEXT_PARTS = ("input_text", "output_text", "text")
 _PARTS = (*_TEXT_PARTS, "refusal", "input_file", "input_image", "input_audio")
+# Items a turn may be given back that no chat message stands for: reasoning (an earlier reasoning model's
+# thoughts, which the models here neither read nor need) and the items of tools the server ran.
+_SERVER_ITEMS = ("reasoning", "file_search_call", "mcp_list_tools", "mcp_call", "mcp_approval_request")
 # Tools and parameters a local model cannot honour: refused by name rather than silently ignored.
 _HOSTED_TOOLS = (
     "web_search", "web_search_preview", "file_search", "computer_use_preview", "computer_use",
@@ -75,8 +78,8 @@ def checked_items(given: str | list[dict[str, Any]], param: str) -> list[dict[st
         elif kind == "function_call_output":
             _require(item, f"{param}[{i}]", "call_id", "output")
             item.setdefault("id", new_id("fco"))
-        elif kind == "reasoning":
-            pass  # an earlier reasoning model's thoughts: context the models here neither read nor need
+        elif kind in _SERVER_ITEMS:
+            pass  # given back whole (as the Agents SDK does): the answer after them says what they found
         else:
             raise InvalidRequestError(
                 f"{param}[{i}] is a `{kind}` item, which this server does not support; it takes messages, "
@@ -113,8 +116,15 @@ def messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return chat
 
 
-def chat_fields(request: ResponseRequest) -> dict[str, Any]:
-    """The chat completion parameters a Responses request stands for (less its messages)."""
+def chat_fields(
+    request: ResponseRequest,
+    served: tuple[str, ...] = (),
+    functions: list[dict[str, Any]] | None = None,
+    choice: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The chat completion parameters a Responses request stands for (less its messages): the tool types
+    in `served` are run by the server, and stand as the chat `functions` (`choice` when the request's
+    `tool_choice` names one of them)."""
     refuse_unsupported(request)
     fields: dict[str, Any] = {
         k: v for k, v in request.extras().items() if k not in ("store", "metadata", "stream", "background")
@@ -128,9 +138,12 @@ def chat_fields(request: ResponseRequest) -> dict[str, Any]:
     if request.top_logprobs or "message.output_text.logprobs" in (request.include or []):
         fields.update(logprobs=True, top_logprobs=request.top_logprobs or 0)
     if request.tools:
-        fields["tools"] = [_chat_tool(tool, i) for i, tool in enumerate(request.tools)]
+        tools = [
+            _chat_tool(tool, i) for i, tool in enumerate(request.tools) if tool.get("type") not in served
+        ]
+        fields["tools"] = tools + (functions or [])
     if request.tool_choice is not None:
-        fields["tool_choice"] = _chat_tool_choice(request.tool_choice)
+        fields["tool_choice"] = choice or _chat_tool_choice(request.tool_choice)
     response_format = _chat_format((request.text or {}).get("format"))
     if response_format is not None:
         fields["response_format"] = response_format
