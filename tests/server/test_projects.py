@@ -18,7 +18,7 @@ import openai
 import pytest
 
 from modelport.cli import main
-from modelport.settings import AuthSettings
+from modelport.settings import DEFAULT_EMBEDDING, AuthSettings, ModelConfig
 from tests.support.configs import tiny_settings
 from tests.support.faces import Faces, faces
 
@@ -64,6 +64,7 @@ def tenants(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenants]:
     alpha, beta = new_key(database, "alpha"), new_key(database, "beta")
     admin = new_key(database, "ops", "--admin")
     settings = tiny_settings(database)
+    settings.models.append(ModelConfig(id=DEFAULT_EMBEDDING, engine="onnx-embedding"))  # vector stores'
     settings.auth = AuthSettings(key_cache_seconds=TTL, usage_flush_seconds=0.2)
     settings.api_keys = ["static-key"]
     with faces(settings) as served:
@@ -82,6 +83,9 @@ class Owned:
     batch: str
     conversation: str
     item: str
+    vector_store: str
+    vector_file: str
+    file_batch: str
 
 
 def make(client: openai.OpenAI) -> Owned:
@@ -99,7 +103,13 @@ def make(client: openai.OpenAI) -> Owned:
     )
     conversation = client.conversations.create(items=[{"role": "user", "content": "a secret"}])
     item = client.conversations.items.list(conversation.id).data[0].id
-    return Owned(completion.id, response.id, background.id, file.id, batch.id, conversation.id, item)
+    text = client.files.create(file=("notes.txt", b"The vault code is 4417."), purpose="assistants")
+    store = client.vector_stores.create(name="secrets", file_ids=[text.id])
+    file_batch = client.vector_stores.file_batches.create(store.id, file_ids=[text.id])
+    return Owned(
+        completion.id, response.id, background.id, file.id, batch.id, conversation.id, item, store.id,
+        text.id, file_batch.id,
+    )  # fmt: skip
 
 
 Call = Callable[[openai.OpenAI, Owned], Any]
@@ -149,6 +159,45 @@ REACHES: dict[tuple[str, str], Call] = {
     ("delete", "/v1/conversations/{conversation_id}/items/{item_id}"): lambda c, o: (
         c.conversations.items.delete(o.item, conversation_id=o.conversation)
     ),
+    ("get", "/v1/vector_stores"): lambda c, o: c.vector_stores.list(after=o.vector_store),
+    ("get", "/v1/vector_stores/{vector_store_id}"): lambda c, o: c.vector_stores.retrieve(o.vector_store),
+    ("post", "/v1/vector_stores/{vector_store_id}"): lambda c, o: c.vector_stores.update(
+        o.vector_store, name="renamed"
+    ),
+    ("delete", "/v1/vector_stores/{vector_store_id}"): lambda c, o: c.vector_stores.delete(o.vector_store),
+    ("post", "/v1/vector_stores/{vector_store_id}/search"): lambda c, o: c.vector_stores.search(
+        o.vector_store, query="vault code"
+    ),
+    ("post", "/v1/vector_stores/{vector_store_id}/files"): lambda c, o: c.vector_stores.files.create(
+        o.vector_store, file_id=o.vector_file
+    ),
+    ("get", "/v1/vector_stores/{vector_store_id}/files"): lambda c, o: c.vector_stores.files.list(
+        o.vector_store
+    ),
+    ("get", "/v1/vector_stores/{vector_store_id}/files/{file_id}"): lambda c, o: (
+        c.vector_stores.files.retrieve(o.vector_file, vector_store_id=o.vector_store)
+    ),
+    ("post", "/v1/vector_stores/{vector_store_id}/files/{file_id}"): lambda c, o: (
+        c.vector_stores.files.update(o.vector_file, vector_store_id=o.vector_store, attributes={"a": "b"})
+    ),
+    ("delete", "/v1/vector_stores/{vector_store_id}/files/{file_id}"): lambda c, o: (
+        c.vector_stores.files.delete(o.vector_file, vector_store_id=o.vector_store)
+    ),
+    ("get", "/v1/vector_stores/{vector_store_id}/files/{file_id}/content"): lambda c, o: (
+        c.vector_stores.files.content(o.vector_file, vector_store_id=o.vector_store)
+    ),
+    ("post", "/v1/vector_stores/{vector_store_id}/file_batches"): lambda c, o: (
+        c.vector_stores.file_batches.create(o.vector_store, file_ids=[o.vector_file])
+    ),
+    ("get", "/v1/vector_stores/{vector_store_id}/file_batches/{batch_id}"): lambda c, o: (
+        c.vector_stores.file_batches.retrieve(o.file_batch, vector_store_id=o.vector_store)
+    ),
+    ("post", "/v1/vector_stores/{vector_store_id}/file_batches/{batch_id}/cancel"): lambda c, o: (
+        c.vector_stores.file_batches.cancel(o.file_batch, vector_store_id=o.vector_store)
+    ),
+    ("get", "/v1/vector_stores/{vector_store_id}/file_batches/{batch_id}/files"): lambda c, o: (
+        c.vector_stores.file_batches.list_files(o.file_batch, vector_store_id=o.vector_store)
+    ),
 }
 # Routes that reach no stored object by an id from the client (a new one must be put in one of the two).
 REACHES_NONE = {
@@ -163,6 +212,7 @@ REACHES_NONE = {
     ("post", "/v1/audio/translations"),
     ("post", "/v1/files"),
     ("post", "/v1/conversations"),
+    ("post", "/v1/vector_stores"),
     ("post", "/generate"),
     ("get", "/health"),
 }
@@ -305,6 +355,7 @@ def test_a_key_revoked_on_one_replica_is_refused_by_another_sharing_postgresql(p
     key_id, key = made_key(database, "alpha")
     _, admin_key = made_key(database, "ops", "--admin")
     settings = tiny_settings(database)
+    settings.models.append(ModelConfig(id=DEFAULT_EMBEDDING, engine="onnx-embedding"))  # vector stores'
     settings.auth = AuthSettings(key_cache_seconds=TTL)
     with faces(settings) as first, faces(settings.model_copy(deep=True)) as second:
         one = openai.OpenAI(base_url=f"{first.url}/v1", api_key=key, max_retries=0)
@@ -323,3 +374,16 @@ def test_a_key_revoked_on_one_replica_is_refused_by_another_sharing_postgresql(p
         time.sleep(TTL + 0.1)
         with pytest.raises(openai.AuthenticationError):
             other.models.list()  # within the cache time elsewhere
+
+
+def test_another_projects_files_and_vector_stores_cannot_be_used(tenants: Tenants) -> None:
+    owned = make(tenants.alpha)
+    with pytest.raises(openai.NotFoundError):
+        tenants.beta.vector_stores.create(file_ids=[owned.vector_file])
+    own = tenants.beta.vector_stores.create(name="mine")
+    with pytest.raises(openai.NotFoundError):
+        tenants.beta.vector_stores.files.create(own.id, file_id=owned.vector_file)
+    search = {"type": "file_search", "vector_store_ids": [owned.vector_store]}
+    with pytest.raises(openai.NotFoundError) as caught:
+        tenants.beta.responses.create(model="recall", input="what is the code?", tools=[search])
+    assert caught.value.body["param"] == "tools[0].vector_store_ids"

@@ -11,7 +11,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
-from modelport.errors import InvalidRequestError
+from modelport.errors import InvalidRequestError, NotFoundError
 from modelport.service.responses.events import ResponseEvents
 from modelport.service.responses.items import new_id
 from modelport.service.vectors import VectorStores, filters
@@ -157,7 +157,11 @@ async def server_tools(
                 param=f"{where}.vector_store_ids",
             )
         for store_id in store_ids:
-            await vector_stores.retrieve(store_id)
+            try:
+                await vector_stores.retrieve(store_id)
+            except NotFoundError as error:
+                error.param = f"{where}.vector_store_ids"
+                raise
         limit = tool.get("max_num_results", _DEFAULT_RESULTS)
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 50:
             raise InvalidRequestError(

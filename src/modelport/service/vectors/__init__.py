@@ -477,7 +477,9 @@ def _ranking(given: dict[str, Any] | None, param: str) -> tuple[float, tuple[flo
         raise InvalidRequestError(
             f"{param}.hybrid_search weights must be numbers of 0 or more.", param=f"{param}.hybrid_search"
         )
-    return float(threshold), (float(weights[0]), float(weights[1]))
+    # Without a threshold, a result less similar than unrelated text (below 0) is still a result.
+    floor = float(threshold) if threshold > 0 else -1.0
+    return floor, (float(weights[0]), float(weights[1]))
 
 
 def _missing_store(store_id: str) -> NotFoundError:
