@@ -150,6 +150,10 @@ class Limits(BaseModel):
     )
     fetch_items: int = Field(default=16, ge=1, description="files one request brings in")
     fetch_seconds: float = Field(default=10.0, gt=0, description="fetching one URL, redirects included")
+    mcp_seconds: float = Field(
+        default=30.0, gt=0, description="one operation on a remote MCP server: listing its tools, or a call"
+    )
+    mcp_output_chars: int = Field(default=100_000, ge=1, description="what one MCP tool call gives the model")
 
 
 class StoreSettings(BaseModel):

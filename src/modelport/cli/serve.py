@@ -76,7 +76,8 @@ def serve(service: Service, log_level: str, *, on_ray: bool = False) -> int:
     from modelport.server import create_app
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per upstream request and health probe
+    for chatty in ("httpx", "httpx2"):  # a line per upstream request, health probe and MCP message
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     settings = service.settings
     base = f"http://{settings.host}:{settings.port}"
     page = f", playground {base}/" if settings.ui else ""

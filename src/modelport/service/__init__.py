@@ -90,6 +90,8 @@ class Service:
             lambda name: registry.resolve(name).id,
             self.store,
             self.vector_stores,
+            fetcher,
+            bounds,
             self.settings.store.background_timeout,
         )
         endpoints = {

@@ -30,6 +30,23 @@ class Fetched:
     name: str
 
 
+@dataclass(frozen=True)
+class Pin:
+    """A URL's origin as checked: its scheme, host and port, the address it is reached at, the `Host`
+    header, and the TLS name (SNI and the certificate's check) when it is https."""
+
+    scheme: str
+    host: str
+    port: int
+    address: str
+    header: str
+
+    @property
+    def extensions(self) -> dict[str, str]:
+        """The transport extensions that keep the host's name for TLS while connecting to the address."""
+        return {"sni_hostname": self.host} if self.scheme == "https" else {}
+
+
 class Fetcher:
     """Fetches client-given URLs under the operator's rules."""
 
@@ -87,9 +104,15 @@ class Fetcher:
                     await response.aclose()
         raise _refused(param, f"{url} redirects more than {_REDIRECTS} times")
 
-    async def _pinned(self, client: httpx.AsyncClient, target: httpx.URL, param: str) -> httpx.Request:
-        """A request to the address `target`'s host resolves to, checked, with the host's name kept for
-        the `Host` header and TLS (SNI and the certificate's check)."""
+    async def pin(self, url: str, param: str) -> Pin:
+        """Where `url` may be reached: its host resolved and checked under the operator's rules (a 400
+        naming `param` if it may not be)."""
+        if not self.enabled:
+            raise _refused(param, "this server fetches no URLs (--no-remote-fetch)")
+        try:
+            target = httpx.URL(url)
+        except httpx.InvalidURL:
+            raise _refused(param, f"{url!r} is not a URL") from None
         host = target.host
         port = target.port or (443 if target.scheme == "https" else 80)
         if target.scheme not in ("http", "https"):
@@ -107,15 +130,18 @@ class Fetcher:
                 raise _refused(param, f"{host} is {address}, not a public address")
         if target.scheme == "http" and not (named or all(self._in_allowed_network(a) for a in addresses)):
             raise _refused(param, "only https URLs are fetched (http only from hosts the operator allows)")
-        address = addresses[0]
-        shown = f"[{address}]" if address.version == 6 else str(address)
-        extensions = {"sni_hostname": host} if target.scheme == "https" else {}
         header = host if target.port is None else f"{host}:{target.port}"
+        return Pin(target.scheme, host, port, str(addresses[0]), header)
+
+    async def _pinned(self, client: httpx.AsyncClient, target: httpx.URL, param: str) -> httpx.Request:
+        """A request to the address `target`'s host resolves to, checked, with the host's name kept for
+        the `Host` header and TLS (SNI and the certificate's check)."""
+        pin = await self.pin(str(target), param)
         return client.build_request(
             "GET",
-            target.copy_with(host=shown.strip("[]")),
-            headers={"Host": header, "Accept": "*/*"},
-            extensions=extensions,
+            target.copy_with(host=pin.address),
+            headers={"Host": pin.header, "Accept": "*/*"},
+            extensions=pin.extensions,
         )
 
     def _named(self, host: str, port: int) -> bool:

@@ -23,14 +23,16 @@ from modelport.protocol.answers import Events
 from modelport.protocol.requests import ChatCompletionRequest, ChatMessage
 from modelport.protocol.response_request import ResponseRequest
 from modelport.service import calls
+from modelport.service.fetching import Fetcher
 from modelport.service.responses import items
 from modelport.service.responses.background import Jobs
 from modelport.service.responses.conversations import Conversations
 from modelport.service.responses.events import RESPONSE_EVENTS, ResponseEvents, replayed
 from modelport.service.responses.output import completion_output, usage
-from modelport.service.responses.server_tools import SERVED, ServerTools, server_tools
+from modelport.service.responses.server_tools import SERVED, ServerTools, answered, redacted, server_tools
 from modelport.service.state.listing import ListPage, bounded_limit, checked_order
 from modelport.service.vectors import VectorStores
+from modelport.settings import Limits
 from modelport.store import Store
 from modelport.store.response_rows import UNFINISHED
 
@@ -48,12 +50,16 @@ class Responses:
         resolve: Callable[[str], str],
         store: Store | None,
         vector_stores: VectorStores,
+        fetcher: Fetcher,
+        limits: Limits,
         background_timeout: float = 15.0,
     ) -> None:
         self._chat = chat
         self._resolve = resolve
         self.store = store
         self.vector_stores = vector_stores
+        self.fetcher = fetcher
+        self.limits = limits
         self.conversations = Conversations(store)
         self.jobs = Jobs(store, background_timeout) if store is not None else None
 
@@ -64,13 +70,16 @@ class Responses:
         conversation = _conversation_id(request.conversation)
         if conversation is not None and request.previous_response_id is not None:
             items.refuse_unsupported(request)  # the 400 that says why
-        history = (
-            items.messages(await self.conversations.history(conversation))
-            if conversation is not None
-            else await self._history(request.previous_response_id)
-        )
+        earlier: list[dict[str, Any]] = []
+        if conversation is not None:
+            history = items.messages(await self.conversations.history(conversation))
+        else:
+            history, earlier = await self._history(request.previous_response_id)
         turn = items.input_items(request)
-        tools = await server_tools(request.tools or [], request.include or [], self.vector_stores)
+        tools = await server_tools(
+            request.tools or [], request.include or [], self.vector_stores, self.fetcher,
+            self.limits.mcp_seconds, self.limits.mcp_output_chars,
+        )  # fmt: skip
         # A turn whose tools the server runs is several chat answers: they stream inside it, always.
         streamed = request.stream or request.background or bool(tools)
         chat = self._chat_request(request, history, turn, streamed, tools)
@@ -78,7 +87,7 @@ class Responses:
         if conversation is not None:
             response["conversation"] = {"id": conversation}
         row = _row(request, turn, response) if store else None
-        ended = _Ending(row, turn, conversation, context.current().project)
+        ended = _Ending(row, turn, conversation, context.current().project, earlier)
         if request.background:
             assert self.jobs is not None
             assert row is not None
@@ -177,8 +186,15 @@ class Responses:
         While the model calls tools the server runs, they run and the model is asked again (at most
         `max_tool_calls` calls, then it must answer)."""
         builder = ResponseEvents(response, tools.names, tools.annotate)
+        opening = builder.start()
+        if tools:
+            async for event in tools.prepare(builder, ended.earlier, ended.turn):
+                opening.append(event)
+            tools.offer(chat, request.tool_choice)
+            builder.hosted = tools.names
+            chat.messages += _messages(answered(tools.approvals, None, tools.outputs))
         chunks = await self._chat_answer(chat, request.truncation == "auto", ended.turn)
-        for event in builder.start():
+        for event in opening:
             yield event
         try:
             ran = 0
@@ -204,7 +220,9 @@ class Responses:
                     async for event in tools.run(call, builder):
                         yield event
                 ran += len(hosted)
-                _answered(chat, said, hosted, tools.outputs)
+                if tools.waiting:
+                    break  # a call waits for the user's approval: the turn ends with the request
+                chat.messages += _messages(answered(hosted, said, tools.outputs))
                 # A tool choice that forced a call is met; after the last call allowed, the model answers.
                 forced = request.tool_choice not in (None, "auto")
                 last = round_number + 1 == _ROUNDS or (request.max_tool_calls or _ROUNDS) <= ran
@@ -267,9 +285,10 @@ class Responses:
         messages = [{"role": "system", "content": request.instructions}] if request.instructions else []
         messages += history + items.messages(turn)
         chosen = request.tool_choice
-        choice = tools.chat_choice(chosen) if isinstance(chosen, dict) else None
+        # A choice of a server-run tool is put in once the tools are known (`ServerTools.offer`).
+        served = tools and isinstance(chosen, dict) and chosen.get("type") in SERVED
         body = {
-            **items.chat_fields(request, SERVED, tools.functions, choice),
+            **items.chat_fields(request, SERVED, choice="auto" if served else None),
             "model": request.model,
             "messages": messages,
             "stream": stream,
@@ -284,10 +303,10 @@ class Responses:
             where = ".".join(str(part) for part in first["loc"])
             raise InvalidRequestError(f"Invalid request ({where}): {first['msg']}", param="input") from None
 
-    async def _history(self, previous: str | None) -> list[dict[str, Any]]:
-        """Every earlier turn of the conversation, as chat messages."""
+    async def _history(self, previous: str | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Every earlier turn of the conversation, as chat messages; and those turns' responses."""
         if previous is None:
-            return []
+            return [], []
         chain = await self._store().responses.chain(previous, context.current().project)
         if not chain:
             raise NotFoundError(
@@ -304,7 +323,7 @@ class Responses:
             messages += items.messages(row["input_items"]) + items.messages(
                 items.output_items(row["response"])
             )
-        return messages
+        return messages, [row["response"] for row in chain]
 
     def _storing(self, request: ResponseRequest) -> bool:
         if self.store is None:
@@ -338,13 +357,8 @@ class Responses:
         return row
 
 
-def _answered(
-    chat: ChatCompletionRequest, said: str | None, calls: list[dict[str, Any]], outputs: dict[str, str]
-) -> None:
-    """Add a round's server-run calls and what each found to the chat, for the next round."""
-    asked = {"role": "assistant", "content": said or None, "tool_calls": [_plain(call) for call in calls]}
-    told = [{"role": "tool", "tool_call_id": call["id"], "content": outputs[call["id"]]} for call in calls]
-    chat.messages += [ChatMessage.model_validate(message) for message in (asked, *told)]
+def _messages(messages: list[dict[str, Any]]) -> list[ChatMessage]:
+    return [ChatMessage.model_validate(message) for message in messages]
 
 
 def _answer_now(chat: ChatCompletionRequest, served: frozenset[str]) -> None:
@@ -353,15 +367,6 @@ def _answer_now(chat: ChatCompletionRequest, served: frozenset[str]) -> None:
     kept = [tool for tool in chat.tools or [] if (tool.get("function") or {}).get("name") not in served]
     chat.tools = kept or None
     chat.tool_choice = "none" if kept else None
-
-
-def _plain(call: dict[str, Any]) -> dict[str, Any]:
-    function = call.get("function") or {}
-    return {
-        "id": call["id"],
-        "type": "function",
-        "function": {"name": function.get("name") or "", "arguments": function.get("arguments") or ""},
-    }
 
 
 def _skeleton(request: ResponseRequest, model_id: str, store: bool) -> dict[str, Any]:
@@ -387,7 +392,7 @@ def _skeleton(request: ResponseRequest, model_id: str, store: bool) -> dict[str,
         "temperature": request.temperature if request.temperature is not None else 1.0,
         "text": request.text or {"format": {"type": "text"}},
         "tool_choice": request.tool_choice if request.tool_choice is not None else "auto",
-        "tools": request.tools or [],
+        "tools": redacted(request.tools or []),
         "top_logprobs": request.top_logprobs,
         "top_p": request.top_p if request.top_p is not None else 1.0,
         "truncation": request.truncation or "disabled",
@@ -409,7 +414,10 @@ def _row(request: ResponseRequest, turn: list[dict[str, Any]], response: dict[st
         "background": request.background,
         "heartbeat": int(time.time()),
         "metadata": request.metadata or {},
-        "request": request.model_dump(mode="json", exclude_unset=True, exclude={"input"}),
+        "request": {
+            **request.model_dump(mode="json", exclude_unset=True, exclude={"input"}),
+            "tools": redacted(request.tools or []),
+        },
         "input_items": turn,
         "response": response,
         "project": context.current().project,
@@ -419,12 +427,13 @@ def _row(request: ResponseRequest, turn: list[dict[str, Any]], response: dict[st
 @dataclass(frozen=True)
 class _Ending:
     """What a turn's end writes: its stored row (if stored), its input, and its conversation (if any) with
-    the project it belongs to (a job may end in another task)."""
+    the project it belongs to (a job may end in another task); and the responses it continues."""
 
     row: dict[str, Any] | None
     turn: list[dict[str, Any]]
     conversation: str | None
     project: str
+    earlier: list[dict[str, Any]]  # the responses the turn continues, oldest first
 
 
 def _name_input(error: InvalidRequestError, sent: int, turn: list[dict[str, Any]]) -> None:

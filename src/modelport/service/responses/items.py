@@ -78,6 +78,9 @@ def checked_items(given: str | list[dict[str, Any]], param: str) -> list[dict[st
         elif kind == "function_call_output":
             _require(item, f"{param}[{i}]", "call_id", "output")
             item.setdefault("id", new_id("fco"))
+        elif kind == "mcp_approval_response":
+            _require(item, f"{param}[{i}]", "approval_request_id", "approve")
+            item.setdefault("id", new_id("mcpa"))
         elif kind in _SERVER_ITEMS:
             pass  # given back whole (as the Agents SDK does): the answer after them says what they found
         else:
@@ -117,14 +120,11 @@ def messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def chat_fields(
-    request: ResponseRequest,
-    served: tuple[str, ...] = (),
-    functions: list[dict[str, Any]] | None = None,
-    choice: dict[str, Any] | None = None,
+    request: ResponseRequest, served: tuple[str, ...] = (), choice: str | None = None
 ) -> dict[str, Any]:
     """The chat completion parameters a Responses request stands for (less its messages): the tool types
-    in `served` are run by the server, and stand as the chat `functions` (`choice` when the request's
-    `tool_choice` names one of them)."""
+    in `served` are left out (the server runs them, and puts in the functions that stand for them), and
+    `choice` stands for a `tool_choice` that names one of them."""
     refuse_unsupported(request)
     fields: dict[str, Any] = {
         k: v for k, v in request.extras().items() if k not in ("store", "metadata", "stream", "background")
@@ -141,7 +141,8 @@ def chat_fields(
         tools = [
             _chat_tool(tool, i) for i, tool in enumerate(request.tools) if tool.get("type") not in served
         ]
-        fields["tools"] = tools + (functions or [])
+        if tools:
+            fields["tools"] = tools
     if request.tool_choice is not None:
         fields["tool_choice"] = choice or _chat_tool_choice(request.tool_choice)
     response_format = _chat_format((request.text or {}).get("format"))

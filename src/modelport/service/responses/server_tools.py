@@ -1,7 +1,12 @@
-"""Tools the server runs in a Responses turn: `file_search` over the caller's vector stores (and remote MCP
-servers' tools, `mcp_tools`). The model sees each as a function; when it calls one, the server runs it,
+"""Tools the server runs in a Responses turn: `file_search` over the caller's vector stores, and the tools
+of remote MCP servers (`mcp`). The model sees each as a function; when it calls one, the server runs it,
 adds its item to the output (`file_search_call`, `mcp_call`), gives the model the result, and asks it
-again, until it answers (or calls a function of the client's)."""
+again, until it answers (or calls a function of the client's, or a call waits for the user's approval).
+
+An MCP server's tools are listed once per conversation (an `mcp_list_tools` item; a later turn of the same
+`previous_response_id` chain reuses the listing when the server and its `allowed_tools` are the same). A
+call that needs approval (OpenAI's default) ends the turn with an `mcp_approval_request` item; the next
+turn's `mcp_approval_response` item runs it (or tells the model it was declined)."""
 
 from __future__ import annotations
 
@@ -12,16 +17,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from modelport.errors import InvalidRequestError, NotFoundError
+from modelport.service.fetching import Fetcher
 from modelport.service.responses.events import ResponseEvents
 from modelport.service.responses.items import new_id
+from modelport.service.responses.mcp_servers import McpError, McpServer
 from modelport.service.vectors import VectorStores, filters
 
-SERVED = ("file_search",)  # tool types run here; the others are refused by `items`
+SERVED = ("file_search", "mcp")  # tool types run here; the others are refused by `items`
 FILE_SEARCH = "file_search"
 _DEFAULT_RESULTS = (
     5  # results a search gives the model: enough to answer from, few enough for a small context
 )
 _WORD = re.compile(r"[^\W\d_]{4,}", re.UNICODE)
+_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 _FILE_SEARCH_FUNCTION = {
     "type": "function",
     "function": {
@@ -51,38 +59,154 @@ class _FileSearch:
 
 
 @dataclass
+class _Mcp:
+    """An `mcp` tool: its server, which of its tools may be used, which need approval, and (once listed)
+    the tools it offers."""
+
+    server: McpServer
+    allowed: list[str] | None
+    read_only: bool
+    approval: str | dict[str, Any]
+    spec: dict[str, Any]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+
+    def needs_approval(self, name: str) -> bool:
+        if isinstance(self.approval, str):
+            return self.approval != "never"
+        for answer in ("never", "always"):
+            names = (self.approval.get(answer) or {}).get("tool_names") or []
+            if name in names:
+                return answer == "always"
+        return True  # OpenAI's default: a tool not named is asked about
+
+    def offered(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The tools of a listing the request allows."""
+        kept = [t for t in tools if self.allowed is None or t["name"] in self.allowed]
+        if self.read_only:
+            kept = [t for t in kept if (t.get("annotations") or {}).get("readOnlyHint")]
+        return kept
+
+
+@dataclass
 class ServerTools:
     """The server-run tools of one turn, and what running them found (for citations)."""
 
     vector_stores: VectorStores
     file_search: _FileSearch | None = None
+    mcp: list[_Mcp] = field(default_factory=list)
     include_results: bool = False
+    taken: set[str] = field(default_factory=set)  # function names the client's tools use
     results: list[dict[str, Any]] = field(default_factory=list)
     outputs: dict[str, str] = field(default_factory=dict)  # call id -> what the model is told
+    waiting: bool = False  # a call waits for the user's approval: the turn ends
+    approvals: list[dict[str, Any]] = field(default_factory=list)  # calls answered by approval, for the chat
+    _named: dict[str, tuple[_Mcp, str]] = field(default_factory=dict)  # function -> server, tool
 
     def __bool__(self) -> bool:
-        return self.file_search is not None
+        return self.file_search is not None or bool(self.mcp)
 
     @property
     def names(self) -> frozenset[str]:
         """The function names the model calls them by."""
-        return frozenset([FILE_SEARCH] if self.file_search else [])
+        return frozenset(([FILE_SEARCH] if self.file_search else []) + list(self._named))
 
     @property
     def functions(self) -> list[dict[str, Any]]:
-        """The chat tools that stand for them."""
-        return [_FILE_SEARCH_FUNCTION] if self.file_search else []
+        """The chat tools that stand for them (an MCP server's, once listed)."""
+        functions = [_FILE_SEARCH_FUNCTION] if self.file_search else []
+        for name, (served, tool_name) in self._named.items():
+            tool = next(t for t in served.tools if t["name"] == tool_name)
+            described = {"name": name, "parameters": tool.get("input_schema") or {"type": "object"}}
+            if tool.get("description"):
+                described["description"] = tool["description"]
+            functions.append({"type": "function", "function": described})
+        return functions
+
+    def offer(self, chat: Any, choice: str | dict[str, Any] | None) -> None:
+        """Put the tools (an MCP server's once listed) into the chat request, with the tool choice that
+        names one of them."""
+        kept = [t for t in chat.tools or [] if (t.get("function") or {}).get("name") not in self.names]
+        chat.tools = kept + self.functions or None
+        if isinstance(choice, dict) and choice.get("type") in SERVED:
+            chosen = self.chat_choice(choice)
+            if chosen is None:
+                raise InvalidRequestError(
+                    f"tool_choice names {choice.get('server_label') or choice.get('type')}"
+                    f"{'.' + choice['name'] if choice.get('name') else ''}, which no tool offers.",
+                    param="tool_choice",
+                )
+            chat.tool_choice = chosen
 
     def chat_choice(self, choice: dict[str, Any]) -> dict[str, Any] | None:
         """A `tool_choice` naming one of these tools, as a chat tool choice (None if it names none)."""
         if choice.get("type") == FILE_SEARCH and self.file_search is not None:
             return {"type": "function", "function": {"name": FILE_SEARCH}}
+        if choice.get("type") == "mcp":
+            for name, (served, tool_name) in self._named.items():
+                if served.server.label == choice.get("server_label") and choice.get("name") in (
+                    None,
+                    tool_name,
+                ):
+                    return {"type": "function", "function": {"name": name}}
         return None
+
+    async def prepare(
+        self, events: ResponseEvents, earlier: list[dict[str, Any]], turn: list[dict[str, Any]]
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        """Before the model is asked: list each MCP server's tools (or reuse an earlier turn's listing),
+        then run the calls the turn's `mcp_approval_response` items approve (`approvals`, with what they
+        found in `outputs`). `earlier` is the responses the turn continues, oldest first."""
+        earlier_output = earlier[-1].get("output") or [] if earlier else []
+        for served in self.mcp:
+            reused = _reusable(served, earlier)
+            if reused is not None:
+                served.tools = served.offered(reused)
+                continue
+            item: dict[str, Any] = {
+                "id": new_id("mcpl"), "type": "mcp_list_tools", "server_label": served.server.label,
+                "tools": [], "error": None,
+            }  # fmt: skip
+            for event in events.add_item(item):
+                yield event
+            yield events.item_event("response.mcp_list_tools.in_progress", item)
+            try:
+                served.tools = served.offered(await served.server.tools())
+                item["tools"] = served.tools
+                yield events.item_event("response.mcp_list_tools.completed", item)
+            except McpError as error:
+                item["error"] = str(error)
+                yield events.item_event("response.mcp_list_tools.failed", item)
+            for event in events.done_item(item):
+                yield event
+        self._name_functions()
+        asked = {i["id"]: i for i in [*earlier_output, *turn] if i.get("type") == "mcp_approval_request"}
+        for answer in (i for i in turn if i.get("type") == "mcp_approval_response"):
+            request = asked.get(answer["approval_request_id"])
+            if request is None:
+                raise NotFoundError(
+                    f"No mcp_approval_request '{answer['approval_request_id']}' in the previous response or "
+                    "this input.",
+                    param="input",
+                )
+            call = {
+                "id": request["id"],
+                "function": {"name": request["name"], "arguments": request["arguments"]},
+            }
+            self.approvals.append(call)
+            if answer.get("approve"):
+                async for event in self._call(call, events, approved=request):
+                    yield event
+            else:
+                self.outputs[call["id"]] = "The user did not approve this call."
 
     async def run(self, call: dict[str, Any], events: ResponseEvents) -> AsyncGenerator[dict[str, Any], None]:
         """Run one call, with the events of its item; what the model is told is kept in `outputs`."""
         function = call.get("function") or {}
-        async for event in self._search(call["id"], function.get("arguments") or "", events):
+        if function.get("name") == FILE_SEARCH and self.file_search is not None:
+            async for event in self._search(call["id"], function.get("arguments") or "", events):
+                yield event
+            return
+        async for event in self._call(call, events):
             yield event
 
     def annotate(self, text: str) -> list[dict[str, Any]]:
@@ -99,6 +223,50 @@ class ServerTools:
             {"type": "file_citation", "file_id": file_id, "filename": name, "index": len(text)}
             for file_id, name in cited.items()
         ]
+
+    async def _call(
+        self, call: dict[str, Any], events: ResponseEvents, approved: dict[str, Any] | None = None
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        """An MCP tool call: asked about (the turn then ends) unless approved or approval is not needed;
+        else run, as an `mcp_call` item with its output or error."""
+        function = call.get("function") or {}
+        served, tool_name = self._named.get(function.get("name") or "", (None, ""))
+        if approved is not None:
+            served = next((m for m in self.mcp if m.server.label == approved["server_label"]), None)
+            tool_name = approved["name"]
+        arguments = function.get("arguments") or "{}"
+        if served is None:
+            self.outputs[call["id"]] = f"There is no tool {function.get('name')!r}."
+            return
+        if approved is None and served.needs_approval(tool_name):
+            item = {
+                "id": new_id("mcpr"), "type": "mcp_approval_request", "server_label": served.server.label,
+                "name": tool_name, "arguments": arguments,
+            }  # fmt: skip
+            for event in events.add_item(item) + events.done_item(item):
+                yield event
+            self.waiting = True
+            return
+        item = {
+            "id": new_id("mcp"), "type": "mcp_call", "server_label": served.server.label, "name": tool_name,
+            "arguments": arguments, "output": None, "error": None, "status": "in_progress",
+            "approval_request_id": approved["id"] if approved else None,
+        }  # fmt: skip
+        for event in events.add_item(item):
+            yield event
+        yield events.item_event("response.mcp_call_arguments.done", item, arguments=arguments)
+        yield events.item_event("response.mcp_call.in_progress", item)
+        try:
+            item["output"] = await served.server.call(tool_name, arguments)
+            item["status"] = "completed"
+            self.outputs[call["id"]] = item["output"]
+            yield events.item_event("response.mcp_call.completed", item)
+        except McpError as error:
+            item.update(status="failed", error=error.detail)
+            self.outputs[call["id"]] = f"The call failed: {error}"
+            yield events.item_event("response.mcp_call.failed", item)
+        for event in events.done_item(item):
+            yield event
 
     async def _search(
         self, call_id: str, arguments: str, events: ResponseEvents
@@ -137,41 +305,154 @@ class ServerTools:
         for event in events.done_item(item):
             yield event
 
+    def _name_functions(self) -> None:
+        """The function name of each listed MCP tool: its own name, or `label__name` where that is taken."""
+        counts: dict[str, int] = {}
+        for served in self.mcp:
+            for tool in served.tools:
+                counts[tool["name"]] = counts.get(tool["name"], 0) + 1
+        for served in self.mcp:
+            for tool in served.tools:
+                name = _NAME.sub("_", tool["name"])
+                if counts[tool["name"]] > 1 or name in self.taken or name == FILE_SEARCH:
+                    name = _NAME.sub("_", f"{served.server.label}__{tool['name']}")
+                self._named[name] = (served, tool["name"])
+
 
 async def server_tools(
-    tools: list[dict[str, Any]], include: list[str], vector_stores: VectorStores
+    tools: list[dict[str, Any]],
+    include: list[str],
+    vector_stores: VectorStores,
+    fetcher: Fetcher,
+    mcp_seconds: float,
+    mcp_chars: int,
 ) -> ServerTools:
-    """The tools of a request that the server runs, checked (their stores exist and are the caller's,
-    their filters are well formed) before the turn starts."""
+    """The tools of a request that the server runs, checked before the turn starts: a file search's stores
+    exist and are the caller's and its filters are well formed; an MCP server's URL passes the outbound
+    guard."""
     served = ServerTools(vector_stores, include_results="file_search_call.results" in include)
+    labels: set[str] = set()
     for i, tool in enumerate(tools):
-        if tool.get("type") != FILE_SEARCH:
-            continue
         where = f"tools[{i}]"
-        if served.file_search is not None:
-            raise InvalidRequestError(f"{where}: a request may have one file_search tool.", param=where)
-        store_ids = tool.get("vector_store_ids")
-        if not isinstance(store_ids, list) or not store_ids or not all(isinstance(s, str) for s in store_ids):
-            raise InvalidRequestError(
-                f"{where}.vector_store_ids must be a non-empty list of vector store ids.",
-                param=f"{where}.vector_store_ids",
-            )
-        for store_id in store_ids:
-            try:
-                await vector_stores.retrieve(store_id)
-            except NotFoundError as error:
-                error.param = f"{where}.vector_store_ids"
-                raise
-        limit = tool.get("max_num_results", _DEFAULT_RESULTS)
-        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 50:
-            raise InvalidRequestError(
-                f"{where}.max_num_results must be from 1 to 50.", param=f"{where}.max_num_results"
-            )
-        rule = tool.get("filters")
-        if rule is not None:
-            filters.checked(rule, f"{where}.filters")
-        served.file_search = _FileSearch(store_ids, rule, limit, tool.get("ranking_options"), where)
+        if tool.get("type") == "function" and isinstance(tool.get("name"), str):
+            served.taken.add(tool["name"])
+        elif tool.get("type") == FILE_SEARCH:
+            if served.file_search is not None:
+                raise InvalidRequestError(f"{where}: a request may have one file_search tool.", param=where)
+            served.file_search = await _file_search(tool, where, vector_stores)
+        elif tool.get("type") == "mcp":
+            found = await _mcp(tool, where, fetcher, mcp_seconds, mcp_chars)
+            if found.server.label in labels:
+                raise InvalidRequestError(
+                    f"{where}.server_label {found.server.label!r} is used twice.",
+                    param=f"{where}.server_label",
+                )
+            labels.add(found.server.label)
+            served.mcp.append(found)
     return served
+
+
+def answered(calls: list[dict[str, Any]], said: str | None, outputs: dict[str, str]) -> list[dict[str, Any]]:
+    """The chat messages of server-run calls and what each found: the assistant's calls, then a tool
+    message per call."""
+    if not calls:
+        return []
+    plain = [
+        {"id": c["id"], "type": "function", "function": {
+            "name": (c.get("function") or {}).get("name") or "",
+            "arguments": (c.get("function") or {}).get("arguments") or "",
+        }}
+        for c in calls
+    ]  # fmt: skip
+    asked = {"role": "assistant", "content": said or None, "tool_calls": plain}
+    return [asked, *({"role": "tool", "tool_call_id": c["id"], "content": outputs[c["id"]]} for c in calls)]
+
+
+def redacted(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tools as a response shows and stores them: an MCP server's headers (its credentials) left out."""
+    return [{**t, "headers": None} if t.get("type") == "mcp" and t.get("headers") else t for t in tools]
+
+
+async def _file_search(tool: dict[str, Any], where: str, vector_stores: VectorStores) -> _FileSearch:
+    store_ids = tool.get("vector_store_ids")
+    if not isinstance(store_ids, list) or not store_ids or not all(isinstance(s, str) for s in store_ids):
+        raise InvalidRequestError(
+            f"{where}.vector_store_ids must be a non-empty list of vector store ids.",
+            param=f"{where}.vector_store_ids",
+        )
+    for store_id in store_ids:
+        try:
+            await vector_stores.retrieve(store_id)
+        except NotFoundError as error:
+            error.param = f"{where}.vector_store_ids"
+            raise
+    limit = tool.get("max_num_results", _DEFAULT_RESULTS)
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 50:
+        raise InvalidRequestError(
+            f"{where}.max_num_results must be from 1 to 50.", param=f"{where}.max_num_results"
+        )
+    rule = tool.get("filters")
+    if rule is not None:
+        filters.checked(rule, f"{where}.filters")
+    return _FileSearch(store_ids, rule, limit, tool.get("ranking_options"), where)
+
+
+async def _mcp(tool: dict[str, Any], where: str, fetcher: Fetcher, seconds: float, chars: int) -> _Mcp:
+    label, url = tool.get("server_label"), tool.get("server_url")
+    if tool.get("connector_id"):
+        raise InvalidRequestError(
+            f"{where}.connector_id names one of OpenAI's hosted connectors, which this server cannot reach; "
+            "give the server_url of an MCP server instead.",
+            param=f"{where}.connector_id",
+        )
+    if not isinstance(label, str) or not label:
+        raise InvalidRequestError(f"{where}.server_label is required.", param=f"{where}.server_label")
+    if not isinstance(url, str) or not url:
+        raise InvalidRequestError(f"{where}.server_url is required.", param=f"{where}.server_url")
+    headers = tool.get("headers") or {}
+    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+        raise InvalidRequestError(f"{where}.headers must map names to strings.", param=f"{where}.headers")
+    allowed = tool.get("allowed_tools")
+    read_only = False
+    if isinstance(allowed, dict):
+        read_only = bool(allowed.get("read_only"))
+        allowed = allowed.get("tool_names")
+    if allowed is not None and (
+        not isinstance(allowed, list) or not all(isinstance(n, str) for n in allowed)
+    ):
+        raise InvalidRequestError(
+            f"{where}.allowed_tools must be a list of tool names or {{tool_names, read_only}}.",
+            param=f"{where}.allowed_tools",
+        )
+    approval = tool.get("require_approval", "always")
+    if approval is None:
+        approval = "always"
+    if not (approval in ("always", "never") or isinstance(approval, dict)):
+        raise InvalidRequestError(
+            f"{where}.require_approval must be always, never or {{always, never}} with tool_names.",
+            param=f"{where}.require_approval",
+        )
+    pin = await fetcher.pin(url, f"{where}.server_url")
+    server = McpServer(label, url, headers, pin, seconds, chars)
+    return _Mcp(server, allowed, read_only, approval, tool)
+
+
+def _reusable(served: _Mcp, earlier: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """The latest listing of this server in the turns this one continues, when each turn since had the
+    same server and allowed tools."""
+    for response in reversed(earlier):
+        same = any(
+            t.get("type") == "mcp" and t.get("server_label") == served.server.label
+            and t.get("server_url") == served.server.url
+            and t.get("allowed_tools") == served.spec.get("allowed_tools")
+            for t in response.get("tools") or []
+        )  # fmt: skip
+        if not same:
+            return None
+        for item in response.get("output") or []:
+            if item.get("type") == "mcp_list_tools" and item.get("server_label") == served.server.label:
+                return None if item.get("error") else list(item.get("tools") or [])
+    return None
 
 
 def _query(arguments: str) -> str:
