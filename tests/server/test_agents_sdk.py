@@ -1,5 +1,6 @@
 """The OpenAI Agents SDK on modelport: an agent on the default chat model through the Responses API, its
-memory an `OpenAIConversationsSession` kept in modelport's Conversations API."""
+memory an `OpenAIConversationsSession` kept in modelport's Conversations API, and a `FileSearchTool` the
+server runs over a vector store. (`HostedMCPTool` is tried with the MCP servers of test_mcp_tools.)"""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import openai
 import pytest
 from agents import (
     Agent,
+    FileSearchTool,
     ModelSettings,
     OpenAIConversationsSession,
     OpenAIResponsesModel,
@@ -17,6 +19,8 @@ from agents import (
 )
 
 from tests.support.faces import Faces
+
+MODEL = "smollm2-135m-instruct"
 
 
 @pytest.mark.slow
@@ -39,6 +43,31 @@ def test_an_agent_remembers_through_a_conversations_session(server: Faces) -> No
         assert [item.get("role") for item in items] == ["user", "assistant", "user", "assistant"]
         assert "Ada" in str(items[0]["content"])
         await session.clear_session()
+        await client.close()
+
+    asyncio.run(run())
+
+
+@pytest.mark.slow
+def test_an_agent_searches_a_vector_store_the_server_keeps(server: Faces) -> None:
+    set_tracing_disabled(True)
+    note = b"The spare key of the boathouse hangs behind the blue door."
+    file = server.http.files.create(file=("house.txt", note), purpose="assistants")
+    store = server.http.vector_stores.create(name="house")
+    server.http.vector_stores.files.create_and_poll(file.id, vector_store_id=store.id)
+
+    async def run() -> None:
+        client = openai.AsyncOpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0)
+        model = OpenAIResponsesModel(model=MODEL, openai_client=client)
+        search = FileSearchTool(vector_store_ids=[store.id], max_num_results=2, include_search_results=True)
+        settings = ModelSettings(temperature=0, max_tokens=256, tool_choice="file_search")
+        agent = Agent(name="keeper", instructions="Answer from the files.", model=model, tools=[search],
+                      model_settings=settings)  # fmt: skip
+        result = await Runner.run(agent, "Where is the boathouse key?", max_turns=1)
+        calls = [item.raw_item for item in result.new_items if item.type == "tool_call_item"]
+        assert calls[0].type == "file_search_call"
+        assert calls[0].results[0].file_id == file.id
+        assert "blue door" in calls[0].results[0].text
         await client.close()
 
     asyncio.run(run())

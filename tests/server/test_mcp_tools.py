@@ -6,6 +6,7 @@ fail — each an item of the answer, never a 500 or a hang. The default chat mod
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 from collections.abc import Iterator
@@ -214,3 +215,37 @@ def test_bad_mcp_tools_are_a_400_naming_them(
     with pytest.raises(openai.BadRequestError) as caught:
         http_client.responses.create(model=MODEL, input="hi", tools=[tool])
     assert caught.value.body["param"] == param
+
+
+def test_an_agents_hosted_mcp_tool_asks_approval_and_gets_it(servers: Servers) -> None:
+    from agents import Agent, HostedMCPTool, ModelSettings, OpenAIResponsesModel, Runner, set_tracing_disabled
+    from agents.model_settings import MCPToolChoice
+
+    set_tracing_disabled(True)
+    asked: list[str] = []
+
+    def approve(request: Any) -> Any:
+        asked.append(request.data.name)
+        return {"approve": True}
+
+    async def run() -> Any:
+        client = openai.AsyncOpenAI(base_url=f"{servers.served.url}/v1", api_key="unused", max_retries=0)
+        tool = HostedMCPTool(
+            tool_config={"type": "mcp", "server_label": "weather", "server_url": servers.streamable,
+                         "allowed_tools": ["forecast"], "require_approval": "always"},
+            on_approval_request=approve,
+        )  # fmt: skip
+        choice = MCPToolChoice(server_label="weather", name="forecast")
+        settings = ModelSettings(temperature=0, max_tokens=128, tool_choice=choice)
+        model = OpenAIResponsesModel(model=MODEL, openai_client=client)
+        agent = Agent(name="forecaster", model=model, tools=[tool], model_settings=settings)
+        result = await Runner.run(agent, "What is the weather in Oslo?", max_turns=3)
+        await client.close()
+        return result
+
+    result = asyncio.run(run())
+    assert asked == ["forecast"]
+    kinds = [item.raw_item.type for item in result.new_items if hasattr(item.raw_item, "type")]
+    assert "mcp_approval_request" in kinds
+    calls = [item.raw_item for item in result.new_items if getattr(item.raw_item, "type", "") == "mcp_call"]
+    assert calls[0].output.startswith("Sunny in ")

@@ -193,6 +193,8 @@ class Responses:
             tools.offer(chat, request.tool_choice)
             builder.hosted = tools.names
             chat.messages += _messages(answered(tools.approvals, None, tools.outputs))
+            if tools.approvals and _forced(request):
+                _answer_now(chat, tools.names)  # the approved call met the forced choice
         chunks = await self._chat_answer(chat, request.truncation == "auto", ended.turn)
         for event in opening:
             yield event
@@ -224,9 +226,8 @@ class Responses:
                     break  # a call waits for the user's approval: the turn ends with the request
                 chat.messages += _messages(answered(hosted, said, tools.outputs))
                 # A tool choice that forced a call is met; after the last call allowed, the model answers.
-                forced = request.tool_choice not in (None, "auto")
                 last = round_number + 1 == _ROUNDS or (request.max_tool_calls or _ROUNDS) <= ran
-                if forced or last:
+                if _forced(request) or last:
                     _answer_now(chat, tools.names)
                 else:
                     chat.tool_choice = "auto"
@@ -359,6 +360,10 @@ class Responses:
 
 def _messages(messages: list[dict[str, Any]]) -> list[ChatMessage]:
     return [ChatMessage.model_validate(message) for message in messages]
+
+
+def _forced(request: ResponseRequest) -> bool:
+    return request.tool_choice not in (None, "auto", "none")
 
 
 def _answer_now(chat: ChatCompletionRequest, served: frozenset[str]) -> None:

@@ -19,11 +19,20 @@ _PARTS = (*_TEXT_PARTS, "refusal", "input_file", "input_image", "input_audio")
 # Items a turn may be given back that no chat message stands for: reasoning (an earlier reasoning model's
 # thoughts, which the models here neither read nor need) and the items of tools the server ran.
 _SERVER_ITEMS = ("reasoning", "file_search_call", "mcp_list_tools", "mcp_call", "mcp_approval_request")
-# Tools and parameters a local model cannot honour: refused by name rather than silently ignored.
-_HOSTED_TOOLS = (
-    "web_search", "web_search_preview", "file_search", "computer_use_preview", "computer_use",
-    "code_interpreter", "image_generation", "mcp", "local_shell", "shell", "apply_patch", "custom",
-    "tool_search",
+# OpenAI's hosted tools this server does not run, and why: refused by name rather than silently ignored.
+_NOT_RUN = {
+    "web_search": "searching the web needs a search engine this server does not have, and would send the "
+    "conversation out of the machine",
+    "code_interpreter": "running the code a model writes needs a sandbox this server does not provide",
+    "computer_use": "driving a computer from screenshots needs a vision model trained for it and a machine "
+    "to drive",
+    "image_generation": "no image model is served here",
+    "local_shell": "its commands are run by OpenAI's own agent loop, with models trained for it",
+    "custom": "free-form tool input needs OpenAI's grammar-constrained custom tools",
+}
+_NOT_RUN.update(
+    web_search_preview=_NOT_RUN["web_search"], computer_use_preview=_NOT_RUN["computer_use"],
+    shell=_NOT_RUN["local_shell"], apply_patch=_NOT_RUN["local_shell"], tool_search=_NOT_RUN["custom"],
 )  # fmt: skip
 
 
@@ -180,11 +189,10 @@ def output_items(response: dict[str, Any]) -> list[dict[str, Any]]:
 def _chat_tool(tool: dict[str, Any], i: int) -> dict[str, Any]:
     kind = tool.get("type")
     if kind != "function":
-        hosted = (
-            "a hosted tool OpenAI runs" if kind in _HOSTED_TOOLS else "a tool type this server does not know"
-        )
+        why = _NOT_RUN.get(str(kind), "it is a tool type this server does not know")
         raise InvalidRequestError(
-            f"tools[{i}] is `{kind}`, {hosted}; only function tools are supported here.",
+            f"tools[{i}] is `{kind}`, which this server does not run: {why}. It runs function, file_search "
+            "and mcp tools.",
             param=f"tools[{i}].type",
         )
     if not isinstance(tool.get("name"), str):
