@@ -20,6 +20,7 @@ BENCHMARKS = [
     "contention",
     "ray",
     "access",
+    "vector_stores",
 ]
 
 

@@ -355,15 +355,16 @@ class VectorRows:
         """The `k` chunks that best match any of `words` by full-text rank (of the files `file_ids`)."""
         if not words or (file_ids is not None and not file_ids):
             return []
-        files = "AND c.file_id IN :files" if file_ids is not None else ""
         if self.database.sqlite:
+            fts = "vector_chunks_fts"
+            files = f"JOIN vector_chunks c ON c.id = {fts}.rowid AND c.file_id IN :files" if file_ids else ""
             sql = (
-                "SELECT c.id FROM vector_chunks_fts JOIN vector_chunks c ON c.id = vector_chunks_fts.rowid "
-                f"WHERE vector_chunks_fts MATCH :query AND c.vector_store_id = :store {files} "
-                "ORDER BY bm25(vector_chunks_fts) LIMIT :k"
+                f"SELECT {fts}.rowid FROM {fts} {files} WHERE {fts} MATCH :query ORDER BY {fts}.rank LIMIT :k"
             )
-            query = " OR ".join(f'"{word}"' for word in words)
+            wanted = " OR ".join(f'"{word}"' for word in words)
+            query = f'vector_store_id : "{store_id}" AND ({wanted})'
         else:
+            files = "AND c.file_id IN :files" if file_ids is not None else ""
             sql = (
                 "SELECT c.id FROM vector_chunks c, to_tsquery('english', :query) q "
                 f"WHERE c.words @@ q AND c.vector_store_id = :store {files} "

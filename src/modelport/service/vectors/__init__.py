@@ -311,10 +311,13 @@ class VectorStores:
                 )
             await self._touch(row)
             attached = {f["id"]: f for f in await self._rows().files(store_id) if f["status"] == "completed"}
-            allowed = [f for f, a in attached.items() if filters.matches(rule, a["attributes"])]
+            # Only completed files have chunks: without a filter, every chunk of the store may be found.
+            allowed = (
+                [f for f, a in attached.items() if filters.matches(rule, a["attributes"])] if rule else None
+            )
             vectors = await self.embedder.embed(row["model"], queries)
             pairs = [(query, vectors[i]) for i, query in enumerate(queries)]
-            names = await self.files.names(allowed)
+            names = await self.files.names(list(attached))
             for found in await hybrid(self._rows(), store_id, pairs, allowed, limit, threshold, weights):
                 results.append(
                     (found, names.get(found.hit.file_id, ""), attached[found.hit.file_id]["attributes"])

@@ -15,6 +15,19 @@ from modelport.store.vector_rows import Hit, VectorRows
 _FUSION = 60  # the constant of reciprocal rank fusion, as in its paper and most search engines
 _WORD = re.compile(r"\w+", re.UNICODE)
 _WORDS = 32  # words of a query used by the full-text search
+# Words too common to rank by: each matches most chunks, so ranking by them costs a scan of nearly every
+# chunk and tells nothing (PostgreSQL's english configuration drops the same ones).
+_STOP_WORDS = (
+    "a about above after again against all am an and any are as at be because been before being "
+    "below between both but by can could did do does doing down during each few for from "
+    "further had has have having he her here hers herself him himself his how i if in into is "
+    "it its itself just me more most my myself no nor not now of off on once only or other our "
+    "ours ourselves out over own same she should so some such than that the their theirs them "
+    "themselves then there these they this those through to too under until up very was we were "
+    "what when where which while who whom why will with would you your yours yourself "
+    "yourselves"
+)
+_STOP = frozenset(_STOP_WORDS.split())
 
 
 @dataclass(frozen=True)
@@ -42,7 +55,7 @@ async def hybrid(
     for query, vector in queries:
         for rank, (chunk_id, _) in enumerate(await rows.nearest(store_id, vector, file_ids, depth)):
             fused[chunk_id] = fused.get(chunk_id, 0.0) + semantic / (_FUSION + rank + 1)
-        words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))[:_WORDS]
+        words = [w for w in dict.fromkeys(w.lower() for w in _WORD.findall(query)) if w not in _STOP][:_WORDS]
         for rank, chunk_id in enumerate(await rows.matching(store_id, words, file_ids, depth)):
             fused[chunk_id] = fused.get(chunk_id, 0.0) + lexical / (_FUSION + rank + 1)
     best = sorted(fused, key=lambda i: -fused[i])

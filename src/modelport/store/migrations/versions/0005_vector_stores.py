@@ -114,18 +114,21 @@ def upgrade() -> None:
         op.execute("CREATE INDEX ix_vector_chunks_words ON vector_chunks USING gin (words)")
     else:
         # External content: FTS5 indexes the chunks' text without a second copy; triggers keep it in step.
+        # The store's id is indexed too, so a search matches within one store (`vector_store_id : "vs_…"
+        # AND …`) and is ranked without joining the chunks.
         op.execute(
-            "CREATE VIRTUAL TABLE vector_chunks_fts USING fts5(text, content='vector_chunks', "
-            "content_rowid='id', tokenize='porter unicode61')"
+            "CREATE VIRTUAL TABLE vector_chunks_fts USING fts5(text, vector_store_id, "
+            "content='vector_chunks', content_rowid='id', tokenize='porter unicode61')"
         )
         op.execute(
             "CREATE TRIGGER vector_chunks_added AFTER INSERT ON vector_chunks BEGIN "
-            "INSERT INTO vector_chunks_fts(rowid, text) VALUES (new.id, new.text); END"
+            "INSERT INTO vector_chunks_fts(rowid, text, vector_store_id) "
+            "VALUES (new.id, new.text, new.vector_store_id); END"
         )
         op.execute(
             "CREATE TRIGGER vector_chunks_removed AFTER DELETE ON vector_chunks BEGIN "
-            "INSERT INTO vector_chunks_fts(vector_chunks_fts, rowid, text) "
-            "VALUES ('delete', old.id, old.text); END"
+            "INSERT INTO vector_chunks_fts(vector_chunks_fts, rowid, text, vector_store_id) "
+            "VALUES ('delete', old.id, old.text, old.vector_store_id); END"
         )
 
 
