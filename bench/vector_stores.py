@@ -85,19 +85,19 @@ async def measure(url: str, size: int, texts: list[str], seeds: np.ndarray, sear
               "last_error": None, "attributes": {}, "chunking": {}, "usage_bytes": 0, "batch_id": None,
               "heartbeat": None, "project": "proj_default"}]
         )  # fmt: skip
-        await rows.complete(store_id, file_id, list(zip(chunk_texts, vectors, strict=True)), 0)
+        await store.chunks.complete(store_id, file_id, list(zip(chunk_texts, vectors, strict=True)), 0)
     ingest = size / (time.perf_counter() - start)
     queries = [
         (" ".join(random.Random(i).choices(WORDS, WEIGHTS, k=5)), seeds[i % len(seeds)])
         for i in range(searches)
     ]
     cold_start = time.perf_counter()
-    await hybrid(rows, store_id, [queries[0]], None, 10, -1.0)
+    await hybrid(store.chunks, store_id, [queries[0]], None, 10, -1.0)
     cold = (time.perf_counter() - cold_start) * 1000
     timings = []
     for query in queries:
         began = time.perf_counter()
-        await hybrid(rows, store_id, [query], files, 10, -1.0)
+        await hybrid(store.chunks, store_id, [query], files, 10, -1.0)
         timings.append((time.perf_counter() - began) * 1000)
     normed = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
     floor = []

@@ -79,8 +79,8 @@ def test_an_unknown_route_is_an_openai_shaped_404_naming_method_and_path(server:
 
 def test_an_endpoint_modelport_lacks_is_named_to_the_sdk(http_client: openai.OpenAI) -> None:
     with pytest.raises(openai.NotFoundError) as caught:
-        http_client.vector_stores.create(name="notes")
-    assert "POST /v1/vector_stores" in caught.value.message
+        http_client.fine_tuning.jobs.create(model="smollm2-135m-instruct", training_file="file-x")
+    assert "POST /v1/fine_tuning/jobs" in caught.value.message
 
 
 def test_a_wrong_method_is_a_405_naming_the_allowed_one(server: Faces) -> None:

@@ -4,7 +4,8 @@ surface and types (the `…_and_poll` helpers included)."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from openai.types import VectorStore, VectorStoreDeleted, VectorStoreSearchResponse
 from openai.types.vector_stores import (
@@ -30,6 +31,7 @@ from modelport.service import Service
 from modelport.service.state.listing import ListPage
 
 _POLL_SECONDS = 0.1
+Settling = TypeVar("Settling", VectorStoreFile, VectorStoreFileBatch)
 
 
 class AsyncVectorStores:
@@ -148,11 +150,7 @@ class AsyncVectorStoreFiles:
 
     async def poll(self, file_id: str, *, vector_store_id: str, **_: Any) -> VectorStoreFile:
         """Until the file is no longer in progress."""
-        while True:
-            found = await self.retrieve(file_id, vector_store_id=vector_store_id)
-            if found.status != "in_progress":
-                return found
-            await asyncio.sleep(_POLL_SECONDS)
+        return await _settled(lambda: self.retrieve(file_id, vector_store_id=vector_store_id))
 
     async def create_and_poll(self, file_id: str, *, vector_store_id: str, **params: Any) -> VectorStoreFile:
         """Put a file into a vector store and wait for it."""
@@ -214,11 +212,7 @@ class AsyncFileBatches:
 
     async def poll(self, batch_id: str, *, vector_store_id: str, **_: Any) -> VectorStoreFileBatch:
         """Until the batch is no longer in progress."""
-        while True:
-            found = await self.retrieve(batch_id, vector_store_id=vector_store_id)
-            if found.status != "in_progress":
-                return found
-            await asyncio.sleep(_POLL_SECONDS)
+        return await _settled(lambda: self.retrieve(batch_id, vector_store_id=vector_store_id))
 
     async def create_and_poll(self, vector_store_id: str, **params: Any) -> VectorStoreFileBatch:
         """Several files into a vector store, and wait for them."""
@@ -253,6 +247,15 @@ def _files_fetch(
         return page
 
     return fetch
+
+
+async def _settled(read: Callable[[], Awaitable[Settling]]) -> Settling:
+    """What `read` gives once its status is no longer `in_progress` (the SDK's `poll`)."""
+    while True:
+        found = await read()
+        if found.status != "in_progress":
+            return found
+        await asyncio.sleep(_POLL_SECONDS)
 
 
 async def _nothing_more(_: str | None) -> ListPage[Any]:

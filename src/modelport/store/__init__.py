@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from modelport.store.batch_rows import BatchRows
+from modelport.store.chunk_rows import ChunkRows
 from modelport.store.completion_rows import CompletionRows
 from modelport.store.conversation_rows import ConversationRows
 from modelport.store.cursor_pages import Order, Page
@@ -35,6 +36,7 @@ class Store:
         self.usage = UsageRows(self.database)
         self.conversations = ConversationRows(self.database)
         self.vectors = VectorRows(self.database)
+        self.chunks = ChunkRows(self.database)
 
     def state(self) -> dict[str, Any]:
         """Reachable or not, for `/health`."""

@@ -29,7 +29,8 @@ from modelport.service.responses.background import Jobs
 from modelport.service.responses.conversations import Conversations
 from modelport.service.responses.events import RESPONSE_EVENTS, ResponseEvents, replayed
 from modelport.service.responses.output import completion_output, usage
-from modelport.service.responses.server_tools import SERVED, ServerTools, answered, redacted, server_tools
+from modelport.service.responses.server_tools import SERVED, ServerTools, answered, server_tools
+from modelport.service.responses.tool_specs import redacted
 from modelport.service.state.listing import ListPage, bounded_limit, checked_order
 from modelport.service.vectors import VectorStores
 from modelport.settings import Limits

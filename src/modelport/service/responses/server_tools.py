@@ -20,14 +20,12 @@ from modelport.errors import InvalidRequestError, NotFoundError
 from modelport.service.fetching import Fetcher
 from modelport.service.responses.events import ResponseEvents
 from modelport.service.responses.items import new_id
-from modelport.service.responses.mcp_servers import McpError, McpServer
-from modelport.service.vectors import VectorStores, filters
+from modelport.service.responses.mcp_servers import McpError
+from modelport.service.responses.tool_specs import FileSearchSpec, McpSpec, file_search_spec, mcp_spec
+from modelport.service.vectors import VectorStores
 
 SERVED = ("file_search", "mcp")  # tool types run here; the others are refused by `items`
 FILE_SEARCH = "file_search"
-_DEFAULT_RESULTS = (
-    5  # results a search gives the model: enough to answer from, few enough for a small context
-)
 _WORD = re.compile(r"[^\W\d_]{4,}", re.UNICODE)
 _NAME = re.compile(r"[^a-zA-Z0-9_-]")
 _FILE_SEARCH_FUNCTION = {
@@ -48,59 +46,19 @@ _FILE_SEARCH_FUNCTION = {
 
 
 @dataclass
-class _FileSearch:
-    """A `file_search` tool: its stores and search options."""
-
-    store_ids: list[str]
-    filters: dict[str, Any] | None
-    limit: int
-    ranking: dict[str, Any] | None
-    where: str
-
-
-@dataclass
-class _Mcp:
-    """An `mcp` tool: its server, which of its tools may be used, which need approval, and (once listed)
-    the tools it offers."""
-
-    server: McpServer
-    allowed: list[str] | None
-    read_only: bool
-    approval: str | dict[str, Any]
-    spec: dict[str, Any]
-    tools: list[dict[str, Any]] = field(default_factory=list)
-
-    def needs_approval(self, name: str) -> bool:
-        if isinstance(self.approval, str):
-            return self.approval != "never"
-        for answer in ("never", "always"):
-            names = (self.approval.get(answer) or {}).get("tool_names") or []
-            if name in names:
-                return answer == "always"
-        return True  # OpenAI's default: a tool not named is asked about
-
-    def offered(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The tools of a listing the request allows."""
-        kept = [t for t in tools if self.allowed is None or t["name"] in self.allowed]
-        if self.read_only:
-            kept = [t for t in kept if (t.get("annotations") or {}).get("readOnlyHint")]
-        return kept
-
-
-@dataclass
 class ServerTools:
     """The server-run tools of one turn, and what running them found (for citations)."""
 
     vector_stores: VectorStores
-    file_search: _FileSearch | None = None
-    mcp: list[_Mcp] = field(default_factory=list)
+    file_search: FileSearchSpec | None = None
+    mcp: list[McpSpec] = field(default_factory=list)
     include_results: bool = False
     taken: set[str] = field(default_factory=set)  # function names the client's tools use
     results: list[dict[str, Any]] = field(default_factory=list)
     outputs: dict[str, str] = field(default_factory=dict)  # call id -> what the model is told
     waiting: bool = False  # a call waits for the user's approval: the turn ends
     approvals: list[dict[str, Any]] = field(default_factory=list)  # calls answered by approval, for the chat
-    _named: dict[str, tuple[_Mcp, str]] = field(default_factory=dict)  # function -> server, tool
+    _named: dict[str, tuple[McpSpec, str]] = field(default_factory=dict)  # function -> server, tool
 
     def __bool__(self) -> bool:
         return self.file_search is not None or bool(self.mcp)
@@ -339,9 +297,9 @@ async def server_tools(
         elif tool.get("type") == FILE_SEARCH:
             if served.file_search is not None:
                 raise InvalidRequestError(f"{where}: a request may have one file_search tool.", param=where)
-            served.file_search = await _file_search(tool, where, vector_stores)
+            served.file_search = await file_search_spec(tool, where, vector_stores)
         elif tool.get("type") == "mcp":
-            found = await _mcp(tool, where, fetcher, mcp_seconds, mcp_chars)
+            found = await mcp_spec(tool, where, fetcher, mcp_seconds, mcp_chars)
             if found.server.label in labels:
                 raise InvalidRequestError(
                     f"{where}.server_label {found.server.label!r} is used twice.",
@@ -368,76 +326,7 @@ def answered(calls: list[dict[str, Any]], said: str | None, outputs: dict[str, s
     return [asked, *({"role": "tool", "tool_call_id": c["id"], "content": outputs[c["id"]]} for c in calls)]
 
 
-def redacted(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Tools as a response shows and stores them: an MCP server's headers (its credentials) left out."""
-    return [{**t, "headers": None} if t.get("type") == "mcp" and t.get("headers") else t for t in tools]
-
-
-async def _file_search(tool: dict[str, Any], where: str, vector_stores: VectorStores) -> _FileSearch:
-    store_ids = tool.get("vector_store_ids")
-    if not isinstance(store_ids, list) or not store_ids or not all(isinstance(s, str) for s in store_ids):
-        raise InvalidRequestError(
-            f"{where}.vector_store_ids must be a non-empty list of vector store ids.",
-            param=f"{where}.vector_store_ids",
-        )
-    for store_id in store_ids:
-        try:
-            await vector_stores.retrieve(store_id)
-        except NotFoundError as error:
-            error.param = f"{where}.vector_store_ids"
-            raise
-    limit = tool.get("max_num_results", _DEFAULT_RESULTS)
-    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 50:
-        raise InvalidRequestError(
-            f"{where}.max_num_results must be from 1 to 50.", param=f"{where}.max_num_results"
-        )
-    rule = tool.get("filters")
-    if rule is not None:
-        filters.checked(rule, f"{where}.filters")
-    return _FileSearch(store_ids, rule, limit, tool.get("ranking_options"), where)
-
-
-async def _mcp(tool: dict[str, Any], where: str, fetcher: Fetcher, seconds: float, chars: int) -> _Mcp:
-    label, url = tool.get("server_label"), tool.get("server_url")
-    if tool.get("connector_id"):
-        raise InvalidRequestError(
-            f"{where}.connector_id names one of OpenAI's hosted connectors, which this server cannot reach; "
-            "give the server_url of an MCP server instead.",
-            param=f"{where}.connector_id",
-        )
-    if not isinstance(label, str) or not label:
-        raise InvalidRequestError(f"{where}.server_label is required.", param=f"{where}.server_label")
-    if not isinstance(url, str) or not url:
-        raise InvalidRequestError(f"{where}.server_url is required.", param=f"{where}.server_url")
-    headers = tool.get("headers") or {}
-    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
-        raise InvalidRequestError(f"{where}.headers must map names to strings.", param=f"{where}.headers")
-    allowed = tool.get("allowed_tools")
-    read_only = False
-    if isinstance(allowed, dict):
-        read_only = bool(allowed.get("read_only"))
-        allowed = allowed.get("tool_names")
-    if allowed is not None and (
-        not isinstance(allowed, list) or not all(isinstance(n, str) for n in allowed)
-    ):
-        raise InvalidRequestError(
-            f"{where}.allowed_tools must be a list of tool names or {{tool_names, read_only}}.",
-            param=f"{where}.allowed_tools",
-        )
-    approval = tool.get("require_approval", "always")
-    if approval is None:
-        approval = "always"
-    if not (approval in ("always", "never") or isinstance(approval, dict)):
-        raise InvalidRequestError(
-            f"{where}.require_approval must be always, never or {{always, never}} with tool_names.",
-            param=f"{where}.require_approval",
-        )
-    pin = await fetcher.pin(url, f"{where}.server_url")
-    server = McpServer(label, url, headers, pin, seconds, chars)
-    return _Mcp(server, allowed, read_only, approval, tool)
-
-
-def _reusable(served: _Mcp, earlier: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+def _reusable(served: McpSpec, earlier: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
     """The latest listing of this server in the turns this one continues, when each turn since had the
     same server and allowed tools."""
     for response in reversed(earlier):

@@ -24,11 +24,21 @@ from modelport.service.state.listing import ListPage, bounded_limit, checked_ord
 from modelport.service.vectors import chunking, filters
 from modelport.service.vectors.ingest import Embedder, Ingest
 from modelport.service.vectors.search import Found, hybrid
+from modelport.service.vectors.shapes import (
+    STATUSES,
+    checked_attributes,
+    checked_expires_after,
+    expiry,
+    file_counts,
+    file_object,
+    missing_file,
+    missing_store,
+    ranking,
+    store_object,
+)
 from modelport.store import Store
+from modelport.store.chunk_rows import ChunkRows
 from modelport.store.vector_rows import VectorRows
-
-_STATUSES = ("in_progress", "completed", "failed", "cancelled")
-_DAY = 86400
 
 
 class VectorStores:
@@ -39,7 +49,7 @@ class VectorStores:
         self.files = files
         self.embedder = embedder
         self.default_model = default_model
-        self.ingest = Ingest(store.vectors, files, embedder) if store is not None else None
+        self.ingest = Ingest(store, files, embedder) if store is not None else None
 
     async def start(self) -> None:
         """Take up files left in progress by a replica that stopped."""
@@ -62,7 +72,7 @@ class VectorStores:
         for i, file_id in enumerate(request.file_ids or []):
             await self.files.retrieve_as(file_id, f"file_ids[{i}]")
         now = int(time.time())
-        expires_after = _expires_after(request.expires_after)
+        expires_after = checked_expires_after(request.expires_after)
         row = {
             "id": new_id("vs", "_"),
             "created": now,
@@ -71,7 +81,7 @@ class VectorStores:
             "metadata": request.metadata or {},
             "model": model,
             "expires_after": expires_after,
-            "expires_at": _expiry(now, expires_after),
+            "expires_at": expiry(now, expires_after),
             "last_active": now,
             "version": 0,
             "project": context.current().project,
@@ -98,16 +108,16 @@ class VectorStores:
             order=checked_order(order, "desc"),
         )
         counts = await rows.counts([row["id"] for row in page.rows])
-        return ListPage([_store(row, counts[row["id"]]) for row in page.rows], page.has_more)
+        return ListPage([store_object(row, counts[row["id"]]) for row in page.rows], page.has_more)
 
     async def retrieve(self, store_id: str) -> VectorStore:
         """`GET /v1/vector_stores/{id}`."""
-        row = await self._store(store_id)
-        return _store(row, (await self._rows().counts([store_id]))[store_id])
+        row = await self._owned(store_id)
+        return store_object(row, (await self._rows().counts([store_id]))[store_id])
 
     async def update(self, store_id: str, request: VectorStoreUpdate) -> VectorStore:
         """`POST /v1/vector_stores/{id}`: its name, metadata or expiry."""
-        row = await self._store(store_id)
+        row = await self._owned(store_id)
         given = request.model_fields_set
         values: dict[str, Any] = {}
         if "name" in given:
@@ -115,11 +125,9 @@ class VectorStores:
         if "metadata" in given:
             values["metadata"] = request.metadata or {}
         if "expires_after" in given:
-            expires_after = _expires_after(request.expires_after)
+            expires_after = checked_expires_after(request.expires_after)
             values["expires_after"] = expires_after
-            values["expires_at"] = (
-                row["last_active"] + expires_after["days"] * _DAY if expires_after else None
-            )
+            values["expires_at"] = expiry(row["last_active"], expires_after)
         if values:
             await self._rows().change(store_id, row["project"], values)
         return await self.retrieve(store_id)
@@ -127,7 +135,7 @@ class VectorStores:
     async def delete(self, store_id: str) -> VectorStoreDeleted:
         """`DELETE /v1/vector_stores/{id}`: it, its files' chunks and its batches (the files stay)."""
         if not await self._rows().delete(store_id, context.current().project):
-            raise _missing_store(store_id)
+            raise missing_store(store_id)
         return VectorStoreDeleted(id=store_id, object="vector_store.deleted", deleted=True)
 
     # Files.
@@ -140,12 +148,12 @@ class VectorStores:
         chunking_strategy: dict[str, Any] | None = None,
     ) -> VectorStoreFile:
         """`POST /v1/vector_stores/{id}/files`: put a file in the store; it is ingested in the background."""
-        row = await self._store(store_id)
+        row = await self._owned(store_id)
         strategy = chunking.strategy(
             chunking_strategy, await self.embedder.reader(row["model"]), "chunking_strategy"
         )
         await self.files.retrieve_as(file_id, "file_id")
-        await self._attach(row, [(file_id, _attributes(attributes, "attributes"), strategy)])
+        await self._attach(row, [(file_id, checked_attributes(attributes, "attributes"), strategy)])
         return await self.file(store_id, file_id)
 
     async def list_files(
@@ -160,9 +168,9 @@ class VectorStores:
         order: str | None = None,
     ) -> ListPage[VectorStoreFile]:
         """`GET /v1/vector_stores/{id}/files` (or a batch's files), `filter`ed by status."""
-        await self._store(store_id)
-        if status is not None and status not in _STATUSES:
-            raise InvalidRequestError(f"filter must be one of {', '.join(_STATUSES)}.", param="filter")
+        await self._owned(store_id)
+        if status is not None and status not in STATUSES:
+            raise InvalidRequestError(f"filter must be one of {', '.join(STATUSES)}.", param="filter")
         page = await self._rows().files_page(
             store_id,
             project=context.current().project,
@@ -173,31 +181,31 @@ class VectorStores:
             limit=bounded_limit(limit),
             order=checked_order(order, "desc"),
         )
-        return ListPage([_file(row) for row in page.rows], page.has_more)
+        return ListPage([file_object(row) for row in page.rows], page.has_more)
 
     async def file(self, store_id: str, file_id: str) -> VectorStoreFile:
         """`GET /v1/vector_stores/{id}/files/{file_id}`."""
-        return _file(await self._file_row(store_id, file_id))
+        return file_object(await self._file_row(store_id, file_id))
 
     async def update_file(
         self, store_id: str, file_id: str, attributes: dict[str, Any] | None
     ) -> VectorStoreFile:
         """`POST /v1/vector_stores/{id}/files/{file_id}`: replace its attributes."""
         await self._file_row(store_id, file_id)
-        await self._rows().set_attributes(store_id, file_id, _attributes(attributes, "attributes"))
+        await self._rows().set_attributes(store_id, file_id, checked_attributes(attributes, "attributes"))
         return await self.file(store_id, file_id)
 
     async def detach(self, store_id: str, file_id: str) -> VectorStoreFileDeleted:
         """`DELETE /v1/vector_stores/{id}/files/{file_id}`: take it and its chunks out (the file stays)."""
-        await self._store(store_id)
+        await self._owned(store_id)
         if not await self._rows().detach(store_id, file_id):
-            raise _missing_file(store_id, file_id)
+            raise missing_file(store_id, file_id)
         return VectorStoreFileDeleted(id=file_id, object="vector_store.file.deleted", deleted=True)
 
     async def file_content(self, store_id: str, file_id: str) -> dict[str, Any]:
         """`GET /v1/vector_stores/{id}/files/{file_id}/content`: its chunks' text, in order."""
         await self._file_row(store_id, file_id)
-        texts = await self._rows().texts(store_id, file_id)
+        texts = await self._chunks().texts(store_id, file_id)
         return {
             "object": "vector_store.file_content.page",
             "data": [{"type": "text", "text": chunk} for chunk in texts],
@@ -209,12 +217,12 @@ class VectorStores:
 
     async def create_batch(self, store_id: str, request: FileBatchCreate) -> VectorStoreFileBatch:
         """`POST /v1/vector_stores/{id}/file_batches`: several files at once, followed as one batch."""
-        row = await self._store(store_id)
+        row = await self._owned(store_id)
         if (request.file_ids is None) == (request.files is None):
             raise InvalidRequestError("Give either file_ids or files.", param="file_ids")
         reader = await self.embedder.reader(row["model"])
         shared = chunking.strategy(request.chunking_strategy, reader, "chunking_strategy")
-        common = _attributes(request.attributes, "attributes")
+        common = checked_attributes(request.attributes, "attributes")
         wanted: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
         if request.file_ids is not None:
             for i, file_id in enumerate(request.file_ids):
@@ -229,7 +237,7 @@ class VectorStores:
             own = given.get("chunking_strategy")
             strategy = chunking.strategy(own, reader, f"{where}.chunking_strategy") if own else shared
             attributes = (
-                _attributes(given.get("attributes"), f"{where}.attributes")
+                checked_attributes(given.get("attributes"), f"{where}.attributes")
                 if "attributes" in given
                 else common
             )
@@ -246,7 +254,7 @@ class VectorStores:
 
     async def batch(self, store_id: str, batch_id: str) -> VectorStoreFileBatch:
         """`GET /v1/vector_stores/{id}/file_batches/{batch_id}`."""
-        await self._store(store_id)
+        await self._owned(store_id)
         row = await self._rows().batch(batch_id, store_id, context.current().project)
         if row is None:
             raise NotFoundError(f"No file batch found with id '{batch_id}'.", param="batch_id")
@@ -261,7 +269,7 @@ class VectorStores:
                 "created_at": row["created"],
                 "vector_store_id": store_id,
                 "status": status,
-                "file_counts": _file_counts(counts),
+                "file_counts": file_counts(counts),
             }
         )
 
@@ -295,16 +303,16 @@ class VectorStores:
         queries: list[str],
         given_filters: dict[str, Any] | None,
         limit: int,
-        ranking: dict[str, Any] | None,
+        ranking_options: dict[str, Any] | None,
         param: str = "",
     ) -> list[dict[str, Any]]:
         """The best `limit` results over the caller's stores for the queries, as search results (also what
         `file_search` gives the model)."""
         rule = filters.checked(given_filters, f"{param}filters") if given_filters is not None else None
-        threshold, weights = _ranking(ranking, f"{param}ranking_options")
+        threshold, weights = ranking(ranking_options, f"{param}ranking_options")
         results: list[tuple[Found, str, dict[str, Any]]] = []
         for store_id in store_ids:
-            row = await self._store(store_id)
+            row = await self._owned(store_id)
             if row["expires_at"] is not None and row["expires_at"] < time.time():
                 raise InvalidRequestError(
                     f"The vector store {store_id} has expired.", param="vector_store_id"
@@ -318,7 +326,7 @@ class VectorStores:
             vectors = await self.embedder.embed(row["model"], queries)
             pairs = [(query, vectors[i]) for i, query in enumerate(queries)]
             names = await self.files.names(list(attached))
-            for found in await hybrid(self._rows(), store_id, pairs, allowed, limit, threshold, weights):
+            for found in await hybrid(self._chunks(), store_id, pairs, allowed, limit, threshold, weights):
                 results.append(
                     (found, names.get(found.hit.file_id, ""), attached[found.hit.file_id]["attributes"])
                 )
@@ -366,131 +374,34 @@ class VectorStores:
         now = int(time.time())
         values: dict[str, Any] = {"last_active": now}
         if row["expires_after"]:
-            values["expires_at"] = _expiry(now, row["expires_after"])
+            values["expires_at"] = expiry(now, row["expires_after"])
         await self._rows().change(row["id"], row["project"], values)
 
-    async def _store(self, store_id: str) -> dict[str, Any]:
+    async def _owned(self, store_id: str) -> dict[str, Any]:
         row = await self._rows().get(store_id, context.current().project)
         if row is None:
-            raise _missing_store(store_id)
+            raise missing_store(store_id)
         return row
 
     async def _file_row(self, store_id: str, file_id: str) -> dict[str, Any]:
-        await self._store(store_id)
+        await self._owned(store_id)
         row = await self._rows().file(store_id, file_id)
         if row is None:
-            raise _missing_file(store_id, file_id)
+            raise missing_file(store_id, file_id)
         return row
 
     def _rows(self) -> VectorRows:
+        return self._stored().vectors
+
+    def _chunks(self) -> ChunkRows:
+        return self._stored().chunks
+
+    def _stored(self) -> Store:
         if self.store is None:
             raise StoreDisabledError(
                 "Vector stores need the store, and this server stores nothing (--database none)."
             )
-        return self.store.vectors
-
-
-def _store(row: dict[str, Any], counts: dict[str, int]) -> VectorStore:
-    expired = row["expires_at"] is not None and row["expires_at"] < time.time()
-    status = "expired" if expired else "in_progress" if counts.get("in_progress") else "completed"
-    return VectorStore.model_validate(
-        {
-            "id": row["id"],
-            "object": "vector_store",
-            "created_at": row["created"],
-            "name": row["name"] or "",
-            "description": row["description"],
-            "usage_bytes": counts["usage_bytes"],
-            "file_counts": _file_counts(counts),
-            "status": status,
-            "expires_after": row["expires_after"],
-            "expires_at": row["expires_at"],
-            "last_active_at": row["last_active"],
-            "metadata": row["metadata"],
-            "embedding_model": row["model"],
-        }
-    )
-
-
-def _file(row: dict[str, Any]) -> VectorStoreFile:
-    return VectorStoreFile.model_validate(
-        {
-            "id": row["id"],
-            "object": "vector_store.file",
-            "created_at": row["created"],
-            "vector_store_id": row["vector_store_id"],
-            "status": row["status"],
-            "last_error": row["last_error"],
-            "usage_bytes": row["usage_bytes"],
-            "attributes": row["attributes"],
-            "chunking_strategy": row["chunking"],
-        }
-    )
-
-
-def _file_counts(counts: dict[str, int]) -> dict[str, int]:
-    shown = {status: counts.get(status, 0) for status in _STATUSES}
-    return {**shown, "total": sum(shown.values())}
-
-
-def _attributes(given: Any, param: str) -> dict[str, Any]:
-    """OpenAI's bounds on attributes: 16 keys of 64 characters; strings of 512, numbers or booleans."""
-    if given is None:
-        return {}
-    if not isinstance(given, dict) or len(given) > 16:
-        raise InvalidRequestError(f"{param} must be an object of at most 16 keys.", param=param)
-    for key, value in given.items():
-        if len(key) > 64:
-            raise InvalidRequestError(f"{param}: the key {key[:20]!r}… is over 64 characters.", param=param)
-        if not isinstance(value, (str, int, float, bool)) or (isinstance(value, str) and len(value) > 512):
-            raise InvalidRequestError(
-                f"{param}.{key} must be a string of at most 512 characters, a number or a boolean.",
-                param=f"{param}.{key}",
-            )
-    return dict(given)
-
-
-def _expires_after(given: dict[str, Any] | None) -> dict[str, Any] | None:
-    if given is None:
-        return None
-    days = given.get("days")
-    if given.get("anchor") != "last_active_at" or not isinstance(days, int) or not 1 <= days <= 365:
-        raise InvalidRequestError(
-            "expires_after must be {anchor: last_active_at, days: 1 to 365}.", param="expires_after"
-        )
-    return {"anchor": "last_active_at", "days": days}
-
-
-def _expiry(anchor: int, expires_after: dict[str, Any] | None) -> int | None:
-    return anchor + expires_after["days"] * _DAY if expires_after else None
-
-
-def _ranking(given: dict[str, Any] | None, param: str) -> tuple[float, tuple[float, float]]:
-    """`score_threshold` (0 to 1) and the weights of the embedding and text rankings (`hybrid_search`);
-    `ranker` names are accepted (there is one ranker)."""
-    given = given or {}
-    threshold = given.get("score_threshold", 0.0)
-    if not isinstance(threshold, (int, float)) or isinstance(threshold, bool) or not 0 <= threshold <= 1:
-        raise InvalidRequestError(
-            f"{param}.score_threshold must be from 0 to 1.", param=f"{param}.score_threshold"
-        )
-    hybrid_search = given.get("hybrid_search") or {}
-    weights = (hybrid_search.get("embedding_weight", 1.0), hybrid_search.get("text_weight", 1.0))
-    if not all(isinstance(w, (int, float)) and not isinstance(w, bool) and w >= 0 for w in weights):
-        raise InvalidRequestError(
-            f"{param}.hybrid_search weights must be numbers of 0 or more.", param=f"{param}.hybrid_search"
-        )
-    # Without a threshold, a result less similar than unrelated text (below 0) is still a result.
-    floor = float(threshold) if threshold > 0 else -1.0
-    return floor, (float(weights[0]), float(weights[1]))
-
-
-def _missing_store(store_id: str) -> NotFoundError:
-    return NotFoundError(f"No vector store found with id '{store_id}'.", param="vector_store_id")
-
-
-def _missing_file(store_id: str, file_id: str) -> NotFoundError:
-    return NotFoundError(f"No file '{file_id}' found in the vector store '{store_id}'.", param="file_id")
+        return self.store
 
 
 __all__ = ["Embedder", "VectorStores"]

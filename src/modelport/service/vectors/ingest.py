@@ -21,7 +21,7 @@ from modelport.errors import ModelportError
 from modelport.service.documents import UnreadableError, document_text
 from modelport.service.state.files import Files
 from modelport.service.vectors import chunking
-from modelport.store.vector_rows import VectorRows
+from modelport.store import Store
 
 log = logging.getLogger("modelport.vectors")
 LEASE = 120  # seconds without a heartbeat after which another replica takes a file over
@@ -41,8 +41,9 @@ class Embedder:
 class Ingest:
     """The files being ingested by this replica."""
 
-    def __init__(self, rows: VectorRows, files: Files, embedder: Embedder, concurrency: int = 2) -> None:
-        self.rows = rows
+    def __init__(self, store: Store, files: Files, embedder: Embedder, concurrency: int = 2) -> None:
+        self.rows = store.vectors
+        self.chunks = store.chunks
         self.files = files
         self.embedder = embedder
         self._running: set[asyncio.Task[None]] = set()
@@ -90,7 +91,7 @@ class Ingest:
                     await self.rows.beat(store_id, file_id)
                 made = list(zip(pieces, vectors, strict=True))
                 used = sum(len(piece.encode()) + 4 * len(vector) for piece, vector in made)
-                await self.rows.complete(store_id, file_id, made, used)
+                await self.chunks.complete(store_id, file_id, made, used)
             except UnreadableError as error:
                 code = "unsupported_file" if error.unsupported else "invalid_file"
                 await self.rows.fail(store_id, file_id, code, f"The file {file_id} is {error}.")

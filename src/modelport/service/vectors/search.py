@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from modelport.store.vector_rows import Hit, VectorRows
+from modelport.store.chunk_rows import ChunkRows, Hit
 
 _FUSION = 60  # the constant of reciprocal rank fusion, as in its paper and most search engines
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -39,7 +39,7 @@ class Found:
 
 
 async def hybrid(
-    rows: VectorRows,
+    rows: ChunkRows,
     store_id: str,
     queries: list[tuple[str, np.ndarray]],
     file_ids: list[str] | None,
