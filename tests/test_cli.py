@@ -213,3 +213,21 @@ def test_llama_stack_config_names_a_server_it_cannot_reach() -> None:
     assert result.returncode == 1
     assert result.stderr.startswith("modelport: error: cannot reach http://127.0.0.1:9/v1")
     assert "Traceback" not in result.stderr
+
+
+def test_mmproj_is_the_projector_of_the_one_gguf_named(tmp_path: Path) -> None:
+    files = packaged_models(tmp_path)
+    projector = tmp_path / "mmproj-tiny.gguf"
+    projector.write_bytes(b"GGUF")  # recognised at load, not here
+    named = parser().parse_args(
+        ["models", "--no-defaults", str(files["gguf"]), str(files["embedding"]), "--mmproj", str(projector)]
+    )
+    models = settings_of(named).models
+    assert models[0].options["mmproj"] == str(projector)
+    assert "mmproj" not in models[1].options
+    twice = parser().parse_args(
+        ["models", "--no-defaults", "--model", f"a={files['gguf']}", "--model", f"b={files['gguf']}",
+         "--mmproj", str(projector)]
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="one GGUF"):
+        settings_of(twice)

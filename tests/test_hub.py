@@ -18,6 +18,7 @@ from modelport import hub
 from modelport.settings import Settings
 from tests.hub import Hub
 from tests.support.live import LiveServer, serve_app
+from tests.support.projector import tiny_projector
 from tests.test_cli import packaged_models
 
 pytestmark = pytest.mark.slow  # a Hub on 127.0.0.1 and `modelport` processes pulling from it
@@ -25,6 +26,7 @@ pytestmark = pytest.mark.slow  # a Hub on 127.0.0.1 and `modelport` processes pu
 GGUF_REPO = "HuggingFaceTB/SmolLM2-135M-Instruct-GGUF"
 GGUF_FILE = "smollm2-135m-instruct-q4_1.gguf"
 WHISPER_REPO = "Systran/faster-whisper-tiny.en"
+VISION_REPO = "modelport-tests/SmolLM2-135M-seeing-GGUF"  # the model and a projector beside it
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +40,13 @@ def test_hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Hub, st
     (gguf / "README.md").write_text("SmolLM2 135M Instruct, Q4_1.\n")
     for part in files["whisper"].iterdir():
         (whisper / part.name).symlink_to(part)
-    served = Hub({GGUF_REPO: gguf, WHISPER_REPO: whisper}, interrupt_once={GGUF_FILE})
+    seeing = root / "seeing"
+    seeing.mkdir()
+    (seeing / GGUF_FILE).symlink_to(files["gguf"])
+    tiny_projector(seeing / "mmproj-SmolLM2-135M-f16.gguf")
+    tiny_projector(seeing / "mmproj-SmolLM2-135M-q8_0.gguf", seed=1)
+    repos = {GGUF_REPO: gguf, WHISPER_REPO: whisper, VISION_REPO: seeing}
+    served = Hub(repos, interrupt_once={GGUF_FILE})
     with serve_app(served.app()) as url:
         yield served, url
 
@@ -190,3 +198,24 @@ def test_the_quantisation_chosen_is_q4_k_m_else_the_smallest_of_four_bits_or_mor
     assert hub.choose(files, "f16") == ["m-F16-00001-of-00002.gguf", "m-F16-00002-of-00002.gguf"]
     with pytest.raises(hub.HubError, match="no Q5_K_M file in the repository"):
         hub.choose(files, "Q5_K_M")
+
+
+def test_a_pulled_model_gets_the_projector_its_repository_has(hf_env: dict[str, str]) -> None:
+    shown = subprocess.run(
+        [sys.executable, "-c", "from modelport.cli import parser, settings_of; "
+         f"s = settings_of(parser().parse_args(['models', '--no-defaults', 'hf://{VISION_REPO}'])); "
+         "print(s.models[-1].options['mmproj'])"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, **hf_env},
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    assert Path(shown.stdout.strip()).name == "mmproj-SmolLM2-135M-f16.gguf"  # the 16-bit one of the two
+    assert Path(shown.stdout.strip()).is_file()
+
+
+def test_the_projector_chosen_is_the_16_bit_one_else_the_smallest() -> None:
+    assert hub.projector_of({"m-Q4_K_M.gguf": 9}) is None
+    assert (
+        hub.projector_of({"m.gguf": 9, "mmproj-m-f16.gguf": 5, "mmproj-m-Q8_0.gguf": 3})
+        == "mmproj-m-f16.gguf"
+    )
+    assert hub.projector_of({"m.gguf": 9, "mmproj-a.gguf": 5, "mmproj-b.gguf": 3}) == "mmproj-b.gguf"

@@ -77,6 +77,9 @@ def pull(reference: str | Reference) -> Path:
         if not ggufs:
             return Path(snapshot_download(ref.repo, revision=ref.revision))
         parts = choose(ggufs, ref.quant)
+        projector = projector_of(ggufs)
+        if projector is not None:  # it lands beside the model, where `projector_beside` finds it
+            hf_hub_download(ref.repo, projector, revision=ref.revision)
         paths = [Path(hf_hub_download(ref.repo, part, revision=ref.revision)) for part in parts]
         return paths[0]  # llama.cpp finds a split file's other parts beside the first
 
@@ -103,6 +106,22 @@ def choose(ggufs: dict[str, int], quant: str | None = None) -> list[str]:
     size = {stem: sum(ggufs[p] for p in parts) for stem, parts in groups.items()}
     enough = [stem for stem in groups if _bits(quants[stem]) >= 4] or list(groups)
     return groups[min(enough, key=lambda stem: size[stem])]
+
+
+def projector_of(ggufs: dict[str, int]) -> str | None:
+    """The multimodal projector (`mmproj…`) of a repository's GGUFs, if it has any: the 16-bit one where
+    there are several (the precision projectors are published at), else the smallest."""
+    found = {name: size for name, size in ggufs.items() if "mmproj" in name.lower()}
+    if not found:
+        return None
+    half = [name for name in found if re.search(r"f16|bf16", name, re.IGNORECASE)]
+    return sorted(half)[0] if half else min(found, key=lambda name: found[name])
+
+
+def projector_beside(model: Path) -> Path | None:
+    """The one `mmproj…gguf` in the folder of a model file (as a pull leaves it), if there is one."""
+    found = sorted(p for p in model.parent.glob("*.gguf") if "mmproj" in p.name.lower())
+    return found[0] if len(found) == 1 else None
 
 
 def cached() -> list[tuple[str, int, Path]]:

@@ -44,6 +44,12 @@ def parser() -> argparse.ArgumentParser:
         help="serve a model file, folder or hf:// reference under this id (and with this engine)",
     )
     chosen.add_argument(
+        "--mmproj",
+        metavar="PROJECTOR.gguf",
+        help="the multimodal projector of the one GGUF named here: the model then reads images "
+        "(a GGUF pulled from a repository that has one gets it without this)",
+    )
+    chosen.add_argument(
         "--config", help="a models.toml listing models (engines or module:function predictors)"
     )
     chosen.add_argument(
@@ -255,5 +261,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
     )
     if database:  # the command line and the environment win over models.toml's [store] url
         settings.store.url = database
-    settings.models += serving.named_models(getattr(args, "paths", []), getattr(args, "model", []))
+    settings.models += serving.named_models(
+        getattr(args, "paths", []), getattr(args, "model", []), getattr(args, "mmproj", None)
+    )
     return settings

@@ -22,9 +22,11 @@ from modelport.settings import ModelConfig, Settings
 SHUTDOWN_SECONDS = 10  # on SIGTERM, streams in flight get this long to finish before they are ended
 
 
-def named_models(paths: list[str], named: list[str]) -> list[ModelConfig]:
+def named_models(paths: list[str], named: list[str], mmproj: str | None = None) -> list[ModelConfig]:
     """Models named on the command line: `PATH` (its id from the file name) or `ID=[ENGINE:]PATH`, a path
-    or an hf:// reference (pulled now). Each is recognised now, so a wrong one stops the server starting."""
+    or an hf:// reference (pulled now). Each is recognised now, so a wrong one stops the server starting.
+    A GGUF pulled from a repository with a projector gets it; `mmproj` is the projector of the one GGUF
+    named."""
     found = []
     given: list[tuple[str | None, str]] = [(None, p) for p in paths] + [_id_and_path(n) for n in named]
     for model_id, target in given:
@@ -36,7 +38,21 @@ def named_models(paths: list[str], named: list[str]) -> list[ModelConfig]:
         if model_id is None:  # a pulled folder is named by its commit: the repository names it better
             from_hub = hub.is_reference(rest) and path.is_dir()
             model_id = hub.parse(rest).repo.split("/")[1] if from_hub else recognised_id(path)
+        if engine == "llamacpp" and hub.is_reference(rest):
+            projector = hub.projector_beside(Path(options["path"]))
+            if projector is not None:
+                options["mmproj"] = str(projector)
         found.append(ModelConfig.model_validate({"id": model_id, "engine": engine, **options}))
+    if mmproj is not None:
+        ggufs = [model for model in found if model.engine == "llamacpp"]
+        if len(ggufs) != 1:
+            raise ValueError(
+                f"--mmproj is the projector of one GGUF model named here; {len(ggufs)} are named"
+            )
+        ggufs[0] = ModelConfig.model_validate(
+            {**ggufs[0].model_dump(), "mmproj": str(Path(mmproj).expanduser())}
+        )
+        found = [ggufs[0] if model.engine == "llamacpp" else model for model in found]
     return found
 
 

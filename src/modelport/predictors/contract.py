@@ -88,6 +88,7 @@ class Predictor:
     vocabulary: Vocabulary | None = None
     token_counter: TokenCounter | None = None
     token_spans: TokenSpans | None = None
+    media: tuple[str, ...] = ()  # what a chat predictor reads beside text (`image`), as its object says
 
     def accepts(self, denotation: str) -> bool:
         """Whether the predictor has a parameter for this OpenAI argument."""
@@ -137,6 +138,7 @@ def check_predictor(fn: Callable[..., Any], capability: Capability | str | None 
         vocabulary=fn if cap is Capability.COMPLETION and isinstance(fn, Vocabulary) else None,
         token_counter=fn if cap is Capability.EMBEDDING and isinstance(fn, TokenCounter) else None,
         token_spans=fn if cap is Capability.EMBEDDING and isinstance(fn, TokenSpans) else None,
+        media=tuple(getattr(fn, "media", ())) if cap is Capability.CHAT else (),
     )
 
 

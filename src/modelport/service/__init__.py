@@ -44,6 +44,7 @@ from modelport.service.audio.speech import speech as synthesised
 from modelport.service.audio.transcription import Transcribed, check_upload, transcribe
 from modelport.service.fetching import Fetcher
 from modelport.service.generation import vllm_generate
+from modelport.service.generation.images import Images
 from modelport.service.generation.inputs import Inputs, refuse_media
 from modelport.service.responses import Responses
 from modelport.service.state.batch_runner import BatchRunner, Endpoint
@@ -83,6 +84,7 @@ class Service:
             self.settings.allow_fetch, self.settings.remote_fetch, bounds.fetch_bytes, bounds.fetch_seconds
         )
         self.inputs = Inputs(self.files, fetcher, bounds)
+        self.images = Images(self.files, fetcher, bounds)
         embedder = Embedder(self._embed, self._reader, lambda name: registry.resolve(name).id)
         self.vector_stores = VectorStores(self.store, self.files, embedder, DEFAULT_EMBEDDING)
         self.responses = Responses(
@@ -188,8 +190,9 @@ class Service:
             limits.check_generation(request, self.settings.limits)
 
         async def local(model: LoadedModel, predictor: Predictor) -> ChatCompletion | Events[ChatCompletion]:
-            refuse_media(request, model.spec.id)  # a relay passes images on; no local model reads them
-            return await generation.chat(model, predictor, request)
+            refuse_media(request, model.spec.id, predictor.media)  # a relay passes images on
+            seen = await self.images.chat(request) if "image" in predictor.media else request
+            return await generation.chat(model, predictor, seen)
 
         answer: ChatCompletion | Events[ChatCompletion] = await self._answer(Capability.CHAT, request, local)
         return await self.stored.keep(given, answer) if stored else answer
@@ -298,7 +301,9 @@ class Service:
             # What `modelport ps` shows: memory, idle time, and how long until an idle unload.
             idle = round(time.monotonic() - self.manager.last_used(loaded), 1) if loaded.slots.idle else 0.0
             extra.update(memory_bytes=loaded.memory, idle_seconds=idle, keep_alive=spec.keep_alive)
-            extra["capabilities"] = sorted(loaded.predictors)
+            chat = loaded.predictors.get(Capability.CHAT)
+            sees = isinstance(chat, Predictor) and "image" in chat.media
+            extra["capabilities"] = sorted(loaded.predictors) + (["vision"] if sees else [])
             voiced = loaded.predictors.get(Capability.SPEECH)
             if voiced is not None:
                 # `instructions` is accepted by the speech endpoint but no engine here can follow it.

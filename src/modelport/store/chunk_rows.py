@@ -30,10 +30,14 @@ class Hit:
 
 @dataclass(frozen=True)
 class _Held:
+    """A store's vectors in memory: each chunk's id, its file (as a number: the place of its id in
+    `file_ids`), and its vector, normalised."""
+
     version: int
     ids: np.ndarray
     files: np.ndarray
-    matrix: np.ndarray  # rows normalised
+    file_ids: list[str]
+    matrix: np.ndarray
 
 
 class ChunkRows:
@@ -111,7 +115,9 @@ class ChunkRows:
             return []
         scores = held.matrix @ _unit(vector)
         if file_ids is not None:
-            scores = np.where(np.isin(held.files, file_ids), scores, -np.inf)
+            wanted = set(file_ids)
+            allowed = [number for number, name in enumerate(held.file_ids) if name in wanted]
+            scores = np.where(np.isin(held.files, allowed), scores, -np.inf)
         k = min(k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top])]
@@ -181,10 +187,12 @@ class ChunkRows:
                 )
                 matrix = np.stack([row[2] for row in rows]) if rows else np.zeros((0, 1), np.float32)
                 norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+                file_ids, files = np.unique([row[1] for row in rows], return_inverse=True)
                 held = _Held(
                     int(version or 0),
                     np.array([row[0] for row in rows], dtype=np.int64),
-                    np.array([row[1] for row in rows], dtype=object),
+                    files,
+                    [str(name) for name in file_ids],
                     matrix / np.clip(norms, 1e-12, None),
                 )
                 self._held[store_id] = held

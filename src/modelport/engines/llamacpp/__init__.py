@@ -26,7 +26,8 @@ def load(**options: Any) -> Sequence[LlamaChat | LlamaCompletion]:
     server = start_server(**options, api_key=key)
     door = SideDoor(server, key)
     gguf = Path(options["path"]) if options.get("path") else default_gguf()
-    return [LlamaChat(server, door), LlamaCompletion(server, door, gguf)]
+    media = ("image",) if options.get("mmproj") else ()
+    return [LlamaChat(server, door, media), LlamaCompletion(server, door, gguf)]
 
 
 def estimate(

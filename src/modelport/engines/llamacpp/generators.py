@@ -36,9 +36,10 @@ def tool_format(template: str) -> str | None:
 class LlamaChat:
     """Chat with the GGUF's own template (or the one its options name), as llama.cpp renders it."""
 
-    def __init__(self, server: Any, door: SideDoor) -> None:
+    def __init__(self, server: Any, door: SideDoor, media: tuple[str, ...] = ()) -> None:
         self._handle: ChunkHandler = server.handle_chat_completions
         self._door = door
+        self.media = media  # what its projector lets it read beside text: ("image",)
         # The template llama.cpp really renders with: the GGUF's own, an override, or its fallback.
         self.tool_format = tool_format(str(door.get("/props").get("chat_template") or ""))
         self._traits = template_probe.probe(self._rendered)

@@ -10,7 +10,7 @@ from typing import Any, Literal
 import httpx
 
 from modelport import machine
-from modelport.engines.llamacpp import thread_binding, xllamacpp_loader
+from modelport.engines.llamacpp import gguf_header, thread_binding, xllamacpp_loader
 from modelport.engines.packaged import package_dir
 
 SLOTS = 8  # requests decoding together by default (`n_parallel`)
@@ -33,6 +33,8 @@ def start_server(
     chat_template: str | None = None,
     cache_ram_mib: int = 1024,
     speculative: str = "none",
+    mmproj: str | None = None,
+    image_max_tokens: int = 1024,
     api_key: str | None = None,
 ) -> Any:
     """Start llama.cpp's server on a GGUF with `n_parallel` slots decoding together.
@@ -48,6 +50,10 @@ def start_server(
     it; see `xllamacpp_loader`.)
     `speculative` drafts tokens without a draft model (`ngram-mod`, `ngram-simple`, `ngram-cache`,
     `ngram-map-k`: llama.cpp's n-gram lookups in the context, verified by the model) or not (`none`).
+    `mmproj` is a multimodal projector GGUF (the model then sees images); an image becomes at most
+    `image_max_tokens` tokens (a projector of fixed size, its own number), and the micro-batch is made at
+    least that large: an encoder with non-causal attention aborts the process on an image that does not fit
+    in one micro-batch.
     """
     xllamacpp = xllamacpp_loader.load()
 
@@ -89,6 +95,13 @@ def start_server(
                 f"not {speculative!r}"
             )
         params.speculative.types = [kind]
+    if mmproj:
+        projector = Path(mmproj)
+        if not projector.is_file():
+            raise FileNotFoundError(f"projector (mmproj) file not found: {projector}")
+        params.mmproj.path = str(projector)
+        params.image_max_tokens = image_max_tokens
+        params.n_ubatch = params.n_batch = max(params.n_ubatch, image_max_tokens, image_tokens(projector))
     # xllamacpp also opens llama.cpp's own HTTP listener on a random loopback port. A key nobody else
     # knows closes that side door (it answers 401); our in-process calls do not go through it.
     params.api_keys = [api_key or secrets.token_urlsafe(32)]
@@ -96,6 +109,17 @@ def start_server(
         return xllamacpp.Server(params)
     with thread_binding.watched(params.cpuparams.n_threads):
         return xllamacpp.Server(params)
+
+
+def image_tokens(projector: Path) -> int:
+    """The tokens a projector of fixed input size makes of any image ((side / patch)², less for those
+    that merge patches); 0 when its header does not say."""
+    header = gguf_header.read(projector)
+    side, patch = header.get("clip.vision.image_size"), header.get("clip.vision.patch_size")
+    if not side or not patch:
+        return 0
+    merge = int(header.get("clip.vision.projector.scale_factor") or 1)
+    return (int(side) // int(patch)) ** 2 // (merge * merge)
 
 
 def _pin(cpuparams: Any) -> None:

@@ -20,6 +20,7 @@ from modelport.service.state.files import Files
 from modelport.settings import Limits
 
 _MEDIA_PARTS = {"image_url": "an image", "input_audio": "audio", "input_image": "an image"}
+_MEDIA_KINDS = {"image_url": "image", "input_audio": "audio", "input_image": "image"}
 
 
 class Inputs:
@@ -76,14 +77,15 @@ class Inputs:
         )
 
 
-def refuse_media(request: ChatCompletionRequest, model: str) -> None:
-    """A 400 for an image or audio part: no model here has a projector for either."""
+def refuse_media(request: ChatCompletionRequest, model: str, media: tuple[str, ...] = ()) -> None:
+    """A 400 for an image or audio part that the model cannot read (`media`: what its projector lets it
+    read beside text)."""
     for i, message in enumerate(request.messages):
         if not isinstance(message.content, list):
             continue
         for j, part in enumerate(message.content):
             kind = part.get("type") if isinstance(part, dict) else None
-            if kind in _MEDIA_PARTS:
+            if kind in _MEDIA_PARTS and _MEDIA_KINDS[kind] not in media:
                 what = _MEDIA_PARTS[kind]
                 raise InvalidRequestError(
                     f"The model `{model}` reads text only: messages[{i}].content[{j}] is {what} "
