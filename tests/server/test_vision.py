@@ -47,9 +47,7 @@ def look(client: Any, *urls: str, **extra: Any) -> Any:
     return client.chat.completions.create(
         model=MODEL,
         messages=[{"role": "user", "content": [{"type": "text", "text": "What is this?"}, *parts]}],
-        max_tokens=8,
-        temperature=0,
-        **extra,
+        **{"max_tokens": 8, "temperature": 0, **extra},
     )
 
 
@@ -190,3 +188,35 @@ def test_a_projector_that_does_not_exist_names_the_file(tmp_path: Path) -> None:
 
     with pytest.raises(FileNotFoundError, match="mmproj"):
         start_server(mmproj=str(tmp_path / "missing.gguf"), n_ctx=512)
+
+
+def test_the_same_image_again_reuses_the_cache_and_a_different_one_changes_the_answer(seeing: Seeing) -> None:
+    client = seeing.served.http
+    first, second = picture(), encoded(Image.new("RGB", (96, 64), "crimson"))
+    one = look(client, data_url(first), logprobs=True, max_tokens=1)
+    again = look(client, data_url(first), logprobs=True, max_tokens=1)
+    assert again.usage.prompt_tokens_details.cached_tokens > 0  # llama.cpp hashes the image's pixels
+    other = look(client, data_url(second), logprobs=True, max_tokens=1)
+    assert one.choices[0].logprobs.content[0].logprob == pytest.approx(
+        again.choices[0].logprobs.content[0].logprob
+    )
+    assert other.choices[0].logprobs.content[0].logprob != pytest.approx(
+        one.choices[0].logprobs.content[0].logprob, abs=1e-6
+    )  # the image is what the model reads
+
+
+def test_low_detail_is_taken_in_chat_and_responses(seeing: Seeing) -> None:
+    client = seeing.served.http
+    part = {"type": "image_url", "image_url": {"url": data_url(picture(1200, 900)), "detail": "low"}}
+    answer = client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": [part]}], max_tokens=4
+    )
+    assert answer.choices[0].message.content is not None
+    response = client.responses.create(
+        model=MODEL,
+        input=[{"role": "user", "content": [
+            {"type": "input_image", "image_url": data_url(picture(1200, 900)), "detail": "low"},
+        ]}],
+        max_output_tokens=16,
+    )  # fmt: skip
+    assert response.status in ("completed", "incomplete")

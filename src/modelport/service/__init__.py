@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from modelport import context, metrics
 from modelport.engines import assemble
-from modelport.errors import ModelNotFoundError, StoreUnavailableError
+from modelport.errors import InvalidRequestError, ModelNotFoundError, StoreUnavailableError
 from modelport.predictors.contract import Capability, Predictor
 from modelport.predictors.manager import LoadedModel, ModelManager
 from modelport.predictors.registry import ModelRegistry
@@ -44,6 +44,7 @@ from modelport.service.audio.speech import speech as synthesised
 from modelport.service.audio.transcription import Transcribed, check_upload, transcribe
 from modelport.service.fetching import Fetcher
 from modelport.service.generation import vllm_generate
+from modelport.service.generation.audio_parts import heard
 from modelport.service.generation.images import Images
 from modelport.service.generation.inputs import Inputs, refuse_media
 from modelport.service.responses import Responses
@@ -52,7 +53,7 @@ from modelport.service.state.batches import Batches
 from modelport.service.state.files import Files
 from modelport.service.state.stored_completions import StoredCompletions
 from modelport.service.vectors import Embedder, VectorStores, chunking
-from modelport.settings import DEFAULT_CHAT, DEFAULT_EMBEDDING, Settings
+from modelport.settings import DEFAULT_CHAT, DEFAULT_EMBEDDING, DEFAULT_TRANSCRIPTION, Settings
 from modelport.store import Store
 
 R = TypeVar("R", bound=BaseModel)
@@ -190,8 +191,10 @@ class Service:
             limits.check_generation(request, self.settings.limits)
 
         async def local(model: LoadedModel, predictor: Predictor) -> ChatCompletion | Events[ChatCompletion]:
-            refuse_media(request, model.spec.id, predictor.media)  # a relay passes images on
-            seen = await self.images.chat(request) if "image" in predictor.media else request
+            # A relay passes images and audio on; here audio is transcribed and images need a projector.
+            said = request if "audio" in predictor.media else await heard(request, self._transcript)
+            refuse_media(said, model.spec.id, predictor.media)
+            seen = await self.images.chat(said) if "image" in predictor.media else said
             return await generation.chat(model, predictor, seen)
 
         answer: ChatCompletion | Events[ChatCompletion] = await self._answer(Capability.CHAT, request, local)
@@ -233,6 +236,21 @@ class Service:
         predictor = (await self.manager.get(model)).predictor(Capability.EMBEDDING)
         spans = predictor.token_spans if isinstance(predictor, Predictor) else None
         return chunking.Reader(spans.max_tokens, spans.token_spans) if spans else chunking.Reader()
+
+    async def _transcript(self, audio: bytes, form: str, param: str) -> str:
+        """What the server's transcription model hears in an audio part of a message."""
+        try:
+            self.manager.registry.resolve(DEFAULT_TRANSCRIPTION)
+        except ModelNotFoundError:
+            raise InvalidRequestError(
+                f"{param} is audio, which the models here read as its transcript, and this server serves no "
+                f"transcription model ({DEFAULT_TRANSCRIPTION}).",
+                param=param,
+                code="model_not_multimodal",
+            ) from None
+        upload = Upload(f"audio.{form}", audio)
+        answer = await self.transcription(TranscriptionRequest(model=DEFAULT_TRANSCRIPTION), upload)
+        return str(getattr(answer, "text", ""))
 
     async def speech(self, request: SpeechRequest, *, whole: bool = False) -> Binary | Events[dict[str, Any]]:
         """`POST /v1/audio/speech`: audio as it is synthesised (or SSE events), or the `whole` file."""

@@ -3,8 +3,8 @@
 Pillow here and re-encoded as a PNG data URL, so llama.cpp never fetches a URL nor parses a file a client
 made. Pixels are counted from the header before anything is decoded (a decompression bomb is a 400), the
 orientation from EXIF is applied, the first frame of an animation is taken, and the image is scaled so its
-longest side is at most `LONGEST_SIDE` (and padded to `SHORTEST_SIDE` where thinner), which bounds what
-the projector makes of it."""
+longest side is at most `LONGEST_SIDE` (`LOW_DETAIL_SIDE` for `detail: "low"`; padded to `SHORTEST_SIDE`
+where thinner), which bounds what the projector makes of it."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from modelport.settings import Limits
 FORMATS = ("PNG", "JPEG", "WEBP", "GIF", "BMP")
 MAX_PIXELS = 50_000_000  # a header claiming more is refused before decoding
 LONGEST_SIDE = 2048
+LOW_DETAIL_SIDE = 512  # `detail: "low"`: fewer pixels, so fewer tokens where the projector's count varies
 SHORTEST_SIDE = 16
 
 
@@ -60,9 +61,13 @@ class Images:
         budget = self.limits.fetch_request_bytes
         for i, j in found:
             param = f"messages[{i}].content[{j}]"
-            data = await self._bytes(messages[i]["content"][j], param, min(budget, self.limits.fetch_bytes))
+            part = messages[i]["content"][j]
+            data = await self._bytes(part, param, min(budget, self.limits.fetch_bytes))
             budget -= len(data)
-            png = await anyio.to_thread.run_sync(normalised, data, param)
+            given = part.get("image_url")
+            detail = (given.get("detail") if isinstance(given, dict) else None) or part.get("detail")
+            side = LOW_DETAIL_SIDE if detail == "low" else LONGEST_SIDE
+            png = await anyio.to_thread.run_sync(normalised, data, param, side)
             url = "data:image/png;base64," + base64.b64encode(png).decode()
             messages[i]["content"][j] = {"type": "image_url", "image_url": {"url": url}}
         return messages
@@ -81,7 +86,7 @@ class Images:
         return (await self.fetcher.get(url, f"{param}.image_url.url", cap)).content
 
 
-def normalised(data: bytes, param: str) -> bytes:
+def normalised(data: bytes, param: str, longest: int = LONGEST_SIDE) -> bytes:
     """The image as a PNG within the bounds above, or a 400 naming `param` that says what is wrong."""
     try:
         with Image.open(io.BytesIO(data)) as image:
@@ -98,7 +103,7 @@ def normalised(data: bytes, param: str) -> bytes:
         raise _bad(param, f"has more than the {MAX_PIXELS} pixels an image may have") from None
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
         raise _bad(param, "is not an image that can be read (PNG, JPEG, WebP, GIF or BMP)") from None
-    upright.thumbnail((LONGEST_SIDE, LONGEST_SIDE))
+    upright.thumbnail((longest, longest))
     if min(upright.size) < SHORTEST_SIDE:
         canvas = Image.new("RGB", (max(upright.width, SHORTEST_SIDE), max(upright.height, SHORTEST_SIDE)))
         canvas.paste(upright)

@@ -252,7 +252,8 @@ def _chat_content(parts: list[Any]) -> str | list[dict[str, Any]]:
             fields = ("file_id", "file_data", "file_url", "filename")
             chat.append({"type": "file", "file": {k: part[k] for k in fields if part.get(k)}})
         elif kind == "input_image":
-            chat.append({"type": "input_image", "image_url": part.get("image_url") or part.get("file_id")})
+            image = {"type": "input_image", "image_url": part.get("image_url") or part.get("file_id")}
+            chat.append({**image, "detail": part["detail"]} if part.get("detail") else image)
         elif kind == "input_audio":
             chat.append({"type": "input_audio", "input_audio": part.get("input_audio")})
         else:
