@@ -127,6 +127,16 @@ class ChatCompletionRequest(_GenerationRequest):
         """`max_completion_tokens`, falling back to the older `max_tokens`."""
         return self.max_completion_tokens or self.max_tokens
 
+    def parts(self, *kinds: str) -> list[tuple[int, int]]:
+        """Where the content parts of these types are: (message, part) indices, in order."""
+        return [
+            (i, j)
+            for i, message in enumerate(self.messages)
+            if isinstance(message.content, list)
+            for j, part in enumerate(message.content)
+            if isinstance(part, dict) and part.get("type") in kinds
+        ]
+
 
 class CompletionRequest(_GenerationRequest):
     """`POST /v1/completions` (legacy)."""

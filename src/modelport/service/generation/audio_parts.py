@@ -17,13 +17,7 @@ Transcribe = Callable[[bytes, str, str], Awaitable[str]]  # audio, its format, t
 
 async def heard(request: ChatCompletionRequest, transcribe: Transcribe) -> ChatCompletionRequest:
     """The request with each `input_audio` part replaced by a text part holding its transcript."""
-    found = [
-        (i, j)
-        for i, message in enumerate(request.messages)
-        if isinstance(message.content, list)
-        for j, part in enumerate(message.content)
-        if isinstance(part, dict) and part.get("type") == "input_audio"
-    ]
+    found = request.parts("input_audio")
     if not found:
         return request
     messages = [m.model_dump(exclude_none=True) for m in request.messages]

@@ -39,25 +39,16 @@ class Images:
 
     async def chat(self, request: ChatCompletionRequest) -> ChatCompletionRequest:
         """The request with every image part an `image_url` part holding a PNG data URL."""
-        messages = [m.model_dump(exclude_none=True) for m in request.messages]
-        resolved = await self.resolve(messages)
-        return request.model_copy(update={"messages": [ChatMessage.model_validate(m) for m in resolved]})
-
-    async def resolve(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """`messages` (as dicts) with every image part an `image_url` part holding a PNG data URL."""
-        found = [
-            (i, j)
-            for i, message in enumerate(messages)
-            if isinstance(message.get("content"), list)
-            for j, part in enumerate(message["content"])
-            if isinstance(part, dict) and part.get("type") in ("image_url", "input_image")
-        ]
+        found = request.parts("image_url", "input_image")
+        if not found:
+            return request
         if len(found) > self.limits.fetch_items:
             raise InvalidRequestError(
                 f"A request may carry {self.limits.fetch_items} images at most; this one has {len(found)}.",
                 param="messages",
                 code="too_many_images",
             )
+        messages = [m.model_dump(exclude_none=True) for m in request.messages]
         budget = self.limits.fetch_request_bytes
         for i, j in found:
             param = f"messages[{i}].content[{j}]"
@@ -70,7 +61,7 @@ class Images:
             png = await anyio.to_thread.run_sync(normalised, data, param, side)
             url = "data:image/png;base64," + base64.b64encode(png).decode()
             messages[i]["content"][j] = {"type": "image_url", "image_url": {"url": url}}
-        return messages
+        return request.model_copy(update={"messages": [ChatMessage.model_validate(m) for m in messages]})
 
     async def _bytes(self, part: dict[str, Any], param: str, cap: int) -> bytes:
         given = part.get("image_url")

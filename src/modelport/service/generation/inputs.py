@@ -33,13 +33,7 @@ class Inputs:
 
     async def chat(self, request: ChatCompletionRequest) -> ChatCompletionRequest:
         """The request with each `file` part replaced by a text part holding the file's text."""
-        found = [
-            (i, j)
-            for i, message in enumerate(request.messages)
-            if isinstance(message.content, list)
-            for j, part in enumerate(message.content)
-            if isinstance(part, dict) and part.get("type") == "file"
-        ]
+        found = request.parts("file")
         if not found:
             return request
         if len(found) > self.limits.fetch_items:
