@@ -225,6 +225,11 @@ def test_mmproj_is_the_projector_of_the_one_gguf_named(tmp_path: Path) -> None:
     models = settings_of(named).models
     assert models[0].options["mmproj"] == str(projector)
     assert "mmproj" not in models[1].options
+    shown = run("models", "--no-defaults", str(files["gguf"]), "--mmproj", str(projector))
+    assert (
+        shown.stdout.splitlines()[0]
+        == "SmolLM2-135M-Instruct.Q4_1\tengine llamacpp, reads images (projector)"
+    )
     twice = parser().parse_args(
         ["models", "--no-defaults", "--model", f"a={files['gguf']}", "--model", f"b={files['gguf']}",
          "--mmproj", str(projector)]

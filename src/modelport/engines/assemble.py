@@ -77,10 +77,12 @@ def add_engine(
         registry.check_distinct(model_id, predictors)
         return predictors
 
+    # What `modelport models` shows of it: the engine, and what it reads beside text.
+    sees = ", reads images (projector)" if options.get("mmproj") else ""
     spec = ModelSpec(
         model_id,
         load,
-        f"engine {name}",
+        f"engine {name}{sees}",
         concurrency or backend.concurrency(options),
         queue,
         timeout,
