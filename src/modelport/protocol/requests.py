@@ -101,10 +101,25 @@ class _GenerationRequest(OpenAIRequest):
         return bool(self.stream and self.stream_options and self.stream_options.include_usage)
 
 
+class ChatAudio(BaseModel):
+    """`audio` of a chat request: how an answer asked for in `modalities: ["audio"]` is spoken. A voice is
+    one of OpenAI's names or the speech model's own, or `{"id": ...}` naming one of the model's own."""
+
+    voice: str | dict[str, str]
+    format: Literal["wav", "aac", "mp3", "flac", "opus", "pcm16"]
+
+    @property
+    def voice_name(self) -> str:
+        """The voice as one name."""
+        return self.voice if isinstance(self.voice, str) else str(self.voice.get("id", ""))
+
+
 class ChatCompletionRequest(_GenerationRequest):
     """`POST /v1/chat/completions`."""
 
     messages: list[ChatMessage] = Field(min_length=1)
+    modalities: list[Literal["text", "audio"]] | None = None
+    audio: ChatAudio | None = None
     max_completion_tokens: int | None = Field(default=None, ge=1, le=INT32)
     response_format: dict[str, Any] | None = None
     tools: list[dict[str, Any]] | None = None
@@ -126,6 +141,11 @@ class ChatCompletionRequest(_GenerationRequest):
     def max_output_tokens(self) -> int | None:
         """`max_completion_tokens`, falling back to the older `max_tokens`."""
         return self.max_completion_tokens or self.max_tokens
+
+    @property
+    def spoken(self) -> bool:
+        """Whether the answer is to be spoken (`modalities` holds `audio`)."""
+        return "audio" in (self.modalities or ())
 
     def parts(self, *kinds: str) -> list[tuple[int, int]]:
         """Where the content parts of these types are: (message, part) indices, in order."""

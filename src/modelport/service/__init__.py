@@ -38,7 +38,7 @@ from modelport.protocol.requests import (
 )
 from modelport.protocol.response_request import ResponseRequest
 from modelport.protocol.validation import parse
-from modelport.service import embeddings, forwarding, generation, limits
+from modelport.service import calls, embeddings, forwarding, generation, limits
 from modelport.service.access import Access
 from modelport.service.audio.speech import speech as synthesised
 from modelport.service.audio.transcription import Transcribed, check_upload, transcribe
@@ -47,13 +47,20 @@ from modelport.service.generation import vllm_generate
 from modelport.service.generation.audio_parts import heard
 from modelport.service.generation.images import Images
 from modelport.service.generation.inputs import Inputs, refuse_media
+from modelport.service.generation.spoken import SpokenAnswers, check_spoken
 from modelport.service.responses import Responses
 from modelport.service.state.batch_runner import BatchRunner, Endpoint
 from modelport.service.state.batches import Batches
 from modelport.service.state.files import Files
 from modelport.service.state.stored_completions import StoredCompletions
 from modelport.service.vectors import Embedder, VectorStores, chunking
-from modelport.settings import DEFAULT_CHAT, DEFAULT_EMBEDDING, DEFAULT_TRANSCRIPTION, Settings
+from modelport.settings import (
+    DEFAULT_CHAT,
+    DEFAULT_EMBEDDING,
+    DEFAULT_SPEECH,
+    DEFAULT_TRANSCRIPTION,
+    Settings,
+)
 from modelport.store import Store
 
 R = TypeVar("R", bound=BaseModel)
@@ -86,6 +93,7 @@ class Service:
         )
         self.inputs = Inputs(self.files, fetcher, bounds)
         self.images = Images(self.files, fetcher, bounds)
+        self.spoken = SpokenAnswers(self._spoken)
         embedder = Embedder(self._embed, self._reader, lambda name: registry.resolve(name).id)
         self.vector_stores = VectorStores(self.store, self.files, embedder, DEFAULT_EMBEDDING)
         self.responses = Responses(
@@ -191,11 +199,18 @@ class Service:
             limits.check_generation(request, self.settings.limits)
 
         async def local(model: LoadedModel, predictor: Predictor) -> ChatCompletion | Events[ChatCompletion]:
-            # A relay passes images and audio on; here audio is transcribed and images need a projector.
+            # A relay passes images and audio on; here audio is transcribed and images need a projector,
+            # and an answer asked for as audio is said by the speech model.
+            voice = check_spoken(request, await self._speech_voices()) if request.spoken else None
             said = request if "audio" in predictor.media else await heard(request, self._transcript)
             refuse_media(said, model.spec.id, predictor.media)
             seen = await self.images.chat(said) if "image" in predictor.media else said
-            return await generation.chat(model, predictor, seen)
+            answer = await generation.chat(model, predictor, self.spoken.recall(seen))
+            if voice is None:
+                return answer
+            if isinstance(answer, Events):
+                return Events(await calls.eager(self.spoken.stream(answer.items, voice)), answer.kind)
+            return await self.spoken.whole(answer, voice)
 
         answer: ChatCompletion | Events[ChatCompletion] = await self._answer(Capability.CHAT, request, local)
         return await self.stored.keep(given, answer) if stored else answer
@@ -251,6 +266,26 @@ class Service:
         upload = Upload(f"audio.{form}", audio)
         answer = await self.transcription(TranscriptionRequest(model=DEFAULT_TRANSCRIPTION), upload)
         return str(getattr(answer, "text", ""))
+
+    async def _speech_voices(self) -> list[str]:
+        """The voices of the speech model that says chat answers asked for as audio."""
+        try:
+            return await self.voices(DEFAULT_SPEECH)
+        except ModelNotFoundError:
+            raise InvalidRequestError(
+                f"`modalities` asks for audio, which this server speaks with its speech model "
+                f"({DEFAULT_SPEECH}), and it serves none.",
+                param="modalities",
+                code="model_not_multimodal",
+            ) from None
+
+    async def _spoken(self, text: str, voice: str) -> bytes:
+        """`text` said by the server's speech model: raw 16-bit PCM, mono at 24 kHz."""
+        request = SpeechRequest(model=DEFAULT_SPEECH, input=text, voice=voice, response_format="pcm")
+        answer = await self.speech(request, whole=True)
+        assert isinstance(answer, Binary)
+        assert answer.content is not None
+        return answer.content
 
     async def speech(self, request: SpeechRequest, *, whole: bool = False) -> Binary | Events[dict[str, Any]]:
         """`POST /v1/audio/speech`: audio as it is synthesised (or SSE events), or the `whole` file."""
