@@ -220,3 +220,18 @@ def test_low_detail_is_taken_in_chat_and_responses(seeing: Seeing) -> None:
         max_output_tokens=16,
     )  # fmt: skip
     assert response.status in ("completed", "incomplete")
+
+
+def test_the_in_process_client_reads_an_image_by_its_file_url(seeing: Seeing, tmp_path: Path) -> None:
+    (tmp_path / "gradient.png").write_bytes(picture())
+    by_path = look(seeing.served.inprocess, (tmp_path / "gradient.png").as_uri(), logprobs=True)
+    inline = look(seeing.served.inprocess, data_url(picture()), logprobs=True)
+    assert by_path.usage.prompt_tokens == inline.usage.prompt_tokens
+    assert by_path.choices[0].logprobs == inline.choices[0].logprobs
+
+
+def test_a_file_url_is_refused_over_http(seeing: Seeing, tmp_path: Path) -> None:
+    (tmp_path / "gradient.png").write_bytes(picture())
+    with pytest.raises(openai.BadRequestError) as refused:
+        look(seeing.served.http, (tmp_path / "gradient.png").as_uri())
+    assert refused.value.body["param"] == "messages[0].content[1].image_url.url"  # type: ignore[index]

@@ -28,6 +28,7 @@ from openai.types.chat import (
 from modelport.client.arguments import build_service, read_file, request
 from modelport.client.conversation_resources import AsyncConversations
 from modelport.client.file_resources import AsyncBatches, AsyncFiles
+from modelport.client.local_files import inlined
 from modelport.client.paginators import AsyncPaginator
 from modelport.client.response_resources import AsyncResponses
 from modelport.client.sdk_errors import sdk_errors
@@ -96,6 +97,7 @@ class AsyncChatCompletions(_Resource):
     async def create(self, **params: Any) -> ChatCompletion | AsyncStream[ChatCompletionChunk]:
         """Same arguments as `openai.AsyncOpenAI().chat.completions.create`."""
         with sdk_errors("/chat/completions"):
+            params = await inlined(params, "messages", self._service.settings.limits.fetch_bytes)
             answer = await self._service.chat_completion(request(ChatCompletionRequest, params))
         return await render(answer, "/chat/completions")  # type: ignore[no-any-return]
 

@@ -12,6 +12,7 @@ from openai.lib.streaming.responses import AsyncResponseStreamManager
 from openai.types.responses import ParsedResponse, Response, ResponseItem
 
 from modelport.client.arguments import request
+from modelport.client.local_files import inlined
 from modelport.client.paginators import AsyncPaginator
 from modelport.client.sdk_errors import sdk_errors
 from modelport.client.sdk_render import render
@@ -31,6 +32,7 @@ class AsyncResponses:
         """Same arguments as `openai.AsyncOpenAI().responses.create`: a `Response`, or with `stream=True`
         its typed events."""
         with sdk_errors("/responses"):
+            params = await inlined(params, "input", self._service.settings.limits.fetch_bytes)
             answer = await self._service.responses.create(request(ResponseRequest, params))
         return await render(answer, "/responses")
 
