@@ -1,10 +1,11 @@
 """The playground at `/`, driven in a real browser (Debian's chromium through Playwright) against live
-servers: chat that streams, a tool call, JSON mode, embeddings, speech that plays, an uploaded file
-transcribed, the API-key prompt, keyboard and phone width. Screenshots go to MODELPORT_SCREENSHOTS (or the
-test's temporary folder)."""
+servers: chat that streams, a tool call, JSON mode, an attached image, a recorded message, a spoken answer,
+embeddings, speech that plays, an uploaded file transcribed, the API-key prompt, keyboard and phone width.
+Screenshots go to MODELPORT_SCREENSHOTS (or the test's temporary folder)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -17,7 +18,7 @@ import openai
 import pytest
 
 from modelport.server import create_app
-from modelport.settings import Settings
+from modelport.settings import ModelConfig, Settings
 from tests.support.faces import Faces
 from tests.support.live import serve_app
 
@@ -28,21 +29,24 @@ TIMEOUT_MS = 90_000
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """Headless chromium; skipped where it is not installed, unless MODELPORT_REQUIRE_BROWSER is set (as CI
-    sets it), where its absence is a failure."""
+def playwright() -> Iterator[Any]:
+    """Playwright, for headless chromium; skipped where chromium is not installed, unless
+    MODELPORT_REQUIRE_BROWSER is set (as CI sets it), where its absence is a failure."""
     if not CHROMIUM.exists():
         if os.environ.get("MODELPORT_REQUIRE_BROWSER"):
             pytest.fail("chromium is not installed (apt-get install chromium)")
         pytest.skip("chromium is not installed (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
-        )
-        yield launched
-        launched.close()
+    with sync_playwright() as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def browser(playwright: Any) -> Iterator[Any]:
+    launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"])
+    yield launched
+    launched.close()
 
 
 @pytest.fixture(scope="module")
@@ -189,3 +193,87 @@ def test_no_ui_serves_no_page() -> None:
     with serve_app(create_app(Settings(ui=False, preload=False, defaults=False))) as url:
         assert httpx.get(f"{url}/").status_code == 404
         assert httpx.get(f"{url}/ui/app.js").status_code == 404
+
+
+def sent_body(page: Any, message: str) -> tuple[dict[str, Any], Any]:
+    """Send a message as `send` does, and the chat request's body the page sent with it."""
+    with page.expect_request("**/v1/chat/completions") as request:
+        turn = send(page, message)
+    return request.value.post_data_json, turn
+
+
+def test_an_attached_image_goes_with_the_message(browser: Any, shots: Path, tmp_path: Path) -> None:
+    from tests.server.test_vision import MODEL, picture
+    from tests.support.projector import tiny_projector
+
+    (tmp_path / "gradient.png").write_bytes(picture())
+    model = ModelConfig(id=MODEL, engine="llamacpp", mmproj=str(tiny_projector(tmp_path / "mmproj.gguf")))
+    with serve_app(create_app(Settings(defaults=False, models=[model]))) as url:
+        page = browser.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(url)
+        page.wait_for_function("document.querySelector('#chat-form select[name=model]').options.length > 0")
+        page.set_input_files("#chat-form input[name=image]", str(tmp_path / "gradient.png"))
+        page.locator("#attachments img").wait_for()
+        body, turn = sent_body(page, "What is this?")
+        parts = body["messages"][-1]["content"]
+        assert parts[0] == {"type": "text", "text": "What is this?"}
+        assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
+        assert page.locator(".turn.user img").count() == 1
+        assert page.locator("#attachments li").count() == 0  # sent, so no longer waiting
+        assert turn.locator(".content").inner_text().strip()
+        page.screenshot(path=shots / "chat-image.png", full_page=True)
+        page.close()
+
+
+def test_a_recorded_message_is_sent_as_wav_audio(
+    playwright: Any, server: Faces, http_client: openai.OpenAI, tmp_path: Path
+) -> None:
+    """Chromium's fake microphone plays a file Piper spoke; what the page sends is heard back."""
+    said = "The library opens at nine in the morning."
+    speech = http_client.audio.speech.create(model="tts-1", voice="alloy", input=said, response_format="wav")
+    (tmp_path / "said.wav").write_bytes(speech.content)
+    listening = playwright.chromium.launch(
+        executable_path=str(CHROMIUM),
+        headless=True,
+        args=[
+            "--no-sandbox",
+            "--use-fake-ui-for-media-stream",
+            "--use-fake-device-for-media-stream",
+            f"--use-file-for-fake-audio-capture={tmp_path / 'said.wav'}",
+        ],
+    )
+    page = listening.new_context(permissions=["microphone"]).new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(server.url)
+    page.wait_for_function("document.querySelector('#chat-form select[name=model]').options.length > 0")
+    page.click("#chat-record")
+    page.wait_for_function("document.querySelector('#chat-record').textContent === 'Stop recording'")
+    page.wait_for_timeout(3500)
+    page.click("#chat-record")
+    page.locator("#attachments li").wait_for()
+    body, turn = sent_body(page, "")
+    answered = turn.locator(".content").inner_text().strip()
+    listening.close()
+    audio = body["messages"][-1]["content"][0]
+    assert audio["type"] == "input_audio"
+    assert audio["input_audio"]["format"] == "wav"
+    wav = base64.b64decode(audio["input_audio"]["data"])
+    heard = http_client.audio.transcriptions.create(model="whisper-1", file=("said.wav", wav)).text
+    assert "library" in heard.lower()
+    assert answered
+
+
+def test_a_spoken_answer_plays_and_is_named_by_its_id_later(page: Any, shots: Path) -> None:
+    page.check("input[name=speak]")
+    body, turn = sent_body(page, "Say hello.")
+    assert body["modalities"] == ["text", "audio"]
+    assert body["audio"] == {"voice": "alloy", "format": "pcm16"}
+    assert turn.locator(".content").inner_text().strip()  # the transcript, shown as it streams
+    assert float(turn.get_attribute("data-audio-seconds")) > 0.3
+    body, turn = sent_body(page, "And again.")
+    earlier = body["messages"][-2]
+    assert earlier["role"] == "assistant"
+    assert earlier["audio"]["id"].startswith("audio_")
+    assert float(turn.get_attribute("data-audio-seconds")) > 0.3
+    page.screenshot(path=shots / "chat-spoken.png", full_page=True)

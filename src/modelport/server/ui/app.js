@@ -149,13 +149,148 @@ const chatForm = $("#chat-form");
 chatForm.tools.value = JSON.stringify(EXAMPLE_TOOLS, null, 2);
 let history = [];
 let running = null;
+let attachments = []; // what goes with the next message: { image: dataUrl, name } or { audio: base64 WAV, seconds }
+let player = null;
 
-function addTurn(role, text) {
+function addTurn(role, text, attached = []) {
   const turn = element("li", { className: `turn ${role}` }, element("span", { className: "role", textContent: role }));
   const content = element("div", { className: "content", textContent: text });
-  turn.append(content);
+  turn.append(content, ...attached.map(attachmentView));
   $("#transcript").append(turn);
   return { turn, content };
+}
+
+function attachmentView(item) {
+  if (item.image) return element("span", { className: "attached" }, element("img", { src: item.image, alt: item.name }));
+  return element("span", { className: "attached", textContent: `recorded audio, ${item.seconds.toFixed(1)} s` });
+}
+
+function showAttachments() {
+  $("#attachments").replaceChildren(
+    ...attachments.map((item, i) => {
+      const remove = element("button", { type: "button", textContent: "×", title: "Remove" });
+      remove.setAttribute("aria-label", `Remove ${item.image ? item.name : "the recording"}`);
+      remove.addEventListener("click", () => {
+        attachments.splice(i, 1);
+        showAttachments();
+      });
+      return element("li", {}, attachmentView(item), remove);
+    }),
+  );
+}
+
+const asDataUrl = (blob) =>
+  new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result);
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(blob);
+  });
+
+async function attachImages(files) {
+  for (const file of files) attachments.push({ image: await asDataUrl(file), name: file.name || "pasted image" });
+  showAttachments();
+}
+
+chatForm.image.addEventListener("change", async () => {
+  await attachImages([...chatForm.image.files]);
+  chatForm.image.value = "";
+});
+chatForm.message.addEventListener("paste", async (event) => {
+  const images = [...event.clipboardData.items].filter((i) => i.type.startsWith("image/")).map((i) => i.getAsFile());
+  if (images.length) {
+    event.preventDefault();
+    await attachImages(images);
+  }
+});
+
+// A recording as a 16-bit mono WAV (chat's `input_audio` takes wav or mp3, which browsers do not record).
+function wav(buffer) {
+  const samples = new Float32Array(buffer.length);
+  for (let c = 0; c < buffer.numberOfChannels; c++) {
+    buffer.getChannelData(c).forEach((v, i) => (samples[i] += v / buffer.numberOfChannels));
+  }
+  const view = new DataView(new ArrayBuffer(44 + samples.length * 2));
+  const text = (at, s) => [...s].forEach((ch, i) => view.setUint8(at + i, ch.charCodeAt(0)));
+  text(0, "RIFF");
+  view.setUint32(4, 36 + samples.length * 2, true);
+  text(8, "WAVEfmt ");
+  view.setUint32(16, 16, true);
+  view.setUint16(20, 1, true);
+  view.setUint16(22, 1, true);
+  view.setUint32(24, buffer.sampleRate, true);
+  view.setUint32(28, buffer.sampleRate * 2, true);
+  view.setUint16(32, 2, true);
+  view.setUint16(34, 16, true);
+  text(36, "data");
+  view.setUint32(40, samples.length * 2, true);
+  samples.forEach((v, i) => view.setInt16(44 + i * 2, Math.max(-1, Math.min(1, v)) * 0x7fff, true));
+  return view.buffer;
+}
+
+function base64(bytes) {
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary);
+}
+
+let chatRecording = null;
+$("#chat-record").addEventListener("click", async () => {
+  if (chatRecording) {
+    chatRecording.stop();
+    return;
+  }
+  try {
+    const stream = await navigator.mediaDevices.getUserMedia({ audio: true });
+    const parts = [];
+    chatRecording = new MediaRecorder(stream);
+    chatRecording.ondataavailable = (event) => parts.push(event.data);
+    chatRecording.onstop = async () => {
+      stream.getTracks().forEach((track) => track.stop());
+      chatRecording = null;
+      $("#chat-record").textContent = "Record audio";
+      try {
+        const decoded = await new AudioContext().decodeAudioData(await new Blob(parts).arrayBuffer());
+        attachments.push({ audio: base64(new Uint8Array(wav(decoded))), seconds: decoded.duration });
+        showAttachments();
+      } catch (error) {
+        showError(chatForm, new Error(`The recording could not be read: ${error.message}`));
+      }
+    };
+    chatRecording.start();
+    $("#chat-record").textContent = "Stop recording";
+  } catch (error) {
+    showError(chatForm, new Error(`The microphone is not available: ${error.message}`));
+  }
+});
+
+// Spoken answers stream as 16-bit PCM at 24 kHz, each piece queued to play after the one before.
+class PcmPlayer {
+  constructor() {
+    this.context = new AudioContext({ sampleRate: 24000 });
+    this.at = 0;
+    this.seconds = 0;
+    this.sources = [];
+  }
+  play(data) {
+    const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+    const pcm = new Int16Array(bytes.buffer, 0, bytes.length >> 1);
+    if (!pcm.length) return;
+    const buffer = this.context.createBuffer(1, pcm.length, 24000);
+    buffer.getChannelData(0).set(Float32Array.from(pcm, (v) => v / 32768));
+    const source = this.context.createBufferSource();
+    source.buffer = buffer;
+    source.connect(this.context.destination);
+    this.at = Math.max(this.at, this.context.currentTime);
+    source.start(this.at);
+    this.at += buffer.duration;
+    this.seconds += buffer.duration;
+    this.sources.push(source);
+  }
+  stop() {
+    this.sources.forEach((source) => source.stop());
+    if (this.context.state !== "closed") this.context.close().catch(() => {});
+  }
 }
 
 chatForm.addEventListener("submit", async (event) => {
@@ -163,10 +298,18 @@ chatForm.addEventListener("submit", async (event) => {
   if (running) return;
   showError(chatForm, null);
   const message = chatForm.message.value.trim();
-  if (!message) return;
+  if (!message && !attachments.length) return;
   chatForm.message.value = "";
-  addTurn("user", message);
-  history.push({ role: "user", content: message });
+  const attached = attachments;
+  attachments = [];
+  showAttachments();
+  addTurn("user", message, attached);
+  const parts = attached.map((a) =>
+    a.image
+      ? { type: "image_url", image_url: { url: a.image } }
+      : { type: "input_audio", input_audio: { data: a.audio, format: "wav" } },
+  );
+  history.push({ role: "user", content: parts.length ? [...(message ? [{ type: "text", text: message }] : []), ...parts] : message });
   const body = {
     model: chatForm.model.value,
     messages: [...(chatForm.system.value.trim() ? [{ role: "system", content: chatForm.system.value }] : []), ...history],
@@ -186,6 +329,14 @@ chatForm.addEventListener("submit", async (event) => {
     }
     body.tool_choice = chatForm.tool_choice.value;
   }
+  if (chatForm.speak.checked) {
+    body.modalities = ["text", "audio"];
+    body.audio = { voice: chatForm.voice.value, format: "pcm16" };
+    player?.stop();
+    player = new PcmPlayer();
+  }
+  const speaking = player && chatForm.speak.checked ? player : null;
+  let audioId = null;
   const { turn, content } = addTurn("assistant", "");
   const stats = element("p", { className: "stats" });
   turn.append(stats);
@@ -203,8 +354,16 @@ chatForm.addEventListener("submit", async (event) => {
       const delta = chunk.choices?.[0]?.delta;
       if (!delta) continue;
       first ??= performance.now(); // the role arrives with the model's first token
-      if (delta.content || delta.tool_calls) turn.dataset.chunks = String(++chunks);
+      if (delta.content || delta.tool_calls || delta.audio?.transcript) turn.dataset.chunks = String(++chunks);
       if (delta.content) content.textContent += delta.content;
+      if (delta.audio) {
+        audioId ??= delta.audio.id ?? null;
+        if (delta.audio.transcript) content.textContent += delta.audio.transcript;
+        if (delta.audio.data) {
+          speaking.play(delta.audio.data);
+          turn.dataset.audioSeconds = speaking.seconds.toFixed(2);
+        }
+      }
       for (const piece of delta.tool_calls ?? []) {
         let shown = calls[piece.index];
         if (!shown) {
@@ -229,7 +388,8 @@ chatForm.addEventListener("submit", async (event) => {
     const rate = tokens > 1 ? ((tokens - 1) / ((end - first) / 1000)).toFixed(1) : "–";
     stats.textContent = `first token ${Math.round(first - started)} ms · ${rate} tokens/s · ${tokens} tokens`;
   }
-  const reply = { role: "assistant", content: content.textContent || null };
+  // A spoken answer is named by its audio id in later turns, as OpenAI's audio models take it.
+  const reply = audioId ? { role: "assistant", audio: { id: audioId } } : { role: "assistant", content: content.textContent || null };
   if (calls.length) {
     reply.tool_calls = calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.args } }));
   }
@@ -241,10 +401,18 @@ chatForm.addEventListener("submit", async (event) => {
 chatForm.message.addEventListener("keydown", (event) => {
   if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) chatForm.requestSubmit();
 });
-$("#chat-stop").addEventListener("click", () => running?.abort());
+$("#chat-stop").addEventListener("click", () => {
+  running?.abort();
+  player?.stop();
+  player = null;
+});
 $("#chat-clear").addEventListener("click", () => {
   running?.abort();
+  player?.stop();
+  player = null;
   history = [];
+  attachments = [];
+  showAttachments();
   $("#transcript").replaceChildren();
 });
 
