@@ -235,3 +235,36 @@ def test_a_file_url_is_refused_over_http(seeing: Seeing, tmp_path: Path) -> None
     with pytest.raises(openai.BadRequestError) as refused:
         look(seeing.served.http, (tmp_path / "gradient.png").as_uri())
     assert refused.value.body["param"] == "messages[0].content[1].image_url.url"  # type: ignore[index]
+
+
+def test_images_are_kept_and_replayed_in_later_turns(seeing: Seeing) -> None:
+    """A later turn reads the earlier image again, at the same place: its whole first prompt, image
+    included, is found in the cache."""
+    client = seeing.served.http
+    image = data_url(picture(160, 120))
+    content = [{"type": "input_text", "text": "What is it?"}, {"type": "input_image", "image_url": image}]
+    first = client.responses.create(
+        model=MODEL, input=[{"role": "user", "content": content}], max_output_tokens=16, temperature=0
+    )  # type: ignore[list-item]
+    later = client.responses.create(
+        model=MODEL, previous_response_id=first.id, input="And now?", max_output_tokens=16, temperature=0
+    )
+    assert later.usage.input_tokens_details.cached_tokens >= first.usage.input_tokens - 1
+    kept = client.responses.input_items.list(first.id).data[0]
+    assert [part.type for part in kept.content] == ["input_text", "input_image"]
+
+    conversation = client.conversations.create(items=[{"role": "user", "content": content}])  # type: ignore[list-item]
+    one = client.responses.create(
+        model=MODEL, conversation=conversation.id, input="Well?", max_output_tokens=16
+    )
+    two = client.responses.create(
+        model=MODEL, conversation=conversation.id, input="More?", max_output_tokens=16
+    )
+    assert two.usage.input_tokens_details.cached_tokens >= one.usage.input_tokens - 1
+
+    chat = [{"type": "text", "text": "What is it?"}, {"type": "image_url", "image_url": {"url": image}}]
+    stored = client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": chat}], store=True, max_tokens=4
+    )  # type: ignore[list-item]
+    message = client.chat.completions.messages.list(stored.id).data[0]
+    assert [part.type for part in message.content_parts or []] == ["text", "image_url"]
