@@ -84,14 +84,15 @@ def cpu_seconds(pid: int, thread: int | None = None) -> float:
 
 @contextmanager
 def llama_server(
-    binary: Path, gguf: Path, slots: int, n_ctx: int, threads: int | None = None
+    binary: Path, gguf: Path, slots: int, n_ctx: int, threads: int | None = None, extra: Sequence[str] = ()
 ) -> Iterator[str]:
-    """llama.cpp's own server, with the same threads, slots and shared KV cache as modelport's engine."""
+    """llama.cpp's own server, with the same threads, slots and shared KV cache as modelport's engine (and
+    `extra` arguments)."""
     port = free_port()
     threads = threads or THREADS
     command = [
         str(binary), "-m", str(gguf), "--port", str(port), "-t", str(threads), "-tb", str(threads),
-        "-np", str(slots), "-c", str(n_ctx), "--kv-unified", "-ngl", "0", "--log-disable",
+        "-np", str(slots), "-c", str(n_ctx), "--kv-unified", "-ngl", "0", "--log-disable", *extra,
     ]  # fmt: skip
     with serving(command, "/health", port, "llama-server") as (url, _):
         yield url

@@ -1,5 +1,5 @@
 """Images in, on SmolLM2 with a tiny projector the test writes (`tests.support.projector`): images reach
-llama.cpp's multimodal path over both faces and the Responses API, only as PNG data URLs modelport made,
+llama.cpp's multimodal path over both faces and the Responses API, only as BMP data URLs modelport made,
 from data URLs, file ids and URLs the operator allows; and the shapes that crash other servers each get a
 200 or a 4xx while the server stays up."""
 

@@ -1,7 +1,8 @@
 """Images in chat messages, for a model that sees (its projector loaded): each `image_url` (or a Responses
 `input_image`) — a data URL, an https URL fetched through the one guard, or a `file_id` — is decoded by
-Pillow here and re-encoded as a PNG data URL, so llama.cpp never fetches a URL nor parses a file a client
-made. Pixels are counted from the header before anything is decoded (a decompression bomb is a 400), the
+Pillow here and re-encoded as an uncompressed BMP data URL (0.6 ms for 512×512 where PNG takes ~60, and
+trivial for llama.cpp to decode), so llama.cpp never fetches a URL nor parses a file a client made.
+Pixels are counted from the header before anything is decoded (a decompression bomb is a 400), the
 orientation from EXIF is applied, the first frame of an animation is taken, and the image is scaled so its
 longest side is at most `LONGEST_SIDE` (`LOW_DETAIL_SIDE` for `detail: "low"`; padded to `SHORTEST_SIDE`
 where thinner), which bounds what the projector makes of it."""
@@ -30,7 +31,7 @@ SHORTEST_SIDE = 16
 
 
 class Images:
-    """Resolves the image parts of chat messages into checked PNG data URLs."""
+    """Resolves the image parts of chat messages into checked BMP data URLs."""
 
     def __init__(self, files: Files, fetcher: Fetcher, limits: Limits) -> None:
         self.files = files
@@ -38,7 +39,7 @@ class Images:
         self.limits = limits
 
     async def chat(self, request: ChatCompletionRequest) -> ChatCompletionRequest:
-        """The request with every image part an `image_url` part holding a PNG data URL."""
+        """The request with every image part an `image_url` part holding a BMP data URL."""
         found = request.parts("image_url", "input_image")
         if not found:
             return request
@@ -58,8 +59,8 @@ class Images:
             given = part.get("image_url")
             detail = (given.get("detail") if isinstance(given, dict) else None) or part.get("detail")
             side = LOW_DETAIL_SIDE if detail == "low" else LONGEST_SIDE
-            png = await anyio.to_thread.run_sync(normalised, data, param, side)
-            url = "data:image/png;base64," + base64.b64encode(png).decode()
+            bitmap = await anyio.to_thread.run_sync(normalised, data, param, side)
+            url = "data:image/bmp;base64," + base64.b64encode(bitmap).decode()
             messages[i]["content"][j] = {"type": "image_url", "image_url": {"url": url}}
         return request.model_copy(update={"messages": [ChatMessage.model_validate(m) for m in messages]})
 
@@ -78,7 +79,7 @@ class Images:
 
 
 def normalised(data: bytes, param: str, longest: int = LONGEST_SIDE) -> bytes:
-    """The image as a PNG within the bounds above, or a 400 naming `param` that says what is wrong."""
+    """The image as a BMP within the bounds above, or a 400 naming `param` that says what is wrong."""
     try:
         with Image.open(io.BytesIO(data)) as image:
             if image.format not in FORMATS:
@@ -100,7 +101,7 @@ def normalised(data: bytes, param: str, longest: int = LONGEST_SIDE) -> bytes:
         canvas.paste(upright)
         upright = canvas
     out = io.BytesIO()
-    upright.save(out, format="PNG")
+    upright.save(out, format="BMP")
     return out.getvalue()
 
 
