@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import re
 import time
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -31,6 +30,7 @@ from modelport.ids import new_id
 from modelport.protocol.requests import ChatAudio, ChatCompletionRequest
 from modelport.service import calls
 from modelport.service.audio import codec
+from modelport.service.audio.clauses import Clauses
 from modelport.service.audio.speech import OPENAI_VOICES, split_sentences
 
 # Text → raw 16-bit PCM, mono at 24 kHz, in a voice.
@@ -38,8 +38,6 @@ Speak = Callable[[str, str], Awaitable[bytes]]
 
 LIFETIME = 3600  # seconds an answer's audio id can be named by a later turn
 _REMEMBERED = 10_000  # audio ids kept at most (transcripts only, oldest forgotten first)
-_CLAUSE_END = re.compile(r"[.!?;:。！？](?=\s)|\n")
-_LONG_CLAUSE = 160  # characters of text without a clause end after which it is spoken up to a comma or space
 _ALIGN = 6  # bytes: whole 16-bit samples and whole base64 groups in every piece
 
 
@@ -114,7 +112,7 @@ class SpokenAnswers:
                         said = (choice.get("delta") or {}).pop("content", None)
                         if said:
                             choice["delta"]["audio"] = voice.transcribed(said)
-                            for clause in voice.clauses():
+                            for clause in voice.clauses.add(said):
                                 clauses.put_nowait((voice, clause))
                         if choice.get("finish_reason"):
                             ended.append({**choice, "delta": {}, "logprobs": None})
@@ -126,9 +124,8 @@ class SpokenAnswers:
             finally:
                 await chunks.aclose()
             for voice in voices.values():
-                if voice.pending.strip():
-                    clauses.put_nowait((voice, voice.pending))
-                    voice.pending = ""
+                for clause in voice.clauses.rest():
+                    clauses.put_nowait((voice, clause))
             clauses.put_nowait(None)
 
         async def spoken() -> AsyncGenerator[dict[str, Any], None]:
@@ -197,7 +194,7 @@ class _Voice:
     audio: ChatAudio
     id: str = field(default_factory=lambda: new_id("audio", "_"))
     transcript: str = ""
-    pending: str = ""
+    clauses: Clauses = field(default_factory=Clauses)
     started: bool = False
     _rest: bytes = b""
     _encoder: codec.Encoder | None = None
@@ -208,19 +205,7 @@ class _Voice:
 
     def transcribed(self, text: str) -> dict[str, str]:
         self.transcript += text
-        self.pending += text
         return self._identified({"transcript": text})
-
-    def clauses(self) -> list[str]:
-        """The whole clauses of the text not yet spoken (taken from it)."""
-        ends = [m.end() for m in _CLAUSE_END.finditer(self.pending)]
-        cut = ends[-1] if ends else 0
-        if not cut and len(self.pending) > _LONG_CLAUSE:
-            cut = max(self.pending.rfind(", "), self.pending.rfind(" ")) + 1
-        if cut <= 0 or not self.pending[:cut].strip():
-            return []
-        whole, self.pending = self.pending[:cut], self.pending[cut:]
-        return split_sentences(whole)
 
     def encode(self, pcm: bytes) -> str:
         return self._aligned(self._encoder.encode(_samples(pcm)) if self._encoder else pcm)
