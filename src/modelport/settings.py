@@ -20,6 +20,8 @@ DEFAULT_EMBEDDING = "all-minilm-l6-v2"
 DEFAULT_SPEECH = "piper-en-us"
 DEFAULT_TRANSCRIPTION = "whisper-tiny-en"
 ESPEAK = "espeak-ng"
+DEFAULT_REALTIME = "realtime"  # the default realtime pipeline: the models above, chained
+REALTIME = "realtime"  # the engine name of a realtime pipeline in models.toml
 WHISPER_MULTILINGUAL = "whisper-base"
 
 LAZY_KEEP_ALIVE = 300.0  # seconds a model loaded on first use stays loaded when idle, as Ollama's default
@@ -52,6 +54,10 @@ OPENAI_ALIASES: dict[str, str] = {
     ),
     **dict.fromkeys(["tts-1", "tts-1-hd", "gpt-4o-mini-tts"], DEFAULT_SPEECH),
     **dict.fromkeys(["whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe"], DEFAULT_TRANSCRIPTION),
+    **dict.fromkeys(
+        ["gpt-realtime", "gpt-realtime-mini", "gpt-4o-realtime-preview", "gpt-4o-mini-realtime-preview"],
+        DEFAULT_REALTIME,
+    ),
 }
 
 
@@ -124,10 +130,28 @@ def default_models() -> list[ModelConfig]:
     models.append(ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"))
     if speaks:
         models.append(ModelConfig(id=ESPEAK, engine="espeak-ng"))
+        models.append(ModelConfig(id=DEFAULT_REALTIME, engine=REALTIME))
     models.append(
         ModelConfig.model_validate({"id": WHISPER_MULTILINGUAL, "engine": "faster-whisper", "model": "base"})
     )
     return models
+
+
+class RealtimePipeline(BaseModel):
+    """A realtime pipeline (`engine = "realtime"` in models.toml): the served models it chains — speech
+    detection, transcription, chat, speech — and the session defaults it starts with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    transcription: str = DEFAULT_TRANSCRIPTION
+    chat: str = DEFAULT_CHAT
+    speech: str = DEFAULT_SPEECH
+    vad: Literal["silero"] = Field(default="silero", description="the speech detector (Silero VAD, ONNX)")
+    voice: str = "alloy"
+    instructions: str = (
+        "You are a helpful, friendly voice assistant. Answer briefly, in plain spoken sentences."
+    )
 
 
 class Limits(BaseModel):
@@ -154,6 +178,16 @@ class Limits(BaseModel):
         default=30.0, gt=0, description="one operation on a remote MCP server: listing its tools, or a call"
     )
     mcp_output_chars: int = Field(default=100_000, ge=1, description="what one MCP tool call gives the model")
+    realtime_message_bytes: int = Field(
+        default=15 * 1024 * 1024, ge=1, description="one message a Realtime API client sends"
+    )
+    realtime_buffer_seconds: float = Field(
+        default=600.0, gt=0, description="audio a realtime session holds uncommitted, or in one item"
+    )
+    realtime_minutes: float = Field(default=60.0, gt=0, description="how long one realtime session may last")
+    realtime_idle_seconds: float = Field(
+        default=600.0, gt=0, description="how long a realtime session may go without a client event"
+    )
 
 
 class StoreSettings(BaseModel):
@@ -315,13 +349,25 @@ class Settings(BaseModel):
         return int(self.memory_budget) if self.memory_budget is not None else int(0.8 * total_memory())
 
     def all_models(self) -> list[ModelConfig]:
-        """The configured models, after the defaults unless they are switched off."""
+        """The configured models, after the defaults unless they are switched off (realtime pipelines
+        apart: they chain models rather than load one)."""
+        return [m for m in self._configured() if m.engine != REALTIME]
+
+    def pipelines(self) -> dict[str, RealtimePipeline]:
+        """The realtime pipelines by id."""
+        return {
+            str(m.id): RealtimePipeline.model_validate({"id": m.id, **m.options})
+            for m in self._configured()
+            if m.engine == REALTIME
+        }
+
+    def _configured(self) -> list[ModelConfig]:
         configured = {m.id for m in self.models}
         base = [m for m in default_models() if m.id not in configured] if self.defaults else []
         return base + self.models
 
     def all_aliases(self) -> dict[str, str]:
         """Alias → model id; explicit aliases win over OpenAI's names."""
-        ids = {m.id for m in self.all_models()}
+        ids = {m.id for m in self._configured()}
         openai = {k: v for k, v in OPENAI_ALIASES.items() if v in ids} if self.openai_aliases else {}
         return {**openai, **self.aliases}

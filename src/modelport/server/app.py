@@ -21,6 +21,7 @@ from modelport.server import (
     error_handlers,
     file_routes,
     playground,
+    realtime_routes,
     routes,
     state_routes,
     vector_routes,
@@ -58,6 +59,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         admin_routes.router,
         conversation_routes.router,
         vector_routes.router,
+        realtime_routes.router,
     )
     for router in routers:
         app.include_router(router, prefix="/v1")

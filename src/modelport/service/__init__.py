@@ -48,6 +48,7 @@ from modelport.service.generation.audio_parts import heard
 from modelport.service.generation.images import Images
 from modelport.service.generation.inputs import Inputs, refuse_media
 from modelport.service.generation.spoken import SpokenAnswers, check_spoken
+from modelport.service.realtime import Realtime
 from modelport.service.responses import Responses
 from modelport.service.state.batch_runner import BatchRunner, Endpoint
 from modelport.service.state.batches import Batches
@@ -104,6 +105,9 @@ class Service:
             fetcher,
             bounds,
             self.settings.store.background_timeout,
+        )
+        self.realtime = Realtime(
+            self.settings, self.manager, self.chat_completion, self.transcription, self._spoken
         )
         endpoints = {
             "/v1/chat/completions": _whole(ChatCompletionRequest, self.chat_completion),
@@ -279,9 +283,9 @@ class Service:
                 code="model_not_multimodal",
             ) from None
 
-    async def _spoken(self, text: str, voice: str) -> bytes:
-        """`text` said by the server's speech model: raw 16-bit PCM, mono at 24 kHz."""
-        request = SpeechRequest(model=DEFAULT_SPEECH, input=text, voice=voice, response_format="pcm")
+    async def _spoken(self, text: str, voice: str, model: str = DEFAULT_SPEECH, speed: float = 1.0) -> bytes:
+        """`text` said by a speech model (the server's, unless named): raw 16-bit PCM, mono at 24 kHz."""
+        request = SpeechRequest(model=model, input=text, voice=voice, response_format="pcm", speed=speed)
         answer = await self.speech(request, whole=True)
         assert isinstance(answer, Binary)
         assert answer.content is not None

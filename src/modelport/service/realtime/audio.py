@@ -1,0 +1,114 @@
+"""The Realtime API's audio formats: 16-bit PCM at 24 kHz (`audio/pcm`), and G.711 μ-law and A-law at
+8 kHz (`audio/pcmu`, `audio/pcma`). What comes in becomes 16 kHz float samples (what speech detection and
+Whisper read); what goes out is made from the speech model's 24 kHz PCM."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+import av
+import numpy as np
+
+from modelport.service.audio.codec import OUTPUT_RATE
+from modelport.service.realtime.events import ClientEventError
+
+LISTEN_RATE = 16_000
+RATES = {"audio/pcm": OUTPUT_RATE, "audio/pcmu": 8_000, "audio/pcma": 8_000}
+
+
+def _mulaw_table() -> np.ndarray:
+    u = ~np.arange(256, dtype=np.int32) & 0xFF
+    magnitude = (((u & 0x0F) << 3) + 0x84 << ((u >> 4) & 7)) - 0x84
+    return np.where(u & 0x80, -magnitude, magnitude).astype(np.int16)
+
+
+def _alaw_table() -> np.ndarray:
+    a = np.arange(256, dtype=np.int32) ^ 0x55
+    exponent, mantissa = (a >> 4) & 7, a & 0x0F
+    magnitude = np.where(
+        exponent == 0, (mantissa << 4) + 8, ((mantissa << 4) + 0x108) << np.maximum(exponent - 1, 0)
+    )
+    return np.where(a & 0x80, magnitude, -magnitude).astype(np.int16)
+
+
+_G711 = {"audio/pcmu": _mulaw_table(), "audio/pcma": _alaw_table()}
+
+
+def _resampler(rate: int) -> av.AudioResampler:
+    return av.AudioResampler(format="flt", layout="mono", rate=rate)
+
+
+def _frame(samples: np.ndarray, rate: int) -> av.AudioFrame:
+    frame = av.AudioFrame.from_ndarray(samples.reshape(1, -1), format="s16", layout="mono")
+    frame.sample_rate = rate
+    return frame
+
+
+class Listener:
+    """Base64 audio of one input format in, float32 samples at 16 kHz out (the resampler keeps its state
+    across pieces); also the 16-bit samples as given, for the item that keeps the audio."""
+
+    def __init__(self, fmt: str) -> None:
+        self.fmt = fmt
+        self.rate = RATES[fmt]
+        self._resampler = _resampler(LISTEN_RATE)
+
+    def pcm16(self, data: str, param: str = "audio") -> np.ndarray:
+        """The 16-bit samples that base64 `data` holds in this format."""
+        try:
+            raw = base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            raise ClientEventError(f"'{param}' is not valid base64.", param=param) from None
+        if self.fmt in _G711:
+            return _G711[self.fmt][np.frombuffer(raw, np.uint8)]
+        if len(raw) % 2:
+            raise ClientEventError(
+                f"'{param}' holds {len(raw)} bytes: 16-bit PCM comes in whole 2-byte samples.", param=param
+            )
+        return np.frombuffer(raw, "<i2")
+
+    def heard(self, samples: np.ndarray) -> np.ndarray:
+        """16-bit samples of this format as float32 at 16 kHz."""
+        if not len(samples):
+            return np.zeros(0, np.float32)
+        out = self._resampler.resample(_frame(samples, self.rate))
+        return np.concatenate([f.to_ndarray().reshape(-1) for f in out]) if out else np.zeros(0, np.float32)
+
+
+class Speaker:
+    """The speech model's 16-bit 24 kHz PCM in, base64 pieces of one output format out."""
+
+    def __init__(self, fmt: str) -> None:
+        self.fmt = fmt
+        self.rate = RATES[fmt]
+        self._resampler = None if self.rate == OUTPUT_RATE else _resampler(self.rate)
+
+    def encode(self, pcm: bytes) -> bytes:
+        """`pcm` in this format (a resampled format holds a few samples back until `flush`)."""
+        if self._resampler is None:
+            return pcm
+        return self._coded(self._resampler.resample(_frame(np.frombuffer(pcm, "<i2"), OUTPUT_RATE)))
+
+    def flush(self) -> bytes:
+        """What the resampler held back."""
+        return self._coded(self._resampler.resample(None)) if self._resampler is not None else b""
+
+    def _coded(self, frames: list[av.AudioFrame]) -> bytes:
+        if not frames:
+            return b""
+        floats = np.concatenate([f.to_ndarray().reshape(-1) for f in frames])
+        return _g711(np.clip(floats * 32768, -32768, 32767).astype(np.int16), _G711[self.fmt])
+
+    def seconds(self, encoded: bytes) -> float:
+        """How long `encoded` bytes of this format play."""
+        return len(encoded) / (2 if self._resampler is None else 1) / self.rate
+
+
+def _g711(samples: np.ndarray, table: np.ndarray) -> bytes:
+    """Each sample as the code whose level is nearest."""
+    order = np.argsort(table)
+    levels = table[order].astype(np.int32)
+    at = np.clip(np.searchsorted(levels, samples), 1, 255)
+    nearer = np.where(samples - levels[at - 1] <= levels[at] - samples, at - 1, at)
+    return order[nearer].astype(np.uint8).tobytes()

@@ -1,0 +1,78 @@
+"""Realtime API events as the openai package types them: every server event is checked against its
+`RealtimeServerEvent` class before it is sent (what the SDKs validate is what goes out), and every client
+event is read through its `RealtimeClientEvent` class (unknown fields are kept: clients send extras)."""
+
+from __future__ import annotations
+
+import typing
+from typing import Any
+
+from openai.types.realtime import RealtimeServerEvent
+from openai.types.realtime.realtime_client_event import RealtimeClientEvent
+from pydantic import BaseModel, ValidationError
+
+from modelport.errors import ModelportError
+from modelport.ids import new_id
+
+Event = dict[str, Any]
+
+
+def _by_type(union: Any) -> dict[str, type[BaseModel]]:
+    members = typing.get_args(union)
+    while len(members) == 1 or (members and typing.get_origin(union) is typing.Annotated):
+        union = members[0]
+        members = typing.get_args(union)
+    return {typing.get_args(cls.model_fields["type"].annotation)[0]: cls for cls in members}
+
+
+SERVER_EVENTS = _by_type(RealtimeServerEvent)
+CLIENT_EVENTS = _by_type(RealtimeClientEvent)
+
+
+class ClientEventError(Exception):
+    """A client event that cannot be served: sent back as an `error` event, the session goes on."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = "invalid_value",
+        param: str | None = None,
+        kind: str = "invalid_request_error",
+    ) -> None:
+        super().__init__(message)
+        self.message, self.code, self.param, self.kind = message, code, param, kind
+
+
+def server_event(kind: str, **fields: Any) -> Event:
+    """A server event of `kind`, with a new `event_id`, as JSON-ready data its openai class accepts."""
+    data = {"type": kind, "event_id": new_id("event", "_"), **fields}
+    return SERVER_EVENTS[kind].model_validate(data).model_dump(mode="json", exclude_none=True)
+
+
+def error_event(error: ClientEventError | ModelportError, event_id: str | None = None) -> Event:
+    """The `error` event for a client event that failed (naming it by its `event_id` when it had one), or
+    for a model that failed while answering."""
+    kind = error.kind if isinstance(error, ClientEventError) else error.type
+    body = {"type": kind, "code": error.code, "message": error.message}
+    body.update({k: v for k, v in (("param", error.param), ("event_id", event_id)) if v is not None})
+    return server_event("error", error=body)
+
+
+def client_event(data: Any) -> BaseModel:
+    """A client event, checked by its openai class; a `ClientEventError` naming what is wrong otherwise."""
+    if not isinstance(data, dict):
+        raise ClientEventError("A client event is a JSON object.", code="invalid_json")
+    kind = data.get("type")
+    cls = CLIENT_EVENTS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise ClientEventError(
+            f"Invalid value: '{kind}'. Supported values are: {', '.join(sorted(CLIENT_EVENTS))}.",
+            param="type",
+        )
+    try:
+        return cls.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        param = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"])[1:]
+        raise ClientEventError(f"Invalid '{kind}' event: {param}: {first['msg']}.", param=param) from None

@@ -1,0 +1,366 @@
+"""One realtime response: the conversation as a streamed chat request to the pipeline's chat model, its
+text sent as it comes (as text, or as the transcript of audio), its audio spoken clause by clause by the
+speech model while the text goes on and sent in pieces of ~100 ms, its tool calls as function-call items;
+then `response.done` with the usage. Cancelled (`response.cancel`, or the user speaking over it), what was
+said so far stays, marked incomplete."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from modelport.errors import ModelportError
+from modelport.ids import new_id
+from modelport.protocol.answers import Events
+from modelport.protocol.requests import ChatCompletionRequest
+from modelport.service.audio.clauses import Clauses
+from modelport.service.realtime import config
+from modelport.service.realtime.audio import Speaker
+from modelport.service.realtime.conversation import Conversation, Entry, Spoken
+from modelport.service.realtime.events import ClientEventError, Event, error_event, server_event
+from modelport.settings import RealtimePipeline
+
+_PIECE_SECONDS = 0.1  # audio deltas carry about this much each
+
+
+@dataclass
+class Pipes:
+    """What a realtime session asks of the rest of the service: a streamed chat answer, a transcript of
+    16 kHz float audio (with the session's transcription settings), and speech (16-bit PCM at 24 kHz)."""
+
+    chat: Callable[[ChatCompletionRequest], Awaitable[Any]]
+    transcribe: Callable[[Any, dict[str, Any]], Awaitable[str]]
+    speak: Callable[[str, str, float], Awaitable[bytes]]
+
+
+class Host(Protocol):
+    """The session a response runs in."""
+
+    pipeline: RealtimePipeline
+    session: config.Session
+    conversation: Conversation
+    pipes: Pipes
+
+    async def send(self, event: Event) -> None: ...
+
+
+@dataclass
+class _Output:
+    """An output item as it is made."""
+
+    entry: Entry
+    index: int
+    text: str = ""
+    clauses: Clauses = field(default_factory=Clauses)
+    call_index: int | None = None
+
+
+class Response:
+    """A response being made; `cancel` stops it, and it still ends with `response.done`."""
+
+    def __init__(self, host: Host, params: dict[str, Any]) -> None:
+        self.host = host
+        self.params = params
+        self.id = new_id("resp", "_")
+        self.reason = "client_cancelled"
+        session = host.session
+        self.modalities = params.get("output_modalities") or session.get("output_modalities") or ["audio"]
+        audio = (params.get("audio") or {}).get("output") or {}
+        self.format = dict(audio.get("format") or config.output_format(session))
+        given_voice = audio.get("voice") or config.voice(session)
+        self.voice = str(given_voice.get("id") if isinstance(given_voice, dict) else given_voice)
+        self.speed = float(((session.get("audio") or {}).get("output") or {}).get("speed") or 1.0)
+        self.in_conversation = params.get("conversation", "auto") != "none"
+        self.outputs: list[_Output] = []
+        self.usage: dict[str, Any] = {}
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self) -> asyncio.Task[None]:
+        self.task = asyncio.create_task(self._run())
+        return self.task
+
+    def cancel(self, reason: str) -> None:
+        self.reason = reason
+        if self.task is not None:
+            self.task.cancel()
+
+    def _shape(self, status: str) -> dict[str, Any]:
+        shape: dict[str, Any] = {
+            "id": self.id,
+            "object": "realtime.response",
+            "status": status,
+            "output": [o.entry.item for o in self.outputs],
+            "output_modalities": self.modalities,
+            "conversation_id": "conv_default" if self.in_conversation else None,
+            "audio": {"output": {"format": self.format, "voice": self.voice}},
+            "max_output_tokens": self.params.get("max_output_tokens")
+            or self.host.session.get("max_output_tokens")
+            or "inf",
+        }
+        if self.params.get("metadata") is not None:
+            shape["metadata"] = self.params["metadata"]
+        return shape
+
+    async def _run(self) -> None:
+        await self.host.send(server_event("response.created", response=self._shape("in_progress")))
+        status: str = "completed"
+        details: dict[str, Any] | None = None
+        speaking: asyncio.Task[None] | None = None
+        clauses: asyncio.Queue[tuple[_Output, str] | None] = asyncio.Queue()
+        try:
+            request = await self._request()
+            answer = await self.host.pipes.chat(request)
+            assert isinstance(answer, Events)
+            if "audio" in self.modalities:
+                speaking = asyncio.create_task(self._speak(clauses))
+            finish = None
+            try:
+                async for chunk in answer.items:
+                    self.usage = chunk.get("usage") or self.usage
+                    for choice in chunk.get("choices") or []:
+                        await self._take(choice.get("delta") or {}, clauses)
+                        finish = choice.get("finish_reason") or finish
+            finally:
+                await answer.items.aclose()
+            for output in self.outputs:
+                for clause in output.clauses.rest():
+                    clauses.put_nowait((output, clause))
+            clauses.put_nowait(None)
+            if speaking is not None:
+                await speaking
+            if finish == "length":
+                status, details = "incomplete", {"type": "incomplete", "reason": "max_output_tokens"}
+        except asyncio.CancelledError:
+            status, details = "cancelled", {"type": "cancelled", "reason": self.reason}
+        except (ClientEventError, ModelportError) as error:
+            # A model's failure, or a request it refused, ends the response, not the session.
+            event = error_event(error)
+            status = "failed"
+            details = {"type": "failed", "error": {k: event["error"].get(k) for k in ("type", "code")}}
+            await self.host.send(event)
+        finally:
+            if speaking is not None and not speaking.done():
+                speaking.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await speaking
+        await self._finish(status, details)
+
+    async def _request(self) -> ChatCompletionRequest:
+        session, params = self.host.session, self.params
+        conversation = self.host.conversation
+        entries = list(conversation.entries) if self.in_conversation else []
+        for i, given in enumerate(params.get("input") or []):
+            if isinstance(given, dict) and given.get("type") == "item_reference":
+                found = conversation.find(str(given.get("id")))
+                if found is None:
+                    raise ClientEventError(
+                        f"Item with item_id '{given.get('id')}' does not exist.",
+                        code="item_not_found",
+                        param=f"response.input[{i}].id",
+                    )
+                entries.append(found)
+            else:
+                entries.append(Entry(conversation.checked(given, f"response.input[{i}]")))
+        instructions = params.get("instructions") or session.get("instructions")
+        messages = ([{"role": "system", "content": instructions}] if instructions else []) + (
+            await conversation.messages(entries)
+        )
+        tools = params.get("tools") if params.get("tools") is not None else session.get("tools")
+        choice = params.get("tool_choice") or session.get("tool_choice") or "auto"
+        if isinstance(choice, dict):
+            choice = {"type": "function", "function": {"name": choice.get("name")}}
+        body: dict[str, Any] = {
+            "model": self.host.pipeline.chat,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {k: t[k] for k in ("name", "description", "parameters") if k in t},
+                }
+                for t in tools
+            ]
+            body["tool_choice"] = choice
+        limit = params.get("max_output_tokens") or session.get("max_output_tokens")
+        if isinstance(limit, int):
+            body["max_completion_tokens"] = limit
+        return ChatCompletionRequest.model_validate(body)
+
+    async def _take(self, delta: dict[str, Any], clauses: asyncio.Queue[tuple[_Output, str] | None]) -> None:
+        text = delta.get("content")
+        if text:
+            output = self._message() or await self._open_message()
+            output.text += text
+            kind = "output_audio_transcript" if "audio" in self.modalities else "output_text"
+            await self.host.send(server_event(f"response.{kind}.delta", **self._where(output), delta=text))
+            if "audio" in self.modalities:
+                for clause in output.clauses.add(text):
+                    clauses.put_nowait((output, clause))
+        for call in delta.get("tool_calls") or []:
+            found = next((o for o in self.outputs if o.call_index == call.get("index", 0)), None)
+            function = call.get("function") or {}
+            if found is not None:
+                output = found
+                if function.get("name"):
+                    output.entry.item["name"] += function["name"]
+            else:
+                output = await self._open(
+                    {
+                        "type": "function_call",
+                        "call_id": call.get("id") or new_id("call", "_"),
+                        "name": function.get("name") or "",
+                        "arguments": "",
+                    }
+                )
+                output.call_index = call.get("index", 0)
+            if function.get("arguments"):
+                output.entry.item["arguments"] += function["arguments"]
+                await self.host.send(
+                    server_event(
+                        "response.function_call_arguments.delta",
+                        response_id=self.id,
+                        item_id=output.entry.item["id"],
+                        output_index=output.index,
+                        call_id=output.entry.item["call_id"],
+                        delta=function["arguments"],
+                    )
+                )
+
+    def _message(self) -> _Output | None:
+        return next((o for o in self.outputs if o.entry.item["type"] == "message"), None)
+
+    async def _open_message(self) -> _Output:
+        audio = "audio" in self.modalities
+        content = {"type": "output_audio", "transcript": ""} if audio else {"type": "output_text", "text": ""}
+        output = await self._open({"type": "message", "role": "assistant", "content": [content]})
+        part = {"type": "audio", "transcript": ""} if audio else {"type": "text", "text": ""}
+        await self.host.send(server_event("response.content_part.added", **self._where(output), part=part))
+        return output
+
+    async def _open(self, item: dict[str, Any]) -> _Output:
+        item = {"id": new_id("item", "_"), "object": "realtime.item", "status": "in_progress", **item}
+        output = _Output(Entry(item), len(self.outputs))
+        self.outputs.append(output)
+        await self.host.send(
+            server_event(
+                "response.output_item.added", response_id=self.id, output_index=output.index, item=item
+            )
+        )
+        if self.in_conversation:
+            previous = self.host.conversation.add(output.entry)
+            await self.host.send(
+                server_event("conversation.item.added", item=item, previous_item_id=previous)
+            )
+        return output
+
+    def _where(self, output: _Output) -> dict[str, Any]:
+        return {
+            "response_id": self.id,
+            "item_id": output.entry.item["id"],
+            "output_index": output.index,
+            "content_index": 0,
+        }
+
+    async def _speak(self, clauses: asyncio.Queue[tuple[_Output, str] | None]) -> None:
+        speaker = Speaker(str(self.format.get("type") or "audio/pcm"))
+        piece = int(speaker.rate * _PIECE_SECONDS) * (2 if speaker.fmt == "audio/pcm" else 1)
+        last: _Output | None = None
+        while (taken := await clauses.get()) is not None:
+            output, clause = taken
+            last = output
+            pcm = await self.host.pipes.speak(clause, self.voice, self.speed)
+            encoded = speaker.encode(pcm)
+            ends = (output.entry.spoken[-1].end_ms if output.entry.spoken else 0.0) + speaker.seconds(
+                encoded
+            ) * 1000
+            for at in range(0, len(encoded), piece):
+                chunk = encoded[at : at + piece]
+                await self.host.send(
+                    server_event("response.output_audio.delta", **self._where(output), delta=_b64(chunk))
+                )
+            output.entry.spoken.append(Spoken(clause, ends))
+        tail = speaker.flush()
+        if tail and last is not None:
+            await self.host.send(
+                server_event("response.output_audio.delta", **self._where(last), delta=_b64(tail))
+            )
+
+    async def _finish(self, status: str, details: dict[str, Any] | None) -> None:
+        ended = "completed" if status == "completed" else "incomplete"
+        for output in self.outputs:
+            item = output.entry.item
+            item["status"] = ended
+            if item["type"] == "message":
+                await self._close_message(output)
+            else:
+                if status == "completed":
+                    await self.host.send(
+                        server_event(
+                            "response.function_call_arguments.done",
+                            response_id=self.id,
+                            item_id=item["id"],
+                            output_index=output.index,
+                            call_id=item["call_id"],
+                            name=item["name"],
+                            arguments=item["arguments"] or "{}",
+                        )
+                    )
+            await self.host.send(
+                server_event(
+                    "response.output_item.done", response_id=self.id, output_index=output.index, item=item
+                )
+            )
+            if self.in_conversation:
+                await self.host.send(server_event("conversation.item.done", item=item))
+        done = self._shape(status)
+        if details is not None:
+            done["status_details"] = details
+        if self.usage:
+            done["usage"] = _usage(self.usage)
+        await self.host.send(server_event("response.done", response=done))
+
+    async def _close_message(self, output: _Output) -> None:
+        content = output.entry.item["content"][0]
+        if "audio" in self.modalities:
+            # What was spoken is what stays: a cancelled answer keeps the clauses whose audio went out.
+            said = (
+                " ".join(c.text for c in output.entry.spoken)
+                if output.entry.item["status"] != "completed"
+                else output.text
+            )
+            content["transcript"] = said
+            await self.host.send(server_event("response.output_audio.done", **self._where(output)))
+            await self.host.send(
+                server_event("response.output_audio_transcript.done", **self._where(output), transcript=said)
+            )
+            part = {"type": "audio", "transcript": said}
+        else:
+            content["text"] = output.text
+            await self.host.send(
+                server_event("response.output_text.done", **self._where(output), text=output.text)
+            )
+            part = {"type": "text", "text": output.text}
+        await self.host.send(server_event("response.content_part.done", **self._where(output), part=part))
+
+
+def _usage(usage: dict[str, Any]) -> dict[str, Any]:
+    prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+    cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+    return {
+        "input_tokens": prompt,
+        "output_tokens": completion,
+        "total_tokens": prompt + completion,
+        "input_token_details": {"text_tokens": prompt, "audio_tokens": 0, "cached_tokens": cached},
+        "output_token_details": {"text_tokens": completion, "audio_tokens": 0},
+    }
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()

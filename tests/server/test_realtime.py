@@ -1,0 +1,373 @@
+"""The Realtime API over WebSocket, through the openai SDK's `realtime.connect()`: a text turn, an audio turn
+(speech Piper made, sent at real-time pace and faster, found by the speech detector, transcribed, answered
+in speech), a function call and its output, `response.cancel`, barge-in and `conversation.item.truncate`, a
+transcription session, bad events answered with `error` events. Every server event is validated against
+the openai package's `RealtimeServerEvent` types, as the Agents SDK does."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+from openai.types.realtime import RealtimeServerEvent
+from pydantic import TypeAdapter
+
+from modelport.settings import (
+    DEFAULT_CHAT,
+    DEFAULT_REALTIME,
+    DEFAULT_SPEECH,
+    DEFAULT_TRANSCRIPTION,
+    ModelConfig,
+    Settings,
+)
+from tests.service.test_audio import word_error_rate
+from tests.support.faces import Faces, faces
+
+SERVER_EVENT: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)
+QUESTION = "What is the weather like in Paris today?"
+RATE = 24_000
+WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "The current weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
+
+
+@pytest.fixture(scope="module")
+def voice() -> Iterator[Faces]:
+    models = [
+        ModelConfig(id=DEFAULT_CHAT, engine="llamacpp"),
+        ModelConfig(id=DEFAULT_SPEECH, engine="piper"),
+        ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
+        ModelConfig(id=DEFAULT_REALTIME, engine="realtime"),
+    ]
+    with faces(Settings(defaults=False, models=models)) as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def question(voice: Faces) -> bytes:
+    """QUESTION, spoken by Piper: 16-bit PCM at 24 kHz."""
+    return voice.inprocess.audio.speech.create(
+        model="tts-1", voice="alloy", input=QUESTION, response_format="pcm"
+    ).content
+
+
+def connect(served: Faces, **options: Any) -> Any:
+    client = openai.AsyncOpenAI(base_url=f"{served.url}/v1", api_key="unused", max_retries=0)
+    return client.realtime.connect(max_retries=0, **options)
+
+
+async def until(connection: Any, last: str, seen: list[Any] | None = None) -> list[Any]:
+    """Server events (each validated against its openai type) up to and including the first `last`."""
+    events = [] if seen is None else seen
+    while True:
+        event = SERVER_EVENT.validate_json(await asyncio.wait_for(connection.recv_bytes(), 60))
+        events.append(event)
+        if event.type == last:
+            return events
+
+
+def kinds(events: list[Any]) -> list[str]:
+    return [e.type for e in events]
+
+
+async def say(connection: Any, pcm: bytes, chunk_ms: int, pace: float, silence_ms: int = 1200) -> None:
+    """Send `pcm` then silence in chunks of `chunk_ms`, at `pace` times real time (0: as fast as possible)."""
+    audio = pcm + bytes(RATE * 2 * silence_ms // 1000)
+    step = RATE * 2 * chunk_ms // 1000
+    for at in range(0, len(audio), step):
+        await connection.input_audio_buffer.append(audio=base64.b64encode(audio[at : at + step]).decode())
+        if pace:
+            await asyncio.sleep(chunk_ms / 1000 / pace)
+
+
+def test_a_text_turn(voice: Faces) -> None:
+    async def run() -> list[Any]:
+        async with connect(voice, model="gpt-realtime") as connection:
+            created = await until(connection, "session.created")
+            assert created[0].session.type == "realtime"
+            await connection.session.update(session={"type": "realtime", "output_modalities": ["text"]})
+            await until(connection, "session.updated")
+            await connection.conversation.item.create(
+                item={
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": "Say hello."}],
+                }
+            )
+            await connection.response.create()
+            return await until(connection, "response.done")
+
+    events = asyncio.run(run())
+    order = kinds(events)
+    assert (
+        order.index("response.created")
+        < order.index("response.output_text.delta")
+        < order.index("response.done")
+    )
+    text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    done = events[-1].response
+    assert done.status == "completed"
+    assert done.output[0].content[0].text == text
+    assert text.strip()
+    assert done.usage.output_tokens > 0
+
+
+@pytest.mark.parametrize(("chunk_ms", "pace"), [(100, 1.0), (20, 0.0)])
+def test_an_audio_turn_is_heard_and_answered_in_speech(
+    voice: Faces, question: bytes, chunk_ms: int, pace: float
+) -> None:
+    async def run() -> list[Any]:
+        async with connect(voice, model="gpt-4o-realtime-preview") as connection:
+            await until(connection, "session.created")
+            transcription = {"model": "gpt-4o-transcribe", "language": "en"}
+            await connection.session.update(
+                session={"type": "realtime", "audio": {"input": {"transcription": transcription}}}
+            )
+            await until(connection, "session.updated")
+            await say(connection, question, chunk_ms, pace)
+            seen: list[Any] = []
+            await until(connection, "response.done", seen)
+            if "conversation.item.input_audio_transcription.completed" not in kinds(seen):
+                await until(connection, "conversation.item.input_audio_transcription.completed", seen)
+            return seen
+
+    events = asyncio.run(run())
+    order = kinds(events)
+    for kind in (
+        "input_audio_buffer.speech_started",
+        "input_audio_buffer.speech_stopped",
+        "input_audio_buffer.committed",
+    ):
+        assert kind in order
+    started = next(e for e in events if e.type == "input_audio_buffer.speech_started")
+    stopped = next(e for e in events if e.type == "input_audio_buffer.speech_stopped")
+    spoken_ms = len(question) / 2 / RATE * 1000
+    assert started.audio_start_ms < 400
+    assert spoken_ms < stopped.audio_end_ms < spoken_ms + 1200
+    heard = next(e for e in events if e.type == "conversation.item.input_audio_transcription.completed")
+    assert word_error_rate(QUESTION, heard.transcript) <= 0.25
+    audio = b"".join(base64.b64decode(e.delta) for e in events if e.type == "response.output_audio.delta")
+    assert len(audio) / 2 / RATE > 0.5  # the answer was spoken
+    transcript = "".join(e.delta for e in events if e.type == "response.output_audio_transcript.delta")
+    done = next(e for e in events if e.type == "response.done").response
+    assert done.status == "completed"
+    assert done.output[0].content[0].transcript == transcript
+
+
+def test_a_function_call_and_its_output(voice: Faces) -> None:
+    async def run() -> tuple[list[Any], list[Any]]:
+        async with connect(voice, model="gpt-realtime") as connection:
+            await until(connection, "session.created")
+            session = {
+                "type": "realtime",
+                "output_modalities": ["text"],
+                "tools": [WEATHER],
+                "tool_choice": "required",
+            }
+            await connection.session.update(session=session)
+            await until(connection, "session.updated")
+            content = [{"type": "input_text", "text": QUESTION}]
+            await connection.conversation.item.create(
+                item={"type": "message", "role": "user", "content": content}
+            )
+            await connection.response.create()
+            first = await until(connection, "response.done")
+            call = next(e for e in first if e.type == "response.function_call_arguments.done")
+            output = {"type": "function_call_output", "call_id": call.call_id, "output": '{"sky": "sunny"}'}
+            await connection.conversation.item.create(item=output)
+            await connection.response.create(response={"tool_choice": "none"})
+            return first, await until(connection, "response.done")
+
+    first, second = asyncio.run(run())
+    call = next(e for e in first if e.type == "response.function_call_arguments.done")
+    assert call.name == "get_weather"
+    assert "city" in json.loads(call.arguments)
+    assert "response.function_call_arguments.delta" in kinds(first)
+    assert first[-1].response.output[0].type == "function_call"
+    assert second[-1].response.output[0].type == "message"
+    assert second[-1].response.status == "completed"
+
+
+def test_a_response_cancelled_mid_answer(voice: Faces) -> None:
+    async def run() -> list[Any]:
+        async with connect(voice, model="gpt-realtime") as connection:
+            await until(connection, "session.created")
+            content = [{"type": "input_text", "text": "Tell me a very long story about the sea."}]
+            await connection.conversation.item.create(
+                item={"type": "message", "role": "user", "content": content}
+            )
+            await connection.response.create()
+            seen = await until(connection, "response.output_audio.delta")
+            await connection.response.cancel()
+            return await until(connection, "response.done", seen)
+
+    events = asyncio.run(run())
+    done = events[-1].response
+    assert done.status == "cancelled"
+    assert done.status_details.reason == "client_cancelled"
+    assert done.output[0].status == "incomplete"
+
+
+def test_barge_in_cancels_the_answer_and_truncate_cuts_it(voice: Faces, question: bytes) -> None:
+    async def run() -> tuple[list[Any], Any, Any]:
+        async with connect(voice, model="gpt-realtime") as connection:
+            await until(connection, "session.created")
+            content = [{"type": "input_text", "text": "Tell me a very long story about the sea."}]
+            await connection.conversation.item.create(
+                item={"type": "message", "role": "user", "content": content}
+            )
+            await connection.response.create()
+            seen = await until(connection, "response.output_audio.delta")
+            item_id = seen[-1].item_id
+            await say(connection, question, 100, 0.0, silence_ms=0)  # the user speaks over it
+            await until(connection, "response.done", seen)
+            await connection.conversation.item.truncate(item_id=item_id, content_index=0, audio_end_ms=300)
+            truncated = (await until(connection, "conversation.item.truncated"))[-1]
+            await connection.conversation.item.retrieve(item_id=item_id)
+            retrieved = (await until(connection, "conversation.item.retrieved"))[-1]
+            return seen, truncated, retrieved
+
+    events, truncated, retrieved = asyncio.run(run())
+    assert "input_audio_buffer.speech_started" in kinds(events)
+    done = events[-1].response
+    assert done.status == "cancelled"
+    assert done.status_details.reason == "turn_detected"
+    assert truncated.audio_end_ms == 300
+    full = done.output[0].content[0].transcript
+    cut = retrieved.item.content[0].transcript
+    assert len(cut.split()) < max(len(full.split()), 2)  # 300 ms is a word or two
+
+
+def test_a_transcription_session(voice: Faces, question: bytes) -> None:
+    async def run() -> list[Any]:
+        async with connect(voice, extra_query={"intent": "transcription"}) as connection:
+            created = await until(connection, "session.created")
+            assert created[0].session.type == "transcription"
+            await say(connection, question, 50, 0.0)
+            events = await until(connection, "conversation.item.input_audio_transcription.completed")
+            await connection.response.create()
+            return await until(connection, "error", events)
+
+    events = asyncio.run(run())
+    heard = next(e for e in events if e.type == "conversation.item.input_audio_transcription.completed")
+    assert word_error_rate(QUESTION, heard.transcript) <= 0.25
+    assert "response.created" not in kinds(events)
+    assert events[-1].error.code == "unsupported_event"  # no responses in a transcription session
+
+
+@pytest.mark.parametrize(
+    ("message", "code"),
+    [
+        ("not json", "invalid_json"),
+        ('{"type": "no.such.event"}', "invalid_value"),
+        ('{"type": "input_audio_buffer.append", "audio": "%%%"}', "invalid_value"),
+        ('{"type": "input_audio_buffer.append", "audio": "AAAA"}', "invalid_value"),
+        (
+            '{"type": "session.update", "session": {"audio": {"input": {"format": {"type": "audio/flac"}}}}}',
+            "invalid_value",
+        ),
+        ('{"type": "input_audio_buffer.commit"}', "input_audio_buffer_commit_empty"),
+        ('{"type": "response.cancel"}', "response_cancel_not_active"),
+        ('{"type": "conversation.item.delete", "item_id": "item_nope"}', "item_not_found"),
+        (
+            '{"type": "conversation.item.create", "item": {"type": "message", "role": "wizard"}}',
+            "invalid_value",
+        ),
+        ('{"type": "session.update", "session": {"type": "transcription"}}', "invalid_value"),
+    ],
+)
+def test_bad_client_events_get_error_events_and_the_session_goes_on(
+    voice: Faces, message: str, code: str
+) -> None:
+    async def run() -> tuple[Any, list[Any]]:
+        async with connect(voice) as connection:
+            await until(connection, "session.created")
+            await connection._connection.send(message)  # as it is: the SDK would check it first
+            error = (await until(connection, "error"))[-1]
+            await connection.session.update(session={"type": "realtime", "instructions": "Be brief."})
+            return error, await until(connection, "session.updated")
+
+    error, after = asyncio.run(run())
+    assert error.error.code == code
+    assert after[-1].session.instructions == "Be brief."
+
+
+def test_an_oversized_message_is_an_error_event(voice: Faces) -> None:
+    limit = voice.service.settings.limits.realtime_message_bytes
+
+    async def run() -> Any:
+        async with connect(voice, websocket_connection_options={"max_size": None}) as connection:
+            await until(connection, "session.created")
+            big = json.dumps({"type": "input_audio_buffer.append", "audio": "A" * (limit + 4)})
+            await connection._connection.send(big)
+            return (await until(connection, "error"))[-1]
+
+    assert asyncio.run(run()).error.code == "message_too_large"
+
+
+def test_a_client_that_vanishes_mid_answer_frees_the_pipeline(voice: Faces) -> None:
+    async def leave() -> None:
+        async with connect(voice) as connection:
+            await until(connection, "session.created")
+            content = [{"type": "input_text", "text": "Tell me a very long story about the sea."}]
+            await connection.conversation.item.create(
+                item={"type": "message", "role": "user", "content": content}
+            )
+            await connection.response.create()
+            await until(connection, "response.output_audio_transcript.delta")
+        # gone, mid-answer
+
+    asyncio.run(leave())
+    started = time.monotonic()
+    answer = voice.http.chat.completions.create(
+        model=DEFAULT_CHAT, messages=[{"role": "user", "content": "Hi"}], max_tokens=4
+    )
+    assert answer.choices[0].message.content is not None
+    assert time.monotonic() - started < 10
+    loaded = voice.service.manager.loaded(DEFAULT_CHAT)
+    assert loaded is not None
+    deadline = time.monotonic() + 5
+    while not loaded.slots.idle and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert loaded.slots.idle
+
+
+def test_an_unknown_pipeline_is_refused(voice: Faces) -> None:
+    async def run() -> Any:
+        async with connect(voice, model="no-such-pipeline") as connection:
+            return (await until(connection, "error"))[-1]
+
+    assert asyncio.run(run()).error.code == "model_not_found"
+
+
+def test_keys_are_asked_for_and_taken_as_a_subprotocol(question: bytes) -> None:
+    import websockets
+
+    models = [
+        ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
+        ModelConfig(id=DEFAULT_REALTIME, engine="realtime"),
+    ]
+    with faces(Settings(defaults=False, models=models, api_keys=["sesame"]), api_key="sesame") as served:
+        url = served.url.replace("http", "ws") + "/v1/realtime?intent=transcription"
+
+        async def run() -> tuple[Any, Any]:
+            with pytest.raises(websockets.InvalidStatus) as refused:
+                async with websockets.connect(url):
+                    pass
+            async with websockets.connect(
+                url, subprotocols=["realtime", "openai-insecure-api-key.sesame"]
+            ) as ws:
+                return refused.value, json.loads(await ws.recv())
+
+        refused, created = asyncio.run(run())
+    assert refused.response.status_code == 403
+    assert created["type"] == "session.created"
