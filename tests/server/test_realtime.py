@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import openai
 import pytest
 from openai.types.realtime import RealtimeServerEvent
@@ -371,3 +372,61 @@ def test_keys_are_asked_for_and_taken_as_a_subprotocol(question: bytes) -> None:
         refused, created = asyncio.run(run())
     assert refused.response.status_code == 403
     assert created["type"] == "session.created"
+
+
+def test_the_agents_sdk_runs_a_realtime_agent_with_a_function_tool(voice: Faces) -> None:
+    from agents import function_tool
+    from agents.realtime import RealtimeAgent, RealtimeRunner
+
+    asked: list[str] = []
+
+    @function_tool
+    def get_weather(city: str) -> str:
+        """The current weather in a city."""
+        asked.append(city)
+        return f"It is sunny in {city}."
+
+    agent = RealtimeAgent(name="Forecaster", instructions="Use get_weather to answer.", tools=[get_weather])
+    settings = {"model_name": "gpt-realtime", "tool_choice": "required", "output_modalities": ["text"]}
+    runner = RealtimeRunner(agent, config={"model_settings": settings, "tracing_disabled": True})
+    url = voice.url.replace("http", "ws") + "/v1/realtime?model=gpt-realtime"
+
+    async def run() -> list[Any]:
+        seen: list[Any] = []
+        session = await runner.run(model_config={"url": url, "api_key": "unused"})
+        async with session:
+            await session.send_message(QUESTION)
+            async for event in session:
+                seen.append(event)
+                if event.type in ("tool_end", "error") or len(seen) > 500:
+                    break
+        return seen
+
+    events = asyncio.run(run())
+    assert [e for e in events if e.type == "error"] == []
+    ended = next(e for e in events if e.type == "tool_end")
+    assert ended.output.startswith("It is sunny in")
+    assert asked
+
+
+def test_the_agents_sdk_speech_to_text_model_transcribes_through_modelport(
+    voice: Faces, question: bytes
+) -> None:
+    from agents.voice import OpenAISTTModel, StreamedAudioInput, STTModelSettings
+
+    client = openai.AsyncOpenAI(base_url=f"{voice.url}/v1", api_key="unused")
+    model = OpenAISTTModel("gpt-4o-transcribe", openai_client=client)
+
+    async def run() -> list[str]:
+        audio = StreamedAudioInput()
+        session = await model.create_session(audio, STTModelSettings(), False, False)
+        samples = np.frombuffer(question + bytes(RATE * 2), np.int16)
+        for at in range(0, len(samples), RATE // 10):
+            await audio.add_audio(samples[at : at + RATE // 10])
+        await audio.add_audio(None)
+        turns = [turn async for turn in session.transcribe_turns()]
+        await session.close()
+        return turns
+
+    turns = asyncio.run(run())
+    assert word_error_rate(QUESTION, " ".join(turns)) <= 0.25
