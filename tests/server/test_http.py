@@ -21,6 +21,7 @@ def test_both_prefixes_serve_the_api(server: Faces) -> None:
             "whisper-tiny-en",
             "espeak-ng",
             "whisper-base",
+            "realtime",  # the default realtime pipeline
         }
 
 

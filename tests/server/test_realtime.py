@@ -430,3 +430,10 @@ def test_the_agents_sdk_speech_to_text_model_transcribes_through_modelport(
 
     turns = asyncio.run(run())
     assert word_error_rate(QUESTION, " ".join(turns)) <= 0.25
+
+
+def test_the_pipeline_is_listed_as_a_model(voice: Faces) -> None:
+    listed = {m.id: m for m in voice.http.models.list()}
+    pipeline = voice.http.models.retrieve("realtime")
+    assert listed["realtime"].capabilities == ["realtime"]  # type: ignore[attr-defined]
+    assert pipeline.pipeline["chat"] == DEFAULT_CHAT  # type: ignore[attr-defined]

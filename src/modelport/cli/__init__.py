@@ -227,6 +227,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "models":
         for spec in registry.specs:
             print(f"{spec.id}\t{spec.source}")
+        for name, pipeline in settings.pipelines().items():
+            chained = f"{pipeline.transcription} → {pipeline.chat} → {pipeline.speech}"
+            print(f"{name}\trealtime pipeline: {pipeline.vad} VAD, {chained}")
         for alias, target in registry.aliases.items():
             print(f"{alias}\t→ {target}")
         return 0

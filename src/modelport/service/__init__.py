@@ -170,19 +170,37 @@ class Service:
         `loaded` ones."""
         await self.manager.registry.refresh_catalogs()
         caller = context.current()
-        return [
+        models = [
             self._model(s.id)
             for s in self.manager.registry.specs
             if (not loaded or self.manager.loaded(s.id) is not None)
             and self.access.quotas.allows(caller, s.id)
         ]
+        return models + ([] if loaded else [self._pipeline(p) for p in self.realtime.pipelines])
 
     def retrieve_model(self, name: str) -> Model:
         """One model by id or alias; 404 if unknown, or if the caller may not use it."""
+        if name in self.realtime.pipelines:
+            return self._pipeline(name)
         model_id = self.manager.registry.resolve(name).id
         if not self.access.quotas.allows(context.current(), model_id):
             raise ModelNotFoundError(name)
         return self._model(model_id)
+
+    def _pipeline(self, name: str) -> Model:
+        """A realtime pipeline as a model: what it chains, for `/v1/realtime?model=`."""
+        pipeline = self.realtime.pipelines[name]
+        chained = pipeline.model_dump(include={"transcription", "chat", "speech", "vad"})
+        return Model.model_validate(
+            {
+                "id": name,
+                "created": self._created,
+                "object": "model",
+                "owned_by": "modelport",
+                "capabilities": ["realtime"],
+                "pipeline": chained,
+            }
+        )
 
     async def voices(self, model: str) -> list[str]:
         """The voices a speech model offers (loading it if needed); OpenAI's names map onto them."""
