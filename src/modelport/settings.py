@@ -149,6 +149,9 @@ class RealtimePipeline(BaseModel):
     speech: str = DEFAULT_SPEECH
     vad: Literal["silero"] = Field(default="silero", description="the speech detector (Silero VAD, ONNX)")
     voice: str = "alloy"
+    max_output_tokens: int = Field(
+        default=4096, ge=1, description="what `max_output_tokens: inf` means: OpenAI's most for its models"
+    )
     instructions: str = (
         "You are a helpful, friendly voice assistant. Answer briefly, in plain spoken sentences."
     )

@@ -95,7 +95,8 @@ def test_a_text_turn(voice: Faces) -> None:
         async with connect(voice, model="gpt-realtime") as connection:
             created = await until(connection, "session.created")
             assert created[0].session.type == "realtime"
-            await connection.session.update(session={"type": "realtime", "output_modalities": ["text"]})
+            session = {"type": "realtime", "output_modalities": ["text"], "max_output_tokens": 64}
+            await connection.session.update(session=session)
             await until(connection, "session.updated")
             await connection.conversation.item.create(
                 item={
@@ -116,7 +117,7 @@ def test_a_text_turn(voice: Faces) -> None:
     )
     text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
     done = events[-1].response
-    assert done.status == "completed"
+    assert done.status in ("completed", "incomplete")
     assert done.output[0].content[0].text == text
     assert text.strip()
     assert done.usage.output_tokens > 0
@@ -130,9 +131,13 @@ def test_an_audio_turn_is_heard_and_answered_in_speech(
         async with connect(voice, model="gpt-4o-realtime-preview") as connection:
             await until(connection, "session.created")
             transcription = {"model": "gpt-4o-transcribe", "language": "en"}
-            await connection.session.update(
-                session={"type": "realtime", "audio": {"input": {"transcription": transcription}}}
-            )
+            # A 135M model may ramble at its default temperature: an answer of a few sentences is enough.
+            session = {
+                "type": "realtime",
+                "audio": {"input": {"transcription": transcription}},
+                "max_output_tokens": 64,
+            }
+            await connection.session.update(session=session)
             await until(connection, "session.updated")
             await say(connection, question, chunk_ms, pace)
             seen: list[Any] = []
@@ -160,7 +165,7 @@ def test_an_audio_turn_is_heard_and_answered_in_speech(
     assert len(audio) / 2 / RATE > 0.5  # the answer was spoken
     transcript = "".join(e.delta for e in events if e.type == "response.output_audio_transcript.delta")
     done = next(e for e in events if e.type == "response.done").response
-    assert done.status == "completed"
+    assert done.status in ("completed", "incomplete")  # incomplete: it reached max_output_tokens
     assert done.output[0].content[0].transcript == transcript
 
 
@@ -173,6 +178,8 @@ def test_a_function_call_and_its_output(voice: Faces) -> None:
                 "output_modalities": ["text"],
                 "tools": [WEATHER],
                 "tool_choice": "required",
+                "parallel_tool_calls": False,
+                "max_output_tokens": 64,
             }
             await connection.session.update(session=session)
             await until(connection, "session.updated")
@@ -195,7 +202,7 @@ def test_a_function_call_and_its_output(voice: Faces) -> None:
     assert "response.function_call_arguments.delta" in kinds(first)
     assert first[-1].response.output[0].type == "function_call"
     assert second[-1].response.output[0].type == "message"
-    assert second[-1].response.status == "completed"
+    assert second[-1].response.status in ("completed", "incomplete")
 
 
 def test_a_response_cancelled_mid_answer(voice: Faces) -> None:

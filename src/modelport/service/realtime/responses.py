@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -188,9 +189,13 @@ class Response:
                 for t in tools
             ]
             body["tool_choice"] = choice
+            parallel = params.get("parallel_tool_calls", session.get("parallel_tool_calls"))
+            if parallel is not None:
+                body["parallel_tool_calls"] = parallel
         limit = params.get("max_output_tokens") or session.get("max_output_tokens")
-        if isinstance(limit, int):
-            body["max_completion_tokens"] = limit
+        # `inf` is the model's most, as OpenAI bounds it (4096): not the rest of the context.
+        most = self.host.pipeline.max_output_tokens
+        body["max_completion_tokens"] = limit if isinstance(limit, int) else most
         return ChatCompletionRequest.model_validate(body)
 
     async def _take(self, delta: dict[str, Any], clauses: asyncio.Queue[tuple[_Output, str] | None]) -> None:
@@ -298,9 +303,9 @@ class Response:
             item = output.entry.item
             item["status"] = ended
             if item["type"] == "message":
-                await self._close_message(output)
+                await self._close_message(output, cut=status in ("cancelled", "failed"))
             else:
-                if status == "completed":
+                if status == "completed" or _whole_json(item["arguments"]):  # a cut call is not done
                     await self.host.send(
                         server_event(
                             "response.function_call_arguments.done",
@@ -326,15 +331,11 @@ class Response:
             done["usage"] = _usage(self.usage)
         await self.host.send(server_event("response.done", response=done))
 
-    async def _close_message(self, output: _Output) -> None:
+    async def _close_message(self, output: _Output, *, cut: bool) -> None:
         content = output.entry.item["content"][0]
         if "audio" in self.modalities:
             # What was spoken is what stays: a cancelled answer keeps the clauses whose audio went out.
-            said = (
-                " ".join(c.text for c in output.entry.spoken)
-                if output.entry.item["status"] != "completed"
-                else output.text
-            )
+            said = " ".join(c.text for c in output.entry.spoken) if cut else output.text
             content["transcript"] = said
             await self.host.send(server_event("response.output_audio.done", **self._where(output)))
             await self.host.send(
@@ -360,6 +361,14 @@ def _usage(usage: dict[str, Any]) -> dict[str, Any]:
         "input_token_details": {"text_tokens": prompt, "audio_tokens": 0, "cached_tokens": cached},
         "output_token_details": {"text_tokens": completion, "audio_tokens": 0},
     }
+
+
+def _whole_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _b64(data: bytes) -> str:

@@ -54,6 +54,9 @@ class RealtimeSession:
         self._raw: list[np.ndarray] = []  # the same audio as it was sent
         self._buffer_start = 0
         self._speech: tuple[str, int] | None = None  # the item id and start (ms) of speech under way
+        self._early: asyncio.Task[str] | None = (
+            None  # transcribing the speech before a pause, in case it ends
+        )
         self._turns = self._turn_detector()
 
     async def send(self, event: Event) -> None:
@@ -73,6 +76,7 @@ class RealtimeSession:
 
     async def close(self) -> None:
         """The client left: stop what is being made for it."""
+        self._drop_early()
         if self.response is not None:
             self.response.cancel("client_cancelled")
         for task in [*self._tasks, *([self.response.task] if self.response and self.response.task else [])]:
@@ -154,12 +158,24 @@ class RealtimeSession:
             if self.response is not None and detection.get("interrupt_response", True):
                 self.response.cancel("turn_detected")  # the user speaks over the answer
             return
+        if change.kind == "paused" and self._speech is not None:
+            heard = self._buffered(self._speech[1], change.ms)
+            self._early = asyncio.ensure_future(
+                self.pipes.transcribe(heard, config.transcription(self.session) or {})
+            )
+            # A transcript nobody takes (the user went on) may have failed: that is no one's concern.
+            self._early.add_done_callback(lambda task: task.cancelled() or task.exception())
+            return
+        if change.kind == "resumed":
+            self._drop_early()
+            return
         item_id, start = self._speech or (new_id("item", "_"), change.ms)
         self._speech = None
         await self.send(
             server_event("input_audio_buffer.speech_stopped", audio_end_ms=change.ms, item_id=item_id)
         )
-        await self._commit(item_id, start)
+        early, self._early = self._early, None
+        await self._commit(item_id, start, early)
         if self.kind == "realtime" and detection.get("create_response", True):
             self._respond({}, queued=True)
 
@@ -173,9 +189,11 @@ class RealtimeSession:
             )
         item_id = self._speech[0] if self._speech else new_id("item", "_")
         self._speech = None
+        self._drop_early()
         await self._commit(item_id, None)
 
     async def _on_input_audio_buffer_clear(self, data: dict[str, Any]) -> None:
+        self._drop_early()
         self._buffer_start = self._heard
         self._buffer, self._raw, self._speech = [], [], None
         self._turns = self._turn_detector()
@@ -188,13 +206,27 @@ class RealtimeSession:
             code="unsupported_event",
         )
 
-    async def _commit(self, item_id: str, start_ms: int | None) -> None:
-        """The buffer (from where speech started, less the padding) becomes a user audio item."""
+    def _drop_early(self) -> None:
+        if self._early is not None:
+            self._early.cancel()
+            self._early = None
+
+    def _buffered(self, start_ms: int | None, end_ms: int | None = None) -> np.ndarray:
+        """The buffer's 16 kHz audio between two times of the session (ms), or all of it."""
         samples = np.concatenate(self._buffer) if self._buffer else np.zeros(0, np.float32)
+        begin = max(0, start_ms * LISTEN_RATE // 1000 - self._buffer_start) if start_ms is not None else 0
+        end = end_ms * LISTEN_RATE // 1000 - self._buffer_start if end_ms is not None else len(samples)
+        return samples[begin:end]
+
+    async def _commit(
+        self, item_id: str, start_ms: int | None, early: asyncio.Task[str] | None = None
+    ) -> None:
+        """The buffer (from where speech started, less the padding) becomes a user audio item; `early`, if
+        given, is already transcribing its speech."""
+        samples = self._buffered(start_ms)
         raw = np.concatenate(self._raw) if self._raw else np.zeros(0, np.int16)
         if start_ms is not None:
             skip = max(0, start_ms * LISTEN_RATE // 1000 - self._buffer_start)
-            samples = samples[skip:]
             raw = raw[skip * self._listener.rate // LISTEN_RATE :]
         self._buffer_start = self._heard
         self._buffer, self._raw = [], []
@@ -212,10 +244,11 @@ class RealtimeSession:
             server_event("input_audio_buffer.committed", item_id=item_id, previous_item_id=previous)
         )
         await self.send(server_event("conversation.item.added", item=item, previous_item_id=previous))
-        self._listen(entry, samples)
+        self._listen(entry, samples, early)
 
-    def _listen(self, entry: Entry, samples: np.ndarray) -> None:
-        """Transcribe a user's audio item in the background; responses wait for it."""
+    def _listen(self, entry: Entry, samples: np.ndarray, early: asyncio.Task[str] | None = None) -> None:
+        """Transcribe a user's audio item in the background (or take `early`'s transcript); responses wait
+        for it."""
         entry.heard = asyncio.get_running_loop().create_future()
         asked = config.transcription(self.session) is not None or self.kind == "transcription"
 
@@ -223,7 +256,8 @@ class RealtimeSession:
             assert entry.heard is not None
             item = entry.item
             try:
-                text = await self.pipes.transcribe(samples, config.transcription(self.session) or {})
+                given = config.transcription(self.session) or {}
+                text = await (early if early is not None else self.pipes.transcribe(samples, given))
             except ModelportError as error:
                 entry.heard.set_result("")
                 failed = {"type": error.type, "code": error.code, "message": error.message}

@@ -13,13 +13,15 @@ from modelport.engines.silero_vad import RATE, WINDOW
 WINDOW_MS = WINDOW * 1000 // RATE  # 32
 EAGERNESS_SILENCE_MS = {"low": 1500, "medium": 800, "auto": 800, "high": 400}
 _START_WINDOWS = 2  # windows in a row over the threshold that start speech: a click is not a turn
+_PAUSE_MS = 160
 
 
 @dataclass
 class Change:
-    """Speech started or stopped, at a time from the start of the session's audio."""
+    """Speech started or stopped, at a time from the start of the session's audio; or, while speaking, it
+    paused (a silence began that may end the turn) or resumed after a pause."""
 
-    kind: Literal["started", "stopped"]
+    kind: Literal["started", "paused", "resumed", "stopped"]
     ms: int
 
 
@@ -35,6 +37,9 @@ class TurnDetector:
             self.silence_ms = EAGERNESS_SILENCE_MS[config.get("eagerness") or "auto"]
         else:
             self.silence_ms = int(config.get("silence_duration_ms") or 500)
+        # A silence this long is a pause that may end the turn: the audio so far can be transcribed while
+        # the rest of the silence is waited for.
+        self._pause_ms = max(WINDOW_MS, min(_PAUSE_MS, self.silence_ms // 2) // WINDOW_MS * WINDOW_MS)
         self.speaking = False
         self._run = 0  # windows over the threshold in a row, or silent windows in a row while speaking
         self._ms = start_ms  # where the next window starts, from the start of the session's audio
@@ -51,7 +56,12 @@ class TurnDetector:
                     changes.append(Change("started", max(0, start - self.prefix_ms)))
             else:
                 # A little hysteresis: speech goes on until the probability falls clearly below.
-                self._run = self._run + 1 if probability < self.threshold - 0.15 else 0
+                silent = probability < self.threshold - 0.15
+                if not silent and self._run * WINDOW_MS >= self._pause_ms:
+                    changes.append(Change("resumed", self._ms - WINDOW_MS))
+                self._run = self._run + 1 if silent else 0
+                if self._run * WINDOW_MS == self._pause_ms:
+                    changes.append(Change("paused", self._ms - self._run * WINDOW_MS))
                 if self._run * WINDOW_MS >= self.silence_ms:
                     self.speaking, self._run = False, 0
                     changes.append(Change("stopped", self._ms))
