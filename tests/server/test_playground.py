@@ -159,7 +159,7 @@ def test_tabs_follow_the_arrow_keys(page: Any) -> None:
     assert not page.locator("#chat").is_visible()
     page.keyboard.press("ArrowLeft")
     page.keyboard.press("ArrowLeft")
-    assert page.get_attribute("#tab-transcription", "aria-selected") == "true"
+    assert page.get_attribute("#tab-voice", "aria-selected") == "true"  # round from the first to the last
 
 
 def test_a_phone_width_screen_needs_no_sideways_scrolling(page: Any, shots: Path) -> None:
@@ -277,3 +277,51 @@ def test_a_spoken_answer_plays_and_is_named_by_its_id_later(page: Any, shots: Pa
     assert earlier["audio"]["id"].startswith("audio_")
     assert float(turn.get_attribute("data-audio-seconds")) > 0.3
     page.screenshot(path=shots / "chat-spoken.png", full_page=True)
+
+
+def test_the_voice_tab_talks_and_is_interrupted(
+    playwright: Any, server: Faces, http_client: openai.OpenAI, tmp_path: Path, shots: Path
+) -> None:
+    """Chromium's fake microphone says a question, then is silent, then says it again (it loops the
+    file): the first turn is heard and answered aloud, the second speaks over the answer, which the page
+    stops and truncates."""
+    said = "What is the weather like in Paris today?"
+    speech = http_client.audio.speech.create(model="tts-1", voice="alloy", input=said, response_format="pcm")
+    out = tmp_path / "question.wav"
+    import wave
+
+    with wave.open(str(out), "wb") as wav:
+        wav.setnchannels(1)
+        wav.setsampwidth(2)
+        wav.setframerate(24_000)
+        wav.writeframes(speech.content + bytes(24_000 * 2 * 3))  # then 3 s of silence, before it loops
+    talking = playwright.chromium.launch(
+        executable_path=str(CHROMIUM),
+        headless=True,
+        args=[
+            "--no-sandbox",
+            "--use-fake-ui-for-media-stream",
+            "--use-fake-device-for-media-stream",
+            f"--use-file-for-fake-audio-capture={out}",
+            "--autoplay-policy=no-user-gesture-required",
+        ],
+    )
+    page = talking.new_context(permissions=["microphone"]).new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(server.url)
+    page.wait_for_function("document.querySelector('#voice-form select[name=model]').options.length > 0")
+    page.click("#tab-voice")
+    assert page.locator("#voice-form select[name=model]").input_value() == "realtime"
+    page.click("#voice-start")
+    page.locator("#voice-log .turn.user").first.wait_for()
+    heard = page.locator("#voice-log .turn.user .content").first.inner_text()
+    page.wait_for_function("Number(document.querySelector('#voice-log').dataset.audioSeconds ?? 0) > 0.3")
+    page.locator("#voice-log .turn.assistant").first.wait_for()
+    page.wait_for_function("Number(document.querySelector('#voice-log').dataset.truncated ?? 0) >= 1")
+    page.screenshot(path=shots / "voice.png", full_page=True)
+    page.click("#voice-start")  # stop
+    talking.close()
+    assert "weather" in heard.lower()
+    assert errors == []

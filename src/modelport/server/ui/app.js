@@ -539,4 +539,116 @@ transcriptionForm.addEventListener("submit", async (event) => {
   }
 });
 
+// --- voice (the Realtime API over a WebSocket) -------------------------------------------------------------
+
+const voiceForm = $("#voice-form");
+let voice = null; // { socket, context, stream, player, answer: { itemId, line, started } }
+
+function voiceLine(role, text) {
+  const line = element("li", { className: `turn ${role}` }, element("span", { className: "role", textContent: role }));
+  const content = element("div", { className: "content", textContent: text });
+  line.append(content);
+  $("#voice-log").append(line);
+  return content;
+}
+
+function stopVoice() {
+  if (!voice) return;
+  voice.socket.close();
+  voice.stream.getTracks().forEach((track) => track.stop());
+  voice.context.close().catch(() => {});
+  voice.player?.stop();
+  voice = null;
+  $("#voice-start").textContent = "Start talking";
+  $("#voice-status").textContent = "";
+}
+
+// What was heard of the answer playing now, when the user speaks over it: stop it, and say where it was cut.
+function interrupt() {
+  const answer = voice?.answer;
+  if (!answer?.player) return;
+  const heard = Math.max(0, Math.round((answer.player.context.currentTime - answer.started) * 1000));
+  const played = Math.min(heard, Math.round(answer.player.seconds * 1000));
+  answer.player.stop();
+  voice.socket.send(JSON.stringify({ type: "conversation.item.truncate", item_id: answer.itemId, content_index: 0, audio_end_ms: played }));
+  $("#voice-log").dataset.truncated = String(Number($("#voice-log").dataset.truncated ?? 0) + 1);
+  voice.answer = null;
+}
+
+function onVoiceEvent(event) {
+  const log = $("#voice-log");
+  switch (event.type) {
+    case "input_audio_buffer.speech_started":
+      $("#voice-status").textContent = "Listening…";
+      interrupt();
+      break;
+    case "input_audio_buffer.speech_stopped":
+      $("#voice-status").textContent = "Thinking…";
+      break;
+    case "conversation.item.input_audio_transcription.completed":
+      voiceLine("user", event.transcript);
+      break;
+    case "response.output_audio_transcript.delta":
+      if (!voice.answer || voice.answer.itemId !== event.item_id) {
+        const player = new PcmPlayer();
+        voice.answer = { itemId: event.item_id, line: voiceLine("assistant", ""), player, started: player.context.currentTime };
+      }
+      voice.answer.line.textContent += event.delta;
+      break;
+    case "response.output_audio.delta":
+      if (voice.answer?.itemId === event.item_id) {
+        voice.answer.player.play(event.delta);
+        log.dataset.audioSeconds = (Number(log.dataset.audioSeconds ?? 0) + voice.answer.player.seconds - (voice.answer.counted ?? 0)).toFixed(2);
+        voice.answer.counted = voice.answer.player.seconds;
+        $("#voice-status").textContent = "Speaking…";
+      }
+      break;
+    case "error":
+      showError(voiceForm, new Error(event.error.message));
+      break;
+  }
+}
+
+$("#voice-start").addEventListener("click", async () => {
+  if (voice) {
+    stopVoice();
+    return;
+  }
+  showError(voiceForm, null);
+  let stream;
+  try {
+    stream = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1, echoCancellation: true } });
+  } catch (error) {
+    showError(voiceForm, new Error(`The microphone is not available: ${error.message}`));
+    return;
+  }
+  const url = new URL(`${API}/realtime?model=${encodeURIComponent(voiceForm.model.value)}`, location.href);
+  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+  const protocols = ["realtime", ...(apiKey ? [`openai-insecure-api-key.${apiKey}`] : [])];
+  const socket = new WebSocket(url, protocols);
+  const context = new AudioContext({ sampleRate: 24000 });
+  voice = { socket, context, stream, answer: null };
+  $("#voice-start").textContent = "Stop";
+  socket.onmessage = (message) => onVoiceEvent(JSON.parse(message.data));
+  socket.onclose = () => stopVoice();
+  socket.onopen = () => {
+    socket.send(JSON.stringify({
+      type: "session.update",
+      session: { type: "realtime", audio: { input: { transcription: { model: "whisper-1" } }, output: { voice: voiceForm.voice.value } } },
+    }));
+    // The microphone as 16-bit PCM at 24 kHz, sent in pieces of ~85 ms.
+    const source = context.createMediaStreamSource(stream);
+    const tap = context.createScriptProcessor(2048, 1, 1);
+    tap.onaudioprocess = (event) => {
+      if (socket.readyState !== WebSocket.OPEN) return;
+      const samples = event.inputBuffer.getChannelData(0);
+      const pcm = Int16Array.from(samples, (v) => Math.max(-1, Math.min(1, v)) * 0x7fff);
+      socket.send(JSON.stringify({ type: "input_audio_buffer.append", audio: base64(new Uint8Array(pcm.buffer)) }));
+    };
+    source.connect(tap);
+    tap.connect(context.destination);
+    $("#voice-status").textContent = "Talk now.";
+  };
+});
+
 loadModels();
