@@ -214,7 +214,7 @@ def test_a_response_cancelled_mid_answer(voice: Faces) -> None:
                 item={"type": "message", "role": "user", "content": content}
             )
             await connection.response.create()
-            seen = await until(connection, "response.output_audio.delta")
+            seen = await until(connection, "response.output_audio_transcript.delta")  # as it begins
             await connection.response.cancel()
             return await until(connection, "response.done", seen)
 
@@ -444,3 +444,25 @@ def test_the_pipeline_is_listed_as_a_model(voice: Faces) -> None:
     pipeline = voice.http.models.retrieve("realtime")
     assert listed["realtime"].capabilities == ["realtime"]  # type: ignore[attr-defined]
     assert pipeline.pipeline["chat"] == DEFAULT_CHAT  # type: ignore[attr-defined]
+
+
+def test_an_idle_user_is_prompted_after_idle_timeout_ms(voice: Faces) -> None:
+    async def run() -> list[Any]:
+        async with connect(voice) as connection:
+            await until(connection, "session.created")
+            detection = {"type": "server_vad", "idle_timeout_ms": 300}
+            session = {"type": "realtime", "output_modalities": ["text"], "max_output_tokens": 16}
+            await connection.session.update(
+                session={**session, "audio": {"input": {"turn_detection": detection}}}
+            )
+            content = [{"type": "input_text", "text": "Say hello."}]
+            await connection.conversation.item.create(
+                item={"type": "message", "role": "user", "content": content}
+            )
+            await connection.response.create()
+            seen = await until(connection, "response.done")
+            await until(connection, "input_audio_buffer.timeout_triggered", seen)
+            return await until(connection, "response.done", seen)
+
+    events = asyncio.run(run())
+    assert kinds(events).count("response.done") == 2

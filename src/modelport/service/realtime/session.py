@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -25,6 +26,7 @@ from modelport.service.realtime.turns import Change, TurnDetector
 from modelport.settings import Limits, RealtimePipeline
 
 _MIN_COMMIT_MS = 100  # OpenAI's least audio a commit takes
+log = logging.getLogger("modelport.realtime")
 
 
 class RealtimeSession:
@@ -54,9 +56,8 @@ class RealtimeSession:
         self._raw: list[np.ndarray] = []  # the same audio as it was sent
         self._buffer_start = 0
         self._speech: tuple[str, int] | None = None  # the item id and start (ms) of speech under way
-        self._early: asyncio.Task[str] | None = (
-            None  # transcribing the speech before a pause, in case it ends
-        )
+        self._early: asyncio.Task[str] | None = None  # transcribing speech before a pause, should it end
+        self._idle: asyncio.TimerHandle | None = None  # `idle_timeout_ms`, armed after each answer
         self._turns = self._turn_detector()
 
     async def send(self, event: Event) -> None:
@@ -77,6 +78,7 @@ class RealtimeSession:
     async def close(self) -> None:
         """The client left: stop what is being made for it."""
         self._drop_early()
+        self._disarm_idle()
         if self.response is not None:
             self.response.cancel("client_cancelled")
         for task in [*self._tasks, *([self.response.task] if self.response and self.response.task else [])]:
@@ -150,6 +152,7 @@ class RealtimeSession:
     async def _changed(self, change: Change) -> None:
         detection = config.turn_detection(self.session) or {}
         if change.kind == "started":
+            self._disarm_idle()
             item_id = new_id("item", "_")
             self._speech = (item_id, change.ms)
             await self.send(
@@ -365,17 +368,58 @@ class RealtimeSession:
             if before is not None:
                 await asyncio.wait([before])
             self.response = response
+            self._disarm_idle()
             try:
                 await response.start()
             finally:
                 if self.response is response:
                     self.response = None
+                    self._arm_idle(response)
 
         if before is None:
             self.response = response
         self._task(run())
 
+    def _arm_idle(self, response: Response) -> None:
+        """`server_vad`'s `idle_timeout_ms`: that long after the answer's audio would have finished
+        playing, with no speech since, the server prompts the user to go on (a response of its own)."""
+        detection = config.turn_detection(self.session) or {}
+        waited = detection.get("idle_timeout_ms")
+        if not waited or detection.get("type") != "server_vad" or self.kind != "realtime":
+            return
+        played = max((o.entry.spoken[-1].end_ms for o in response.outputs if o.entry.spoken), default=0.0)
+        loop = asyncio.get_running_loop()
+        self._idle = loop.call_later((played + waited) / 1000, lambda: self._task(self._idle_expired()))
+
+    def _disarm_idle(self) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
+
+    async def _idle_expired(self) -> None:
+        self._idle = None
+        if self.response is not None or self._speech is not None:
+            return
+        item_id = new_id("item", "_")
+        start, end = (self._buffer_start * 1000 // LISTEN_RATE, self._heard * 1000 // LISTEN_RATE)
+        await self.send(
+            server_event(
+                "input_audio_buffer.timeout_triggered",
+                audio_start_ms=start,
+                audio_end_ms=end,
+                item_id=item_id,
+            )
+        )
+        if end - start >= _MIN_COMMIT_MS:
+            await self._commit(item_id, None)
+        self._respond({}, queued=True)
+
     def _task(self, work: Awaitable[None]) -> None:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("realtime session %s: %r", self.id, task.exception(), exc_info=task.exception())
