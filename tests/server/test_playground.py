@@ -9,6 +9,7 @@ import base64
 import json
 import os
 import re
+import wave
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -226,6 +227,21 @@ def test_an_attached_image_goes_with_the_message(browser: Any, shots: Path, tmp_
         page.close()
 
 
+def with_microphone(playwright: Any, recording: Path) -> Any:
+    """Headless chromium whose microphone plays `recording` (a WAV file) over and over."""
+    return playwright.chromium.launch(
+        executable_path=str(CHROMIUM),
+        headless=True,
+        args=[
+            "--no-sandbox",
+            "--use-fake-ui-for-media-stream",
+            "--use-fake-device-for-media-stream",
+            f"--use-file-for-fake-audio-capture={recording}",
+            "--autoplay-policy=no-user-gesture-required",
+        ],
+    )
+
+
 def test_a_recorded_message_is_sent_as_wav_audio(
     playwright: Any, server: Faces, http_client: openai.OpenAI, tmp_path: Path
 ) -> None:
@@ -233,16 +249,7 @@ def test_a_recorded_message_is_sent_as_wav_audio(
     said = "The library opens at nine in the morning."
     speech = http_client.audio.speech.create(model="tts-1", voice="alloy", input=said, response_format="wav")
     (tmp_path / "said.wav").write_bytes(speech.content)
-    listening = playwright.chromium.launch(
-        executable_path=str(CHROMIUM),
-        headless=True,
-        args=[
-            "--no-sandbox",
-            "--use-fake-ui-for-media-stream",
-            "--use-fake-device-for-media-stream",
-            f"--use-file-for-fake-audio-capture={tmp_path / 'said.wav'}",
-        ],
-    )
+    listening = with_microphone(playwright, tmp_path / "said.wav")
     page = listening.new_context(permissions=["microphone"]).new_page()
     page.set_default_timeout(TIMEOUT_MS)
     page.goto(server.url)
@@ -288,24 +295,12 @@ def test_the_voice_tab_talks_and_is_interrupted(
     said = "What is the weather like in Paris today?"
     speech = http_client.audio.speech.create(model="tts-1", voice="alloy", input=said, response_format="pcm")
     out = tmp_path / "question.wav"
-    import wave
-
     with wave.open(str(out), "wb") as wav:
         wav.setnchannels(1)
         wav.setsampwidth(2)
         wav.setframerate(24_000)
         wav.writeframes(speech.content + bytes(24_000 * 2 * 3))  # then 3 s of silence, before it loops
-    talking = playwright.chromium.launch(
-        executable_path=str(CHROMIUM),
-        headless=True,
-        args=[
-            "--no-sandbox",
-            "--use-fake-ui-for-media-stream",
-            "--use-fake-device-for-media-stream",
-            f"--use-file-for-fake-audio-capture={out}",
-            "--autoplay-policy=no-user-gesture-required",
-        ],
-    )
+    talking = with_microphone(playwright, out)
     page = talking.new_context(permissions=["microphone"]).new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))

@@ -100,6 +100,8 @@ class RealtimeSession:
             except orjson.JSONDecodeError as error:
                 raise ClientEventError(f"The message is not JSON: {error}.", code="invalid_json") from None
             event_id = data.get("event_id") if isinstance(data, dict) else None
+            if isinstance(data, dict) and data.get("type") == "transcription_session.update":
+                data["type"] = "session.update"  # the beta name of a transcription session's update
             if (
                 isinstance(data, dict)
                 and data.get("type") == "session.update"
@@ -108,9 +110,7 @@ class RealtimeSession:
                 data["session"].setdefault("type", self.session["type"])  # beta clients leave it out
             client_event(data)
             await getattr(self, "_on_" + data["type"].replace(".", "_"))(data)
-        except ClientEventError as error:
-            await self.send(error_event(error, event_id))
-        except ModelportError as error:
+        except (ClientEventError, ModelportError) as error:
             await self.send(error_event(error, event_id))
 
     # --- configuration ---------------------------------------------------------------------------------
