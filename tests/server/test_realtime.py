@@ -466,3 +466,32 @@ def test_an_idle_user_is_prompted_after_idle_timeout_ms(voice: Faces) -> None:
 
     events = asyncio.run(run())
     assert kinds(events).count("response.done") == 2
+
+
+def test_an_out_of_band_response_reads_only_its_input_and_stays_out_of_the_conversation(voice: Faces) -> None:
+    async def run() -> list[Any]:
+        async with connect(voice) as connection:
+            await until(connection, "session.created")
+            content = [{"type": "input_text", "text": "My name is Ada."}]
+            await connection.conversation.item.create(
+                item={"type": "message", "role": "user", "content": content}
+            )
+            await until(connection, "conversation.item.done")
+            asked = [
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Say yes."}]}
+            ]
+            response = {
+                "conversation": "none",
+                "input": asked,
+                "output_modalities": ["text"],
+                "max_output_tokens": 8,
+            }
+            await connection.response.create(response={**response, "metadata": {"purpose": "check"}})
+            return await until(connection, "response.done")
+
+    events = asyncio.run(run())
+    assert "conversation.item.added" not in kinds(events)
+    done = events[-1].response
+    assert done.conversation_id is None
+    assert done.metadata == {"purpose": "check"}
+    assert done.usage.input_tokens < 40  # the instructions and "Say yes.", not the conversation's ~50 tokens

@@ -148,13 +148,16 @@ class Response:
                 speaking.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await speaking
-        await self._finish(status, details)
+        # A second cancel (the user speaks again) must not stop the answer from being closed.
+        await asyncio.shield(self._finish(status, details))
 
     async def _request(self) -> ChatCompletionRequest:
         session, params = self.host.session, self.params
         conversation = self.host.conversation
-        entries = list(conversation.entries) if self.in_conversation else []
-        for i, given in enumerate(params.get("input") or []):
+        # `input` is the whole context of this response when given, as OpenAI reads it.
+        given_input = params.get("input")
+        entries = list(conversation.entries) if self.in_conversation and given_input is None else []
+        for i, given in enumerate(given_input or []):
             if isinstance(given, dict) and given.get("type") == "item_reference":
                 found = conversation.find(str(given.get("id")))
                 if found is None:
