@@ -11,8 +11,9 @@ import base64
 import json
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
+import av
 import numpy as np
 import openai
 import pytest
@@ -495,3 +496,42 @@ def test_an_out_of_band_response_reads_only_its_input_and_stays_out_of_the_conve
     assert done.conversation_id is None
     assert done.metadata == {"purpose": "check"}
     assert done.usage.input_tokens < 40  # the instructions and "Say yes.", not the conversation's ~50 tokens
+
+
+def g711(pcm: bytes, codec: Literal["pcm_mulaw", "pcm_alaw"]) -> bytes:
+    """24 kHz 16-bit PCM as 8 kHz G.711."""
+    frame = av.AudioFrame.from_ndarray(
+        np.frombuffer(pcm, np.int16).reshape(1, -1), format="s16", layout="mono"
+    )
+    frame.sample_rate = RATE
+    resampler = av.AudioResampler("s16", "mono", 8000)
+    encoder = av.CodecContext.create(codec, "w")
+    encoder.sample_rate, encoder.layout, encoder.format = 8000, "mono", "s16"
+    frames = [*resampler.resample(frame), *resampler.resample(None)]
+    return b"".join(bytes(p) for f in frames for p in encoder.encode(f))
+
+
+def test_g711_in_and_out(voice: Faces, question: bytes) -> None:
+    async def run() -> tuple[list[Any], list[Any]]:
+        async with connect(voice) as connection:
+            await until(connection, "session.created")
+            audio = {
+                "input": {"format": {"type": "audio/pcmu"}, "transcription": {"model": "whisper-1"}},
+                "output": {"format": {"type": "audio/pcma"}},
+            }
+            await connection.session.update(
+                session={"type": "realtime", "audio": audio, "max_output_tokens": 32}
+            )
+            await until(connection, "session.updated")
+            law = g711(question + bytes(RATE * 2), "pcm_mulaw")
+            for at in range(0, len(law), 800):  # 100 ms pieces
+                await connection.input_audio_buffer.append(
+                    audio=base64.b64encode(law[at : at + 800]).decode()
+                )
+            heard = await until(connection, "conversation.item.input_audio_transcription.completed")
+            return heard, await until(connection, "response.done")
+
+    heard, answer = asyncio.run(run())
+    assert word_error_rate(QUESTION, heard[-1].transcript) <= 0.25
+    spoken = b"".join(base64.b64decode(e.delta) for e in answer if e.type == "response.output_audio.delta")
+    assert len(spoken) / 8000 > 0.5  # one byte a sample at 8 kHz

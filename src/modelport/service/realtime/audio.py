@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+from typing import Literal
 
 import av
 import numpy as np
+from av.audio.codeccontext import AudioCodecContext
 
 from modelport.service.audio.codec import OUTPUT_RATE
 from modelport.service.realtime.events import ClientEventError
@@ -17,22 +19,16 @@ LISTEN_RATE = 16_000
 RATES = {"audio/pcm": OUTPUT_RATE, "audio/pcmu": 8_000, "audio/pcma": 8_000}
 
 
-def _mulaw_table() -> np.ndarray:
-    u = ~np.arange(256, dtype=np.int32) & 0xFF
-    magnitude = (((u & 0x0F) << 3) + 0x84 << ((u >> 4) & 7)) - 0x84
-    return np.where(u & 0x80, -magnitude, magnitude).astype(np.int16)
+# G.711 by FFmpeg's own codecs.
+_G711: dict[str, Literal["pcm_mulaw", "pcm_alaw"]] = {"audio/pcmu": "pcm_mulaw", "audio/pcma": "pcm_alaw"}
 
 
-def _alaw_table() -> np.ndarray:
-    a = np.arange(256, dtype=np.int32) ^ 0x55
-    exponent, mantissa = (a >> 4) & 7, a & 0x0F
-    magnitude = np.where(
-        exponent == 0, (mantissa << 4) + 8, ((mantissa << 4) + 0x108) << np.maximum(exponent - 1, 0)
-    )
-    return np.where(a & 0x80, magnitude, -magnitude).astype(np.int16)
-
-
-_G711 = {"audio/pcmu": _mulaw_table(), "audio/pcma": _alaw_table()}
+def _g711(fmt: str, mode: Literal["r", "w"]) -> AudioCodecContext:
+    codec = av.CodecContext.create(_G711[fmt], mode)
+    codec.sample_rate, codec.layout = RATES[fmt], "mono"
+    if mode == "w":
+        codec.format = "s16"
+    return codec
 
 
 def _resampler(rate: int) -> av.AudioResampler:
@@ -61,7 +57,12 @@ class Listener:
         except (binascii.Error, ValueError):
             raise ClientEventError(f"'{param}' is not valid base64.", param=param) from None
         if self.fmt in _G711:
-            return _G711[self.fmt][np.frombuffer(raw, np.uint8)]
+            frames = _g711(self.fmt, "r").decode(av.Packet(raw)) if raw else []
+            return (
+                np.concatenate([f.to_ndarray().reshape(-1) for f in frames])
+                if frames
+                else np.zeros(0, np.int16)
+            )
         if len(raw) % 2:
             raise ClientEventError(
                 f"'{param}' holds {len(raw)} bytes: 16-bit PCM comes in whole 2-byte samples.", param=param
@@ -82,7 +83,8 @@ class Speaker:
     def __init__(self, fmt: str) -> None:
         self.fmt = fmt
         self.rate = RATES[fmt]
-        self._resampler = None if self.rate == OUTPUT_RATE else _resampler(self.rate)
+        self._resampler = None if self.rate == OUTPUT_RATE else av.AudioResampler("s16", "mono", self.rate)
+        self._encoder = _g711(fmt, "w") if fmt in _G711 else None
 
     def encode(self, pcm: bytes) -> bytes:
         """`pcm` in this format (a resampled format holds a few samples back until `flush`)."""
@@ -95,20 +97,9 @@ class Speaker:
         return self._coded(self._resampler.resample(None)) if self._resampler is not None else b""
 
     def _coded(self, frames: list[av.AudioFrame]) -> bytes:
-        if not frames:
-            return b""
-        floats = np.concatenate([f.to_ndarray().reshape(-1) for f in frames])
-        return _g711(np.clip(floats * 32768, -32768, 32767).astype(np.int16), _G711[self.fmt])
+        assert self._encoder is not None
+        return b"".join(bytes(packet) for frame in frames for packet in self._encoder.encode(frame))
 
     def seconds(self, encoded: bytes) -> float:
         """How long `encoded` bytes of this format play."""
         return len(encoded) / (2 if self._resampler is None else 1) / self.rate
-
-
-def _g711(samples: np.ndarray, table: np.ndarray) -> bytes:
-    """Each sample as the code whose level is nearest."""
-    order = np.argsort(table)
-    levels = table[order].astype(np.int32)
-    at = np.clip(np.searchsorted(levels, samples), 1, 255)
-    nearer = np.where(samples - levels[at - 1] <= levels[at] - samples, at - 1, at)
-    return order[nearer].astype(np.uint8).tobytes()
