@@ -11,7 +11,7 @@ from typing import Any
 from openai.types.realtime import RealtimeSessionCreateRequest, RealtimeTranscriptionSessionCreateRequest
 from pydantic import ValidationError
 
-from modelport.service.realtime.events import ClientEventError
+from modelport.service.realtime.events import ClientEventError, invalid
 from modelport.settings import RealtimePipeline
 
 Session = dict[str, Any]
@@ -78,10 +78,7 @@ def updated(current: Session, given: dict[str, Any]) -> Session:
     try:
         cls.model_validate(merged)
     except ValidationError as error:
-        first = error.errors()[0]
-        fields = [p for p in first["loc"] if isinstance(p, int) or p[:1].islower()]  # not union members
-        param = "session" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in fields)
-        raise ClientEventError(f"Invalid value for '{param}': {first['msg']}.", param=param) from None
+        raise invalid(error, "session") from None
     if len(merged.get("output_modalities") or []) > 1:
         raise ClientEventError(
             "output_modalities is ['audio'] (audio and its transcript) or ['text'], not both.",

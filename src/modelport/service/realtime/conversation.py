@@ -13,7 +13,7 @@ from openai.types.realtime import ConversationItem
 from pydantic import TypeAdapter, ValidationError
 
 from modelport.ids import new_id
-from modelport.service.realtime.events import ClientEventError
+from modelport.service.realtime.events import ClientEventError, invalid
 
 Item = dict[str, Any]
 _ITEM: TypeAdapter[Any] = TypeAdapter(ConversationItem)
@@ -48,10 +48,7 @@ class Conversation:
         try:
             item: Item = _ITEM.validate_python(given).model_dump(mode="json", exclude_none=True)
         except ValidationError as error:
-            first = error.errors()[0]
-            fields = [p for p in first["loc"] if isinstance(p, int) or p[:1].islower()]
-            where = param + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in fields)
-            raise ClientEventError(f"Invalid value for '{where}': {first['msg']}.", param=where) from None
+            raise invalid(error, param) from None
         if item["type"] not in ("message", "function_call", "function_call_output"):
             raise ClientEventError(
                 f"Items of type '{item['type']}' are not served here.", param=f"{param}.type"

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from modelport.errors import ModelportError
 from modelport.ids import new_id
+from modelport.protocol.validation import validation_param
 
 Event = dict[str, Any]
 
@@ -73,6 +74,12 @@ def client_event(data: Any) -> BaseModel:
     try:
         return cls.model_validate(data)
     except ValidationError as error:
-        first = error.errors()[0]
-        param = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"])[1:]
-        raise ClientEventError(f"Invalid '{kind}' event: {param}: {first['msg']}.", param=param) from None
+        raise invalid(error) from None
+
+
+def invalid(error: ValidationError, prefix: str = "") -> ClientEventError:
+    """The `error` of the first thing pydantic found wrong, named by its path under `prefix`."""
+    first = dict(error.errors()[0])
+    where = validation_param(first) or ""
+    param = f"{prefix}.{where}" if prefix and where and not where.startswith("[") else prefix + where
+    return ClientEventError(f"Invalid value for '{param}': {first['msg']}.", param=param or None)
