@@ -1,8 +1,9 @@
 """GGUF language models through llama.cpp's own server, embedded in-process by `xllamacpp`.
 
 llama.cpp's server brings continuous batching over parallel slots, prompt caching and the GGUF's own chat
-template. `launch` starts it, `generators` are the chat and completion predictors over it, `chunk_stream`
-turns its callbacks into iterators, `scoring` scores prompts with a second instance.
+template. `launch` starts it, `generators` are the chat and completion predictors over it, `instances`
+adds one without speculation for log-probabilities, `chunk_stream` turns its callbacks into iterators,
+`scoring` scores prompts with another instance.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Any
 from modelport.engines import Engine
 from modelport.engines.llamacpp import gguf_header
 from modelport.engines.llamacpp.generators import LlamaChat, LlamaCompletion, tool_format
-from modelport.engines.llamacpp.launch import SLOTS, SideDoor, default_gguf, start_server
+from modelport.engines.llamacpp.instances import Instances
+from modelport.engines.llamacpp.launch import SLOTS, SideDoor, default_gguf, speculates, start_server
 
 __all__ = ["ENGINE", "SLOTS", "LlamaChat", "LlamaCompletion", "default_gguf", "start_server", "tool_format"]
 
@@ -25,9 +27,10 @@ def load(**options: Any) -> Sequence[LlamaChat | LlamaCompletion]:
     key = secrets.token_urlsafe(32)
     server = start_server(**options, api_key=key)
     door = SideDoor(server, key)
+    instances = Instances(server, options, speculates(options))
     gguf = Path(options["path"]) if options.get("path") else default_gguf()
     media = ("image",) if options.get("mmproj") else ()
-    return [LlamaChat(server, door, media), LlamaCompletion(server, door, gguf)]
+    return [LlamaChat(instances, door, media), LlamaCompletion(instances, door, gguf)]
 
 
 def estimate(

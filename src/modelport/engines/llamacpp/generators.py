@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from modelport.engines.llamacpp import template_probe
-from modelport.engines.llamacpp.chunk_stream import ChunkHandler, stream_chunks
+from modelport.engines.llamacpp.chunk_stream import stream_chunks
+from modelport.engines.llamacpp.instances import Instances
 from modelport.engines.llamacpp.launch import SideDoor
 from modelport.engines.llamacpp.scoring import Scorer
 from modelport.errors import InvalidRequestError
@@ -36,8 +37,8 @@ def tool_format(template: str) -> str | None:
 class LlamaChat:
     """Chat with the GGUF's own template (or the one its options name), as llama.cpp renders it."""
 
-    def __init__(self, server: Any, door: SideDoor, media: tuple[str, ...] = ()) -> None:
-        self._handle: ChunkHandler = server.handle_chat_completions
+    def __init__(self, instances: Instances, door: SideDoor, media: tuple[str, ...] = ()) -> None:
+        self._instances = instances
         self._door = door
         self.media = media  # what its projector lets it read beside text: ("image",)
         # The template llama.cpp really renders with: the GGUF's own, an override, or its fallback.
@@ -59,7 +60,7 @@ class LlamaChat:
             # As a template variable rather than llama.cpp's `tools`, which refuses a grammar beside it:
             # modelport constrains the native call format itself.
             request["chat_template_kwargs"] = {**request.get("chat_template_kwargs", {}), "tools": tools}
-        return stream_chunks(self._handle, request)
+        return stream_chunks(self._instances.chat(request), request)
 
     def render(self, messages: list[dict[str, Any]]) -> str:
         """The prompt the template makes of `messages` (as adapted for it)."""
@@ -82,10 +83,10 @@ class LlamaCompletion:
     """Completions of a prompt given as text or as the model's own token ids; `suffix` through the model's
     fill-in-the-middle tokens. Scoring starts a second llama.cpp instance on its first use."""
 
-    def __init__(self, server: Any, door: SideDoor, gguf: Path) -> None:
-        self._handle: ChunkHandler = server.handle_completions
+    def __init__(self, instances: Instances, door: SideDoor, gguf: Path) -> None:
+        self._instances = instances
         self._door = door
-        self._fim = _fill_in_the_middle_tokens(server)
+        self._fim = _fill_in_the_middle_tokens(instances.server)
         self.vocab_size = int(door.get("/v1/models")["data"][0]["meta"]["n_vocab"])
         self._scorer = Scorer(gguf, SCORING_CTX)
 
@@ -105,7 +106,8 @@ class LlamaCompletion:
                     param="suffix",
                 )
             prompt = f"{self._fim[0]}{prompt}{self._fim[1]}{suffix}{self._fim[2]}"
-        return stream_chunks(self._handle, {**options, "prompt": prompt})
+        request = {**options, "prompt": prompt}
+        return stream_chunks(self._instances.completion(request), request)
 
     def detokenize(self, ids: list[int]) -> str:
         """The text of token ids (for `echo` of a prompt given as ids)."""

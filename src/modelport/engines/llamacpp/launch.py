@@ -32,7 +32,8 @@ def start_server(
     n_gpu_layers: int = -1,
     chat_template: str | None = None,
     cache_ram_mib: int = 1024,
-    speculative: str = "none",
+    speculative: str = "ngram-mod",
+    draft: str | None = None,
     mmproj: str | None = None,
     image_max_tokens: int = 1024,
     api_key: str | None = None,
@@ -48,8 +49,9 @@ def start_server(
     `"auto"` while other processes keep those CPUs busy (see `thread_binding`), True always, False never.
     (llama.cpp's `poll` is not offered: xllamacpp's llama.cpp waits at barriers in OpenMP, which ignores
     it; see `xllamacpp_loader`.)
-    `speculative` drafts tokens without a draft model (`ngram-mod`, `ngram-simple`, `ngram-cache`,
-    `ngram-map-k`: llama.cpp's n-gram lookups in the context, verified by the model) or not (`none`).
+    `speculative` drafts tokens without a draft model (`ngram-mod`, the default, `ngram-simple`,
+    `ngram-cache`, `ngram-map-k`: llama.cpp's n-gram lookups in the context, verified by the model) or not
+    (`none`). `draft` is a smaller GGUF of the same vocabulary that drafts where the n-grams offer nothing.
     `mmproj` is a multimodal projector GGUF (the model then sees images); an image becomes at most
     `image_max_tokens` tokens (a projector of fixed size, its own number), and the micro-batch is made at
     least that large: an encoder with non-causal attention aborts the process on an image that does not fit
@@ -75,6 +77,10 @@ def start_server(
     # llama.cpp keeps the prompts of idle slots in RAM for reuse; its own bound (8 GiB) would let a
     # long-running server grow by that much.
     params.cache_ram_mib = cache_ram_mib
+    # Every request not sent to a slot by id takes the least recently used one and the best match in that
+    # RAM cache (see `slots`); idle slots keep what they hold until then.
+    params.slot_prompt_similarity = 0.0
+    params.cache_idle_slots = False
     params.n_gpu_layers = n_gpu_layers
     params.cpuparams.n_threads = n_threads or machine.usable_cpus()
     params.cpuparams_batch.n_threads = n_threads_batch or n_threads or machine.usable_cpus()
@@ -83,18 +89,12 @@ def start_server(
         _pin(params.cpuparams_batch)
     if chat_template:
         params.chat_template = chat_template
-    if speculative != "none":
-        kind = getattr(
-            xllamacpp.common_speculative_type,
-            f"COMMON_SPECULATIVE_TYPE_{speculative.upper().replace('-', '_')}",
-            None,
-        )
-        if kind is None or not speculative.startswith("ngram"):
-            raise ValueError(
-                "speculative must be none, ngram-mod, ngram-simple, ngram-cache or ngram-map-k, "
-                f"not {speculative!r}"
-            )
-        params.speculative.types = [kind]
+    params.speculative.types = _speculators(xllamacpp, speculative, draft)
+    if draft:
+        if not Path(draft).is_file():
+            raise FileNotFoundError(f"draft model file not found: {draft}")
+        params.speculative.draft.mparams.path = draft
+        params.speculative.draft.n_gpu_layers = n_gpu_layers
     if mmproj:
         projector = Path(mmproj)
         if not projector.is_file():
@@ -109,6 +109,28 @@ def start_server(
         return xllamacpp.Server(params)
     with thread_binding.watched(params.cpuparams.n_threads):
         return xllamacpp.Server(params)
+
+
+def _speculators(xllamacpp: Any, speculative: str, draft: str | None) -> list[Any]:
+    """llama.cpp's speculator kinds for these options (it tries them in its own order: n-grams first)."""
+    kinds = xllamacpp.common_speculative_type
+    found = []
+    if speculative != "none":
+        kind = getattr(kinds, f"COMMON_SPECULATIVE_TYPE_{speculative.upper().replace('-', '_')}", None)
+        if kind is None or not speculative.startswith("ngram"):
+            raise ValueError(
+                "speculative must be none, ngram-mod, ngram-simple, ngram-cache or ngram-map-k, "
+                f"not {speculative!r}"
+            )
+        found.append(kind)
+    if draft:
+        found.append(kinds.COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE)
+    return found
+
+
+def speculates(options: dict[str, Any]) -> bool:
+    """Whether a model started with these options drafts tokens."""
+    return options.get("speculative", "ngram-mod") != "none" or bool(options.get("draft"))
 
 
 def image_tokens(projector: Path) -> int:

@@ -1,0 +1,252 @@
+"""Benchmark: workloads users feel — agent sessions, RAG answers that quote, a code edit, free chat — against
+modelport before (no speculation) and after (its defaults), and llama-server at its defaults and with its
+best flags for these workloads (8 slots in a 32k shared cache, n-gram speculation), all in one run.
+
+    .venv/bin/python -m bench.workload [--workloads agent rag code chat] [--servers ...]
+
+Same model (SmolLM2-135M), same threads; greedy decoding, so every server does the same work. The scripted
+parts of each conversation (tool calls and their results) are the same whatever a model answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench import references, workload_data
+from bench.common import THREADS, http_client, llama_server, machine, modelport_server, table
+from bench.decode import CHAT, CONFIG, N_CTX, SLOTS
+from modelport.engines import llamacpp
+from tests.support.live import free_port, serving
+
+BEST_FLAGS = ["--spec-type", "ngram-mod"]
+
+
+@dataclass
+class Reply:
+    first_token: float
+    seconds: float
+    tokens: int
+    cached: int
+
+    @property
+    def stream_rate(self) -> float:
+        decoding = self.seconds - self.first_token
+        return (self.tokens - 1) / decoding if self.tokens > 1 and decoding > 0 else float("nan")
+
+
+@dataclass
+class Outcome:
+    replies: list[Reply] = field(default_factory=list)
+    wall: float = 0.0
+
+    def row(self) -> list[Any]:
+        firsts = sorted(r.first_token for r in self.replies)
+        p95 = firsts[min(len(firsts) - 1, round(0.95 * (len(firsts) - 1)))]
+        rates = [r.stream_rate for r in self.replies if r.stream_rate == r.stream_rate]
+        tokens = sum(r.tokens for r in self.replies)
+        return [
+            statistics.median(firsts) * 1000,
+            p95 * 1000,
+            statistics.median(rates) if rates else float("nan"),
+            tokens / self.wall,
+            self.wall,
+            sum(r.cached for r in self.replies),
+        ]
+
+
+async def chat(client: Any, messages: list[dict[str, Any]], max_tokens: int, **extra: Any) -> Reply:
+    start = time.perf_counter()
+    first = 0.0
+    usage = None
+    stream = await client.chat.completions.create(
+        model=CHAT, messages=messages, max_tokens=max_tokens, temperature=0, stream=True,
+        stream_options={"include_usage": True}, **extra,
+    )  # fmt: skip
+    async for chunk in stream:
+        if not first and chunk.choices and chunk.choices[0].delta.content:
+            first = time.perf_counter() - start
+        usage = chunk.usage or usage
+    details = getattr(usage, "prompt_tokens_details", None)
+    return Reply(
+        first or time.perf_counter() - start,
+        time.perf_counter() - start,
+        usage.completion_tokens if usage else 0,
+        int(getattr(details, "cached_tokens", 0) or 0),
+    )
+
+
+async def timed(jobs: list[Callable[[], Awaitable[list[Reply]]]], in_flight: int) -> Outcome:
+    """Run `jobs` with at most `in_flight` of them at once."""
+    gate = asyncio.Semaphore(in_flight)
+    outcome = Outcome()
+
+    async def guarded(job: Callable[[], Awaitable[list[Reply]]]) -> None:
+        async with gate:
+            outcome.replies.extend(await job())
+
+    start = time.perf_counter()
+    await asyncio.gather(*(guarded(job) for job in jobs))
+    outcome.wall = time.perf_counter() - start
+    return outcome
+
+
+async def agent(url: str) -> Outcome:
+    """16 conversations of 6 turns over one shared ~1,500-token system prompt with six tools; between turns
+    the tool runs (a seeded 0-300 ms), and 6 turns are decoding or waiting at any time."""
+    client = http_client(url)
+    system = {"role": "system", "content": workload_data.system_prompt()}
+    await chat(client, [system, {"role": "user", "content": "Ready?"}], 1)  # the agent has served before
+    gate = asyncio.Semaphore(6)
+    outcome = Outcome()
+
+    async def conversation(index: int) -> None:
+        rng = random.Random(index)
+        messages: list[dict[str, Any]] = [system]
+        for added in workload_data.agent_turns(index, 6):
+            messages += added
+            async with gate:
+                outcome.replies.append(await chat(client, messages, 48))
+            await asyncio.sleep(rng.uniform(0, 0.3))
+
+    start = time.perf_counter()
+    await asyncio.gather(*(conversation(i) for i in range(16)))
+    outcome.wall = time.perf_counter() - start
+    await client.close()
+    return outcome
+
+
+async def rag(url: str) -> Outcome:
+    """8 questions, 4 at a time, each over its own ~2,000-token document, answered by quoting it."""
+    client = http_client(url)
+
+    def job(document: str, start: str) -> Callable[[], Awaitable[list[Reply]]]:
+        ask = f"{document}\n\nQuote, word for word, the paragraph of the document above that begins: {start}"
+        return lambda: _one(chat(client, [{"role": "user", "content": ask}], 160))
+
+    outcome = await timed([job(*found) for found in workload_data.documents(8)], 4)
+    await client.close()
+    return outcome
+
+
+async def code(url: str) -> Outcome:
+    """A 150-line file returned whole with one function renamed, three times in turn (up to 512 tokens)."""
+    client = http_client(url)
+    source = workload_data.source_file()
+    jobs = []
+    for index in range(3):
+        name = source.split("def ", 1 + 5 * index)[-1].split("(", 1)[0]
+        ask = f"Rename the function {name} to renamed_{index}. Return the whole file.\n\n"
+        ask += f"```python\n{source}```"
+        jobs.append(lambda ask=ask: _one(chat(client, [{"role": "user", "content": ask}], 512)))
+    outcome = await timed(jobs, 1)
+    await client.close()
+    return outcome
+
+
+async def free_chat(url: str) -> Outcome:
+    """16 short questions, 8 at a time, 128 tokens each: the control, where nothing repeats."""
+    client = http_client(url)
+    jobs = [
+        lambda q=q: _one(chat(client, [{"role": "user", "content": q}], 128)) for q in workload_data.QUESTIONS
+    ]
+    outcome = await timed(jobs, 8)
+    await client.close()
+    return outcome
+
+
+async def _one(reply: Awaitable[Reply]) -> list[Reply]:
+    return [await reply]
+
+
+async def warm_up(url: str) -> None:
+    """One short answer, so that no workload pays for the first request's page faults."""
+    client = http_client(url)
+    await chat(client, [{"role": "user", "content": "Hello"}], 8)
+    await client.close()
+
+
+WORKLOADS: dict[str, Callable[[str], Awaitable[Outcome]]] = {
+    "agent": agent,
+    "rag": rag,
+    "code": code,
+    "chat": free_chat,
+}
+
+
+def llama_server_defaults(binary: Any, gguf: Any) -> AbstractContextManager[tuple[str, int]]:
+    """llama-server as a user starts it: the model, the threads, nothing else."""
+    port = free_port()
+    command = [str(binary), "-m", str(gguf), "--port", str(port), "-t", str(THREADS), "-tb", str(THREADS)]
+    command += ["-ngl", "0", "--log-disable"]
+    return serving(command, "/health", port, "llama-server")
+
+
+def servers() -> Iterator[tuple[str, Callable[[], AbstractContextManager[Any]]]]:
+    before = CONFIG + 'speculative = "none"\n'
+    yield "modelport before (no speculation)", lambda: modelport_server(before)
+    yield "modelport", lambda: modelport_server(CONFIG)
+    binary = references.llama_server()
+    if binary is None:
+        print("\nllama-server: not built (python -m bench.references); its rows are absent.")
+        return
+    gguf = llamacpp.default_gguf()
+    yield "llama-server defaults", lambda: llama_server_defaults(binary, gguf)
+    yield "llama-server best", lambda: llama_server(binary, gguf, SLOTS, N_CTX, extra=BEST_FLAGS)
+
+
+def url_of(served: Any) -> str:
+    return served if isinstance(served, str) else served[0]
+
+
+HEADERS = ["server", "TTFT p50 ms", "TTFT p95 ms", "stream tok/s", "aggregate tok/s", "wall s", "cached"]
+
+
+def main(chosen: list[str], only: list[str] | None) -> None:
+    print(f"# Workloads, one run\n\n{machine()}")
+    print(f"\nllama-server best flags: 8 slots, a shared {N_CTX}-token cache, {' '.join(BEST_FLAGS)}")
+    results: dict[str, dict[str, Outcome | str]] = {name: {} for name in chosen}
+    for server, start in servers():
+        if only and not any(o in server for o in only):
+            continue
+        with start() as served:
+            asyncio.run(warm_up(url_of(served)))
+            for name in chosen:
+                try:
+                    found: Outcome | str = asyncio.run(WORKLOADS[name](url_of(served)))
+                except Exception as error:  # a server that fails a workload is reported, not fatal
+                    found = f"failed: {type(error).__name__}: {error}"
+                results[name][server] = found
+                shown = found if isinstance(found, str) else " | ".join(f"{v:.3g}" for v in found.row())
+                print(f"  {server}: {name}: {shown}", flush=True)
+    for name, by_server in results.items():
+        rows = []
+        for server, outcome in by_server.items():
+            if isinstance(outcome, str):
+                rows.append([server, outcome, *[""] * (len(HEADERS) + 1)])
+                continue
+            row = outcome.row()
+            for reference in ("llama-server defaults", "llama-server best"):
+                other = by_server.get(reference)
+                if isinstance(other, Outcome):
+                    row.append(f"{row[1] / other.row()[1]:.2f}, {row[3] / other.row()[3]:.2f}")
+                else:
+                    row.append("-")
+            rows.append([server, *row])
+        headers = [*HEADERS, "× defaults (p95 TTFT, aggregate)", "× best (p95 TTFT, aggregate)"]
+        print(table(f"{name}: {(WORKLOADS[name].__doc__ or '').splitlines()[0]}", headers, rows))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
+    parser.add_argument("--servers", nargs="+", help="only the servers whose names contain one of these")
+    arguments = parser.parse_args()
+    main(arguments.workloads, arguments.servers)

@@ -1,0 +1,118 @@
+"""What the llama.cpp engine does for speed, and what it must not change: n-gram speculation on by default
+(log-probabilities and constrained answers stay exact), a draft model as an option, and a conversation's
+later turns reusing its own history even when more conversations than slots take turns."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import modelport
+from modelport.engines import llamacpp
+from modelport.settings import ModelConfig, Settings
+
+CODE = "\n".join(f"def f{i}(x):\n    return x * {i} + {i * i}" for i in range(20))
+COPY = [{"role": "user", "content": f"Return this code unchanged:\n\n{CODE}"}]
+LONG_SYSTEM = " ".join(
+    f"Rule {i}: answer politely, check the order number, and log case {i}." for i in range(60)
+)
+
+
+def client(**options: Any) -> modelport.OpenAI:
+    model = ModelConfig(id="m", engine="llamacpp", **options)
+    settings = Settings(defaults=False, models=[model], store={"url": "none"})  # type: ignore[arg-type]
+    return modelport.OpenAI(settings=settings)
+
+
+@pytest.fixture(scope="module")
+def speculating() -> Iterator[modelport.OpenAI]:
+    """A model with the defaults (n-gram speculation) whose n-gram table has seen the code twice."""
+    with client(n_parallel=2) as speculating:
+        for _ in range(2):
+            speculating.chat.completions.create(model="m", messages=COPY, max_tokens=96, temperature=0)  # type: ignore[arg-type]
+        yield speculating
+
+
+def test_every_token_has_its_logprobs_although_the_model_speculates(speculating: modelport.OpenAI) -> None:
+    reply = speculating.chat.completions.create(
+        model="m",
+        messages=COPY,
+        max_tokens=64,
+        temperature=0,
+        logprobs=True,
+        top_logprobs=3,  # type: ignore[arg-type]
+    )
+    tokens = reply.choices[0].logprobs.content  # type: ignore[union-attr]
+    assert len(tokens) == reply.usage.completion_tokens  # type: ignore[union-attr]
+    # A drafted token would come back with no alternatives and a log-probability of exactly 0.
+    assert all(len(t.top_logprobs) == 3 for t in tokens)
+    assert any(t.logprob < 0 for t in tokens)
+    completion = speculating.completions.create(
+        model="m", prompt=CODE, max_tokens=32, temperature=0, logprobs=2
+    )
+    assert all(len(top) == 2 for top in completion.choices[0].logprobs.top_logprobs)  # type: ignore[union-attr, arg-type]
+
+
+def test_constrained_answers_hold_to_their_grammar_while_speculating(speculating: modelport.OpenAI) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "lines": {"type": "array", "items": {"type": "string"}}},
+        "required": ["name", "lines"],
+        "additionalProperties": False,
+    }
+    ask = [{"role": "user", "content": f"Give the file a name and its lines as JSON:\n\n{CODE}"}]
+    for _ in range(2):  # the second answer can be drafted from the first
+        reply = speculating.chat.completions.create(
+            model="m", messages=ask, max_tokens=300, temperature=0,  # type: ignore[arg-type]
+            response_format={"type": "json_schema", "json_schema": {"name": "file", "schema": schema}},
+        )  # fmt: skip
+        if reply.choices[0].finish_reason == "stop":
+            assert set(json.loads(reply.choices[0].message.content or "")) == {"name", "lines"}
+        else:  # cut at max_tokens: what there is still follows the grammar as a prefix
+            assert (reply.choices[0].message.content or "").startswith('{"name":')
+
+
+@pytest.mark.slow
+def test_a_draft_model_keeps_greedy_answers() -> None:
+    answers = []
+    for options in ({"speculative": "none"}, {"speculative": "none", "draft": str(llamacpp.default_gguf())}):
+        with client(n_parallel=1, **options) as model:
+            reply = model.chat.completions.create(model="m", messages=COPY, max_tokens=64, temperature=0)  # type: ignore[arg-type]
+            answers.append(reply.choices[0].message.content)
+    assert answers[0] == answers[1]
+
+
+def test_a_missing_draft_model_is_named() -> None:
+    with pytest.raises(FileNotFoundError, match="draft model file not found: /nowhere.gguf"):
+        llamacpp.start_server(draft="/nowhere.gguf")
+
+
+def test_each_conversation_reuses_its_own_history_with_more_conversations_than_slots() -> None:
+    """Three conversations over two slots, sharing a long system prompt, take turns: each later turn finds
+    its own history (in RAM or still in its slot), not only the system prompt they share."""
+    with client(n_parallel=2, speculative="none") as model:
+        history: dict[int, list[dict[str, Any]]] = {}
+        asked: dict[int, int] = {}
+        for turn in range(2):
+            for case in range(3):
+                messages = history.setdefault(case, [{"role": "system", "content": LONG_SYSTEM}])
+                messages.append(
+                    {"role": "user", "content": f"Case {case}, step {turn}: what now for order {case}?"}
+                )
+                reply = model.chat.completions.create(
+                    model="m", messages=messages, max_tokens=8, temperature=0
+                )  # type: ignore[arg-type]
+                usage = reply.usage
+                assert usage is not None and usage.prompt_tokens_details is not None
+                if turn:
+                    # the earlier turn's prompt, less the few tokens of the assistant's turn marker
+                    assert usage.prompt_tokens_details.cached_tokens >= asked[case] - 8, (case, usage)
+                asked[case] = usage.prompt_tokens
+                messages.append({"role": "assistant", "content": reply.choices[0].message.content})
+        # A turn that follows at once continues in the slot its conversation has just used.
+        messages = history[2] + [{"role": "user", "content": "And then?"}]
+        reply = model.chat.completions.create(model="m", messages=messages, max_tokens=4, temperature=0)  # type: ignore[arg-type]
+        assert reply.usage.prompt_tokens_details.cached_tokens > asked[2]  # type: ignore[union-attr]
