@@ -214,7 +214,7 @@ def main(chosen: list[str], only: list[str] | None) -> None:
     print(f"\nllama-server best flags: 8 slots, a shared {N_CTX}-token cache, {' '.join(BEST_FLAGS)}")
     results: dict[str, dict[str, Outcome | str]] = {name: {} for name in chosen}
     for server, start in servers():
-        if only and not any(o in server for o in only):
+        if only and server not in only:
             continue
         with start() as served:
             asyncio.run(warm_up(url_of(served)))
@@ -247,6 +247,6 @@ def main(chosen: list[str], only: list[str] | None) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
-    parser.add_argument("--servers", nargs="+", help="only the servers whose names contain one of these")
+    parser.add_argument("--servers", nargs="+", help="only these servers (by the names the report gives)")
     arguments = parser.parse_args()
     main(arguments.workloads, arguments.servers)

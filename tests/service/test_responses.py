@@ -347,3 +347,18 @@ def test_include_output_text_logprobs_gives_each_tokens_logprob(client: Any) -> 
     assert part.logprobs
     assert all(entry.logprob <= 0 for entry in part.logprobs)
     assert "".join(entry.token for entry in part.logprobs) == part.text
+
+
+def test_a_chained_turn_reports_the_earlier_turns_tokens_as_cached(client: Any) -> None:
+    """`cached_tokens` is what llama.cpp really reused: the whole earlier turn, for the turn after it."""
+    long = " ".join(f"Rule {i}: keep answers short and kind." for i in range(40))
+    one = client.responses.create(
+        model="smollm2-135m-instruct", instructions=long, input="Say hi.", max_output_tokens=16, temperature=0
+    )
+    two = client.responses.create(
+        model="smollm2-135m-instruct", instructions=long, input="Again.", previous_response_id=one.id,
+        max_output_tokens=16, temperature=0,
+    )  # fmt: skip
+    assert one.usage.input_tokens < two.usage.input_tokens
+    assert two.usage.input_tokens_details.cached_tokens >= one.usage.input_tokens - 4
+    assert two.usage.input_tokens_details.cached_tokens < two.usage.input_tokens

@@ -14,7 +14,6 @@ from typing import Any
 
 from modelport.engines.llamacpp.chunk_stream import ChunkHandler
 from modelport.engines.llamacpp.launch import SLOTS, start_server
-from modelport.engines.llamacpp.slots import SlotPlanner
 
 PLAIN_SLOTS = 2
 
@@ -24,9 +23,8 @@ class Instances:
 
     def __init__(self, server: Any, options: dict[str, Any], speculating: bool) -> None:
         self.server = server
-        planner = SlotPlanner(int(options.get("n_parallel", SLOTS)))
-        self._chat = planner.handler(server.handle_chat_completions)
-        self._completion = planner.handler(server.handle_completions)
+        self._chat: ChunkHandler = server.handle_chat_completions
+        self._completion: ChunkHandler = server.handle_completions
         self._options = options
         self._speculating = speculating
         self._plain: Any = None

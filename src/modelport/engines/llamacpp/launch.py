@@ -77,10 +77,6 @@ def start_server(
     # llama.cpp keeps the prompts of idle slots in RAM for reuse; its own bound (8 GiB) would let a
     # long-running server grow by that much.
     params.cache_ram_mib = cache_ram_mib
-    # Every request not sent to a slot by id takes the least recently used one and the best match in that
-    # RAM cache (see `slots`); idle slots keep what they hold until then.
-    params.slot_prompt_similarity = 0.0
-    params.cache_idle_slots = False
     params.n_gpu_layers = n_gpu_layers
     params.cpuparams.n_threads = n_threads or machine.usable_cpus()
     params.cpuparams_batch.n_threads = n_threads_batch or n_threads or machine.usable_cpus()
