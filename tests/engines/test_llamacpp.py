@@ -122,7 +122,8 @@ def test_threads_are_bound_while_another_process_is_busy_and_freed_after() -> No
 
 @pytest.mark.slow
 def test_ngram_speculation_keeps_greedy_answers_token_for_token() -> None:
-    """Drafts are verified by the model: greedy output is the same with and without them."""
+    """Drafts are verified by the model: on a copy it is sure of, greedy output is the same with and without
+    them (where two tokens are all but equally likely, the verifying batch's last bits can flip it)."""
     import modelport
     from modelport.settings import ModelConfig, Settings
 

@@ -76,6 +76,7 @@ def test_constrained_answers_hold_to_their_grammar_while_speculating(speculating
 
 @pytest.mark.slow
 def test_a_draft_model_keeps_greedy_answers() -> None:
+    """SmolLM2 drafting for itself (the one offline pair sharing a vocabulary), on a copy it is sure of."""
     answers = []
     for options in ({"speculative": "none"}, {"speculative": "none", "draft": str(llamacpp.default_gguf())}):
         with client(n_parallel=1, **options) as model:

@@ -17,7 +17,7 @@ from modelport.engines import Engine
 from modelport.engines.llamacpp import gguf_header
 from modelport.engines.llamacpp.generators import LlamaChat, LlamaCompletion, tool_format
 from modelport.engines.llamacpp.instances import Instances
-from modelport.engines.llamacpp.launch import SLOTS, SideDoor, default_gguf, speculates, start_server
+from modelport.engines.llamacpp.launch import SLOTS, SideDoor, default_gguf, start_server
 
 __all__ = ["ENGINE", "SLOTS", "LlamaChat", "LlamaCompletion", "default_gguf", "start_server", "tool_format"]
 
@@ -27,7 +27,7 @@ def load(**options: Any) -> Sequence[LlamaChat | LlamaCompletion]:
     key = secrets.token_urlsafe(32)
     server = start_server(**options, api_key=key)
     door = SideDoor(server, key)
-    instances = Instances(server, options, speculates(options))
+    instances = Instances(server, options)
     gguf = Path(options["path"]) if options.get("path") else default_gguf()
     media = ("image",) if options.get("mmproj") else ()
     return [LlamaChat(instances, door, media), LlamaCompletion(instances, door, gguf)]

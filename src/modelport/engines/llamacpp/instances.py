@@ -13,41 +13,37 @@ import threading
 from typing import Any
 
 from modelport.engines.llamacpp.chunk_stream import ChunkHandler
-from modelport.engines.llamacpp.launch import SLOTS, start_server
+from modelport.engines.llamacpp.launch import SLOTS, speculates, start_server
 
 PLAIN_SLOTS = 2
 
 
 class Instances:
-    """Which llama.cpp server, and which of its handlers, a request goes to."""
+    """Which llama.cpp server a request goes to."""
 
-    def __init__(self, server: Any, options: dict[str, Any], speculating: bool) -> None:
+    def __init__(self, server: Any, options: dict[str, Any]) -> None:
         self.server = server
-        self._chat: ChunkHandler = server.handle_chat_completions
-        self._completion: ChunkHandler = server.handle_completions
         self._options = options
-        self._speculating = speculating
+        self._speculating = speculates(options)
         self._plain: Any = None
         self._starting = threading.Lock()
 
     def chat(self, request: dict[str, Any]) -> ChunkHandler:
-        if self._exact(request):
-            return self._plain_server().handle_chat_completions  # type: ignore[no-any-return]
-        return self._chat
+        return self._for(request).handle_chat_completions  # type: ignore[no-any-return]
 
     def completion(self, request: dict[str, Any]) -> ChunkHandler:
-        if self._exact(request):
-            return self._plain_server().handle_completions  # type: ignore[no-any-return]
-        return self._completion
+        return self._for(request).handle_completions  # type: ignore[no-any-return]
 
-    def _exact(self, request: dict[str, Any]) -> bool:
-        """Whether the request wants log-probabilities from a model that speculates."""
-        return self._speculating and request.get("logprobs") not in (None, False)
-
-    def _plain_server(self) -> Any:
+    def _for(self, request: dict[str, Any]) -> Any:
+        """The serving instance, or for a request that wants log-probabilities from a model that
+        speculates, the one without speculation (a single token, as beam search asks, is never drafted)."""
+        drafted = self._speculating and request.get("max_tokens") != 1
+        if not drafted or request.get("logprobs") in (None, False):
+            return self.server
         with self._starting:
             if self._plain is None:
                 slots = min(PLAIN_SLOTS, int(self._options.get("n_parallel", SLOTS)))
-                plain = {**self._options, "speculative": "none", "draft": None, "n_parallel": slots}
-                self._plain = start_server(**plain)
+                self._plain = start_server(
+                    **{**self._options, "speculative": "none", "draft": None, "n_parallel": slots}
+                )
         return self._plain
