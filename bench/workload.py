@@ -1,6 +1,6 @@
 """Benchmark: workloads users feel — agent sessions, RAG answers that quote, a code edit, free chat — against
-modelport before (no speculation) and after (its defaults), and llama-server at its defaults and with its
-best flags for these workloads (8 slots in a 32k shared cache, n-gram speculation), all in one run.
+modelport at its defaults and with n-gram speculation, and llama-server at its defaults and with its best
+flags for these workloads (8 slots in a 32k shared cache, n-gram speculation), all in one run.
 
     .venv/bin/python -m bench.workload [--workloads agent rag code chat] [--servers ...]
 
@@ -190,9 +190,9 @@ def llama_server_defaults(binary: Any, gguf: Any) -> AbstractContextManager[tupl
 
 
 def servers() -> Iterator[tuple[str, Callable[[], AbstractContextManager[Any]]]]:
-    before = CONFIG + 'speculative = "none"\n'
-    yield "modelport before (no speculation)", lambda: modelport_server(before)
+    speculating = CONFIG + 'speculative = "ngram-mod"\n'
     yield "modelport", lambda: modelport_server(CONFIG)
+    yield "modelport ngram-mod", lambda: modelport_server(speculating)
     binary = references.llama_server()
     if binary is None:
         print("\nllama-server: not built (python -m bench.references); its rows are absent.")

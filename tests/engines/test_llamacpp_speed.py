@@ -1,5 +1,5 @@
-"""What the llama.cpp engine does for speed, and what it must not change: n-gram speculation on by default
-(log-probabilities and constrained answers stay exact) and a draft model as an option."""
+"""What speculative decoding does to the llama.cpp engine's answers, and what it must not change:
+log-probabilities and constrained answers stay exact under n-gram speculation; a draft model as an option."""
 
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ def client(**options: Any) -> modelport.OpenAI:
 
 @pytest.fixture(scope="module")
 def speculating() -> Iterator[modelport.OpenAI]:
-    """A model with the defaults (n-gram speculation) whose n-gram table has seen the code twice."""
-    with client(n_parallel=2) as speculating:
+    """A model with n-gram speculation whose n-gram table has seen the code twice."""
+    with client(n_parallel=2, speculative="ngram-mod") as speculating:
         for _ in range(2):
             speculating.chat.completions.create(model="m", messages=COPY, max_tokens=96, temperature=0)  # type: ignore[arg-type]
         yield speculating

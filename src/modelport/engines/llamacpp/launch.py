@@ -32,7 +32,7 @@ def start_server(
     n_gpu_layers: int = -1,
     chat_template: str | None = None,
     cache_ram_mib: int = 1024,
-    speculative: str = "ngram-mod",
+    speculative: str = "none",
     draft: str | None = None,
     mmproj: str | None = None,
     image_max_tokens: int = 1024,
@@ -49,9 +49,9 @@ def start_server(
     `"auto"` while other processes keep those CPUs busy (see `thread_binding`), True always, False never.
     (llama.cpp's `poll` is not offered: xllamacpp's llama.cpp waits at barriers in OpenMP, which ignores
     it; see `xllamacpp_loader`.)
-    `speculative` drafts tokens without a draft model (`ngram-mod`, the default, `ngram-simple`,
-    `ngram-cache`, `ngram-map-k`: llama.cpp's n-gram lookups in the context, verified by the model) or not
-    (`none`). `draft` is a smaller GGUF of the same vocabulary that drafts where the n-grams offer nothing.
+    `speculative` drafts tokens without a draft model (`ngram-mod`, `ngram-simple`, `ngram-cache`,
+    `ngram-map-k`: llama.cpp's n-gram lookups in the context, verified by the model) or not (`none`).
+    `draft` is a smaller GGUF of the same vocabulary that drafts where the n-grams offer nothing.
     `mmproj` is a multimodal projector GGUF (the model then sees images); an image becomes at most
     `image_max_tokens` tokens (a projector of fixed size, its own number), and the micro-batch is made at
     least that large: an encoder with non-causal attention aborts the process on an image that does not fit
@@ -126,7 +126,7 @@ def _speculators(xllamacpp: Any, speculative: str, draft: str | None) -> list[An
 
 def speculates(options: dict[str, Any]) -> bool:
     """Whether a model started with these options drafts tokens."""
-    return options.get("speculative", "ngram-mod") != "none" or bool(options.get("draft"))
+    return options.get("speculative", "none") != "none" or bool(options.get("draft"))
 
 
 def image_tokens(projector: Path) -> int:
