@@ -62,13 +62,14 @@ class Outcome:
         ]
 
 
-async def chat(client: Any, messages: list[dict[str, Any]], max_tokens: int, **extra: Any) -> Reply:
+async def chat(client: Any, messages: list[dict[str, Any]], max_tokens: int) -> Reply:
+    """One greedy streamed answer, timed."""
     start = time.perf_counter()
     first = 0.0
     usage = None
     stream = await client.chat.completions.create(
         model=CHAT, messages=messages, max_tokens=max_tokens, temperature=0, stream=True,
-        stream_options={"include_usage": True}, **extra,
+        stream_options={"include_usage": True},
     )  # fmt: skip
     async for chunk in stream:
         if not first and chunk.choices and chunk.choices[0].delta.content:
@@ -100,7 +101,7 @@ async def timed(jobs: list[Callable[[], Awaitable[list[Reply]]]], in_flight: int
 
 async def agent(url: str) -> Outcome:
     """16 conversations of 6 turns over one shared ~1,500-token system prompt with six tools; between turns
-    the tool runs (a seeded 0-300 ms), and 6 turns are decoding or waiting at any time."""
+    the tool runs (a seeded 0-300 ms); at most 6 turns are in flight."""
     client = http_client(url)
     system = {"role": "system", "content": workload_data.system_prompt()}
     await chat(client, [system, {"role": "user", "content": "Ready?"}], 1)  # the agent has served before
