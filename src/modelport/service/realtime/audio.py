@@ -35,6 +35,11 @@ def _resampler(rate: int) -> av.AudioResampler:
     return av.AudioResampler(format="flt", layout="mono", rate=rate)
 
 
+def _samples(frames: list[av.AudioFrame], dtype: type[np.generic]) -> np.ndarray:
+    """The samples of decoded or resampled mono frames, one array."""
+    return np.concatenate([f.to_ndarray().reshape(-1) for f in frames]) if frames else np.zeros(0, dtype)
+
+
 def _frame(samples: np.ndarray, rate: int) -> av.AudioFrame:
     frame = av.AudioFrame.from_ndarray(samples.reshape(1, -1), format="s16", layout="mono")
     frame.sample_rate = rate
@@ -49,6 +54,7 @@ class Listener:
         self.fmt = fmt
         self.rate = RATES[fmt]
         self._resampler = _resampler(LISTEN_RATE)
+        self._decoder = _g711(fmt, "r") if fmt in _G711 else None
 
     def pcm16(self, data: str, param: str = "audio") -> np.ndarray:
         """The 16-bit samples that base64 `data` holds in this format."""
@@ -56,13 +62,8 @@ class Listener:
             raw = base64.b64decode(data, validate=True)
         except (binascii.Error, ValueError):
             raise ClientEventError(f"'{param}' is not valid base64.", param=param) from None
-        if self.fmt in _G711:
-            frames = _g711(self.fmt, "r").decode(av.Packet(raw)) if raw else []
-            return (
-                np.concatenate([f.to_ndarray().reshape(-1) for f in frames])
-                if frames
-                else np.zeros(0, np.int16)
-            )
+        if self._decoder is not None:
+            return _samples(self._decoder.decode(av.Packet(raw)) if raw else [], np.int16)
         if len(raw) % 2:
             raise ClientEventError(
                 f"'{param}' holds {len(raw)} bytes: 16-bit PCM comes in whole 2-byte samples.", param=param
@@ -73,8 +74,7 @@ class Listener:
         """16-bit samples of this format as float32 at 16 kHz."""
         if not len(samples):
             return np.zeros(0, np.float32)
-        out = self._resampler.resample(_frame(samples, self.rate))
-        return np.concatenate([f.to_ndarray().reshape(-1) for f in out]) if out else np.zeros(0, np.float32)
+        return _samples(self._resampler.resample(_frame(samples, self.rate)), np.float32)
 
 
 class Speaker:
