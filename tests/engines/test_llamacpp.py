@@ -118,30 +118,3 @@ def test_threads_are_bound_while_another_process_is_busy_and_freed_after() -> No
             spinner.kill()
             spinner.wait()
     assert decode_until(lambda: not _newly_bound_cpus(before)), "still bound after the neighbour ended"
-
-
-@pytest.mark.slow
-def test_ngram_speculation_keeps_greedy_answers_token_for_token() -> None:
-    """Drafts are verified by the model: on a copy it is sure of, greedy output is the same with and without
-    them (where two tokens are all but equally likely, the verifying batch's last bits can flip it)."""
-    import modelport
-    from modelport.settings import ModelConfig, Settings
-
-    code = "\n".join(f"def f{i}(x):\n    return x * {i} + {i * i}" for i in range(20))
-    asked = [{"role": "user", "content": f"Return this code unchanged:\n\n{code}"}]
-    answers = []
-    for speculative in ("none", "ngram-mod"):
-        model = ModelConfig(id="m", engine="llamacpp", n_parallel=1, speculative=speculative)
-        settings = Settings(defaults=False, models=[model], store={"url": "none"})  # type: ignore[arg-type]
-        with modelport.OpenAI(settings=settings) as client:
-            for _ in range(2):  # the second time, the n-gram table has seen the text: drafts are taken
-                reply = client.chat.completions.create(
-                    model="m", messages=asked, max_tokens=96, temperature=0
-                )
-                answers.append(reply.choices[0].message.content)
-    assert len(set(answers)) == 1
-
-
-def test_an_unknown_speculation_is_refused_naming_the_choices() -> None:
-    with pytest.raises(ValueError, match="speculative must be none, ngram-mod"):
-        llamacpp.start_server(speculative="eagle")

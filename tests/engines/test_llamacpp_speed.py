@@ -1,5 +1,6 @@
-"""What speculative decoding does to the llama.cpp engine's answers, and what it must not change:
-log-probabilities and constrained answers stay exact under n-gram speculation; a draft model as an option."""
+"""What speculative decoding does to the llama.cpp engine's answers, and what it must not change: a greedy
+copy stays the same with n-grams or a draft model, log-probabilities and constrained answers stay exact, and
+an unknown speculator or a missing draft model is named."""
 
 from __future__ import annotations
 
@@ -15,15 +16,23 @@ from modelport.settings import ModelConfig, Settings
 
 CODE = "\n".join(f"def f{i}(x):\n    return x * {i} + {i * i}" for i in range(20))
 COPY = [{"role": "user", "content": f"Return this code unchanged:\n\n{CODE}"}]
-LONG_SYSTEM = " ".join(
-    f"Rule {i}: answer politely, check the order number, and log case {i}." for i in range(60)
-)
 
 
 def client(**options: Any) -> modelport.OpenAI:
     model = ModelConfig(id="m", engine="llamacpp", **options)
     settings = Settings(defaults=False, models=[model], store={"url": "none"})  # type: ignore[arg-type]
     return modelport.OpenAI(settings=settings)
+
+
+def greedy_copies(options: dict[str, Any], times: int, max_tokens: int) -> list[str | None]:
+    """The answers to asking a one-slot model for the same copy `times` times in turn."""
+    with client(n_parallel=1, **options) as model:
+        return [
+            model.chat.completions.create(model="m", messages=COPY, max_tokens=max_tokens, temperature=0)  # type: ignore[arg-type]
+            .choices[0]
+            .message.content
+            for _ in range(times)
+        ]
 
 
 @pytest.fixture(scope="module")
@@ -75,14 +84,24 @@ def test_constrained_answers_hold_to_their_grammar_while_speculating(speculating
 
 
 @pytest.mark.slow
+def test_ngram_speculation_keeps_greedy_answers_token_for_token() -> None:
+    """Drafts are verified by the model: on a copy it is sure of, greedy output is the same with and without
+    them (where two tokens are all but equally likely, the verifying batch's last bits can flip it)."""
+    plain = greedy_copies({"speculative": "none"}, 2, 96)
+    drafted = greedy_copies({"speculative": "ngram-mod"}, 2, 96)  # the second time, drafts are taken
+    assert len(set(plain + drafted)) == 1
+
+
+@pytest.mark.slow
 def test_a_draft_model_keeps_greedy_answers() -> None:
     """SmolLM2 drafting for itself (the one offline pair sharing a vocabulary), on a copy it is sure of."""
-    answers = []
-    for options in ({"speculative": "none"}, {"speculative": "none", "draft": str(llamacpp.default_gguf())}):
-        with client(n_parallel=1, **options) as model:
-            reply = model.chat.completions.create(model="m", messages=COPY, max_tokens=64, temperature=0)  # type: ignore[arg-type]
-            answers.append(reply.choices[0].message.content)
-    assert answers[0] == answers[1]
+    drafted = {"speculative": "none", "draft": str(llamacpp.default_gguf())}
+    assert greedy_copies({"speculative": "none"}, 1, 64) == greedy_copies(drafted, 1, 64)
+
+
+def test_an_unknown_speculation_is_refused_naming_the_choices() -> None:
+    with pytest.raises(ValueError, match="speculative must be none, ngram-mod"):
+        llamacpp.start_server(speculative="eagle")
 
 
 def test_a_missing_draft_model_is_named() -> None:
