@@ -16,7 +16,7 @@ import random
 import statistics
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,18 +84,20 @@ async def chat(client: Any, messages: list[dict[str, Any]], max_tokens: int) -> 
     )
 
 
-async def timed(jobs: list[Callable[[], Awaitable[list[Reply]]]], in_flight: int) -> Outcome:
-    """Run `jobs` with at most `in_flight` of them at once."""
+async def answered(url: str, asks: list[str], max_tokens: int, in_flight: int) -> Outcome:
+    """Each of `asks` as a one-message chat, at most `in_flight` at once."""
+    client = http_client(url)
     gate = asyncio.Semaphore(in_flight)
     outcome = Outcome()
 
-    async def guarded(job: Callable[[], Awaitable[list[Reply]]]) -> None:
+    async def one(ask: str) -> None:
         async with gate:
-            outcome.replies.extend(await job())
+            outcome.replies.append(await chat(client, [{"role": "user", "content": ask}], max_tokens))
 
     start = time.perf_counter()
-    await asyncio.gather(*(guarded(job) for job in jobs))
+    await asyncio.gather(*(one(ask) for ask in asks))
     outcome.wall = time.perf_counter() - start
+    await client.close()
     return outcome
 
 
@@ -126,45 +128,28 @@ async def agent(url: str) -> Outcome:
 
 async def rag(url: str) -> Outcome:
     """8 questions, 4 at a time, each over its own ~2,000-token document, answered by quoting it."""
-    client = http_client(url)
-
-    def job(document: str, start: str) -> Callable[[], Awaitable[list[Reply]]]:
-        ask = f"{document}\n\nQuote, word for word, the paragraph of the document above that begins: {start}"
-        return lambda: _one(chat(client, [{"role": "user", "content": ask}], 160))
-
-    outcome = await timed([job(*found) for found in workload_data.documents(8)], 4)
-    await client.close()
-    return outcome
+    asks = [
+        f"{document}\n\nQuote, word for word, the paragraph of the document above that begins: {start}"
+        for document, start in workload_data.documents(8)
+    ]
+    return await answered(url, asks, 160, 4)
 
 
 async def code(url: str) -> Outcome:
     """A 150-line file returned whole with one function renamed, three times in turn (up to 512 tokens)."""
-    client = http_client(url)
     source = workload_data.source_file()
-    jobs = []
+    asks = []
     for index in range(3):
         name = source.split("def ", 1 + 5 * index)[-1].split("(", 1)[0]
-        ask = f"Rename the function {name} to renamed_{index}. Return the whole file.\n\n"
-        ask += f"```python\n{source}```"
-        jobs.append(lambda ask=ask: _one(chat(client, [{"role": "user", "content": ask}], 512)))
-    outcome = await timed(jobs, 1)
-    await client.close()
-    return outcome
+        asks.append(
+            f"Rename the function {name} to renamed_{index}. Return the whole file.\n\n```python\n{source}```"
+        )
+    return await answered(url, asks, 512, 1)
 
 
 async def free_chat(url: str) -> Outcome:
     """16 short questions, 8 at a time, 128 tokens each: the control, where nothing repeats."""
-    client = http_client(url)
-    jobs = [
-        lambda q=q: _one(chat(client, [{"role": "user", "content": q}], 128)) for q in workload_data.QUESTIONS
-    ]
-    outcome = await timed(jobs, 8)
-    await client.close()
-    return outcome
-
-
-async def _one(reply: Awaitable[Reply]) -> list[Reply]:
-    return [await reply]
+    return await answered(url, workload_data.QUESTIONS, 128, 8)
 
 
 async def warm_up(url: str) -> None:
@@ -182,15 +167,17 @@ WORKLOADS: dict[str, Callable[[str], Awaitable[Outcome]]] = {
 }
 
 
-def llama_server_defaults(binary: Any, gguf: Any) -> AbstractContextManager[tuple[str, int]]:
+@contextmanager
+def llama_server_defaults(binary: Any, gguf: Any) -> Iterator[str]:
     """llama-server as a user starts it: the model, the threads, nothing else."""
     port = free_port()
     command = [str(binary), "-m", str(gguf), "--port", str(port), "-t", str(THREADS), "-tb", str(THREADS)]
     command += ["-ngl", "0", "--log-disable"]
-    return serving(command, "/health", port, "llama-server")
+    with serving(command, "/health", port, "llama-server") as (url, _):
+        yield url
 
 
-def servers() -> Iterator[tuple[str, Callable[[], AbstractContextManager[Any]]]]:
+def servers() -> Iterator[tuple[str, Callable[[], AbstractContextManager[str]]]]:
     speculating = CONFIG + 'speculative = "ngram-mod"\n'
     yield "modelport", lambda: modelport_server(CONFIG)
     yield "modelport ngram-mod", lambda: modelport_server(speculating)
@@ -203,10 +190,6 @@ def servers() -> Iterator[tuple[str, Callable[[], AbstractContextManager[Any]]]]
     yield "llama-server best", lambda: llama_server(binary, gguf, SLOTS, N_CTX, extra=BEST_FLAGS)
 
 
-def url_of(served: Any) -> str:
-    return served if isinstance(served, str) else served[0]
-
-
 HEADERS = ["server", "TTFT p50 ms", "TTFT p95 ms", "stream tok/s", "aggregate tok/s", "wall s", "cached"]
 
 
@@ -217,11 +200,11 @@ def main(chosen: list[str], only: list[str] | None) -> None:
     for server, start in servers():
         if only and server not in only:
             continue
-        with start() as served:
-            asyncio.run(warm_up(url_of(served)))
+        with start() as url:
+            asyncio.run(warm_up(url))
             for name in chosen:
                 try:
-                    found: Outcome | str = asyncio.run(WORKLOADS[name](url_of(served)))
+                    found: Outcome | str = asyncio.run(WORKLOADS[name](url))
                 except Exception as error:  # a server that fails a workload is reported, not fatal
                     found = f"failed: {type(error).__name__}: {error}"
                 results[name][server] = found
