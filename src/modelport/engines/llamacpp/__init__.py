@@ -2,8 +2,9 @@
 
 llama.cpp's server brings continuous batching over parallel slots, prompt caching and the GGUF's own chat
 template. `launch` starts it, `generators` are the chat and completion predictors over it, `instances`
-adds one without speculation for log-probabilities, `chunk_stream` turns its callbacks into iterators,
-`scoring` scores prompts with another instance.
+adds one without speculation for log-probabilities, `conversations` keeps chat histories' KV cache for
+later turns, `chunk_stream` turns its callbacks into iterators, `scoring` scores prompts with another
+instance.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from modelport.engines import Engine
-from modelport.engines.llamacpp import gguf_header
+from modelport.engines.llamacpp import conversations, gguf_header
 from modelport.engines.llamacpp.generators import LlamaChat, LlamaCompletion, tool_format
 from modelport.engines.llamacpp.instances import Instances
 from modelport.engines.llamacpp.launch import SLOTS, SideDoor, default_gguf, start_server
@@ -22,15 +23,19 @@ from modelport.engines.llamacpp.launch import SLOTS, SideDoor, default_gguf, sta
 __all__ = ["ENGINE", "SLOTS", "LlamaChat", "LlamaCompletion", "default_gguf", "start_server", "tool_format"]
 
 
-def load(**options: Any) -> Sequence[LlamaChat | LlamaCompletion]:
-    """Load a GGUF (options as for `start_server`) and return its chat and completion predictors."""
+def load(conversation_cache_mib: int = 1024, **options: Any) -> Sequence[LlamaChat | LlamaCompletion]:
+    """Load a GGUF (options as for `start_server`) and return its chat and completion predictors.
+    `conversation_cache_mib` bounds the chat histories saved for later turns (`conversations`; 0: none).
+    A draft model turns them off: a saved slot holds the main model's cache only."""
     key = secrets.token_urlsafe(32)
-    server = start_server(**options, api_key=key)
+    saved = conversations.folder() if conversation_cache_mib > 0 and not options.get("draft") else None
+    server = start_server(**options, api_key=key, slot_save_path=saved)
     door = SideDoor(server, key)
     instances = Instances(server, options)
     gguf = Path(options["path"]) if options.get("path") else default_gguf()
     media = ("image",) if options.get("mmproj") else ()
-    return [LlamaChat(instances, door, media), LlamaCompletion(instances, door, gguf)]
+    kept = conversations.Conversations(door, saved, conversation_cache_mib << 20) if saved else None
+    return [LlamaChat(instances, door, media, kept), LlamaCompletion(instances, door, gguf)]
 
 
 def estimate(

@@ -19,14 +19,21 @@ _DONE: Any = object()
 _TEMPLATE_REFUSAL = re.compile(r"Jinja Exception: (.+)")
 
 
-def stream_chunks(handle: ChunkHandler, request: dict[str, Any]) -> ChunkStream:
-    """Run a blocking streaming handler in a thread and return its chunks as they come."""
+def stream_chunks(
+    handle: ChunkHandler, request: dict[str, Any], ended: Callable[[int | None], None] | None = None
+) -> ChunkStream:
+    """Run a blocking streaming handler in a thread and return its chunks as they come; `ended` is called
+    in that thread once a generation has ended without error, before the stream ends, with the slot it
+    ran in if llama.cpp said (a request with `verbose`)."""
     request = {**request, "stream": True, "stream_options": {"include_usage": True}}
     stream = ChunkStream()
 
     def run() -> None:
         try:
             handle(request, stream.on_chunk)
+            # Before the end is told: a caller's next turn may not take the slot before it is saved.
+            if ended is not None and not stream.failed:
+                ended(stream.slot)
         except Exception as error:
             stream.put(error)
         finally:
@@ -48,9 +55,14 @@ class ChunkStream:
         self._waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None
         self._cancelled = threading.Event()
         self._ended = False
+        self.slot: int | None = None
+        self.failed = False
 
     def on_chunk(self, chunk: dict[str, Any]) -> bool:
         """llama.cpp's callback: keep the chunk; True tells llama.cpp to stop this generation."""
+        if "__verbose" in chunk:  # llama.cpp's own account of the request, asked for its slot
+            self.slot = chunk.pop("__verbose").get("id_slot")
+        self.failed = self.failed or "error" in chunk
         self.put(chunk)
         return self._cancelled.is_set()
 

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 from modelport.engines.llamacpp import template_probe
 from modelport.engines.llamacpp.chunk_stream import stream_chunks
+from modelport.engines.llamacpp.conversations import Conversations
 from modelport.engines.llamacpp.instances import Instances
 from modelport.engines.llamacpp.launch import SideDoor
 from modelport.engines.llamacpp.scoring import Scorer
@@ -37,9 +38,16 @@ def tool_format(template: str) -> str | None:
 class LlamaChat:
     """Chat with the GGUF's own template (or the one its options name), as llama.cpp renders it."""
 
-    def __init__(self, instances: Instances, door: SideDoor, media: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        instances: Instances,
+        door: SideDoor,
+        media: tuple[str, ...] = (),
+        conversations: Conversations | None = None,
+    ) -> None:
         self._instances = instances
         self._door = door
+        self._conversations = conversations
         self.media = media  # what its projector lets it read beside text: ("image",)
         # The template llama.cpp really renders with: the GGUF's own, an override, or its fallback.
         self.tool_format = tool_format(str(door.get("/props").get("chat_template") or ""))
@@ -60,7 +68,10 @@ class LlamaChat:
             # As a template variable rather than llama.cpp's `tools`, which refuses a grammar beside it:
             # modelport constrains the native call format itself.
             request["chat_template_kwargs"] = {**request.get("chat_template_kwargs", {}), "tools": tools}
-        return stream_chunks(self._instances.chat(request), request)
+        if self._conversations is None or not self._instances.main(request):
+            return stream_chunks(self._instances.chat(request), request)
+        turn = self._conversations.place(request)
+        return stream_chunks(self._instances.chat(request), request, turn.ended if turn else None)
 
     def render(self, messages: list[dict[str, Any]]) -> str:
         """The prompt the template makes of `messages` (as adapted for it)."""

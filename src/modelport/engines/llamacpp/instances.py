@@ -34,6 +34,10 @@ class Instances:
     def completion(self, request: dict[str, Any]) -> ChunkHandler:
         return self._for(request).handle_completions  # type: ignore[no-any-return]
 
+    def main(self, request: dict[str, Any]) -> bool:
+        """Whether the serving instance takes this request."""
+        return self._for(request) is self.server
+
     def _for(self, request: dict[str, Any]) -> Any:
         """The serving instance, or for a request that wants log-probabilities from a model that
         speculates, the one without speculation (a single token, as beam search asks, is never drafted)."""

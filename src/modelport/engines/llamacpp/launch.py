@@ -3,6 +3,7 @@ that reads what only its own HTTP listener tells: the template it renders with, 
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 from typing import Any, Literal
@@ -37,6 +38,7 @@ def start_server(
     mmproj: str | None = None,
     image_max_tokens: int = 1024,
     api_key: str | None = None,
+    slot_save_path: Path | None = None,
 ) -> Any:
     """Start llama.cpp's server on a GGUF with `n_parallel` slots decoding together.
 
@@ -52,6 +54,7 @@ def start_server(
     `speculative` drafts tokens without a draft model (`ngram-mod`, `ngram-simple`, `ngram-cache`,
     `ngram-map-k`: llama.cpp's n-gram lookups in the context, verified by the model) or not (`none`).
     `draft` is a smaller GGUF of the same vocabulary that drafts where the n-grams offer nothing.
+    `slot_save_path` is the folder slots are saved to and restored from (see `conversations`).
     `mmproj` is a multimodal projector GGUF (the model then sees images); an image becomes at most
     `image_max_tokens` tokens (a projector of fixed size, its own number), and the micro-batch is made at
     least that large: an encoder with non-causal attention aborts the process on an image that does not fit
@@ -98,6 +101,8 @@ def start_server(
         params.mmproj.path = str(projector)
         params.image_max_tokens = image_max_tokens
         params.n_ubatch = params.n_batch = max(params.n_ubatch, image_max_tokens, image_tokens(projector))
+    if slot_save_path is not None:
+        params.slot_save_path = f"{slot_save_path}{os.sep}"  # llama.cpp appends the file's name
     # xllamacpp also opens llama.cpp's own HTTP listener on a random loopback port. A key nobody else
     # knows closes that side door (it answers 401); our in-process calls do not go through it.
     params.api_keys = [api_key or secrets.token_urlsafe(32)]
