@@ -106,7 +106,7 @@ class Conversations:
         size = (self._where / f"{name}.bin").stat().st_size
         with self._lock:
             dropped: list[str] = []
-            if superseded is not None and superseded != name and self._files.pop(superseded, None):
+            if superseded is not None and superseded != name and self._files.pop(superseded, 0):
                 dropped.append(superseded)
             self._files[name] = size
             self._files.move_to_end(name)
