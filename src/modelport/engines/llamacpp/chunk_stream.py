@@ -20,24 +20,27 @@ _TEMPLATE_REFUSAL = re.compile(r"Jinja Exception: (.+)")
 
 
 def stream_chunks(
-    handle: ChunkHandler, request: dict[str, Any], ended: Callable[[int | None], None] | None = None
+    handle: ChunkHandler, request: dict[str, Any], ended: Callable[[int | None, bool], None] | None = None
 ) -> ChunkStream:
     """Run a blocking streaming handler in a thread and return its chunks as they come; `ended` is called
-    in that thread once a generation has ended without error, before the stream ends, with the slot it
-    ran in if llama.cpp said (a request with `verbose`)."""
+    in that thread once the generation has ended, before the stream does, with the slot it ran in if
+    llama.cpp said (a request with `verbose`) and whether it completed without error."""
     request = {**request, "stream": True, "stream_options": {"include_usage": True}}
     stream = ChunkStream()
 
     def run() -> None:
+        completed = False
         try:
             handle(request, stream.on_chunk)
-            # Before the end is told: a caller's next turn may not take the slot before it is saved.
-            if ended is not None and not stream.failed:
-                ended(stream.slot)
+            completed = not stream.failed
         except Exception as error:
             stream.put(error)
         finally:
-            stream.put(_DONE)
+            try:  # before the end is told: a caller's next turn may not take the slot before it is saved
+                if ended is not None:
+                    ended(stream.slot, completed)
+            finally:
+                stream.put(_DONE)
 
     # Validation errors (a bad grammar, an over-long prompt) surface on the first chunk, before any text.
     threading.Thread(target=run, name="llamacpp-request", daemon=True).start()

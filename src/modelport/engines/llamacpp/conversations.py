@@ -39,79 +39,146 @@ def folder() -> Path:
 
 
 class Turn:
-    """One chat request's place: the slot a saved history was restored into (if any), and the name its
-    own history will be saved under once it ends."""
+    """One chat request's place: the slot a saved history was restored into (held for it until it ends),
+    and the names its own history will be saved under."""
 
-    def __init__(self, cache: Conversations, name: str, slot: int | None, restored: str | None) -> None:
+    def __init__(
+        self, cache: Conversations, names: list[str], slot: int | None, restored: str | None
+    ) -> None:
         self._cache = cache
-        self.name = name
+        self.names = names
         self.slot = slot
         self.restored = restored
 
-    def ended(self, reported: int | None) -> None:
-        """Save the slot the turn ran in (called once its answer is complete, off the reader's path)."""
+    def ended(self, reported: int | None, completed: bool) -> None:
+        """Save the slot the turn ran in, if it completed, and empty it (called off the reader's path,
+        before the stream ends, so that a caller's next turn finds it saved and the slots empty)."""
         slot = self.slot if self.slot is not None else reported
-        if isinstance(slot, int):
-            self._cache.save(slot, self.name, superseded=self.restored)
+        # A slot llama.cpp chose is touched only if no other turn has been placed in it since.
+        if slot is None or (self.slot is None and not self._cache.claim(slot)):
+            return
+        try:
+            if self._cache.idle(slot):  # llama.cpp would wait for a slot another request took
+                if completed and self.names:
+                    # The file restored is this conversation's earlier turn only if its messages lead here.
+                    earlier = self.restored if self.restored in self.names else None
+                    self._cache.save(slot, self.names, superseded=earlier)
+                self._cache.erase(slot)
+        finally:
+            self._cache.release(slot)
 
 
 class Conversations:
     """Saved chat histories of one llama.cpp server, at most `budget` bytes of files in `where`, least
-    recently used dropped first; the folder goes when the model is unloaded or the process exits."""
+    recently used dropped first; the folder goes when the model is unloaded or the process exits.
+
+    Every turn is pinned to an idle slot chosen here while one is free, so that llama.cpp never hands a
+    slot being restored for one request to another; each slot is saved and emptied when its turn ends."""
 
     def __init__(self, door: SideDoor, where: Path, budget: int) -> None:
         self._door = door
         self._where = where
         self._budget = budget
-        self._files: OrderedDict[str, int] = OrderedDict()  # name -> bytes, least recently used first
+        self._files: OrderedDict[str, tuple[int, list[str]]] = OrderedDict()  # least recently used first
+        self._holders: dict[str, str] = {}  # a prefix's name -> the latest file that begins with it
+        self._reserved: set[int] = set()
         self._lock = threading.Lock()
         weakref.finalize(self, shutil.rmtree, where, ignore_errors=True)
 
-    def place(self, request: dict[str, Any]) -> Turn | None:
-        """Restore the longest saved history that `request`'s messages continue into an idle slot and pin
-        the request to it; otherwise ask llama.cpp to say which slot it used (`verbose`)."""
-        names = _prefix_names(request)
-        if not names:
-            return None
-        with self._lock:
-            found = next((name for name in reversed(names) if name in self._files), None)
-            if found is not None:
-                self._files.move_to_end(found)
-        slot = self._restore(found) if found is not None else None
+    def place(self, request: dict[str, Any], keep: bool = True) -> Turn:
+        """Pin `request` to an idle slot, into which the saved history sharing the longest prefix of
+        messages with it is restored; with no slot free, leave it to llama.cpp and ask which slot it
+        used (`verbose`). A turn not to `keep` is neither looked up nor saved, only placed and emptied."""
+        names = _prefix_names(request) if keep else []
+        slot = self._take()
         if slot is None:
             request["verbose"] = True
-            return Turn(self, names[-1], None, None)
+            return Turn(self, names, None, None)
         request["id_slot"] = slot
-        return Turn(self, names[-1], slot, found)
+        if not names:
+            return Turn(self, names, slot, None)
+        with self._lock:
+            held = (self._holders.get(name) for name in reversed(names))
+            found = next((file for file in held if file in self._files), None)
+            if found is not None:
+                self._files.move_to_end(found)
+        restored = found is not None and self._call(
+            f"/slots/{slot}?action=restore", {"filename": f"{found}.bin"}
+        )
+        return Turn(self, names, slot, found if restored else None)
 
-    def _restore(self, name: str) -> int | None:
+    def _take(self) -> int | None:
+        """An idle slot no turn holds, now held."""
         try:
             idle = [slot["id"] for slot in self._door.get("/slots") if not slot["is_processing"]]
-            if not idle:
-                return None
-            reply = self._door.post(f"/slots/{idle[-1]}?action=restore", {"filename": f"{name}.bin"})
         except httpx.HTTPError as error:
-            log.debug("restoring a conversation failed: %s", error)
+            log.debug("reading the slots failed: %s", error)
             return None
-        return int(idle[-1]) if reply.status_code == 200 else None
+        with self._lock:
+            free = [int(slot) for slot in idle if slot not in self._reserved]
+            if free:
+                self._reserved.add(free[0])
+            return free[0] if free else None
 
-    def save(self, slot: int, name: str, superseded: str | None) -> None:
+    def idle(self, slot: int) -> bool:
+        try:
+            return any(s["id"] == slot and not s["is_processing"] for s in self._door.get("/slots"))
+        except httpx.HTTPError:
+            return False
+
+    def erase(self, slot: int) -> None:
+        """Empty a slot, so that idle slots hold no tokens that every request's attention would span in
+        the shared KV cache (its turn is saved)."""
+        self._call(f"/slots/{slot}?action=erase", {})
+
+    def claim(self, slot: int) -> bool:
+        """Hold a slot unless a turn holds it."""
+        with self._lock:
+            if slot in self._reserved:
+                return False
+            self._reserved.add(slot)
+            return True
+
+    def release(self, slot: int) -> None:
+        with self._lock:
+            self._reserved.discard(slot)
+
+    def _call(self, route: str, body: dict[str, Any]) -> bool:
+        try:
+            return self._door.post(route, body).status_code == 200
+        except httpx.HTTPError as error:
+            log.debug("%s failed: %s", route, error)
+            return False
+
+    def save(self, slot: int, names: list[str], superseded: str | None) -> None:
+        name = names[-1]
         try:
             reply = self._door.post(f"/slots/{slot}?action=save", {"filename": f"{name}.bin"})
-        except httpx.HTTPError as error:
+            # Not saved: a prompt with images (llama.cpp cannot serialise those), or a slot already cleared.
+            if reply.status_code != 200 or not reply.json().get("n_saved"):
+                return
+            size = (self._where / f"{name}.bin").stat().st_size
+        except (httpx.HTTPError, OSError, ValueError) as error:
             log.debug("saving a conversation failed: %s", error)
             return
-        if reply.status_code != 200 or not reply.json().get("n_saved"):
-            return  # a prompt with images (llama.cpp cannot serialise those), or a slot already cleared
-        size = (self._where / f"{name}.bin").stat().st_size
         with self._lock:
             dropped: list[str] = []
-            if superseded is not None and superseded != name and self._files.pop(superseded, 0):
+            if superseded is not None and superseded != name and superseded in self._files:
                 dropped.append(superseded)
-            self._files[name] = size
+            self._files[name] = (size, names)
             self._files.move_to_end(name)
-            while len(self._files) > 1 and sum(self._files.values()) > self._budget:
-                dropped.append(self._files.popitem(last=False)[0])
+            self._holders.update(dict.fromkeys(names, name))
+            total = sum(size for size, _ in self._files.values())
+            for old in self._files:
+                if total <= self._budget or old == name:
+                    break
+                if old not in dropped:
+                    dropped.append(old)
+                    total -= self._files[old][0]
+            for old in dropped:
+                for prefix in self._files.pop(old)[1]:
+                    if self._holders.get(prefix) == old:
+                        del self._holders[prefix]
         for old in dropped:
             (self._where / f"{old}.bin").unlink(missing_ok=True)
 

@@ -103,6 +103,9 @@ def start_server(
         params.n_ubatch = params.n_batch = max(params.n_ubatch, image_max_tokens, image_tokens(projector))
     if slot_save_path is not None:
         params.slot_save_path = f"{slot_save_path}{os.sep}"  # llama.cpp appends the file's name
+        # `conversations` saves and empties slots itself: llama.cpp's clearing of idle slots whenever a
+        # request starts would empty a slot restored for a request about to start.
+        params.cache_idle_slots = False
     # xllamacpp also opens llama.cpp's own HTTP listener on a random loopback port. A key nobody else
     # knows closes that side door (it answers 401); our in-process calls do not go through it.
     params.api_keys = [api_key or secrets.token_urlsafe(32)]
