@@ -1,5 +1,5 @@
 """Benchmark: workloads users feel — agent sessions, RAG answers that quote, a code edit, free chat — against
-modelport at its defaults, with n-gram speculation and without its conversation cache, and llama-server at
+modelport at its defaults, with n-gram speculation and with its conversation cache, and llama-server at
 its defaults and with its best flags for these workloads (8 slots in a 32k shared cache, n-gram speculation),
 all in one run.
 
@@ -180,10 +180,10 @@ def llama_server_defaults(binary: Any, gguf: Any) -> Iterator[str]:
 
 def servers() -> Iterator[tuple[str, Callable[[], AbstractContextManager[str]]]]:
     speculating = CONFIG + 'speculative = "ngram-mod"\n'
-    forgetting = CONFIG + "conversation_cache_mib = 0\n"
+    remembering = CONFIG + "conversation_cache_mib = 1024\n"
     yield "modelport", lambda: modelport_server(CONFIG)
     yield "modelport ngram-mod", lambda: modelport_server(speculating)
-    yield "modelport, no conversation cache", lambda: modelport_server(forgetting)
+    yield "modelport conversation cache", lambda: modelport_server(remembering)
     binary = references.llama_server()
     if binary is None:
         print("\nllama-server: not built (python -m bench.references); its rows are absent.")

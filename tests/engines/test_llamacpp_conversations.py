@@ -17,7 +17,9 @@ SYSTEM = "You are a terse assistant for a warehouse. " + " ".join(
 
 
 def client(**options: Any) -> modelport.OpenAI:
-    model = ModelConfig(id="m", engine="llamacpp", n_parallel=2, **options)
+    model = ModelConfig(
+        id="m", engine="llamacpp", n_parallel=2, **{"conversation_cache_mib": 1024, **options}
+    )
     settings = Settings(defaults=False, models=[model], store={"url": "none"})  # type: ignore[arg-type]
     return modelport.OpenAI(settings=settings)
 

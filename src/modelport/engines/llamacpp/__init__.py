@@ -23,10 +23,11 @@ from modelport.engines.llamacpp.launch import SLOTS, SideDoor, default_gguf, sta
 __all__ = ["ENGINE", "SLOTS", "LlamaChat", "LlamaCompletion", "default_gguf", "start_server", "tool_format"]
 
 
-def load(conversation_cache_mib: int = 1024, **options: Any) -> Sequence[LlamaChat | LlamaCompletion]:
+def load(conversation_cache_mib: int = 0, **options: Any) -> Sequence[LlamaChat | LlamaCompletion]:
     """Load a GGUF (options as for `start_server`) and return its chat and completion predictors.
-    `conversation_cache_mib` bounds the chat histories saved for later turns (`conversations`; 0: none).
-    A draft model turns them off: a saved slot holds the main model's cache only."""
+    `conversation_cache_mib` > 0 has modelport place chat requests and keep their histories for later
+    turns, in files of at most that many MiB (`conversations`); off by default (see the README for why).
+    A draft model keeps it off: a saved slot holds the main model's cache only."""
     key = secrets.token_urlsafe(32)
     saved = conversations.folder() if conversation_cache_mib > 0 and not options.get("draft") else None
     server = start_server(**options, api_key=key, slot_save_path=saved)

@@ -5,10 +5,11 @@ llama.cpp keeps idle slots' prompts in RAM and, for a new request, loads the cac
 longest prefix with it. The load moves that prompt out of the cache: with a system prompt shared by all,
 the first new conversation takes another's history, overwrites it, and that conversation's next turn
 finds only the system prompt again (4 conversations over 2 slots, SmolLM2: every later turn reused 1,570
-of ~1,700 prompt tokens). Here each finished chat turn's slot is saved to a file (llama.cpp's slot
-save, a copy) named by its messages; a request whose messages continue a saved turn's has that file
-restored into an idle slot and is sent to it. llama.cpp then reuses the longest prefix its tokens share
-with the new prompt, so a stale or mismatched file costs speed, never correctness.
+of ~1,700 prompt tokens). Here each chat request is pinned to an idle slot, into which the saved turn
+sharing the longest run of messages with it is restored; when it ends, its slot is saved to a file
+(llama.cpp's slot save, a copy) named by its messages, and emptied. llama.cpp reuses the longest prefix
+a restored slot's tokens share with the new prompt, so a stale or mismatched file costs speed, never
+correctness.
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ class Conversations:
             request["verbose"] = True
             return Turn(self, names, None, None)
         request["id_slot"] = slot
-        if not names:
+        if not names or request.get("cache_prompt") is False:  # a seeded request processes its whole prompt
             return Turn(self, names, slot, None)
         with self._lock:
             held = (self._holders.get(name) for name in reversed(names))

@@ -5,12 +5,12 @@ format it shows), the completion predictor scores prompts (`PromptScorer`) and r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 from modelport.engines.llamacpp import template_probe
-from modelport.engines.llamacpp.chunk_stream import ChunkHandler, stream_chunks
+from modelport.engines.llamacpp.chunk_stream import stream_chunks
 from modelport.engines.llamacpp.conversations import Conversations
 from modelport.engines.llamacpp.instances import Instances
 from modelport.engines.llamacpp.launch import SideDoor
@@ -68,7 +68,19 @@ class LlamaChat:
             # As a template variable rather than llama.cpp's `tools`, which refuses a grammar beside it:
             # modelport constrains the native call format itself.
             request["chat_template_kwargs"] = {**request.get("chat_template_kwargs", {}), "tools": tools}
-        return _placed(self._conversations, self._instances, self._instances.chat, request)
+        # Left to llama.cpp: one-token requests (beam search's steps: it reuses the slot between them), and
+        # conversations with images or sound, which llama.cpp cannot save but reuses in the slot.
+        if (
+            self._conversations is None
+            or request.get("max_tokens") == 1
+            or _has_media(request["messages"])
+            or not self._instances.main(request)
+        ):
+            return stream_chunks(self._instances.chat(request), request)
+        # A lone message (a one-off question, a RAG answer, a code edit) is placed but not saved: nobody
+        # continues it, and saving cost free chat throughput.
+        turn = self._conversations.place(request, keep=len(request["messages"]) > 1)
+        return stream_chunks(self._instances.chat(request), request, turn.ended)
 
     def render(self, messages: list[dict[str, Any]]) -> str:
         """The prompt the template makes of `messages` (as adapted for it)."""
@@ -128,20 +140,13 @@ class LlamaCompletion:
         return self._scorer.score(prompt, k)
 
 
-def _placed(
-    conversations: Conversations | None,
-    instances: Instances,
-    handler: Callable[[dict[str, Any]], ChunkHandler],
-    request: dict[str, Any],
-) -> Iterator[dict[str, Any]]:
-    """The request's chunks, run in a slot `conversations` places it in and empties after, when it keeps
-    slots for the model. A chat turn with more than one message is saved for the next turn; a lone
-    message (a one-off question, a RAG answer, a code edit) is not: saving costs free chat throughput.
-    One-token requests (beam search's steps) stay with llama.cpp, which reuses the slot between steps."""
-    if conversations is None or request.get("max_tokens") == 1 or not instances.main(request):
-        return stream_chunks(handler(request), request)
-    turn = conversations.place(request, keep=len(request.get("messages") or ()) > 1)
-    return stream_chunks(handler(request), request, turn.ended)
+def _has_media(messages: list[dict[str, Any]]) -> bool:
+    return any(
+        isinstance(part, dict) and part.get("type") not in (None, "text")
+        for message in messages
+        if isinstance(message.get("content"), list)
+        for part in message["content"]
+    )
 
 
 def _llama_options(options: dict[str, Any] | None) -> dict[str, Any]:
