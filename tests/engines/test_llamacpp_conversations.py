@@ -3,25 +3,36 @@ own whole history, whichever conversations ran in between."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
-import modelport
-from modelport.settings import ModelConfig, Settings
+import openai
+
+from tests.support.live import configured_server
 
 SYSTEM = "You are a terse assistant for a warehouse. " + " ".join(
     f"Rule {i}: shelf {i} holds item {i * 7 % 50} and is checked every {i % 5 + 1} days." for i in range(40)
 )
 
 
-def client(**options: Any) -> modelport.OpenAI:
-    model = ModelConfig(
-        id="m", engine="llamacpp", n_parallel=2, **{"conversation_cache_mib": 1024, **options}
-    )
-    settings = Settings(defaults=False, models=[model], store={"url": "none"})  # type: ignore[arg-type]
-    return modelport.OpenAI(settings=settings)
+CONFIG = """defaults = false
+[[models]]
+id = "m"
+engine = "llamacpp"
+n_parallel = 2
+conversation_cache_mib = {mib}
+"""
 
 
-def interleaved(model: modelport.OpenAI, conversations: int, turns: int) -> list[tuple[int, int, int]]:
+@contextmanager
+def client(folder: Path, mib: int) -> Iterator[openai.OpenAI]:
+    """The SDK over HTTP to a server of its own (its llama.cpp slots are the subject)."""
+    with configured_server(folder, CONFIG.format(mib=mib)) as live:
+        yield openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=120)
+
+
+def interleaved(model: openai.OpenAI, conversations: int, turns: int) -> list[tuple[int, int, int]]:
     """Each turn of each conversation in round-robin order: (earlier prompt tokens, prompt tokens,
     cached tokens); the earlier prompt is that of the conversation's previous turn."""
     histories: list[list[dict[str, str]]] = [
@@ -44,14 +55,14 @@ def interleaved(model: modelport.OpenAI, conversations: int, turns: int) -> list
     return seen
 
 
-def test_every_later_turn_reuses_its_whole_history_though_others_took_its_slot() -> None:
-    with client() as model:
+def test_every_later_turn_reuses_its_whole_history_though_others_took_its_slot(tmp_path: Path) -> None:
+    with client(tmp_path, 1024) as model:
         turns = interleaved(model, conversations=3, turns=3)
     for earlier, prompt, cached in turns[3:]:
         assert earlier <= cached < prompt  # the earlier prompt (and more: part of the answer) was reused
 
 
-def test_without_the_conversation_cache_a_later_turn_reuses_only_what_all_share() -> None:
-    with client(conversation_cache_mib=0) as model:
+def test_without_the_conversation_cache_a_later_turn_reuses_only_what_all_share(tmp_path: Path) -> None:
+    with client(tmp_path, 0) as model:
         turns = interleaved(model, conversations=3, turns=2)
     assert all(cached < earlier for earlier, _, cached in turns[3:])
