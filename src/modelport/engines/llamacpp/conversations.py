@@ -110,22 +110,23 @@ class Conversations:
 
     def _take(self) -> int | None:
         """An idle slot no turn holds, now held."""
-        try:
-            idle = [slot["id"] for slot in self._door.get("/slots") if not slot["is_processing"]]
-        except httpx.HTTPError as error:
-            log.debug("reading the slots failed: %s", error)
-            return None
+        idle = self._idle_slots()
         with self._lock:
-            free = [int(slot) for slot in idle if slot not in self._reserved]
+            free = [slot for slot in idle if slot not in self._reserved]
             if free:
                 self._reserved.add(free[0])
             return free[0] if free else None
 
     def idle(self, slot: int) -> bool:
+        return slot in self._idle_slots()
+
+    def _idle_slots(self) -> list[int]:
+        """The slots llama.cpp is not processing a request in (none, if it cannot be asked)."""
         try:
-            return any(s["id"] == slot and not s["is_processing"] for s in self._door.get("/slots"))
-        except httpx.HTTPError:
-            return False
+            return [int(slot["id"]) for slot in self._door.get("/slots") if not slot["is_processing"]]
+        except httpx.HTTPError as error:
+            log.debug("reading the slots failed: %s", error)
+            return []
 
     def erase(self, slot: int) -> None:
         """Empty a slot, so that idle slots hold no tokens that every request's attention would span in
@@ -163,25 +164,24 @@ class Conversations:
             log.debug("saving a conversation failed: %s", error)
             return
         with self._lock:
-            dropped: list[str] = []
-            if superseded is not None and superseded != name and superseded in self._files:
-                dropped.append(superseded)
             self._files[name] = (size, names)
             self._files.move_to_end(name)
             self._holders.update(dict.fromkeys(names, name))
-            total = sum(size for size, _ in self._files.values())
-            for old in self._files:
-                if total <= self._budget or old == name:
-                    break
-                if old not in dropped:
-                    dropped.append(old)
-                    total -= self._files[old][0]
-            for old in dropped:
-                for prefix in self._files.pop(old)[1]:
-                    if self._holders.get(prefix) == old:
-                        del self._holders[prefix]
+            dropped: list[str] = []
+            if superseded is not None and superseded != name and superseded in self._files:
+                dropped.append(superseded)
+                self._forget(superseded)
+            while len(self._files) > 1 and sum(size for size, _ in self._files.values()) > self._budget:
+                dropped.append(next(iter(self._files)))  # the least recently used
+                self._forget(dropped[-1])
         for old in dropped:
             (self._where / f"{old}.bin").unlink(missing_ok=True)
+
+    def _forget(self, file: str) -> None:
+        """Drop a file from the index (the caller holds the lock, and deletes it)."""
+        for prefix in self._files.pop(file)[1]:
+            if self._holders.get(prefix) == file:
+                del self._holders[prefix]
 
 
 def _prefix_names(request: dict[str, Any]) -> list[str]:
