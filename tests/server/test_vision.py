@@ -86,6 +86,28 @@ def test_an_image_reaches_the_model(seeing: Seeing, face: str) -> None:
     assert "vision" in listed[MODEL].model_extra["capabilities"]
 
 
+def test_an_image_survives_the_merging_of_neighbouring_user_messages(seeing: Seeing) -> None:
+    """Two user messages in a row (what a conversation's items and a new input make) become one for the
+    template: the image in the first is still seen."""
+    client = seeing.served.inprocess
+    image = {"type": "image_url", "image_url": {"url": data_url(picture())}}
+
+    def prompt_tokens(*messages: Any) -> int:
+        answer = client.chat.completions.create(model=MODEL, messages=list(messages), max_tokens=1)
+        return int(answer.usage.prompt_tokens)
+
+    seen = prompt_tokens({"role": "user", "content": [{"type": "text", "text": "What is it?"}, image]})
+    unseen = prompt_tokens({"role": "user", "content": "What is it?"})
+    both = prompt_tokens(
+        {"role": "user", "content": [{"type": "text", "text": "What is it?"}, image]},
+        {"role": "user", "content": "Well?"},
+    )
+    text_only = prompt_tokens(
+        {"role": "user", "content": "What is it?"}, {"role": "user", "content": "Well?"}
+    )
+    assert both - text_only == seen - unseen > 0  # the image's tokens
+
+
 def test_images_by_file_id_by_allowed_url_and_in_the_responses_api(seeing: Seeing) -> None:
     client = seeing.served.http
     stored = client.files.create(file=("g.png", picture()), purpose="vision")

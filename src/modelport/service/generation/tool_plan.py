@@ -164,7 +164,7 @@ def render_history(
             message = {"role": "user", "content": f"Result of {name}:\n{_text(message.get('content'))}"}
         if rendered and rendered[-1]["role"] == message["role"] and _plain(message) and _plain(rendered[-1]):
             previous = rendered[-1]
-            previous["content"] = f"{_text(previous.get('content'))}\n\n{_text(message.get('content'))}"
+            previous["content"] = _merged(previous.get("content"), message.get("content"))
         else:
             rendered.append(message)
     if plan is not None and not native:
@@ -232,6 +232,23 @@ def _calls_text(calls: list[dict[str, Any]]) -> str:
 
 def _plain(message: dict[str, Any]) -> bool:
     return message["role"] in ("system", "user", "assistant") and not message.get("tool_calls")
+
+
+def _merged(first: Any, second: Any) -> str | list[dict[str, Any]]:
+    """Two messages' contents as one, a blank line between their texts; parts stay parts where either
+    holds an image, sound or a file, which joining the texts would drop."""
+    parts = [_parts(first), _parts(second)]
+    if all(part.get("type") in ("text", "refusal") for part in [*parts[0], *parts[1]]):
+        return f"{_text(first)}\n\n{_text(second)}"
+    if parts[0] and parts[1] and parts[1][0].get("type") == "text":
+        parts[1][0] = {**parts[1][0], "text": f"\n\n{parts[1][0].get('text', '')}"}
+    return [*parts[0], *parts[1]]
+
+
+def _parts(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return [part for part in content or [] if isinstance(part, dict)]
 
 
 def _text(content: Any) -> str:
