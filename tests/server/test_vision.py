@@ -261,13 +261,16 @@ def test_a_file_url_is_refused_over_http(seeing: Seeing, tmp_path: Path) -> None
 
 def test_images_are_kept_and_replayed_in_later_turns(seeing: Seeing) -> None:
     """A later turn reads the earlier image again, at the same place: its whole first prompt, image
-    included, is found in the cache."""
+    included, is found in the cache, though other conversations ran in between."""
     client = seeing.served.http
     image = data_url(picture(160, 120))
     content = [{"type": "input_text", "text": "What is it?"}, {"type": "input_image", "image_url": image}]
     first = client.responses.create(
         model=MODEL, input=[{"role": "user", "content": content}], max_output_tokens=16, temperature=0
     )  # type: ignore[list-item]
+    for other in ("Hello.", "Good day."):  # other conversations, without images, come in between
+        brief = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": other}]
+        client.chat.completions.create(model=MODEL, messages=brief, max_tokens=4)  # type: ignore[arg-type]
     later = client.responses.create(
         model=MODEL, previous_response_id=first.id, input="And now?", max_output_tokens=16, temperature=0
     )

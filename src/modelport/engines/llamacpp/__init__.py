@@ -29,13 +29,14 @@ def load(conversation_cache_mib: int = 0, **options: Any) -> Sequence[LlamaChat 
     turns, in files of at most that many MiB (`conversations`); off by default (see the README for why).
     A draft model keeps it off: a saved slot holds the main model's cache only."""
     key = secrets.token_urlsafe(32)
-    saved = conversations.folder() if conversation_cache_mib > 0 and not options.get("draft") else None
+    budget = conversation_cache_mib << 20
+    saved = conversations.folder(budget) if budget > 0 and not options.get("draft") else None
     server = start_server(**options, api_key=key, slot_save_path=saved)
     door = SideDoor(server, key)
     instances = Instances(server, options)
     gguf = Path(options["path"]) if options.get("path") else default_gguf()
     media = ("image",) if options.get("mmproj") else ()
-    kept = conversations.Conversations(door, saved, conversation_cache_mib << 20) if saved else None
+    kept = conversations.Conversations(door, saved, budget) if saved else None
     return [LlamaChat(instances, door, media, kept), LlamaCompletion(instances, door, gguf)]
 
 

@@ -33,10 +33,12 @@ from modelport.engines.llamacpp.launch import SideDoor
 log = logging.getLogger("modelport.llamacpp")
 
 
-def folder() -> Path:
-    """A new folder for saved slots: in RAM (`/dev/shm`) where there is one."""
+def folder(budget: int) -> Path:
+    """A new folder for saved slots: in RAM (`/dev/shm`) where there is one with room for `budget` bytes
+    (a container's is often 64 MiB), else in the temporary folder."""
     shm = Path("/dev/shm")
-    return Path(tempfile.mkdtemp(prefix="modelport-slots-", dir=shm if os.access(shm, os.W_OK) else None))
+    roomy = os.access(shm, os.W_OK) and shutil.disk_usage(shm).free >= budget
+    return Path(tempfile.mkdtemp(prefix="modelport-slots-", dir=shm if roomy else None))
 
 
 class Turn:
@@ -109,24 +111,30 @@ class Conversations:
         return Turn(self, names, slot, found if restored else None)
 
     def _take(self) -> int | None:
-        """An idle slot no turn holds, now held."""
+        """An idle slot no turn holds, now held: an empty one first, since a slot that holds tokens holds
+        what llama.cpp keeps for requests left to it (a conversation with images, a completion)."""
         idle = self._idle_slots()
         with self._lock:
-            free = [slot for slot in idle if slot not in self._reserved]
-            if free:
-                self._reserved.add(free[0])
-            return free[0] if free else None
+            free = sorted((held, slot) for slot, held in idle.items() if slot not in self._reserved)
+            if not free:
+                return None
+            slot = free[0][1]
+            self._reserved.add(slot)
+            return slot
 
     def idle(self, slot: int) -> bool:
         return slot in self._idle_slots()
 
-    def _idle_slots(self) -> list[int]:
-        """The slots llama.cpp is not processing a request in (none, if it cannot be asked)."""
+    def _idle_slots(self) -> dict[int, int]:
+        """The slots llama.cpp is not processing a request in, each with how many tokens it holds (none,
+        if it cannot be asked)."""
         try:
-            return [int(slot["id"]) for slot in self._door.get("/slots") if not slot["is_processing"]]
+            slots = self._door.get("/slots")
         except httpx.HTTPError as error:
             log.debug("reading the slots failed: %s", error)
-            return []
+            return {}
+        idle = (slot for slot in slots if not slot["is_processing"])
+        return {int(slot["id"]): int(slot.get("n_prompt_tokens", 0)) for slot in idle}
 
     def erase(self, slot: int) -> None:
         """Empty a slot, so that idle slots hold no tokens that every request's attention would span in
