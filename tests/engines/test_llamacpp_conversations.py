@@ -3,12 +3,18 @@ own whole history, whichever conversations ran in between."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import openai
+import pytest
 
+from modelport.engines.llamacpp import conversations
 from tests.support.live import configured_server
 
 SYSTEM = "You are a terse assistant for a warehouse. " + " ".join(
@@ -66,3 +72,21 @@ def test_without_the_conversation_cache_a_later_turn_reuses_only_what_all_share(
     with client(tmp_path, 0) as model:
         turns = interleaved(model, conversations=3, turns=2)
     assert all(cached < earlier for earlier, _, cached in turns[3:])
+
+
+def test_folders_left_by_processes_that_are_gone_are_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    left = tmp_path / f"modelport-slots-{gone.pid}-abc"
+    left.mkdir()
+    (left / "turn.bin").write_bytes(b"saved")
+    mine = tmp_path / f"modelport-slots-{os.getpid()}-def"
+    mine.mkdir()
+    made = conversations.folder(1 << 60)  # no /dev/shm has room for that: made in the temporary folder
+    assert not left.exists()
+    assert mine.exists()
+    assert made.parent == tmp_path
+    assert made.name.startswith(f"modelport-slots-{os.getpid()}-")

@@ -35,10 +35,29 @@ log = logging.getLogger("modelport.llamacpp")
 
 def folder(budget: int) -> Path:
     """A new folder for saved slots: in RAM (`/dev/shm`) where there is one with room for `budget` bytes
-    (a container's is often 64 MiB), else in the temporary folder."""
+    (a container's is often 64 MiB), else in the temporary folder. Folders left by processes that are
+    gone (killed, or ended without finalising) are removed first: in `/dev/shm` they hold memory."""
     shm = Path("/dev/shm")
+    for place in (shm, Path(tempfile.gettempdir())):
+        for left in place.glob(f"{_PREFIX}*-*"):
+            pid = left.name.removeprefix(_PREFIX).split("-", 1)[0]
+            if pid.isdigit() and not _alive(int(pid)):
+                shutil.rmtree(left, ignore_errors=True)
     roomy = os.access(shm, os.W_OK) and shutil.disk_usage(shm).free >= budget
-    return Path(tempfile.mkdtemp(prefix="modelport-slots-", dir=shm if roomy else None))
+    return Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=shm if roomy else None))
+
+
+_PREFIX = "modelport-slots-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 class Turn:
