@@ -32,6 +32,8 @@ from modelport.engines.llamacpp.launch import SideDoor
 
 log = logging.getLogger("modelport.llamacpp")
 
+_PREFIX = "modelport-slots-"  # then the process id, a dash and a random tail
+
 
 def folder(budget: int) -> Path:
     """A new folder for saved slots: in RAM (`/dev/shm`) where there is one with room for `budget` bytes
@@ -45,9 +47,6 @@ def folder(budget: int) -> Path:
                 shutil.rmtree(left, ignore_errors=True)
     roomy = os.access(shm, os.W_OK) and shutil.disk_usage(shm).free >= budget
     return Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=shm if roomy else None))
-
-
-_PREFIX = "modelport-slots-"
 
 
 def _alive(pid: int) -> bool:
