@@ -1,5 +1,6 @@
 """Benchmark: workloads users feel — agent sessions, RAG answers that quote, a code edit, free chat — against
-modelport at its defaults, with n-gram speculation and with its conversation cache, and llama-server at
+modelport at its defaults (n-gram speculation from each request's own context), without speculation, with
+the n-gram table all requests share and with its conversation cache, and llama-server at
 its defaults and with its best flags for these workloads (8 slots in a 32k shared cache, n-gram speculation),
 all in one run.
 
@@ -179,10 +180,12 @@ def llama_server_defaults(binary: Any, gguf: Any) -> Iterator[str]:
 
 
 def servers() -> Iterator[tuple[str, Callable[[], AbstractContextManager[str]]]]:
-    speculating = CONFIG + 'speculative = "ngram-mod"\n'
+    plain = CONFIG + 'speculative = "none"\n'
+    shared = CONFIG + 'speculative = "ngram-mod"\n'
     remembering = CONFIG + "conversation_cache_mib = 1024\n"
     yield "modelport", lambda: modelport_server(CONFIG)
-    yield "modelport ngram-mod", lambda: modelport_server(speculating)
+    yield "modelport without speculation", lambda: modelport_server(plain)
+    yield "modelport ngram-mod", lambda: modelport_server(shared)
     yield "modelport conversation cache", lambda: modelport_server(remembering)
     binary = references.llama_server()
     if binary is None:

@@ -111,6 +111,14 @@ def count_seconds(seconds: float) -> None:
         tally.seconds += seconds
 
 
+# Speculative decoding, by GGUF file: accepted over drafted is what drafting pays.
+DRAFTED = Counter(
+    "modelport_drafted_tokens_total", "Tokens llama.cpp drafted (from n-grams or a draft model)", ["gguf"]
+)
+DRAFTS_ACCEPTED = Counter(
+    "modelport_draft_accepted_tokens_total", "Drafted tokens the model's verification accepted", ["gguf"]
+)
+
 UPSTREAM_REQUESTS = Counter(
     "modelport_upstream_requests_total",
     "Requests sent to upstream replicas, by the status they answered (or the error)",

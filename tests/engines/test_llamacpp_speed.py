@@ -1,6 +1,7 @@
-"""What speculative decoding does to the llama.cpp engine's answers, and what it must not change: a greedy
-copy stays the same with n-grams or a draft model, log-probabilities and constrained answers stay exact, and
-an unknown speculator or a missing draft model is named."""
+"""What speculative decoding does to the llama.cpp engine's answers, and what it must not change: a model
+speculates at its defaults and counts what its drafts paid, a greedy copy stays the same with n-grams or a
+draft model, log-probabilities and constrained answers stay exact, and an unknown speculator or a missing
+draft model is named."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 import modelport
 from modelport.engines import llamacpp
@@ -26,22 +28,47 @@ def client(**options: Any) -> modelport.OpenAI:
 
 def greedy_copies(options: dict[str, Any], times: int, max_tokens: int) -> list[str | None]:
     """The answers to asking a one-slot model for the same copy `times` times in turn."""
+    return greedy_answers(options, [COPY] * times, max_tokens)
+
+
+def greedy_answers(options: dict[str, Any], asked: list[Any], max_tokens: int) -> list[str | None]:
+    """A one-slot model's greedy answers to these conversations, in turn."""
     with client(n_parallel=1, **options) as model:
         return [
-            model.chat.completions.create(model="m", messages=COPY, max_tokens=max_tokens, temperature=0)  # type: ignore[arg-type]
+            model.chat.completions.create(model="m", messages=messages, max_tokens=max_tokens, temperature=0)
             .choices[0]
             .message.content
-            for _ in range(times)
+            for messages in asked
         ]
+
+
+def drafts() -> tuple[float, float]:
+    """Tokens the default model's drafts have held so far in this process, and how many were accepted."""
+    labels = {"gguf": llamacpp.default_gguf().name}
+    drafted = REGISTRY.get_sample_value("modelport_drafted_tokens_total", labels) or 0.0
+    return drafted, REGISTRY.get_sample_value("modelport_draft_accepted_tokens_total", labels) or 0.0
 
 
 @pytest.fixture(scope="module")
 def speculating() -> Iterator[modelport.OpenAI]:
-    """A model with n-gram speculation whose n-gram table has seen the code twice."""
-    with client(n_parallel=2, speculative="ngram-mod") as speculating:
+    """A model at its defaults (n-gram speculation) that has copied the code twice."""
+    with client(n_parallel=2) as speculating:
         for _ in range(2):
             speculating.chat.completions.create(model="m", messages=COPY, max_tokens=96, temperature=0)  # type: ignore[arg-type]
         yield speculating
+
+
+def test_a_model_speculates_by_default_and_a_copy_takes_its_drafts(
+    speculating: modelport.OpenAI,
+) -> None:
+    before = drafts()
+    reply = speculating.chat.completions.create(model="m", messages=COPY, max_tokens=96, temperature=0)  # type: ignore[arg-type]
+    drafted, accepted = (now - then for now, then in zip(drafts(), before, strict=True))
+    assert reply.usage.completion_tokens == 96  # type: ignore[union-attr]
+    # The answer copies code from its own prompt: a good part of it comes from drafts the model accepted
+    # (44 of 96 tokens when written; the first tokens of each line are the model's own).
+    assert accepted >= 24
+    assert accepted <= drafted
 
 
 def test_every_token_has_its_logprobs_although_the_model_speculates(speculating: modelport.OpenAI) -> None:
@@ -88,8 +115,19 @@ def test_ngram_speculation_keeps_greedy_answers_token_for_token() -> None:
     """Drafts are verified by the model: on a copy it is sure of, greedy output is the same with and without
     them (where two tokens are all but equally likely, the verifying batch's last bits can flip it)."""
     plain = greedy_copies({"speculative": "none"}, 2, 96)
-    drafted = greedy_copies({"speculative": "ngram-mod"}, 2, 96)  # the second time, drafts are taken
-    assert len(set(plain + drafted)) == 1
+    drafted = greedy_copies({}, 2, 96)  # the defaults' drafts come from the prompt
+    shared = greedy_copies({"speculative": "ngram-mod"}, 2, 96)  # the second time, drafts are taken
+    assert len(set(plain + drafted + shared)) == 1
+
+
+@pytest.mark.slow
+def test_the_default_speculation_keeps_greedy_answers_that_change_what_they_copy_or_copy_nothing() -> None:
+    """An edit (drafts of the old name are rejected where the new one goes) and free text (few drafts)."""
+    asked = [
+        [{"role": "user", "content": f"Return this code with f3 renamed to g3:\n\n{CODE}"}],
+        [{"role": "user", "content": "Write a short story about a lighthouse keeper."}],
+    ]
+    assert greedy_answers({}, asked, 128) == greedy_answers({"speculative": "none"}, asked, 128)
 
 
 @pytest.mark.slow

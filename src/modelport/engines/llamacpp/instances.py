@@ -5,15 +5,20 @@ llama.cpp reports no log-probabilities for the tokens a draft supplied (its veri
 without scoring the alternatives: `logprob` 0, no `top_logprobs`), and this build offers no per-request
 switch. The second instance maps the same weights (on the CPU they are shared, not copied), has its own KV
 cache of the same size and two slots, and starts on the first request that needs it.
+
+What the drafts of a speculating instance paid (tokens drafted, and accepted) is counted in the metrics.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from modelport import metrics
 from modelport.engines.llamacpp.chunk_stream import ChunkHandler
-from modelport.engines.llamacpp.launch import SLOTS, speculates, start_server
+from modelport.engines.llamacpp.launch import SLOTS, default_gguf, speculates, start_server
 
 PLAIN_SLOTS = 2
 
@@ -27,12 +32,15 @@ class Instances:
         self._speculating = speculates(options)
         self._plain: Any = None
         self._starting = threading.Lock()
+        gguf = Path(options["path"]).name if options.get("path") else default_gguf().name
+        self._drafted = metrics.DRAFTED.labels(gguf)
+        self._accepted = metrics.DRAFTS_ACCEPTED.labels(gguf)
 
     def chat(self, request: dict[str, Any]) -> ChunkHandler:
-        return self._for(request).handle_chat_completions  # type: ignore[no-any-return]
+        return self._counted(self._for(request).handle_chat_completions)
 
     def completion(self, request: dict[str, Any]) -> ChunkHandler:
-        return self._for(request).handle_completions  # type: ignore[no-any-return]
+        return self._counted(self._for(request).handle_completions)
 
     def main(self, request: dict[str, Any]) -> bool:
         """Whether the serving instance takes this request."""
@@ -51,3 +59,20 @@ class Instances:
                     **{**self._options, "speculative": "none", "draft": None, "n_parallel": slots}
                 )
         return self._plain
+
+    def _counted(self, handle: ChunkHandler) -> ChunkHandler:
+        """`handle`, counting the drafts its request's last chunk reports (llama.cpp's `timings`)."""
+        if not self._speculating:
+            return handle
+
+        def counted(request: dict[str, Any], callback: Callable[[dict[str, Any]], bool]) -> Any:
+            def on_chunk(chunk: dict[str, Any]) -> bool:
+                timings = chunk.get("timings")
+                if timings and timings.get("draft_n"):
+                    self._drafted.inc(timings["draft_n"])
+                    self._accepted.inc(timings.get("draft_n_accepted", 0))
+                return callback(chunk)
+
+            return handle(request, on_chunk)
+
+        return counted

@@ -15,6 +15,10 @@ from modelport.engines.llamacpp import gguf_header, thread_binding, xllamacpp_lo
 from modelport.engines.packaged import package_dir
 
 SLOTS = 8  # requests decoding together by default (`n_parallel`)
+# Drafts come from each request's own context (a 12-token key seen before proposes what followed it), and a
+# key drafts no more tokens than its last draft had accepted: text that never repeats costs nothing, and
+# requests decoding side by side do not draft from each other's text (as `ngram-mod`'s shared table does).
+SPECULATIVE = "ngram-map-k"
 
 
 def default_gguf() -> Path:
@@ -33,7 +37,7 @@ def start_server(
     n_gpu_layers: int = -1,
     chat_template: str | None = None,
     cache_ram_mib: int = 1024,
-    speculative: str = "none",
+    speculative: str = SPECULATIVE,
     draft: str | None = None,
     mmproj: str | None = None,
     image_max_tokens: int = 1024,
@@ -51,8 +55,9 @@ def start_server(
     `"auto"` while other processes keep those CPUs busy (see `thread_binding`), True always, False never.
     (llama.cpp's `poll` is not offered: xllamacpp's llama.cpp waits at barriers in OpenMP, which ignores
     it; see `xllamacpp_loader`.)
-    `speculative` drafts tokens without a draft model (`ngram-mod`, `ngram-simple`, `ngram-cache`,
-    `ngram-map-k`: llama.cpp's n-gram lookups in the context, verified by the model) or not (`none`).
+    `speculative` drafts tokens without a draft model (`ngram-map-k`, the default, `ngram-mod`,
+    `ngram-simple`, `ngram-cache`: llama.cpp's n-gram lookups in the context, verified by the model) or not
+    (`none`).
     `draft` is a smaller GGUF of the same vocabulary that drafts where the n-grams offer nothing.
     `slot_save_path` is the folder slots are saved to and restored from (see `conversations`).
     `mmproj` is a multimodal projector GGUF (the model then sees images); an image becomes at most
@@ -134,7 +139,7 @@ def _speculators(xllamacpp: Any, speculative: str, draft: str | None) -> list[An
 
 def speculates(options: dict[str, Any]) -> bool:
     """Whether a model started with these options drafts tokens."""
-    return options.get("speculative", "none") != "none" or bool(options.get("draft"))
+    return options.get("speculative", SPECULATIVE) != "none" or bool(options.get("draft"))
 
 
 def image_tokens(projector: Path) -> int:
