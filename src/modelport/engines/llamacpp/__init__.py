@@ -33,8 +33,8 @@ def load(conversation_cache_mib: int = 0, **options: Any) -> Sequence[LlamaChat 
     saved = conversations.folder(budget) if budget > 0 and not options.get("draft") else None
     server = start_server(**options, api_key=key, slot_save_path=saved)
     door = SideDoor(server, key)
-    instances = Instances(server, options)
     gguf = Path(options["path"]) if options.get("path") else default_gguf()
+    instances = Instances(server, options, gguf)
     media = ("image",) if options.get("mmproj") else ()
     kept = conversations.Conversations(door, saved, budget) if saved else None
     return [LlamaChat(instances, door, media, kept), LlamaCompletion(instances, door, gguf)]

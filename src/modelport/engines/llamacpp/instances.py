@@ -18,7 +18,7 @@ from typing import Any
 
 from modelport import metrics
 from modelport.engines.llamacpp.chunk_stream import ChunkHandler
-from modelport.engines.llamacpp.launch import SLOTS, default_gguf, speculates, start_server
+from modelport.engines.llamacpp.launch import SLOTS, speculates, start_server
 
 PLAIN_SLOTS = 2
 
@@ -26,15 +26,14 @@ PLAIN_SLOTS = 2
 class Instances:
     """Which llama.cpp server a request goes to."""
 
-    def __init__(self, server: Any, options: dict[str, Any]) -> None:
+    def __init__(self, server: Any, options: dict[str, Any], gguf: Path) -> None:
         self.server = server
         self._options = options
         self._speculating = speculates(options)
         self._plain: Any = None
         self._starting = threading.Lock()
-        gguf = Path(options["path"]).name if options.get("path") else default_gguf().name
-        self._drafted = metrics.DRAFTED.labels(gguf)
-        self._accepted = metrics.DRAFTS_ACCEPTED.labels(gguf)
+        self._drafted = metrics.DRAFTED.labels(gguf.name)
+        self._accepted = metrics.DRAFTS_ACCEPTED.labels(gguf.name)
 
     def chat(self, request: dict[str, Any]) -> ChunkHandler:
         return self._counted(self._for(request).handle_chat_completions)
