@@ -1,8 +1,8 @@
 """Benchmark: workloads users feel — agent sessions, RAG answers that quote, a code edit, free chat — against
 modelport at its defaults (n-gram speculation from each request's own context), without speculation, with
-the n-gram table all requests share and with its conversation cache, and llama-server at
-its defaults and with its best flags for these workloads (8 slots in a 32k shared cache, n-gram speculation),
-all in one run.
+the n-gram table all requests share and with its conversation cache, and llama-server with modelport's
+slots and context (8 slots in a 32k shared cache) at its defaults otherwise and with its best flags for these
+workloads (n-gram speculation), and as a user starts it bare (the model and the threads), all in one run.
 
     .venv/bin/python -m bench.workload [--workloads agent rag code chat] [--servers ...]
 
@@ -170,8 +170,9 @@ WORKLOADS: dict[str, Callable[[str], Awaitable[Outcome]]] = {
 
 
 @contextmanager
-def llama_server_defaults(binary: Any, gguf: Any) -> Iterator[str]:
-    """llama-server as a user starts it: the model, the threads, nothing else."""
+def llama_server_bare(binary: Any, gguf: Any) -> Iterator[str]:
+    """llama-server as a user starts it: the model, the threads, nothing else (4 slots sharing the model's
+    8k context: too little for the agent and RAG workloads)."""
     port = free_port()
     command = [str(binary), "-m", str(gguf), "--port", str(port), "-t", str(THREADS), "-tb", str(THREADS)]
     command += ["-ngl", "0", "--log-disable"]
@@ -192,8 +193,9 @@ def servers() -> Iterator[tuple[str, Callable[[], AbstractContextManager[str]]]]
         print("\nllama-server: not built (python -m bench.references); its rows are absent.")
         return
     gguf = llamacpp.default_gguf()
-    yield "llama-server defaults", lambda: llama_server_defaults(binary, gguf)
+    yield "llama-server defaults", lambda: llama_server(binary, gguf, SLOTS, N_CTX)
     yield "llama-server best", lambda: llama_server(binary, gguf, SLOTS, N_CTX, extra=BEST_FLAGS)
+    yield "llama-server bare", lambda: llama_server_bare(binary, gguf)
 
 
 HEADERS = ["server", "TTFT p50 ms", "TTFT p95 ms", "stream tok/s", "aggregate tok/s", "wall s", "cached"]
@@ -201,7 +203,8 @@ HEADERS = ["server", "TTFT p50 ms", "TTFT p95 ms", "stream tok/s", "aggregate to
 
 def main(chosen: list[str], only: list[str] | None) -> None:
     print(f"# Workloads, one run\n\n{machine()}")
-    print(f"\nllama-server best flags: 8 slots, a shared {N_CTX}-token cache, {' '.join(BEST_FLAGS)}")
+    print(f"\nllama-server defaults: {SLOTS} slots in a shared {N_CTX}-token cache (modelport's); best: and")
+    print(f"{' '.join(BEST_FLAGS)}; bare: the model and the threads only")
     results: dict[str, dict[str, Outcome | str]] = {name: {} for name in chosen}
     for server, start in servers():
         if only and server not in only:
