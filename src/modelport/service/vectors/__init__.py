@@ -327,8 +327,8 @@ class VectorStores:
             pairs = [(query, vectors[i]) for i, query in enumerate(queries)]
             names = await self.files.names(list(attached))
             for found in await hybrid(self._chunks(), store_id, pairs, allowed, limit, threshold, weights):
-                # A file whose ingestion ended (or that was removed) after `attached` was read is left out:
-                # the search answers over the files completed when it began.
+                # A file whose ingestion completed after `attached` was read is left out: the search
+                # answers over the files completed when it began.
                 if found.hit.file_id in attached:
                     file_id = found.hit.file_id
                     results.append((found, names.get(file_id, ""), attached[file_id]["attributes"]))
