@@ -329,8 +329,8 @@ class VectorStores:
             for found in await hybrid(self._chunks(), store_id, pairs, allowed, limit, threshold, weights):
                 # A file whose ingestion completed after `attached` was read is left out: the search
                 # answers over the files completed when it began.
-                if found.hit.file_id in attached:
-                    file_id = found.hit.file_id
+                file_id = found.hit.file_id
+                if file_id in attached:
                     results.append((found, names.get(file_id, ""), attached[file_id]["attributes"]))
         results.sort(key=lambda r: -r[0].fused)
         return [
