@@ -1,8 +1,9 @@
 """Benchmark: workloads users feel — agent sessions, RAG answers that quote, a code edit, free chat — against
-modelport at its defaults (n-gram speculation from each request's own context), without speculation, with
-the n-gram table all requests share and with its conversation cache, and llama-server with modelport's
-slots and context (8 slots in a 32k shared cache) at its defaults otherwise and with its best flags for these
-workloads (n-gram speculation), and as a user starts it bare (the model and the threads), all in one run.
+modelport at its defaults (n-gram speculation from each request's own context, the conversation cache),
+without speculation, with the n-gram table all requests share and without its conversation cache, and
+llama-server with modelport's slots and context (8 slots in a 32k shared cache) at its defaults otherwise
+and with its best flags for these workloads (n-gram speculation), and as a user starts it bare (the model
+and the threads), all in one run.
 
     .venv/bin/python -m bench.workload [--workloads agent rag code chat] [--servers ...]
 
@@ -183,11 +184,11 @@ def llama_server_bare(binary: Any, gguf: Any) -> Iterator[str]:
 def servers() -> Iterator[tuple[str, Callable[[], AbstractContextManager[str]]]]:
     plain = CONFIG + 'speculative = "none"\n'
     shared = CONFIG + 'speculative = "ngram-mod"\n'
-    remembering = CONFIG + "conversation_cache_mib = 1024\n"
+    forgetting = CONFIG + "conversation_cache_mib = 0\n"
     yield "modelport", lambda: modelport_server(CONFIG)
     yield "modelport without speculation", lambda: modelport_server(plain)
     yield "modelport ngram-mod", lambda: modelport_server(shared)
-    yield "modelport conversation cache", lambda: modelport_server(remembering)
+    yield "modelport without conversation cache", lambda: modelport_server(forgetting)
     binary = references.llama_server()
     if binary is None:
         print("\nllama-server: not built (python -m bench.references); its rows are absent.")

@@ -90,3 +90,24 @@ def test_folders_left_by_processes_that_are_gone_are_removed(
     assert mine.exists()
     assert made.parent == tmp_path
     assert made.name.startswith(f"modelport-slots-{os.getpid()}-")
+
+
+def test_a_completion_reuses_a_long_prompt_it_shares_with_an_earlier_one_though_others_ran_between(
+    tmp_path: Path,
+) -> None:
+    """Completions are kept like chat turns: a few-shot prefix, sent again after other prompts took both
+    slots, is not processed again."""
+    with client(tmp_path, 1024) as model:
+        shots = SYSTEM + "\nQ: where is the ladder?\nA:"
+
+        def complete(prompt: str) -> tuple[int, int]:
+            usage = model.completions.create(model="m", prompt=prompt, max_tokens=4, temperature=0).usage
+            assert usage is not None
+            assert usage.prompt_tokens_details is not None
+            return usage.prompt_tokens, usage.prompt_tokens_details.cached_tokens or 0
+
+        first, _ = complete(shots)
+        for other in ("Once upon a time " * 60, "def main():\n    pass\n" * 40):
+            complete(other)
+        prompt, cached = complete(shots.replace("the ladder", "the broom"))
+    assert first - 12 <= cached < prompt

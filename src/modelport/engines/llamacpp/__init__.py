@@ -23,11 +23,11 @@ from modelport.engines.llamacpp.launch import SLOTS, SideDoor, default_gguf, sta
 __all__ = ["ENGINE", "SLOTS", "LlamaChat", "LlamaCompletion", "default_gguf", "start_server", "tool_format"]
 
 
-def load(conversation_cache_mib: int = 0, **options: Any) -> Sequence[LlamaChat | LlamaCompletion]:
+def load(conversation_cache_mib: int = 1024, **options: Any) -> Sequence[LlamaChat | LlamaCompletion]:
     """Load a GGUF (options as for `start_server`) and return its chat and completion predictors.
-    `conversation_cache_mib` > 0 has modelport place chat requests and keep their histories for later
-    turns, in files of at most that many MiB (`conversations`); off by default (see the README for why).
-    A draft model keeps it off: a saved slot holds the main model's cache only."""
+    `conversation_cache_mib` > 0 has modelport place chat and completion requests and keep their turns for
+    later ones, in files of at most that many MiB (`conversations`); 0 leaves placement to llama.cpp. A
+    draft model keeps it off: a saved slot holds the main model's cache only."""
     key = secrets.token_urlsafe(32)
     budget = conversation_cache_mib << 20
     saved = conversations.folder(budget) if budget > 0 and not options.get("draft") else None
@@ -37,7 +37,7 @@ def load(conversation_cache_mib: int = 0, **options: Any) -> Sequence[LlamaChat 
     instances = Instances(server, options, gguf)
     media = ("image",) if options.get("mmproj") else ()
     kept = conversations.Conversations(door, saved, budget) if saved else None
-    return [LlamaChat(instances, door, media, kept), LlamaCompletion(instances, door, gguf)]
+    return [LlamaChat(instances, door, media, kept), LlamaCompletion(instances, door, gguf, kept)]
 
 
 def estimate(

@@ -5,9 +5,11 @@ llama.cpp keeps idle slots' prompts in RAM and, for a new request, loads the cac
 longest prefix with it. The load moves that prompt out of the cache: with a system prompt shared by all,
 the first new conversation takes another's history, overwrites it, and that conversation's next turn
 finds only the system prompt again (4 conversations over 2 slots, SmolLM2: every later turn reused 1,570
-of ~1,700 prompt tokens). Here each chat request is pinned to an idle slot, into which the saved turn
-sharing the longest run of messages with it is restored; when it ends, its slot is saved to a file
-(llama.cpp's slot save, a copy) named by its messages, and emptied. llama.cpp reuses the longest prefix
+of ~1,700 prompt tokens). Here each request (a chat, or a completion) is pinned to an idle slot, into
+which the saved turn sharing the longest prefix with it (whole messages, or whole pieces of the prompt) is
+restored; when it ends, its slot is saved to a file (llama.cpp's slot save, a copy) named by that prefix,
+and emptied, so that no idle slot holds tokens that every request's attention would span in the shared
+KV cache (which also made seeded answers depend on what ran before). llama.cpp reuses the longest prefix
 a restored slot's tokens share with the new prompt, so a stale or mismatched file costs speed, never
 correctness.
 """
@@ -23,6 +25,7 @@ import tempfile
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +36,7 @@ from modelport.engines.llamacpp.launch import SideDoor
 log = logging.getLogger("modelport.llamacpp")
 
 _PREFIX = "modelport-slots-"  # then the process id, a dash and a random tail
+PROMPT_PIECE = 512  # characters (or token ids) of a completion's prompt per name
 
 
 def folder(budget: int) -> Path:
@@ -60,24 +64,33 @@ def _alive(pid: int) -> bool:
 
 
 class Turn:
-    """One chat request's place: the slot a saved history was restored into (held for it until it ends),
-    and the names its own history will be saved under."""
+    """One request's place: the slot a saved turn was restored into (held for it until it ends), and the
+    names its own turn will be saved under."""
 
     def __init__(
-        self, cache: Conversations, names: list[str], slot: int | None, restored: str | None
+        self,
+        cache: Conversations,
+        names: list[str],
+        slot: int | None,
+        restored: str | None,
+        stays: bool = False,
     ) -> None:
         self._cache = cache
         self.names = names
         self.slot = slot
         self.restored = restored
+        self.stays = stays  # what it leaves in its slot stays there (llama.cpp cannot save it)
 
     def ended(self, reported: int | None, completed: bool) -> None:
         """Save the slot the turn ran in, if it completed, and empty it (called off the reader's path,
         before the stream ends, so that a caller's next turn finds it saved and the slots empty)."""
-        slot = self.slot if self.slot is not None else reported
-        # A slot llama.cpp chose is touched only if no other turn has been placed in it since.
-        if slot is None or (self.slot is None and not self._cache.claim(slot)):
-            return
+        slot = self.slot
+        if slot is None:
+            self._cache.left_ended(reported, self.stays)
+            # A slot llama.cpp chose is touched only if no other turn has been placed in it since.
+            if self.stays or reported is None or not self._cache.claim(reported):
+                return
+            slot = reported
         try:
             if self._cache.idle(slot):  # llama.cpp would wait for a slot another request took
                 if completed and self.names:
@@ -90,7 +103,7 @@ class Turn:
 
 
 class Conversations:
-    """Saved chat histories of one llama.cpp server, at most `budget` bytes of files in `where`, least
+    """Saved turns of one llama.cpp server, at most `budget` bytes of files in `where`, least
     recently used dropped first; the folder goes when the model is unloaded or the process exits.
 
     Every turn is pinned to an idle slot chosen here while one is free, so that llama.cpp never hands a
@@ -103,18 +116,39 @@ class Conversations:
         self._files: OrderedDict[str, tuple[int, list[str]]] = OrderedDict()  # least recently used first
         self._holders: dict[str, str] = {}  # a prefix's name -> the latest file that begins with it
         self._reserved: set[int] = set()
+        self._slots = len(door.get("/slots"))
+        self._others = 0  # requests left to llama.cpp, running
+        self._holding: set[int] = set()  # slots where such requests left what they held
         self._lock = threading.Lock()
         weakref.finalize(self, shutil.rmtree, where, ignore_errors=True)
 
-    def place(self, request: dict[str, Any], keep: bool = True) -> Turn:
-        """Pin `request` to an idle slot, into which the saved history sharing the longest prefix of
-        messages with it is restored; with no slot free, leave it to llama.cpp and ask which slot it
-        used (`verbose`). A turn not to `keep` is neither looked up nor saved, only placed and emptied."""
-        names = _prefix_names(request) if keep else []
+    def leave(self, request: dict[str, Any]) -> Turn:
+        """Leave `request` to llama.cpp, which keeps what it holds in its slot afterwards (a conversation
+        with images or sound: llama.cpp cannot save those, but reuses them while they stay)."""
+        return self._left(request, [], stays=True)
+
+    def _left(self, request: dict[str, Any], names: list[str], stays: bool = False) -> Turn:
+        """A turn llama.cpp places itself, asked to say in which slot (`verbose`); while one runs, which
+        slots are idle is asked of llama.cpp rather than known here."""
+        request["verbose"] = True
+        with self._lock:
+            self._others += 1
+        return Turn(self, names, None, None, stays)
+
+    def left_ended(self, slot: int | None, stays: bool) -> None:
+        with self._lock:
+            self._others -= 1
+            if stays and slot is not None:
+                self._holding.add(slot)
+
+    def place(self, request: dict[str, Any], names: list[str]) -> Turn:
+        """Pin `request` to an idle slot, into which the saved turn sharing the longest of its prefixes
+        (`names`: `message_names` or `prompt_names`) is restored; with no slot free, leave it to
+        llama.cpp and ask which slot it used (`verbose`). A turn with no names is neither looked up nor
+        saved, only placed and emptied."""
         slot = self._take()
         if slot is None:
-            request["verbose"] = True
-            return Turn(self, names, None, None)
+            return self._left(request, names)
         request["id_slot"] = slot
         if not names or request.get("cache_prompt") is False:  # a seeded request processes its whole prompt
             return Turn(self, names, slot, None)
@@ -130,9 +164,11 @@ class Conversations:
 
     def _take(self) -> int | None:
         """An idle slot no turn holds, now held: an empty one first, since a slot that holds tokens holds
-        what llama.cpp keeps for requests left to it (a conversation with images, a completion)."""
-        idle = self._idle_slots()
+        what llama.cpp keeps for requests left to it (a conversation with images)."""
+        idle = self._idle_slots() if self._others else None
         with self._lock:
+            if idle is None:  # every slot not held by a turn is idle, and empty unless a left request's stays
+                idle = {slot: int(slot in self._holding) for slot in range(self._slots)}
             free = sorted((held, slot) for slot, held in idle.items() if slot not in self._reserved)
             if not free:
                 return None
@@ -141,7 +177,8 @@ class Conversations:
             return slot
 
     def idle(self, slot: int) -> bool:
-        return slot in self._idle_slots()
+        """Whether a slot held by a turn is idle: unless a request left to llama.cpp runs, it is."""
+        return not self._others or slot in self._idle_slots()
 
     def _idle_slots(self) -> dict[int, int]:
         """The slots llama.cpp is not processing a request in, each with how many tokens it holds (none,
@@ -157,7 +194,9 @@ class Conversations:
     def erase(self, slot: int) -> None:
         """Empty a slot, so that idle slots hold no tokens that every request's attention would span in
         the shared KV cache (its turn is saved)."""
-        self._call(f"/slots/{slot}?action=erase", {})
+        if self._call(f"/slots/{slot}?action=erase", {}):
+            with self._lock:
+                self._holding.discard(slot)
 
     def claim(self, slot: int) -> bool:
         """Hold a slot unless a turn holds it."""
@@ -210,12 +249,26 @@ class Conversations:
                 del self._holders[prefix]
 
 
-def _prefix_names(request: dict[str, Any]) -> list[str]:
-    """A name for each prefix of the request's messages, shortest first, each depending on what else
+def message_names(request: dict[str, Any]) -> list[str]:
+    """A name for each prefix of a chat request's messages, shortest first, each depending on what else
     shapes the prompt (template variables such as the tools)."""
-    digest = hashlib.sha256(json.dumps(request.get("chat_template_kwargs"), sort_keys=True).encode())
+    pieces = (json.dumps(message, sort_keys=True) for message in request["messages"])
+    return _names(json.dumps(request.get("chat_template_kwargs"), sort_keys=True), pieces)
+
+
+def prompt_names(request: dict[str, Any]) -> list[str]:
+    """A name for each prefix of a completion's prompt that ends at a multiple of `PROMPT_PIECE` characters
+    (or token ids), shortest first: a later prompt sharing a long prefix finds the turn, of which
+    llama.cpp then reuses every token the two share."""
+    prompt = request["prompt"]
+    pieces = (json.dumps(prompt[at : at + PROMPT_PIECE]) for at in range(0, len(prompt), PROMPT_PIECE))
+    return _names("prompt", pieces)
+
+
+def _names(context: str, pieces: Iterable[str]) -> list[str]:
+    digest = hashlib.sha256(context.encode())
     names = []
-    for message in request["messages"]:
-        digest.update(json.dumps(message, sort_keys=True).encode())
+    for piece in pieces:
+        digest.update(piece.encode())
         names.append(digest.hexdigest()[:40])
     return names

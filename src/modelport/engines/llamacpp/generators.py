@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
-from modelport.engines.llamacpp import template_probe
+from modelport.engines.llamacpp import conversations, template_probe
 from modelport.engines.llamacpp.chunk_stream import stream_chunks
 from modelport.engines.llamacpp.conversations import Conversations
 from modelport.engines.llamacpp.instances import Instances
@@ -43,11 +43,11 @@ class LlamaChat:
         instances: Instances,
         door: SideDoor,
         media: tuple[str, ...] = (),
-        conversations: Conversations | None = None,
+        kept: Conversations | None = None,
     ) -> None:
         self._instances = instances
         self._door = door
-        self._conversations = conversations
+        self._conversations = kept
         self.media = media  # what its projector lets it read beside text: ("image",)
         # The template llama.cpp really renders with: the GGUF's own, an override, or its fallback.
         self.tool_format = tool_format(str(door.get("/props").get("chat_template") or ""))
@@ -68,18 +68,16 @@ class LlamaChat:
             # As a template variable rather than llama.cpp's `tools`, which refuses a grammar beside it:
             # modelport constrains the native call format itself.
             request["chat_template_kwargs"] = {**request.get("chat_template_kwargs", {}), "tools": tools}
-        # Left to llama.cpp: one-token requests (beam search's steps: it reuses the slot between them), and
-        # conversations with images or sound, which llama.cpp cannot save but reuses in the slot.
-        if (
-            self._conversations is None
-            or request.get("max_tokens") == 1
-            or _has_media(request["messages"])
-            or not self._instances.main(request)
-        ):
+        kept = self._conversations
+        if kept is None or not self._instances.main(request):
             return stream_chunks(self._instances.chat(request), request)
+        if _has_media(request["messages"]):
+            turn = kept.leave(request)
+            return stream_chunks(self._instances.chat(request), request, turn.ended)
         # A lone message (a one-off question, a RAG answer, a code edit) is placed but not saved: nobody
         # continues it, and saving cost free chat throughput.
-        turn = self._conversations.place(request, keep=len(request["messages"]) > 1)
+        names = conversations.message_names(request) if len(request["messages"]) > 1 else []
+        turn = kept.place(request, names)
         return stream_chunks(self._instances.chat(request), request, turn.ended)
 
     def render(self, messages: list[dict[str, Any]]) -> str:
@@ -103,9 +101,12 @@ class LlamaCompletion:
     """Completions of a prompt given as text or as the model's own token ids; `suffix` through the model's
     fill-in-the-middle tokens. Scoring starts a second llama.cpp instance on its first use."""
 
-    def __init__(self, instances: Instances, door: SideDoor, gguf: Path) -> None:
+    def __init__(
+        self, instances: Instances, door: SideDoor, gguf: Path, kept: Conversations | None = None
+    ) -> None:
         self._instances = instances
         self._door = door
+        self._conversations = kept
         self._fim = _fill_in_the_middle_tokens(instances.server)
         self.vocab_size = int(door.get("/v1/models")["data"][0]["meta"]["n_vocab"])
         self._scorer = Scorer(gguf, SCORING_CTX)
@@ -127,7 +128,12 @@ class LlamaCompletion:
                 )
             prompt = f"{self._fim[0]}{prompt}{self._fim[1]}{suffix}{self._fim[2]}"
         request = {**options, "prompt": prompt}
-        return stream_chunks(self._instances.completion(request), request)
+        # A prompt shorter than one piece is placed but not saved: only the same prompt again would find it.
+        if self._conversations is None or not self._instances.main(request):
+            return stream_chunks(self._instances.completion(request), request)
+        names = conversations.prompt_names(request) if len(prompt) >= conversations.PROMPT_PIECE else []
+        turn = self._conversations.place(request, names)
+        return stream_chunks(self._instances.completion(request), request, turn.ended)
 
     def detokenize(self, ids: list[int]) -> str:
         """The text of token ids (for `echo` of a prompt given as ids)."""
