@@ -128,11 +128,12 @@ class LlamaCompletion:
                 )
             prompt = f"{self._fim[0]}{prompt}{self._fim[1]}{suffix}{self._fim[2]}"
         request = {**options, "prompt": prompt}
-        # A prompt shorter than one piece is placed but not saved: only the same prompt again would find it.
-        if self._conversations is None or not self._instances.main(request):
+        kept = self._conversations
+        if kept is None or not self._instances.main(request):
             return stream_chunks(self._instances.completion(request), request)
+        # A prompt shorter than one piece is placed but not saved: only the same prompt again would find it.
         names = conversations.prompt_names(request) if len(prompt) >= conversations.PROMPT_PIECE else []
-        turn = self._conversations.place(request, names)
+        turn = kept.place(request, names)
         return stream_chunks(self._instances.completion(request), request, turn.ended)
 
     def detokenize(self, ids: list[int]) -> str:
