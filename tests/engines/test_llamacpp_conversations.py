@@ -111,3 +111,20 @@ def test_a_completion_reuses_a_long_prompt_it_shares_with_an_earlier_one_though_
             complete(other)
         prompt, cached = complete(shots.replace("the ladder", "the broom"))
     assert first - 12 <= cached < prompt
+
+
+@pytest.mark.slow
+def test_the_first_answer_after_a_start_is_the_one_a_start_without_the_cache_gives(tmp_path: Path) -> None:
+    """Nothing run while the model loads stays in a slot: with the cache on, slots are emptied only by the
+    turns placed in them, and tokens left in one changed the first greedy answers (this prompt's did)."""
+    poem = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Write a poem about the shelves."},
+    ]
+    answers = []
+    for mib in (1024, 0):
+        (folder := tmp_path / str(mib)).mkdir()
+        with client(folder, mib) as model:
+            reply = model.chat.completions.create(model="m", messages=poem, max_tokens=128, temperature=0)  # type: ignore[arg-type]
+            answers.append(reply.choices[0].message.content)
+    assert answers[0] == answers[1]

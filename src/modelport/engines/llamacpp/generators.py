@@ -107,7 +107,7 @@ class LlamaCompletion:
         self._instances = instances
         self._door = door
         self._conversations = kept
-        self._fim = _fill_in_the_middle_tokens(instances.server)
+        self._fim = _fill_in_the_middle_tokens(door)
         self.vocab_size = int(door.get("/v1/models")["data"][0]["meta"]["n_vocab"])
         self._scorer = Scorer(gguf, SCORING_CTX)
 
@@ -168,18 +168,21 @@ def _llama_options(options: dict[str, Any] | None) -> dict[str, Any]:
     return options
 
 
-def _fill_in_the_middle_tokens(server: Any) -> tuple[str, str, str] | None:
-    """The model's prefix, suffix and middle tokens, if its vocabulary has one of the common sets."""
+def _fill_in_the_middle_tokens(door: SideDoor) -> tuple[str, str, str] | None:
+    """The model's prefix, suffix and middle tokens, if its vocabulary has one of the common sets.
+    Counted by tokenizing, not by completing: a completion would leave its tokens in a slot, which nothing
+    empties with the conversation cache on, and the first greedy answers after a start then differed from
+    those of a server whose slots were empty (llama-server's, or modelport's without the cache)."""
 
-    def prompt_tokens(text: str) -> int:
-        reply = server.handle_completions({"prompt": text, "max_tokens": 1})
-        return int((reply.get("usage") or {}).get("prompt_tokens", -1)) if isinstance(reply, dict) else -1
+    def tokens(text: str) -> int:
+        reply = door.post("/tokenize", {"content": text})
+        reply.raise_for_status()
+        return len(reply.json()["tokens"])
 
-    one_token = prompt_tokens("a")  # counts the BOS token, if the model adds one
     for names in (
         ("<fim_prefix>", "<fim_suffix>", "<fim_middle>"),
         ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"),
     ):
-        if prompt_tokens(names[0]) == one_token:
+        if tokens(names[0]) == 1:
             return names
     return None
