@@ -142,8 +142,8 @@ async def stream_completion(client: Any, model: str, prompt: str, max_tokens: in
     return Stream(first - start, tokens, last - first)
 
 
-def http_client(url: str) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="bench", max_retries=0, timeout=600)
+def http_client(url: str, retries: int = 0) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="bench", max_retries=retries, timeout=600)
 
 
 def median(values: Sequence[float]) -> float:
