@@ -128,3 +128,24 @@ def test_the_first_answer_after_a_start_is_the_one_a_start_without_the_cache_giv
             reply = model.chat.completions.create(model="m", messages=poem, max_tokens=128, temperature=0)  # type: ignore[arg-type]
             answers.append(reply.choices[0].message.content)
     assert answers[0] == answers[1]
+
+
+def test_a_short_prompt_sent_again_is_kept_from_its_second_sending_on(tmp_path: Path) -> None:
+    """A lone request is not saved the first time (most are never sent again), but one sent again is, and
+    the next sending reuses its prompt though other prompts took both slots in between."""
+    with client(tmp_path, 1024) as model:
+
+        def cached(prompt: str) -> int:
+            usage = model.completions.create(model="m", prompt=prompt, max_tokens=4, temperature=0).usage
+            assert usage is not None
+            assert usage.prompt_tokens_details is not None
+            return usage.prompt_tokens_details.cached_tokens or 0
+
+        ask = "List three rivers of Europe and the seas they flow into, with one fact about each."
+        reused = []
+        for _ in range(3):
+            reused.append(cached(ask))
+            cached("Once upon a time there was a lighthouse.")
+            cached("def main():\n    return 42\n")
+    assert reused[:2] == [0, 0]
+    assert reused[2] > 10

@@ -37,6 +37,7 @@ log = logging.getLogger("modelport.llamacpp")
 
 _PREFIX = "modelport-slots-"  # then the process id, a dash and a random tail
 PROMPT_PIECE = 512  # characters (or token ids) of a completion's prompt per name
+LONE_SEEN = 1024  # lone requests remembered, so that one sent again is kept from then on
 
 
 def folder(budget: int) -> Path:
@@ -119,6 +120,7 @@ class Conversations:
         self._slots = len(door.get("/slots"))
         self._others = 0  # requests left to llama.cpp, running
         self._holding: set[int] = set()  # slots where such requests left what they held
+        self._lone: OrderedDict[str, None] = OrderedDict()  # lone requests seen, least recently first
         self._lock = threading.Lock()
         weakref.finalize(self, shutil.rmtree, where, ignore_errors=True)
 
@@ -141,11 +143,16 @@ class Conversations:
             if stays and slot is not None:
                 self._holding.add(slot)
 
-    def place(self, request: dict[str, Any], names: list[str]) -> Turn:
+    def place(self, request: dict[str, Any], names: list[str], lone: bool = False) -> Turn:
         """Pin `request` to an idle slot, into which the saved turn sharing the longest of its prefixes
         (`names`: `message_names` or `prompt_names`) is restored; with no slot free, leave it to
         llama.cpp and ask which slot it used (`verbose`). A turn with no names is neither looked up nor
-        saved, only placed and emptied."""
+        saved, only placed and emptied; so is a `lone` one (nothing continues it: a single message, a
+        short prompt) the first time it is sent. Most are never sent again, and saving each cost free
+        chat throughput; one that is sent again (a retry, a prompt used over and over) is kept from its
+        second sending on, and, being short, restored rather than processed again."""
+        if lone and not (names and self._seen_before(names[-1])):
+            names = []
         slot = self._take()
         if slot is None:
             return self._left(request, names)
@@ -161,6 +168,16 @@ class Conversations:
             f"/slots/{slot}?action=restore", {"filename": f"{found}.bin"}
         )
         return Turn(self, names, slot, found if restored else None)
+
+    def _seen_before(self, name: str) -> bool:
+        """Whether a lone request of this name was sent before (and remember it)."""
+        with self._lock:
+            seen = name in self._lone
+            self._lone[name] = None
+            self._lone.move_to_end(name)
+            if len(self._lone) > LONE_SEEN:
+                self._lone.popitem(last=False)
+            return seen
 
     def _take(self) -> int | None:
         """An idle slot no turn holds, now held: an empty one first, since a slot that holds tokens holds

@@ -74,10 +74,8 @@ class LlamaChat:
         if _has_media(request["messages"]):
             turn = kept.leave(request)
             return stream_chunks(self._instances.chat(request), request, turn.ended)
-        # A lone message (a one-off question, a RAG answer, a code edit) is placed but not saved: nobody
-        # continues it, and saving cost free chat throughput.
-        names = conversations.message_names(request) if len(request["messages"]) > 1 else []
-        turn = kept.place(request, names)
+        lone = len(request["messages"]) == 1  # a one-off question, a RAG answer, a code edit
+        turn = kept.place(request, conversations.message_names(request), lone)
         return stream_chunks(self._instances.chat(request), request, turn.ended)
 
     def render(self, messages: list[dict[str, Any]]) -> str:
@@ -131,9 +129,9 @@ class LlamaCompletion:
         kept = self._conversations
         if kept is None or not self._instances.main(request):
             return stream_chunks(self._instances.completion(request), request)
-        # A prompt shorter than one piece is placed but not saved: only the same prompt again would find it.
-        names = conversations.prompt_names(request) if len(prompt) >= conversations.PROMPT_PIECE else []
-        turn = kept.place(request, names)
+        # Only the same prompt again would find one shorter than a piece.
+        lone = len(prompt) < conversations.PROMPT_PIECE
+        turn = kept.place(request, conversations.prompt_names(request), lone)
         return stream_chunks(self._instances.completion(request), request, turn.ended)
 
     def detokenize(self, ids: list[int]) -> str:
