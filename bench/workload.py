@@ -3,9 +3,9 @@ modelport at its defaults (n-gram speculation from each request's own context, t
 without speculation, with the n-gram table all requests share and without its conversation cache, and
 llama-server with modelport's slots and context (8 slots in a 32k shared cache) at its defaults otherwise
 and with its best flags for these workloads (n-gram speculation), and as a user starts it bare (the model
-and the threads), all in one run.
+and the threads), all in one run; with `--rounds N`, every server once per round, in turn, and the medians.
 
-    .venv/bin/python -m bench.workload [--workloads agent rag code chat] [--servers ...]
+    .venv/bin/python -m bench.workload [--workloads agent rag code chat] [--servers ...] [--rounds 1]
 
 Same model (SmolLM2-135M), same threads; greedy decoding, so every server does the same work. The scripted
 parts of each conversation (tool calls and their results) are the same whatever a model answers.
@@ -19,7 +19,7 @@ import logging
 import random
 import statistics
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -169,7 +169,7 @@ async def warm_up(url: str) -> None:
     await client.close()
 
 
-WORKLOADS: dict[str, Callable[[str], Awaitable[Outcome]]] = {
+WORKLOADS: dict[str, Callable[[str], Coroutine[Any, Any, Outcome]]] = {
     "agent": agent,
     "rag": rag,
     "code": code,
@@ -229,44 +229,55 @@ class Retried(logging.Handler):
         self.count += record.getMessage().startswith("Retrying request")
 
 
-def main(chosen: list[str], only: list[str] | None) -> None:
-    print(f"# Workloads, one run\n\n{machine()}")
+def summary(rows: list[list[Any]]) -> list[Any]:
+    """Each column's median over the rounds; retried requests (the last column) summed."""
+    columns = list(zip(*rows, strict=True))
+    return [*(statistics.median(column) for column in columns[:-1]), sum(columns[-1])]
+
+
+def main(chosen: list[str], only: list[str] | None, rounds: int) -> None:
+    """Each server started afresh for every round, in turn, so that the machine's drift affects all alike;
+    medians over the rounds (retried requests: summed)."""
+    print(f"# Workloads, {'one run' if rounds == 1 else f'medians of {rounds} interleaved rounds'}")
+    print(f"\n{machine()}")
     print(f"\nllama-server defaults: {SLOTS} slots in a shared {N_CTX}-token cache (modelport's); best: and")
     print(f"{' '.join(BEST_FLAGS)}; bare: the model and the threads only")
-    results: dict[str, dict[str, Outcome | str]] = {name: {} for name in chosen}
+    results: dict[str, dict[str, list[list[Any]] | str]] = {name: {} for name in chosen}
     retried = Retried()
     sdk = logging.getLogger("openai._base_client")
     sdk.addHandler(retried)
     sdk.setLevel(logging.INFO)
-    for server, start in servers():
-        if only and server not in only:
-            continue
-        with start() as url:
-            asyncio.run(warm_up(url))
-            for name in chosen:
-                retried.count = 0
-                try:
-                    outcome = asyncio.run(WORKLOADS[name](url))
-                    outcome.retried = retried.count
-                    found: Outcome | str = outcome
-                except Exception as error:  # a server that fails a workload is reported, not fatal
-                    found = f"failed: {type(error).__name__}: {error}"
-                results[name][server] = found
-                shown = found if isinstance(found, str) else " | ".join(f"{v:.3g}" for v in found.row())
-                print(f"  {server}: {name}: {shown}", flush=True)
-    for name, by_server in results.items():
-        rows = []
-        for server, outcome in by_server.items():
-            if isinstance(outcome, str):
-                rows.append([server, outcome, *[""] * (len(HEADERS) + 1)])
+    for _ in range(rounds):
+        for server, start in servers():
+            if only and server not in only:
                 continue
-            row = outcome.row()
+            with start() as url:
+                asyncio.run(warm_up(url))
+                for name in chosen:
+                    earlier = results[name].setdefault(server, [])
+                    if isinstance(earlier, str):  # failed in an earlier round
+                        continue
+                    retried.count = 0
+                    try:
+                        outcome = asyncio.run(WORKLOADS[name](url))
+                    except Exception as error:  # a server that fails a workload is reported, not fatal
+                        results[name][server] = f"failed: {type(error).__name__}: {error}"
+                        print(f"  {server}: {name}: {results[name][server]}", flush=True)
+                        continue
+                    outcome.retried = retried.count
+                    earlier.append(outcome.row())
+                    print(f"  {server}: {name}: {' | '.join(f'{v:.3g}' for v in earlier[-1])}", flush=True)
+    for name, by_server in results.items():
+        medians = {server: summary(rows) for server, rows in by_server.items() if not isinstance(rows, str)}
+        rows = []
+        for server, found in by_server.items():
+            if isinstance(found, str):
+                rows.append([server, found, *[""] * (len(HEADERS) + 1)])
+                continue
+            row: list[Any] = list(medians[server])
             for reference in ("llama-server defaults", "llama-server best"):
-                other = by_server.get(reference)
-                if isinstance(other, Outcome):
-                    row.append(f"{row[1] / other.row()[1]:.2f}, {row[3] / other.row()[3]:.2f}")
-                else:
-                    row.append("-")
+                other = medians.get(reference)
+                row.append(f"{row[1] / other[1]:.2f}, {row[3] / other[3]:.2f}" if other else "-")
             rows.append([server, *row])
         headers = [*HEADERS, "× defaults (p95 TTFT, aggregate)", "× best (p95 TTFT, aggregate)"]
         print(table(f"{name}: {(WORKLOADS[name].__doc__ or '').splitlines()[0]}", headers, rows))
@@ -276,5 +287,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
     parser.add_argument("--servers", nargs="+", help="only these servers (by the names the report gives)")
+    parser.add_argument("--rounds", type=int, default=1, help="medians of this many interleaved rounds")
     arguments = parser.parse_args()
-    main(arguments.workloads, arguments.servers)
+    main(arguments.workloads, arguments.servers, arguments.rounds)

@@ -129,7 +129,7 @@ class LlamaCompletion:
         kept = self._conversations
         if kept is None or not self._instances.main(request):
             return stream_chunks(self._instances.completion(request), request)
-        # Only the same prompt again would find one shorter than a piece.
+        # A prompt shorter than a piece is found by the same prompt again only.
         lone = len(prompt) < conversations.PROMPT_PIECE
         turn = kept.place(request, conversations.prompt_names(request), lone)
         return stream_chunks(self._instances.completion(request), request, turn.ended)
