@@ -395,7 +395,13 @@ def test_the_agents_sdk_runs_a_realtime_agent_with_a_function_tool(voice: Faces)
         return f"It is sunny in {city}."
 
     agent = RealtimeAgent(name="Forecaster", instructions="Use get_weather to answer.", tools=[get_weather])
-    settings = {"model_name": "gpt-realtime", "tool_choice": "required", "output_modalities": ["text"]}
+    # One call per response: parallel calls from this small model may run on to the 4,096-token limit.
+    settings = {
+        "model_name": "gpt-realtime",
+        "tool_choice": "required",
+        "parallel_tool_calls": False,
+        "output_modalities": ["text"],
+    }
     runner = RealtimeRunner(agent, config={"model_settings": settings, "tracing_disabled": True})
     url = voice.url.replace("http", "ws") + "/v1/realtime?model=gpt-realtime"
 

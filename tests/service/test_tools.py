@@ -68,10 +68,12 @@ def test_forced_tool_choices_always_give_valid_calls(
     reply = client.chat.completions.create(
         model="gpt-4o-mini", messages=ASK, tools=TOOLS, tool_choice=choice, max_tokens=200, seed=1
     )
-    message = reply.choices[0].message
-    assert reply.choices[0].finish_reason == "tool_calls"
+    message, finish = reply.choices[0].message, reply.choices[0].finish_reason
+    # A named tool is called once; under `required`, parallel calls may go on until `max_tokens`, as this
+    # small model sampling at temperature 1 now and then does (on which seed depends on the CPU's numerics).
+    assert finish == "tool_calls" if choice != "required" else finish in ("tool_calls", "length")
     assert message.content is None
-    assert_valid_calls(message.tool_calls, names)
+    assert_valid_calls(message.tool_calls, names, finish)
 
 
 @pytest.mark.slow
