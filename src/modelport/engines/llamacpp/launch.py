@@ -181,7 +181,12 @@ class SideDoor:
     def __init__(self, server: Any, key: str, timeout: float = 30) -> None:
         self.address = server.listening_address
         self._client = httpx.Client(
-            base_url=self.address, headers={"Authorization": f"Bearer {key}"}, timeout=timeout
+            base_url=self.address,
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=timeout,
+            # Idle connections are dropped well before llama.cpp's listener closes them (5 s), so that a
+            # call never goes out on a connection being closed under it.
+            limits=httpx.Limits(keepalive_expiry=2),
         )
         weakref.finalize(self, self._client.close)
 
