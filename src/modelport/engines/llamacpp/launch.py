@@ -179,9 +179,8 @@ class SideDoor:
     CPU taken from llama.cpp's threads at every turn's end on a 2-core machine."""
 
     def __init__(self, server: Any, key: str, timeout: float = 30) -> None:
-        self.address = server.listening_address
         self._client = httpx.Client(
-            base_url=self.address,
+            base_url=server.listening_address,
             headers={"Authorization": f"Bearer {key}"},
             timeout=timeout,
             # Idle connections are dropped well before llama.cpp's listener closes them (5 s), so that a
