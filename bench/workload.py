@@ -269,17 +269,17 @@ def main(chosen: list[str], only: list[str] | None, rounds: int) -> None:
                     print(f"  {server}: {name}: {' | '.join(f'{v:.3g}' for v in earlier[-1])}", flush=True)
     for name, by_server in results.items():
         medians = {server: summary(rows) for server, rows in by_server.items() if not isinstance(rows, str)}
+        headers = [*HEADERS, "× defaults (p95 TTFT, aggregate)", "× best (p95 TTFT, aggregate)"]
         rows = []
         for server, found in by_server.items():
             if isinstance(found, str):
-                rows.append([server, found, *[""] * (len(HEADERS) + 1)])
+                rows.append([server, found, *[""] * (len(headers) - 2)])
                 continue
             row: list[Any] = list(medians[server])
             for reference in ("llama-server defaults", "llama-server best"):
                 other = medians.get(reference)
                 row.append(f"{row[1] / other[1]:.2f}, {row[3] / other[3]:.2f}" if other else "-")
             rows.append([server, *row])
-        headers = [*HEADERS, "× defaults (p95 TTFT, aggregate)", "× best (p95 TTFT, aggregate)"]
         print(table(f"{name}: {(WORKLOADS[name].__doc__ or '').splitlines()[0]}", headers, rows))
 
 
