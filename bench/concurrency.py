@@ -1,5 +1,6 @@
-"""Benchmark 2: aggregate decode rate at 1, 4, 8 and 16 concurrent streams — modelport (8 slots) vs
-llama-server with the same slots vs llama-cpp-python's server.
+"""Benchmark 2: aggregate decode rate at 1, 4, 8 and 16 concurrent streams — modelport (8 slots) vs its
+engine alone (`bench.engine`: what modelport adds, apart from what the engine's build costs) vs llama-server
+with the same slots vs llama-cpp-python's server.
 
     .venv/bin/python -m bench.concurrency [--tokens 64] [--streams 1 4 8 16]
 """
@@ -26,7 +27,10 @@ from bench.common import (
     table,
 )
 from bench.decode import CHAT, CONFIG, N_CTX, SLOTS
+from bench.engine import engine_server
 from modelport.engines import llamacpp
+
+ENGINE = "modelport's engine alone"
 
 
 async def aggregate(url: str, model: str, streams: int, tokens: int) -> tuple[float, float]:
@@ -48,6 +52,7 @@ async def aggregate(url: str, model: str, streams: int, tokens: int) -> tuple[fl
 
 def servers() -> Iterator[tuple[str, Callable[[], AbstractContextManager[str]]]]:
     yield "modelport HTTP", lambda: modelport_server(CONFIG)
+    yield ENGINE, engine_server
     gguf = llamacpp.default_gguf()
     binary = references.llama_server()
     if binary is None:
@@ -81,11 +86,14 @@ def main(counts: list[int], tokens: int, rounds: int) -> None:
     names = list(rates)
     headers = ["streams"] + [f"{n} tok/s (slowest/fastest)" for n in names]
     headers += [f"modelport × {n}" for n in names[1:]]
+    others = names[2:]  # the reference servers
+    headers += [f"engine alone × {n}" for n in others]
     rows = []
     for count in counts:
         row: list[object] = [count]
         row += [f"{rates[n][count][0]:.1f} ({rates[n][count][1]:.2f})" for n in names]
         row += [f"{rates[names[0]][count][0] / rates[n][count][0]:.2f}" for n in names[1:]]
+        row += [f"{rates[ENGINE][count][0] / rates[n][count][0]:.2f}" for n in others]
         rows.append(row)
     print(table("Aggregate tokens/s", headers, rows))
     print("\nTargets at 8 streams: ≥ 1.0× llama-server with 8 slots, ≥ 2× llama-cpp-python's server.")

@@ -1,0 +1,46 @@
+"""modelport's llama.cpp engine alone, with the options modelport starts it with by default, answering over
+llama.cpp's own HTTP listener: beside modelport's server in a benchmark, it tells what modelport adds to its
+engine apart from what the engine's build costs against llama-server's.
+
+    .venv/bin/python -m bench.engine     # prints the listener's URL, then serves until stdin closes
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+KEY = "bench"  # what bench.common.http_client sends
+
+
+@contextmanager
+def engine_server() -> Iterator[str]:
+    """The engine in a process of its own (two llama.cpp instances in one process skew each other's
+    timings); yields its listener's URL."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "bench.engine"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdin is not None
+    assert child.stdout is not None
+    try:
+        url = child.stdout.readline().strip()
+        if not url:
+            raise RuntimeError(f"the engine ended before it listened (exit status {child.wait()})")
+        yield url
+    finally:
+        child.stdin.close()
+        child.wait(30)
+
+
+def main() -> None:
+    from modelport.engines import llamacpp
+
+    server = llamacpp.start_server(api_key=KEY)
+    print(server.listening_address, flush=True)
+    sys.stdin.read()
+
+
+if __name__ == "__main__":
+    main()
