@@ -8,10 +8,12 @@ finds only the system prompt again (4 conversations over 2 slots, SmolLM2: every
 of ~1,700 prompt tokens). Here each request (a chat, or a completion) is pinned to an idle slot, into
 which the saved turn sharing the longest prefix with it (whole messages, or whole pieces of the prompt) is
 restored; when it ends, its slot is saved to a file (llama.cpp's slot save, a copy) named by that prefix,
-and emptied, so that no idle slot holds tokens that every request's attention would span in the shared
-KV cache (which also made seeded answers depend on what ran before). llama.cpp reuses the longest prefix
-a restored slot's tokens share with the new prompt, so a stale or mismatched file costs speed, never
-correctness.
+and emptied, so that no idle slot holds tokens that every request's attention would span in the shared KV
+cache (which also made seeded answers depend on what ran before). That upkeep runs after the stream has
+ended, so that no answer's end waits for it (under load, one or two steps of llama.cpp's loop); a later
+turn that continues the conversation waits for its save, and one that finds no slot free for one being
+emptied. llama.cpp reuses the longest prefix a restored slot's tokens share with the new prompt, so a stale
+or mismatched file costs speed, never correctness.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ import shutil
 import tempfile
 import threading
 import weakref
-from collections import OrderedDict
-from collections.abc import Iterable
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,7 @@ log = logging.getLogger("modelport.llamacpp")
 _PREFIX = "modelport-slots-"  # then the process id, a dash and a random tail
 PROMPT_PIECE = 512  # characters (or token ids) of a completion's prompt per name
 LONE_SEEN = 1024  # lone requests remembered, so that one sent again is kept from then on
+SETTLE_WAIT = 5.0  # seconds a turn waits for an ended turn's save it continues, or for a slot being emptied
 
 
 def folder(budget: int) -> Path:
@@ -82,25 +85,31 @@ class Turn:
         self.restored = restored
         self.stays = stays  # what it leaves in its slot stays there (llama.cpp cannot save it)
 
-    def ended(self, reported: int | None, completed: bool) -> None:
-        """Save the slot the turn ran in, if it completed, and empty it (called off the reader's path,
-        before the stream ends, so that a caller's next turn finds it saved and the slots empty)."""
+    def ended(self, reported: int | None, completed: bool) -> Callable[[], None] | None:
+        """The upkeep of the slot the turn ran in: saving it, if it completed, and emptying it. Called
+        before the stream ends, so that a caller's next turn, sent the moment it ends, knows to wait for
+        the save; the upkeep runs after, so that no answer's end waits for it."""
         slot = self.slot
         if slot is None:
             self._cache.left_ended(reported, self.stays)
             # A slot llama.cpp chose is touched only if no other turn has been placed in it since.
             if self.stays or reported is None or not self._cache.claim(reported):
-                return
+                return None
             slot = reported
+        saved = self.names[-1] if completed and self.names else None
+        self._cache.settling(saved)
+        return lambda: self._keep(slot, saved)
+
+    def _keep(self, slot: int, saved: str | None) -> None:
         try:
             if self._cache.idle(slot):  # llama.cpp would wait for a slot another request took
-                if completed and self.names:
+                if saved is not None:
                     # The file restored is this conversation's earlier turn only if its messages lead here.
                     earlier = self.restored if self.restored in self.names else None
                     self._cache.save(slot, self.names, superseded=earlier)
                 self._cache.erase(slot)
         finally:
-            self._cache.release(slot)
+            self._cache.settled(slot, saved)
 
 
 class Conversations:
@@ -108,7 +117,8 @@ class Conversations:
     recently used dropped first; the folder goes when the model is unloaded or the process exits.
 
     Every turn is pinned to an idle slot chosen here while one is free, so that llama.cpp never hands a
-    slot being restored for one request to another; each slot is saved and emptied when its turn ends."""
+    slot being restored for one request to another; each slot is saved and emptied when its turn ends,
+    after its stream has."""
 
     def __init__(self, door: SideDoor, where: Path, budget: int) -> None:
         self._door = door
@@ -122,6 +132,9 @@ class Conversations:
         self._holding: set[int] = set()  # slots where such requests left what they held
         self._lone: OrderedDict[str, None] = OrderedDict()  # lone requests seen, least recently first
         self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)  # told when an ended turn's slot is saved and emptied
+        self._settling = 0  # ended turns whose slots are being saved and emptied
+        self._saving: Counter[str] = Counter()  # the names those turns save under
         weakref.finalize(self, shutil.rmtree, where, ignore_errors=True)
 
     def leave(self, request: dict[str, Any]) -> Turn:
@@ -153,6 +166,9 @@ class Conversations:
         second sending on, and, being short, restored rather than processed again."""
         if lone and not (names and self._seen_before(names[-1])):
             names = []
+        if names:  # the caller's previous turn, which this one continues, may be being saved still
+            with self._lock:
+                self._settled.wait_for(lambda: self._saving.keys().isdisjoint(names), SETTLE_WAIT)
         slot = self._take()
         if slot is None:
             return self._left(request, names)
@@ -181,17 +197,22 @@ class Conversations:
 
     def _take(self) -> int | None:
         """An idle slot no turn holds, now held: an empty one first, since a slot that holds tokens holds
-        what llama.cpp keeps for requests left to it (a conversation with images)."""
-        idle = self._idle_slots() if self._others else None
-        with self._lock:
-            if idle is None:  # every slot not held by a turn is idle, and empty unless a left request's stays
-                idle = {slot: int(slot in self._holding) for slot in range(self._slots)}
-            free = sorted((held, slot) for slot, held in idle.items() if slot not in self._reserved)
-            if not free:
-                return None
-            slot = free[0][1]
-            self._reserved.add(slot)
-            return slot
+        what llama.cpp keeps for requests left to it (a conversation with images). With none free while
+        ended turns' slots are being emptied, one of those, once it is."""
+        for _ in range(2):
+            idle = self._idle_slots() if self._others else None
+            with self._lock:
+                if idle is None:  # every slot no turn holds is idle, and empty unless a left request's stays
+                    idle = {slot: int(slot in self._holding) for slot in range(self._slots)}
+                free = sorted((held, slot) for slot, held in idle.items() if slot not in self._reserved)
+                if free:
+                    slot = free[0][1]
+                    self._reserved.add(slot)
+                    return slot
+                if not self._settling:
+                    return None
+                self._settled.wait(SETTLE_WAIT)
+        return None
 
     def idle(self, slot: int) -> bool:
         """Whether a slot held by a turn is idle: unless a request left to llama.cpp runs, it is."""
@@ -223,9 +244,23 @@ class Conversations:
             self._reserved.add(slot)
             return True
 
-    def release(self, slot: int) -> None:
+    def settling(self, saved: str | None) -> None:
+        """An ended turn's slot is about to be saved (under `saved`, if it is) and emptied."""
+        with self._lock:
+            self._settling += 1
+            if saved is not None:
+                self._saving[saved] += 1
+
+    def settled(self, slot: int, saved: str | None) -> None:
+        """An ended turn's slot is saved and emptied, and free again."""
         with self._lock:
             self._reserved.discard(slot)
+            self._settling -= 1
+            if saved is not None:
+                self._saving[saved] -= 1
+                if not self._saving[saved]:
+                    del self._saving[saved]
+            self._settled.notify_all()
 
     def _call(self, route: str, body: dict[str, Any]) -> bool:
         try:
