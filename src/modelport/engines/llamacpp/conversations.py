@@ -199,7 +199,7 @@ class Conversations:
         """An idle slot no turn holds, now held: an empty one first, since a slot that holds tokens holds
         what llama.cpp keeps for requests left to it (a conversation with images). With none free while
         ended turns' slots are being emptied, one of those, once it is."""
-        for _ in range(2):
+        for attempt in range(2):
             idle = self._idle_slots() if self._others else None
             with self._lock:
                 if idle is None:  # every slot no turn holds is idle, and empty unless a left request's stays
@@ -209,7 +209,7 @@ class Conversations:
                     slot = free[0][1]
                     self._reserved.add(slot)
                     return slot
-                if not self._settling:
+                if attempt or not self._settling:
                     return None
                 self._settled.wait(SETTLE_WAIT)
         return None
