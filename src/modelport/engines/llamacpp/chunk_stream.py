@@ -26,8 +26,8 @@ def stream_chunks(handle: ChunkHandler, request: dict[str, Any], ended: Ending |
     """Run a blocking streaming handler in a thread and return its chunks as they come; `ended` is called
     in that thread once the generation has ended, before the stream does, with the slot it ran in if
     llama.cpp said (a request with `verbose`) and whether it completed without error; the upkeep it returns
-    (saving and emptying the slot) runs in that thread after the end is told, so that the reader does not
-    wait for it."""
+    (emptying a slot nothing was saved from) runs in that thread after the end is told, so that the reader
+    does not wait for it."""
     request = {**request, "stream": True, "stream_options": {"include_usage": True}}
     stream = ChunkStream()
 

@@ -9,11 +9,11 @@ of ~1,700 prompt tokens). Here each request (a chat, or a completion) is pinned 
 which the saved turn sharing the longest prefix with it (whole messages, or whole pieces of the prompt) is
 restored; when it ends, its slot is saved to a file (llama.cpp's slot save, a copy) named by that prefix,
 and emptied, so that no idle slot holds tokens that every request's attention would span in the shared KV
-cache (which also made seeded answers depend on what ran before). That upkeep runs after the stream has
-ended, so that no answer's end waits for it (under load, one or two steps of llama.cpp's loop); a later
-turn that continues the conversation waits for its save, and one that finds no slot free for one being
-emptied. llama.cpp reuses the longest prefix a restored slot's tokens share with the new prompt, so a stale
-or mismatched file costs speed, never correctness.
+cache (which also made seeded answers depend on what ran before). A turn's save is done before its stream
+ends, so that the caller's next turn finds it; a slot only emptied (nothing saved from it) is emptied after,
+so that no answer's end waits for it (under load, one or two steps of llama.cpp's loop), and a turn that
+finds no slot free while one is being emptied waits for it. llama.cpp reuses the longest prefix a restored
+slot's tokens share with the new prompt, so a stale or mismatched file costs speed, never correctness.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import shutil
 import tempfile
 import threading
 import weakref
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,7 @@ log = logging.getLogger("modelport.llamacpp")
 _PREFIX = "modelport-slots-"  # then the process id, a dash and a random tail
 PROMPT_PIECE = 512  # characters (or token ids) of a completion's prompt per name
 LONE_SEEN = 1024  # lone requests remembered, so that one sent again is kept from then on
-SETTLE_WAIT = 5.0  # seconds a turn waits for an ended turn's save it continues, or for a slot being emptied
+SETTLE_WAIT = 30.0  # seconds a turn waits for a slot being emptied: a call into llama.cpp's loop at most
 
 
 def folder(budget: int) -> Path:
@@ -86,9 +86,8 @@ class Turn:
         self.stays = stays  # what it leaves in its slot stays there (llama.cpp cannot save it)
 
     def ended(self, reported: int | None, completed: bool) -> Callable[[], None] | None:
-        """The upkeep of the slot the turn ran in: saving it, if it completed, and emptying it. Called
-        before the stream ends, so that a caller's next turn, sent the moment it ends, knows to wait for
-        the save; the upkeep runs after, so that no answer's end waits for it."""
+        """Save the slot the turn ran in, if it completed, and empty it, before the stream ends (so that a
+        caller's next turn finds it saved); a slot only emptied is emptied after: what is returned."""
         slot = self.slot
         if slot is None:
             self._cache.left_ended(reported, self.stays)
@@ -96,20 +95,22 @@ class Turn:
             if self.stays or reported is None or not self._cache.claim(reported):
                 return None
             slot = reported
-        saved = self.names[-1] if completed and self.names else None
-        self._cache.settling(saved)
-        return lambda: self._keep(slot, saved)
+        self._cache.settling()
+        if not (completed and self.names):
+            return lambda: self._keep(slot, save=False)
+        self._keep(slot, save=True)
+        return None
 
-    def _keep(self, slot: int, saved: str | None) -> None:
+    def _keep(self, slot: int, save: bool) -> None:
         try:
             if self._cache.idle(slot):  # llama.cpp would wait for a slot another request took
-                if saved is not None:
+                if save:
                     # The file restored is this conversation's earlier turn only if its messages lead here.
                     earlier = self.restored if self.restored in self.names else None
                     self._cache.save(slot, self.names, superseded=earlier)
                 self._cache.erase(slot)
         finally:
-            self._cache.settled(slot, saved)
+            self._cache.settled(slot)
 
 
 class Conversations:
@@ -117,8 +118,7 @@ class Conversations:
     recently used dropped first; the folder goes when the model is unloaded or the process exits.
 
     Every turn is pinned to an idle slot chosen here while one is free, so that llama.cpp never hands a
-    slot being restored for one request to another; each slot is saved and emptied when its turn ends,
-    after its stream has."""
+    slot being restored for one request to another; each slot is saved and emptied when its turn ends."""
 
     def __init__(self, door: SideDoor, where: Path, budget: int) -> None:
         self._door = door
@@ -132,9 +132,8 @@ class Conversations:
         self._holding: set[int] = set()  # slots where such requests left what they held
         self._lone: OrderedDict[str, None] = OrderedDict()  # lone requests seen, least recently first
         self._lock = threading.Lock()
-        self._settled = threading.Condition(self._lock)  # told when an ended turn's slot is saved and emptied
-        self._settling = 0  # ended turns whose slots are being saved and emptied
-        self._saving: Counter[str] = Counter()  # the names those turns save under
+        self._settled = threading.Condition(self._lock)  # told when an ended turn's slot is emptied
+        self._settling = 0  # ended turns whose slots are being saved or emptied
         weakref.finalize(self, shutil.rmtree, where, ignore_errors=True)
 
     def leave(self, request: dict[str, Any]) -> Turn:
@@ -166,9 +165,6 @@ class Conversations:
         second sending on, and, being short, restored rather than processed again."""
         if lone and not (names and self._seen_before(names[-1])):
             names = []
-        if names:  # the caller's previous turn, which this one continues, may be being saved still
-            with self._lock:
-                self._settled.wait_for(lambda: self._saving.keys().isdisjoint(names), SETTLE_WAIT)
         slot = self._take()
         if slot is None:
             return self._left(request, names)
@@ -244,22 +240,16 @@ class Conversations:
             self._reserved.add(slot)
             return True
 
-    def settling(self, saved: str | None) -> None:
-        """An ended turn's slot is about to be saved (under `saved`, if it is) and emptied."""
+    def settling(self) -> None:
+        """An ended turn's slot is about to be saved or emptied."""
         with self._lock:
             self._settling += 1
-            if saved is not None:
-                self._saving[saved] += 1
 
-    def settled(self, slot: int, saved: str | None) -> None:
-        """An ended turn's slot is saved and emptied, and free again."""
+    def settled(self, slot: int) -> None:
+        """An ended turn's slot is emptied, and free again."""
         with self._lock:
             self._reserved.discard(slot)
             self._settling -= 1
-            if saved is not None:
-                self._saving[saved] -= 1
-                if not self._saving[saved]:
-                    del self._saving[saved]
             self._settled.notify_all()
 
     def _call(self, route: str, body: dict[str, Any]) -> bool:
