@@ -14,39 +14,33 @@ from typing import Any
 from modelport.errors import InvalidRequestError, ModelportError, PredictorError
 
 ChunkHandler = Callable[[dict[str, Any], Callable[[dict[str, Any]], bool]], Any]
-# Told a generation's slot (if llama.cpp said) and whether it completed, before the stream ends; what it
-# returns is run after the end is told.
-Ending = Callable[[int | None, bool], Callable[[], None] | None]
 
 _DONE: Any = object()
 _TEMPLATE_REFUSAL = re.compile(r"Jinja Exception: (.+)")
 
 
-def stream_chunks(handle: ChunkHandler, request: dict[str, Any], ended: Ending | None = None) -> ChunkStream:
+def stream_chunks(
+    handle: ChunkHandler, request: dict[str, Any], ended: Callable[[int | None, bool], None] | None = None
+) -> ChunkStream:
     """Run a blocking streaming handler in a thread and return its chunks as they come; `ended` is called
     in that thread once the generation has ended, before the stream does, with the slot it ran in if
-    llama.cpp said (a request with `verbose`) and whether it completed without error; the upkeep it returns
-    (emptying a slot nothing was saved from) runs in that thread after the end is told, so that the reader
-    does not wait for it."""
+    llama.cpp said (a request with `verbose`) and whether it completed without error."""
     request = {**request, "stream": True, "stream_options": {"include_usage": True}}
     stream = ChunkStream()
 
     def run() -> None:
         completed = False
-        upkeep = None
         try:
             handle(request, stream.on_chunk)
             completed = not stream.failed
         except Exception as error:
             stream.put(error)
         finally:
-            try:  # before the end is told: what a caller's next turn must wait for is known by then
+            try:  # before the end is told: a caller's next turn may not take the slot before it is saved
                 if ended is not None:
-                    upkeep = ended(stream.slot, completed)
+                    ended(stream.slot, completed)
             finally:
                 stream.put(_DONE)
-        if upkeep is not None:
-            upkeep()
 
     # Validation errors (a bad grammar, an over-long prompt) surface on the first chunk, before any text.
     threading.Thread(target=run, name="llamacpp-request", daemon=True).start()

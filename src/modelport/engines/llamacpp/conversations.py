@@ -8,12 +8,10 @@ finds only the system prompt again (4 conversations over 2 slots, SmolLM2: every
 of ~1,700 prompt tokens). Here each request (a chat, or a completion) is pinned to an idle slot, into
 which the saved turn sharing the longest prefix with it (whole messages, or whole pieces of the prompt) is
 restored; when it ends, its slot is saved to a file (llama.cpp's slot save, a copy) named by that prefix,
-and emptied, so that no idle slot holds tokens that every request's attention would span in the shared KV
-cache (which also made seeded answers depend on what ran before). A turn's save is done before its stream
-ends, so that the caller's next turn finds it; a slot only emptied (nothing saved from it) is emptied after,
-so that no answer's end waits for it (under load, one or two steps of llama.cpp's loop), and a turn that
-finds no slot free while one is being emptied waits for it. llama.cpp reuses the longest prefix a restored
-slot's tokens share with the new prompt, so a stale or mismatched file costs speed, never correctness.
+and emptied, so that no idle slot holds tokens that every request's attention would span in the shared
+KV cache (which also made seeded answers depend on what ran before). llama.cpp reuses the longest prefix
+a restored slot's tokens share with the new prompt, so a stale or mismatched file costs speed, never
+correctness.
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ import tempfile
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +38,6 @@ log = logging.getLogger("modelport.llamacpp")
 _PREFIX = "modelport-slots-"  # then the process id, a dash and a random tail
 PROMPT_PIECE = 512  # characters (or token ids) of a completion's prompt per name
 LONE_SEEN = 1024  # lone requests remembered, so that one sent again is kept from then on
-SETTLE_WAIT = 30.0  # seconds a turn waits for a slot being emptied: a call into llama.cpp's loop at most
 
 
 def folder(budget: int) -> Path:
@@ -85,32 +82,25 @@ class Turn:
         self.restored = restored
         self.stays = stays  # what it leaves in its slot stays there (llama.cpp cannot save it)
 
-    def ended(self, reported: int | None, completed: bool) -> Callable[[], None] | None:
-        """Save the slot the turn ran in, if it completed, and empty it, before the stream ends (so that a
-        caller's next turn finds it saved); a slot only emptied is emptied after: what is returned."""
+    def ended(self, reported: int | None, completed: bool) -> None:
+        """Save the slot the turn ran in, if it completed, and empty it (called off the reader's path,
+        before the stream ends, so that a caller's next turn finds it saved and the slots empty)."""
         slot = self.slot
         if slot is None:
             self._cache.left_ended(reported, self.stays)
             # A slot llama.cpp chose is touched only if no other turn has been placed in it since.
             if self.stays or reported is None or not self._cache.claim(reported):
-                return None
+                return
             slot = reported
-        self._cache.settling()
-        if not (completed and self.names):
-            return lambda: self._keep(slot, save=False)
-        self._keep(slot, save=True)
-        return None
-
-    def _keep(self, slot: int, save: bool) -> None:
         try:
             if self._cache.idle(slot):  # llama.cpp would wait for a slot another request took
-                if save:
+                if completed and self.names:
                     # The file restored is this conversation's earlier turn only if its messages lead here.
                     earlier = self.restored if self.restored in self.names else None
                     self._cache.save(slot, self.names, superseded=earlier)
                 self._cache.erase(slot)
         finally:
-            self._cache.settled(slot)
+            self._cache.release(slot)
 
 
 class Conversations:
@@ -132,8 +122,6 @@ class Conversations:
         self._holding: set[int] = set()  # slots where such requests left what they held
         self._lone: OrderedDict[str, None] = OrderedDict()  # lone requests seen, least recently first
         self._lock = threading.Lock()
-        self._settled = threading.Condition(self._lock)  # told when an ended turn's slot is emptied
-        self._settling = 0  # ended turns whose slots are being saved or emptied
         weakref.finalize(self, shutil.rmtree, where, ignore_errors=True)
 
     def leave(self, request: dict[str, Any]) -> Turn:
@@ -193,22 +181,17 @@ class Conversations:
 
     def _take(self) -> int | None:
         """An idle slot no turn holds, now held: an empty one first, since a slot that holds tokens holds
-        what llama.cpp keeps for requests left to it (a conversation with images). With none free while
-        ended turns' slots are being emptied, one of those, once it is."""
-        for attempt in range(2):
-            idle = self._idle_slots() if self._others else None
-            with self._lock:
-                if idle is None:  # every slot no turn holds is idle, and empty unless a left request's stays
-                    idle = {slot: int(slot in self._holding) for slot in range(self._slots)}
-                free = sorted((held, slot) for slot, held in idle.items() if slot not in self._reserved)
-                if free:
-                    slot = free[0][1]
-                    self._reserved.add(slot)
-                    return slot
-                if attempt or not self._settling:
-                    return None
-                self._settled.wait(SETTLE_WAIT)
-        return None
+        what llama.cpp keeps for requests left to it (a conversation with images)."""
+        idle = self._idle_slots() if self._others else None
+        with self._lock:
+            if idle is None:  # every slot not held by a turn is idle, and empty unless a left request's stays
+                idle = {slot: int(slot in self._holding) for slot in range(self._slots)}
+            free = sorted((held, slot) for slot, held in idle.items() if slot not in self._reserved)
+            if not free:
+                return None
+            slot = free[0][1]
+            self._reserved.add(slot)
+            return slot
 
     def idle(self, slot: int) -> bool:
         """Whether a slot held by a turn is idle: unless a request left to llama.cpp runs, it is."""
@@ -240,17 +223,9 @@ class Conversations:
             self._reserved.add(slot)
             return True
 
-    def settling(self) -> None:
-        """An ended turn's slot is about to be saved or emptied."""
-        with self._lock:
-            self._settling += 1
-
-    def settled(self, slot: int) -> None:
-        """An ended turn's slot is emptied, and free again."""
+    def release(self, slot: int) -> None:
         with self._lock:
             self._reserved.discard(slot)
-            self._settling -= 1
-            self._settled.notify_all()
 
     def _call(self, route: str, body: dict[str, Any]) -> bool:
         try:
