@@ -1,6 +1,7 @@
-"""modelport's llama.cpp engine alone, with the options modelport starts it with by default, answering over
-llama.cpp's own HTTP listener: beside modelport's server in a benchmark, it tells what modelport adds to its
-engine apart from what the engine's build costs against llama-server's.
+"""modelport's llama.cpp engine alone, at `start_server`'s defaults (the slots, context, threads and
+speculation modelport gives it; not modelport's conversation cache, which is modelport's own layer),
+answering over llama.cpp's own HTTP listener: beside modelport's server in a benchmark, it tells what
+modelport adds to its engine apart from what the engine's build costs against llama-server's.
 
     .venv/bin/python -m bench.engine     # prints the listener's URL, then serves until stdin closes
 """
