@@ -239,7 +239,7 @@ def test_a_killed_worker_fails_only_its_streams_in_flight_and_comes_back(
         return reply.usage.completion_tokens
 
     async def kill_mid_stream() -> None:
-        await all_streaming.wait()  # every stream has begun: three of them on the victim
+        await all_streaming.wait()  # every stream has begun, about half of them on the victim
         os.kill(victim, signal.SIGKILL)
 
     async def run() -> tuple[list[str], list[int]]:
@@ -252,10 +252,12 @@ def test_a_killed_worker_fails_only_its_streams_in_flight_and_comes_back(
     streams, wholes = asyncio.run(run())
     assert wholes == [6] * 20  # none that had not started streaming failed: retried on the live worker
     cut = [s for s in streams if s != "whole"]
-    # Three streams go to the victim; on a busy machine one of them may finish before the sixth stream
-    # has begun and the kill comes, so at least one and at most three are cut.
-    assert 1 <= len(cut) <= 3, streams
+    # Least-in-flight routing puts about half the streams on the victim, but not exactly three: a short
+    # request sent among them tips the count, and ties are broken at random. So: some streams are cut, some
+    # are whole, and every cut one names the victim, never the live worker.
+    assert 1 <= len(cut) < len(streams), streams
     assert all(s.startswith("error: ") and "cut short" in s for s in cut), streams
+    assert all(f"upstream {workers.urls[1]}/v1 failed" in s for s in cut), streams
     assert chat_states(front)[f"{workers.urls[1]}/v1"] == "down"
 
     workers.live[1].process.wait()
