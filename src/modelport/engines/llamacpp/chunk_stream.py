@@ -19,17 +19,20 @@ _DONE: Any = object()
 _TEMPLATE_REFUSAL = re.compile(r"Jinja Exception: (.+)")
 
 
-def stream_chunks(
-    handle: ChunkHandler, request: dict[str, Any], ended: Callable[[int | None, bool], None] | None = None
-) -> ChunkStream:
+Ended = Callable[[int | None, bool], Callable[[], None] | None]
+
+
+def stream_chunks(handle: ChunkHandler, request: dict[str, Any], ended: Ended | None = None) -> ChunkStream:
     """Run a blocking streaming handler in a thread and return its chunks as they come; `ended` is called
     in that thread once the generation has ended, before the stream does, with the slot it ran in if
-    llama.cpp said (a request with `verbose`) and whether it completed without error."""
+    llama.cpp said (a request with `verbose`) and whether it completed without error; what it returns
+    is called after the stream's end."""
     request = {**request, "stream": True, "stream_options": {"include_usage": True}}
     stream = ChunkStream()
 
     def run() -> None:
         completed = False
+        after = None
         try:
             handle(request, stream.on_chunk)
             completed = not stream.failed
@@ -38,9 +41,11 @@ def stream_chunks(
         finally:
             try:  # before the end is told: a caller's next turn may not take the slot before it is saved
                 if ended is not None:
-                    ended(stream.slot, completed)
+                    after = ended(stream.slot, completed)
             finally:
                 stream.put(_DONE)
+                if after is not None:
+                    after()
 
     # Validation errors (a bad grammar, an over-long prompt) surface on the first chunk, before any text.
     threading.Thread(target=run, name="llamacpp-request", daemon=True).start()

@@ -9,9 +9,11 @@ of ~1,700 prompt tokens). Here each request (a chat, or a completion) is pinned 
 which the saved turn sharing the longest prefix with it (whole messages, or whole pieces of the prompt) is
 restored; when it ends, its slot is saved to a file (llama.cpp's slot save, a copy) named by that prefix,
 and emptied, so that no idle slot holds tokens that every request's attention would span in the shared
-KV cache (which also made seeded answers depend on what ran before). llama.cpp reuses the longest prefix
-a restored slot's tokens share with the new prompt, so a stale or mismatched file costs speed, never
-correctness.
+KV cache (which also made seeded answers depend on what ran before). The emptying comes after the
+answer's end has been told, and a request that finds no other running waits for it, so that it decodes
+beside nobody's tokens as before while no answer's end waits for more than its save. llama.cpp reuses the
+longest prefix a restored slot's tokens share with the new prompt, so a stale or mismatched file costs
+speed, never correctness.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import tempfile
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,7 @@ log = logging.getLogger("modelport.llamacpp")
 _PREFIX = "modelport-slots-"  # then the process id, a dash and a random tail
 PROMPT_PIECE = 512  # characters (or token ids) of a completion's prompt per name
 LONE_SEEN = 1024  # lone requests remembered, so that one sent again is kept from then on
+EMPTYING_WAIT = 5.0  # seconds a request alone waits for ended turns' slots to be emptied, at most
 
 
 def folder(budget: int) -> Path:
@@ -82,25 +85,27 @@ class Turn:
         self.restored = restored
         self.stays = stays  # what it leaves in its slot stays there (llama.cpp cannot save it)
 
-    def ended(self, reported: int | None, completed: bool) -> None:
-        """Save the slot the turn ran in, if it completed, and empty it (called off the reader's path,
-        before the stream ends, so that a caller's next turn finds it saved and the slots empty)."""
+    def ended(self, reported: int | None, completed: bool) -> Callable[[], None]:
+        """Save the slot the turn ran in, if it completed (called off the reader's path, before the stream
+        ends, so that a caller's next turn finds it saved); what it returns, to be called once the end
+        has been told, empties the slot and frees it."""
         slot = self.slot
         if slot is None:
             self._cache.left_ended(reported, self.stays)
             # A slot llama.cpp chose is touched only if no other turn has been placed in it since.
             if self.stays or reported is None or not self._cache.claim(reported):
-                return
+                return self._cache.finished(None, empty=False)
             slot = reported
         try:
-            if self._cache.idle(slot):  # llama.cpp would wait for a slot another request took
-                if completed and self.names:
-                    # The file restored is this conversation's earlier turn only if its messages lead here.
-                    earlier = self.restored if self.restored in self.names else None
-                    self._cache.save(slot, self.names, superseded=earlier)
-                self._cache.erase(slot)
-        finally:
-            self._cache.release(slot)
+            idle = self._cache.idle(slot)  # llama.cpp would wait for a slot another request took
+            if idle and completed and self.names:
+                # The file restored is this conversation's earlier turn only if its messages lead here.
+                earlier = self.restored if self.restored in self.names else None
+                self._cache.save(slot, self.names, superseded=earlier)
+        except BaseException:
+            self._cache.finished(slot, empty=False)()
+            raise
+        return self._cache.finished(slot, empty=idle)
 
 
 class Conversations:
@@ -121,12 +126,16 @@ class Conversations:
         self._others = 0  # requests left to llama.cpp, running
         self._holding: set[int] = set()  # slots where such requests left what they held
         self._lone: OrderedDict[str, None] = OrderedDict()  # lone requests seen, least recently first
+        self._running = 0  # turns begun and not yet ended
+        self._emptying = 0  # ended turns whose slots are still to be emptied
         self._lock = threading.Lock()
+        self._emptied = threading.Condition(self._lock)
         weakref.finalize(self, shutil.rmtree, where, ignore_errors=True)
 
     def leave(self, request: dict[str, Any]) -> Turn:
         """Leave `request` to llama.cpp, which keeps what it holds in its slot afterwards (a conversation
         with images or sound: llama.cpp cannot save those, but reuses them while they stay)."""
+        self._begin()
         return self._left(request, [], stays=True)
 
     def _left(self, request: dict[str, Any], names: list[str], stays: bool = False) -> Turn:
@@ -136,6 +145,36 @@ class Conversations:
         with self._lock:
             self._others += 1
         return Turn(self, names, None, None, stays)
+
+    def _begin(self) -> None:
+        """Count a turn in. One that finds no other running first waits for the slots of turns just ended
+        to be emptied, so that a request sent alone decodes beside no other's tokens (greedy answers then
+        do not depend on what ran before); beside running turns it would anyway."""
+        with self._emptied:
+            if not self._running:
+                self._emptied.wait_for(lambda: not self._emptying, timeout=EMPTYING_WAIT)
+            self._running += 1
+
+    def finished(self, slot: int | None, empty: bool) -> Callable[[], None]:
+        """Count a turn out; what is left to do once its answer's end has been told: empty the slot it
+        held (if `empty`) and free it."""
+        with self._lock:
+            self._running -= 1
+            if slot is None:
+                return lambda: None
+            self._emptying += 1
+
+        def tidy() -> None:
+            try:
+                if empty:
+                    self.erase(slot)
+            finally:
+                with self._emptied:
+                    self._reserved.discard(slot)
+                    self._emptying -= 1
+                    self._emptied.notify_all()
+
+        return tidy
 
     def left_ended(self, slot: int | None, stays: bool) -> None:
         with self._lock:
@@ -153,6 +192,7 @@ class Conversations:
         second sending on, and, being short, restored rather than processed again."""
         if lone and not (names and self._seen_before(names[-1])):
             names = []
+        self._begin()
         slot = self._take()
         if slot is None:
             return self._left(request, names)
@@ -222,10 +262,6 @@ class Conversations:
                 return False
             self._reserved.add(slot)
             return True
-
-    def release(self, slot: int) -> None:
-        with self._lock:
-            self._reserved.discard(slot)
 
     def _call(self, route: str, body: dict[str, Any]) -> bool:
         try:
