@@ -19,7 +19,7 @@ _DONE: Any = object()
 _TEMPLATE_REFUSAL = re.compile(r"Jinja Exception: (.+)")
 
 
-Ended = Callable[[int | None, bool], Callable[[], None] | None]
+Ended = Callable[[int | None, bool], Callable[[], None]]
 
 
 def stream_chunks(handle: ChunkHandler, request: dict[str, Any], ended: Ended | None = None) -> ChunkStream:
@@ -32,7 +32,7 @@ def stream_chunks(handle: ChunkHandler, request: dict[str, Any], ended: Ended | 
 
     def run() -> None:
         completed = False
-        after = None
+        after: Callable[[], None] | None = None  # none if `ended` failed
         try:
             handle(request, stream.on_chunk)
             completed = not stream.failed
