@@ -14,12 +14,12 @@ from typing import Any
 from modelport.errors import InvalidRequestError, ModelportError, PredictorError
 
 ChunkHandler = Callable[[dict[str, Any], Callable[[dict[str, Any]], bool]], Any]
+# Told a generation's slot (if llama.cpp said) and whether it completed, before the stream ends; what it
+# returns is called after the end is told.
+Ended = Callable[[int | None, bool], Callable[[], None]]
 
 _DONE: Any = object()
 _TEMPLATE_REFUSAL = re.compile(r"Jinja Exception: (.+)")
-
-
-Ended = Callable[[int | None, bool], Callable[[], None]]
 
 
 def stream_chunks(handle: ChunkHandler, request: dict[str, Any], ended: Ended | None = None) -> ChunkStream:
