@@ -13,15 +13,9 @@ from pydantic import BaseModel
 from modelport.errors import ModelportError
 from modelport.predictors.contract import Capability
 from modelport.protocol.answers import Binary, Events
-from modelport.protocol.requests import (
-    ChatCompletionRequest,
-    CompletionRequest,
-    EmbeddingRequest,
-    SpeechRequest,
-    TranscriptionRequest,
-)
-from modelport.protocol.validation import parse
-from modelport.service import Service, Upload
+from modelport.service import Service
+from modelport.service.operation_table import OPERATIONS
+from modelport.service.operations import FilePart
 from modelport.settings import Settings
 
 # The first item says what the answer is; the last one marks its end.
@@ -50,20 +44,11 @@ class ModelReplica:
     async def _answer(
         self, capability: Capability, body: dict[str, Any], upload: tuple[str, bytes] | None
     ) -> Any:
-        service = self.service
-        if capability is Capability.CHAT:
-            return await service.chat_completion(parse(ChatCompletionRequest, body))
-        if capability is Capability.COMPLETION:
-            return await service.completion(parse(CompletionRequest, body))
-        if capability is Capability.EMBEDDING:
-            return await service.embeddings(parse(EmbeddingRequest, body))
-        if capability is Capability.SPEECH:
-            return await service.speech(parse(SpeechRequest, body))
-        assert upload is not None
-        request, file = parse(TranscriptionRequest, body), Upload(*upload)
-        if capability is Capability.TRANSLATION:
-            return await service.translation(request, file)
-        return await service.transcription(request, file)
+        """Through the operation that asks for `capability` (the relay's own), as a live request runs."""
+        operation = OPERATIONS.for_capability(capability)
+        return await operation.invoke(
+            self.service, {}, body=body, upload=FilePart.of(*upload) if upload else None
+        )
 
     def capabilities(self) -> dict[str, Any]:
         """What the model serves, and its voices: the ingress lists them as its own."""

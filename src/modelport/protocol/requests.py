@@ -239,3 +239,19 @@ class ConversationItemsCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     items: list[dict[str, Any]] = Field(max_length=20)
+
+
+class FileUpload(BaseModel):
+    """`POST /v1/files`, less the uploaded file: what the file is for, and when it expires."""
+
+    purpose: str
+    expires_after: dict[str, Any] | None = None
+
+
+class BatchCreate(BaseModel):
+    """`POST /v1/batches`."""
+
+    input_file_id: str
+    endpoint: str
+    completion_window: str = "24h"
+    metadata: Metadata = None

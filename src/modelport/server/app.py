@@ -14,18 +14,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from modelport import __version__, metrics
-from modelport.server import (
-    admin_routes,
-    audio_routes,
-    conversation_routes,
-    error_handlers,
-    file_routes,
-    playground,
-    realtime_routes,
-    routes,
-    state_routes,
-    vector_routes,
-)
+from modelport.server import error_handlers, generate_route, operation_routes, playground, realtime_routes
 from modelport.server.middleware import Authenticate, BodyLimit, Disconnects, RequestRecords
 from modelport.service import Service
 from modelport.settings import Settings
@@ -51,31 +40,16 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     app = FastAPI(title="modelport", version=__version__, lifespan=lifespan)
     app.state.service = service
     error_handlers.install(app)
-    routers = (
-        routes.router,
-        audio_routes.router,
-        state_routes.router,
-        file_routes.router,
-        admin_routes.router,
-        conversation_routes.router,
-        vector_routes.router,
-        realtime_routes.router,
-    )
-    for router in routers:
+    for router in (operation_routes.router(), realtime_routes.router):
         app.include_router(router, prefix="/v1")
         app.include_router(router, prefix="/v1/openai/v1", include_in_schema=False)
-    app.include_router(routes.generate_router)
+    app.include_router(generate_route.router)
     settings = service.settings
     if settings.ui:
         playground.install(app)
     # Added innermost first: records see every answer, CORS answers preflights before keys are asked for.
     app.add_middleware(Disconnects)
-    uploads = {
-        "/audio/transcriptions": settings.max_upload_bytes,
-        "/audio/translations": settings.max_upload_bytes,
-        "/files": settings.files.max_bytes,
-    }
-    app.add_middleware(BodyLimit, limit=settings.limits.body_bytes, uploads=uploads)
+    app.add_middleware(BodyLimit, settings=settings)
     app.add_middleware(Authenticate, access=service.access, protect_metrics=settings.protect_metrics)
     if settings.cors_origins:
         app.add_middleware(

@@ -19,6 +19,8 @@ from modelport.context import RequestContext
 from modelport.errors import ModelportError, PayloadTooLargeError
 from modelport.metrics import LATENCY, REQUESTS
 from modelport.service.access import Access
+from modelport.service.operation_table import OPERATIONS
+from modelport.settings import Settings
 
 access_log = logging.getLogger("modelport.access")
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -80,29 +82,23 @@ class Authenticate:
 
 
 class BodyLimit:
-    """Refuse request bodies over their bound with a 413, by `Content-Length` or as they stream in. Uploads
-    have bounds of their own (`uploads`: path ending → bytes), every other body `limit`."""
+    """Refuse request bodies over their operation's bound (its row in the operation table says which: the
+    JSON body bound, or an upload's) with a 413, by `Content-Length` before anything is read, or as they
+    stream in. A path no operation serves is held to the JSON body bound."""
 
-    # The multipart form's other fields and boundaries, beyond the file itself.
-    FORM_ROOM = 1024 * 1024
-
-    def __init__(self, app: ASGIApp, limit: int, uploads: dict[str, int]) -> None:
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
         self.app = app
-        self.limit = limit
-        self.uploads = uploads
+        self.settings = settings
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        upload = next((bound for end, bound in self.uploads.items() if scope["path"].endswith(end)), None)
-        if upload is not None and scope["method"] == "POST":
-            limit = upload + self.FORM_ROOM
-            too_large = PayloadTooLargeError(
-                f"The uploaded file is over the limit of {upload} bytes.", param="file"
-            )
+        found = OPERATIONS.find(scope["method"], _below_v1(scope["path"]))
+        if found is not None:
+            limit, too_large = found[0].body_limit(self.settings), found[0].too_large(self.settings)
         else:
-            limit = self.limit
+            limit = self.settings.limits.body_bytes
             too_large = PayloadTooLargeError(f"The request body is over the limit of {limit} bytes.")
         length = dict(scope["headers"]).get(b"content-length")
         if length is not None and length.isdigit() and int(length) > limit:
@@ -222,7 +218,7 @@ class RequestRecords:
             seconds = time.perf_counter() - start
             if scope["state"].get("client_gone"):
                 status = 499  # the client closed the connection before its answer was complete
-            route = route_of(scope["path"])
+            route = route_of(scope["method"], scope["path"])
             REQUESTS.labels(route, scope["method"], str(status)).inc()
             LATENCY.labels(route).observe(seconds)
             access_log.info(
@@ -240,42 +236,18 @@ class RequestRecords:
             )
 
 
-_ROUTES = {
-    "/v1/models",
-    "/v1/chat/completions",
-    "/v1/completions",
-    "/v1/embeddings",
-    "/v1/audio/speech",
-    "/v1/audio/voices",
-    "/v1/audio/transcriptions",
-    "/v1/audio/translations",
-    "/v1/responses",
-    "/v1/files",
-    "/v1/batches",
-    "/v1/conversations",
-    "/generate",
-    "/health",
-    "/metrics",
-}
+def _below_v1(path: str) -> str:
+    """A path below `/v1` (or OpenAI's `/v1/openai/v1`) without that prefix; others as they are."""
+    for prefix in ("/v1/openai/v1", "/v1"):
+        if path.startswith(prefix + "/"):
+            return path[len(prefix) :]
+    return path
 
 
-def route_of(path: str) -> str:
-    """The route a path belongs to, for metric labels: never the raw path, whose values are unbounded."""
-    path = path.removeprefix("/v1/openai")
-    if path in _ROUTES:
+def route_of(method: str, path: str) -> str:
+    """The route a request belongs to, for metric labels: its operation's route template, never the raw
+    path, whose values are unbounded."""
+    if path in ("/generate", "/health", "/metrics", "/v1/realtime"):
         return path
-    for prefix, route in _WITH_IDS:
-        if path.startswith(prefix):
-            return route
-    return "other"
-
-
-_WITH_IDS = (
-    ("/v1/models/", "/v1/models/{model}"),
-    ("/v1/chat/completions/", "/v1/chat/completions/{id}"),
-    ("/v1/responses/", "/v1/responses/{id}"),
-    ("/v1/files/", "/v1/files/{id}"),
-    ("/v1/batches/", "/v1/batches/{id}"),
-    ("/v1/organization/", "/v1/organization"),
-    ("/v1/conversations/", "/v1/conversations/{id}"),
-)
+    found = OPERATIONS.find(method, _below_v1(path))
+    return found[0].route if found is not None else "other"

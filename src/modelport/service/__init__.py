@@ -17,7 +17,6 @@ from typing import Any, TypeVar
 import numpy as np
 from openai.types import Completion, CreateEmbeddingResponse, Model
 from openai.types.chat import ChatCompletion
-from pydantic import BaseModel
 
 from modelport import context, metrics
 from modelport.engines import assemble
@@ -36,8 +35,6 @@ from modelport.protocol.requests import (
     SpeechRequest,
     TranscriptionRequest,
 )
-from modelport.protocol.response_request import ResponseRequest
-from modelport.protocol.validation import parse
 from modelport.service import calls, embeddings, forwarding, generation, limits
 from modelport.service.access import Access
 from modelport.service.audio.speech import speech as synthesised
@@ -48,9 +45,10 @@ from modelport.service.generation.audio_parts import heard
 from modelport.service.generation.images import Images
 from modelport.service.generation.inputs import Inputs, refuse_media
 from modelport.service.generation.spoken import SpokenAnswers, check_spoken
+from modelport.service.operation_table import OPERATIONS
 from modelport.service.realtime import Realtime
 from modelport.service.responses import Responses
-from modelport.service.state.batch_runner import BatchRunner, Endpoint
+from modelport.service.state.batch_runner import BatchRunner
 from modelport.service.state.batches import Batches
 from modelport.service.state.files import Files
 from modelport.service.state.stored_completions import StoredCompletions
@@ -64,7 +62,6 @@ from modelport.settings import (
 )
 from modelport.store import Store
 
-R = TypeVar("R", bound=BaseModel)
 A = TypeVar("A")
 
 __all__ = ["Service", "Upload"]
@@ -109,14 +106,8 @@ class Service:
         self.realtime = Realtime(
             self.settings, self.manager, self.chat_completion, self.transcription, self._spoken
         )
-        endpoints = {
-            "/v1/chat/completions": _whole(ChatCompletionRequest, self.chat_completion),
-            "/v1/completions": _whole(CompletionRequest, self.completion),
-            "/v1/embeddings": _whole(EmbeddingRequest, self.embeddings),
-            "/v1/responses": _whole(ResponseRequest, self.responses.create),
-        }
         batching = self.settings.batches
-        runner = BatchRunner(self.store, self.files, endpoints, batching.concurrency, batching.lease)
+        runner = BatchRunner(self.store, self.files, self._batch_line, batching.concurrency, batching.lease)
         self.batches = Batches(self.store, self.files, runner)
 
     @classmethod
@@ -348,10 +339,10 @@ class Service:
         """The request's model, once the caller's limits admit it, loaded, answers: through its relay if it
         is served elsewhere, else through `local` with its checked predictor. What it used is counted
         against the caller's project."""
-        self.access.admit(self.manager.registry.resolve(request.model).id)
+        caller = await self.access.admit(self.manager.registry.resolve(request.model).id)
         model = await self.manager.get(request.model)
         predictor = model.predictor(capability)
-        caller, tally = context.current(), metrics.Tally()
+        tally = metrics.Tally()
         with metrics.tallied(tally):
             if isinstance(predictor, Relay):
                 answer = await forwarding.forward(model, predictor, request, upload)
@@ -363,6 +354,13 @@ class Service:
         characters = len(request.input) if isinstance(request, SpeechRequest) else 0
         self.access.settle(caller, model.spec.id, kind, tally, characters)
         return answer
+
+    async def _batch_line(self, url: str, body: dict[str, Any]) -> object:
+        """A batch's line, through the operation its `url` names, as a live request of it would run."""
+        operation = OPERATIONS.batch_endpoint(url)
+        if operation is None:
+            raise InvalidRequestError(f"Batches do not run {url}.", param="url")
+        return await operation.invoke(self, {}, body=body)
 
     def _model(self, model_id: str) -> Model:
         """OpenAI's model object, plus what a loaded model serves (capabilities, voices)."""
@@ -397,12 +395,3 @@ _USAGE = {
     Capability.TRANSCRIPTION: "audio_transcriptions",
     Capability.TRANSLATION: "audio_transcriptions",
 }
-
-
-def _whole(cls: type[R], call: Callable[[R], Awaitable[object]]) -> Endpoint:
-    """A batch line's body → the service's answer, through the same call as a live request."""
-
-    async def run(body: dict[str, Any]) -> object:
-        return await call(parse(cls, body))
-
-    return run

@@ -6,6 +6,7 @@ what it used."""
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from dataclasses import replace
 from typing import Any
 
 from modelport import context, metrics
@@ -57,9 +58,16 @@ class Access:
             )
         return principal
 
-    def admit(self, model: str) -> None:
-        """Let a request for `model` in under its project's and key's limits (a 429 or 404 if not)."""
-        self.quotas.admit(context.current(), model)
+    async def admit(self, model: str) -> RequestContext:
+        """Let a request for `model` in under its project's and key's limits (a 429 or 404 if not); the
+        caller as admitted. Background work done for a project without a key (a batch's lines, a vector
+        store's ingest) is held to the project's own limits, read here."""
+        request = context.current()
+        if request.background and request.key_id is None and not request.limits:
+            request = replace(request, limits=await self.keys.project_limits(request.project))
+            context.enter(request)
+        self.quotas.admit(request, model)
+        return request
 
     def settle(self, request: RequestContext, model: str, kind: str, tally: Tally, characters: int) -> None:
         """Count what a finished request used."""

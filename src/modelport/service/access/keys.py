@@ -60,7 +60,8 @@ class Keys:
     # Each cached answer with when it was read (time.monotonic()).
     _seen: dict[str, tuple[Principal | None, float]] = field(default_factory=dict)
     _any_live: tuple[bool, float] | None = None
-    _default_limits: tuple[tuple[dict[str, Any], ...], float] | None = None
+    # Each project's own limits (without a key's), with when they were read.
+    _project_limits: dict[str, tuple[tuple[dict[str, Any], ...], float]] = field(default_factory=dict)
     _used: dict[str, int] = field(default_factory=dict)
     _flushed: float = 0.0
     _flushing: asyncio.Task[None] | None = None
@@ -89,7 +90,7 @@ class Keys:
         for known in self.static:
             # Compared with each, in constant time, so timing tells nothing about any of them.
             if hmac.compare_digest(key.encode(), known.encode()):
-                return Principal(DEFAULT_PROJECT, limits=await self._default_project_limits())
+                return Principal(DEFAULT_PROJECT, limits=await self.project_limits(DEFAULT_PROJECT))
         if self.store is None:
             raise AuthenticationError("Incorrect API key provided.")
         hashed = digest(key)
@@ -122,7 +123,8 @@ class Keys:
     def forget(self) -> None:
         """Drop what is cached (after a change made here, so it is seen at once on this replica)."""
         self._seen.clear()
-        self._any_live = self._default_limits = None
+        self._any_live = None
+        self._project_limits.clear()
 
     async def _lookup(self, hashed: str) -> Principal | None:
         assert self.store is not None
@@ -139,17 +141,20 @@ class Keys:
             expires_at=row["expires_at"],
         )
 
-    async def _default_project_limits(self) -> tuple[dict[str, Any], ...]:
+    async def project_limits(self, project: str) -> tuple[dict[str, Any], ...]:
+        """A project's own limits (work done for it without a key, such as a batch's lines, is held to
+        them), read again after `key_cache_seconds`."""
         if self.store is None:
             return ()
         now = time.monotonic()
-        if self._default_limits is None or self._stale(self._default_limits[1], now):
+        known = self._project_limits.get(project)
+        if known is None or self._stale(known[1], now):
             try:
-                row = await self.store.projects.get(DEFAULT_PROJECT)
+                row = await self.store.projects.get(project)
             except StoreUnavailableError:
                 row = None
-            self._default_limits = ((row["limits"],) if row and row["limits"] else (), now)
-        return self._default_limits[0]
+            known = self._project_limits[project] = ((row["limits"],) if row and row["limits"] else (), now)
+        return known[0]
 
     def _stale(self, at: float, now: float) -> bool:
         return now - at > self.settings.key_cache_seconds

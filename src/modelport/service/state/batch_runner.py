@@ -34,8 +34,8 @@ _POLL = 5.0  # seconds between looks for batches to run (one created here wakes 
 # stale lease elsewhere is only claimable after its `lease` anyway). Each look is a query: less often is
 # less CPU.
 
-# A line's request body → the service's answer, for an endpoint; an error raises a `ModelportError`.
-Endpoint = Callable[[dict[str, Any]], Awaitable[object]]
+# A line's `url` and request body → the service's answer; an error raises a `ModelportError`.
+LineCall = Callable[[str, dict[str, Any]], Awaitable[object]]
 
 
 class BatchRunner:
@@ -45,13 +45,13 @@ class BatchRunner:
         self,
         store: Store | None,
         files: Files,
-        endpoints: dict[str, Endpoint],
+        run_line: LineCall,
         concurrency: int,
         lease: float = 10.0,
     ) -> None:
         self.store = store
         self.files = files
-        self.endpoints = endpoints
+        self.run_line = run_line
         self.concurrency = concurrency
         self.lease = lease  # seconds without a renewal after which another replica may take a batch over
         self.heartbeat = min(HEARTBEAT, lease / 5)
@@ -174,7 +174,7 @@ class BatchRunner:
         try:
             if line["body"].get("stream") or line["body"].get("background"):
                 raise InvalidRequestError("A batch's requests are neither streamed nor in the background.")
-            body = _result_body(await self.endpoints[endpoint](line["body"]))
+            body = _result_body(await self.run_line(endpoint, line["body"]))
         except ModelportError as error:
             record["response"] = {"status_code": error.status, "request_id": request_id, "body": error.body()}
             return False, record

@@ -12,8 +12,9 @@ from modelport import context
 from modelport.errors import InvalidRequestError, NotFoundError, StoreDisabledError
 from modelport.ids import new_id
 from modelport.protocol.requests import Metadata
+from modelport.service.operation_table import BATCH_ENDPOINTS
 from modelport.service.state.batch_runner import BatchRunner
-from modelport.service.state.files import BATCH_ENDPOINTS, Files, batch_lines
+from modelport.service.state.files import Files, batch_lines
 from modelport.service.state.listing import ListPage, bounded_limit
 from modelport.store import Store
 

@@ -17,11 +17,11 @@ from modelport import context
 from modelport.errors import InvalidRequestError, NotFoundError, PayloadTooLargeError, StoreDisabledError
 from modelport.ids import new_id
 from modelport.protocol.answers import Binary
+from modelport.service.operation_table import BATCH_ENDPOINTS
 from modelport.service.state.listing import ListPage, bounded_limit, checked_order
 from modelport.settings import FileSettings
 from modelport.store import Store
 
-BATCH_ENDPOINTS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses")
 PURPOSES = ("batch", "batch_output", "assistants", "assistants_output", "fine-tune", "fine-tune-results",
             "vision", "user_data", "evals")  # fmt: skip
 _PIECE = 1024 * 1024

@@ -1,0 +1,212 @@
+"""The in-process face's one path into the service: a request the `openai` SDK built (its method, path,
+query, body and files) found in the operation table, admitted as the HTTP face admits it (the caller's key,
+when one was given; the operation's body bound), and called. What comes back is the service's answer,
+unrendered: the clients hand back its objects as they are, and render to HTTP bytes only what the SDK must
+read as a response (`.with_raw_response`, binary and text answers)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from dataclasses import replace
+from typing import Any
+
+import httpx2
+import orjson
+from openai._models import FinalRequestOptions
+from openai._qs import Querystring
+from pydantic import BaseModel
+
+from modelport import context
+from modelport.client.arguments import read_file
+from modelport.client.local_files import inlined
+from modelport.client.sdk_errors import sdk_errors
+from modelport.context import RequestContext
+from modelport.errors import PermissionDeniedError
+from modelport.protocol.answers import Binary, Events
+from modelport.service import Service
+from modelport.service.operation_table import OPERATIONS
+from modelport.service.operations import FilePart, Operation
+from modelport.service.state.listing import ListPage
+
+BASE_URL = "http://modelport.in-process/v1"
+# Content parts naming local files (`file://`), which only the in-process client reads: by operation, the
+# body field that holds them.
+_LOCAL_FILES = {"chat.completions.create": "messages", "responses.create": "input"}
+_QS = Querystring(array_format="brackets")  # as the SDK writes a query string
+
+
+class Dispatch:
+    """Requests of one client's SDK into one service."""
+
+    def __init__(self, service: Service, api_key: str | None) -> None:
+        self.service = service
+        self.api_key = api_key  # identified like a bearer key when given; else the default project's
+
+    def path(self, options: FinalRequestOptions) -> str:
+        """The request's path below `/v1`."""
+        url = options.url
+        return url.removeprefix(BASE_URL).split("?", 1)[0] if url.startswith("http") else url.split("?", 1)[0]
+
+    async def answer(self, options: FinalRequestOptions) -> object:
+        """The service's answer to the request `options` describes; errors as the SDK's exceptions."""
+        path = self.path(options)
+        with sdk_errors(path):
+            operation, params = OPERATIONS.get(options.method, path)
+            body = _body(options)
+            upload = _upload(options)
+            self._check_size(operation, body, upload)
+            if body is not None and operation.name in _LOCAL_FILES:
+                limit = self.service.settings.limits.fetch_bytes
+                body = await inlined(body, _LOCAL_FILES[operation.name], limit)
+            values = dict(options.params) if isinstance(options.params, dict) else {}
+            query = _QS.stringify_items(values) if values else []
+            outer = context.current()
+            context.enter(await self._caller(operation, outer))
+            try:
+                return await operation.invoke(
+                    self.service, params, body=body, values=values, query=query, upload=upload
+                )
+            finally:
+                context.enter(outer)
+
+    async def _caller(self, operation: Operation, outer: RequestContext) -> RequestContext:
+        """Who calls: the key this client was given, checked as a bearer key is over HTTP (when the service
+        needs keys), else the default project."""
+        if self.api_key is None:
+            if operation.admin:
+                raise PermissionDeniedError("The organization API needs an admin key: give it as `api_key`.")
+            return outer
+        principal = await self.service.access.identify(f"Bearer {self.api_key}", admin=operation.admin)
+        if principal is None:
+            return outer
+        return replace(
+            outer, project=principal.project, key_id=principal.key_id, limits=principal.limits, headers={}
+        )
+
+    def _check_size(self, operation: Operation, body: dict[str, Any] | None, upload: FilePart | None) -> None:
+        """The operation's body bound, as the HTTP face holds a body to it."""
+        settings = self.service.settings
+        if upload is not None:
+            upload.source.seek(0, 2)
+            size = upload.source.tell()
+            upload.source.seek(0)
+        elif body is not None:
+            with contextlib.suppress(TypeError):
+                size = len(orjson.dumps(body))
+        else:
+            return
+        if size > operation.body_limit(settings):
+            raise operation.too_large(settings)
+
+
+def _body(options: FinalRequestOptions) -> dict[str, Any] | None:
+    body = options.json_data
+    if options.extra_json:
+        body = {**(body if isinstance(body, dict) else {}), **options.extra_json}
+    return body if isinstance(body, dict) else None
+
+
+def _upload(options: FinalRequestOptions) -> FilePart | None:
+    files = options.files
+    if not files:
+        return None
+    items = list(files.items()) if isinstance(files, dict) else list(files)
+    for key, file in items:
+        if key == "file":
+            upload = read_file(file)
+            return FilePart.of(upload.name, upload.content)
+    return None
+
+
+def whole(answer: object) -> Any:
+    """A whole answer as the data the SDK builds its type from: an object as it is, a page with its
+    objects."""
+    if isinstance(answer, ListPage):
+        ids = [
+            item.get("id") if isinstance(item, dict) else getattr(item, "id", None) for item in answer.data
+        ]
+        return {
+            "object": "list",
+            "data": answer.data,
+            "first_id": ids[0] if ids else None,
+            "last_id": ids[-1] if ids else None,
+            "has_more": answer.has_more,
+        }
+    return answer
+
+
+def http_response(answer: object, options: FinalRequestOptions, pull: Any = None) -> httpx2.Response:
+    """The answer as the HTTP face would send it, for what the SDK reads as a response: JSON, server-sent
+    events, or bytes with their media type. `pull` runs one step of an async iterator, for a blocking
+    client (None: the bytes stay an async stream)."""
+    request = httpx2.Request(options.method, BASE_URL + options.url, headers=_headers(options))
+    if isinstance(answer, Events):
+        return httpx2.Response(
+            200, headers={"content-type": "text/event-stream"}, stream=_stream(_frames(answer), pull),
+            request=request,
+        )  # fmt: skip
+    if isinstance(answer, Binary):
+        if answer.chunks is None:
+            return httpx2.Response(
+                200, headers={"content-type": answer.media_type}, content=answer.content, request=request
+            )
+        stream = _stream(answer.pieces(), pull)
+        return httpx2.Response(
+            200, headers={"content-type": answer.media_type}, stream=stream, request=request
+        )
+    if isinstance(answer, ListPage):
+        content = orjson.dumps(answer.body())
+    elif isinstance(answer, BaseModel):
+        content = answer.model_dump_json(warnings=False, by_alias=True).encode()
+    else:
+        content = orjson.dumps(answer)
+    return httpx2.Response(
+        200, headers={"content-type": "application/json"}, content=content, request=request
+    )
+
+
+def _headers(options: FinalRequestOptions) -> dict[str, str]:
+    headers = options.headers if isinstance(options.headers, dict) else {}
+    return {k: v for k, v in headers.items() if isinstance(v, str)}
+
+
+async def _frames(events: Events[Any]) -> AsyncGenerator[bytes, None]:
+    try:
+        async for event in events.items:
+            yield events.kind.frame(event)
+    finally:
+        await events.aclose()
+    yield events.kind.end
+
+
+def _stream(pieces: AsyncGenerator[bytes, None], pull: Any) -> httpx2.AsyncByteStream | httpx2.SyncByteStream:
+    return _AsyncBytes(pieces) if pull is None else _SyncBytes(pieces, pull)
+
+
+class _AsyncBytes(httpx2.AsyncByteStream):
+    def __init__(self, pieces: AsyncGenerator[bytes, None]) -> None:
+        self.pieces = pieces
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for piece in self.pieces:
+            yield piece
+
+    async def aclose(self) -> None:
+        await self.pieces.aclose()  # a reader that stops early stops the work behind the bytes
+
+
+class _SyncBytes(httpx2.SyncByteStream):
+    def __init__(self, pieces: AsyncGenerator[bytes, None], pull: Any) -> None:
+        self.pieces = pieces
+        self.pull = pull
+
+    def __iter__(self) -> Iterator[bytes]:
+        while True:
+            try:
+                yield self.pull(self.pieces.__anext__())
+            except StopAsyncIteration:
+                return
+
+    def close(self) -> None:
+        self.pull(self.pieces.aclose())

@@ -1,0 +1,96 @@
+"""The SDK's own stream classes over the service's event streams: `openai.AsyncStream` and `openai.Stream`
+whose events are the service's typed objects as they are made, not parsed from bytes. Everything the SDK
+builds on a stream (`chat.completions.stream()`, `responses.stream()`, `close()`, context managers) works
+on them unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from typing import Any, TypeVar
+
+import httpx2
+from openai import AsyncStream, Stream
+
+from modelport.client.dispatch import BASE_URL
+from modelport.client.sdk_errors import sdk_errors
+from modelport.protocol.answers import Events
+
+T = TypeVar("T")
+Pull = Callable[[Coroutine[Any, Any, Any]], Any]  # runs a coroutine to its end on the service's loop
+
+
+class _Closer(httpx2.AsyncByteStream, httpx2.SyncByteStream):
+    """The stream's `response` body: closing it (as the SDK closes a stream) stops the work behind it."""
+
+    def __init__(self, events: Events[Any], pull: Pull | None) -> None:
+        self.events = events
+        self.pull = pull
+
+    async def aclose(self) -> None:
+        await self.events.aclose()
+
+    def close(self) -> None:
+        assert self.pull is not None
+        self.pull(self.events.aclose())
+
+
+def _response(events: Events[Any], path: str, pull: Pull | None) -> httpx2.Response:
+    return httpx2.Response(
+        200,
+        headers={"content-type": "text/event-stream"},
+        stream=_Closer(events, pull),
+        request=httpx2.Request("POST", BASE_URL + path),
+    )
+
+
+class LocalAsyncStream(AsyncStream[T]):
+    """`openai.AsyncStream` over the service's events."""
+
+    def __init__(self, events: Events[Any], path: str, client: Any, cast_to: type[T]) -> None:
+        self.response = _response(events, path, None)
+        self._cast_to = cast_to
+        self._client = client
+        self._options = None
+        self._events = events
+        self._path = path
+        self._iterator = self.__stream__()
+
+    async def __stream__(self) -> AsyncIterator[T]:
+        typed = self._events.typed()
+        try:
+            while True:
+                with sdk_errors(self._path):
+                    try:
+                        item = await typed.__anext__()
+                    except StopAsyncIteration:
+                        return
+                yield item
+        finally:
+            await typed.aclose()
+
+
+class LocalStream(Stream[T]):
+    """`openai.Stream` over the service's events, each pulled from the loop the service runs on."""
+
+    def __init__(self, events: Events[Any], path: str, client: Any, cast_to: type[T], pull: Pull) -> None:
+        self.response = _response(events, path, pull)
+        self._cast_to = cast_to
+        self._client = client
+        self._options = None
+        self._events = events
+        self._path = path
+        self._pull = pull
+        self._iterator = self.__stream__()
+
+    def __stream__(self) -> Iterator[T]:
+        typed = self._events.typed()
+        try:
+            while True:
+                with sdk_errors(self._path):
+                    try:
+                        item = self._pull(typed.__anext__())
+                    except StopAsyncIteration:
+                        return
+                yield item
+        finally:
+            self._pull(typed.aclose())

@@ -1,0 +1,19 @@
+"""vLLM's demo endpoint `/generate`, outside `/v1`: not an OpenAI operation, so not in the operation table."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from modelport.protocol.generate_request import GenerateRequest
+from modelport.server.http_render import render
+from modelport.server.operation_routes import service_of
+
+router = APIRouter()
+
+
+@router.post("/generate")
+async def generate(request: Request, body: GenerateRequest) -> Response:
+    """vLLM's demo endpoint: `{"text": [prompt + output, ...]}`, whole or as NUL-delimited frames of the
+    text so far."""
+    return render(await service_of(request).generate(body))

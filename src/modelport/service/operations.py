@@ -1,0 +1,201 @@
+"""What an operation is: one row of the operation table (`operation_table.OPERATIONS`), the one place an
+endpoint of OpenAI's API exists. Every face derives from the rows: the HTTP routes and their body bounds
+(`server.operation_routes`), the in-process client's dispatch (`client.dispatch`), the batch runner's lines
+and the Ray replica's calls. A row's `call` takes the service and the request's inputs, by name: the path's
+parameters, `body` (a request model, validated by the face), scalar query parameters, `query` (the query
+string's items, for filters such as `metadata[key]=value`) and `upload` (a multipart request's file).
+"""
+
+from __future__ import annotations
+
+import inspect
+import io
+import re
+import typing
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from modelport.errors import InvalidRequestError, NotFoundError, PayloadTooLargeError
+from modelport.predictors.contract import Capability
+from modelport.protocol.validation import invalid, parse
+
+if TYPE_CHECKING:
+    from modelport.service import Service
+    from modelport.settings import Settings
+
+QueryItems = list[tuple[str, str]]  # a query string's items, in order, repeated keys repeated
+Method = Literal["GET", "POST", "DELETE"]
+# Which bound a request's body is held to: `body`, the JSON body bound ([limits] body_bytes); `files`, an
+# upload to the Files API; `audio`, an audio upload.
+Bound = Literal["body", "files", "audio"]
+# The names a call's parameters may have beside the path's, and what each receives.
+BODY, QUERY, UPLOAD = "body", "query", "upload"
+
+
+@dataclass(frozen=True)
+class FilePart:
+    """A multipart request's file: its name, and its bytes to read (an upload spooled to disk over HTTP)."""
+
+    name: str
+    source: typing.IO[bytes]
+
+    @classmethod
+    def of(cls, name: str, content: bytes) -> FilePart:
+        """A file part from bytes in hand."""
+        return cls(name, io.BytesIO(content))
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One endpoint: how it is reached, what it takes (its call's signature says), what it needs."""
+
+    name: str  # as the SDK names it: `chat.completions.create`
+    method: Method
+    path: str  # below `/v1`, with `{name}` for path parameters (`{name:path}` where it may hold `/`)
+    call: Callable[..., Awaitable[object]]
+    capability: Capability | None = None  # the model capability it asks for (relays and Ray serve these)
+    batchable: bool = False  # a Batch API line may name it
+    stored: bool = False  # it reaches objects stored for a project
+    admin: bool = False  # the organization API: admin keys only
+    bound: Bound = "body"
+    pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    inputs: dict[str, inspect.Parameter] = field(init=False, repr=False, compare=False)
+    hints: dict[str, Any] = field(init=False, repr=False, compare=False)
+    adapters: dict[str, TypeAdapter[Any]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        regex = re.sub(
+            r"\{(\w+)(:path)?\}",
+            lambda m: f"(?P<{m[1]}>{'.+' if m[2] else '[^/]+'})",
+            self.path,
+        )
+        object.__setattr__(self, "pattern", re.compile(f"{regex}/?"))
+        hints = typing.get_type_hints(self.call, localns={"Service": object})
+        parameters = list(inspect.signature(self.call).parameters.values())[1:]  # the service first
+        object.__setattr__(self, "inputs", {p.name: p for p in parameters})
+        object.__setattr__(self, "hints", hints)
+        adapters = {name: TypeAdapter(hints.get(name, Any)) for name in self.query_names()}
+        object.__setattr__(self, "adapters", adapters)
+
+    @property
+    def route(self) -> str:
+        """The path as a route names it (`{model_id}` for `{model_id:path}`): for metric labels."""
+        return "/v1" + re.sub(r"\{(\w+):path\}", r"{\1}", self.path)
+
+    @property
+    def body_model(self) -> type[BaseModel] | None:
+        """The request model of its body, if it takes one."""
+        model = self.hints.get(BODY)
+        return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+    def path_names(self) -> list[str]:
+        """The names of its path parameters."""
+        return list(self.pattern.groupindex)
+
+    def query_names(self) -> list[str]:
+        """The names of its scalar query parameters."""
+        path = set(self.path_names())
+        return [name for name in self.inputs if name not in path and name not in (BODY, QUERY, UPLOAD)]
+
+    def body_limit(self, settings: Settings) -> int:
+        """The most bytes its request body may hold."""
+        if self.bound == "files":
+            return settings.files.max_bytes + FORM_ROOM
+        if self.bound == "audio":
+            return settings.max_upload_bytes + FORM_ROOM
+        return settings.limits.body_bytes
+
+    def too_large(self, settings: Settings) -> PayloadTooLargeError:
+        """The 413 for a body over its bound."""
+        if self.bound == "body":
+            return PayloadTooLargeError(
+                f"The request body is over the limit of {self.body_limit(settings)} bytes."
+            )
+        limit = self.body_limit(settings) - FORM_ROOM
+        return PayloadTooLargeError(f"The uploaded file is over the limit of {limit} bytes.", param="file")
+
+    async def invoke(
+        self,
+        service: Service,
+        path: dict[str, str],
+        *,
+        body: Any = None,
+        query: QueryItems | None = None,
+        values: dict[str, Any] | None = None,
+        upload: FilePart | None = None,
+    ) -> object:
+        """Call it with a request's inputs as a face received them: `body` as JSON data (validated here
+        into its request model), `values` as the query's typed values (validated here), `query` as the
+        query string's items."""
+        inputs: dict[str, Any] = dict(path)
+        if BODY in self.inputs:
+            model = self.body_model
+            inputs[BODY] = body if model is None or isinstance(body, model) else parse(model, body or {})
+        for name in self.query_names():
+            if values and name in values and values[name] is not None:
+                inputs[name] = _typed(self.adapters[name], values[name], name)
+        if QUERY in self.inputs:
+            inputs[QUERY] = query or []
+        if UPLOAD in self.inputs:
+            if upload is None:
+                raise InvalidRequestError("Missing required parameter: 'file'.", param="file", code="missing")
+            inputs[UPLOAD] = upload
+        return await self.call(service, **inputs)
+
+
+# The multipart form's other fields and boundaries, beyond an uploaded file itself.
+FORM_ROOM = 1024 * 1024
+
+
+def _typed(adapter: TypeAdapter[Any], value: Any, name: str) -> Any:
+    try:
+        return adapter.validate_python(value)
+    except ValidationError as error:
+        raise invalid({**dict(error.errors()[0]), "loc": (name,)}) from None
+
+
+class OperationTable:
+    """The rows, found by method and path."""
+
+    def __init__(self, operations: list[Operation]) -> None:
+        self.operations = operations
+        names = [op.name for op in operations]
+        duplicated = {name for name in names if names.count(name) > 1}
+        if duplicated:
+            raise ValueError(f"operations named twice: {sorted(duplicated)}")
+
+    def __iter__(self) -> typing.Iterator[Operation]:
+        return iter(self.operations)
+
+    def find(self, method: str, path: str) -> tuple[Operation, dict[str, str]] | None:
+        """The operation a request names, and its path parameters; `path` below `/v1`."""
+        method = method.upper()
+        for operation in self.operations:
+            if operation.method == method:
+                found = operation.pattern.fullmatch(path)
+                if found:
+                    return operation, found.groupdict()
+        return None
+
+    def get(self, method: str, path: str) -> tuple[Operation, dict[str, str]]:
+        """As `find`; a 404 naming the route when nothing serves it."""
+        found = self.find(method, path)
+        if found is None:
+            raise NotFoundError(f"Invalid URL ({method.upper()} /v1{path})", code="unknown_url")
+        return found
+
+    def by_name(self, name: str) -> Operation:
+        """The row named `name`."""
+        return next(op for op in self.operations if op.name == name)
+
+    def for_capability(self, capability: Capability) -> Operation:
+        """The first operation that asks a model for `capability`: the one a relay of it forwards."""
+        return next(op for op in self.operations if op.capability is capability)
+
+    def batch_endpoint(self, url: str) -> Operation | None:
+        """The batchable operation a Batch API `url` (`/v1/chat/completions`) names."""
+        found = self.find("POST", url.removeprefix("/v1")) if url.startswith("/v1/") else None
+        return found[0] if found is not None and found[0].batchable else None
