@@ -16,7 +16,7 @@ import modelport
 from modelport.settings import Settings
 from tests.support.configs import tiny_settings
 from tests.support.faces import Faces, faces
-from tests.support.postgres import Postgres, postgres_binaries
+from tests.support.postgres import Postgres, has_pgvector, postgres_binaries
 
 # Everything the tests' servers and clients store goes to a folder of this run, not the user's data directory.
 os.environ.setdefault("MODELPORT_DATA_DIR", tempfile.mkdtemp(prefix="modelport-test-data-"))
@@ -61,13 +61,22 @@ def tiny(request: pytest.FixtureRequest, tiny_faces: Faces) -> Any:
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[Postgres]:
-    """PostgreSQL 15 from Debian's packages (`.ci/run` installs it); skipped where it is not installed,
-    unless MODELPORT_REQUIRE_POSTGRES is set (as CI sets it), where its absence is a failure."""
+    """PostgreSQL 15 from Debian's packages with pgvector (`.ci/run` installs both); skipped where either is
+    missing, unless MODELPORT_REQUIRE_POSTGRES is set (as CI sets it), where its absence is a failure."""
     binaries = postgres_binaries()
+    missing = None
     if binaries is None:
+        missing = "PostgreSQL is not installed (apt-get install postgresql)"
+    elif not has_pgvector(binaries):
+        missing = (
+            "pgvector is not installed for this PostgreSQL (as root: apt-get install postgresql-server-dev-15 "
+            "build-essential curl && scripts/install-pgvector)"
+        )
+    if missing is not None:
         if os.environ.get("MODELPORT_REQUIRE_POSTGRES"):
-            pytest.fail("PostgreSQL is not installed (apt-get install postgresql)")
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+            pytest.fail(missing)
+        pytest.skip(missing)
+    assert binaries is not None
     served = Postgres(binaries)
     yield served
     served.stop()

@@ -18,6 +18,19 @@ def postgres_binaries() -> Path | None:
     return found[-1].parent if found else None
 
 
+def has_pgvector(binaries: Path) -> bool:
+    """Whether pgvector (the `vector` extension, which modelport's PostgreSQL store needs) is installed for
+    this PostgreSQL: Debian's PostgreSQL 15 comes without it (`scripts/install-pgvector` builds it)."""
+    found = subprocess.run(
+        [str(binaries / "pg_config"), "--sharedir"], capture_output=True, text=True, check=False, timeout=30
+    )
+    if found.returncode != 0:  # no pg_config (postgresql-server-dev-*): look where Debian puts it
+        share = Path("/usr/share/postgresql") / binaries.parent.name
+    else:
+        share = Path(found.stdout.strip())
+    return (share / "extension" / "vector.control").exists()
+
+
 class Postgres:
     """One PostgreSQL server and the empty databases made on it; `durable=False` (tests) skips fsync."""
 

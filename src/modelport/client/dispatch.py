@@ -23,7 +23,7 @@ from modelport.client.local_files import inlined
 from modelport.client.sdk_errors import sdk_errors
 from modelport.context import RequestContext
 from modelport.errors import PermissionDeniedError
-from modelport.protocol.answers import Binary, Events
+from modelport.protocol.answers import Binary, Events, json_bytes
 from modelport.service import Service
 from modelport.service.operation_table import OPERATIONS
 from modelport.service.operations import FilePart, Operation
@@ -160,7 +160,7 @@ def http_response(answer: object, options: FinalRequestOptions, pull: Any = None
     elif isinstance(answer, BaseModel):
         content = answer.model_dump_json(warnings=False, by_alias=True).encode()
     else:
-        content = orjson.dumps(answer)
+        content = json_bytes(answer)
     return httpx2.Response(
         200, headers={"content-type": "application/json"}, content=content, request=request
     )

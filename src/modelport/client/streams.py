@@ -5,8 +5,8 @@ on them unchanged."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Iterator
+from typing import Any, Protocol, TypeVar
 
 import httpx2
 from openai import AsyncStream, Stream
@@ -16,29 +16,40 @@ from modelport.client.sdk_errors import sdk_errors
 from modelport.protocol.answers import Events
 
 T = TypeVar("T")
-Pull = Callable[[Coroutine[Any, Any, Any]], Any]  # runs a coroutine to its end on the service's loop
+
+
+class Runner(Protocol):
+    """The loop the service runs on, seen from a blocking caller."""
+
+    def run(self, awaitable: Awaitable[T]) -> T:
+        """Wait for `awaitable` on the loop."""
+        ...
+
+    def settle(self, awaitable: Awaitable[object]) -> None:
+        """Run `awaitable` to its end, or soon when called from the loop itself."""
+        ...
 
 
 class _Closer(httpx2.AsyncByteStream, httpx2.SyncByteStream):
     """The stream's `response` body: closing it (as the SDK closes a stream) stops the work behind it."""
 
-    def __init__(self, events: Events[Any], pull: Pull | None) -> None:
+    def __init__(self, events: Events[Any], runner: Runner | None) -> None:
         self.events = events
-        self.pull = pull
+        self.runner = runner
 
     async def aclose(self) -> None:
         await self.events.aclose()
 
     def close(self) -> None:
-        assert self.pull is not None
-        self.pull(self.events.aclose())
+        assert self.runner is not None
+        self.runner.settle(self.events.aclose())
 
 
-def _response(events: Events[Any], path: str, pull: Pull | None) -> httpx2.Response:
+def _response(events: Events[Any], path: str, runner: Runner | None) -> httpx2.Response:
     return httpx2.Response(
         200,
         headers={"content-type": "text/event-stream"},
-        stream=_Closer(events, pull),
+        stream=_Closer(events, runner),
         request=httpx2.Request("POST", BASE_URL + path),
     )
 
@@ -72,14 +83,14 @@ class LocalAsyncStream(AsyncStream[T]):
 class LocalStream(Stream[T]):
     """`openai.Stream` over the service's events, each pulled from the loop the service runs on."""
 
-    def __init__(self, events: Events[Any], path: str, client: Any, cast_to: type[T], pull: Pull) -> None:
-        self.response = _response(events, path, pull)
+    def __init__(self, events: Events[Any], path: str, client: Any, cast_to: type[T], runner: Runner) -> None:
+        self.response = _response(events, path, runner)
         self._cast_to = cast_to
         self._client = client
         self._options = None
         self._events = events
         self._path = path
-        self._pull = pull
+        self._runner = runner
         self._iterator = self.__stream__()
 
     def __stream__(self) -> Iterator[T]:
@@ -88,9 +99,9 @@ class LocalStream(Stream[T]):
             while True:
                 with sdk_errors(self._path):
                     try:
-                        item = self._pull(typed.__anext__())
+                        item = self._runner.run(typed.__anext__())
                     except StopAsyncIteration:
                         return
                 yield item
         finally:
-            self._pull(typed.aclose())
+            self._runner.settle(typed.aclose())

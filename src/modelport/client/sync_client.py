@@ -39,6 +39,7 @@ class _Loop:
             threading.Thread(target=self.loop.run_forever, name="modelport-client", daemon=True).start()
         else:
             self.loop = running
+        self._settling: set[asyncio.Future[object]] = set()  # kept until done: the loop holds tasks weakly
 
     def run(self, awaitable: Awaitable[T]) -> T:
         """Wait for `awaitable` on the loop."""
@@ -51,6 +52,19 @@ class _Loop:
                 awaitable.close()
             raise RuntimeError("the blocking client cannot wait in its own event loop; use AsyncOpenAI there")
         return asyncio.run_coroutine_threadsafe(_awaited(awaitable), self.loop).result()
+
+    def settle(self, awaitable: Awaitable[object]) -> None:
+        """Run `awaitable` to its end, or (called from the loop itself: a stream collected there) soon."""
+        try:
+            in_loop = asyncio.get_running_loop() is self.loop
+        except RuntimeError:
+            in_loop = False
+        if in_loop:
+            task = asyncio.ensure_future(awaitable)
+            self._settling.add(task)
+            task.add_done_callback(self._settling.discard)
+        else:
+            self.run(awaitable)
 
     def close(self) -> None:
         if self.own:
@@ -105,7 +119,7 @@ class OpenAI(openai.OpenAI):
         raw = is_given(options.headers) and bool(options.headers.get(RAW_RESPONSE_HEADER))
         path = self._dispatch.path(options)
         if not raw and isinstance(answer, Events):
-            return LocalStream(answer, path, self, cast_to, self._loop.run)
+            return LocalStream(answer, path, self, cast_to, self._loop)
         if not raw and not isinstance(answer, Binary):
             return parsed(self, whole(answer), cast_to, options)
         response = http_response(answer, options, pull=self._loop.run)

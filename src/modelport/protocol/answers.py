@@ -151,6 +151,18 @@ class Binary:
             await self.chunks.aclose()
 
 
+def json_bytes(data: object) -> bytes:
+    """A whole answer built here as JSON (a dict may hold `openai` objects: a model list)."""
+    return orjson.dumps(data, default=_dumped)
+
+
+def _dumped(value: object) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if dump is None:
+        raise TypeError(f"{type(value).__name__} is not JSON")
+    return dump(mode="json", warnings=False, by_alias=True)
+
+
 def listed(items: list[Event]) -> AsyncGenerator[Event, None]:
     """Events already in hand, as a stream."""
 

@@ -10,7 +10,7 @@ import orjson
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel
 
-from modelport.protocol.answers import Binary, Events
+from modelport.protocol.answers import Binary, Events, json_bytes
 from modelport.server.streaming import EventStream, frames
 from modelport.service.state.listing import ListPage
 
@@ -30,7 +30,7 @@ def render(answer: object) -> Response:
         return Response(answer.model_dump_json(warnings=False, by_alias=True), media_type="application/json")
     if isinstance(answer, ListPage):
         answer = answer.body()
-    return Response(orjson.dumps(answer), media_type="application/json")
+    return Response(json_bytes(answer), media_type="application/json")
 
 
 async def _closing(chunks: AsyncGenerator[bytes, None]) -> AsyncGenerator[bytes, None]:

@@ -9,9 +9,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.datastructures import UploadFile
 from fastapi.responses import Response
 from pydantic import BaseModel
+from starlette.datastructures import UploadFile
 
 from modelport.server.http_render import render
 from modelport.service import Service

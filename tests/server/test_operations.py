@@ -1,0 +1,279 @@
+"""The operation table is where an endpoint exists: the app serves its rows and nothing else, each row's body
+bound is held before the body is read, admission (keys, the project's allowed models and rate limits)
+applies to every row on every face, and the in-process client is the SDK itself (its raw and streaming
+responses, `parse`, `stream()` helpers and pagination)."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import io
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import openai
+import pytest
+from openai.types.chat import ChatCompletion, ChatCompletionChunk, ParsedChatCompletion
+
+import modelport
+from modelport.server import create_app
+from modelport.service import Service
+from modelport.service.operation_table import OPERATIONS
+from modelport.service.operations import BODY, FORM_ROOM, UPLOAD, Operation
+from modelport.settings import AuthSettings
+from tests.server.test_projects import cli, new_key
+from tests.support.configs import tiny_settings
+from tests.support.faces import Faces, faces
+
+USER = [{"role": "user", "content": "one two"}]
+
+
+def test_the_app_serves_the_rows_of_the_table_and_nothing_else(tmp_path: Path) -> None:
+    app = create_app(service=Service.from_settings(tiny_settings(str(tmp_path / "state.db"))))
+    documented = {
+        (method.upper(), path)
+        for path, methods in app.openapi()["paths"].items()
+        if path.startswith("/v1/")
+        for method in methods
+    }
+    assert documented == {(op.method, op.route) for op in OPERATIONS}
+    assert {op.route for op in OPERATIONS if op.batchable} == {
+        "/v1/chat/completions",
+        "/v1/completions",
+        "/v1/embeddings",
+        "/v1/responses",
+    }
+
+
+def test_openai_s_own_prefix_reaches_the_same_rows(tiny: openai.OpenAI, tiny_faces: Faces) -> None:
+    mirrored = openai.OpenAI(base_url=f"{tiny_faces.url}/v1/openai/v1", api_key="unused", max_retries=0)
+    assert [m.id for m in mirrored.models.list()] == [m.id for m in tiny.models.list()]
+
+
+@pytest.fixture(scope="module")
+def tiny_served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Faces]:
+    with faces(tiny_settings(str(tmp_path_factory.mktemp("ops") / "state.db"))) as served:
+        yield served
+
+
+def _example_path(path: str) -> str:
+    return path.replace("{model_id:path}", "some/model").replace("{", "x_").replace("}", "")
+
+
+@pytest.mark.parametrize(
+    "operation", [op for op in OPERATIONS if op.method == "POST"], ids=lambda op: op.name
+)
+def test_each_row_s_body_bound_is_held_before_the_body_is_read(
+    tiny_served: Faces, operation: Operation
+) -> None:
+    settings = tiny_served.service.settings
+    limit = operation.body_limit(settings)
+    host, port = tiny_served.url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    connection.putrequest("POST", "/v1" + _example_path(operation.path))
+    connection.putheader("Content-Type", "application/json")
+    connection.putheader("Content-Length", str(limit + 1))
+    connection.endheaders()  # no body follows: an answer now proves nothing was waited for
+    answer = connection.getresponse()
+    body = json.loads(answer.read())
+    if operation.admin:  # the organization API asks for an admin key first: nothing was read either
+        assert answer.status == 401
+        return
+    assert answer.status == 413
+    assert body["error"]["code"] == "payload_too_large"
+    uploads = UPLOAD in operation.inputs
+    assert (body["error"]["param"] == "file") is uploads
+    expected = {
+        "audio.transcriptions.create": settings.max_upload_bytes + FORM_ROOM,
+        "audio.translations.create": settings.max_upload_bytes + FORM_ROOM,
+        "files.create": settings.files.max_bytes + FORM_ROOM,
+    }
+    assert limit == expected.get(operation.name, settings.limits.body_bytes)
+
+
+def test_a_json_body_under_a_path_ending_in_files_is_held_to_the_json_bound(tiny_served: Faces) -> None:
+    operation, _ = OPERATIONS.get("POST", "/vector_stores/vs_1/files")
+    assert BODY in operation.inputs
+    assert (
+        operation.body_limit(tiny_served.service.settings) == tiny_served.service.settings.limits.body_bytes
+    )
+
+
+def test_in_process_the_sdk_s_own_call_patterns_work(tiny_served: Faces) -> None:
+    client = tiny_served.inprocess
+    assert isinstance(client, openai.OpenAI)
+    raw = client.chat.completions.with_raw_response.create(model="reverse", messages=USER)
+    assert raw.headers["content-type"] == "application/json"
+    assert raw.parse().choices[0].message.content == "two one"
+    with client.chat.completions.with_streaming_response.create(
+        model="reverse", messages=USER, stream=True
+    ) as response:
+        lines = [line for line in response.iter_lines() if line]
+    assert lines[0].startswith("data: {")
+    assert lines[-1] == "data: [DONE]"
+    parsed = client.chat.completions.parse(model="reverse", messages=USER)
+    assert isinstance(parsed, ParsedChatCompletion)
+    assert parsed.choices[0].message.content == "two one"
+    with client.chat.completions.stream(model="reverse", messages=USER) as stream:
+        kinds = {event.type for event in stream}
+        assert "content.delta" in kinds
+        assert stream.get_final_completion().choices[0].message.content == "two one"
+    with client.responses.stream(model="reverse", input="three four") as events:
+        names = [event.type for event in events]
+        assert names[0] == "response.created"
+        assert names[-1] == "response.completed"
+        assert events.get_final_response().output_text == "four three"
+    chunks = list(client.chat.completions.create(model="reverse", messages=USER, stream=True))
+    assert all(isinstance(chunk, ChatCompletionChunk) for chunk in chunks)
+    made = [
+        client.chat.completions.create(model="reverse", messages=USER, store=True, metadata={"page": "walk"})
+        for _ in range(3)
+    ]
+    first = client.chat.completions.list(limit=1, metadata={"page": "walk"})
+    assert len(first.data) == 1
+    assert first.has_next_page()
+    assert [c.id for c in first] == [c.id for c in made]  # iterating a page walks every later page
+    assert [len(page.data) for page in first.iter_pages()] == [1, 1, 1]
+
+
+def test_the_async_in_process_client_is_the_sdk_s_too(tiny_served: Faces) -> None:
+    async def run() -> None:
+        async with modelport.AsyncOpenAI(service=tiny_served.service) as client:
+            assert isinstance(client, openai.AsyncOpenAI)
+            whole = await client.chat.completions.create(model="reverse", messages=USER)
+            assert isinstance(whole, ChatCompletion)
+            raw = await client.chat.completions.with_raw_response.create(model="reverse", messages=USER)
+            assert raw.parse().choices[0].message.content == "two one"  # the SDK parses it at once
+            async with client.responses.stream(model="reverse", input="a b") as events:
+                async for _ in events:
+                    pass
+                assert (await events.get_final_response()).output_text == "b a"
+            await client.files.create(file=("n.txt", b"note"), purpose="user_data")
+            seen = [f.id async for f in client.files.list(limit=1)]
+            assert len(seen) >= 1
+
+    asyncio.run(run())
+
+
+# Admission: every row, every face.
+
+
+@dataclass
+class Limited:
+    served: Faces
+    database: str
+    key: str  # of a project allowed `recall` alone, at 1 request a minute
+    wrong: str = "sk-not-a-key"
+
+    def http(self, key: str) -> openai.OpenAI:
+        return openai.OpenAI(base_url=f"{self.served.url}/v1", api_key=key, max_retries=0, timeout=60)
+
+    def inprocess(self, key: str) -> modelport.OpenAI:
+        return modelport.OpenAI(service=self.served.service, api_key=key)
+
+
+@pytest.fixture(scope="module")
+def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Limited]:
+    database = str(tmp_path_factory.mktemp("admission") / "state.db")
+    cli("projects", "create", "narrow", "--database", database, "--rpm", "1", "--models", "recall")
+    key = new_key(database, "narrow")
+    settings = tiny_settings(database)
+    settings.auth = AuthSettings(key_cache_seconds=0.5, usage_flush_seconds=0.2)
+    with faces(settings) as served:
+        yield Limited(served, database, key)
+
+
+def _send(client: openai.OpenAI, operation: Operation, body: dict[str, object] | None) -> object:
+    """One request to a row, through the SDK's generic methods (so every row is reached the same way)."""
+    path = _example_path(operation.path)
+    if operation.method == "GET":
+        return client.get(path, cast_to=object)
+    if operation.method == "DELETE":
+        return client.delete(path, cast_to=object)
+    if UPLOAD in operation.inputs:
+        files = [("file", ("a.wav", b"RIFF"))]
+        form = {"headers": {"Content-Type": "multipart/form-data"}}  # as the SDK's upload methods send it
+        return client.post(path, cast_to=object, files=files, body=body, options=form)
+    return client.post(path, cast_to=object, body=body if operation.body_model is not None else None)
+
+
+BODIES: dict[str, dict[str, object]] = {
+    "chat.completions.create": {"messages": USER},
+    "completions.create": {"prompt": "x"},
+    "embeddings.create": {"input": "x"},
+    "audio.speech.create": {"input": "x", "voice": "alloy"},
+    "responses.create": {"input": "x"},
+    "files.create": {"purpose": "batch"},
+}
+
+
+def asks(operation: Operation, model: str = "reverse") -> dict[str, object]:
+    """A body each row would accept, asking for `model`."""
+    return {"model": model, **BODIES.get(operation.name, {"messages": USER, "input": "x"})}
+
+
+@pytest.mark.parametrize("operation", list(OPERATIONS), ids=lambda op: op.name)
+def test_every_row_needs_a_key_on_both_faces(limited: Limited, operation: Operation) -> None:
+    for client in (limited.http(limited.wrong), limited.inprocess(limited.wrong)):
+        with pytest.raises(openai.AuthenticationError):
+            _send(client, operation, asks(operation))
+
+
+MODEL_ROWS = [op for op in OPERATIONS if op.capability is not None]
+
+
+@pytest.mark.parametrize("operation", MODEL_ROWS, ids=lambda op: op.name)
+def test_every_model_row_holds_the_project_s_allowed_models_on_both_faces(
+    limited: Limited, operation: Operation
+) -> None:
+    for client in (limited.http(limited.key), limited.inprocess(limited.key)):
+        with pytest.raises(openai.NotFoundError) as refused:  # a model the project may not use
+            _send(client, operation, asks(operation))
+        assert refused.value.code == "model_not_found"
+
+
+@pytest.mark.parametrize("name", ["chat.completions.create", "responses.create"])
+def test_the_project_s_rate_holds_across_both_faces(limited: Limited, name: str) -> None:
+    operation = OPERATIONS.by_name(name)
+    allowed = asks(operation, "recall")
+    http, inprocess = limited.http(limited.key), limited.inprocess(limited.key)
+    answered = refused = 0
+    for client in (http, inprocess, http, inprocess):  # the minute's one request at most, then refusals
+        try:
+            _send(client, operation, allowed)
+            answered += 1
+        except openai.RateLimitError:
+            refused += 1
+    assert answered <= 1
+    assert refused >= 3
+
+
+def test_batch_lines_run_under_their_project_s_models_and_limits(limited: Limited) -> None:
+    client = limited.http(limited.key)
+    lines = [
+        {"custom_id": f"{i}", "method": "POST", "url": url, "body": {"model": model, "messages": USER}}
+        for i, (url, model) in enumerate(
+            [("/v1/chat/completions", "reverse"), ("/v1/chat/completions", "recall")] * 3
+        )
+    ]
+    content = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    uploaded = client.files.create(file=("lines.jsonl", io.BytesIO(content)), purpose="batch")
+    batch = client.batches.create(
+        input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+    )
+    deadline = time.monotonic() + 60
+    while batch.status not in ("completed", "failed", "cancelled", "expired"):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+        batch = client.batches.retrieve(batch.id)
+    assert batch.status == "completed"
+    assert batch.error_file_id is not None
+    errors = [json.loads(line) for line in client.files.content(batch.error_file_id).text.splitlines()]
+    codes = sorted(e["response"]["body"]["error"]["code"] for e in errors)
+    # The three lines for `reverse` are the project's forbidden model; of the three for `recall`, a
+    # minute's one request at most went through.
+    assert codes.count("model_not_found") == 3
+    assert codes.count("rate_limit_exceeded") >= 2
