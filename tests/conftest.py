@@ -82,6 +82,18 @@ def postgres() -> Iterator[Postgres]:
     served.stop()
 
 
+# Fixtures that load the default models or start PostgreSQL: a test that uses one is of the `models` tier.
+_LOADING = {"server", "client", "http_client", "inprocess_client", "postgres"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests that load real models (through the shared fixtures) as `models`; what is left of the
+    quick loop without them is the unit tier (`-m "not slow and not models"`, CONTRIBUTING.md)."""
+    for item in items:
+        if _LOADING & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.models)
+
+
 _EXIT_STATUS: list[int] = []
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx2
 import orjson
+from openai._constants import RAW_RESPONSE_HEADER
 from openai._models import FinalRequestOptions
 from openai._qs import Querystring
 from pydantic import BaseModel
@@ -65,7 +66,13 @@ class Dispatch:
             context.enter(await self._caller(operation, outer))
             try:
                 return await operation.invoke(
-                    self.service, params, body=body, values=values, query=query, upload=upload
+                    self.service,
+                    params,
+                    body=body,
+                    values=values,
+                    query=query,
+                    upload=upload,
+                    whole=_headers(options).get(RAW_RESPONSE_HEADER) != "stream",
                 )
             finally:
                 context.enter(outer)

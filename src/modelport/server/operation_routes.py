@@ -16,7 +16,7 @@ from starlette.datastructures import UploadFile
 from modelport.server.http_render import render
 from modelport.service import Service
 from modelport.service.operation_table import OPERATIONS
-from modelport.service.operations import BODY, QUERY, UPLOAD, FilePart, Operation
+from modelport.service.operations import BODY, QUERY, UPLOAD, WHOLE, FilePart, Operation
 
 Endpoint = Callable[..., Awaitable[Response]]
 
@@ -58,7 +58,7 @@ def _endpoint(operation: Operation) -> Endpoint:
 
     parameters = [inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Request)]
     for name, parameter in operation.inputs.items():
-        if name == QUERY:
+        if name in (QUERY, WHOLE):
             continue
         parameters.append(parameter.replace(annotation=operation.hints.get(name, str)))
     endpoint.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]

@@ -360,7 +360,7 @@ class Service:
         operation = OPERATIONS.batch_endpoint(url)
         if operation is None:
             raise InvalidRequestError(f"Batches do not run {url}.", param="url")
-        return await operation.invoke(self, {}, body=body)
+        return await operation.invoke(self, {}, body=body, whole=True)
 
     def _model(self, model_id: str) -> Model:
         """OpenAI's model object, plus what a loaded model serves (capabilities, voices)."""

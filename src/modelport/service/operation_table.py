@@ -78,9 +78,10 @@ async def create_embeddings(service: Service, body: EmbeddingRequest) -> object:
     return await service.embeddings(body)
 
 
-async def create_speech(service: Service, body: SpeechRequest) -> object:
-    """Text to speech: audio chunks (or SSE events) as they are synthesised."""
-    return await service.speech(body)
+async def create_speech(service: Service, body: SpeechRequest, whole: bool = False) -> object:
+    """Text to speech: audio chunks (or SSE events) as they are synthesised; a file with its exact sizes
+    where it is read whole."""
+    return await service.speech(body, whole=whole)
 
 
 async def list_voices(service: Service, model: str) -> dict[str, Any]:

@@ -31,8 +31,10 @@ Method = Literal["GET", "POST", "DELETE"]
 # Which bound a request's body is held to: `body`, the JSON body bound ([limits] body_bytes); `files`, an
 # upload to the Files API; `audio`, an audio upload.
 Bound = Literal["body", "files", "audio"]
-# The names a call's parameters may have beside the path's, and what each receives.
-BODY, QUERY, UPLOAD = "body", "query", "upload"
+# The names a call's parameters may have beside the path's, and what each receives: the request body, the
+# query string's items, a multipart file, and whether the face reads the answer whole (in-process and batch
+# lines; over HTTP an answer streams as it is made).
+BODY, QUERY, UPLOAD, WHOLE = "body", "query", "upload", "whole"
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ class Operation:
     def query_names(self) -> list[str]:
         """The names of its scalar query parameters."""
         path = set(self.path_names())
-        return [name for name in self.inputs if name not in path and name not in (BODY, QUERY, UPLOAD)]
+        return [name for name in self.inputs if name not in path and name not in (BODY, QUERY, UPLOAD, WHOLE)]
 
     def body_limit(self, settings: Settings) -> int:
         """The most bytes its request body may hold."""
@@ -126,10 +128,11 @@ class Operation:
         query: QueryItems | None = None,
         values: dict[str, Any] | None = None,
         upload: FilePart | None = None,
+        whole: bool = False,
     ) -> object:
         """Call it with a request's inputs as a face received them: `body` as JSON data (validated here
         into its request model), `values` as the query's typed values (validated here), `query` as the
-        query string's items."""
+        query string's items; `whole` when the face reads the answer whole."""
         inputs: dict[str, Any] = dict(path)
         if BODY in self.inputs:
             model = self.body_model
@@ -143,6 +146,8 @@ class Operation:
             if upload is None:
                 raise InvalidRequestError("Missing required parameter: 'file'.", param="file", code="missing")
             inputs[UPLOAD] = upload
+        if WHOLE in self.inputs:
+            inputs[WHOLE] = whole
         return await self.call(service, **inputs)
 
 
