@@ -69,8 +69,8 @@ def postgres() -> Iterator[Postgres]:
         missing = "PostgreSQL is not installed (apt-get install postgresql)"
     elif not has_pgvector(binaries):
         missing = (
-            "pgvector is not installed for this PostgreSQL (as root: apt-get install postgresql-server-dev-15 "
-            "build-essential curl && scripts/install-pgvector)"
+            "pgvector is not installed for this PostgreSQL (as root: apt-get install "
+            "postgresql-server-dev-15 build-essential curl && scripts/install-pgvector)"
         )
     if missing is not None:
         if os.environ.get("MODELPORT_REQUIRE_POSTGRES"):

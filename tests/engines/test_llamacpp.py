@@ -17,6 +17,8 @@ from modelport.engines import llamacpp
 from modelport.engines.llamacpp.xllamacpp_loader import portable
 from modelport.errors import InvalidRequestError
 
+pytestmark = pytest.mark.models  # real models: not the unit tier
+
 
 @pytest.fixture(scope="module")
 def engine() -> tuple[object, object]:

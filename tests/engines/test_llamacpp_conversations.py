@@ -14,8 +14,10 @@ from pathlib import Path
 import openai
 import pytest
 
-from modelport.engines.llamacpp import conversations
+from modelport.engines.llamacpp import conversation_cache
 from tests.support.live import configured_server
+
+pytestmark = pytest.mark.models  # real models: not the unit tier
 
 SYSTEM = "You are a terse assistant for a warehouse. " + " ".join(
     f"Rule {i}: shelf {i} holds item {i * 7 % 50} and is checked every {i % 5 + 1} days." for i in range(40)
@@ -85,7 +87,7 @@ def test_folders_left_by_processes_that_are_gone_are_removed(
     (left / "turn.bin").write_bytes(b"saved")
     mine = tmp_path / f"modelport-slots-{os.getpid()}-def"
     mine.mkdir()
-    made = conversations.folder(1 << 60)  # no /dev/shm has room for that: made in the temporary folder
+    made = conversation_cache.folder(1 << 60)  # no /dev/shm has room for that: made in the temporary folder
     assert not left.exists()
     assert mine.exists()
     assert made.parent == tmp_path

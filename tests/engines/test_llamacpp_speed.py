@@ -16,6 +16,8 @@ import modelport
 from modelport.engines import llamacpp
 from modelport.settings import ModelConfig, Settings
 
+pytestmark = pytest.mark.models  # real models: not the unit tier
+
 CODE = "\n".join(f"def f{i}(x):\n    return x * {i} + {i * i}" for i in range(20))
 COPY = [{"role": "user", "content": f"Return this code unchanged:\n\n{CODE}"}]
 

@@ -12,7 +12,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from modelport.protocol.answers import Binary, EventKind, Events, listed
 from modelport.service.generation.framing import CHAT_CHUNKS, framed
 from modelport.service.generation.vllm_generate import FRAMES
-from modelport.service.responses.events import RESPONSE_EVENTS
+from modelport.service.responses.response_events import RESPONSE_EVENTS
 
 CHUNK = {
     "id": "x",

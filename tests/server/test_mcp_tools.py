@@ -22,6 +22,8 @@ from modelport.settings import Limits, Settings
 from tests.support.faces import Faces, faces
 from tests.support.live import serve_app
 
+pytestmark = pytest.mark.models  # real models: not the unit tier
+
 MODEL = "smollm2-135m-instruct"
 
 

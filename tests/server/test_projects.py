@@ -22,6 +22,8 @@ from modelport.settings import DEFAULT_EMBEDDING, AuthSettings, ModelConfig
 from tests.support.configs import tiny_settings
 from tests.support.faces import Faces, faces
 
+pytestmark = pytest.mark.models  # real models: not the unit tier
+
 TTL = 0.5  # key_cache_seconds of these servers
 
 

@@ -31,6 +31,8 @@ from modelport.settings import (
 from tests.service.test_audio import word_error_rate
 from tests.support.faces import Faces, faces
 
+pytestmark = pytest.mark.models  # real models: not the unit tier
+
 SERVER_EVENT: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)
 QUESTION = "What is the weather like in Paris today?"
 RATE = 24_000

@@ -25,6 +25,8 @@ from modelport.settings import ModelConfig, Settings
 from tests.support.faces import Faces, faces
 from tests.support.projector import tiny_projector
 
+pytestmark = pytest.mark.models  # real models: not the unit tier
+
 MODEL = "seer"
 
 

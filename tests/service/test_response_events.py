@@ -12,8 +12,8 @@ from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from modelport.service.generation.accumulate import ChatFold
-from modelport.service.responses.events import ResponseEvents, replayed
 from modelport.service.responses.output import completion_output
+from modelport.service.responses.response_events import ResponseEvents, replayed
 
 EVENTS = TypeAdapter(ResponseStreamEvent)
 HEAD = {"id": "chatcmpl-1", "created": 1, "model": "m", "object": "chat.completion.chunk"}

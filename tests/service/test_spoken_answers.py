@@ -21,6 +21,8 @@ from modelport.settings import DEFAULT_SPEECH, DEFAULT_TRANSCRIPTION, ModelConfi
 from tests.service.test_audio import word_error_rate
 from tests.support.faces import Faces, faces
 
+pytestmark = pytest.mark.models  # real models: not the unit tier
+
 SAID = "The library opens at nine in the morning. It closes at six in the evening."
 HEARD = f"user: {SAID}"  # what recall answers
 SPOKEN = {"voice": "alloy", "format": "wav"}

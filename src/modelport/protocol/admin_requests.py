@@ -17,7 +17,7 @@ class ModelLimits(BaseModel):
     tpm: int | None = Field(default=None, ge=1)
 
 
-class Limits(ModelLimits):
+class ProjectLimits(ModelLimits):
     """A project's or a key's limits: requests and tokens per minute, the models it may use (all when
     empty), and limits per model."""
 
@@ -29,14 +29,14 @@ class ProjectCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=256)
-    limits: Limits | None = None
+    limits: ProjectLimits | None = None
 
 
 class ProjectModify(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str | None = Field(default=None, min_length=1, max_length=256)
-    limits: Limits | None = None
+    limits: ProjectLimits | None = None
 
 
 class KeyCreate(BaseModel):
@@ -45,7 +45,7 @@ class KeyCreate(BaseModel):
     name: str = Field(default="", max_length=256)
     role: Literal["member", "admin"] = "member"
     expires_in_days: float | None = Field(default=None, gt=0)
-    limits: Limits | None = None
+    limits: ProjectLimits | None = None
 
 
 class RateLimitUpdate(BaseModel):

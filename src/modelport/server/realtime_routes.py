@@ -15,7 +15,7 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 from modelport import context
 from modelport.errors import ModelportError
 from modelport.service import Service
-from modelport.service.realtime.events import ClientEventError, error_event
+from modelport.service.realtime.realtime_events import ClientEventError, error_event
 
 router = APIRouter()
 

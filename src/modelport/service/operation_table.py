@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Any
 from modelport.errors import InvalidRequestError
 from modelport.predictors.contract import Capability
 from modelport.predictors.relay import Upload
-from modelport.protocol.admin_requests import KeyCreate, Limits, ProjectCreate, ProjectModify, RateLimitUpdate
+from modelport.protocol.admin_requests import (
+    KeyCreate,
+    ProjectCreate,
+    ProjectLimits,
+    ProjectModify,
+    RateLimitUpdate,
+)
 from modelport.protocol.requests import (
     BatchCreate,
     ChatCompletionRequest,
@@ -415,7 +421,7 @@ async def list_file_batch_files(
 # The organization API (admin keys only), in the shapes of OpenAI's Admin and Usage APIs.
 
 
-def _limits(given: Limits | None) -> dict[str, Any] | None:
+def _limits(given: ProjectLimits | None) -> dict[str, Any] | None:
     return None if given is None else given.model_dump(exclude_none=True)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from modelport.engines import Engine
-from modelport.engines.llamacpp import conversations, gguf_header
+from modelport.engines.llamacpp import conversation_cache, gguf_header
 from modelport.engines.llamacpp.generators import LlamaChat, LlamaCompletion, tool_format
 from modelport.engines.llamacpp.instances import Instances
 from modelport.engines.llamacpp.launch import SLOTS, SideDoor, default_gguf, start_server
@@ -30,13 +30,13 @@ def load(conversation_cache_mib: int = 1024, **options: Any) -> Sequence[LlamaCh
     draft model keeps it off: a saved slot holds the main model's cache only."""
     key = secrets.token_urlsafe(32)
     budget = conversation_cache_mib << 20
-    saved = conversations.folder(budget) if budget > 0 and not options.get("draft") else None
+    saved = conversation_cache.folder(budget) if budget > 0 and not options.get("draft") else None
     server = start_server(**options, api_key=key, slot_save_path=saved)
     door = SideDoor(server, key)
     gguf = Path(options["path"]) if options.get("path") else default_gguf()
     instances = Instances(server, options, gguf)
     media = ("image",) if options.get("mmproj") else ()
-    kept = conversations.Conversations(door, saved, budget) if saved else None
+    kept = conversation_cache.ConversationCache(door, saved, budget) if saved else None
     return [LlamaChat(instances, door, media, kept), LlamaCompletion(instances, door, gguf, kept)]
 
 

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
-from modelport.engines.llamacpp import conversations, template_probe
+from modelport.engines.llamacpp import conversation_cache, template_probe
 from modelport.engines.llamacpp.chunk_stream import stream_chunks
-from modelport.engines.llamacpp.conversations import Conversations
+from modelport.engines.llamacpp.conversation_cache import ConversationCache
 from modelport.engines.llamacpp.instances import Instances
 from modelport.engines.llamacpp.launch import SideDoor
 from modelport.engines.llamacpp.scoring import Scorer
@@ -43,7 +43,7 @@ class LlamaChat:
         instances: Instances,
         door: SideDoor,
         media: tuple[str, ...] = (),
-        kept: Conversations | None = None,
+        kept: ConversationCache | None = None,
     ) -> None:
         self._instances = instances
         self._door = door
@@ -75,7 +75,7 @@ class LlamaChat:
             turn = kept.leave(request)
             return stream_chunks(self._instances.chat(request), request, turn.ended)
         lone = len(request["messages"]) == 1  # a one-off question, a RAG answer, a code edit
-        turn = kept.place(request, conversations.message_names(request), lone)
+        turn = kept.place(request, conversation_cache.message_names(request), lone)
         return stream_chunks(self._instances.chat(request), request, turn.ended)
 
     def render(self, messages: list[dict[str, Any]]) -> str:
@@ -100,7 +100,7 @@ class LlamaCompletion:
     fill-in-the-middle tokens. Scoring starts a second llama.cpp instance on its first use."""
 
     def __init__(
-        self, instances: Instances, door: SideDoor, gguf: Path, kept: Conversations | None = None
+        self, instances: Instances, door: SideDoor, gguf: Path, kept: ConversationCache | None = None
     ) -> None:
         self._instances = instances
         self._door = door
@@ -130,8 +130,8 @@ class LlamaCompletion:
         if kept is None or not self._instances.main(request):
             return stream_chunks(self._instances.completion(request), request)
         # A prompt shorter than a piece is found by the same prompt again only.
-        lone = len(prompt) < conversations.PROMPT_PIECE
-        turn = kept.place(request, conversations.prompt_names(request), lone)
+        lone = len(prompt) < conversation_cache.PROMPT_PIECE
+        turn = kept.place(request, conversation_cache.prompt_names(request), lone)
         return stream_chunks(self._instances.completion(request), request, turn.ended)
 
     def detokenize(self, ids: list[int]) -> str:

@@ -20,7 +20,7 @@ from modelport.predictors.manager import ModelManager
 from modelport.predictors.relay import Upload
 from modelport.protocol.requests import TranscriptionRequest
 from modelport.service.realtime.audio import LISTEN_RATE
-from modelport.service.realtime.events import Event
+from modelport.service.realtime.realtime_events import Event
 from modelport.service.realtime.responses import Pipes
 from modelport.service.realtime.session import RealtimeSession
 from modelport.settings import DEFAULT_REALTIME, RealtimePipeline, Settings

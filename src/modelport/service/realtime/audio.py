@@ -13,7 +13,7 @@ import numpy as np
 from av.audio.codeccontext import AudioCodecContext
 
 from modelport.service.audio.codec import OUTPUT_RATE
-from modelport.service.realtime.events import ClientEventError
+from modelport.service.realtime.realtime_events import ClientEventError
 
 LISTEN_RATE = 16_000
 RATES = {"audio/pcm": OUTPUT_RATE, "audio/pcmu": 8_000, "audio/pcma": 8_000}

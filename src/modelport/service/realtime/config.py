@@ -11,7 +11,7 @@ from typing import Any
 from openai.types.realtime import RealtimeSessionCreateRequest, RealtimeTranscriptionSessionCreateRequest
 from pydantic import ValidationError
 
-from modelport.service.realtime.events import ClientEventError, invalid
+from modelport.service.realtime.realtime_events import ClientEventError, invalid
 from modelport.settings import RealtimePipeline
 
 Session = dict[str, Any]

@@ -13,7 +13,7 @@ from openai.types.realtime import ConversationItem
 from pydantic import TypeAdapter, ValidationError
 
 from modelport.ids import new_id
-from modelport.service.realtime.events import ClientEventError, invalid
+from modelport.service.realtime.realtime_events import ClientEventError, invalid
 
 Item = dict[str, Any]
 _ITEM: TypeAdapter[Any] = TypeAdapter(ConversationItem)

@@ -22,7 +22,7 @@ from modelport.service.audio.clauses import Clauses
 from modelport.service.realtime import config
 from modelport.service.realtime.audio import Speaker
 from modelport.service.realtime.conversation import Conversation, Entry, Spoken
-from modelport.service.realtime.events import ClientEventError, Event, error_event, server_event
+from modelport.service.realtime.realtime_events import ClientEventError, Event, error_event, server_event
 from modelport.settings import RealtimePipeline
 
 _PIECE_SECONDS = 0.1  # audio deltas carry about this much each
@@ -60,7 +60,7 @@ class _Output:
     call_index: int | None = None
 
 
-class Response:
+class RealtimeResponse:
     """A response being made; `cancel` stops it, and it still ends with `response.done`."""
 
     def __init__(self, host: Host, params: dict[str, Any]) -> None:

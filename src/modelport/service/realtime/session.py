@@ -20,8 +20,14 @@ from modelport.ids import new_id
 from modelport.service.realtime import config
 from modelport.service.realtime.audio import LISTEN_RATE, Listener
 from modelport.service.realtime.conversation import Conversation, Entry
-from modelport.service.realtime.events import ClientEventError, Event, client_event, error_event, server_event
-from modelport.service.realtime.responses import Pipes, Response
+from modelport.service.realtime.realtime_events import (
+    ClientEventError,
+    Event,
+    client_event,
+    error_event,
+    server_event,
+)
+from modelport.service.realtime.responses import Pipes, RealtimeResponse
 from modelport.service.realtime.turns import Change, TurnDetector
 from modelport.settings import Limits, RealtimePipeline
 
@@ -46,7 +52,7 @@ class RealtimeSession:
         self.id = new_id("sess", "_")
         self.started = time.monotonic()
         self.conversation = Conversation()
-        self.response: Response | None = None
+        self.response: RealtimeResponse | None = None
         self._send = send
         self._tasks: set[asyncio.Task[Any]] = set()
         self._detector = SpeechDetector()
@@ -362,7 +368,7 @@ class RealtimeSession:
     def _respond(self, params: dict[str, Any], *, queued: bool) -> None:
         """Start a response now, or (`queued`, for turns the server detected) after the one under way."""
         before = self.response.task if self.response is not None and queued else None
-        response = Response(self, params)
+        response = RealtimeResponse(self, params)
 
         async def run() -> None:
             if before is not None:
@@ -380,7 +386,7 @@ class RealtimeSession:
             self.response = response
         self._task(run())
 
-    def _arm_idle(self, response: Response) -> None:
+    def _arm_idle(self, response: RealtimeResponse) -> None:
         """`server_vad`'s `idle_timeout_ms`: that long after the answer's audio would have finished
         playing, with no speech since, the server prompts the user to go on (a response of its own)."""
         detection = config.turn_detection(self.session) or {}

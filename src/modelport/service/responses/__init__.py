@@ -27,8 +27,8 @@ from modelport.service.fetching import Fetcher
 from modelport.service.responses import items
 from modelport.service.responses.background import Jobs
 from modelport.service.responses.conversations import Conversations
-from modelport.service.responses.events import RESPONSE_EVENTS, ResponseEvents, replayed
 from modelport.service.responses.output import completion_output, usage
+from modelport.service.responses.response_events import RESPONSE_EVENTS, ResponseEvents, replayed
 from modelport.service.responses.server_tools import SERVED, ServerTools, answered, server_tools
 from modelport.service.responses.tool_specs import redacted
 from modelport.service.state.listing import ListPage, bounded_limit, checked_order
@@ -378,7 +378,7 @@ def _answer_now(chat: ChatCompletionRequest, served: frozenset[str]) -> None:
 def _skeleton(request: ResponseRequest, model_id: str, store: bool) -> dict[str, Any]:
     """The `Response` before any output: what every event's snapshot starts from."""
     return {
-        "id": items.new_id("resp"),
+        "id": items.new_item_id("resp"),
         "object": "response",
         "created_at": int(time.time()),
         "status": "queued" if request.background else "in_progress",

@@ -36,7 +36,7 @@ _NOT_RUN.update(
 )  # fmt: skip
 
 
-def new_id(prefix: str) -> str:
+def new_item_id(prefix: str) -> str:
     """An id in OpenAI's style: `resp_…`, `msg_…`, `fc_…`."""
     return ids.new_id(prefix, "_")
 
@@ -51,7 +51,12 @@ def checked_items(given: str | list[dict[str, Any]], param: str) -> list[dict[st
     message; a 400 names the item at fault as `param[i]`."""
     if isinstance(given, str):
         return [
-            {"id": new_id("msg"), "type": "message", "role": "user", "content": [_text("input_text", given)]}
+            {
+                "id": new_item_id("msg"),
+                "type": "message",
+                "role": "user",
+                "content": [_text("input_text", given)],
+            }
         ]
     items = []
     for i, raw in enumerate(given):
@@ -80,16 +85,16 @@ def checked_items(given: str | list[dict[str, Any]], param: str) -> list[dict[st
                         f"{param}[{i}].content[{j}] is `{shown}`; parts are {', '.join(_PARTS)}.",
                         param=f"{param}[{i}].content[{j}].type",
                     )
-            item.setdefault("id", new_id("msg"))
+            item.setdefault("id", new_item_id("msg"))
         elif kind == "function_call":
             _require(item, f"{param}[{i}]", "call_id", "name", "arguments")
-            item.setdefault("id", new_id("fc"))
+            item.setdefault("id", new_item_id("fc"))
         elif kind == "function_call_output":
             _require(item, f"{param}[{i}]", "call_id", "output")
-            item.setdefault("id", new_id("fco"))
+            item.setdefault("id", new_item_id("fco"))
         elif kind == "mcp_approval_response":
             _require(item, f"{param}[{i}]", "approval_request_id", "approve")
-            item.setdefault("id", new_id("mcpa"))
+            item.setdefault("id", new_item_id("mcpa"))
         elif kind in _SERVER_ITEMS:
             pass  # given back whole (as the Agents SDK does): the answer after them says what they found
         else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from modelport.service.responses.items import new_id
+from modelport.service.responses.items import new_item_id
 
 
 def message_item(item_id: str, text: str, logprobs: list[dict[str, Any]], status: str) -> dict[str, Any]:
@@ -22,7 +22,7 @@ def call_item(item_id: str, call: dict[str, Any], status: str) -> dict[str, Any]
         "id": item_id,
         "type": "function_call",
         "status": status,
-        "call_id": call.get("id") or new_id("call"),
+        "call_id": call.get("id") or new_item_id("call"),
         "name": function.get("name") or "",
         "arguments": function.get("arguments") or "",
     }
@@ -36,8 +36,10 @@ def completion_output(choice: dict[str, Any]) -> list[dict[str, Any]]:
     items = []
     if message.get("content"):
         content = (choice.get("logprobs") or {}).get("content") or []
-        items.append(message_item(new_id("msg"), message["content"], [logprob(e) for e in content], status))
-    items += [call_item(new_id("fc"), call, status) for call in message.get("tool_calls") or []]
+        items.append(
+            message_item(new_item_id("msg"), message["content"], [logprob(e) for e in content], status)
+        )
+    items += [call_item(new_item_id("fc"), call, status) for call in message.get("tool_calls") or []]
     return items
 
 

@@ -18,9 +18,9 @@ from typing import Any
 
 from modelport.errors import InvalidRequestError, NotFoundError
 from modelport.service.fetching import Fetcher
-from modelport.service.responses.events import ResponseEvents
-from modelport.service.responses.items import new_id
+from modelport.service.responses.items import new_item_id
 from modelport.service.responses.mcp_servers import McpError
+from modelport.service.responses.response_events import ResponseEvents
 from modelport.service.responses.tool_specs import FileSearchSpec, McpSpec, file_search_spec, mcp_spec
 from modelport.service.vectors import VectorStores
 
@@ -121,7 +121,7 @@ class ServerTools:
                 served.tools = served.offered(reused)
                 continue
             item: dict[str, Any] = {
-                "id": new_id("mcpl"), "type": "mcp_list_tools", "server_label": served.server.label,
+                "id": new_item_id("mcpl"), "type": "mcp_list_tools", "server_label": served.server.label,
                 "tools": [], "error": None,
             }  # fmt: skip
             for event in events.add_item(item):
@@ -198,16 +198,16 @@ class ServerTools:
             return
         if approved is None and served.needs_approval(tool_name):
             item = {
-                "id": new_id("mcpr"), "type": "mcp_approval_request", "server_label": served.server.label,
-                "name": tool_name, "arguments": arguments,
+                "id": new_item_id("mcpr"), "type": "mcp_approval_request",
+                "server_label": served.server.label, "name": tool_name, "arguments": arguments,
             }  # fmt: skip
             for event in events.add_item(item) + events.done_item(item):
                 yield event
             self.waiting = True
             return
         item = {
-            "id": new_id("mcp"), "type": "mcp_call", "server_label": served.server.label, "name": tool_name,
-            "arguments": arguments, "output": None, "error": None, "status": "in_progress",
+            "id": new_item_id("mcp"), "type": "mcp_call", "server_label": served.server.label,
+            "name": tool_name, "arguments": arguments, "output": None, "error": None, "status": "in_progress",
             "approval_request_id": approved["id"] if approved else None,
         }  # fmt: skip
         for event in events.add_item(item):
@@ -233,7 +233,7 @@ class ServerTools:
         assert tool is not None
         query = _query(arguments) or "(nothing)"
         item: dict[str, Any] = {
-            "id": new_id("fs"),
+            "id": new_item_id("fs"),
             "type": "file_search_call",
             "status": "in_progress",
             "queries": [query],

@@ -20,7 +20,7 @@ from openai.types.responses import Response, ResponseStreamEvent
 
 from modelport.protocol.answers import EventKind, LastEvent
 from modelport.service.generation.accumulate import ChatFold
-from modelport.service.responses.items import new_id
+from modelport.service.responses.items import new_item_id
 from modelport.service.responses.output import call_item, logprob, message_item, usage
 
 
@@ -177,7 +177,7 @@ class ResponseEvents:
             written = len(choice["message"].get("content") or "") - len(text)
             scored = len((choice.get("logprobs") or {}).get("content") or []) - len(tokens)
             self._open = _Open(
-                new_id("msg"), len(self.response["output"]), start=written, logprobs_start=scored
+                new_item_id("msg"), len(self.response["output"]), start=written, logprobs_start=scored
             )
             events += self._open_message(self._open.id, self._open.output_index)
         events.append(self._text_delta(self._open.id, self._open.output_index, text, tokens))
@@ -190,7 +190,7 @@ class ResponseEvents:
             return []  # the server runs it: its own item comes when it does
         if self._open is None or self._open.call != index:
             events += self._close(False)
-            item = call_item(new_id("fc"), self._whole_call(index), "in_progress")
+            item = call_item(new_item_id("fc"), self._whole_call(index), "in_progress")
             self._open = _Open(item["id"], len(self.response["output"]), index, item["call_id"])
             events.append(self._added(self._open.output_index, {**item, "arguments": ""}))
         arguments = (delta.get("function") or {}).get("arguments")

@@ -1,4 +1,4 @@
-"""Conversations' KV cache kept beside llama.cpp's slots, so that a conversation's next turn starts from
+"""ConversationCache' KV cache kept beside llama.cpp's slots, so that a conversation's next turn starts from
 its whole history rather than from the system prompt it shares with every other conversation.
 
 llama.cpp keeps idle slots' prompts in RAM and, for a new request, loads the cached prompt sharing the
@@ -73,7 +73,7 @@ class Turn:
 
     def __init__(
         self,
-        cache: Conversations,
+        cache: ConversationCache,
         names: list[str],
         slot: int | None,
         restored: str | None,
@@ -108,7 +108,7 @@ class Turn:
         return self._cache.finished(slot, empty=idle)
 
 
-class Conversations:
+class ConversationCache:
     """Saved turns of one llama.cpp server, at most `budget` bytes of files in `where`, least
     recently used dropped first; the folder goes when the model is unloaded or the process exits.
 
