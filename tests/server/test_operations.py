@@ -251,6 +251,15 @@ def test_the_project_s_rate_holds_across_both_faces(limited: Limited, name: str)
     assert refused >= 3
 
 
+def test_a_vector_store_cannot_be_made_on_an_embedding_model_the_project_may_not_use(
+    limited: Limited,
+) -> None:
+    for client in (limited.http(limited.key), limited.inprocess(limited.key)):
+        with pytest.raises(openai.NotFoundError) as refused:  # its ingest would embed with it later
+            client.vector_stores.create(name="x", extra_body={"embedding_model": "reverse"})
+        assert refused.value.code == "model_not_found"
+
+
 def test_batch_lines_run_under_their_project_s_models_and_limits(limited: Limited) -> None:
     client = limited.http(limited.key)
     lines = [

@@ -92,7 +92,7 @@ class Service:
         self.inputs = Inputs(self.files, fetcher, bounds)
         self.images = Images(self.files, fetcher, bounds)
         self.spoken = SpokenAnswers(self._spoken)
-        embedder = Embedder(self._embed, self._reader, lambda name: registry.resolve(name).id)
+        embedder = Embedder(self._embed, self._reader, self._usable)
         self.vector_stores = VectorStores(self.store, self.files, embedder, DEFAULT_EMBEDDING)
         self.responses = Responses(
             self.chat_completion,
@@ -258,6 +258,14 @@ class Service:
         limits and usage apply)."""
         answer = await self.embeddings(EmbeddingRequest(model=model, input=texts))
         return np.array([row.embedding for row in answer.data], dtype=np.float32)
+
+    def _usable(self, name: str) -> str:
+        """The id of a model the caller may use (a vector store's embedding model, chosen when it is made and
+        used by its ingest later); a 404 as for any request, if the caller's project may not."""
+        model_id = self.manager.registry.resolve(name).id
+        if not self.access.quotas.allows(context.current(), model_id):
+            raise ModelNotFoundError(name)
+        return model_id
 
     async def _reader(self, model: str) -> chunking.Reader:
         """What an embedding model reads, for cutting files into chunks (loading it if needed)."""

@@ -45,16 +45,6 @@ def check_embeddings(request: EmbeddingRequest, limits: Limits) -> None:
         _chars(text, limits.input_chars, "input")
 
 
-def check_audio_seconds(seconds: float, limits: Limits) -> None:
-    """The length of audio to transcribe or translate."""
-    if seconds > limits.audio_seconds:
-        raise InvalidRequestError(
-            f"The audio is {seconds:.0f} s long; this server takes at most {limits.audio_seconds:.0f} s.",
-            param="file",
-            code="audio_too_long",
-        )
-
-
 def _chars(value: Any, limit: int, param: str) -> None:
     if isinstance(value, str):
         size = len(value)

@@ -18,7 +18,7 @@ from modelport.predictors.relay import Upload
 from modelport.predictors.transcript import Segment, Transcript
 from modelport.protocol.answers import Binary, EventKind, Events
 from modelport.protocol.requests import TranscriptionRequest
-from modelport.service import calls, limits
+from modelport.service import calls
 from modelport.service.audio import codec as audio_codec
 from modelport.settings import Limits
 
@@ -33,6 +33,16 @@ TRANSCRIPT_EVENTS: EventKind[Transcription] = EventKind(
     done=True,
 )
 Transcribed = Transcription | TranscriptionVerbose | Binary | Events[Transcription]
+
+
+def check_audio_seconds(seconds: float, limits: Limits) -> None:
+    """The length of audio to transcribe or translate."""
+    if seconds > limits.audio_seconds:
+        raise InvalidRequestError(
+            f"The audio is {seconds:.0f} s long; this server takes at most {limits.audio_seconds:.0f} s.",
+            param="file",
+            code="audio_too_long",
+        )
 
 
 def check_upload(upload: Upload, max_bytes: int) -> None:
@@ -52,7 +62,7 @@ async def transcribe(
     assert predictor.sample_rate is not None
     samples = await anyio.to_thread.run_sync(audio_codec.decode, upload.content, predictor.sample_rate)
     duration = len(samples) / predictor.sample_rate
-    limits.check_audio_seconds(duration, bounds)
+    check_audio_seconds(duration, bounds)
     metrics.count_seconds(duration)
     options = {
         "openai.audio.transcriptions.language": request.language,
