@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -27,38 +28,30 @@ WHISPER_MULTILINGUAL = "whisper-base"
 LAZY_KEEP_ALIVE = 300.0  # seconds a model loaded on first use stays loaded when idle, as Ollama's default
 KeepAlive = Annotated[float, Field(gt=0)] | Literal["forever"]
 
-# OpenAI's model names, so code written for OpenAI runs unchanged against the defaults.
-OPENAI_ALIASES: dict[str, str] = {
-    **dict.fromkeys(
-        [
-            "gpt-4o-mini",
-            "gpt-4o",
-            "gpt-4.1",
-            "gpt-4.1-mini",
-            "gpt-4.1-nano",
-            "gpt-4-turbo",
-            "gpt-4",
-            "gpt-3.5-turbo",
-            "gpt-3.5-turbo-instruct",
-            "gpt-5",
-            "gpt-5-mini",
-            "gpt-5-nano",
-            "o4-mini",
-            "davinci-002",
-            "babbage-002",
-        ],
-        DEFAULT_CHAT,
-    ),
-    **dict.fromkeys(
-        ["text-embedding-3-small", "text-embedding-3-large", "text-embedding-ada-002"], DEFAULT_EMBEDDING
-    ),
-    **dict.fromkeys(["tts-1", "tts-1-hd", "gpt-4o-mini-tts"], DEFAULT_SPEECH),
-    **dict.fromkeys(["whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe"], DEFAULT_TRANSCRIPTION),
-    **dict.fromkeys(
-        ["gpt-realtime", "gpt-realtime-mini", "gpt-4o-realtime-preview", "gpt-4o-mini-realtime-preview"],
-        DEFAULT_REALTIME,
-    ),
-}
+# OpenAI's model names, as rules over their families, so that code written for OpenAI runs unchanged against
+# the defaults and a new version, a -mini/-nano/-luna variant or a dated snapshot needs no new entry: what a
+# rule covers (for `modelport models`), its pattern, and the default it reaches. The first that matches wins.
+OPENAI_FAMILIES: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
+    (covers, re.compile(pattern), target)
+    for covers, pattern, target in (
+        ("gpt-realtime*, gpt-4o(-mini)-realtime*", r"gpt-realtime.*|gpt-4o(-mini)?-realtime.*",
+         DEFAULT_REALTIME),
+        ("whisper-1, gpt-transcribe*, gpt-4o(-mini)-transcribe*", r"whisper-1|gpt-(4o-(mini-)?)?transcribe.*",
+         DEFAULT_TRANSCRIPTION),
+        ("tts-1*, gpt-*-tts*", r"tts-1(-hd)?(-.*)?|gpt-.*-tts(-.*)?", DEFAULT_SPEECH),
+        ("text-embedding-*", r"text-embedding-.*", DEFAULT_EMBEDDING),
+        ("gpt-* (gpt-audio*, gpt-4o-audio-preview*), o1*, o3*, o4*, chatgpt-*, davinci-002, babbage-002",
+         r"gpt-(?!image).+|o[1-9](-.*)?|chatgpt-.*|davinci-002|babbage-002", DEFAULT_CHAT),
+    )
+)  # fmt: skip
+
+
+def openai_family(name: str) -> str | None:
+    """The default model an OpenAI model name reaches by its family, if it is one of OpenAI's."""
+    for _, pattern, target in OPENAI_FAMILIES:
+        if pattern.fullmatch(name):
+            return target
+    return None
 
 
 class Autoscaling(BaseModel):
@@ -370,7 +363,20 @@ class Settings(BaseModel):
         return base + self.models
 
     def all_aliases(self) -> dict[str, str]:
-        """Alias → model id; explicit aliases win over OpenAI's names."""
-        ids = {m.id for m in self._configured()}
-        openai = {k: v for k, v in OPENAI_ALIASES.items() if v in ids} if self.openai_aliases else {}
-        return {**openai, **self.aliases}
+        """Alias → model id, as configured (explicit aliases, which win over OpenAI's names)."""
+        return dict(self.aliases)
+
+    def openai_target(self, name: str) -> str | None:
+        """The served model an OpenAI model name reaches by its family (`OPENAI_FAMILIES`), unless OpenAI's
+        names are turned off or the default it reaches is not served here."""
+        if not self.openai_aliases:
+            return None
+        target = openai_family(name)
+        return target if target in {m.id for m in self._configured()} else None
+
+    def openai_families(self) -> list[tuple[str, str]]:
+        """What each family of OpenAI's model names covers, and the served model it reaches."""
+        if not self.openai_aliases:
+            return []
+        served = {m.id for m in self._configured()}
+        return [(covers, target) for covers, _, target in OPENAI_FAMILIES if target in served]

@@ -71,3 +71,28 @@ def test_an_agent_searches_a_vector_store_the_server_keeps(server: Faces) -> Non
         await client.close()
 
     asyncio.run(run())
+
+
+@pytest.mark.slow
+def test_an_agent_with_the_sdk_s_default_model_and_settings_answers(server: Faces) -> None:
+    # No model named: the SDK's default (a gpt-5 name) with its default settings, which send
+    # `reasoning.effort` and `text.verbosity`; only a bound on the answer's length is added.
+    from agents import set_default_openai_api, set_default_openai_client
+    from agents.models import get_default_model, get_default_model_settings
+
+    set_tracing_disabled(True)
+
+    async def run() -> None:
+        client = openai.AsyncOpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0)
+        set_default_openai_client(client, use_for_tracing=False)
+        set_default_openai_api("responses")
+        settings = get_default_model_settings().resolve(ModelSettings(max_tokens=256, temperature=0))
+        assert settings.reasoning is not None
+        assert settings.verbosity is not None
+        agent = Agent(name="helper", instructions="Answer in one short sentence.", model_settings=settings)
+        result = await Runner.run(agent, "What is 2 + 2?", max_turns=1)
+        assert result.final_output
+        assert (await client.models.retrieve(get_default_model())).id == MODEL
+        await client.close()
+
+    asyncio.run(run())

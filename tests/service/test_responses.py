@@ -92,7 +92,8 @@ def test_an_unstored_response_is_not_kept(recall: Any) -> None:
     ("params", "param"),
     [
         ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
-        ({"reasoning": {"effort": "high"}}, "reasoning.effort"),
+        ({"reasoning": {"effort": "extreme"}}, "reasoning.effort"),
+        ({"text": {"verbosity": "chatty"}}, "text.verbosity"),
         ({"input": [{"type": "computer_call", "id": "x"}]}, "input[0].type"),
         (
             {"input": [{"role": "user", "content": [{"type": "input_video", "video_url": "x"}]}]},
@@ -113,6 +114,20 @@ def test_what_a_local_model_cannot_honour_is_a_400_naming_it(
     with pytest.raises(openai.BadRequestError) as caught:
         recall.responses.create(**{"model": "recall", "input": "hi", **params})
     assert caught.value.body["param"] == param
+
+
+def test_reasoning_and_verbosity_are_accepted_and_echoed_as_clients_send_them(recall: Any) -> None:
+    # The OpenAI Agents SDK sends both by default with gpt-5 models; they change nothing on these models.
+    response = recall.responses.create(
+        model="recall",
+        input="hi",
+        reasoning={"effort": "low", "summary": "auto"},
+        text={"verbosity": "low"},
+    )
+    assert response.output_text == "user: hi"
+    assert response.reasoning.effort == "low"
+    assert response.reasoning.summary == "auto"
+    assert response.text.verbosity == "low"
 
 
 def test_the_stream_is_the_event_sequence_the_sdk_expects(recall_http: openai.OpenAI) -> None:

@@ -232,6 +232,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{name}\trealtime pipeline: {pipeline.vad} VAD, {chained}")
         for alias, target in registry.aliases.items():
             print(f"{alias}\t→ {target}")
+        for covers, target in settings.openai_families():
+            print(f"{covers}\t→ {target} (OpenAI's model names, by family)")
         return 0
     return serving.serve(Service(registry, settings), args.log_level, on_ray=bool(args.ray))
 

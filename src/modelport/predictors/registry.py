@@ -78,9 +78,12 @@ class Pool(Protocol):
 class ModelRegistry:
     """Model ids → how to load them, plus aliases. Predictors are checked when they are added."""
 
-    def __init__(self, aliases: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, aliases: dict[str, str] | None = None, named: Callable[[str], str | None] | None = None
+    ) -> None:
         self._specs: dict[str, ModelSpec] = {}
         self._aliases: dict[str, str] = dict(aliases or {})
+        self._named = named  # names reached by rule, after ids and aliases (OpenAI's model families)
         self.catalogs: list[Catalog] = []
         self.pools: list[Pool] = []
 
@@ -147,7 +150,8 @@ class ModelRegistry:
 
     def resolve(self, name: str) -> ModelSpec:
         """The spec for a model id or alias; 404 if neither."""
-        for candidate in (name, self._aliases.get(name, "")):
+        ruled = self._named(name) if self._named is not None else None
+        for candidate in (name, self._aliases.get(name, ""), ruled or ""):
             spec = self._specs.get(candidate)
             for catalog in self.catalogs:
                 spec = spec or catalog.specs.get(candidate)

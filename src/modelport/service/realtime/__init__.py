@@ -48,8 +48,8 @@ class Realtime:
         """The pipeline a `model` names (OpenAI's realtime model names are the default one); a 404
         otherwise."""
         wanted = self._aliases.get(name, name) if name else DEFAULT_REALTIME
-        if wanted not in self.pipelines and name and self.settings.openai_aliases and "realtime" in name:
-            wanted = DEFAULT_REALTIME  # a dated OpenAI name: gpt-4o-realtime-preview-2024-12-17, …
+        if wanted not in self.pipelines and name:
+            wanted = self.settings.openai_target(name) or wanted  # gpt-realtime-mini-2025-10-06, …
         if wanted not in self.pipelines:
             raise ModelNotFoundError(name or DEFAULT_REALTIME)
         return self.pipelines[wanted]

@@ -392,7 +392,11 @@ def _skeleton(request: ResponseRequest, model_id: str, store: bool) -> dict[str,
         "output": [],
         "parallel_tool_calls": request.parallel_tool_calls is not False,
         "previous_response_id": request.previous_response_id,
-        "reasoning": {"effort": None, "summary": None},
+        "reasoning": {  # echoed as asked: the models here do not reason, so it changes nothing
+            "effort": (request.reasoning or {}).get("effort"),
+            "summary": (request.reasoning or {}).get("summary")
+            or (request.reasoning or {}).get("generate_summary"),
+        },
         "service_tier": "default",  # the tier used, as OpenAI echoes it: here there is one
         "store": store,
         "temperature": request.temperature if request.temperature is not None else 1.0,

@@ -165,14 +165,26 @@ def chat_fields(
     return fields
 
 
+# What `reasoning` and `text.verbosity` may be, as OpenAI defines them. They are accepted and echoed on
+# every model, as Chat Completions' `reasoning_effort` and `verbosity` are: the models here do not reason
+# before they answer, so they change nothing (clients such as the OpenAI Agents SDK send them by default).
+_REASONING = {
+    "effort": ("none", "minimal", "low", "medium", "high", "xhigh"),
+    "summary": ("auto", "concise", "detailed"),
+    "generate_summary": ("auto", "concise", "detailed"),
+}
+_VERBOSITY = ("low", "medium", "high")
+
+
 def refuse_unsupported(request: ResponseRequest) -> None:
-    """A 400 naming each parameter a local model cannot honour."""
+    """A 400 naming each parameter a local model cannot honour, or whose value OpenAI would refuse."""
     reasoning = request.reasoning or {}
-    for name in ("effort", "summary", "generate_summary"):
-        if reasoning.get(name) is not None:
+    for name, allowed in _REASONING.items():
+        if reasoning.get(name) is not None and reasoning[name] not in allowed:
             raise InvalidRequestError(
-                f"reasoning.{name} is not supported: the models here do not reason before they answer.",
+                f"reasoning.{name} must be one of {', '.join(allowed)}, not {reasoning[name]!r}.",
                 param=f"reasoning.{name}",
+                code="invalid_value",
             )
     if request.conversation is not None and request.previous_response_id is not None:
         raise InvalidRequestError(
@@ -182,8 +194,12 @@ def refuse_unsupported(request: ResponseRequest) -> None:
     if request.prompt is not None:
         raise InvalidRequestError("Stored prompt templates (prompt) are not supported.", param="prompt")
     verbosity = (request.text or {}).get("verbosity")
-    if verbosity not in (None, "medium"):
-        raise InvalidRequestError("text.verbosity is not supported.", param="text.verbosity")
+    if verbosity is not None and verbosity not in _VERBOSITY:
+        raise InvalidRequestError(
+            f"text.verbosity must be one of {', '.join(_VERBOSITY)}, not {verbosity!r}.",
+            param="text.verbosity",
+            code="invalid_value",
+        )
 
 
 def output_items(response: dict[str, Any]) -> list[dict[str, Any]]:
