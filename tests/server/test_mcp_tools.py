@@ -25,6 +25,7 @@ from tests.support.live import serve_app
 pytestmark = pytest.mark.models  # real models: not the unit tier
 
 MODEL = "smollm2-135m-instruct"
+FORECASTS: list[str] = []  # the cities the servers were asked about, in order
 
 
 def weather() -> MCPServer:
@@ -33,6 +34,7 @@ def weather() -> MCPServer:
     @server.tool()
     def forecast(city: str) -> str:
         """The weather forecast for a city."""
+        FORECASTS.append(city)
         return f"Sunny in {city}, 21 C"
 
     @server.tool()
@@ -143,6 +145,37 @@ def test_a_call_waits_for_approval_and_runs_on_the_next_turn(servers: Servers) -
     assert call.approval_request_id == asked.id
     assert call.output.startswith("Sunny in ")
     assert second.output[-1].type == "message"
+
+
+def test_an_approved_call_runs_once_though_its_approval_comes_back_with_the_whole_history(
+    servers: Servers,
+) -> None:
+    # As the OpenAI Agents SDK sends a conversation: no previous_response_id, every item again each turn.
+    client = servers.served.http
+    tool = mcp(servers.streamable, allowed_tools=["forecast"])
+    history: list[Any] = [{"role": "user", "content": "What is the weather in Oslo?"}]
+
+    def turn(*new: Any) -> Any:
+        history.extend(new)
+        answer = client.responses.create(
+            model=MODEL, input=history, tools=[tool], tool_choice="none", temperature=0, max_output_tokens=30
+        )
+        history.extend(item.model_dump(exclude_none=True) for item in answer.output)
+        return answer
+
+    first = ask(client, tool)  # the model is made to call the tool: the turn ends asking approval
+    asked = first.output[-1]
+    assert asked.type == "mcp_approval_request"
+    history.extend(item.model_dump(exclude_none=True) for item in first.output)
+    before = len(FORECASTS)
+    approval = {"type": "mcp_approval_response", "approval_request_id": asked.id, "approve": True}
+    second = turn(approval)
+    assert [item.type for item in second.output if item.type == "mcp_call"] == ["mcp_call"]
+    third = turn({"role": "user", "content": "Thanks. And tomorrow?"})
+    fourth = turn({"role": "user", "content": "Thank you."})
+    assert len(FORECASTS) - before == 1  # the approved call ran once over three turns of full history
+    for later in (third, fourth):
+        assert not [item for item in later.output if item.type == "mcp_call"]
 
 
 def test_a_declined_call_is_not_run(servers: Servers) -> None:

@@ -138,7 +138,13 @@ class ServerTools:
                 yield event
         self._name_functions()
         asked = {i["id"]: i for i in [*earlier_output, *turn] if i.get("type") == "mcp_approval_request"}
+        # A client that sends its whole history each turn (the OpenAI Agents SDK) sends earlier approvals
+        # again beside the calls they ran: a call runs once, whatever comes back.
+        history = [item for response in earlier for item in response.get("output") or []] + turn
+        ran = {i.get("approval_request_id") for i in history if i.get("type") == "mcp_call"}
         for answer in (i for i in turn if i.get("type") == "mcp_approval_response"):
+            if answer["approval_request_id"] in ran:
+                continue
             request = asked.get(answer["approval_request_id"])
             if request is None:
                 raise NotFoundError(
