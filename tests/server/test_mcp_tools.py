@@ -51,6 +51,26 @@ class Servers:
     streamable: str
     sse: str
     hanging: str
+    guarded: str  # needs `Authorization: Bearer <TOKEN>`
+
+
+TOKEN = "tok-7f3a"
+
+
+def bearer_only(app: Any) -> Any:
+    """`app` behind a check of its bearer token, as an authenticated MCP server answers: 401 without it."""
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if (
+            scope["type"] == "http"
+            and dict(scope["headers"]).get(b"authorization") != f"Bearer {TOKEN}".encode()
+        ):
+            await send({"type": "http.response.start", "status": 401, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await app(scope, receive, send)
+
+    return guarded
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +80,9 @@ def servers() -> Iterator[Servers]:
         streamable = stack.enter_context(serve_app(weather().streamable_http_app()))
         sse = stack.enter_context(serve_app(weather().sse_app()))
         hanging = stack.enter_context(silent_server())
+        guarded = stack.enter_context(serve_app(bearer_only(weather().streamable_http_app())))
         served = stack.enter_context(faces(settings))
-        yield Servers(served, f"{streamable}/mcp", f"{sse}/sse", hanging)
+        yield Servers(served, f"{streamable}/mcp", f"{sse}/sse", hanging, f"{guarded}/mcp")
 
 
 def silent_server() -> Any:
@@ -231,6 +252,23 @@ def test_headers_for_the_server_are_neither_shown_nor_stored(servers: Servers) -
     assert answer.tools[0].headers is None
     stored = servers.served.http.responses.retrieve(answer.id)
     assert "s3cret" not in stored.model_dump_json()
+
+
+def test_an_authorization_token_is_sent_as_a_bearer_token_and_never_shown(servers: Servers) -> None:
+    refused = servers.served.http.responses.create(
+        model=MODEL, input="hi", tools=[mcp(servers.guarded)], max_output_tokens=16
+    )
+    assert refused.output[0].type == "mcp_list_tools"
+    assert refused.output[0].error  # the server answered 401 without the token
+    tool = mcp(servers.guarded, require_approval="never", authorization=TOKEN)
+    answer = ask(servers.served.http, tool)
+    listed, call = answer.output[0], answer.output[1]
+    assert listed.error is None
+    assert call.type == "mcp_call"
+    assert call.output.startswith("Sunny in ")
+    assert answer.tools[0].authorization is None
+    stored = servers.served.http.responses.retrieve(answer.id)
+    assert TOKEN not in stored.model_dump_json()
 
 
 @pytest.mark.parametrize(

@@ -57,9 +57,15 @@ class McpSpec:
         return kept
 
 
+_CREDENTIALS = ("headers", "authorization")
+
+
 def redacted(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Tools as a response shows and stores them: an MCP server's headers (its credentials) left out."""
-    return [{**t, "headers": None} if t.get("type") == "mcp" and t.get("headers") else t for t in tools]
+    """Tools as a response shows and stores them: an MCP server's credentials (`headers`, `authorization`)
+    left out."""
+    return [
+        {k: v for k, v in t.items() if k not in _CREDENTIALS} if t.get("type") == "mcp" else t for t in tools
+    ]
 
 
 async def file_search_spec(tool: dict[str, Any], where: str, vector_stores: VectorStores) -> FileSearchSpec:
@@ -101,6 +107,14 @@ async def mcp_spec(tool: dict[str, Any], where: str, fetcher: Fetcher, seconds: 
     headers = tool.get("headers") or {}
     if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
         raise InvalidRequestError(f"{where}.headers must map names to strings.", param=f"{where}.headers")
+    authorization = tool.get("authorization")
+    if authorization is not None:
+        if not isinstance(authorization, str) or not authorization.strip():
+            raise InvalidRequestError(
+                f"{where}.authorization must be an access token (a string).", param=f"{where}.authorization"
+            )
+        # OpenAI: "an OAuth access token that can be used with a remote MCP server", sent as a bearer token.
+        headers = {**headers, "Authorization": f"Bearer {authorization.strip()}"}
     allowed = tool.get("allowed_tools")
     read_only = False
     if isinstance(allowed, dict):
