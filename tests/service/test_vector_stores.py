@@ -203,3 +203,15 @@ def test_an_expiry_is_kept_and_moves_with_use(client: Any) -> None:
     store = client.vector_stores.create(expires_after={"anchor": "last_active_at", "days": 2})
     assert store.expires_after.days == 2
     assert store.expires_at == store.last_active_at + 2 * 86400
+
+
+def test_llama_stack_s_fields_are_taken(client: Any) -> None:
+    # Llama Stack's clients send these beside `embedding_model`: the dimension is checked, the provider
+    # (a vector backend there; one database here) accepted.
+    fields = {"embedding_model": "all-minilm-l6-v2", "embedding_dimension": 384, "provider_id": "faiss"}
+    store = client.vector_stores.create(name="stack", extra_body=fields)
+    assert store.status == "completed"
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.vector_stores.create(name="stack", extra_body={**fields, "embedding_dimension": 768})
+    assert caught.value.body["param"] == "embedding_dimension"
+    assert "384" in caught.value.body["message"]

@@ -13,8 +13,10 @@ Attributes = dict[str, str | float | bool] | None
 
 
 class VectorStoreCreate(BaseModel):
-    """`POST /v1/vector_stores`. `embedding_model` (as Llama Stack names it) chooses the store's embedding
-    model; the server's default embedding model otherwise."""
+    """`POST /v1/vector_stores`. Llama Stack's clients add three fields: `embedding_model` chooses the
+    store's embedding model (the server's default otherwise), `embedding_dimension` is checked against it,
+    and `provider_id`, which names a vector backend there, is accepted and ignored: here every store lives in
+    the server's one database."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -25,6 +27,8 @@ class VectorStoreCreate(BaseModel):
     expires_after: dict[str, Any] | None = None
     metadata: Metadata = None
     embedding_model: str | None = None
+    embedding_dimension: int | None = Field(default=None, ge=1)
+    provider_id: str | None = None
 
 
 class VectorStoreUpdate(BaseModel):

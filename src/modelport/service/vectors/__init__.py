@@ -68,6 +68,15 @@ class VectorStores:
         rows = self._rows()
         model = self.embedder.resolve(request.embedding_model or self.default_model)
         reader = await self.embedder.reader(model)
+        if request.embedding_dimension is not None:
+            dimension = (await self.embedder.embed(model, ["dimension"])).shape[1]
+            if dimension != request.embedding_dimension:
+                raise InvalidRequestError(
+                    f"embedding_dimension is {request.embedding_dimension}, "
+                    f"but {model} embeds in {dimension} dimensions.",
+                    param="embedding_dimension",
+                    code="invalid_value",
+                )
         strategy = chunking.strategy(request.chunking_strategy, reader, "chunking_strategy")
         for i, file_id in enumerate(request.file_ids or []):
             await self.files.retrieve_as(file_id, f"file_ids[{i}]")
