@@ -50,11 +50,15 @@ def test_the_server_searches_and_the_answer_cites_the_file(client: Any, store: s
     assert call.queries
     assert call.results[0].filename == "rockets.md"
     assert "kerosene" in call.results[0].text
+    assert {result.vector_store_id for result in call.results} == {store}  # each result names its store
     assert message.type == "message"
     cited = [a.filename for a in message.content[0].annotations if a.type == "file_citation"]
     assert cited == ["rockets.md"]
     assert answer.usage.input_tokens > 0  # both rounds counted
     assert answer.tools[0].type == "file_search"
+    assert answer.tools[0].max_num_results == 5  # echoed with the defaults it ran with
+    assert answer.tools[0].ranking_options.ranker == "auto"
+    assert answer.tools[0].ranking_options.score_threshold == 0
 
 
 def test_results_are_left_out_unless_asked_and_filters_apply(client: Any, store: str) -> None:

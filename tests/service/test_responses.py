@@ -130,6 +130,37 @@ def test_reasoning_and_verbosity_are_accepted_and_echoed_as_clients_send_them(re
     assert response.text.verbosity == "low"
 
 
+def test_the_object_has_every_required_field_and_no_null_optional_one(recall_http: openai.OpenAI) -> None:
+    # As the OpenResponses specification's schema requires them (its compliance suite checks each object).
+    url = f"{recall_http.base_url}responses"
+    body = {"model": "recall", "input": "one two", "presence_penalty": 0.5}
+    whole = httpx.post(url, json=body, timeout=60).json()
+    for name, kind in (
+        ("presence_penalty", float),
+        ("frequency_penalty", float),
+        ("top_logprobs", int),
+        ("temperature", float),
+        ("top_p", float),
+    ):
+        assert isinstance(whole[name], kind), name
+    assert float(whole["completed_at"]).is_integer()  # seconds (the SDK's type is a float)
+    assert whole["presence_penalty"] == 0.5
+    assert whole["tool_choice"] == "auto"
+    assert whole["truncation"] == "disabled"
+    assert whole["service_tier"] == "default"
+    assert "verbosity" not in whole["text"]  # optional: absent, never null
+    assert all("phase" not in item for item in whole["output"])
+    with httpx.stream("POST", url, json={**body, "stream": True}, timeout=60) as streamed:
+        snapshots = [
+            json.loads(line[len("data: ") :])["response"]
+            for line in streamed.iter_lines()
+            if line.startswith("data: ") and '"response"' in line
+        ]
+    assert all("completed_at" in snapshot for snapshot in snapshots)  # null until the end, but there
+    assert snapshots[0]["completed_at"] is None
+    assert float(snapshots[-1]["completed_at"]).is_integer()
+
+
 def test_the_stream_is_the_event_sequence_the_sdk_expects(recall_http: openai.OpenAI) -> None:
     events = list(recall_http.responses.create(model="recall", input="one two", stream=True))
     kinds = [e.type for e in events]

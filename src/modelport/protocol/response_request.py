@@ -22,6 +22,8 @@ class ResponseRequest(OpenAIRequest):
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, ge=0, le=1)
     top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    presence_penalty: float | None = Field(default=None, ge=-2, le=2)  # the OpenResponses specification's
+    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None

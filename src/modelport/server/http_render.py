@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 from fastapi.responses import Response, StreamingResponse
+from openai.types.responses import Response as OpenAIResponse
 from pydantic import BaseModel
 
 from modelport.protocol.answers import Binary, Events, json_bytes
@@ -26,6 +27,11 @@ def render(answer: object) -> Response:
         if answer.chunks is None:
             return Response(answer.content, media_type=answer.media_type)
         return StreamingResponse(_closing(answer.chunks), media_type=answer.media_type)
+    if isinstance(answer, OpenAIResponse):
+        # The Responses API's optional fields are absent, never null (the OpenResponses specification refuses
+        # null where a field is optional): what the service did not set is left out.
+        body = answer.model_dump_json(warnings=False, by_alias=True, exclude_unset=True)
+        return Response(body, media_type="application/json")
     if isinstance(answer, BaseModel):
         return Response(answer.model_dump_json(warnings=False, by_alias=True), media_type="application/json")
     if isinstance(answer, ListPage):

@@ -30,7 +30,7 @@ from modelport.service.responses.conversations import Conversations
 from modelport.service.responses.output import completion_output, usage
 from modelport.service.responses.response_events import RESPONSE_EVENTS, ResponseEvents, replayed
 from modelport.service.responses.server_tools import SERVED, ServerTools, answered, server_tools
-from modelport.service.responses.tool_specs import redacted
+from modelport.service.responses.tool_specs import redacted, with_defaults
 from modelport.service.state.listing import ListPage, bounded_limit, checked_order
 from modelport.service.vectors import VectorStores
 from modelport.settings import Limits
@@ -381,6 +381,7 @@ def _skeleton(request: ResponseRequest, model_id: str, store: bool) -> dict[str,
         "id": items.new_item_id("resp"),
         "object": "response",
         "created_at": int(time.time()),
+        "completed_at": None,  # required in every snapshot (the OpenResponses specification), set at the end
         "status": "queued" if request.background else "in_progress",
         "background": request.background,
         "error": None,
@@ -400,10 +401,12 @@ def _skeleton(request: ResponseRequest, model_id: str, store: bool) -> dict[str,
         "service_tier": "default",  # the tier used, as OpenAI echoes it: here there is one
         "store": store,
         "temperature": request.temperature if request.temperature is not None else 1.0,
-        "text": request.text or {"format": {"type": "text"}},
+        "presence_penalty": request.presence_penalty or 0.0,
+        "frequency_penalty": request.frequency_penalty or 0.0,
+        "text": _text_config(request.text),
         "tool_choice": request.tool_choice if request.tool_choice is not None else "auto",
-        "tools": redacted(request.tools or []),
-        "top_logprobs": request.top_logprobs,
+        "tools": [with_defaults(tool) for tool in redacted(request.tools or [])],
+        "top_logprobs": request.top_logprobs or 0,
         "top_p": request.top_p if request.top_p is not None else 1.0,
         "truncation": request.truncation or "disabled",
         "usage": None,
@@ -426,7 +429,7 @@ def _row(request: ResponseRequest, turn: list[dict[str, Any]], response: dict[st
         "metadata": request.metadata or {},
         "request": {
             **request.model_dump(mode="json", exclude_unset=True, exclude={"input"}),
-            "tools": redacted(request.tools or []),
+            "tools": [with_defaults(tool) for tool in redacted(request.tools or [])],
         },
         "input_items": turn,
         "response": response,
@@ -469,6 +472,13 @@ def _conversation_id(given: str | dict[str, Any] | None) -> str | None:
     if not isinstance(found, str) or not found:
         raise InvalidRequestError('conversation must be an id or {"id": …}.', param="conversation")
     return found
+
+
+def _text_config(given: dict[str, Any] | None) -> dict[str, Any]:
+    """`text` as the response echoes it: its format (plain text unless given), and `verbosity` only where it
+    was given (optional: absent, never null)."""
+    text = {key: value for key, value in (given or {}).items() if value is not None}
+    return {"format": {"type": "text"}, **text}
 
 
 def _typed(response: dict[str, Any]) -> Response:

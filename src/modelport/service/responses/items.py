@@ -143,7 +143,14 @@ def chat_fields(
     fields: dict[str, Any] = {
         k: v for k, v in request.extras().items() if k not in ("store", "metadata", "stream", "background")
     }
-    for name in ("temperature", "top_p", "user", "parallel_tool_calls"):
+    for name in (
+        "temperature",
+        "top_p",
+        "presence_penalty",
+        "frequency_penalty",
+        "user",
+        "parallel_tool_calls",
+    ):
         value = getattr(request, name)
         if value is not None:
             fields[name] = value

@@ -259,6 +259,7 @@ class ServerTools:
                 "score": r["score"],
                 "attributes": r["attributes"],
                 "text": r["content"][0]["text"],
+                "vector_store_id": r["vector_store_id"],
             }
             for r in found
         ]

@@ -60,6 +60,15 @@ class McpSpec:
 _CREDENTIALS = ("headers", "authorization")
 
 
+def with_defaults(tool: dict[str, Any]) -> dict[str, Any]:
+    """A tool as a response echoes it: a `file_search` tool with the defaults it ran with filled in."""
+    if tool.get("type") != "file_search":
+        return tool
+    ranking = {"ranker": "auto", "score_threshold": 0.0, **(tool.get("ranking_options") or {})}
+    limit = tool.get("max_num_results") or _DEFAULT_RESULTS
+    return {**tool, "max_num_results": limit, "ranking_options": ranking}
+
+
 def redacted(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Tools as a response shows and stores them: an MCP server's credentials (`headers`, `authorization`)
     left out."""

@@ -301,7 +301,7 @@ class VectorStores:
         return {
             "object": "vector_store.search_results.page",
             "search_query": queries,
-            "data": found,
+            "data": [{k: v for k, v in result.items() if k != "vector_store_id"} for result in found],
             "has_more": False,
             "next_page": None,
         }
@@ -319,7 +319,7 @@ class VectorStores:
         `file_search` gives the model)."""
         rule = filters.checked(given_filters, f"{param}filters") if given_filters is not None else None
         threshold, weights = ranking(ranking_options, f"{param}ranking_options")
-        results: list[tuple[Found, str, dict[str, Any]]] = []
+        results: list[tuple[Found, str, dict[str, Any], str]] = []
         for store_id in store_ids:
             row = await self._owned(store_id)
             if row["expires_at"] is not None and row["expires_at"] < time.time():
@@ -340,7 +340,7 @@ class VectorStores:
                 # answers over the files completed when it began.
                 file_id = found.hit.file_id
                 if file_id in attached:
-                    results.append((found, names.get(file_id, ""), attached[file_id]["attributes"]))
+                    results.append((found, names.get(file_id, ""), attached[file_id]["attributes"], store_id))
         results.sort(key=lambda r: -r[0].fused)
         return [
             {
@@ -349,8 +349,9 @@ class VectorStores:
                 "score": round(max(found.hit.similarity, 0.0), 6),
                 "attributes": attributes,
                 "content": [{"type": "text", "text": found.hit.text}],
+                "vector_store_id": store_id,
             }
-            for found, name, attributes in results[:limit]
+            for found, name, attributes, store_id in results[:limit]
         ]
 
     async def _attach(
