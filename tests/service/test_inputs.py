@@ -15,6 +15,7 @@ from typing import Any
 import openai
 import pytest
 
+from modelport.service.documents import UnreadableError, document_text
 from modelport.settings import Limits
 from tests.support.configs import tiny_settings
 from tests.support.documents import pdf
@@ -205,3 +206,13 @@ def test_a_fetch_is_bounded_in_size_and_time(guarded: Faces, listeners: tuple[Li
         by_url(guarded.http, f"http://127.0.0.1:{allowed.port}/slow.txt")
     assert "1 s" in slow.value.message
     assert time.monotonic() - started < 4
+
+
+def test_a_pdf_pypdf_refuses_is_read_as_browsers_read_it() -> None:
+    # No cross-reference table and no `startxref` (pypdf: "startxref not found"), as the OpenResponses
+    # compliance suite's PDF is made: PDFium rebuilds the table and reads the text.
+    made = pdf("Quarterly revenue grew by 12 percent")
+    broken = made[: made.find(b"xref")] + made[made.find(b"trailer") : made.find(b"startxref")] + b"%%EOF\n"
+    assert document_text("q3.pdf", broken) == "Quarterly revenue grew by 12 percent"
+    with pytest.raises(UnreadableError):  # objects alone, no trailer: no reader finds the document
+        document_text("q3.pdf", made[: made.find(b"xref")])
