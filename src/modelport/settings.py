@@ -162,6 +162,14 @@ class Limits(BaseModel):
     max_tokens: int | None = Field(
         default=None, ge=1, description="max_tokens a request may ask for, and the default when it asks none"
     )
+    # A small model can repeat itself to the end of its context (thousands of tokens, minutes on a CPU) when
+    # nothing bounds it; clients that set no bound give up first.
+    max_output_tokens: int | None = Field(
+        default=4096,
+        ge=1,
+        description="the longest answer of a request that sets no bound (it may ask for more, up to the "
+        "model's context); none: up to the context",
+    )
     n: int = Field(default=16, ge=1, description="choices (`n`, `best_of`) in one request")
     audio_seconds: float = Field(default=3600.0, gt=0, description="length of audio to transcribe")
     fetch_bytes: int = Field(default=10 * 1024 * 1024, ge=1, description="one file fetched from a URL")

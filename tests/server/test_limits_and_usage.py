@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
 
-from modelport.settings import AuthSettings
+from modelport.settings import AuthSettings, Limits
 from tests.server.test_projects import cli, made_key
 from tests.support.configs import tiny_settings
 from tests.support.faces import Faces, faces
@@ -138,3 +139,18 @@ def test_usage_totals_equal_the_answers_usage(limited: tuple[Faces, str]) -> Non
     printed = cli("usage", "--project", "metered", "--database", database)
     row = next(line for line in printed.splitlines() if line.startswith(project))
     assert row.split()[1:4] == ["reverse", "completions", "5"]
+
+
+def test_an_answer_with_no_bound_of_its_own_gets_the_operator_s_default_length(tmp_path: Path) -> None:
+    settings = tiny_settings(str(tmp_path / "state.db"))
+    settings.limits = Limits(max_output_tokens=2)
+    with faces(settings) as served:
+        for client in (served.http, served.inprocess):
+            unbounded = client.chat.completions.create(
+                model="reverse", messages=[{"role": "user", "content": "one two three four"}]
+            )
+            assert unbounded.choices[0].message.content == "four three"  # two tokens, the default
+            asked = client.chat.completions.create(
+                model="reverse", messages=[{"role": "user", "content": "one two three four"}], max_tokens=3
+            )
+            assert asked.choices[0].message.content == "four three two"  # a request may ask for more

@@ -32,6 +32,8 @@ def check_generation(request: ChatCompletionRequest | CompletionRequest, limits:
                 else "max_completion_tokens"
             )
             _at_most(request.max_output_tokens, limits.max_tokens, "tokens", param)
+    if request.max_output_tokens is None and limits.max_output_tokens is not None:
+        request.max_tokens = limits.max_output_tokens  # the operator's default length; a request may ask more
     _at_most(request.n, limits.n, "choices", "n")
     if request.best_of is not None:
         _at_most(request.best_of, limits.n, "candidates", "best_of")
