@@ -87,7 +87,7 @@ def chat_lines() -> list[dict[str, Any]]:
         for i in range(CHAT_LINES)
     ]
     lines[7]["body"]["messages"] = "not a list"  # malformed
-    lines[8]["body"]["model"] = "no-such-model"
+    lines[8]["body"]["n"] = 1000  # over the server's bound: refused when the line runs
     lines[9]["body"]["messages"][1]["content"] = "word " * 3000  # longer than the model's context
     return lines
 
@@ -113,7 +113,8 @@ def test_two_hundred_chat_lines_match_what_they_give_live(
     assert set(errors) == {"chat-7", "chat-8", "chat-9"}
     assert errors["chat-7"]["response"]["status_code"] == 400
     assert errors["chat-7"]["response"]["body"]["error"]["param"] == "messages"
-    assert errors["chat-8"]["response"]["status_code"] == 404
+    assert errors["chat-8"]["response"]["status_code"] == 400
+    assert errors["chat-8"]["response"]["body"]["error"]["param"] == "n"
     assert errors["chat-9"]["response"]["body"]["error"]["code"] == "context_length_exceeded"
     assert len(outputs) == CHAT_LINES - 3
     for i in (0, 1, 57, 123, 199):  # seeded: the same answer live
@@ -187,21 +188,67 @@ def test_a_cancelled_batch_keeps_what_it_did(client: Any) -> None:
     assert all(len(o["response"]["body"]["choices"][0]["text"]) > 0 for o in outputs.values())
 
 
+LINE = {
+    "custom_id": "a",
+    "method": "POST",
+    "url": "/v1/embeddings",
+    "body": {"model": "text-embedding-3-small"},
+}
+
+
 @pytest.mark.parametrize(
-    ("content", "line"),
+    ("lines", "code", "line", "param"),
     [
-        (b'{"custom_id": "a", "method": "POST", "url": "/v1/embeddings", "body": {}}\nnot json\n', 2),
-        (b'{"custom_id": "a", "method": "POST", "url": "/v1/embeddings", "body": {}}\n' * 2, 2),
-        (b'{"method": "POST", "url": "/v1/embeddings", "body": {}}\n', 1),
-        (b'{"custom_id": "a", "method": "GET", "url": "/v1/embeddings", "body": {}}\n', 1),
-        (b'{"custom_id": "a", "method": "POST", "url": "/v1/images", "body": {}}\n', 1),
+        ([json.dumps(LINE), "not json"], "invalid_json_line", 2, None),
+        ([json.dumps(LINE)] * 2, "duplicate_custom_id", 2, "custom_id"),
+        ([json.dumps({**LINE, "custom_id": None})], "missing_required_parameter", 1, "custom_id"),
+        ([json.dumps({**LINE, "url": "/v1/images"})], "invalid_url", 1, "url"),
+        (
+            [json.dumps({**LINE, "body": {**LINE["body"], "stream": True}})],
+            "streaming_unsupported",
+            1,
+            "body.stream",
+        ),
+        ([json.dumps({**LINE, "body": {"model": "no-such-model"}})], "model_not_found", 1, "body.model"),
+        ([json.dumps({**LINE, "body": {"input": "x"}})], "missing_required_parameter", 1, "body.model"),
+        ([], "empty_file", None, None),
     ],
 )
-def test_a_bad_batch_input_is_a_400_naming_its_line(client: Any, content: bytes, line: int) -> None:
+def test_a_bad_batch_input_is_uploaded_and_its_batch_fails_validating_naming_each_line(
+    client: Any, lines: list[str], code: str, line: int | None, param: str | None
+) -> None:
+    # As OpenAI: the file is taken, the batch is made, and it fails while it validates.
+    uploaded = client.files.create(
+        file=("bad.jsonl", "".join(f"{x}\n" for x in lines).encode()), purpose="batch"
+    )
+    made = client.batches.create(
+        input_file_id=uploaded.id, endpoint="/v1/embeddings", completion_window="24h"
+    )
+    assert made.status == "validating"
+    failed = wait(client, made.id, 30)
+    assert failed.status == "failed"
+    assert failed.failed_at is not None
+    assert failed.output_file_id is None
+    error = failed.errors.data[-1]
+    assert (error.code, error.line, error.param) == (code, line, param)
+    assert error.message
+    with pytest.raises(openai.ConflictError):  # a batch that has ended cannot be cancelled
+        client.batches.cancel(failed.id)
+
+
+def test_a_batch_s_own_parameters_are_checked_when_it_is_made(client: Any) -> None:
+    uploaded = client.files.create(file=("e.jsonl", (json.dumps(LINE) + "\n").encode()), purpose="batch")
     with pytest.raises(openai.BadRequestError) as caught:
-        client.files.create(file=("bad.jsonl", content), purpose="batch")
-    assert f"Line {line} " in caught.value.body["message"]
-    assert caught.value.body["param"] == "file"
+        client.batches.create(input_file_id=uploaded.id, endpoint="/v1/images", completion_window="24h")
+    assert (caught.value.body["param"], caught.value.body["code"]) == ("endpoint", "invalid_value")
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.batches.create(
+            input_file_id=uploaded.id,
+            endpoint="/v1/embeddings",
+            completion_window="24h",
+            extra_body={"priority": "high"},
+        )
+    assert caught.value.body["param"] == "priority"
 
 
 def test_files_list_retrieve_and_delete(client: Any) -> None:
@@ -213,15 +260,7 @@ def test_files_list_retrieve_and_delete(client: Any) -> None:
     assert client.files.delete(note.id).deleted
     with pytest.raises(openai.NotFoundError):
         client.files.retrieve(note.id)
-    uploaded = client.files.create(
-        file=("e.jsonl", b'{"custom_id": "a", "method": "POST", "url": "/v1/embeddings", "body": {}}\n'),
-        purpose="batch",
-    )
-    with pytest.raises(openai.BadRequestError) as caught:
-        client.batches.create(
-            input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
-        )
-    assert "Line 1 " in caught.value.body["message"]
+    uploaded = client.files.create(file=("e.jsonl", (json.dumps(LINE) + "\n").encode()), purpose="batch")
     with pytest.raises(openai.NotFoundError):
         client.batches.create(input_file_id="file-nope", endpoint="/v1/embeddings", completion_window="24h")
     with pytest.raises(openai.BadRequestError) as caught:

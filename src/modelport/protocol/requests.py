@@ -251,6 +251,8 @@ class FileUpload(BaseModel):
 class BatchCreate(BaseModel):
     """`POST /v1/batches`."""
 
+    model_config = ConfigDict(extra="forbid")
+
     input_file_id: str
     endpoint: str
     completion_window: str = "24h"

@@ -107,7 +107,9 @@ class Service:
             self.settings, self.manager, self.chat_completion, self.transcription, self._spoken
         )
         batching = self.settings.batches
-        runner = BatchRunner(self.store, self.files, self._batch_line, batching.concurrency, batching.lease)
+        runner = BatchRunner(
+            self.store, self.files, self._batch_line, self._known, batching.concurrency, batching.lease
+        )
         self.batches = Batches(self.store, self.files, runner)
 
     @classmethod
@@ -362,6 +364,14 @@ class Service:
         characters = len(request.input) if isinstance(request, SpeechRequest) else 0
         self.access.settle(caller, model.spec.id, kind, tally, characters)
         return answer
+
+    def _known(self, name: str) -> bool:
+        """Whether a model of this name (an id, an alias, one of OpenAI's names) is served here."""
+        try:
+            self.manager.registry.resolve(name)
+        except ModelNotFoundError:
+            return False
+        return True
 
     async def _batch_line(self, url: str, body: dict[str, Any]) -> object:
         """A batch's line, through the operation its `url` names, as a live request of it would run."""

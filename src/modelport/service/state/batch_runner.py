@@ -18,6 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
 import orjson
 from pydantic import BaseModel
 
@@ -25,11 +26,12 @@ from modelport import context
 from modelport.context import RequestContext
 from modelport.errors import InvalidRequestError, ModelportError, PredictorError, StoreUnavailableError
 from modelport.ids import new_id
-from modelport.service.state.files import Files, batch_lines
+from modelport.service.state.files import Files, checked_lines
 from modelport.store import Store
 
 log = logging.getLogger("modelport.batches")
 HEARTBEAT = 2  # seconds between the lease's renewals (and looks at the batch's stored status), at most
+_MOST_ERRORS = 1000  # errors a failed batch lists
 _POLL = 5.0  # seconds between looks for batches to run (one created here wakes the runner at once; a
 # stale lease elsewhere is only claimable after its `lease` anyway). Each look is a query: less often is
 # less CPU.
@@ -46,12 +48,14 @@ class BatchRunner:
         store: Store | None,
         files: Files,
         run_line: LineCall,
+        known_model: Callable[[str], bool],
         concurrency: int,
         lease: float = 10.0,
     ) -> None:
         self.store = store
         self.files = files
         self.run_line = run_line
+        self.known_model = known_model  # whether a line's `model` is served here, checked as it validates
         self.concurrency = concurrency
         self.lease = lease  # seconds without a renewal after which another replica may take a batch over
         self.heartbeat = min(HEARTBEAT, lease / 5)
@@ -107,8 +111,9 @@ class BatchRunner:
         assert self.store is not None
         try:
             if batch["status"] == "validating":
-                batch = {**batch, "status": "in_progress", "in_progress_at": int(time.time())}
-                await self.store.batches.put(batch, self.owner)
+                batch = await self._validated(batch)
+                if batch["status"] == "failed":
+                    return
             if batch["status"] == "in_progress":
                 batch = await self._lines(batch, project)
             await self._finish(batch, project)
@@ -117,12 +122,49 @@ class BatchRunner:
         except Exception:
             log.exception("batch %s stopped; it is taken up again when its lease goes stale", batch["id"])
 
+    async def _validated(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """The batch after its input is checked: `in_progress`, or `failed` with an error per line at fault
+        (as OpenAI's batches fail while they validate), or `cancelling` if it was cancelled meanwhile."""
+        assert self.store is not None
+        path = self.files.path(batch["input_file_id"])
+        try:
+            lines, errors = await anyio.to_thread.run_sync(
+                checked_lines, path, batch["endpoint"], self.known_model
+            )
+        except FileNotFoundError:  # deleted since the batch was made: nothing to run, ever
+            message = f"The input file {batch['input_file_id']} no longer exists."
+            lines, errors = [], [{"code": "invalid_file", "line": None, "message": message, "param": None}]
+        now = int(time.time())
+        if errors:
+            counts = _counts(len(lines) + len(errors), 0, 0)
+            data = errors[:_MOST_ERRORS]
+            batch = {
+                **batch,
+                "status": "failed",
+                "failed_at": now,
+                "errors": {"object": "list", "data": data},
+                "request_counts": counts,
+            }
+        else:
+            batch = {
+                **batch,
+                "status": "in_progress",
+                "in_progress_at": now,
+                "request_counts": _counts(len(lines), 0, 0),
+            }
+        stored = await self.store.batches.put(batch, self.owner)
+        if stored == "cancelling":
+            return {**batch, "status": "cancelling"}
+        if batch["status"] == "failed":
+            log.info("batch %s failed validation: %d errors", batch["id"], len(errors))
+        return batch
+
     async def _lines(self, batch: dict[str, Any], project: str) -> dict[str, Any]:
         """Run the lines that have no result yet; the batch as it stands when they are done, or when it
         was cancelled or expired."""
         store = self.store
         assert store is not None
-        lines = batch_lines(self.files.path(batch["input_file_id"]), batch["endpoint"])
+        lines = checked_lines(self.files.path(batch["input_file_id"]), batch["endpoint"])[0]
         done = await store.batches.done_lines(batch["id"])
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         for line in lines:
@@ -198,7 +240,7 @@ class BatchRunner:
         errors = [output for ok, output in results if not ok]
         if ending == "expired":
             finished = {output["custom_id"] for _, output in results}
-            lines = batch_lines(self.files.path(batch["input_file_id"]), batch["endpoint"])
+            lines = checked_lines(self.files.path(batch["input_file_id"]), batch["endpoint"])[0]
             errors += [_expired(line["custom_id"]) for line in lines if line["custom_id"] not in finished]
         suffix = batch["id"].removeprefix("batch_")
         for items, field, name in (

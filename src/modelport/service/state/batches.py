@@ -9,12 +9,12 @@ from typing import Any
 from openai.types import Batch
 
 from modelport import context
-from modelport.errors import InvalidRequestError, NotFoundError, StoreDisabledError
+from modelport.errors import ConflictError, InvalidRequestError, NotFoundError, StoreDisabledError
 from modelport.ids import new_id
 from modelport.protocol.requests import Metadata
 from modelport.service.operation_table import BATCH_ENDPOINTS
 from modelport.service.state.batch_runner import BatchRunner
-from modelport.service.state.files import Files, batch_lines
+from modelport.service.state.files import Files
 from modelport.service.state.listing import ListPage, bounded_limit
 from modelport.store import Store
 
@@ -37,23 +37,25 @@ class Batches:
         completion_window: str = "24h",
         metadata: Metadata = None,
     ) -> Batch:
-        """`POST /v1/batches`: checked now (a line at fault is a 400 naming it), run from now on."""
+        """`POST /v1/batches`: validated in the background (its lines then run, or it fails naming each line
+        at fault, as OpenAI's batches do)."""
         store = self._store()
         if endpoint not in BATCH_ENDPOINTS:
             raise InvalidRequestError(
-                f"endpoint must be one of {', '.join(BATCH_ENDPOINTS)}, not {endpoint!r}.", param="endpoint"
+                f"endpoint must be one of {', '.join(BATCH_ENDPOINTS)}, not {endpoint!r}.",
+                param="endpoint",
+                code="invalid_value",
             )
         if completion_window != "24h":
-            raise InvalidRequestError("completion_window must be '24h'.", param="completion_window")
+            raise InvalidRequestError(
+                "completion_window must be '24h'.", param="completion_window", code="invalid_value"
+            )
         source = await self.files.retrieve(input_file_id)
         if source.purpose != "batch":
             raise InvalidRequestError(
                 f"The file {input_file_id} has purpose {source.purpose!r}, not 'batch'.",
                 param="input_file_id",
             )
-        lines = batch_lines(self.files.path(input_file_id), endpoint)
-        if not lines:
-            raise InvalidRequestError("The batch input file has no requests.", param="input_file_id")
         now = int(time.time())
         batch = {
             "id": new_id("batch", "_"),
@@ -74,7 +76,7 @@ class Batches:
             "expired_at": None,
             "cancelling_at": None,
             "cancelled_at": None,
-            "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+            "request_counts": {"total": 0, "completed": 0, "failed": 0},  # counted as it validates
             "metadata": metadata,
         }
         await store.batches.save(batch, context.current().project)
@@ -96,6 +98,12 @@ class Batches:
         """`POST /v1/batches/{id}/cancel`: no new request starts; those running finish and are kept."""
         row = await self._row(batch_id)
         batch = row["batch"]
+        if batch["status"] in ("completed", "failed", "expired", "cancelled"):
+            raise ConflictError(
+                f"Cannot cancel a batch that is {batch['status']}.",
+                param="batch_id",
+                code="batch_not_cancellable",
+            )
         if batch["status"] in ("validating", "in_progress"):
             batch = {**batch, "status": "cancelling", "cancelling_at": int(time.time())}
             await self._store().batches.put(batch)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -17,7 +17,6 @@ from modelport import context
 from modelport.errors import InvalidRequestError, NotFoundError, PayloadTooLargeError, StoreDisabledError
 from modelport.ids import new_id
 from modelport.protocol.answers import Binary
-from modelport.service.operation_table import BATCH_ENDPOINTS
 from modelport.service.state.listing import ListPage, bounded_limit, checked_order
 from modelport.settings import FileSettings
 from modelport.store import Store
@@ -27,39 +26,73 @@ PURPOSES = ("batch", "batch_output", "assistants", "assistants_output", "fine-tu
 _PIECE = 1024 * 1024
 
 
-def batch_lines(path: Path, endpoint: str | None = None) -> list[dict[str, Any]]:
-    """The requests of a batch input file, checked: each line a JSON object with a unique `custom_id`,
-    `method` POST, a supported `url` (the batch's `endpoint`, when given) and a `body` object. A line
-    that is not is a 400 naming its number."""
+LineError = dict[str, Any]  # OpenAI's batch error: `code`, `line`, `message`, `param`
+
+
+def checked_lines(
+    path: Path, endpoint: str, known_model: Callable[[str], bool] | None = None
+) -> tuple[list[dict[str, Any]], list[LineError]]:
+    """The requests of a batch input file, and what is wrong with it as OpenAI says it while a batch
+    validates: each line a JSON object with a unique `custom_id`, `method` POST, the batch's `url` and a
+    `body` object naming a model this server knows, not streamed. A batch with any error fails whole."""
     requests: list[dict[str, Any]] = []
+    errors: list[LineError] = []
     seen: set[str] = set()
     with path.open("rb") as file:
         for number, raw in enumerate(file, 1):
             if not raw.strip():
                 continue
-            try:
-                line = orjson.loads(raw)
-            except orjson.JSONDecodeError as error:
-                raise _bad_line(number, f"is not valid JSON ({error})") from None
-            if not isinstance(line, dict):
-                raise _bad_line(number, "is not a JSON object")
-            custom_id = line.get("custom_id")
-            if not isinstance(custom_id, str) or not custom_id:
-                raise _bad_line(number, "has no `custom_id`")
-            if custom_id in seen:
-                raise _bad_line(number, f"repeats the custom_id {custom_id!r}; each must be unique")
-            seen.add(custom_id)
-            if line.get("method") != "POST":
-                raise _bad_line(number, "must have `method` POST")
-            url = line.get("url")
-            if url not in BATCH_ENDPOINTS:
-                raise _bad_line(number, f"has `url` {url!r}; batches run {', '.join(BATCH_ENDPOINTS)}")
-            if endpoint is not None and url != endpoint:
-                raise _bad_line(number, f"has `url` {url!r}, but the batch's endpoint is {endpoint}")
-            if not isinstance(line.get("body"), dict):
-                raise _bad_line(number, "has no `body` object")
-            requests.append({"line": number, "custom_id": custom_id, "body": line["body"]})
-    return requests
+            error = _line_error(raw, endpoint, seen, known_model)
+            if error is not None:
+                errors.append({"line": number, **error})
+                continue
+            line = orjson.loads(raw)
+            requests.append({"line": number, "custom_id": line["custom_id"], "body": line["body"]})
+    if not requests and not errors:
+        errors.append(
+            {
+                "code": "empty_file",
+                "line": None,
+                "message": "The batch input file has no requests.",
+                "param": None,
+            }
+        )
+    return requests, errors
+
+
+def _line_error(
+    raw: bytes, endpoint: str, seen: set[str], known_model: Callable[[str], bool] | None
+) -> LineError | None:
+    def error(code: str, message: str, param: str | None = None) -> LineError:
+        return {"code": code, "message": message, "param": param}
+
+    try:
+        line = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return error("invalid_json_line", "This line is not parseable as valid JSON.")
+    if not isinstance(line, dict):
+        return error("invalid_json_line", "This line is not a JSON object.")
+    custom_id = line.get("custom_id")
+    if not isinstance(custom_id, str) or not custom_id:
+        return error("missing_required_parameter", "The line has no `custom_id`.", "custom_id")
+    if custom_id in seen:
+        return error("duplicate_custom_id", f"The custom_id {custom_id!r} is not unique.", "custom_id")
+    seen.add(custom_id)
+    if line.get("method") != "POST":
+        return error("invalid_method", "The line's `method` must be POST.", "method")
+    if line.get("url") != endpoint:
+        return error("invalid_url", f"The line's `url` must be the batch's endpoint, {endpoint}.", "url")
+    body = line.get("body")
+    if not isinstance(body, dict):
+        return error("missing_required_parameter", "The line has no `body` object.", "body")
+    if body.get("stream"):
+        return error("streaming_unsupported", "A batch's requests are not streamed.", "body.stream")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        return error("missing_required_parameter", "The line's body names no `model`.", "body.model")
+    if known_model is not None and not known_model(model):
+        return error("model_not_found", f"The model `{model}` does not exist.", "body.model")
+    return None
 
 
 class Files:
@@ -76,7 +109,8 @@ class Files:
     async def create(
         self, source: IO[bytes], filename: str, purpose: str, expires_after: dict[str, Any] | None = None
     ) -> FileObject:
-        """`POST /v1/files`: copy the upload to disk in pieces, check a batch input, record it."""
+        """`POST /v1/files`: copy the upload to disk in pieces and record it (a batch input is checked when a
+        batch of it validates, as OpenAI does)."""
         store = self._store()
         if purpose not in PURPOSES:
             raise InvalidRequestError(
@@ -86,8 +120,6 @@ class Files:
         path = self.path(file_id)
         size = await anyio.to_thread.run_sync(self._copy, source, path)
         try:
-            if purpose == "batch":
-                await anyio.to_thread.run_sync(batch_lines, path)
             row = {
                 "id": file_id,
                 "created": int(time.time()),
@@ -252,12 +284,6 @@ def _expiry(expires_after: dict[str, Any] | None) -> int | None:
             "expires_after must be {anchor: created_at, seconds: 3600 to 2592000}.", param="expires_after"
         )
     return int(time.time()) + seconds
-
-
-def _bad_line(number: int, what: str) -> InvalidRequestError:
-    return InvalidRequestError(
-        f"Line {number} of the batch input {what}.", param="file", code="invalid_batch_input"
-    )
 
 
 def _missing(file_id: str) -> NotFoundError:
