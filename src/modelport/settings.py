@@ -314,6 +314,10 @@ class Settings(BaseModel):
     )
     api_keys: list[str] = Field(default_factory=list, description="when set, /v1 needs one of these keys")
     protect_metrics: bool = Field(default=False, description="/metrics needs an API key too")
+    open_metrics: bool = Field(
+        default=False,
+        description="/metrics stays open to anyone though projects have keys (it shows their usage)",
+    )
     ui: bool = Field(default=True, description="serve the playground page at /")
     cors_origins: list[str] = Field(default_factory=list, description="origins browsers may call from")
     ray_ready_timeout: float = Field(

@@ -222,6 +222,7 @@ def test_the_stream_says_each_step(servers: Servers) -> None:
     for step in (
         "response.mcp_list_tools.in_progress",
         "response.mcp_list_tools.completed",
+        "response.mcp_call_arguments.delta",
         "response.mcp_call_arguments.done",
         "response.mcp_call.in_progress",
         "response.mcp_call.completed",

@@ -390,3 +390,14 @@ def test_another_projects_files_and_vector_stores_cannot_be_used(tenants: Tenant
     with pytest.raises(openai.NotFoundError) as caught:
         tenants.beta.responses.create(model="recall", input="what is the code?", tools=[search])
     assert caught.value.body["param"] == "tools[0].vector_store_ids"
+
+
+def test_metrics_need_an_admin_key_once_projects_have_keys(tenants: Tenants) -> None:
+    # /metrics shows every project's usage: once the store holds keys, only an admin may read it.
+    metrics = f"{tenants.served.url}/metrics"
+    assert httpx.get(metrics).status_code == 401
+    member = httpx.get(metrics, headers={"Authorization": f"Bearer {tenants.alpha.api_key}"})
+    assert member.status_code == 403
+    admin = httpx.get(metrics, headers={"Authorization": f"Bearer {tenants.admin.api_key}"})
+    assert admin.status_code == 200
+    assert "modelport_requests_total" in admin.text

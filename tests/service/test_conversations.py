@@ -103,3 +103,22 @@ def test_a_conversation_outlives_its_server_and_is_shared_by_replicas(tmp_path: 
             for served in (again, beside):
                 items = served.http.conversations.items.list(made.id, order="asc").data
                 assert [item.role for item in items] == ["user", "user", "assistant"]
+
+
+def test_an_item_id_given_twice_is_a_400_and_a_replayed_turn_adds_nothing_twice(tiny: Any) -> None:
+    same = {"id": "msg_same", "type": "message", "role": "user", "content": "x"}
+    with pytest.raises(openai.BadRequestError) as twice:
+        tiny.conversations.create(items=[same, same])
+    assert twice.value.body["code"] == "duplicate_item_id"
+    made = tiny.conversations.create(items=[same])
+    with pytest.raises(openai.BadRequestError):
+        tiny.conversations.items.create(made.id, items=[same])
+    # A turn that sends an item the conversation holds already (a client replaying its history) is
+    # answered, and the conversation keeps one copy.
+    answer = tiny.responses.create(
+        model="recall", conversation=made.id, input=[same, {**same, "id": "msg_new"}]
+    )
+    assert answer.status == "completed"
+    ids = [item.id for item in tiny.conversations.items.list(made.id, order="asc")]
+    assert ids.count("msg_same") == 1
+    assert "msg_new" in ids

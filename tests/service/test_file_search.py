@@ -55,6 +55,7 @@ def test_the_server_searches_and_the_answer_cites_the_file(client: Any, store: s
     cited = [a.filename for a in message.content[0].annotations if a.type == "file_citation"]
     assert cited == ["rockets.md"]
     assert answer.usage.input_tokens > 0  # both rounds counted
+    assert answer.usage.output_tokens <= 64  # max_output_tokens bounds the rounds together
     assert answer.tools[0].type == "file_search"
     assert answer.tools[0].max_num_results == 5  # echoed with the defaults it ran with
     assert answer.tools[0].ranking_options.ranker == "auto"

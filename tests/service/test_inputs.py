@@ -171,6 +171,13 @@ def test_an_allowed_host_is_fetched_and_its_text_reaches_the_model(
         "https://localhost:{private}/secret",  # a name that resolves to loopback
         "https://[::1]:{private}/secret",
         "https://[::ffff:127.0.0.1]:{private}/secret",
+        "https://[::127.0.0.1]:{private}/secret",  # IPv4-compatible
+        "https://[::ffff:0:127.0.0.1]:{private}/secret",  # IPv4-translated
+        "https://[64:ff9b::7f00:1]:{private}/secret",  # NAT64, the well-known prefix
+        "https://[64:ff9b:1::a9fe:a9fe]/latest/meta-data/",  # NAT64, a local-use prefix
+        "https://[64:ff9b::a9fe:a9fe]/latest/meta-data/",  # 169.254.169.254 behind NAT64
+        "http://0177.0.0.1:{private}/secret",  # octal
+        "http://[::1/secret",  # not a URL
         "https://10.0.0.1/secret",
         "https://192.168.1.1/secret",
         "https://169.254.169.254/latest/meta-data/",

@@ -154,6 +154,11 @@ def test_a_cancelled_batch_says_so(client: Any) -> None:
     assert [f.id for f in files.data] == [file.id]
 
 
+def note(client: Any) -> str:
+    """A small file's id."""
+    return str(client.files.create(file=("a.txt", b"a"), purpose="assistants").id)
+
+
 @pytest.mark.parametrize(
     ("call", "param"),
     [
@@ -180,6 +185,12 @@ def test_a_cancelled_batch_says_so(client: Any) -> None:
         (lambda c, s: c.vector_stores.create(expires_after={"anchor": "created_at", "days": 1}),
          "expires_after"),
         (lambda c, s: c.vector_stores.files.list(s, filter="lost"), "filter"),
+        (lambda c, s: c.vector_stores.search(s, query="x", ranking_options={"hybrid_search": 3}),
+         "ranking_options.hybrid_search"),
+        (lambda c, s: c.vector_stores.file_batches.create(s, files=[{"file_id": note(c),
+                                                                     "chunking_strategy": 7}]),
+         "files[0].chunking_strategy"),
+        (lambda c, s: c.vector_stores.file_batches.list_files("vsfb_missing", vector_store_id=s), "batch_id"),
     ],
 )  # fmt: skip
 def test_bad_input_is_a_4xx_naming_it(client: Any, call: Any, param: str) -> None:

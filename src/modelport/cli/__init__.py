@@ -109,6 +109,11 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--no-ui", action="store_true", help="do not serve the playground page at /")
     serve.add_argument("--protect-metrics", action="store_true", help="/metrics needs an API key too")
     serve.add_argument(
+        "--open-metrics",
+        action="store_true",
+        help="/metrics stays open to anyone though projects have keys (else it then needs an admin key)",
+    )
+    serve.add_argument(
         "--cors-origin", action="append", help="let browsers call from this origin (repeat; `*` for any)"
     )
     serve.add_argument(
@@ -249,6 +254,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
         "openai_aliases": False if getattr(args, "no_openai_aliases", False) else None,
         "api_keys": serving.api_keys(args) or None,
         "protect_metrics": True if getattr(args, "protect_metrics", False) else None,
+        "open_metrics": True if getattr(args, "open_metrics", False) else None,
         "ui": False if getattr(args, "no_ui", False) else None,
         "cors_origins": getattr(args, "cors_origin", None),
         "keep_alive": getattr(args, "keep_alive", None),

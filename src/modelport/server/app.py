@@ -50,7 +50,12 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     # Added innermost first: records see every answer, CORS answers preflights before keys are asked for.
     app.add_middleware(Disconnects)
     app.add_middleware(BodyLimit, settings=settings)
-    app.add_middleware(Authenticate, access=service.access, protect_metrics=settings.protect_metrics)
+    app.add_middleware(
+        Authenticate,
+        access=service.access,
+        protect_metrics=settings.protect_metrics,
+        open_metrics=settings.open_metrics,
+    )
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

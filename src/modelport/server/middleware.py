@@ -35,22 +35,32 @@ async def _reply(send: Send, error: ModelportError) -> None:
 
 
 class Authenticate:
-    """Every `/v1` route and `/generate` (and `/metrics` if asked) needs `Authorization: Bearer <key>` once
-    the server has keys (`--api-key`, or keys in the store); the organization API always needs an admin
-    key. The caller's project goes into the request context, and the service's rate-limit headers onto the
-    answer."""
+    """Every `/v1` route and `/generate` needs `Authorization: Bearer <key>` once the server has keys
+    (`--api-key`, or keys in the store); the organization API always needs an admin key, and so does
+    `/metrics` (which shows every project's usage) once projects have keys in the store, unless the operator
+    opens it (`--open-metrics`); `--protect-metrics` asks a key for it always. The caller's project goes
+    into the request context, and the service's rate-limit headers onto the answer."""
 
-    def __init__(self, app: ASGIApp, access: Access, protect_metrics: bool) -> None:
+    def __init__(self, app: ASGIApp, access: Access, protect_metrics: bool, open_metrics: bool) -> None:
         self.app = app
         self.access = access
-        self.prefixes = ("/v1", "/generate", "/metrics") if protect_metrics else ("/v1", "/generate")
+        self.protect_metrics = protect_metrics
+        self.open_metrics = open_metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith(self.prefixes):
+        path = scope["path"] if scope["type"] == "http" else ""
+        metrics = path == "/metrics"
+        if metrics and not self.protect_metrics:
+            metrics_closed = not self.open_metrics and await self.access.keys.stored()
+        else:
+            metrics_closed = metrics
+        if not (path.startswith(("/v1", "/generate")) or metrics_closed):
             await self.app(scope, receive, send)
             return
         given = dict(scope["headers"]).get(b"authorization")
-        admin = scope["path"].removeprefix("/v1/openai").startswith("/v1/organization")
+        admin = path.removeprefix("/v1/openai").startswith("/v1/organization") or (
+            metrics and not self.protect_metrics
+        )
         try:
             principal = await self.access.identify(given.decode("latin-1") if given else None, admin=admin)
         except ModelportError as error:

@@ -151,13 +151,32 @@ class Fetcher:
         return any(address in network for network in self._networks)
 
 
+# IPv6 forms that carry an IPv4 address in their last 32 bits, which a router or a NAT64 gateway may deliver
+# to that IPv4 address: IPv4-compatible (::/96, deprecated), IPv4-translated (::ffff:0:0:0/96) and the
+# well-known NAT64 prefix (64:ff9b::/96). The local-use NAT64 prefix (64:ff9b:1::/48) places the address
+# by the operator's prefix length: never public.
+_EMBEDDING_IPV4 = (
+    ipaddress.IPv6Network("::/96"),
+    ipaddress.IPv6Network("::ffff:0:0:0/96"),
+    ipaddress.IPv6Network("64:ff9b::/96"),
+)
+_LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
+
+
 def _public(address: IP) -> bool:
     """A globally routable unicast address: not loopback, private, link-local (cloud metadata),
-    shared (CGNAT), multicast, reserved, unspecified, nor an IPv4 one of those behind IPv6."""
+    shared (CGNAT), multicast, reserved, unspecified, nor an IPv4 one of those behind IPv6 (mapped,
+    compatible, translated, NAT64, 6to4, Teredo)."""
     if isinstance(address, ipaddress.IPv6Address):
-        mapped = address.ipv4_mapped or address.sixtofour
-        if mapped is not None:
-            return _public(mapped)
+        if address in _LOCAL_NAT64:
+            return False
+        embedded = address.ipv4_mapped or address.sixtofour
+        if embedded is None and any(address in network for network in _EMBEDDING_IPV4):
+            embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+        if embedded is not None:
+            return _public(embedded)
+        if address.teredo is not None:
+            return all(_public(inner) for inner in address.teredo)
     return address.is_global and not address.is_multicast
 
 

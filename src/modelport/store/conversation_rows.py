@@ -7,8 +7,9 @@ import time
 from typing import Any
 
 from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
-from modelport.errors import NotFoundError
+from modelport.errors import InvalidRequestError, NotFoundError
 from modelport.store.cursor_pages import Order
 from modelport.store.database import Database
 from modelport.store.tables import conversation_items, conversations
@@ -22,9 +23,12 @@ class ConversationRows:
 
     async def create(self, row: dict[str, Any], items: list[dict[str, Any]]) -> None:
         """A new conversation (`row` names its project) with its first items, all or nothing."""
-        async with self.database.transaction() as connection:
-            await connection.execute(insert(conversations).values(**row))
-            await _add(connection, row["id"], items)
+        try:
+            async with self.database.transaction() as connection:
+                await connection.execute(insert(conversations).values(**row))
+                await _add(connection, row["id"], items)
+        except IntegrityError:
+            raise _repeated_item() from None
 
     async def get(self, conversation_id: str, project: str) -> dict[str, Any] | None:
         """One of `project`'s conversations, or None."""
@@ -53,11 +57,14 @@ class ConversationRows:
 
     async def add(self, conversation_id: str, project: str, items: list[dict[str, Any]]) -> bool:
         """Append items to one of `project`'s conversations; whether it exists."""
-        async with self.database.transaction() as connection:
-            found = await connection.scalar(select(func.count()).where(*_mine(conversation_id, project)))
-            if not found:
-                return False
-            await _add(connection, conversation_id, items)
+        try:
+            async with self.database.transaction() as connection:
+                found = await connection.scalar(select(func.count()).where(*_mine(conversation_id, project)))
+                if not found:
+                    return False
+                await _add(connection, conversation_id, items)
+        except IntegrityError:
+            raise _repeated_item() from None
         return True
 
     async def items(self, conversation_id: str) -> list[dict[str, Any]]:
@@ -126,3 +133,12 @@ async def _add(connection: Any, conversation_id: str, items: list[dict[str, Any]
 
 def _mine(conversation_id: str, project: str) -> tuple[Any, ...]:
     return conversations.c.id == conversation_id, conversations.c.project == project
+
+
+def _repeated_item() -> InvalidRequestError:
+    """Two items of one conversation with one id (given twice, or given again): nothing was added."""
+    return InvalidRequestError(
+        "An item id is given twice, or is already in the conversation: each item's id is its own.",
+        param="items",
+        code="duplicate_item_id",
+    )

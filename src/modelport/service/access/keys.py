@@ -73,6 +73,10 @@ class Keys:
         settings say always."""
         if self.static or self.settings.required:
             return True
+        return await self.stored()
+
+    async def stored(self) -> bool:
+        """Whether the store holds a live key (projects have keys of their own), as last known."""
         if self.store is None:
             return False
         now = time.monotonic()

@@ -199,6 +199,7 @@ class Responses:
         chunks = await self._chat_answer(chat, request.truncation == "auto", ended.turn)
         for event in opening:
             yield event
+        spent = False
         try:
             ran = 0
             for round_number in range(1, _ROUNDS + 1):
@@ -226,6 +227,14 @@ class Responses:
                 if tools.waiting:
                     break  # a call waits for the user's approval: the turn ends with the request
                 chat.messages += _messages(answered(hosted, said, tools.outputs))
+                # `max_output_tokens` bounds the whole response, every round together (OpenAI: "an upper
+                # bound for the number of tokens that can be generated for a response").
+                left = _tokens_left(request, response)
+                if left is not None and left <= 0:
+                    spent = True
+                    break
+                if left is not None:
+                    chat.max_completion_tokens, chat.max_tokens = left, None
                 # A tool choice that forced a call is met; after the last call allowed, the model answers.
                 last = round_number + 1 == _ROUNDS or (request.max_tool_calls or _ROUNDS) <= ran
                 if _forced(request) or last:
@@ -233,7 +242,7 @@ class Responses:
                 else:
                     chat.tool_choice = "auto"
                 chunks = await self._chat(chat)
-            closing = builder.finish()
+            closing = builder.finish(spent)
         except ModelportError as error:
             closing = builder.fail(error.body()["error"])
         except BaseException:
@@ -365,6 +374,13 @@ def _messages(messages: list[dict[str, Any]]) -> list[ChatMessage]:
 
 def _forced(request: ResponseRequest) -> bool:
     return request.tool_choice not in (None, "auto", "none")
+
+
+def _tokens_left(request: ResponseRequest, response: dict[str, Any]) -> int | None:
+    """What of the response's `max_output_tokens` the rounds so far have left (None: no bound asked)."""
+    if request.max_output_tokens is None:
+        return None
+    return int(request.max_output_tokens - ((response.get("usage") or {}).get("output_tokens") or 0))
 
 
 def _answer_now(chat: ChatCompletionRequest, served: frozenset[str]) -> None:

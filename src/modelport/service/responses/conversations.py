@@ -103,8 +103,16 @@ class Conversations:
         return await self._store().conversations.items(conversation_id)
 
     async def append(self, conversation_id: str, project: str, items: list[dict[str, Any]]) -> None:
-        """A finished turn's input and output, appended to its conversation (`project`'s)."""
-        await self._store().conversations.add(conversation_id, project, _kept(items))
+        """A finished turn's input and output, appended to its conversation (`project`'s); items already
+        there (a client that sends earlier items again) are not added twice."""
+        rows = self._store().conversations
+        known = {item.get("id") for item in await rows.items(conversation_id)}
+        fresh, seen = [], set()
+        for item in _kept(items):
+            if item.get("id") not in known and item.get("id") not in seen:
+                fresh.append(item)
+                seen.add(item.get("id"))
+        await rows.add(conversation_id, project, fresh)
 
     async def _row(self, conversation_id: str, param: str = "conversation_id") -> dict[str, Any]:
         row = await self._store().conversations.get(conversation_id, context.current().project)

@@ -127,9 +127,10 @@ class ResponseEvents:
         self.response["output"].append(item)
         return [self._event("response.output_item.done", output_index=index, item=item)]
 
-    def finish(self) -> list[dict[str, Any]]:
-        """Close the open item, then `response.completed` (or `.incomplete` when cut by the token budget)."""
-        cut = self.fold.choice(0)["finish_reason"] == "length"
+    def finish(self, spent: bool = False) -> list[dict[str, Any]]:
+        """Close the open item, then `response.completed` (or `.incomplete` when cut by the token budget, or
+        when the budget was `spent` by earlier rounds before the model could answer)."""
+        cut = spent or self.fold.choice(0)["finish_reason"] == "length"
         events = self._close(cut)
         self.response["completed_at"] = int(time.time())
         if cut:

@@ -218,6 +218,9 @@ class ServerTools:
         }  # fmt: skip
         for event in events.add_item(item):
             yield event
+        # The model's call arrives whole (its tool call is parsed once complete): one delta, then done,
+        # as OpenAI streams a call's arguments and the SDK types both.
+        yield events.item_event("response.mcp_call_arguments.delta", item, delta=arguments)
         yield events.item_event("response.mcp_call_arguments.done", item, arguments=arguments)
         yield events.item_event("response.mcp_call.in_progress", item)
         try:

@@ -178,6 +178,11 @@ class VectorStores:
     ) -> ListPage[VectorStoreFile]:
         """`GET /v1/vector_stores/{id}/files` (or a batch's files), `filter`ed by status."""
         await self._owned(store_id)
+        if (
+            batch_id is not None
+            and await self._rows().batch(batch_id, store_id, context.current().project) is None
+        ):
+            raise NotFoundError(f"No file batch found with id '{batch_id}'.", param="batch_id")
         if status is not None and status not in STATUSES:
             raise InvalidRequestError(f"filter must be one of {', '.join(STATUSES)}.", param="filter")
         page = await self._rows().files_page(

@@ -38,6 +38,8 @@ class Reader:
 def strategy(given: dict[str, Any] | None, reader: Reader, param: str) -> dict[str, Any]:
     """A `chunking_strategy` as stored and shown: always `static` with its sizes (`auto` made concrete for
     the model), or a 400 naming what is out of range."""
+    if given is not None and not isinstance(given, dict):
+        raise InvalidRequestError(f"{param} must be an object.", param=param, code="invalid_type")
     kind = (given or {}).get("type", "auto")
     if kind == "auto":
         size = min(800, reader.chunk_limit)

@@ -93,6 +93,8 @@ def expiry(anchor: int, expires_after: dict[str, Any] | None) -> int | None:
 def ranking(given: dict[str, Any] | None, param: str) -> tuple[float, tuple[float, float]]:
     """`score_threshold` (0 to 1) and the weights of the embedding and text rankings (`hybrid_search`);
     `ranker` names are accepted (there is one ranker)."""
+    if given is not None and not isinstance(given, dict):
+        raise InvalidRequestError(f"{param} must be an object.", param=param, code="invalid_type")
     given = given or {}
     threshold = given.get("score_threshold", 0.0)
     if not isinstance(threshold, (int, float)) or isinstance(threshold, bool) or not 0 <= threshold <= 1:
@@ -100,6 +102,10 @@ def ranking(given: dict[str, Any] | None, param: str) -> tuple[float, tuple[floa
             f"{param}.score_threshold must be from 0 to 1.", param=f"{param}.score_threshold"
         )
     hybrid_search = given.get("hybrid_search") or {}
+    if not isinstance(hybrid_search, dict):
+        raise InvalidRequestError(
+            f"{param}.hybrid_search must be an object.", param=f"{param}.hybrid_search", code="invalid_type"
+        )
     weights = (hybrid_search.get("embedding_weight", 1.0), hybrid_search.get("text_weight", 1.0))
     if not all(isinstance(w, (int, float)) and not isinstance(w, bool) and w >= 0 for w in weights):
         raise InvalidRequestError(
