@@ -10,19 +10,17 @@ from typing import Any, TypeVar
 import httpx2
 import openai
 from openai._base_client import _AsyncStreamT
-from openai._constants import RAW_RESPONSE_HEADER
 from openai._models import FinalRequestOptions
 from openai._utils import is_given
 
 from modelport.client.arguments import build_service
-from modelport.client.dispatch import BASE_URL, Dispatch, http_response, whole
+from modelport.client.dispatch import BASE_URL, NO_KEY, Dispatch, http_response, whole
 from modelport.client.sdk_errors import sdk_errors
 from modelport.client.streams import LocalAsyncStream
 from modelport.protocol.answers import Binary, Events
 from modelport.settings import Settings
 
 ResponseT = TypeVar("ResponseT")
-_NO_KEY = "in-process"  # what the SDK holds as its key when none is given: it asks for one
 
 
 class AsyncOpenAI(openai.AsyncOpenAI):
@@ -49,7 +47,7 @@ class AsyncOpenAI(openai.AsyncOpenAI):
         self._dispatch = Dispatch(self.service, api_key)
         options.pop("base_url", None)
         options.setdefault("max_retries", 0)  # nothing crosses a network here to retry
-        super().__init__(api_key=api_key or _NO_KEY, base_url=BASE_URL, **options)
+        super().__init__(api_key=api_key or NO_KEY, base_url=BASE_URL, **options)
 
     async def request(
         self,
@@ -62,7 +60,7 @@ class AsyncOpenAI(openai.AsyncOpenAI):
         """The SDK's one chokepoint: answered by the service."""
         cast_to = self._maybe_override_cast_to(cast_to, options)
         answer = await self._dispatch.answer(options)
-        raw = is_given(options.headers) and bool(options.headers.get(RAW_RESPONSE_HEADER))
+        raw = self._dispatch.raw(options)
         if not raw and isinstance(answer, Events):
             return LocalAsyncStream(answer, self._dispatch.path(options), self, cast_to)
         if not raw and not isinstance(answer, Binary):

@@ -31,6 +31,7 @@ from modelport.service.operations import FilePart, Operation
 from modelport.service.state.listing import ListPage
 
 BASE_URL = "http://modelport.in-process/v1"
+NO_KEY = "in-process"  # what the SDK holds as its key when none is given (it asks for one)
 # Content parts naming local files (`file://`), which only the in-process client reads: by operation, the
 # body field that holds them.
 _LOCAL_FILES = {"chat.completions.create": "messages", "responses.create": "input"}
@@ -43,6 +44,12 @@ class Dispatch:
     def __init__(self, service: Service, api_key: str | None) -> None:
         self.service = service
         self.api_key = api_key  # identified like a bearer key when given; else the default project's
+
+    @staticmethod
+    def raw(options: FinalRequestOptions) -> bool:
+        """Whether the SDK asked for the response itself (`.with_raw_response`, `.with_streaming_response`)
+        rather than its parsed objects."""
+        return bool(_headers(options).get(RAW_RESPONSE_HEADER))
 
     def path(self, options: FinalRequestOptions) -> str:
         """The request's path below `/v1`."""

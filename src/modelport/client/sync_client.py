@@ -11,13 +11,11 @@ from typing import Any, TypeVar
 
 import openai
 from openai._base_client import _StreamT
-from openai._constants import RAW_RESPONSE_HEADER
 from openai._models import FinalRequestOptions
-from openai._utils import is_given
 
 from modelport.client.arguments import build_service
 from modelport.client.async_client import parsed
-from modelport.client.dispatch import BASE_URL, Dispatch, http_response, whole
+from modelport.client.dispatch import BASE_URL, NO_KEY, Dispatch, http_response, whole
 from modelport.client.sdk_errors import sdk_errors
 from modelport.client.streams import LocalStream
 from modelport.protocol.answers import Binary, Events
@@ -103,7 +101,7 @@ class OpenAI(openai.OpenAI):
             self._loop.run(self.service.manager.load_all())
         options.pop("base_url", None)
         options.setdefault("max_retries", 0)  # nothing crosses a network here to retry
-        super().__init__(api_key=api_key or "in-process", base_url=BASE_URL, **options)
+        super().__init__(api_key=api_key or NO_KEY, base_url=BASE_URL, **options)
 
     def request(
         self,
@@ -116,7 +114,7 @@ class OpenAI(openai.OpenAI):
         """The SDK's one chokepoint: answered by the service, on its loop."""
         cast_to = self._maybe_override_cast_to(cast_to, options)
         answer = self._loop.run(self._dispatch.answer(options))
-        raw = is_given(options.headers) and bool(options.headers.get(RAW_RESPONSE_HEADER))
+        raw = self._dispatch.raw(options)
         path = self._dispatch.path(options)
         if not raw and isinstance(answer, Events):
             return LocalStream(answer, path, self, cast_to, self._loop)

@@ -78,7 +78,7 @@ class Fetcher:
     async def _follow(self, url: str, param: str, cap: int) -> Fetched:
         async with httpx.AsyncClient(follow_redirects=False, trust_env=False, timeout=self.seconds) as client:
             for _ in range(_REDIRECTS + 1):
-                target = httpx.URL(url)
+                target = _url(url, param)
                 request = await self._pinned(client, target, param)
                 response = await client.send(request, stream=True)
                 try:
@@ -86,7 +86,10 @@ class Fetcher:
                         location = response.headers.get("location")
                         if not location:
                             raise _refused(param, f"{url} redirects nowhere")
-                        url = str(target.join(location))
+                        try:
+                            url = str(target.join(location))
+                        except (httpx.InvalidURL, ValueError, UnicodeError):
+                            raise _refused(param, f"{url} redirects to {location!r}, not a URL") from None
                         continue
                     if response.status_code != 200:
                         raise _refused(param, f"{url} answered {response.status_code}")
@@ -109,10 +112,7 @@ class Fetcher:
         naming `param` if it may not be)."""
         if not self.enabled:
             raise _refused(param, "this server fetches no URLs (--no-remote-fetch)")
-        try:
-            target = httpx.URL(url)
-        except httpx.InvalidURL:
-            raise _refused(param, f"{url!r} is not a URL") from None
+        target = _url(url, param)
         host = target.host
         port = target.port or (443 if target.scheme == "https" else 80)
         if target.scheme not in ("http", "https"):
@@ -178,6 +178,15 @@ def _public(address: IP) -> bool:
         if address.teredo is not None:
             return all(_public(inner) for inner in address.teredo)
     return address.is_global and not address.is_multicast
+
+
+def _url(url: str, param: str) -> httpx.URL:
+    """`url` parsed (a client's, or a redirect's `Location`), or a 400 naming `param`: an unclosed IPv6
+    bracket, an octal host, a bad port are the client's mistakes."""
+    try:
+        return httpx.URL(url)
+    except (httpx.InvalidURL, ValueError, UnicodeError):
+        raise _refused(param, f"{url!r} is not a URL") from None
 
 
 def _refused(param: str, why: str) -> InvalidRequestError:
