@@ -18,6 +18,7 @@ import openai
 import pytest
 
 from modelport.cli import main
+from modelport.service.operation_table import OPERATIONS
 from modelport.settings import DEFAULT_EMBEDDING, AuthSettings, ModelConfig
 from tests.support.configs import tiny_settings
 from tests.support.faces import Faces, faces
@@ -225,6 +226,12 @@ def test_every_route_is_in_the_isolation_matrix(tenants: Tenants) -> None:
     routes = {(verb, path) for path, verbs in schema["paths"].items() for verb in verbs}
     routes = {(verb, path) for verb, path in routes if not path.startswith("/v1/organization")}
     assert routes == set(REACHES) | REACHES_NONE
+
+
+def test_every_row_that_reaches_a_stored_object_by_id_is_tried_across_projects() -> None:
+    # The operation table says which rows reach stored objects: a new one without a case here fails.
+    by_id = {(op.method.lower(), op.route) for op in OPERATIONS if op.stored and op.path_names()}
+    assert by_id <= set(REACHES), sorted(by_id - set(REACHES))
 
 
 @pytest.mark.parametrize("route", sorted(REACHES), ids=lambda r: f"{r[0]} {r[1]}")
