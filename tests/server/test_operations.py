@@ -23,7 +23,7 @@ from modelport.server import create_app
 from modelport.service import Service
 from modelport.service.operation_table import OPERATIONS
 from modelport.service.operations import BODY, FORM_ROOM, UPLOAD, Operation
-from modelport.settings import AuthSettings
+from modelport.settings import AuthSettings, Limits
 from tests.server.test_projects import cli, new_key
 from tests.support.configs import tiny_settings
 from tests.support.faces import Faces, faces
@@ -92,6 +92,21 @@ def test_each_row_s_body_bound_is_held_before_the_body_is_read(
         "files.create": settings.files.max_bytes + FORM_ROOM,
     }
     assert limit == expected.get(operation.name, settings.limits.body_bytes)
+
+
+def test_the_in_process_client_holds_each_row_s_body_bound_too(tmp_path: Path) -> None:
+    settings = tiny_settings(str(tmp_path / "state.db"))
+    settings.limits = Limits(body_bytes=1000)
+    client = modelport.OpenAI(settings=settings)
+    try:
+        with pytest.raises(openai.APIStatusError) as caught:
+            client.chat.completions.create(
+                model="reverse", messages=[{"role": "user", "content": "x " * 600}]
+            )
+        assert caught.value.status_code == 413
+        assert client.chat.completions.create(model="reverse", messages=USER).choices[0].message.content
+    finally:
+        client.close()
 
 
 def test_a_json_body_under_a_path_ending_in_files_is_held_to_the_json_bound(tiny_served: Faces) -> None:

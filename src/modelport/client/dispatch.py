@@ -101,6 +101,7 @@ class Dispatch:
     def _check_size(self, operation: Operation, body: dict[str, Any] | None, upload: FilePart | None) -> None:
         """The operation's body bound, as the HTTP face holds a body to it."""
         settings = self.service.settings
+        size = 0  # a body that is not JSON (bytes of the SDK's own) is not measured here
         if upload is not None:
             upload.source.seek(0, 2)
             size = upload.source.tell()
