@@ -11,6 +11,7 @@ import base64
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Literal
 
 import av
@@ -25,8 +26,10 @@ from modelport.settings import (
     DEFAULT_REALTIME,
     DEFAULT_SPEECH,
     DEFAULT_TRANSCRIPTION,
+    AuthSettings,
     ModelConfig,
     Settings,
+    StoreSettings,
 )
 from tests.service.test_audio import word_error_rate
 from tests.support.faces import Faces, faces
@@ -382,6 +385,45 @@ def test_keys_are_asked_for_and_taken_as_a_subprotocol(question: bytes) -> None:
         refused, created = asyncio.run(run())
     assert refused.response.status_code == 403
     assert created["type"] == "session.created"
+
+
+def test_a_revoked_key_ends_its_open_session(tmp_path: Path) -> None:
+    import websockets
+
+    from tests.server.test_projects import cli, made_key
+
+    database = str(tmp_path / "state.db")
+    cli("projects", "create", "voice", "--database", database)
+    key_id, key = made_key(database, "voice")
+    models = [
+        ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
+        ModelConfig(id=DEFAULT_REALTIME, engine="realtime"),
+    ]
+    settings = Settings(
+        defaults=False,
+        models=models,
+        store=StoreSettings(url=database),
+        auth=AuthSettings(key_cache_seconds=0.5),
+    )
+    with faces(settings, api_key=key) as served:
+        url = served.url.replace("http", "ws") + "/v1/realtime?intent=transcription"
+
+        async def run() -> tuple[dict[str, Any], float]:
+            async with websockets.connect(
+                url, subprotocols=["realtime", f"openai-insecure-api-key.{key}"]
+            ) as ws:
+                assert json.loads(await ws.recv())["type"] == "session.created"
+                cli("keys", "revoke", key_id, "--database", database)  # as another process would
+                revoked = time.monotonic()
+                event = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                with pytest.raises(websockets.ConnectionClosed):
+                    await asyncio.wait_for(ws.recv(), 10)
+                return event, time.monotonic() - revoked
+
+        event, seconds = asyncio.run(run())
+    assert event["type"] == "error"
+    assert event["error"]["code"] == "invalid_api_key"
+    assert seconds < 3  # within a few times key_cache_seconds
 
 
 def test_the_agents_sdk_runs_a_realtime_agent_with_a_function_tool(voice: Faces) -> None:

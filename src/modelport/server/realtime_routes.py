@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -28,8 +30,9 @@ async def realtime(websocket: WebSocket, model: str | None = None, intent: str |
     """A Realtime API session (`?intent=transcription`: a transcription session)."""
     service: Service = websocket.app.state.service
     offered = [p.strip() for p in websocket.headers.get("sec-websocket-protocol", "").split(",") if p.strip()]
+    authorization = _authorization(websocket, offered)
     try:
-        principal = await service.access.identify(_authorization(websocket, offered))
+        principal = await service.access.identify(authorization)
     except ModelportError as error:
         await websocket.close(code=1008, reason=error.message[:120])  # before accepting: a 403
         return
@@ -56,12 +59,28 @@ async def realtime(websocket: WebSocket, model: str | None = None, intent: str |
         await websocket.close(code=1011 if error.status >= 500 else 1008)
         return
     limits = service.settings.limits
+    # A key revoked or expired ends the sessions open with it (a session may last an hour): it is checked
+    # again as often as a checked key is trusted.
+    recheck = service.settings.auth.key_cache_seconds if principal is not None else math.inf
+    last = checked = time.monotonic()
     try:
         while True:
-            waited = min(limits.realtime_idle_seconds, session.seconds_left())
+            now = time.monotonic()
+            idle_left = limits.realtime_idle_seconds - (now - last)
+            waited = max(0.0, min(idle_left, session.seconds_left(), checked + recheck - now))
             try:
                 message = await asyncio.wait_for(websocket.receive(), waited)
             except TimeoutError:
+                now = time.monotonic()
+                if session.seconds_left() > 0 and now - last < limits.realtime_idle_seconds:
+                    checked = now
+                    try:
+                        await service.access.identify(authorization)
+                    except ModelportError as error:
+                        await send(error_event(error))
+                        await websocket.close(code=1008)
+                        return
+                    continue
                 expired = session.seconds_left() <= 0
                 reason = (
                     f"The session reached its length limit ({limits.realtime_minutes:g} minutes)."
@@ -77,6 +96,7 @@ async def realtime(websocket: WebSocket, model: str | None = None, intent: str |
                 return
             if message["type"] == "websocket.disconnect":
                 return
+            last = time.monotonic()
             await session.receive(message.get("text") or message.get("bytes") or b"")
     except WebSocketDisconnect:
         return
