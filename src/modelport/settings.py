@@ -378,12 +378,14 @@ class Settings(BaseModel):
         """Alias → model id, as configured (explicit aliases, which win over OpenAI's names)."""
         return dict(self.aliases)
 
+    def openai_name(self, name: str) -> str | None:
+        """The default model an OpenAI model name stands for by its family (`OPENAI_FAMILIES`), unless
+        OpenAI's names are turned off; whether it is served is the registry's to say."""
+        return openai_family(name) if self.openai_aliases else None
+
     def openai_target(self, name: str) -> str | None:
-        """The served model an OpenAI model name reaches by its family (`OPENAI_FAMILIES`), unless OpenAI's
-        names are turned off or the default it reaches is not served here."""
-        if not self.openai_aliases:
-            return None
-        target = openai_family(name)
+        """As `openai_name`, only where the default it reaches is configured here."""
+        target = self.openai_name(name)
         return target if target in {m.id for m in self._configured()} else None
 
     def openai_families(self) -> list[tuple[str, str]]:

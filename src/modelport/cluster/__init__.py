@@ -80,7 +80,7 @@ def deploy(
         if not local_testing:
             shutdown()
         raise
-    registry = ModelRegistry(settings.all_aliases(), settings.openai_target)
+    registry = ModelRegistry(settings.all_aliases(), settings.openai_name)
     for model in models:
         assert model.id is not None
         handle = handles[model.id]

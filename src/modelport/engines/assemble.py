@@ -18,7 +18,7 @@ from modelport.settings import Settings
 
 def registry(settings: Settings) -> ModelRegistry:
     """The models `settings` configures, with their aliases."""
-    built = ModelRegistry(settings.all_aliases(), settings.openai_target)
+    built = ModelRegistry(settings.all_aliases(), settings.openai_name)
     for model in settings.all_models():
         if model.engine == "remote":  # a pool of replicas, maybe of many models: not a one-model engine
             add_remote(

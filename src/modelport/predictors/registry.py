@@ -149,15 +149,22 @@ class ModelRegistry:
         self._aliases[name] = model_id
 
     def resolve(self, name: str) -> ModelSpec:
-        """The spec for a model id or alias; 404 if neither."""
-        ruled = self._named(name) if self._named is not None else None
-        for candidate in (name, self._aliases.get(name, ""), ruled or ""):
-            spec = self._specs.get(candidate)
-            for catalog in self.catalogs:
-                spec = spec or catalog.specs.get(candidate)
+        """The spec for a model id or alias, or a name reached by rule; 404 if none."""
+        for candidate in (name, self._aliases.get(name, "")):
+            spec = self._find(candidate)
             if spec is not None:
                 return spec
-        raise ModelNotFoundError(name)
+        ruled = self._named(name) if self._named is not None else None  # only once ids and aliases missed
+        spec = self._find(ruled) if ruled else None
+        if spec is None:
+            raise ModelNotFoundError(name)
+        return spec
+
+    def _find(self, model_id: str) -> ModelSpec | None:
+        spec = self._specs.get(model_id)
+        for catalog in self.catalogs:
+            spec = spec or catalog.specs.get(model_id)
+        return spec
 
     @property
     def specs(self) -> list[ModelSpec]:

@@ -49,7 +49,7 @@ class Realtime:
         otherwise."""
         wanted = self._aliases.get(name, name) if name else DEFAULT_REALTIME
         if wanted not in self.pipelines and name:
-            wanted = self.settings.openai_target(name) or wanted  # gpt-realtime-mini-2025-10-06, …
+            wanted = self.settings.openai_name(name) or wanted  # gpt-realtime-mini-2025-10-06, …
         if wanted not in self.pipelines:
             raise ModelNotFoundError(name or DEFAULT_REALTIME)
         return self.pipelines[wanted]
