@@ -61,12 +61,13 @@ class AsyncOpenAI(openai.AsyncOpenAI):
         cast_to = self._maybe_override_cast_to(cast_to, options)
         answer = await self._dispatch.answer(options)
         raw = self._dispatch.raw(options)
+        path = self._dispatch.path(options)
         if not raw and isinstance(answer, Events):
-            return LocalAsyncStream(answer, self._dispatch.path(options), self, cast_to)
+            return LocalAsyncStream(answer, path, self, cast_to)
         if not raw and not isinstance(answer, Binary):
             return parsed(self, whole(answer), cast_to, options)
         response = http_response(answer, options)
-        with sdk_errors(self._dispatch.path(options)):
+        with sdk_errors(path):
             return await self._process_response(
                 cast_to=cast_to, options=options, response=response, stream=stream, stream_cls=stream_cls
             )

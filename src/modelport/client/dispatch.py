@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
-from dataclasses import replace
 from typing import Any
 
 import httpx2
@@ -26,6 +25,7 @@ from modelport.context import RequestContext
 from modelport.errors import PermissionDeniedError
 from modelport.protocol.answers import Binary, Events, json_bytes
 from modelport.service import Service
+from modelport.service.access import acting_as
 from modelport.service.operation_table import OPERATIONS
 from modelport.service.operations import FilePart, Operation
 from modelport.service.state.listing import ListPage
@@ -79,7 +79,8 @@ class Dispatch:
                     values=values,
                     query=query,
                     upload=upload,
-                    whole=_headers(options).get(RAW_RESPONSE_HEADER) != "stream",
+                    whole=_headers(options).get(RAW_RESPONSE_HEADER)
+                    != "stream",  # not streamed to its caller
                 )
             finally:
                 context.enter(outer)
@@ -92,11 +93,7 @@ class Dispatch:
                 raise PermissionDeniedError("The organization API needs an admin key: give it as `api_key`.")
             return outer
         principal = await self.service.access.identify(f"Bearer {self.api_key}", admin=operation.admin)
-        if principal is None:
-            return outer
-        return replace(
-            outer, project=principal.project, key_id=principal.key_id, limits=principal.limits, headers={}
-        )
+        return acting_as(principal, outer)
 
     def _check_size(self, operation: Operation, body: dict[str, Any] | None, upload: FilePart | None) -> None:
         """The operation's body bound, as the HTTP face holds a body to it."""

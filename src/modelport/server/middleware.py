@@ -10,7 +10,6 @@ import logging
 import re
 import time
 import uuid
-from dataclasses import replace
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -18,7 +17,7 @@ from modelport import context
 from modelport.context import RequestContext
 from modelport.errors import ModelportError, PayloadTooLargeError
 from modelport.metrics import LATENCY, REQUESTS
-from modelport.service.access import Access
+from modelport.service.access import Access, acting_as
 from modelport.service.operation_table import OPERATIONS
 from modelport.settings import Settings
 
@@ -66,17 +65,7 @@ class Authenticate:
         except ModelportError as error:
             await _reply(send, error)
             return
-        request = context.current()
-        if principal is not None:
-            request = replace(
-                request,
-                project=principal.project,
-                key_id=principal.key_id,
-                limits=principal.limits,
-                headers={},
-            )
-        else:
-            request = replace(request, headers={})
+        request = acting_as(principal, context.current())
         context.enter(request)
 
         async def with_limits(message: Message) -> None:

@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import math
 import time
-from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -17,6 +16,7 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 from modelport import context
 from modelport.errors import ModelportError
 from modelport.service import Service
+from modelport.service.access import acting_as
 from modelport.service.realtime.realtime_events import ClientEventError, error_event
 
 router = APIRouter()
@@ -36,12 +36,7 @@ async def realtime(websocket: WebSocket, model: str | None = None, intent: str |
     except ModelportError as error:
         await websocket.close(code=1008, reason=error.message[:120])  # before accepting: a 403
         return
-    if principal is not None:
-        context.enter(
-            replace(
-                context.current(), project=principal.project, key_id=principal.key_id, limits=principal.limits
-            )
-        )
+    context.enter(acting_as(principal, context.current()))
     await websocket.accept(subprotocol="realtime" if "realtime" in offered else None)
     lock = asyncio.Lock()
 

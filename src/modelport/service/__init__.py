@@ -175,10 +175,7 @@ class Service:
         """One model by id or alias; 404 if unknown, or if the caller may not use it."""
         if name in self.realtime.pipelines:
             return self._pipeline(name)
-        model_id = self.manager.registry.resolve(name).id
-        if not self.access.quotas.allows(context.current(), model_id):
-            raise ModelNotFoundError(name)
-        return self._model(model_id)
+        return self._model(self._usable(name))
 
     def _pipeline(self, name: str) -> Model:
         """A realtime pipeline as a model: what it chains, for `/v1/realtime?model=`."""
@@ -262,8 +259,8 @@ class Service:
         return np.array([row.embedding for row in answer.data], dtype=np.float32)
 
     def _usable(self, name: str) -> str:
-        """The id of a model the caller may use (a vector store's embedding model, chosen when it is made and
-        used by its ingest later); a 404 as for any request, if the caller's project may not."""
+        """The id of a model the caller may use (one retrieved, a vector store's embedding model); a 404 as
+        for any request, if the caller's project may not."""
         model_id = self.manager.registry.resolve(name).id
         if not self.access.quotas.allows(context.current(), model_id):
             raise ModelNotFoundError(name)

@@ -21,7 +21,17 @@ from modelport.service.access.usage import Meter
 from modelport.settings import Settings
 from modelport.store import Store
 
-__all__ = ["Access", "Principal"]
+__all__ = ["Access", "Principal", "acting_as"]
+
+
+def acting_as(principal: Principal | None, request: RequestContext) -> RequestContext:
+    """`request` as made by `principal` (its project, key and limits; the default project's when None),
+    with answer headers of its own (the rate limits its admission sets)."""
+    if principal is None:
+        return replace(request, headers={})
+    return replace(
+        request, project=principal.project, key_id=principal.key_id, limits=principal.limits, headers={}
+    )
 
 
 class Access:
