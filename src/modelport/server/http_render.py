@@ -4,9 +4,7 @@ response that carries it."""
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from typing import Any
 
-import orjson
 from fastapi.responses import Response, StreamingResponse
 from openai.types.responses import Response as OpenAIResponse
 from pydantic import BaseModel
@@ -45,8 +43,3 @@ async def _closing(chunks: AsyncGenerator[bytes, None]) -> AsyncGenerator[bytes,
             yield chunk
     finally:
         await chunks.aclose()  # a client that went away stops the synthesis or the read
-
-
-def json_body(data: Any) -> Response:
-    """A JSON body built here (model lists, voices)."""
-    return Response(orjson.dumps(data), media_type="application/json")
