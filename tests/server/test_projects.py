@@ -139,9 +139,6 @@ REACHES: dict[tuple[str, str], Call] = {
     ("get", "/v1/files/{file_id}"): lambda c, o: c.files.retrieve(o.file),
     ("delete", "/v1/files/{file_id}"): lambda c, o: c.files.delete(o.file),
     ("get", "/v1/files/{file_id}/content"): lambda c, o: c.files.content(o.file).read(),
-    ("post", "/v1/batches"): lambda c, o: c.batches.create(
-        input_file_id=o.file, endpoint="/v1/chat/completions", completion_window="24h"
-    ),
     ("get", "/v1/batches"): lambda c, o: c.batches.list(after=o.batch),
     ("get", "/v1/batches/{batch_id}"): lambda c, o: c.batches.retrieve(o.batch),
     ("post", "/v1/batches/{batch_id}/cancel"): lambda c, o: c.batches.cancel(o.batch),
@@ -214,6 +211,7 @@ REACHES_NONE = {
     ("post", "/v1/audio/transcriptions"),
     ("post", "/v1/audio/translations"),
     ("post", "/v1/files"),
+    ("post", "/v1/batches"),  # its input file is read as its project's when it runs: the test below
     ("post", "/v1/conversations"),
     ("post", "/v1/vector_stores"),
     ("post", "/generate"),
@@ -247,6 +245,21 @@ def test_another_projects_object_is_a_404_and_ones_own_is_reached(
         pytest.fail(f"{route} does not reach the project's own object")
     except (openai.BadRequestError, openai.ConflictError):
         pass  # reached, and refused for what it is (a finished response or batch cannot be cancelled, ...)
+
+
+def test_a_batch_on_another_projects_file_fails_without_reading_it(tenants: Tenants) -> None:
+    # As OpenAI, a batch naming a file it cannot have is made, then fails while it validates.
+    owned = make(tenants.alpha)
+    made = tenants.beta.batches.create(
+        input_file_id=owned.file, endpoint="/v1/chat/completions", completion_window="24h"
+    )
+    deadline = time.monotonic() + 30
+    while (batch := tenants.beta.batches.retrieve(made.id)).status == "validating":
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert batch.status == "failed"
+    assert batch.errors and [e.code for e in batch.errors.data or []] == ["invalid_file"]
+    assert batch.request_counts and batch.request_counts.total == 0
 
 
 def test_a_turn_cannot_continue_another_projects_conversation(tenants: Tenants) -> None:

@@ -251,6 +251,22 @@ def test_a_batch_s_own_parameters_are_checked_when_it_is_made(client: Any) -> No
     assert caught.value.body["param"] == "priority"
 
 
+def test_a_batch_on_a_file_that_is_not_there_is_made_and_fails_validating(client: Any) -> None:
+    # As OpenAI: an unknown input file, or one deleted before the batch ran, fails the batch, not the call.
+    gone = client.files.create(file=("e.jsonl", (json.dumps(LINE) + "\n").encode()), purpose="batch")
+    client.files.delete(gone.id)
+    for file_id in ("file-nope", gone.id):
+        made = client.batches.create(
+            input_file_id=file_id, endpoint="/v1/embeddings", completion_window="24h"
+        )
+        assert made.status == "validating"
+        failed = wait(client, made.id, 30)
+        assert failed.status == "failed"
+        error = failed.errors.data[0]
+        assert (error.code, error.param, error.line) == ("invalid_file", "input_file_id", None)
+        assert file_id in error.message
+
+
 def test_files_list_retrieve_and_delete(client: Any) -> None:
     note = client.files.create(file=("note.txt", b"hello"), purpose="user_data")
     assert client.files.retrieve(note.id).filename == "note.txt"
@@ -261,8 +277,6 @@ def test_files_list_retrieve_and_delete(client: Any) -> None:
     with pytest.raises(openai.NotFoundError):
         client.files.retrieve(note.id)
     uploaded = client.files.create(file=("e.jsonl", (json.dumps(LINE) + "\n").encode()), purpose="batch")
-    with pytest.raises(openai.NotFoundError):
-        client.batches.create(input_file_id="file-nope", endpoint="/v1/embeddings", completion_window="24h")
     with pytest.raises(openai.BadRequestError) as caught:
         client.batches.create(input_file_id=uploaded.id, endpoint="/v1/embeddings", completion_window="1h")
     assert caught.value.body["param"] == "completion_window"

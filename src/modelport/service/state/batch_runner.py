@@ -111,7 +111,7 @@ class BatchRunner:
         assert self.store is not None
         try:
             if batch["status"] == "validating":
-                batch = await self._validated(batch)
+                batch = await self._validated(batch, project)
                 if batch["status"] == "failed":
                     return
             if batch["status"] == "in_progress":
@@ -122,21 +122,26 @@ class BatchRunner:
         except Exception:
             log.exception("batch %s stopped; it is taken up again when its lease goes stale", batch["id"])
 
-    async def _validated(self, batch: dict[str, Any]) -> dict[str, Any]:
+    async def _validated(self, batch: dict[str, Any], project: str) -> dict[str, Any]:
         """The batch after its input is checked: `in_progress`, or `failed` with an error per line at fault
         (as OpenAI's batches fail while they validate), or `cancelling` if it was cancelled meanwhile."""
         assert self.store is not None
-        path = self.files.path(batch["input_file_id"])
+        file_id = batch["input_file_id"]
         try:
+            # Only the project's own file: a batch may name any id, another project's included.
+            if await self.store.files.get(file_id, project) is None:
+                raise FileNotFoundError(file_id)
+            path = self.files.path(file_id)
             lines, errors = await anyio.to_thread.run_sync(
                 checked_lines, path, batch["endpoint"], self.known_model
             )
-        except FileNotFoundError:  # deleted since the batch was made: nothing to run, ever
-            message = f"The input file {batch['input_file_id']} no longer exists."
-            lines, errors = [], [{"code": "invalid_file", "line": None, "message": message, "param": None}]
+        except FileNotFoundError:  # never there, or deleted since the batch was made: nothing to run, ever
+            message = f"No file with id {file_id!r} exists in this project."
+            error = {"code": "invalid_file", "line": None, "message": message, "param": "input_file_id"}
+            lines, errors = [], [error]
         now = int(time.time())
         if errors:
-            counts = _counts(len(lines) + len(errors), 0, 0)
+            counts = _counts(len(lines) + sum(e["line"] is not None for e in errors), 0, 0)
             data = errors[:_MOST_ERRORS]
             batch = {
                 **batch,

@@ -50,8 +50,11 @@ class Batches:
             raise InvalidRequestError(
                 "completion_window must be '24h'.", param="completion_window", code="invalid_value"
             )
-        source = await self.files.retrieve(input_file_id)
-        if source.purpose != "batch":
+        try:
+            source = await self.files.retrieve(input_file_id)
+        except NotFoundError:
+            source = None  # as OpenAI: the batch is made, and fails while it validates (`invalid_file`)
+        if source is not None and source.purpose != "batch":
             raise InvalidRequestError(
                 f"The file {input_file_id} has purpose {source.purpose!r}, not 'batch'.",
                 param="input_file_id",
