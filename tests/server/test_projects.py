@@ -258,8 +258,10 @@ def test_a_batch_on_another_projects_file_fails_without_reading_it(tenants: Tena
         assert time.monotonic() < deadline
         time.sleep(0.1)
     assert batch.status == "failed"
-    assert batch.errors and [e.code for e in batch.errors.data or []] == ["invalid_file"]
-    assert batch.request_counts and batch.request_counts.total == 0
+    assert batch.errors
+    assert [e.code for e in batch.errors.data or []] == ["invalid_file"]
+    assert batch.request_counts
+    assert batch.request_counts.total == 0
 
 
 def test_a_turn_cannot_continue_another_projects_conversation(tenants: Tenants) -> None:

@@ -245,3 +245,24 @@ def test_a_prompt_longer_than_the_context_is_a_400_with_both_numbers(client: ope
     numbers = [int(n) for n in re.findall(r"\d+", caught.value.message)]
     assert 8192 in numbers
     assert any(n > 8192 for n in numbers)
+
+
+def test_a_greedy_answer_that_loops_is_ended_as_length_with_its_usage(client: openai.OpenAI) -> None:
+    # SmolLM2, greedy, repeats one sentence here until its length runs out (1,500 tokens without the stop).
+    loop = [{"role": "user", "content": "Say 'ok' over and over, forever."}]
+    answer = client.chat.completions.create(
+        model="gpt-4o-mini", messages=loop, temperature=0, max_tokens=1500
+    )
+    assert answer.choices[0].finish_reason == "length"
+    assert answer.usage is not None
+    assert 192 <= answer.usage.completion_tokens < 400
+    assert answer.usage.prompt_tokens > 10
+    streamed = client.chat.completions.create(
+        model="gpt-4o-mini", messages=loop, temperature=0, max_tokens=1500, stream=True,
+        stream_options={"include_usage": True},
+    )  # fmt: skip
+    chunks = list(streamed)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == answer.choices[0].message.content
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
+    assert chunks[-1].usage == answer.usage

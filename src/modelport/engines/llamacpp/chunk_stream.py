@@ -11,6 +11,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
+from modelport.engines.llamacpp import repetition
 from modelport.errors import InvalidRequestError, ModelportError, PredictorError
 
 ChunkHandler = Callable[[dict[str, Any], Callable[[dict[str, Any]], bool]], Any]
@@ -26,9 +27,12 @@ def stream_chunks(handle: ChunkHandler, request: dict[str, Any], ended: Ended | 
     """Run a blocking streaming handler in a thread and return its chunks as they come; `ended` is called
     in that thread once the generation has ended, before the stream does, with the slot it ran in if
     llama.cpp said (a request with `verbose`) and whether it completed without error; what it returns
-    is called after the stream's end."""
+    is called after the stream's end. A greedy generation is watched for repetition (`repetition`)."""
     request = {**request, "stream": True, "stream_options": {"include_usage": True}}
-    stream = ChunkStream()
+    watch = repetition.watched(request)
+    if watch:
+        request["timings_per_token"] = True  # the usage so far, should the repetition stop end it early
+    stream = ChunkStream(repetition.Repetition() if watch else None)
 
     def run() -> None:
         completed = False
@@ -36,6 +40,8 @@ def stream_chunks(handle: ChunkHandler, request: dict[str, Any], ended: Ended | 
         try:
             handle(request, stream.on_chunk)
             completed = not stream.failed
+            if stream.looped is not None:
+                stream.put(stream.looped)
         except Exception as error:
             stream.put(error)
         finally:
@@ -57,7 +63,9 @@ class ChunkStream:
     async side is woken by llama.cpp's thread directly, with no worker-thread hop per token; `close()`
     stops the generation at its next token and frees the slot."""
 
-    def __init__(self) -> None:
+    def __init__(self, watch: repetition.Repetition | None = None) -> None:
+        self._watch = watch
+        self.looped: dict[str, Any] | None = None  # the last chunk, once the repetition stop ended it
         self._items: deque[Any] = deque()
         self._ready = threading.Condition()
         self._waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None
@@ -71,8 +79,14 @@ class ChunkStream:
         if "__verbose" in chunk:  # llama.cpp's own account of the request, asked for its slot
             self.slot = chunk.pop("__verbose").get("id_slot")
         self.failed = self.failed or "error" in chunk
+        if self._watch is not None and not self.failed:
+            if self.looped is not None:
+                return True  # what llama.cpp still sends after the stop is not part of the answer
+            piece = _piece(chunk)
+            if piece is not None and self._watch.looping(piece):
+                self.looped = _ending(chunk)
         self.put(chunk)
-        return self._cancelled.is_set()
+        return self._cancelled.is_set() or self.looped is not None
 
     def put(self, item: Any) -> None:
         with self._ready:
@@ -123,6 +137,40 @@ class ChunkStream:
 
     async def aclose(self) -> None:
         self.close()
+
+
+def _piece(chunk: dict[str, Any]) -> str | None:
+    """The text a chunk adds (a chat delta's content or reasoning, or a completion's text)."""
+    choices = chunk.get("choices")
+    if not choices:
+        return None
+    choice = choices[0]
+    delta = choice.get("delta")
+    piece = (
+        (delta.get("content") or delta.get("reasoning_content"))
+        if isinstance(delta, dict)
+        else choice.get("text")
+    )
+    return piece if isinstance(piece, str) else None
+
+
+def _ending(chunk: dict[str, Any]) -> dict[str, Any]:
+    """The last chunk of an answer the repetition stop ended: `length`, with the usage so far."""
+    choice: dict[str, Any] = {"index": 0, "finish_reason": "length"}
+    if "delta" in chunk["choices"][0]:
+        choice["delta"] = {}
+    else:
+        choice["text"] = ""
+    timings = chunk.get("timings") or {}
+    cached, prompt = int(timings.get("cache_n", 0)), int(timings.get("prompt_n", 0))
+    usage = {
+        "prompt_tokens": cached + prompt,
+        "completion_tokens": int(timings.get("predicted_n", 0)),
+        "total_tokens": cached + prompt + int(timings.get("predicted_n", 0)),
+        "prompt_tokens_details": {"cached_tokens": cached},
+    }
+    frame = {k: v for k, v in chunk.items() if k in ("id", "object", "created", "model")}
+    return {**frame, "choices": [choice], "usage": usage}
 
 
 def _wake(future: asyncio.Future[None]) -> None:

@@ -1,0 +1,40 @@
+"""The repetition stop's watch, on token sequences built here (no model)."""
+
+from __future__ import annotations
+
+from modelport.engines.llamacpp.repetition import LEAST_SPAN, Repetition, watched
+
+
+def first_stop(pieces: list[str]) -> int | None:
+    watch = Repetition()
+    return next((i + 1 for i, piece in enumerate(pieces) if watch.looping(piece)), None)
+
+
+def test_a_run_repeated_back_to_back_is_stopped_soon_after_the_least_span() -> None:
+    intro = [f"w{i}" for i in range(50)]
+    run = [f"r{i}" for i in range(37)]
+    stopped = first_stop(intro + run * 40)
+    assert stopped is not None
+    assert 50 + LEAST_SPAN <= stopped <= 50 + LEAST_SPAN + 8
+
+
+def test_a_long_run_is_stopped_after_three_repeats_of_it() -> None:
+    run = [f"p{i}" for i in range(150)]
+    stopped = first_stop(run * 5)
+    assert stopped is not None
+    assert 450 <= stopped <= 458
+
+
+def test_answers_that_do_not_repeat_are_never_stopped() -> None:
+    counting = [piece for n in range(3000) for piece in (str(n), ",", " ")]  # alike, never the same
+    assert first_stop(counting) is None
+    dashes = ["-"] * (LEAST_SPAN - 20) + ["x"] * 10  # a rule shorter than the least span
+    assert first_stop(dashes) is None
+
+
+def test_only_greedy_answers_that_did_not_ask_for_their_whole_length_are_watched() -> None:
+    assert watched({"temperature": 0})
+    assert watched({"top_k": 1, "temperature": 0.8})
+    assert not watched({"temperature": 0.7})
+    assert not watched({})
+    assert not watched({"temperature": 0, "ignore_eos": True})
