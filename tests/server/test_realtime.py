@@ -18,6 +18,7 @@ import av
 import numpy as np
 import openai
 import pytest
+from openai.types.beta.realtime import RealtimeServerEvent as BetaServerEvent
 from openai.types.realtime import RealtimeServerEvent
 from pydantic import TypeAdapter
 
@@ -37,6 +38,7 @@ from tests.support.faces import Faces, faces
 pytestmark = pytest.mark.models  # real models: not the unit tier
 
 SERVER_EVENT: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)
+BETA_EVENT: TypeAdapter[Any] = TypeAdapter(BetaServerEvent)
 QUESTION = "What is the weather like in Paris today?"
 RATE = 24_000
 WEATHER = {
@@ -259,6 +261,88 @@ def test_barge_in_cancels_the_answer_and_truncate_cuts_it(voice: Faces, question
     full = done.output[0].content[0].transcript
     cut = retrieved.item.content[0].transcript
     assert len(cut.split()) < max(len(full.split()), 2)  # 300 ms is a word or two
+
+
+def test_a_beta_client_speaks_the_beta_protocol(voice: Faces, question: bytes) -> None:
+    # `client.beta.realtime` (the OpenAI-Beta: realtime=v1 header): the beta session shape, events under
+    # their beta names (handlers for response.text.delta / response.audio.delta never fired before).
+    client = openai.AsyncOpenAI(
+        base_url=f"{voice.url}/v1",
+        websocket_base_url=voice.url.replace("http", "ws") + "/v1",  # the beta client assumes wss
+        api_key="unused",
+        max_retries=0,
+    )
+
+    async def beta_until(connection: Any, last: str, seen: list[Any]) -> list[Any]:
+        while True:
+            event = BETA_EVENT.validate_json(await asyncio.wait_for(connection.recv_bytes(), 60))
+            seen.append(event)
+            if event.type == last:
+                return seen
+
+    async def run() -> tuple[list[Any], list[Any]]:
+        text: list[Any] = []
+        spoken: list[Any] = []
+        async with client.beta.realtime.connect(model="gpt-4o-realtime-preview") as connection:
+            created = (await beta_until(connection, "session.created", text))[-1].session
+            assert (created.input_audio_format, created.output_audio_format) == ("pcm16", "pcm16")
+            assert created.modalities == ["text", "audio"]
+            assert created.turn_detection.type == "server_vad"
+            await connection.session.update(
+                session={"modalities": ["text"], "max_response_output_tokens": 64, "turn_detection": None}
+            )
+            updated = (await beta_until(connection, "session.updated", text))[-1].session
+            assert (updated.modalities, updated.turn_detection) == (["text"], None)
+            said_before = {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "text", "text": "Hello."}],
+            }
+            await connection.conversation.item.create(item=said_before)  # beta's assistant part is "text"
+            await connection.conversation.item.create(
+                item={"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Hi!"}]}
+            )
+            await connection.response.create(
+                response={"modalities": ["text"], "max_response_output_tokens": 48}
+            )
+            await beta_until(connection, "response.done", text)
+            await connection.session.update(
+                session={
+                    "modalities": ["text", "audio"],
+                    "voice": "alloy",
+                    "input_audio_transcription": {"model": "whisper-1"},
+                    "turn_detection": {"type": "server_vad"},
+                }
+            )
+            await say(connection, question, 50, 0.0)
+            await beta_until(connection, "response.done", spoken)
+            return text, spoken
+
+    text, spoken = asyncio.run(run())
+    order = kinds(text)
+    assert [e.item.content[0].type for e in text if e.type == "conversation.item.created"][:2] == [
+        "text",
+        "input_text",
+    ]
+    assert not [e for e in text if e.type == "error"]
+    assert order.index("response.created") < order.index("response.text.delta") < order.index("response.done")
+    written = "".join(e.delta for e in text if e.type == "response.text.delta")
+    done = text[-1].response
+    assert done.modalities == ["text"]
+    assert done.max_output_tokens == 48
+    assert done.output[0].content[0].type == "text"
+    assert done.output[0].content[0].text == written
+    order = kinds(spoken)
+    for kind in ("input_audio_buffer.committed", "response.audio.delta", "response.audio_transcript.delta"):
+        assert kind in order
+    audio = b"".join(base64.b64decode(e.delta) for e in spoken if e.type == "response.audio.delta")
+    assert len(audio) / 2 / RATE > 0.5
+    said = "".join(e.delta for e in spoken if e.type == "response.audio_transcript.delta")
+    assert spoken[-1].response.output[0].content[0].type == "audio"
+    assert spoken[-1].response.output[0].content[0].transcript == said
+    # Nothing under a GA name reaches a beta client.
+    ga_only = {"conversation.item.added", "conversation.item.done", "response.output_text.delta"}
+    assert not ga_only & set(kinds(text) + kinds(spoken))
 
 
 def test_a_transcription_session(voice: Faces, question: bytes) -> None:

@@ -37,7 +37,7 @@ def ask(client: Any, store: str, **extra: Any) -> Any:
         tools=[{"type": "file_search", "vector_store_ids": [store], **extra.pop("tool", {})}],
         tool_choice={"type": "file_search"},
         temperature=0,
-        max_output_tokens=64,
+        max_output_tokens=extra.pop("max_output_tokens", 64),
         **extra,
     )
 
@@ -60,6 +60,23 @@ def test_the_server_searches_and_the_answer_cites_the_file(client: Any, store: s
     assert answer.tools[0].max_num_results == 5  # echoed with the defaults it ran with
     assert answer.tools[0].ranking_options.ranker == "auto"
     assert answer.tools[0].ranking_options.score_threshold == 0
+
+
+def test_a_search_cut_by_the_budget_while_the_model_writes_it_is_kept_incomplete(
+    client: Any, store: str
+) -> None:
+    # 18 tokens end the turn inside the call's arguments: the call is kept, never run, never an empty output.
+    for streamed in (False, True):
+        answer = ask(client, store, max_output_tokens=18, stream=streamed)
+        if streamed:
+            events = list(answer)
+            assert events[-1].type == "response.incomplete"
+            answer = events[-1].response
+        assert answer.status == "incomplete"
+        assert answer.incomplete_details.reason == "max_output_tokens"
+        assert [(item.type, item.status) for item in answer.output] == [("file_search_call", "incomplete")]
+        assert answer.output[0].results is None
+        assert answer.usage.output_tokens <= 18
 
 
 def test_results_are_left_out_unless_asked_and_filters_apply(client: Any, store: str) -> None:

@@ -225,6 +225,26 @@ def test_a_conversation_with_tool_results_continues(client: openai.OpenAI) -> No
     assert_valid_calls(follow.choices[0].message.tool_calls, set(SCHEMAS))
 
 
+def test_an_answer_after_calls_with_no_tools_offered_is_text_not_call_markup(client: openai.OpenAI) -> None:
+    # As when an agent loop's last round may call nothing more: past calls shown as JSON were copied by the
+    # model as its answer (8 answers in 8), which then reached the user as text.
+    messages: list[Any] = [{"role": "user", "content": "What is the weather in Paris and in Rome?"}]
+    for number, (city, sky) in enumerate((("Paris", "Sunny, 21 C"), ("Rome", "Rain, 14 C"))):
+        call = {"name": "get_weather", "arguments": json.dumps({"city": city})}
+        messages.append(
+            {"role": "assistant", "tool_calls": [{"id": f"c{number}", "type": "function", "function": call}]}
+        )
+        messages.append({"role": "tool", "tool_call_id": f"c{number}", "content": sky})
+    for seed in range(4):
+        reply = client.chat.completions.create(
+            model="gpt-4o-mini", messages=messages, max_tokens=40, temperature=0.7, seed=seed
+        )
+        text = reply.choices[0].message.content or ""
+        assert text.strip()
+        assert "tool_calls" not in text
+        assert '"name"' not in text
+
+
 def test_legacy_functions_answer_with_function_call(client: openai.OpenAI) -> None:
     reply = client.chat.completions.create(
         model="gpt-4o-mini",

@@ -17,6 +17,7 @@ from modelport import context
 from modelport.errors import ModelportError
 from modelport.service import Service
 from modelport.service.access import acting_as
+from modelport.service.realtime import beta
 from modelport.service.realtime.realtime_events import ClientEventError, error_event
 
 router = APIRouter()
@@ -48,7 +49,9 @@ async def realtime(websocket: WebSocket, model: str | None = None, intent: str |
                 await websocket.send_text(orjson.dumps(event).decode())
 
     try:
-        session = await service.realtime.open(model, intent, send)
+        session = await service.realtime.open(
+            model, intent, send, beta.wants_beta(websocket.headers, offered)
+        )
     except ModelportError as error:
         await send(error_event(error))
         await websocket.close(code=1011 if error.status >= 500 else 1008)

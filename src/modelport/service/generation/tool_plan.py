@@ -138,8 +138,10 @@ def render_history(
 ) -> list[dict[str, Any]]:
     """Messages any chat template can render: `developer` becomes `system`, neighbouring text messages of
     one role merge (for templates that demand strict alternation), and unless the template renders tools
-    itself (`native`), tool calls and results become text in the answer format the model is asked for."""
-    names: dict[str, str] = {}
+    itself (`native`), tool calls and results become text: in the answer format the model is asked for
+    when tools are offered, and as plain sentences when none is (a model shown calls written as JSON
+    writes its answer as another such call, which then reaches the user as text)."""
+    names: dict[str, str] = {}  # call id → how its result is introduced
     rendered: list[dict[str, Any]] = []
     for original in messages:
         message = dict(original)
@@ -150,15 +152,18 @@ def render_history(
             calls = message.pop("tool_calls", None) or [{"function": message.pop("function_call")}]
             for call in calls:
                 if call.get("id"):
-                    names[call["id"]] = call["function"]["name"]
-            message["content"] = "\n".join(filter(None, [_text(message.get("content")), _calls_text(calls)]))
+                    names[call["id"]] = _called(call["function"], plan is None)
+            if plan is not None:
+                message["content"] = "\n".join(
+                    filter(None, [_text(message.get("content")), _calls_text(calls)])
+                )
+            elif not _text(message.get("content")):
+                continue  # the results below say what was called
         elif role == "tool":
             call_id = message.get("tool_call_id")
-            name = names.get(call_id or "", "a tool")
-            message = {
-                "role": "user",
-                "content": f"Result of {name} (call {call_id}):\n{_text(message.get('content'))}",
-            }
+            introduced = names.get(call_id or "", "a tool")
+            heading = f"Result of {introduced} (call {call_id})" if plan is not None else f"{introduced} gave"
+            message = {"role": "user", "content": f"{heading}:\n{_text(message.get('content'))}"}
         elif role == "function":
             name = message.get("name", "a function")
             message = {"role": "user", "content": f"Result of {name}:\n{_text(message.get('content'))}"}
@@ -228,6 +233,13 @@ def _calls_text(calls: list[dict[str, Any]]) -> str:
             arguments = function.get("arguments")
         rendered.append({"name": function.get("name"), "arguments": arguments})
     return json.dumps({"tool_calls": rendered}, ensure_ascii=False)
+
+
+def _called(function: dict[str, Any], with_arguments: bool) -> str:
+    """How a call's result is introduced: by the tool's name, and (when no tools are offered, so the call
+    itself is not shown) its arguments."""
+    arguments = (function.get("arguments") or "").strip() if with_arguments else ""
+    return f"{function.get('name')} {arguments}".strip()
 
 
 def _plain(message: dict[str, Any]) -> bool:

@@ -55,10 +55,15 @@ class Realtime:
         return self.pipelines[wanted]
 
     async def open(
-        self, model: str | None, intent: str | None, send: Callable[[Event], Awaitable[None]]
+        self,
+        model: str | None,
+        intent: str | None,
+        send: Callable[[Event], Awaitable[None]],
+        beta_protocol: bool = False,
     ) -> RealtimeSession:
         """A session on the pipeline `model` names (or the default), its models loaded, `session.created`
-        sent. `intent=transcription` opens a transcription session."""
+        sent. `intent=transcription` opens a transcription session; `beta_protocol`, one that speaks the
+        beta protocol (`beta`)."""
         pipeline = self.pipeline(model)
         kind = "transcription" if intent == "transcription" else "realtime"
         needed = [pipeline.transcription] if kind == "transcription" else [
@@ -79,7 +84,9 @@ class Realtime:
             return await self._speak(text, voice, pipeline.speech, speed)
 
         pipes = Pipes(chat=self._chat, transcribe=transcribe, speak=speak)
-        session = RealtimeSession(pipeline, kind, model or pipeline.id, pipes, self.settings.limits, send)
+        session = RealtimeSession(
+            pipeline, kind, model or pipeline.id, pipes, self.settings.limits, send, beta_protocol
+        )
         await session.start()
         return session
 

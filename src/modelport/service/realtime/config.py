@@ -16,7 +16,11 @@ from modelport.settings import RealtimePipeline
 
 Session = dict[str, Any]
 PCM = {"type": "audio/pcm", "rate": 24000}
-_LEGACY_FORMATS = {"pcm16": PCM, "g711_ulaw": {"type": "audio/pcmu"}, "g711_alaw": {"type": "audio/pcma"}}
+_LEGACY_FORMATS: dict[str, dict[str, Any]] = {
+    "pcm16": PCM,
+    "g711_ulaw": {"type": "audio/pcmu"},
+    "g711_alaw": {"type": "audio/pcma"},
+}
 SERVER_VAD = {
     "type": "server_vad",
     "threshold": 0.5,
@@ -117,7 +121,7 @@ def _ga(given: dict[str, Any]) -> dict[str, Any]:
     for old, side in (("input_audio_format", "input"), ("output_audio_format", "output")):
         if old in given:
             fmt = given.pop(old)
-            put_in[side]["format"] = _LEGACY_FORMATS.get(fmt, fmt) if isinstance(fmt, str) else fmt
+            put_in[side]["format"] = legacy_format(fmt)
     if "modalities" in given:
         modalities = given.pop("modalities") or []
         given["output_modalities"] = ["audio"] if "audio" in modalities else ["text"]
@@ -127,6 +131,12 @@ def _ga(given: dict[str, Any]) -> dict[str, Any]:
     if audio:
         given["audio"] = audio
     return given
+
+
+def legacy_format(fmt: Any) -> Any:
+    """An audio format as the GA protocol names it, from its beta name (`pcm16`, `g711_ulaw`, …)."""
+    known = _LEGACY_FORMATS.get(fmt) if isinstance(fmt, str) else None
+    return dict(known) if known is not None else fmt
 
 
 def turn_detection(session: Session) -> dict[str, Any] | None:

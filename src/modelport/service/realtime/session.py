@@ -17,7 +17,7 @@ import orjson
 from modelport.engines.silero_vad import RATE, SpeechDetector
 from modelport.errors import ModelportError
 from modelport.ids import new_id
-from modelport.service.realtime import config
+from modelport.service.realtime import beta, config
 from modelport.service.realtime.audio import LISTEN_RATE, Listener
 from modelport.service.realtime.conversation import Conversation, Entry
 from modelport.service.realtime.realtime_events import (
@@ -46,8 +46,10 @@ class RealtimeSession:
         pipes: Pipes,
         limits: Limits,
         send: Callable[[Event], Awaitable[None]],
+        beta_protocol: bool = False,
     ) -> None:
         self.pipeline, self.kind, self.pipes, self.limits = pipeline, kind, pipes, limits
+        self.beta = beta_protocol  # the client speaks the beta protocol: events are translated at the edge
         self.session = config.initial(pipeline, kind, model)
         self.id = new_id("sess", "_")
         self.started = time.monotonic()
@@ -67,6 +69,11 @@ class RealtimeSession:
         self._turns = self._turn_detector()
 
     async def send(self, event: Event) -> None:
+        if self.beta:
+            shown = beta.server_event(event, self.kind == "transcription")
+            if shown is None:
+                return  # the beta protocol has no such event
+            event = shown
         await self._send(event)
 
     def shown(self) -> dict[str, Any]:
@@ -106,6 +113,8 @@ class RealtimeSession:
             except orjson.JSONDecodeError as error:
                 raise ClientEventError(f"The message is not JSON: {error}.", code="invalid_json") from None
             event_id = data.get("event_id") if isinstance(data, dict) else None
+            if self.beta:
+                data = beta.client_event(data)
             if isinstance(data, dict) and data.get("type") == "transcription_session.update":
                 data["type"] = "session.update"  # the beta name of a transcription session's update
             if (

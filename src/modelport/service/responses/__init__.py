@@ -242,7 +242,8 @@ class Responses:
                 else:
                     chat.tool_choice = "auto"
                 chunks = await self._chat(chat)
-            closing = builder.finish(spent)
+            cut = builder.fold.choice(0)["finish_reason"] == "length"
+            closing = builder.finish(spent, [tools.unran(c) for c in builder.hosted_calls()] if cut else [])
         except ModelportError as error:
             closing = builder.fail(error.body()["error"])
         except BaseException:

@@ -127,11 +127,14 @@ class ResponseEvents:
         self.response["output"].append(item)
         return [self._event("response.output_item.done", output_index=index, item=item)]
 
-    def finish(self, spent: bool = False) -> list[dict[str, Any]]:
+    def finish(self, spent: bool = False, unran: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
         """Close the open item, then `response.completed` (or `.incomplete` when cut by the token budget, or
-        when the budget was `spent` by earlier rounds before the model could answer)."""
+        when the budget was `spent` by earlier rounds before the model could answer). `unran`: the items of
+        server-run calls the budget cut while the model wrote them (never run, `incomplete`)."""
         cut = spent or self.fold.choice(0)["finish_reason"] == "length"
         events = self._close(cut)
+        for item in unran or []:
+            events += self.add_item(item) + self.done_item(item)
         self.response["completed_at"] = int(time.time())
         if cut:
             self.response.update(status="incomplete", incomplete_details={"reason": "max_output_tokens"})

@@ -173,6 +173,25 @@ class ServerTools:
         async for event in self._call(call, events):
             yield event
 
+    def unran(self, call: dict[str, Any]) -> dict[str, Any]:
+        """The item of a call the token budget cut while the model wrote it: what was written of it, never
+        run, `incomplete` (as OpenAI keeps a call a response ended inside)."""
+        function = call.get("function") or {}
+        arguments = function.get("arguments") or ""
+        if function.get("name") == FILE_SEARCH:
+            begun = _BEGUN_QUERY.match(arguments)  # the arguments' JSON, cut inside the query
+            query = begun.group(1) if begun else "" if arguments.lstrip().startswith("{") else arguments
+            return {
+                "id": new_item_id("fs"), "type": "file_search_call", "status": "incomplete",
+                "queries": [query] if query else [], "results": None,
+            }  # fmt: skip
+        served, tool_name = self._named.get(function.get("name") or "", (None, ""))
+        label = served.server.label if served else ""
+        return {
+            "id": new_item_id("mcp"), "type": "mcp_call", "server_label": label,
+            "name": tool_name, "arguments": arguments, "output": None, "error": None, "status": "incomplete",
+        }  # fmt: skip
+
     def annotate(self, text: str) -> list[dict[str, Any]]:
         """Citations for an answer: the files of the results it draws on (shares words with), or else of
         the best result, each once, at the end of the text."""
@@ -352,6 +371,9 @@ def _reusable(served: McpSpec, earlier: list[dict[str, Any]]) -> list[dict[str, 
             if item.get("type") == "mcp_list_tools" and item.get("server_label") == served.server.label:
                 return None if item.get("error") else list(item.get("tools") or [])
     return None
+
+
+_BEGUN_QUERY = re.compile(r'\s*\{\s*"(?:query|q)"\s*:\s*"((?:[^"\\]|\\.)*)')
 
 
 def _query(arguments: str) -> str:
