@@ -492,10 +492,14 @@ def _conversation_id(given: str | dict[str, Any] | None) -> str | None:
 
 
 def _text_config(given: dict[str, Any] | None) -> dict[str, Any]:
-    """`text` as the response echoes it: its format (plain text unless given), and `verbosity` only where it
-    was given (optional: absent, never null)."""
+    """`text` as the response echoes it: its format (plain text unless given; a JSON schema's `description`
+    and `strict` always there, as the specification requires them), and `verbosity` only where it was given
+    (optional: absent, never null)."""
     text = {key: value for key, value in (given or {}).items() if value is not None}
-    return {"format": {"type": "text"}, **text}
+    shown = {"format": {"type": "text"}, **text}
+    if isinstance(shown["format"], dict) and shown["format"].get("type") == "json_schema":
+        shown["format"] = {"description": None, "strict": False, **shown["format"]}
+    return shown
 
 
 def _typed(response: dict[str, Any]) -> Response:

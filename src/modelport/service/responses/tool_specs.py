@@ -61,7 +61,11 @@ _CREDENTIALS = ("headers", "authorization")
 
 
 def with_defaults(tool: dict[str, Any]) -> dict[str, Any]:
-    """A tool as a response echoes it: a `file_search` tool with the defaults it ran with filled in."""
+    """A tool as a response echoes it, with the defaults it ran with filled in: a function's `strict` (its
+    calls are held to the schema here whatever it says, as OpenAI's default `true` promises), its
+    `description` and `parameters` as null when not given; a `file_search` tool's limits and ranking."""
+    if tool.get("type") == "function":
+        return {"description": None, "parameters": None, "strict": True, **tool}
     if tool.get("type") != "file_search":
         return tool
     ranking = {"ranker": "auto", "score_threshold": 0.0, **(tool.get("ranking_options") or {})}
