@@ -161,6 +161,14 @@ class PredictorError(ModelportError):
     code = "predictor_error"
 
 
+class ServerError(ModelportError):
+    """Something of the server's own failed (not the request, not a model)."""
+
+    status = 500
+    type = "server_error"
+    code = "server_error"
+
+
 class PredictorTimeoutError(ModelportError):
     """A predictor call ran past its model's timeout."""
 

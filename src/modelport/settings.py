@@ -182,6 +182,19 @@ class Limits(BaseModel):
         default=30.0, gt=0, description="one operation on a remote MCP server: listing its tools, or a call"
     )
     mcp_output_chars: int = Field(default=100_000, ge=1, description="what one MCP tool call gives the model")
+    document_pages: int = Field(default=2000, ge=1, description="pages of one PDF read for its text")
+    document_chars: int = Field(
+        default=5_000_000,
+        ge=1,
+        description="characters of text one document (file input or vector store file) may hold",
+    )
+    document_seconds: float = Field(
+        default=30.0, gt=0, description="reading one document's text (a worker process, stopped past it)"
+    )
+    document_memory_mb: int = Field(
+        default=1024, ge=64, description="memory of a worker process reading documents (MiB)"
+    )
+    document_workers: int = Field(default=2, ge=1, description="worker processes reading documents at once")
     realtime_message_bytes: int = Field(
         default=15 * 1024 * 1024, ge=1, description="one message a Realtime API client sends"
     )

@@ -1,6 +1,7 @@
 """State across processes: it survives a restart (SQLite), two servers share it (PostgreSQL), a background
 response whose server was killed is marked failed once its job is seen to be dead, and a batch whose server
-was killed resumes without running a finished line again."""
+was killed resumes without running a finished line again, and a vector store file whose server was killed
+while it embedded it is taken up by the next server within the ingest lease."""
 
 from __future__ import annotations
 
@@ -160,5 +161,51 @@ def test_a_batch_resumes_after_a_kill_without_running_a_finished_line_again(tmp_
         # Lines recorded before the kill never ran again: at most the one in flight at the kill did.
         assert len(made) - len(lines) <= 1
         assert len(before) >= 40
+    finally:
+        second.stop()
+
+
+def test_a_file_being_ingested_by_a_killed_server_is_taken_up_by_the_next(tmp_path: Path) -> None:
+    from modelport.service.vectors.ingest import LEASE, LOOK
+
+    config = tmp_path / "models.toml"
+    config.write_text('defaults = false\n[[models]]\nid = "all-minilm-l6-v2"\nengine = "onnx-embedding"\n')
+    database = str(tmp_path / "state.db")
+    first = LiveServer("--config", str(config), "--database", database, cwd=ROOT)
+    first.wait_ready()
+    client = sdk(first)
+    # Some thousands of chunks: long enough to be killed in the middle of.
+    text = "\n\n".join(
+        f"Paragraph {i}: the vault number {i * 7919 % 10007} opens door {i}." for i in range(12_000)
+    )
+    uploaded = client.files.create(file=("notes.txt", text.encode()), purpose="assistants")
+    store = client.vector_stores.create(name="notes", file_ids=[uploaded.id])
+    time.sleep(3.0)
+    assert client.vector_stores.files.retrieve(uploaded.id, vector_store_id=store.id).status == "in_progress"
+    os.kill(first.process.pid, signal.SIGKILL)
+    first.process.wait()
+    first.stop()
+    second = LiveServer("--config", str(config), "--database", database, cwd=ROOT)
+    second.wait_ready()
+    restarted = time.monotonic()
+    try:
+        client = sdk(second)
+        while not [line for line in second.log.read_text().splitlines() if "taking up file" in line]:
+            assert time.monotonic() < restarted + LEASE + LOOK + 5, (
+                "the file left in progress was not taken up"
+            )
+            time.sleep(0.2)
+        taken_up = time.monotonic() - restarted
+        deadline = restarted + LEASE + LOOK + 120
+        while (seen := client.vector_stores.files.retrieve(uploaded.id, vector_store_id=store.id)).status == (
+            "in_progress"
+        ):
+            assert time.monotonic() < deadline, "the file left in progress was never taken up"
+            time.sleep(0.5)
+        assert seen.status == "completed", seen.last_error
+        found = client.vector_stores.search(store.id, query="which door does vault number 7919 open?")
+        assert found.data
+        completed = time.monotonic() - restarted
+        print(f"ingest taken up {taken_up:.1f} s, completed {completed:.1f} s after the restart")
     finally:
         second.stop()

@@ -15,7 +15,7 @@ from typing import Any
 import openai
 import pytest
 
-from modelport.service.documents import UnreadableError, document_text
+from modelport.engines.document_text import UnreadableError, document_text
 from modelport.settings import Limits
 from tests.support.configs import tiny_settings
 from tests.support.documents import pdf

@@ -39,6 +39,7 @@ from modelport.service import calls, embeddings, forwarding, generation, limits
 from modelport.service.access import Access
 from modelport.service.audio.speech import speech as synthesised
 from modelport.service.audio.transcription import Transcribed, check_upload, transcribe
+from modelport.service.documents import Bounds, DocumentReader
 from modelport.service.fetching import Fetcher
 from modelport.service.generation import vllm_generate
 from modelport.service.generation.audio_parts import heard
@@ -89,11 +90,20 @@ class Service:
         fetcher = Fetcher(
             self.settings.allow_fetch, self.settings.remote_fetch, bounds.fetch_bytes, bounds.fetch_seconds
         )
-        self.inputs = Inputs(self.files, fetcher, bounds)
+        self.documents = DocumentReader(
+            Bounds(
+                bounds.document_pages,
+                bounds.document_chars,
+                bounds.document_seconds,
+                bounds.document_memory_mb,
+            ),
+            bounds.document_workers,
+        )
+        self.inputs = Inputs(self.files, fetcher, bounds, self.documents)
         self.images = Images(self.files, fetcher, bounds)
         self.spoken = SpokenAnswers(self._spoken)
         embedder = Embedder(self._embed, self._reader, self._usable)
-        self.vector_stores = VectorStores(self.store, self.files, embedder, DEFAULT_EMBEDDING)
+        self.vector_stores = VectorStores(self.store, self.files, embedder, self.documents, DEFAULT_EMBEDDING)
         self.responses = Responses(
             self.chat_completion,
             lambda name: registry.resolve(name).id,
@@ -146,6 +156,7 @@ class Service:
             await pool.close()
         await self.batches.runner.close()
         await self.vector_stores.close()
+        self.documents.close()
         await self.access.close()
         if self.store is not None:
             await self.store.close()

@@ -1,53 +1,57 @@
-"""The text of a document a request brings or a vector store holds: a PDF's pages read with pypdf (or,
-where pypdf refuses the file, with PDFium, Chromium's reader, which rebuilds a missing or broken
-cross-reference table as browsers do), a text file decoded; anything else is refused by name."""
+"""Documents are input from anyone, and PDFs can be built to make a reader recurse, inflate or loop for
+minutes: `DocumentReader` reads their text (`engines.document_text`) in worker processes (pebble's pool),
+each read bounded in pages and characters (checked as pages are read), in seconds (its worker is stopped
+past them) and in memory (the worker's address space), and stopped as soon as its caller stops waiting."""
 
 from __future__ import annotations
 
-import io
+import asyncio
+import multiprocessing
+from concurrent.futures import TimeoutError as ReadTimeout
+from concurrent.futures.process import BrokenProcessPool
 
-import pypdfium2
-from pypdf import PdfReader
+from pebble import ProcessExpired, ProcessPool
 
-_TEXT_ENDINGS = (
-    ".txt", ".md", ".csv", ".tsv", ".json", ".jsonl", ".xml", ".yaml", ".yml", ".html", ".htm", ".py",
-    ".js", ".ts", ".java", ".c", ".h", ".cpp", ".go", ".rs", ".rb", ".sh", ".sql", ".toml", ".ini", ".log",
-    ".rst", ".tex", ".css", ".php", ".cs", ".kt", ".swift",
-)  # fmt: skip
+from modelport.engines.document_text import Bounds, UnreadableError, bounded, read
+from modelport.errors import ServerError
 
-
-class UnreadableError(ValueError):
-    """A document whose text cannot be had; `unsupported` when it is of a kind not read at all (rather
-    than broken)."""
-
-    def __init__(self, message: str, unsupported: bool) -> None:
-        super().__init__(message)
-        self.unsupported = unsupported
+__all__ = ["Bounds", "DocumentReader", "UnreadableError"]
 
 
-def _pdfium_text(data: bytes) -> str:
-    """A PDF's text as PDFium reads it; `UnreadableError` where it cannot either."""
-    try:
-        document = pypdfium2.PdfDocument(data)
-    except pypdfium2.PdfiumError:
-        raise UnreadableError("a PDF that cannot be read", unsupported=False) from None
-    try:
-        return "\n\n".join(page.get_textpage().get_text_range().strip() for page in document).strip()
-    finally:
-        document.close()
+class DocumentReader:
+    """Reads documents' text in worker processes, within `bounds`."""
 
+    def __init__(self, bounds: Bounds, workers: int = 2) -> None:
+        self.bounds = bounds
+        self.workers = workers
+        self._pool: ProcessPool | None = None
 
-def document_text(name: str, data: bytes) -> str:
-    """A PDF's text, page by page; a text file's text; else `UnreadableError` saying why."""
-    if data.startswith(b"%PDF-"):
+    async def text(self, name: str, data: bytes) -> str:
+        """The document's text; `UnreadableError` if it cannot be read within the bounds. Cancelled, the
+        read stops at once (its worker is stopped and another started)."""
+        if self._pool is None or not self._pool.active:
+            # Forked: a spawned worker would first run the program's main module again (multiprocessing's
+            # way), which an in-process client's unguarded script would make load its models again. A
+            # forked worker runs only the reading, and touches nothing the server's threads hold.
+            self._pool = ProcessPool(
+                max_workers=self.workers,
+                initializer=bounded,
+                initargs=(self.bounds.memory_mb,),
+                context=multiprocessing.get_context("fork"),
+            )
+        future = self._pool.schedule(read, args=(name, data, self.bounds), timeout=self.bounds.seconds)
         try:
-            pages = PdfReader(io.BytesIO(data)).pages
-            return "\n\n".join((page.extract_text() or "").strip() for page in pages).strip()
-        except Exception:  # any of pypdf's refusals (errors, limits, recursion): the tolerant reader next
-            return _pdfium_text(data)
-    if name.lower().endswith(_TEXT_ENDINGS) or b"\x00" not in data[:4096]:
-        try:
-            return data.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            pass
-    raise UnreadableError("neither a PDF nor UTF-8 text", unsupported=True)
+            return await asyncio.wrap_future(future)  # cancelling this cancels `future`: its worker stops
+        except ReadTimeout:
+            raise UnreadableError(f"a document that takes over {self.bounds.seconds:g} s to read") from None
+        except ProcessExpired:  # the worker died: out of its memory, or a reader crashed
+            raise UnreadableError(f"a document that needs over {self.bounds.memory_mb} MiB to read") from None
+        except BrokenProcessPool:  # workers that cannot start: the server's fault, not the document's
+            self.close()
+            raise ServerError("The document reader's worker processes could not start.") from None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.stop()  # type: ignore[no-untyped-call]
+            self._pool.join(timeout=5)
+            self._pool = None

@@ -10,11 +10,9 @@ import base64
 import binascii
 from typing import Any
 
-import anyio
-
 from modelport.errors import InvalidRequestError
 from modelport.protocol.requests import ChatCompletionRequest
-from modelport.service.documents import UnreadableError, document_text
+from modelport.service.documents import DocumentReader, UnreadableError
 from modelport.service.fetching import Fetcher
 from modelport.service.state.files import Files
 from modelport.settings import Limits
@@ -26,10 +24,11 @@ _MEDIA_KINDS = {"image_url": "image", "input_audio": "audio", "input_image": "im
 class Inputs:
     """Resolves the file parts of chat requests into text."""
 
-    def __init__(self, files: Files, fetcher: Fetcher, limits: Limits) -> None:
+    def __init__(self, files: Files, fetcher: Fetcher, limits: Limits, documents: DocumentReader) -> None:
         self.files = files
         self.fetcher = fetcher
         self.limits = limits
+        self.documents = documents
 
     async def chat(self, request: ChatCompletionRequest) -> ChatCompletionRequest:
         """The request with each `file` part replaced by a text part holding the file's text."""
@@ -49,9 +48,16 @@ class Inputs:
             param = f"messages[{i}].content[{j}]"
             name, data = await self._file(content[j].get("file") or {}, param, budget)
             budget -= len(data)
-            text = await anyio.to_thread.run_sync(_text_of, name, data, param)
+            text = await self._text_of(name, data, param)
             content[j] = {"type": "text", "text": f"<file name={name!r}>\n{text}\n</file>"}
         return request.model_copy(update={"messages": messages})
+
+    async def _text_of(self, name: str, data: bytes, param: str) -> str:
+        try:
+            return await self.documents.text(name, data)
+        except UnreadableError as error:
+            why = "; the models here read PDFs and UTF-8 text." if error.unsupported else "."
+            raise InvalidRequestError(f"{param} ({name}) is {error}{why}", param=param) from None
 
     async def _file(self, given: dict[str, Any], param: str, budget: int) -> tuple[str, bytes]:
         if not isinstance(given, dict):
@@ -98,11 +104,3 @@ def _inline(data: str, param: str, cap: int) -> bytes:
         return base64.b64decode(encoded, validate=True)
     except (binascii.Error, ValueError):
         raise InvalidRequestError(f"{param} is not base64 (or a base64 data URL).", param=param) from None
-
-
-def _text_of(name: str, data: bytes, param: str) -> str:
-    try:
-        return document_text(name, data)
-    except UnreadableError as error:
-        why = "; the models here read PDFs and UTF-8 text." if error.unsupported else "."
-        raise InvalidRequestError(f"{param} ({name}) is {error}{why}", param=param) from None

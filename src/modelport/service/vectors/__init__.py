@@ -19,6 +19,7 @@ from modelport.protocol.vector_requests import (
     VectorStoreSearch,
     VectorStoreUpdate,
 )
+from modelport.service.documents import DocumentReader
 from modelport.service.state.files import Files
 from modelport.service.state.listing import ListPage, bounded_limit, checked_order
 from modelport.service.vectors import chunking, filters
@@ -44,12 +45,19 @@ from modelport.store.vector_rows import VectorRows
 class VectorStores:
     """Create, read, change, delete and search vector stores; attach files to them."""
 
-    def __init__(self, store: Store | None, files: Files, embedder: Embedder, default_model: str) -> None:
+    def __init__(
+        self,
+        store: Store | None,
+        files: Files,
+        embedder: Embedder,
+        documents: DocumentReader,
+        default_model: str,
+    ) -> None:
         self.store = store
         self.files = files
         self.embedder = embedder
         self.default_model = default_model
-        self.ingest = Ingest(store, files, embedder) if store is not None else None
+        self.ingest = Ingest(store, files, embedder, documents) if store is not None else None
 
     async def start(self) -> None:
         """Take up files left in progress by a replica that stopped."""

@@ -1,8 +1,9 @@
 """Files into a vector store, in the background: read the file (the store's project's), take its text, cut
 it into chunks the store's embedding model reads whole, embed them, and write them with the file's status
 `completed` at once, or mark it `failed` with why. A replica works on a file only after claiming it, and
-beats its heartbeat while it works, so a file left in progress by a replica that stopped is taken up again
-by another (or by this one when it starts)."""
+beats its heartbeat every few seconds while it works (reading the document included), so a file left in
+progress by a replica that stopped is taken up again by another, or by this one when it starts, within
+`LEASE` seconds: every replica looks for such files at start and then every `LOOK` seconds."""
 
 from __future__ import annotations
 
@@ -18,13 +19,15 @@ import numpy as np
 
 from modelport import context
 from modelport.errors import ModelportError
-from modelport.service.documents import UnreadableError, document_text
+from modelport.service.documents import DocumentReader, UnreadableError
 from modelport.service.state.files import Files
 from modelport.service.vectors import chunking
 from modelport.store import Store
 
 log = logging.getLogger("modelport.vectors")
-LEASE = 120  # seconds without a heartbeat after which another replica takes a file over
+LEASE = 15  # seconds without a heartbeat after which another replica takes a file over
+BEAT = 3  # seconds between heartbeats of a file being worked on
+LOOK = 5  # seconds between looks for files a stopped replica left
 _EMBED_BATCH = 64  # chunks per embedding call
 
 
@@ -41,32 +44,65 @@ class Embedder:
 class Ingest:
     """The files being ingested by this replica."""
 
-    def __init__(self, store: Store, files: Files, embedder: Embedder, concurrency: int = 2) -> None:
+    def __init__(
+        self, store: Store, files: Files, embedder: Embedder, documents: DocumentReader, concurrency: int = 2
+    ) -> None:
         self.rows = store.vectors
         self.chunks = store.chunks
         self.files = files
         self.embedder = embedder
+        self.documents = documents
         self._running: set[asyncio.Task[None]] = set()
+        self._here: set[tuple[str, str]] = set()  # (store, file) started here and not yet done
         self._slots = asyncio.Semaphore(concurrency)
+        self._looking: asyncio.Task[None] | None = None
 
     def start(self, project: str, store_id: str, file_id: str, model: str, strategy: dict[str, Any]) -> None:
         """Ingest one of `project`'s files now, as background work of that project (its usage counted)."""
+        if (store_id, file_id) in self._here:
+            return
         own = contextvars.copy_context()
         own.run(context.enter, context.RequestContext(project=project, background=True))
         task = asyncio.create_task(self._ingest(store_id, file_id, model, strategy), context=own)
+        self._here.add((store_id, file_id))
         self._running.add(task)
-        task.add_done_callback(self._running.discard)
+
+        def ended(done: asyncio.Task[None]) -> None:
+            self._running.discard(done)
+            self._here.discard((store_id, file_id))
+
+        task.add_done_callback(ended)
 
     async def resume(self, stores: Callable[[str, str], Awaitable[dict[str, Any] | None]]) -> None:
-        """Take up files that a stopped replica left in progress (`stores` gives a file's store row)."""
+        """Take up files that a stopped replica left in progress (`stores` gives a file's store row), now
+        and every `LOOK` seconds from now on."""
+        await self._take_up(stores)
+        if self._looking is None:
+            self._looking = asyncio.create_task(self._look(stores), name="ingest-recovery")
+
+    async def _look(self, stores: Callable[[str, str], Awaitable[dict[str, Any] | None]]) -> None:
+        while True:
+            await asyncio.sleep(LOOK)
+            try:
+                await self._take_up(stores)
+            except Exception:  # the store is down (logged there): looked at again in a moment
+                log.debug("looking for abandoned files failed", exc_info=True)
+
+    async def _take_up(self, stores: Callable[[str, str], Awaitable[dict[str, Any] | None]]) -> None:
         for row in await self.rows.abandoned(LEASE):
+            if (row["vector_store_id"], row["id"]) in self._here:
+                continue  # waiting for a slot here
             store = await stores(row["vector_store_id"], row["project"])
             attached = await self.rows.file(row["vector_store_id"], row["id"])
             if store is not None and attached is not None:
+                log.info("vector store %s: taking up file %s, left in progress", store["id"], row["id"])
                 self.start(row["project"], store["id"], row["id"], store["model"], attached["chunking"])
 
     async def close(self) -> None:
         """Stop working (the files stay in progress, taken up again at the next start)."""
+        if self._looking is not None:
+            self._looking.cancel()
+            self._looking = None
         for task in list(self._running):
             task.cancel()
         await asyncio.gather(*self._running, return_exceptions=True)
@@ -80,15 +116,15 @@ class Ingest:
         async with self._slots:
             if not await self.rows.claim(store_id, file_id, LEASE):
                 return
+            beating = asyncio.create_task(self._beat(store_id, file_id))
             try:
                 name, data = await self.files.read(file_id, self.files.settings.max_bytes)
-                text = await anyio.to_thread.run_sync(document_text, name, data)
+                text = await self.documents.text(name, data)
                 reader = await self.embedder.reader(model)
                 pieces = await anyio.to_thread.run_sync(chunking.chunks, text, strategy, reader)
                 vectors: list[np.ndarray] = []
                 for start in range(0, len(pieces), _EMBED_BATCH):
                     vectors.extend(await self.embedder.embed(model, pieces[start : start + _EMBED_BATCH]))
-                    await self.rows.beat(store_id, file_id)
                 made = list(zip(pieces, vectors, strict=True))
                 used = sum(len(piece.encode()) + 4 * len(vector) for piece, vector in made)
                 await self.chunks.complete(store_id, file_id, made, used)
@@ -100,3 +136,14 @@ class Ingest:
             except Exception as error:
                 log.exception("vector store %s: file %s failed", store_id, file_id)
                 await self.rows.fail(store_id, file_id, "server_error", f"{type(error).__name__}: {error}")
+            finally:
+                beating.cancel()
+
+    async def _beat(self, store_id: str, file_id: str) -> None:
+        """The file's heartbeat, every `BEAT` seconds, while it is worked on here."""
+        while True:
+            await asyncio.sleep(BEAT)
+            try:
+                await self.rows.beat(store_id, file_id)
+            except Exception:  # the store is down (logged there): beaten again in a moment
+                log.debug("heartbeat of %s failed", file_id, exc_info=True)
