@@ -289,3 +289,21 @@ def test_an_upload_over_the_bound_is_a_413(tmp_path: Path) -> None:
             small.files.create(file=("big.bin", b"x" * 5000), purpose="user_data")
         assert caught.value.status_code == 413
         assert small.files.create(file=("ok.bin", b"x" * 900), purpose="user_data").bytes == 900
+
+
+def test_a_batch_cancelled_as_soon_as_it_is_made_ends_cancelled(client: Any) -> None:
+    # The runner's validating → in_progress write used to land after the cancel's and undo it (2 of 3).
+    lines = [
+        LINE | {"custom_id": f"l{i}", "body": {"model": "text-embedding-3-small", "input": "x"}}
+        for i in range(20)
+    ]
+    content = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    uploaded = client.files.create(file=("e.jsonl", content), purpose="batch")
+    ended = []
+    for _ in range(4):
+        made = client.batches.create(
+            input_file_id=uploaded.id, endpoint="/v1/embeddings", completion_window="24h"
+        )
+        assert client.batches.cancel(made.id).status == "cancelling"
+        ended.append(wait(client, made.id, 60))
+    assert [(b.status, b.cancelled_at is not None) for b in ended] == [("cancelled", True)] * 4

@@ -144,6 +144,40 @@ def test_a_conversation_chain_is_read_back_in_one_query_oldest_first(url: str) -
     asyncio.run(run())
 
 
+def test_a_batch_cancel_is_final_whatever_its_runner_writes_after_it(url: str) -> None:
+    # A runner's write that lands after a cancel (its look came before) must not undo it, however the two
+    # interleave: each is one conditional statement.
+    async def run() -> None:
+        store = Store(url)
+        batch = {"id": "batch_1", "created_at": 1, "status": "validating", "request_counts": None}
+        await store.batches.save(batch, P)
+        cancelled = {**batch, "status": "cancelling", "cancelling_at": 5}
+        assert await store.batches.cancel("batch_1", cancelled)
+        for later in ("in_progress", "failed", "finalizing", "completed"):
+            assert await store.batches.put({**batch, "status": later}, "runner") == "cancelling"
+        assert (await store.batches.get("batch_1", P))["status"] == "cancelling"
+        assert await store.batches.put({**cancelled, "request_counts": {"total": 3}}, "runner") is None
+        assert await store.batches.put({**cancelled, "status": "cancelled"}, "runner") is None
+        assert await store.batches.put({**cancelled, "status": "cancelling"}, "runner") == "cancelled"
+        assert not await store.batches.cancel("batch_1", cancelled)  # an ended batch is not cancelled again
+        assert (await store.batches.get("batch_1", P))["status"] == "cancelled"
+        # Racing each other on many connections, the cancel always stands.
+        for number in range(2, 12):
+            batch = {**batch, "id": f"batch_{number}", "status": "validating"}
+            await store.batches.save(batch, P)
+            _, accepted = await asyncio.gather(
+                store.batches.put({**batch, "status": "in_progress"}, "runner"),
+                store.batches.cancel(batch["id"], {**batch, "status": "cancelling"}),
+            )
+            assert accepted  # validating or in progress, whichever it was seen as: cancellable
+            assert await store.batches.put({**batch, "status": "completed"}, "runner") == "cancelling"
+            stored = await store.batches.get(batch["id"], P)
+            assert (stored["status"], stored["batch"]["status"]) == ("cancelling", "cancelling")
+        await store.close()
+
+    asyncio.run(run())
+
+
 def test_two_replicas_migrate_together_and_share_state(postgres: Postgres) -> None:
     url = postgres.database()
 

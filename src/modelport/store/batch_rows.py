@@ -12,6 +12,7 @@ from modelport.store.database import Database
 from modelport.store.tables import batch_results, batches
 
 RUNNING = ("validating", "in_progress", "finalizing", "cancelling")
+_CANCELLED = ("cancelling", "cancelled")
 
 
 class BatchRows:
@@ -45,16 +46,34 @@ class BatchRows:
 
     async def put(self, batch: dict[str, Any], owner: str | None = None) -> str | None:
         """Store a batch's new state (by the replica that runs it, when `owner` is given: which also renews
-        its lease); the status stored before, so the runner learns of a cancel from any replica."""
+        its lease), unless a cancel came first: in one conditional statement, so no runner's write can land
+        between a cancel's look and its write. None when written; else the status that stood in its way
+        (`cancelling` or `cancelled`: the runner learns of a cancel made on any replica)."""
+        guard = [batches.c.id == batch["id"]]
+        if batch["status"] not in _CANCELLED:
+            guard.append(batches.c.status.not_in(_CANCELLED))  # a cancel is final
+        elif batch["status"] == "cancelling":
+            guard.append(batches.c.status != "cancelled")
+        values: dict[str, Any] = {"status": batch["status"], "batch": batch}
+        if owner is not None:
+            values.update(owner=owner, heartbeat=int(time.time()))
         async with self.database.transaction() as connection:
+            done = await connection.execute(update(batches).where(*guard).values(**values))
+            if done.rowcount:
+                return None
             status = await connection.scalar(select(batches.c.status).where(batches.c.id == batch["id"]))
-            if status == "cancelling" and batch["status"] == "in_progress":
-                batch = {**batch, "status": "cancelling"}  # a cancel wins over the runner's progress
-            values: dict[str, Any] = {"status": batch["status"], "batch": batch}
-            if owner is not None:
-                values.update(owner=owner, heartbeat=int(time.time()))
-            await connection.execute(update(batches).where(batches.c.id == batch["id"]).values(**values))
         return None if status is None else str(status)
+
+    async def cancel(self, batch_id: str, batch: dict[str, Any]) -> bool:
+        """Mark a batch `cancelling` (as `batch` shows it) if it is still validating or running, in one
+        conditional statement; whether it was."""
+        async with self.database.transaction() as connection:
+            done = await connection.execute(
+                update(batches)
+                .where(batches.c.id == batch_id, batches.c.status.in_(("validating", "in_progress")))
+                .values(status="cancelling", batch=batch)
+            )
+        return bool(done.rowcount)
 
     async def list_page(self, *, project: str, after: str | None, limit: int, order: Order) -> Page:
         """A page of `project`'s batches, newest first."""

@@ -157,12 +157,18 @@ class BatchRunner:
                 "in_progress_at": now,
                 "request_counts": _counts(len(lines), 0, 0),
             }
-        stored = await self.store.batches.put(batch, self.owner)
-        if stored == "cancelling":
-            return {**batch, "status": "cancelling"}
+        if await self.store.batches.put(batch, self.owner) is not None:
+            return await self._as_cancelled(batch)  # cancelled while it validated: the cancel stands
         if batch["status"] == "failed":
             log.info("batch %s failed validation: %d errors", batch["id"], len(errors))
         return batch
+
+    async def _as_cancelled(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """`batch` as the cancel that came first left it: `cancelling`, since when, and no failure."""
+        assert self.store is not None
+        stored = await self.store.batches.get(batch["id"], None)
+        since = (stored or {}).get("batch", {}).get("cancelling_at") or int(time.time())
+        return {**batch, "status": "cancelling", "cancelling_at": since, "errors": None, "failed_at": None}
 
     async def _lines(self, batch: dict[str, Any], project: str) -> dict[str, Any]:
         """Run the lines that have no result yet; the batch as it stands when they are done, or when it
@@ -238,8 +244,12 @@ class BatchRunner:
         assert self.store is not None
         now = int(time.time())
         ending = {"in_progress": "completed", "cancelling": "cancelled"}.get(batch["status"], batch["status"])
-        batch = {**batch, "status": "finalizing", "finalizing_at": batch.get("finalizing_at") or now}
-        await self.store.batches.put(batch, self.owner)
+        if ending != "cancelled":
+            finalizing = {**batch, "status": "finalizing", "finalizing_at": batch.get("finalizing_at") or now}
+            if await self.store.batches.put(finalizing, self.owner) is None:
+                batch = finalizing
+            else:  # cancelled since its last heartbeat: it ends cancelled
+                batch, ending = await self._as_cancelled(batch), "cancelled"
         results = await self.store.batches.results(batch["id"])
         outputs = [output for ok, output in results if ok]
         errors = [output for ok, output in results if not ok]

@@ -98,19 +98,22 @@ class Batches:
         return ListPage([Batch.model_validate(row["batch"]) for row in page.rows], page.has_more)
 
     async def cancel(self, batch_id: str) -> Batch:
-        """`POST /v1/batches/{id}/cancel`: no new request starts; those running finish and are kept."""
+        """`POST /v1/batches/{id}/cancel`: no new request starts; those running finish and are kept. A
+        cancel is final: whatever the runner writes next cannot undo it."""
         row = await self._row(batch_id)
         batch = row["batch"]
+        if batch["status"] in ("validating", "in_progress"):
+            cancelled = {**batch, "status": "cancelling", "cancelling_at": int(time.time())}
+            if await self._store().batches.cancel(batch_id, cancelled):
+                self.runner.wake()
+                return Batch.model_validate(cancelled)
+            batch = (await self._row(batch_id))["batch"]  # it moved on meanwhile: answer as it is now
         if batch["status"] in ("completed", "failed", "expired", "cancelled"):
             raise ConflictError(
                 f"Cannot cancel a batch that is {batch['status']}.",
                 param="batch_id",
                 code="batch_not_cancellable",
             )
-        if batch["status"] in ("validating", "in_progress"):
-            batch = {**batch, "status": "cancelling", "cancelling_at": int(time.time())}
-            await self._store().batches.put(batch)
-            self.runner.wake()
         return Batch.model_validate(batch)
 
     async def _row(self, batch_id: str) -> dict[str, Any]:
