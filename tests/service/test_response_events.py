@@ -137,3 +137,28 @@ def test_a_stored_response_replays_as_the_events_it_streamed() -> None:
 
 async def _after(response: dict[str, Any], after: int) -> list[dict[str, Any]]:
     return [event async for event in replayed(response, after)]
+
+
+def test_a_turn_that_fails_carries_an_error_code_its_type_allows() -> None:
+    # A later tool round that overflows the model's context failed the turn with `context_length_exceeded`,
+    # which a Response's error may not carry: the SDK refused the object, and retried for minutes.
+    for error, code in (
+        (
+            {"type": "invalid_request_error", "code": "context_length_exceeded", "message": "too long"},
+            "invalid_prompt",
+        ),
+        ({"type": "server_error", "code": "predictor_error", "message": "it broke"}, "server_error"),
+        (
+            {"type": "rate_limit_error", "code": "rate_limit_exceeded", "message": "slow down"},
+            "rate_limit_exceeded",
+        ),
+    ):
+        builder = ResponseEvents(skeleton())
+        builder.start()
+        for piece in CHUNKS[:3]:
+            builder.feed(piece)
+        closing = builder.fail(error)
+        failed = Response.model_validate(closing[-1]["response"])
+        assert (failed.status, failed.error and failed.error.code) == ("failed", code)
+        assert failed.error.message == error["message"]
+        assert failed.output[0].type == "message"  # what was said before it failed is kept

@@ -11,12 +11,13 @@ increases by one per event.
 from __future__ import annotations
 
 import time
+import typing
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from openai._models import construct_type
-from openai.types.responses import Response, ResponseStreamEvent
+from openai.types.responses import Response, ResponseError, ResponseStreamEvent
 
 from modelport.protocol.answers import EventKind, LastEvent
 from modelport.service.generation.accumulate import ChatFold
@@ -147,10 +148,7 @@ class ResponseEvents:
         events = self._close(True)
         self.response["status"] = status
         if status == "failed":
-            self.response["error"] = {
-                "code": str(error.get("code") or "server_error"),
-                "message": error["message"],
-            }
+            self.response["error"] = {"code": _error_code(error), "message": error["message"]}
             return [*events, self._lifecycle("response.failed")]
         if status == "incomplete":
             self.response["incomplete_details"] = {"reason": "interrupted"}
@@ -284,6 +282,20 @@ class ResponseEvents:
         event = {"type": kind, "sequence_number": self.sequence, **fields}
         self.sequence += 1
         return event
+
+
+# The codes a Response's `error` may carry (the SDK's type refuses any other, and its client then retries).
+_ERROR_CODES = frozenset(typing.get_args(ResponseError.model_fields["code"].annotation))
+
+
+def _error_code(error: dict[str, Any]) -> str:
+    """The Responses error code for an error that ended a turn: its own where the type has it; a request
+    the model cannot take (its context overflowed by a tool's output, a bad value) is `invalid_prompt`;
+    anything else `server_error`. The message keeps what happened."""
+    code = str(error.get("code") or "")
+    if code in _ERROR_CODES:
+        return code
+    return "invalid_prompt" if error.get("type") == "invalid_request_error" else "server_error"
 
 
 def _added_usage(earlier: dict[str, Any] | None, now: dict[str, Any]) -> dict[str, Any]:
