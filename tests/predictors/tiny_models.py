@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import os
+import threading
 import time
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
@@ -175,3 +176,15 @@ def counted_chat(messages: list[dict[str, Any]]) -> dict[str, Any]:
             {"index": 0, "message": {"role": "assistant", "content": "done"}, "finish_reason": "stop"}
         ],
     }
+
+
+STUCK = threading.Event()  # set to let `stuck_chat` go on
+
+
+def stuck_chat(messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Says one word, then waits (for `STUCK`, 60 s at most) before its last: an engine that stalls."""
+    yield {
+        "choices": [{"index": 0, "delta": {"role": "assistant", "content": "wait"}, "finish_reason": None}]
+    }
+    STUCK.wait(60)
+    yield {"choices": [{"index": 0, "delta": {"content": "ed"}, "finish_reason": "stop"}]}

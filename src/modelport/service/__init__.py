@@ -35,7 +35,7 @@ from modelport.protocol.requests import (
     SpeechRequest,
     TranscriptionRequest,
 )
-from modelport.service import calls, embeddings, forwarding, generation, limits
+from modelport.service import calls, embeddings, forwarding, generation, limits, watchdog
 from modelport.service.access import Access
 from modelport.service.audio.speech import speech as synthesised
 from modelport.service.audio.transcription import Transcribed, check_upload, transcribe
@@ -77,6 +77,7 @@ class Service:
             registry, self.settings.load_wait, self.settings.batches.share, self.settings.budget()
         )
         self._reaper: asyncio.Task[None] | None = None
+        self._watchdog: asyncio.Task[None] | None = None
         self.progress: Callable[[str, int, int], None] | None = None  # told of each model preloaded
         # The event loop that started the service (a server's): clients given this service run there.
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -145,6 +146,7 @@ class Service:
                 pass  # logged, and shown by /health; requests that need the store answer 503
             self.batches.runner.start()
         self._reaper = asyncio.create_task(self.manager.reap_idle())
+        self._watchdog = asyncio.create_task(watchdog.watch())
         if self.settings.preload:
             await self.manager.load_all(self.progress)
 
@@ -152,6 +154,8 @@ class Service:
         """Stop probing upstreams and unloading idle models; close upstream and store connections."""
         if self._reaper is not None:
             self._reaper.cancel()
+        if self._watchdog is not None:
+            self._watchdog.cancel()
         for pool in self.manager.registry.pools:
             await pool.close()
         await self.batches.runner.close()

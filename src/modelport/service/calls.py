@@ -14,6 +14,7 @@ from modelport.errors import ModelportError, PredictorError, PredictorTimeoutErr
 from modelport.predictors.contract import Predictor
 from modelport.predictors.manager import LoadedModel
 from modelport.predictors.relay import Relay
+from modelport.service.watchdog import watched
 
 T = TypeVar("T")
 _END = object()
@@ -34,9 +35,11 @@ def predictor_errors(predictor: Predictor | Relay) -> Iterator[None]:
 
 async def call(model: LoadedModel, predictor: Predictor, fn: Callable[[], T]) -> T:
     """Run one blocking predictor call in a worker thread, holding one of the model's slots."""
-    async with model.slots.hold():
-        with predictor_errors(predictor), timeout(model, predictor):
-            return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
+    with watched(model, predictor.name) as progress:
+        async with model.slots.hold():
+            progress.now("the predictor's answer")
+            with predictor_errors(predictor), timeout(model, predictor):
+                return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
 
 
 @contextmanager
@@ -84,41 +87,50 @@ async def iterate(
     """Call a predictor that returns an iterator (or a whole value) and yield its items.
 
     The model's slot is held until the iteration ends or is closed; closing also closes the predictor's
-    iterator, which is how a disconnected client stops a generation.
+    iterator, which is how a disconnected client stops a generation. The watchdog is told of each step.
     """
-    async with model.slots.hold():
-        with predictor_errors(predictor):
-            with timeout(model, predictor):
-                result = await anyio.to_thread.run_sync(start, abandon_on_cancel=True)
-            if isinstance(result, AsyncIterator):  # read on the event loop, no thread hop per item
+    with watched(model, predictor.name) as progress:
+        async with model.slots.hold():
+            progress.now("the predictor to start")
+            with predictor_errors(predictor):
+                with timeout(model, predictor):
+                    result = await anyio.to_thread.run_sync(start, abandon_on_cancel=True)
+                progress.now("the predictor's first item")
+                if isinstance(result, AsyncIterator):  # read on the event loop, no thread hop per item
+                    try:
+                        while True:
+                            try:
+                                item = await _within(anext(result), model, predictor)
+                            except StopAsyncIteration:
+                                break
+                            progress.item()
+                            yield item
+                    finally:
+                        aclose = getattr(result, "aclose", None)
+                        if aclose is not None:
+                            await aclose()
+                    return
+                if not isinstance(result, Iterator):
+                    yield result
+                    return
                 try:
                     while True:
-                        try:
-                            item = await _within(anext(result), model, predictor)
-                        except StopAsyncIteration:
+                        item = await _within(
+                            anyio.to_thread.run_sync(next, result, _END, abandon_on_cancel=True),
+                            model,
+                            predictor,
+                        )
+                        if item is _END:
                             break
+                        progress.item()
                         yield item
                 finally:
-                    aclose = getattr(result, "aclose", None)
-                    if aclose is not None:
-                        await aclose()
-                return
-            if not isinstance(result, Iterator):
-                yield result
-                return
-            try:
-                while True:
-                    item = await _within(
-                        anyio.to_thread.run_sync(next, result, _END, abandon_on_cancel=True), model, predictor
-                    )
-                    if item is _END:
-                        break
-                    yield item
-            finally:
-                close = getattr(result, "close", None)
-                if close is not None:
-                    with contextlib.suppress(ValueError):  # still running in a thread left after a timeout
-                        close()
+                    close = getattr(result, "close", None)
+                    if close is not None:
+                        with contextlib.suppress(
+                            ValueError
+                        ):  # still running in a thread left after a timeout
+                            close()
 
 
 async def eager(stream: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
