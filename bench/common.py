@@ -11,7 +11,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from importlib import metadata
@@ -20,7 +20,7 @@ from typing import Any
 
 import openai
 
-from tests.support.live import free_port, serving
+from tests.support.live import Served, free_port, serving
 
 THREADS = os.cpu_count() or 1
 # A prompt of ~100 tokens; each request puts a new number in front so that none is served from the cache.
@@ -56,6 +56,19 @@ def modelport_process(*args: str) -> Iterator[tuple[str, int]]:
     command = [sys.executable, "-m", "modelport.cli", "serve", "--port", str(port), "--log-level", "warning"]
     with serving([*command, *args], "/health", port, "modelport") as served:
         yield served
+
+
+@contextmanager
+def modelport_logged(*args: str) -> Iterator[tuple[str, int, Callable[[], str]]]:
+    """`modelport_process`, yielding also what reads the server's log (warnings and above) so far."""
+    port = free_port()
+    command = [sys.executable, "-m", "modelport.cli", "serve", "--port", str(port), "--log-level", "warning"]
+    served = Served([*command, *args], port, what="modelport")
+    try:
+        served.wait_ready()
+        yield served.url, served.pid, served.log.read_text
+    finally:
+        served.stop(30)
 
 
 @contextmanager

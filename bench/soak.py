@@ -1,9 +1,13 @@
 """Soak: many concurrent clients mixing every endpoint for a while against one server on loopback; counts
-answers by status, hangs and latencies per endpoint, and the server's RSS as it goes.
+answers by status, hangs and latencies per kind (p50, p99, p99.9, max: the tail's ceiling is max ≤ 10×
+p99), the watchdog's reports of stalled calls, and the server's RSS as it goes.
 
-    .venv/bin/python -m bench.soak [--clients 32] [--seconds 180] [--config models.toml]
+    .venv/bin/python -m bench.soak [--clients 32] [--seconds 180] [--busy 1] [--config models.toml]
 
-It starts `modelport serve` on the default models itself; no other network is touched.
+The kinds include identical greedy 160-token completions repeated (`ignore_eos`, the conversation cache
+and n-gram drafting on, as by default: where a 580-s request was once seen), streams left after their first
+event, and tool calls. `--busy N` runs N processes spinning beside the server, as a busy neighbour. It
+starts `modelport serve` on the default models itself; no other network is touched.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
+import multiprocessing
 import random
 import time
 import wave
@@ -21,7 +26,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from bench.common import machine, modelport_process, table
+from bench.common import machine, modelport_logged, table
 
 HANG_SECONDS = 120
 
@@ -41,6 +46,20 @@ def _wav(seconds: float = 2.0) -> bytes:
 
 WAV = _wav()
 CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Say something short."}]}
+SAME = {
+    "model": "gpt-3.5-turbo-instruct",
+    "prompt": "The history of the printing press begins",
+    "max_tokens": 160,
+    "temperature": 0,
+    "ignore_eos": True,
+}
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
 
 
 @dataclass
@@ -48,6 +67,7 @@ class Tally:
     statuses: dict[str, dict[int, int]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(int)))
     latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     hangs: int = 0
+    dropped: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     rss_mib: list[tuple[float, float]] = field(default_factory=list)
 
 
@@ -72,6 +92,22 @@ async def one_request(client: httpx.AsyncClient, kind: str) -> int:
                 if leave_early and line.startswith("data: "):
                     break
             return response.status_code
+    if kind == "identical completion":
+        return (await client.post("/v1/completions", json=SAME)).status_code
+    if kind == "identical completion stream":
+        async with client.stream("POST", "/v1/completions", json={**SAME, "stream": True}) as response:
+            async for _ in response.aiter_lines():
+                pass
+            return response.status_code
+    if kind == "left stream":
+        async with client.stream("POST", "/v1/chat/completions", json={**CHAT, "stream": True}) as response:
+            async for line in response.aiter_lines():
+                if line.startswith("data: "):
+                    break
+            return response.status_code
+    if kind == "tool call":
+        body = {**CHAT, "tools": [WEATHER], "tool_choice": "required", "max_tokens": 48}
+        return (await client.post("/v1/chat/completions", json=body)).status_code
     if kind == "embeddings":
         texts = [f"text {random.random()}" for _ in range(random.choice([1, 4, 16]))]
         return (
@@ -95,7 +131,10 @@ async def one_request(client: httpx.AsyncClient, kind: str) -> int:
     raise ValueError(kind)
 
 
-KINDS = ["models", "chat", "chat stream", "completion stream", "embeddings", "speech", "transcription", "bad"]
+KINDS = [
+    "models", "chat", "chat stream", "completion stream", "identical completion",
+    "identical completion stream", "left stream", "tool call", "embeddings", "speech", "transcription", "bad",
+]  # fmt: skip
 
 
 def rss_mib(pid: int) -> float:
@@ -120,6 +159,9 @@ async def soak(url: str, pid: int | None, clients: int, seconds: float) -> Tally
                 except httpx.TimeoutException:
                     tally.hangs += 1
                     continue
+                except httpx.TransportError as error:  # a dropped connection: counted as a status of its own
+                    tally.dropped[kind].append(f"{type(error).__name__}: {error}")
+                    status = 0
                 tally.statuses[kind][status] += 1
                 tally.latencies[kind].append(time.monotonic() - began)
 
@@ -134,21 +176,34 @@ async def soak(url: str, pid: int | None, clients: int, seconds: float) -> Tally
     return tally
 
 
-def report(tally: Tally, seconds: float) -> str:
+def _quantile(times: list[float], q: float) -> float:
+    return times[min(len(times) - 1, int(len(times) * q))]
+
+
+def report(tally: Tally, seconds: float, stalled: int | None = None) -> str:
     rows = []
     for kind in KINDS:
         times = sorted(tally.latencies[kind])
         if not times:
             continue
         statuses = ", ".join(f"{s}: {n}" for s, n in sorted(tally.statuses[kind].items()))
+        p99 = _quantile(times, 0.99)
         rows.append(
-            [kind, len(times), statuses, times[len(times) // 2] * 1000, times[int(len(times) * 0.99)] * 1000]
-        )
+            [
+                kind, len(times), statuses, _quantile(times, 0.5) * 1000, p99 * 1000,
+                _quantile(times, 0.999) * 1000, times[-1] * 1000, times[-1] / p99,
+            ]
+        )  # fmt: skip
     total = sum(len(t) for t in tally.latencies.values())
-    errors = sum(n for by in tally.statuses.values() for s, n in by.items() if s >= 500)
-    lines = [table("Requests", ["kind", "count", "statuses", "p50 ms", "p99 ms"], rows)]
+    errors = sum(n for by in tally.statuses.values() for s, n in by.items() if s >= 500 or s == 0)
+    columns = ["kind", "count", "statuses", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "max/p99"]
+    lines = [table("Requests", columns, rows)]
     rate = total / seconds
     lines.append(f"\n{total} requests in {seconds:.0f} s ({rate:.1f}/s); 5xx: {errors}; hangs: {tally.hangs}")
+    for kind, errors in tally.dropped.items():
+        lines.append(f"dropped connections ({kind}): {len(errors)}, first: {errors[0]}")
+    if stalled is not None:
+        lines.append(f"calls the watchdog found stalled (30 s without progress): {stalled}")
     if tally.rss_mib:
         # Every fourth sample of ~20, so the curve shows whether memory stops growing.
         marks = tally.rss_mib[::4] + ([tally.rss_mib[-1]] if len(tally.rss_mib) % 4 != 1 else [])
@@ -156,11 +211,26 @@ def report(tally: Tally, seconds: float) -> str:
     return "\n".join(lines)
 
 
-def main(clients: int, seconds: float, config: str | None) -> None:
-    print(f"# Soak: {clients} clients, {seconds:.0f} s, every endpoint\n\n{machine()}")
-    with modelport_process(*(["--config", config] if config else [])) as (url, pid):
-        tally = asyncio.run(soak(url, pid, clients, seconds))
-    print(report(tally, seconds))
+def _spin() -> None:
+    while True:
+        pass
+
+
+def main(clients: int, seconds: float, config: str | None, busy: int) -> None:
+    print(
+        f"# Soak: {clients} clients, {seconds:.0f} s, every endpoint, {busy} busy neighbours\n\n{machine()}"
+    )
+    neighbours = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(busy)]
+    with modelport_logged(*(["--config", config] if config else [])) as (url, pid, log):
+        for neighbour in neighbours:
+            neighbour.start()
+        try:
+            tally = asyncio.run(soak(url, pid, clients, seconds))
+        finally:
+            for neighbour in neighbours:
+                neighbour.terminate()
+        stalled = sum("has waited" in line for line in log().splitlines())
+    print(report(tally, seconds, stalled))
 
 
 if __name__ == "__main__":
@@ -168,5 +238,6 @@ if __name__ == "__main__":
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=180)
     parser.add_argument("--config", help="a models.toml for the server (its models override the defaults)")
+    parser.add_argument("--busy", type=int, default=0, help="processes spinning beside the server")
     arguments = parser.parse_args()
-    main(arguments.clients, arguments.seconds, arguments.config)
+    main(arguments.clients, arguments.seconds, arguments.config, arguments.busy)

@@ -10,7 +10,11 @@ every `PERIOD`, the CPU time of the CPUs the engines may use and of this process
 threads while other processes use at least `BUSY` CPUs.
 
 Threads are bound from outside (`sched_setaffinity` on each thread id), not through llama.cpp's own
-`strict_cpu`, which binds them again at every step and so could not be undone.
+`strict_cpu`, which binds them again at every step and so could not be undone. A thread that a bound
+thread starts inherits its one CPU (llama.cpp starts its decode workers at the first decode, which may come
+after the binding): each such thread is taken as its engine's and given a CPU of its own at once. Left on
+its creator's CPU, the two spun at every barrier for each other's time slice: 3 s a token on 2 cores
+beside one busy process (`bench.soak --busy 1`), 300 times slower than unbound.
 """
 
 from __future__ import annotations
@@ -75,13 +79,24 @@ class _EngineThreads:
         return active
 
     def bind(self, active: list[int]) -> None:
-        """Each active thread not yet bound to a CPU of its own (round robin when they outnumber them)."""
-        taken = set(self.bound.values())
-        free = [cpu for cpu in self.allowed if cpu not in taken] or self.allowed
-        for i, thread in enumerate(t for t in active if t not in self.bound):
+        """Each active thread on a CPU of its own (the least loaded, when they outnumber the CPUs). A bound
+        thread that has gone idle holds no CPU: binding round robin over the CPUs idle threads left free
+        once put llama.cpp's two decode threads on one CPU, beside the HTTP listener alone on the other."""
+        load = dict.fromkeys(self.allowed, 0)
+        placed: dict[int, int] = {}
+        for thread in active:  # where it is, unless another active thread is there already
+            cpu = self.bound.get(thread)
+            if cpu is not None and load.get(cpu) == 0:
+                placed[thread] = cpu
+                load[cpu] += 1
+        for thread in active:
+            if thread in placed:
+                continue
+            cpu = min(self.allowed, key=lambda c: load[c])
+            load[cpu] += 1
             with contextlib.suppress(OSError):  # ended meanwhile
-                os.sched_setaffinity(thread, {free[i % len(free)]})
-                self.bound[thread] = free[i % len(free)]
+                os.sched_setaffinity(thread, {cpu})
+                self.bound[thread] = cpu
 
     def free(self) -> None:
         for thread in self.bound:
@@ -95,11 +110,13 @@ class _Watcher:
         self._lock = threading.Lock()
         self._engines: list[_EngineThreads] = []
         self._thread: threading.Thread | None = None
+        self._known: set[int] = set()  # native threads seen at the last look
 
     def add(self, engine: _EngineThreads) -> None:
         engine.active()  # their CPU time so far
         with self._lock:
             self._engines.append(engine)
+            self._known |= _native_threads()
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="modelport-binding", daemon=True)
                 self._thread.start()
@@ -114,6 +131,7 @@ class _Watcher:
                 if not self._engines:
                     self._thread = None
                     return
+                self._adopt()
                 now = _Sample.now(self._engines[0].allowed)
                 others = now.others_since(last)
                 last = now
@@ -124,6 +142,22 @@ class _Watcher:
                         engine.bind(active)
                     elif engine.bound:
                         engine.free()
+
+    def _adopt(self) -> None:
+        """Native threads started since the last look on the one CPU a bound engine thread has (they
+        inherited it from their creator): that engine's, each moved to a CPU of its own now."""
+        native = _native_threads()
+        for thread in native - self._known:
+            with contextlib.suppress(OSError):  # ended meanwhile
+                cpus = os.sched_getaffinity(thread)
+                owner = next(
+                    (e for e in self._engines if len(cpus) == 1 and cpus <= set(e.bound.values())), None
+                )
+                if owner is not None:
+                    owner.threads.add(thread)
+                    owner.cpu[thread] = _thread_cpu(thread)
+                    owner.bind([*owner.bound, thread])
+        self._known = native
 
 
 @dataclass(frozen=True)

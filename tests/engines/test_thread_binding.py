@@ -1,0 +1,43 @@
+"""Binding llama.cpp's threads one to a CPU: the placement itself, on real threads of this process."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from modelport.engines.llamacpp.thread_binding import _EngineThreads
+
+pytestmark = pytest.mark.skipif(
+    not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs, Linux"
+)
+
+
+@pytest.fixture
+def threads() -> Iterator[list[int]]:
+    """Three parked threads of this process, by native id."""
+    release = threading.Event()
+    started = [threading.Thread(target=release.wait, daemon=True) for _ in range(3)]
+    for thread in started:
+        thread.start()
+    yield [thread.native_id or 0 for thread in started]
+    release.set()
+
+
+def test_active_threads_get_cpus_of_their_own_whatever_an_idle_bound_thread_holds(threads: list[int]) -> None:
+    # llama.cpp's HTTP listener ran once and was bound to the first CPU; then its two decode threads
+    # were both bound to the other (round robin over what was left), and spun for each other's time
+    # slice at every barrier: 3 s a token.
+    allowed = sorted(os.sched_getaffinity(0))[:2]
+    listener, first, second = threads
+    engine = _EngineThreads(set(threads), allowed)
+    engine.bind([listener])
+    engine.bind([first, second])
+    assert os.sched_getaffinity(first) != os.sched_getaffinity(second)
+    assert {*os.sched_getaffinity(first), *os.sched_getaffinity(second)} == set(allowed)
+    engine.bind([first, second])  # a later look moves nothing that is placed well
+    assert {engine.bound[first], engine.bound[second]} == set(allowed)
+    engine.free()
+    assert all(os.sched_getaffinity(thread) == set(os.sched_getaffinity(0)) for thread in threads)
