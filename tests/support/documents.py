@@ -1,4 +1,4 @@
-"""Documents for tests: a PDF made without a PDF writer."""
+"""Documents for tests: PDFs made without a PDF writer, readable ones and ones built to break readers."""
 
 from __future__ import annotations
 
@@ -14,16 +14,7 @@ def pdf(text: str) -> bytes:
         b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
+    return _assembled(objects)
 
 
 def _assembled(objects: list[bytes], trailer: bytes = b"") -> bytes:
