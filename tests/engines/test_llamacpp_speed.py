@@ -1,5 +1,5 @@
 """What speculative decoding does to the llama.cpp engine's answers, and what it must not change: a model
-speculates at its defaults and counts what its drafts paid, a greedy copy stays the same with n-grams or a
+speculates when asked and counts what its drafts paid, a greedy copy stays the same with n-grams or a
 draft model, log-probabilities and constrained answers stay exact, and an unknown speculator or a missing
 draft model is named."""
 
@@ -53,14 +53,14 @@ def drafts() -> tuple[float, float]:
 
 @pytest.fixture(scope="module")
 def speculating() -> Iterator[modelport.OpenAI]:
-    """A model at its defaults (n-gram speculation) that has copied the code twice."""
-    with client(n_parallel=2) as speculating:
+    """A model asked to speculate with n-grams (off by default) that has copied the code twice."""
+    with client(n_parallel=2, speculative="ngram-map-k") as speculating:
         for _ in range(2):
             speculating.chat.completions.create(model="m", messages=COPY, max_tokens=96, temperature=0)  # type: ignore[arg-type]
         yield speculating
 
 
-def test_a_model_speculates_by_default_and_a_copy_takes_its_drafts(
+def test_a_model_asked_to_speculate_does_and_a_copy_takes_its_drafts(
     speculating: modelport.OpenAI,
 ) -> None:
     before = drafts()

@@ -16,10 +16,16 @@ from modelport.engines.llamacpp import gguf_header, thread_binding, xllamacpp_lo
 from modelport.engines.packaged import package_dir
 
 SLOTS = 8  # requests decoding together by default (`n_parallel`)
-# Drafts come from each request's own context (a 12-token key seen before proposes what followed it), and a
-# key drafts no more tokens than its last draft had accepted: text that never repeats costs nothing, and
-# requests decoding side by side do not draft from each other's text (as `ngram-mod`'s shared table does).
-SPECULATIVE = "ngram-map-k"
+# `ngram-map-k` drafts come from each request's own context (a 12-token key seen before proposes what
+# followed it), and a key drafts no more tokens than its last draft had accepted: text that never repeats
+# costs nothing, and requests decoding side by side do not draft from each other's text (as `ngram-mod`'s
+# shared table does).
+# Off by default: llama.cpp's `ngram-map-k` (the fastest here on repetitive text, see `bench.workload`) aborts
+# the whole process on an assertion in this build's `common_ngram_map_draft` ("map.idx_last_check > cur_len",
+# a slot's context shorter than where its map last looked) after a minute or two of mixed concurrent
+# traffic (`bench.soak --clients 16`: the server died within 150 s; with no speculation it served 584
+# requests with no error). Newer llama.cpp handles that case; turn it on per model once xllamacpp ships it.
+SPECULATIVE = "none"
 # Tokens one `ngram-map-k` draft holds (llama.cpp's default: 48). Measured on a code edit and on RAG quotes
 # (bench.workload): 16 accepted 82% and 67% of its drafts and decoded fastest; 48 wasted its longer tails.
 MAP_DRAFT_TOKENS = 16
