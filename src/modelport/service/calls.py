@@ -96,41 +96,44 @@ async def iterate(
                 with timeout(model, predictor):
                     result = await anyio.to_thread.run_sync(start, abandon_on_cancel=True)
                 progress.now("the predictor's first item")
-                if isinstance(result, AsyncIterator):  # read on the event loop, no thread hop per item
-                    try:
-                        while True:
-                            try:
-                                item = await _within(anext(result), model, predictor)
-                            except StopAsyncIteration:
-                                break
-                            progress.item()
-                            yield item
-                    finally:
-                        aclose = getattr(result, "aclose", None)
-                        if aclose is not None:
-                            await aclose()
-                    return
-                if not isinstance(result, Iterator):
+                if not isinstance(result, AsyncIterator | Iterator):
                     yield result
                     return
+                step = _step(result)
                 try:
                     while True:
-                        item = await _within(
-                            anyio.to_thread.run_sync(next, result, _END, abandon_on_cancel=True),
-                            model,
-                            predictor,
-                        )
+                        try:
+                            item = await _within(step(), model, predictor)
+                        except StopAsyncIteration:
+                            break
                         if item is _END:
                             break
                         progress.item()
                         yield item
                 finally:
-                    close = getattr(result, "close", None)
-                    if close is not None:
-                        with contextlib.suppress(
-                            ValueError
-                        ):  # still running in a thread left after a timeout
-                            close()
+                    await _close(result)
+
+
+def _step(items: AsyncIterator[Any] | Iterator[Any]) -> Callable[[], Awaitable[Any]]:
+    """What awaits the next item (`_END`, or StopAsyncIteration, after the last): an async iterator's read
+    on the event loop (no thread hop, and no coroutine of ours, per item), a blocking one's in a worker
+    thread."""
+    if isinstance(items, AsyncIterator):
+        return items.__anext__
+    return lambda: anyio.to_thread.run_sync(next, items, _END, abandon_on_cancel=True)
+
+
+async def _close(items: AsyncIterator[Any] | Iterator[Any]) -> None:
+    """Close a predictor's iterator (which stops its generation), if it can be closed."""
+    if isinstance(items, AsyncIterator):
+        aclose = getattr(items, "aclose", None)
+        if aclose is not None:
+            await aclose()
+        return
+    close = getattr(items, "close", None)
+    if close is not None:
+        with contextlib.suppress(ValueError):  # still running in a thread left after a timeout
+            close()
 
 
 async def eager(stream: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
