@@ -52,26 +52,20 @@ class Ingest:
         self.files = files
         self.embedder = embedder
         self.documents = documents
-        self._running: set[asyncio.Task[None]] = set()
-        self._here: set[tuple[str, str]] = set()  # (store, file) started here and not yet done
+        self._running: dict[tuple[str, str], asyncio.Task[None]] = {}  # by (store, file), until done
         self._slots = asyncio.Semaphore(concurrency)
         self._looking: asyncio.Task[None] | None = None
 
     def start(self, project: str, store_id: str, file_id: str, model: str, strategy: dict[str, Any]) -> None:
         """Ingest one of `project`'s files now, as background work of that project (its usage counted)."""
-        if (store_id, file_id) in self._here:
+        key = (store_id, file_id)
+        if key in self._running:
             return
         own = contextvars.copy_context()
         own.run(context.enter, context.RequestContext(project=project, background=True))
         task = asyncio.create_task(self._ingest(store_id, file_id, model, strategy), context=own)
-        self._here.add((store_id, file_id))
-        self._running.add(task)
-
-        def ended(done: asyncio.Task[None]) -> None:
-            self._running.discard(done)
-            self._here.discard((store_id, file_id))
-
-        task.add_done_callback(ended)
+        self._running[key] = task
+        task.add_done_callback(lambda _: self._running.pop(key, None))
 
     async def resume(self, stores: Callable[[str, str], Awaitable[dict[str, Any] | None]]) -> None:
         """Take up files that a stopped replica left in progress (`stores` gives a file's store row), now
@@ -90,7 +84,7 @@ class Ingest:
 
     async def _take_up(self, stores: Callable[[str, str], Awaitable[dict[str, Any] | None]]) -> None:
         for row in await self.rows.abandoned(LEASE):
-            if (row["vector_store_id"], row["id"]) in self._here:
+            if (row["vector_store_id"], row["id"]) in self._running:
                 continue  # waiting for a slot here
             store = await stores(row["vector_store_id"], row["project"])
             attached = await self.rows.file(row["vector_store_id"], row["id"])
@@ -103,14 +97,14 @@ class Ingest:
         if self._looking is not None:
             self._looking.cancel()
             self._looking = None
-        for task in list(self._running):
+        for task in list(self._running.values()):
             task.cancel()
-        await asyncio.gather(*self._running, return_exceptions=True)
+        await asyncio.gather(*self._running.values(), return_exceptions=True)
 
     async def wait(self) -> None:
         """Until every file started is done (for tests and benchmarks)."""
         while self._running:
-            await asyncio.gather(*self._running, return_exceptions=True)
+            await asyncio.gather(*self._running.values(), return_exceptions=True)
 
     async def _ingest(self, store_id: str, file_id: str, model: str, strategy: dict[str, Any]) -> None:
         async with self._slots:
