@@ -79,8 +79,7 @@ class Dispatch:
                     values=values,
                     query=query,
                     upload=upload,
-                    whole=_headers(options).get(RAW_RESPONSE_HEADER)
-                    != "stream",  # not streamed to its caller
+                    whole=not _streamed_raw(options),
                 )
             finally:
                 context.enter(outer)
@@ -176,6 +175,11 @@ def http_response(answer: object, options: FinalRequestOptions, pull: Any = None
     return httpx2.Response(
         200, headers={"content-type": "application/json"}, content=content, request=request
     )
+
+
+def _streamed_raw(options: FinalRequestOptions) -> bool:
+    """Whether the SDK reads the answer as a stream of bytes (`.with_streaming_response`), not whole."""
+    return _headers(options).get(RAW_RESPONSE_HEADER) == "stream"
 
 
 def _headers(options: FinalRequestOptions) -> dict[str, str]:
