@@ -295,6 +295,24 @@ class BatchSettings(BaseModel):
     )
 
 
+class WebRTCSettings(BaseModel):
+    """Realtime calls over WebRTC (`POST /v1/realtime/calls`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    addresses: list[str] = Field(
+        default_factory=list,
+        description="the addresses offered to clients as host candidates; default: every interface's, and "
+        "loopback",
+    )
+    ice_servers: list[str] = Field(
+        default_factory=list,
+        description="STUN or TURN servers (`stun:host:port`, `turn:host:port?transport=udp`) for clients "
+        "behind NAT; none is contacted unless named here",
+    )
+    max_calls: int = Field(default=16, ge=1, description="WebRTC calls in progress at once")
+
+
 def data_dir() -> Path:
     """Where modelport keeps what it stores: `MODELPORT_DATA_DIR`, else the user's data directory."""
     given = os.environ.get("MODELPORT_DATA_DIR")
@@ -351,6 +369,7 @@ class Settings(BaseModel):
     auth: AuthSettings = Field(default_factory=lambda: AuthSettings())
     files: FileSettings = Field(default_factory=lambda: FileSettings())
     batches: BatchSettings = Field(default_factory=lambda: BatchSettings())
+    webrtc: WebRTCSettings = Field(default_factory=lambda: WebRTCSettings())
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike[str], **overrides: Any) -> Settings:

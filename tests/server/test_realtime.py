@@ -10,7 +10,6 @@ import asyncio
 import base64
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,13 +24,13 @@ from pydantic import TypeAdapter
 from modelport.settings import (
     DEFAULT_CHAT,
     DEFAULT_REALTIME,
-    DEFAULT_SPEECH,
     DEFAULT_TRANSCRIPTION,
     AuthSettings,
     ModelConfig,
     Settings,
     StoreSettings,
 )
+from tests.server.conftest import QUESTION
 from tests.service.test_audio import word_error_rate
 from tests.support.faces import Faces, faces
 
@@ -39,7 +38,6 @@ pytestmark = pytest.mark.models  # real models: not the unit tier
 
 SERVER_EVENT: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)
 BETA_EVENT: TypeAdapter[Any] = TypeAdapter(BetaServerEvent)
-QUESTION = "What is the weather like in Paris today?"
 RATE = 24_000
 WEATHER = {
     "type": "function",
@@ -47,26 +45,6 @@ WEATHER = {
     "description": "The current weather in a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 }
-
-
-@pytest.fixture(scope="module")
-def voice() -> Iterator[Faces]:
-    models = [
-        ModelConfig(id=DEFAULT_CHAT, engine="llamacpp"),
-        ModelConfig(id=DEFAULT_SPEECH, engine="piper"),
-        ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
-        ModelConfig(id=DEFAULT_REALTIME, engine="realtime"),
-    ]
-    with faces(Settings(defaults=False, models=models)) as served:
-        yield served
-
-
-@pytest.fixture(scope="module")
-def question(voice: Faces) -> bytes:
-    """QUESTION, spoken by Piper: 16-bit PCM at 24 kHz."""
-    return voice.inprocess.audio.speech.create(
-        model="tts-1", voice="alloy", input=QUESTION, response_format="pcm"
-    ).content
 
 
 def connect(served: Faces, **options: Any) -> Any:

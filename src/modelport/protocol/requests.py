@@ -257,3 +257,22 @@ class BatchCreate(BaseModel):
     endpoint: str
     completion_window: str = "24h"
     metadata: Metadata = None
+
+
+class ExpiresAfter(BaseModel):
+    """When a realtime client secret expires: `seconds` after it is made (10 s to 2 hours)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    anchor: Literal["created_at"] = "created_at"
+    seconds: int = Field(default=600, ge=10, le=7200)
+
+
+class ClientSecretCreate(BaseModel):
+    """`POST /v1/realtime/client_secrets`: the session a client secret opens (a realtime or transcription
+    session's configuration, as `session.update` takes it), and when the secret expires."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    expires_after: ExpiresAfter | None = None
+    session: dict[str, Any] | None = None

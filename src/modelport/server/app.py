@@ -35,6 +35,8 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
             yield
         finally:
             loading.cancel()
+            if getattr(app.state, "calls", None) is not None:
+                await app.state.calls.close()
             await service.close()
 
     app = FastAPI(title="modelport", version=__version__, lifespan=lifespan)

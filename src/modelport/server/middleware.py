@@ -38,7 +38,8 @@ class Authenticate:
     (`--api-key`, or keys in the store); the organization API always needs an admin key, and so does
     `/metrics` (which shows every project's usage) once projects have keys in the store, unless the operator
     opens it (`--open-metrics`); `--protect-metrics` asks a key for it always. The caller's project goes
-    into the request context, and the service's rate-limit headers onto the answer."""
+    into the request context (and the caller into the scope's state), and the service's rate-limit headers
+    onto the answer."""
 
     def __init__(self, app: ASGIApp, access: Access, protect_metrics: bool, open_metrics: bool) -> None:
         self.app = app
@@ -60,13 +61,18 @@ class Authenticate:
         admin = path.removeprefix("/v1/openai").startswith("/v1/organization") or (
             metrics and not self.protect_metrics
         )
+        # A realtime client secret opens WebRTC calls (and WebSocket sessions, which do not pass here).
+        realtime = _below_v1(path).startswith("/realtime/calls")
         try:
-            principal = await self.access.identify(given.decode("latin-1") if given else None, admin=admin)
+            principal = await self.access.identify(
+                given.decode("latin-1") if given else None, admin=admin, realtime=realtime
+            )
         except ModelportError as error:
             await _reply(send, error)
             return
         request = acting_as(principal, context.current())
         context.enter(request)
+        scope.setdefault("state", {})["principal"] = principal  # a call opens the session a secret carries
 
         async def with_limits(message: Message) -> None:
             if message["type"] == "http.response.start" and request.headers:

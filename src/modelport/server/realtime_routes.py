@@ -1,24 +1,29 @@
-"""`/v1/realtime` over WebSocket: authenticate the connection, open a session in the service, pass each
-client message to it and each server event back, within the session's idle and length limits."""
+"""The Realtime API's transports: `/v1/realtime` over WebSocket (authenticate the connection, open a session
+in the service, pass each client message to it and each server event back), and WebRTC calls
+(`/v1/realtime/calls`: an SDP offer in, the answer out, the call carried by `webrtc`). Either ends at the
+session's limits (`realtime_watch`)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
-import time
+import json
 from typing import Any
 
 import orjson
-from fastapi import APIRouter, WebSocket
+from fastapi import APIRouter, Request, WebSocket
+from fastapi.responses import Response
+from starlette.datastructures import UploadFile
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from modelport import context
-from modelport.errors import ModelportError
+from modelport.errors import InvalidRequestError, ModelportError
+from modelport.server.realtime_watch import watch
+from modelport.server.webrtc import Calls
 from modelport.service import Service
-from modelport.service.access import acting_as
+from modelport.service.access import Principal, acting_as
 from modelport.service.realtime import beta
-from modelport.service.realtime.realtime_events import ClientEventError, error_event
+from modelport.service.realtime.realtime_events import Event, error_event
 
 router = APIRouter()
 
@@ -33,7 +38,7 @@ async def realtime(websocket: WebSocket, model: str | None = None, intent: str |
     offered = [p.strip() for p in websocket.headers.get("sec-websocket-protocol", "").split(",") if p.strip()]
     authorization = _authorization(websocket, offered)
     try:
-        principal = await service.access.identify(authorization)
+        principal = await service.access.identify(authorization, realtime=True)
     except ModelportError as error:
         await websocket.close(code=1008, reason=error.message[:120])  # before accepting: a 403
         return
@@ -50,55 +55,42 @@ async def realtime(websocket: WebSocket, model: str | None = None, intent: str |
 
     try:
         session = await service.realtime.open(
-            model, intent, send, beta.wants_beta(websocket.headers, offered)
+            model,
+            intent,
+            send,
+            beta.wants_beta(websocket.headers, offered),
+            principal.session if principal is not None else None,
         )
     except ModelportError as error:
         await send(error_event(error))
         await websocket.close(code=1011 if error.status >= 500 else 1008)
         return
-    limits = service.settings.limits
-    # A key revoked or expired ends the sessions open with it (a session may last an hour): it is checked
-    # again as often as a checked key is trusted.
-    recheck = service.settings.auth.key_cache_seconds if principal is not None else math.inf
-    last = checked = time.monotonic()
-    try:
+
+    async def end(last: Event | None) -> None:
+        if last is not None:
+            await send(last)
+        code = last["error"].get("code") if last else None
+        await websocket.close(code=1000 if code in ("session_expired", "idle_timeout") else 1008)
+
+    async def serve() -> None:
         while True:
-            now = time.monotonic()
-            idle_left = limits.realtime_idle_seconds - (now - last)
-            waited = max(0.0, min(idle_left, session.seconds_left(), checked + recheck - now))
-            try:
-                message = await asyncio.wait_for(websocket.receive(), waited)
-            except TimeoutError:
-                now = time.monotonic()
-                if session.seconds_left() > 0 and now - last < limits.realtime_idle_seconds:
-                    checked = now
-                    try:
-                        await service.access.identify(authorization)
-                    except ModelportError as error:
-                        await send(error_event(error))
-                        await websocket.close(code=1008)
-                        return
-                    continue
-                expired = session.seconds_left() <= 0
-                reason = (
-                    f"The session reached its length limit ({limits.realtime_minutes:g} minutes)."
-                    if expired
-                    else f"No client event for {limits.realtime_idle_seconds:g} s: the session is closed."
-                )
-                await send(
-                    error_event(
-                        ClientEventError(reason, code="session_expired" if expired else "idle_timeout")
-                    )
-                )
-                await websocket.close(code=1000)
-                return
+            message = await websocket.receive()
             if message["type"] == "websocket.disconnect":
                 return
-            last = time.monotonic()
             await session.receive(message.get("text") or message.get("bytes") or b"")
-    except WebSocketDisconnect:
-        return
+
+    tasks = [
+        asyncio.create_task(serve()),
+        asyncio.create_task(watch(service, session, authorization, principal, end)),
+    ]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in tasks:
+            if task.done() and not task.cancelled() and not isinstance(task.exception(), WebSocketDisconnect):
+                task.result()
     finally:
+        for task in tasks:
+            task.cancel()
         await session.close()
 
 
@@ -110,3 +102,101 @@ def _authorization(websocket: WebSocket, offered: list[str]) -> str | None:
     key = next((p[len(_KEY_PROTOCOL) :] for p in offered if p.startswith(_KEY_PROTOCOL)), None)
     key = key or websocket.query_params.get("api_key")
     return f"Bearer {key}" if key else None
+
+
+# WebRTC calls.
+
+
+def calls_of(request: Request) -> Calls:
+    """The app's calls in progress (made on first use)."""
+    state = request.app.state
+    if getattr(state, "calls", None) is None:
+        state.calls = Calls(state.service)
+    calls: Calls = state.calls
+    return calls
+
+
+@router.post("/realtime/calls", status_code=201, response_class=Response)
+async def create_call(request: Request, model: str | None = None) -> Response:
+    """A realtime session over WebRTC: the client's SDP offer (`application/sdp`, or a multipart form with
+    `sdp` and an optional `session` configuration) in, the SDP answer out, the call's URL in `Location`.
+    A client secret's session configuration wins over one given here."""
+    service: Service = request.app.state.service
+    sdp, session = await _offer(request)
+    principal: Principal | None = request.scope.get("state", {}).get("principal")
+    given = principal.session if principal is not None and principal.session is not None else None
+    if given is None and session is not None:
+        given = service.realtime.configured(session)
+    authorization = request.headers.get("authorization")
+    call, answer = await calls_of(request).open(
+        sdp,
+        context.current().project,
+        model,
+        given,
+        lambda s, end: watch(service, s, authorization, principal, end),
+    )
+    prefix = request.url.path[: request.url.path.index("/realtime")]  # /v1, or /v1/openai/v1
+    location = f"{prefix}/realtime/calls/{call.id}"
+    return Response(answer, 201, {"Location": location}, media_type="application/sdp")
+
+
+# Before `/realtime/calls` existed, OpenAI took WebRTC offers at `/realtime` itself (`?model=`); browser
+# examples written then still post there.
+router.add_api_route(
+    "/realtime",
+    create_call,
+    methods=["POST"],
+    status_code=201,
+    response_class=Response,
+    include_in_schema=False,
+)
+
+
+async def _offer(request: Request) -> tuple[str, dict[str, Any] | None]:
+    """The SDP offer, and the session configuration a multipart form may carry beside it."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    session: Any = None
+    if kind == "multipart/form-data":
+        async with request.form() as form:
+            sdp: Any = form.get("sdp")
+            session = form.get("session")
+            if isinstance(sdp, UploadFile):
+                sdp = (await sdp.read()).decode("utf-8", "replace")
+            if isinstance(session, UploadFile):
+                session = (await session.read()).decode("utf-8", "replace")
+    else:
+        sdp = (await request.body()).decode("utf-8", "replace")
+    if not isinstance(sdp, str) or not sdp.strip():
+        raise InvalidRequestError("Missing required parameter: 'sdp' (the WebRTC offer).", param="sdp")
+    if session is not None:
+        try:
+            session = json.loads(session)
+        except ValueError:
+            session = None
+        if not isinstance(session, dict):
+            raise InvalidRequestError(
+                "'session' is a JSON object (a session configuration).", param="session"
+            )
+    return sdp, session
+
+
+@router.post("/realtime/calls/{call_id}/hangup", response_class=Response)
+async def hangup_call(request: Request, call_id: str) -> Response:
+    """End a WebRTC call."""
+    await calls_of(request).find(call_id, context.current().project).end()
+    return Response(status_code=200)
+
+
+async def _sip_only(request: Request, call_id: str) -> Response:
+    """`accept`, `reject` and `refer` are for incoming SIP calls, which this server does not take."""
+    calls_of(request).find(call_id, context.current().project)
+    action = request.url.path.rstrip("/").rsplit("/", 1)[-1]
+    raise InvalidRequestError(
+        f"'{action}' is for incoming SIP calls; this server takes WebRTC calls only (end one with "
+        f"POST /v1/realtime/calls/{call_id}/hangup).",
+        code="unsupported_call_action",
+    )
+
+
+for _action in ("accept", "reject", "refer"):
+    router.add_api_route(f"/realtime/calls/{{call_id}}/{_action}", _sip_only, methods=["POST"])

@@ -115,7 +115,12 @@ class Service:
             self.settings.store.background_timeout,
         )
         self.realtime = Realtime(
-            self.settings, self.manager, self.chat_completion, self.transcription, self._spoken
+            self.settings,
+            self.manager,
+            self.chat_completion,
+            self.transcription,
+            self._spoken,
+            self.access.secrets,
         )
         batching = self.settings.batches
         runner = BatchRunner(

@@ -19,6 +19,7 @@ from modelport.protocol.admin_requests import (
 from modelport.protocol.requests import (
     BatchCreate,
     ChatCompletionRequest,
+    ClientSecretCreate,
     CompletionRequest,
     ConversationCreate,
     ConversationItemsCreate,
@@ -98,6 +99,12 @@ async def list_voices(service: Service, model: str) -> dict[str, Any]:
         "object": "list",
         "data": [{"id": voice, "object": "voice", "model": resolved} for voice in names],
     }
+
+
+async def create_client_secret(service: Service, body: ClientSecretCreate) -> object:
+    """A realtime client secret (`ek_…`) for the caller's project: a browser or phone opens a realtime
+    session with it (a WebRTC call or a WebSocket), configured as `session` says, until it expires."""
+    return await service.realtime.client_secret(body)
 
 
 async def create_transcription(service: Service, body: TranscriptionRequest, upload: FilePart) -> object:
@@ -559,6 +566,7 @@ def _rows() -> list[Operation]:
         Operation("embeddings.create", post, "/embeddings", create_embeddings, embedding, batchable=True),
         Operation("audio.speech.create", post, "/audio/speech", create_speech, Capability.SPEECH),
         Operation("audio.voices.list", get, "/audio/voices", list_voices),
+        Operation("realtime.client_secrets.create", post, "/realtime/client_secrets", create_client_secret),
         Operation("audio.transcriptions.create", post, "/audio/transcriptions", create_transcription,
                   Capability.TRANSCRIPTION, bound="audio"),
         Operation("audio.translations.create", post, "/audio/translations", create_translation,

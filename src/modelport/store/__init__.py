@@ -16,6 +16,7 @@ from modelport.store.database import Database
 from modelport.store.file_rows import FileRows
 from modelport.store.project_rows import KeyRows, ProjectRows
 from modelport.store.response_rows import ResponseRows
+from modelport.store.secret_rows import SecretRows
 from modelport.store.usage_rows import UsageRows
 from modelport.store.vector_rows import VectorRows
 
@@ -33,6 +34,7 @@ class Store:
         self.batches = BatchRows(self.database)
         self.projects = ProjectRows(self.database)
         self.keys = KeyRows(self.database)
+        self.secrets = SecretRows(self.database)
         self.usage = UsageRows(self.database)
         self.conversations = ConversationRows(self.database)
         self.vectors = VectorRows(self.database)

@@ -57,6 +57,20 @@ api_keys = Table(
     Column("limits", JSON, nullable=False),
 )
 
+# Realtime client secrets (ephemeral keys, `ek_…`): minted by a key for a browser or phone to open one kind of
+# session with; kept as hashes like API keys, with the project and key that minted them and the session
+# configuration they carry, until they expire.
+client_secrets = Table(
+    "client_secrets",
+    metadata,
+    Column("hash", String(64), primary_key=True),
+    _owner(),
+    Column("key_id", String(64), nullable=True),  # the minting key; None for `--api-key` keys and tokens
+    Column("session", JSON, nullable=False),
+    Column("created", BigInteger, nullable=False),
+    Column("expires_at", BigInteger, nullable=False, index=True),
+)
+
 # What each project used, per minute: one row per (minute, project, model, key, kind), added to in batches.
 usage = Table(
     "usage",

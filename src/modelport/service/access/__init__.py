@@ -14,6 +14,7 @@ from modelport.context import RequestContext
 from modelport.errors import AuthenticationError, PermissionDeniedError
 from modelport.metrics import Tally
 from modelport.service.access.admin import Admin
+from modelport.service.access.client_secrets import PREFIX, ClientSecrets
 from modelport.service.access.keys import Keys, Principal
 from modelport.service.access.quotas import Quotas
 from modelport.service.access.tokens import Tokens, looks_like_jwt
@@ -42,22 +43,35 @@ class Access:
         self.quotas = Quotas()
         self.meter = Meter(store, settings.auth.usage_flush_seconds)
         self.admin = Admin(store, self.keys)
+        self.secrets = ClientSecrets(store, self.keys)
         self.tokens = Tokens(settings.auth, store) if settings.auth.jwks_url else None
 
-    async def identify(self, authorization: str | None, *, admin: bool = False) -> Principal | None:
+    async def identify(
+        self, authorization: str | None, *, admin: bool = False, realtime: bool = False, opened: bool = False
+    ) -> Principal | None:
         """The caller an `Authorization` header names; None when this server needs no key (then every
         caller is the default project's). A 401 for a missing or wrong key, a 403 for a member key where
-        an admin key is needed (the organization API, which always needs one)."""
+        an admin key is needed (the organization API, which always needs one). A realtime client secret
+        is taken where `realtime` (opening a session; `opened`: a session it opened goes on past its
+        expiry), checked even on a server that needs no key (it carries the session's configuration)
+        and refused everywhere else."""
+        scheme, _, token = (authorization or "").partition(" ")
+        token = token.strip()
+        if scheme.lower() == "bearer" and token.startswith(PREFIX):
+            if not realtime or admin:
+                raise PermissionDeniedError(
+                    "A client secret (ek_…) opens Realtime API sessions only (a WebRTC call or a "
+                    "WebSocket); every other request needs an API key."
+                )
+            return await self.secrets.check(token, opened=opened)
         if self.tokens is None and not await self.keys.required() and not admin:
             return None
-        scheme, _, token = (authorization or "").partition(" ")
         if not authorization:
             raise AuthenticationError(
                 "You didn't provide an API key. Send it as `Authorization: Bearer <key>`."
             )
-        if scheme.lower() != "bearer" or not token.strip():
+        if scheme.lower() != "bearer" or not token:
             raise AuthenticationError("Send the API key as `Authorization: Bearer <key>`.")
-        token = token.strip()
         if self.tokens is not None and looks_like_jwt(token):
             principal = await self.tokens.check(token)
         else:

@@ -25,13 +25,15 @@ _CACHE_CAP = 10_000  # distinct keys remembered at once: bounds what a flood of 
 @dataclass(frozen=True)
 class Principal:
     """A checked caller: its project, its key (None for `--api-key` keys and tokens), its role, and the
-    limits that apply (the project's, then the key's)."""
+    limits that apply (the project's, then the key's); for a realtime client secret, the session it opens
+    (such a caller may open realtime sessions and nothing else)."""
 
     project: str
     key_id: str | None = None
     role: Role = "member"
     limits: tuple[dict[str, Any], ...] = ()
     expires_at: int | None = None
+    session: dict[str, Any] | None = None
 
 
 def digest(key: str) -> str:

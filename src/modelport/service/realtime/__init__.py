@@ -14,13 +14,18 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
+from openai.types.realtime import ClientSecretCreateResponse
 
-from modelport.errors import ModelNotFoundError
+from modelport import context
+from modelport.errors import InvalidRequestError, ModelNotFoundError
+from modelport.ids import new_id
 from modelport.predictors.manager import ModelManager
 from modelport.predictors.relay import Upload
-from modelport.protocol.requests import TranscriptionRequest
+from modelport.protocol.requests import ClientSecretCreate, TranscriptionRequest
+from modelport.service.access.client_secrets import ClientSecrets
+from modelport.service.realtime import config
 from modelport.service.realtime.audio import LISTEN_RATE
-from modelport.service.realtime.realtime_events import Event
+from modelport.service.realtime.realtime_events import ClientEventError, Event
 from modelport.service.realtime.responses import Pipes
 from modelport.service.realtime.session import RealtimeSession
 from modelport.settings import DEFAULT_REALTIME, RealtimePipeline, Settings
@@ -38,8 +43,9 @@ class Realtime:
         chat: Callable[[Any], Awaitable[Any]],
         transcription: Callable[[TranscriptionRequest, Upload], Awaitable[Any]],
         speak: Callable[[str, str, str, float], Awaitable[bytes]],
+        secrets: ClientSecrets,
     ) -> None:
-        self.settings, self.manager = settings, manager
+        self.settings, self.manager, self.secrets = settings, manager, secrets
         self.pipelines = settings.pipelines()
         self._aliases = settings.all_aliases()
         self._chat, self._transcription, self._speak = chat, transcription, speak
@@ -54,16 +60,45 @@ class Realtime:
             raise ModelNotFoundError(name or DEFAULT_REALTIME)
         return self.pipelines[wanted]
 
+    def configured(self, given: dict[str, Any] | None) -> config.Session:
+        """The whole configuration a session given `given` (a `session` as `session.update` takes it)
+        starts with; a 400 naming what is wrong (`session.…`)."""
+        given = dict(given or {"type": "realtime"})
+        kind = "transcription" if given.get("type") == "transcription" else "realtime"
+        model = given.get("model") if kind == "realtime" else None
+        pipeline = self.pipeline(model if isinstance(model, str) else None)
+        try:
+            return config.updated(config.initial(pipeline, kind, model or pipeline.id), given)
+        except ClientEventError as error:
+            param = error.param if (error.param or "").startswith("session") else f"session.{error.param}"
+            raise InvalidRequestError(error.message, param=param) from None
+
+    async def client_secret(self, body: ClientSecretCreate) -> ClientSecretCreateResponse:
+        """A client secret for the caller's project that opens sessions configured as `body.session`."""
+        session = self.configured(body.session)
+        seconds = body.expires_after.seconds if body.expires_after is not None else 600
+        value, expires_at = await self.secrets.mint(context.current(), session, seconds)
+        shown = {**session, "id": new_id("sess", "_"), "object": "realtime.session"}
+        return ClientSecretCreateResponse.model_validate(
+            {"value": value, "expires_at": expires_at, "session": shown}
+        )
+
     async def open(
         self,
         model: str | None,
         intent: str | None,
         send: Callable[[Event], Awaitable[None]],
         beta_protocol: bool = False,
+        given: config.Session | None = None,
+        media: bool = False,
     ) -> RealtimeSession:
         """A session on the pipeline `model` names (or the default), its models loaded, `session.created`
         sent. `intent=transcription` opens a transcription session; `beta_protocol`, one that speaks the
-        beta protocol (`beta`)."""
+        beta protocol (`beta`); `given`, one configured as a client secret's session (its model and kind
+        win over the URL's); `media`, one whose transport carries the audio (`RealtimeSession.playout`)."""
+        if given is not None:
+            intent = "transcription" if given.get("type") == "transcription" else None
+            model = given.get("model") or model
         pipeline = self.pipeline(model)
         kind = "transcription" if intent == "transcription" else "realtime"
         needed = [pipeline.transcription] if kind == "transcription" else [
@@ -85,8 +120,10 @@ class Realtime:
 
         pipes = Pipes(chat=self._chat, transcribe=transcribe, speak=speak)
         session = RealtimeSession(
-            pipeline, kind, model or pipeline.id, pipes, self.settings.limits, send, beta_protocol
+            pipeline, kind, model or pipeline.id, pipes, self.settings.limits, send, beta_protocol, media
         )
+        if given is not None:
+            session.configure(given)
         await session.start()
         return session
 

@@ -22,6 +22,7 @@ from modelport.service.audio.clauses import Clauses
 from modelport.service.realtime import config
 from modelport.service.realtime.audio import Speaker
 from modelport.service.realtime.conversation import Conversation, Entry, Spoken
+from modelport.service.realtime.playout import Playout
 from modelport.service.realtime.realtime_events import ClientEventError, Event, error_event, server_event
 from modelport.settings import RealtimePipeline
 
@@ -45,6 +46,7 @@ class Host(Protocol):
     session: config.Session
     conversation: Conversation
     pipes: Pipes
+    playout: Playout | None
 
     async def send(self, event: Event) -> None: ...
 
@@ -277,6 +279,16 @@ class RealtimeResponse:
         }
 
     async def _speak(self, clauses: asyncio.Queue[tuple[_Output, str] | None]) -> None:
+        playout = self.host.playout
+        if playout is not None:  # the transport plays the audio: no deltas
+            while (taken := await clauses.get()) is not None:
+                output, clause = taken
+                pcm = await self.host.pipes.speak(clause, self.voice, self.speed)
+                playout.play(self.id, output.entry.item["id"], pcm)
+                start = output.entry.spoken[-1].end_ms if output.entry.spoken else 0.0
+                ends = start + len(pcm) / 48  # 16-bit at 24 kHz: 48 bytes a millisecond
+                output.entry.spoken.append(Spoken(clause, ends))
+            return
         speaker = Speaker(str(self.format.get("type") or "audio/pcm"))
         piece = int(speaker.rate * _PIECE_SECONDS) * (2 if speaker.fmt == "audio/pcm" else 1)
         last: _Output | None = None
@@ -332,6 +344,8 @@ class RealtimeResponse:
             done["status_details"] = details
         if self.usage:
             done["usage"] = _usage(self.usage)
+        if self.host.playout is not None:
+            self.host.playout.finished(self.id)
         await self.host.send(server_event("response.done", response=done))
 
     async def _close_message(self, output: _Output, *, cut: bool) -> None:

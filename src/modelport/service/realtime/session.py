@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -20,6 +21,7 @@ from modelport.ids import new_id
 from modelport.service.realtime import beta, config
 from modelport.service.realtime.audio import LISTEN_RATE, Listener
 from modelport.service.realtime.conversation import Conversation, Entry
+from modelport.service.realtime.playout import Playout
 from modelport.service.realtime.realtime_events import (
     ClientEventError,
     Event,
@@ -47,12 +49,16 @@ class RealtimeSession:
         limits: Limits,
         send: Callable[[Event], Awaitable[None]],
         beta_protocol: bool = False,
+        media: bool = False,
     ) -> None:
         self.pipeline, self.kind, self.pipes, self.limits = pipeline, kind, pipes, limits
         self.beta = beta_protocol  # the client speaks the beta protocol: events are translated at the edge
+        # `media`: the transport carries the audio itself (a WebRTC call): it plays answers from `playout`
+        # and brings the user's speech to `hear`; the session's audio formats do not apply.
+        self.playout = Playout(lambda event: self._task(self.send(event))) if media else None
         self.session = config.initial(pipeline, kind, model)
         self.id = new_id("sess", "_")
-        self.started = time.monotonic()
+        self.started = self.active = time.monotonic()  # `active`: the client's last event or audio
         self.conversation = Conversation()
         self.response: RealtimeResponse | None = None
         self._send = send
@@ -100,6 +106,7 @@ class RealtimeSession:
 
     async def receive(self, message: str | bytes) -> None:
         """One client message: an event, served; or an `error` event saying why not."""
+        self.active = time.monotonic()
         event_id = None
         try:
             if len(message) > self.limits.realtime_message_bytes:
@@ -131,13 +138,16 @@ class RealtimeSession:
     # --- configuration ---------------------------------------------------------------------------------
 
     async def _on_session_update(self, data: dict[str, Any]) -> None:
-        before = self.session
-        self.session = config.updated(self.session, data["session"])
-        if config.input_format(before) != config.input_format(self.session):
+        self.configure(config.updated(self.session, data["session"]))
+        await self.send(server_event("session.updated", session=self.shown()))
+
+    def configure(self, session: config.Session) -> None:
+        """Take a whole new configuration (checked already)."""
+        before, self.session = self.session, session
+        if config.input_format(before) != config.input_format(self.session) and self.playout is None:
             self._listener = Listener(config.input_format(self.session))
         if config.turn_detection(before) != config.turn_detection(self.session):
             self._turns = self._turn_detector()
-        await self.send(server_event("session.updated", session=self.shown()))
 
     def _turn_detector(self) -> TurnDetector | None:
         self._detector.reset()
@@ -147,7 +157,12 @@ class RealtimeSession:
     # --- the input audio buffer ------------------------------------------------------------------------
 
     async def _on_input_audio_buffer_append(self, data: dict[str, Any]) -> None:
-        pcm = self._listener.pcm16(data["audio"], "audio")
+        await self.hear(self._listener.pcm16(data["audio"], "audio"))
+
+    async def hear(self, pcm: np.ndarray) -> None:
+        """The user's audio, 16-bit samples of the input format (a media transport's: PCM at 24 kHz),
+        into the input audio buffer and its speech detection."""
+        self.active = time.monotonic()
         buffered = (self._heard - self._buffer_start) / LISTEN_RATE
         if buffered + len(pcm) / self._listener.rate > self.limits.realtime_buffer_seconds:
             raise ClientEventError(
@@ -173,8 +188,10 @@ class RealtimeSession:
             await self.send(
                 server_event("input_audio_buffer.speech_started", audio_start_ms=change.ms, item_id=item_id)
             )
-            if self.response is not None and detection.get("interrupt_response", True):
-                self.response.cancel("turn_detected")  # the user speaks over the answer
+            if detection.get("interrupt_response", True):
+                if self.response is not None:
+                    self.response.cancel("turn_detected")  # the user speaks over the answer
+                await self._cut()  # ... and stops hearing it, though it was all made already
             return
         if change.kind == "paused" and self._speech is not None:
             heard = self._buffered(self._speech[1], change.ms)
@@ -218,11 +235,30 @@ class RealtimeSession:
         await self.send(server_event("input_audio_buffer.cleared"))
 
     async def _on_output_audio_buffer_clear(self, data: dict[str, Any]) -> None:
-        raise ClientEventError(
-            "output_audio_buffer.clear is for WebRTC and SIP connections; over a WebSocket the client plays "
-            "the audio itself: stop playing and send conversation.item.truncate.",
-            code="unsupported_event",
-        )
+        if self.playout is None:
+            raise ClientEventError(
+                "output_audio_buffer.clear is for WebRTC and SIP connections; over a WebSocket the client "
+                "plays the audio itself: stop playing and send conversation.item.truncate.",
+                code="unsupported_event",
+            )
+        await self._cut()
+
+    async def _cut(self) -> None:
+        """Stop the answer audio a media transport plays, and cut its item where the user stopped hearing
+        it (as a WebSocket client does with `conversation.item.truncate`)."""
+        cut = self.playout.clear() if self.playout is not None else None
+        if cut is None:
+            return
+        with contextlib.suppress(ClientEventError):  # an item deleted meanwhile stays deleted
+            self.conversation.truncate(cut.item_id, 0, cut.played_ms)
+            await self.send(
+                server_event(
+                    "conversation.item.truncated",
+                    item_id=cut.item_id,
+                    content_index=0,
+                    audio_end_ms=cut.played_ms,
+                )
+            )
 
     def _drop_early(self) -> None:
         if self._early is not None:

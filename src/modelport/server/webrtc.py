@@ -1,0 +1,249 @@
+"""Realtime sessions over WebRTC (`POST /v1/realtime/calls`), as OpenAI's WebRTC guide and the Agents SDK's
+browser transport use them: the client's SDP offer in, an SDP answer out; the user's speech comes as Opus
+over RTP and the answer goes back the same way, played in real time from the session's `playout`; the
+`oai-events` data channel carries the same events as a WebSocket session (less the audio deltas). aiortc
+does ICE, DTLS, SRTP and Opus. Only host candidates are offered (loopback and the machine's interfaces, or
+the addresses the operator names), and no STUN or TURN server is contacted unless the operator names one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fractions
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aioice.ice
+import av
+import numpy as np
+import orjson
+from aiortc import (
+    MediaStreamTrack,
+    RTCConfiguration,
+    RTCDataChannel,
+    RTCIceServer,
+    RTCPeerConnection,
+    RTCSessionDescription,
+)
+from aiortc.mediastreams import MediaStreamError
+
+from modelport.errors import InvalidRequestError, ModelportError, NotFoundError
+from modelport.ids import new_id
+from modelport.service import Service
+from modelport.service.realtime import RealtimeSession
+from modelport.service.realtime.playout import Playout
+from modelport.service.realtime.realtime_events import Event
+from modelport.settings import WebRTCSettings
+
+log = logging.getLogger("modelport.webrtc")
+
+_RATE = 24_000  # what the session hears and speaks: 16-bit mono PCM at 24 kHz
+_FRAME = _RATE // 50  # 20 ms, Opus's usual frame
+_CHANNEL = "oai-events"
+
+
+def _host_addresses(settings: WebRTCSettings) -> Callable[[bool, bool], list[str]]:
+    """The addresses host candidates are gathered on: those the operator names, else every interface's and
+    loopback's (aioice leaves loopback out, so a client on the same machine with no other interface, a
+    test or a container, could not connect)."""
+    gather = aioice.ice.get_host_addresses
+
+    def addresses(use_ipv4: bool, use_ipv6: bool) -> list[str]:
+        if settings.addresses:
+            return list(settings.addresses)
+        found = gather(use_ipv4, use_ipv6)
+        return [*found, "127.0.0.1"] if use_ipv4 and "127.0.0.1" not in found else found
+
+    return addresses
+
+
+class SpokenTrack(MediaStreamTrack):
+    """The outgoing audio: 20 ms frames at real-time pace, the session's answer audio or silence."""
+
+    kind = "audio"
+
+    def __init__(self, playout: Playout) -> None:
+        super().__init__()
+        self.playout = playout
+        self._start: float | None = None
+        self._sent = 0  # samples
+
+    async def recv(self) -> av.AudioFrame:
+        if self.readyState != "live":
+            raise MediaStreamError
+        if self._start is None:
+            self._start = time.monotonic()
+        else:
+            await asyncio.sleep(max(0.0, self._start + self._sent / _RATE - time.monotonic()))
+        samples = np.frombuffer(self.playout.take(_FRAME), "<i2")
+        frame = av.AudioFrame.from_ndarray(samples.reshape(1, -1), format="s16", layout="mono")
+        frame.sample_rate = _RATE
+        frame.pts = self._sent
+        frame.time_base = fractions.Fraction(1, _RATE)
+        self._sent += _FRAME
+        return frame
+
+
+@dataclass
+class Call:
+    """One call: its peer connection, its session, and the tasks that carry audio and events."""
+
+    id: str
+    project: str
+    peer: RTCPeerConnection
+    session: RealtimeSession | None = None
+    channel: RTCDataChannel | None = None
+    waiting: list[str] = field(default_factory=list)  # events made before the data channel opened
+    tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def send(self, event: Event) -> None:
+        text = orjson.dumps(event).decode()
+        if self.channel is not None and self.channel.readyState == "open":
+            self.channel.send(text)
+        elif not self.ended.is_set():
+            self.waiting.append(text)
+
+    def spawn(self, work: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(work)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def end(self, last: Event | None = None) -> None:
+        """Hang up (after `last`, an error event saying why, if given)."""
+        if self.ended.is_set():
+            return
+        if last is not None:
+            with contextlib.suppress(Exception):  # the channel may be gone already
+                await self.send(last)
+                await asyncio.sleep(0.05)  # let it leave before the transport closes
+        self.ended.set()
+        if self.session is not None:
+            await self.session.close()
+        current = asyncio.current_task()
+        for task in list(self.tasks):
+            if task is not current:
+                task.cancel()
+        await self.peer.close()
+
+
+class Calls:
+    """The calls in progress, by id."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self.settings = service.settings.webrtc
+        self.calls: dict[str, Call] = {}
+        # aioice has no option for which addresses it gathers on.
+        aioice.ice.get_host_addresses = _host_addresses(self.settings)  # type: ignore[assignment]
+
+    async def open(
+        self,
+        offer: str,
+        project: str,
+        model: str | None,
+        given: dict[str, Any] | None,
+        watch: Callable[[RealtimeSession, Callable[[Event | None], Awaitable[None]]], Awaitable[None]],
+    ) -> tuple[Call, str]:
+        """A new call answering the SDP `offer`: the call, and the SDP answer. `watch` ends it at its
+        session's limits."""
+        if len(self.calls) >= self.settings.max_calls:
+            raise ModelportError(
+                f"This server holds {self.settings.max_calls} WebRTC calls at most; try again later."
+            )
+        if "m=audio" not in offer:
+            raise InvalidRequestError(
+                "The SDP offer has no audio section: add an audio transceiver (or the microphone's track) "
+                "before making the offer.",
+                param="sdp",
+            )
+        servers = [RTCIceServer(url) for url in self.settings.ice_servers]
+        peer = RTCPeerConnection(RTCConfiguration(iceServers=servers))  # [], not None: no default STUN
+        call = Call(new_id("rtc", "_"), project, peer)
+        try:
+            session = await self.service.realtime.open(model, None, call.send, False, given, media=True)
+        except BaseException:
+            await peer.close()
+            raise
+        call.session = session
+        assert session.playout is not None
+        peer.addTrack(SpokenTrack(session.playout))
+        self._wire(call, session)
+        try:
+            await peer.setRemoteDescription(RTCSessionDescription(offer, "offer"))
+            await peer.setLocalDescription(await peer.createAnswer())
+        except (ValueError, KeyError, IndexError) as error:  # what aiortc's SDP parser raises
+            await call.end()
+            raise InvalidRequestError(f"The SDP offer could not be read: {error}.", param="sdp") from None
+        self.calls[call.id] = call
+        call.spawn(watch(session, call.end))
+        call.spawn(self._forget(call))
+        return call, peer.localDescription.sdp
+
+    def _wire(self, call: Call, session: RealtimeSession) -> None:
+        peer = call.peer
+
+        @peer.on("datachannel")
+        def on_channel(channel: RTCDataChannel) -> None:
+            if channel.label != _CHANNEL:
+                return
+            call.channel = channel
+            messages: asyncio.Queue[str | bytes] = asyncio.Queue()
+            channel.on("message", messages.put_nowait)
+
+            async def flush() -> None:
+                waiting, call.waiting = call.waiting, []
+                for text in waiting:
+                    channel.send(text)
+
+            async def serve() -> None:
+                while True:  # in order, one at a time, as over a WebSocket
+                    await session.receive(await messages.get())
+
+            channel.on("open", lambda: call.spawn(flush()))
+            if channel.readyState == "open":
+                call.spawn(flush())
+            call.spawn(serve())
+
+        @peer.on("track")
+        def on_track(track: MediaStreamTrack) -> None:
+            if track.kind == "audio":
+                call.spawn(_listen(track, session))
+
+        @peer.on("connectionstatechange")
+        async def on_state() -> None:
+            if peer.connectionState in ("failed", "closed"):
+                await call.end()
+
+    async def _forget(self, call: Call) -> None:
+        await call.ended.wait()
+        self.calls.pop(call.id, None)
+
+    def find(self, call_id: str, project: str) -> Call:
+        """A call of `project`'s in progress; a 404 for any other."""
+        call = self.calls.get(call_id)
+        if call is None or call.project != project:
+            raise NotFoundError(f"No call in progress with id '{call_id}'.", param="call_id")
+        return call
+
+    async def close(self) -> None:
+        """End every call (the server stops)."""
+        await asyncio.gather(*(call.end() for call in list(self.calls.values())), return_exceptions=True)
+
+
+async def _listen(track: MediaStreamTrack, session: RealtimeSession) -> None:
+    """The user's audio, decoded from Opus, as 16-bit mono at 24 kHz into the session."""
+    resampler = av.AudioResampler(format="s16", layout="mono", rate=_RATE)
+    while True:
+        try:
+            frame = await track.recv()
+        except MediaStreamError:
+            return
+        assert isinstance(frame, av.AudioFrame)
+        pieces = [f.to_ndarray().reshape(-1) for f in resampler.resample(frame)]
+        if pieces:
+            await session.hear(np.concatenate(pieces))

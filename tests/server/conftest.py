@@ -1,0 +1,41 @@
+"""The voice pipeline's fixtures, shared by the realtime tests of both transports (WebSocket and WebRTC):
+its models load once for the package."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from modelport.settings import (
+    DEFAULT_CHAT,
+    DEFAULT_REALTIME,
+    DEFAULT_SPEECH,
+    DEFAULT_TRANSCRIPTION,
+    ModelConfig,
+    Settings,
+)
+from tests.support.faces import Faces, faces
+
+QUESTION = "What is the weather like in Paris today?"
+
+
+@pytest.fixture(scope="package")
+def voice() -> Iterator[Faces]:
+    """The realtime pipeline and the models it chains, behind both faces."""
+    models = [
+        ModelConfig(id=DEFAULT_CHAT, engine="llamacpp"),
+        ModelConfig(id=DEFAULT_SPEECH, engine="piper"),
+        ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
+        ModelConfig(id=DEFAULT_REALTIME, engine="realtime"),
+    ]
+    with faces(Settings(defaults=False, models=models)) as served:
+        yield served
+
+
+@pytest.fixture(scope="package")
+def question(voice: Faces) -> bytes:
+    """QUESTION, spoken by Piper: 16-bit PCM at 24 kHz."""
+    return voice.inprocess.audio.speech.create(
+        model="tts-1", voice="alloy", input=QUESTION, response_format="pcm"
+    ).content

@@ -1,0 +1,352 @@
+"""Realtime over WebRTC with client secrets, as a browser app does it (its backend mints a client secret, the
+page posts its SDP offer with it), with aiortc as the browser: speech goes in as Opus over RTP and the
+answer comes back the same way (transcribed back by Whisper), events over the `oai-events` data channel
+(each validated against the openai package's types), barge-in, a function call, hang-up; and the keys:
+an expired secret, a secret on any other route, another project's call."""
+
+from __future__ import annotations
+
+import asyncio
+import fractions
+import io
+import json
+import time
+import wave
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import av
+import httpx
+import numpy as np
+import openai
+import pytest
+from aiortc import (
+    MediaStreamTrack,
+    RTCConfiguration,
+    RTCPeerConnection,
+    RTCSessionDescription,
+)
+from aiortc.mediastreams import MediaStreamError
+from openai.types.realtime import RealtimeServerEvent
+from pydantic import TypeAdapter
+
+from modelport.service.access import client_secrets
+from modelport.settings import (
+    DEFAULT_REALTIME,
+    DEFAULT_TRANSCRIPTION,
+    AuthSettings,
+    ModelConfig,
+    Settings,
+    StoreSettings,
+)
+from tests.server.conftest import QUESTION
+from tests.service.test_audio import word_error_rate
+from tests.support.faces import Faces, faces
+
+pytestmark = pytest.mark.models  # real models: not the unit tier
+
+SERVER_EVENT: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)
+RATE = 24_000
+FRAME = RATE // 50
+WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "The current weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
+
+
+class Microphone(MediaStreamTrack):
+    """What the user says: silence, then whatever `say` is given, at real-time pace."""
+
+    kind = "audio"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = bytearray()
+        self.start: float | None = None
+        self.sent = 0
+
+    def say(self, pcm: bytes, silence_ms: int = 1200) -> None:
+        self.waiting += pcm + bytes(RATE * 2 * silence_ms // 1000)
+
+    async def recv(self) -> av.AudioFrame:
+        if self.readyState != "live":
+            raise MediaStreamError
+        if self.start is None:
+            self.start = time.monotonic()
+        await asyncio.sleep(max(0.0, self.start + self.sent / RATE - time.monotonic()))
+        chunk = bytes(self.waiting[: FRAME * 2]).ljust(FRAME * 2, b"\0")
+        del self.waiting[: FRAME * 2]
+        frame = av.AudioFrame.from_ndarray(np.frombuffer(chunk, "<i2").reshape(1, -1), "s16", "mono")
+        frame.sample_rate, frame.pts, frame.time_base = RATE, self.sent, fractions.Fraction(1, RATE)
+        self.sent += FRAME
+        return frame
+
+
+class Browser:
+    """One call as a page makes it: its microphone, the events it got, the audio it heard (24 kHz)."""
+
+    def __init__(self) -> None:
+        self.peer = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+        self.microphone = Microphone()
+        self.peer.addTrack(self.microphone)
+        self.channel = self.peer.createDataChannel("oai-events")
+        self.events: asyncio.Queue[Any] = asyncio.Queue()
+        self.seen: list[Any] = []
+        self.heard: list[np.ndarray] = []
+        self.channel.on("message", lambda text: self.events.put_nowait(SERVER_EVENT.validate_json(text)))
+        self.peer.on("track", self._track)
+        self.tasks: list[asyncio.Task[None]] = []
+
+    def _track(self, track: MediaStreamTrack) -> None:
+        async def listen() -> None:
+            resampler = av.AudioResampler(format="s16", layout="mono", rate=RATE)
+            while True:
+                try:
+                    frame = await track.recv()
+                except MediaStreamError:
+                    return
+                self.heard += [f.to_ndarray().reshape(-1) for f in resampler.resample(frame)]
+
+        self.tasks.append(asyncio.ensure_future(listen()))
+
+    async def offer(self) -> str:
+        await self.peer.setLocalDescription(await self.peer.createOffer())
+        return self.peer.localDescription.sdp
+
+    async def until(self, last: str) -> list[Any]:
+        """The events up to and including the next `last`."""
+        events = []
+        while True:
+            event = await asyncio.wait_for(self.events.get(), 60)
+            self.seen.append(event)
+            events.append(event)
+            if event.type == last:
+                return events
+
+    def send(self, event: dict[str, Any]) -> None:
+        self.channel.send(json.dumps(event))
+
+    def heard_pcm(self) -> bytes:
+        return np.concatenate(self.heard).astype("<i2").tobytes() if self.heard else b""
+
+    async def close(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        await self.peer.close()
+
+
+@asynccontextmanager
+async def call(served: Faces, key: str, **create: Any) -> AsyncIterator[tuple[Browser, str]]:
+    """A call made with `key` through the openai SDK's `realtime.calls.create`: the browser, the call id."""
+    browser = Browser()
+    client = openai.AsyncOpenAI(base_url=f"{served.url}/v1", api_key=key, max_retries=0)
+    answer = await client.realtime.calls.with_raw_response.create(sdp=await browser.offer(), **create)
+    assert answer.http_response.status_code == 201
+    assert answer.headers["content-type"].startswith("application/sdp")
+    call_id = answer.headers["location"].rsplit("/", 1)[-1]
+    await browser.peer.setRemoteDescription(RTCSessionDescription(answer.http_response.text, "answer"))
+    try:
+        yield browser, call_id
+    finally:
+        await browser.close()
+
+
+def mint(served: Faces, key: str = "unused", **session: Any) -> str:
+    client = openai.OpenAI(base_url=f"{served.url}/v1", api_key=key, max_retries=0)
+    made = client.realtime.client_secrets.create(session={"type": "realtime", **session})
+    assert made.value.startswith("ek_")
+    assert made.expires_at > time.time() + 500
+    return made.value
+
+
+def transcript_of(served: Faces, pcm: bytes) -> str:
+    """What Whisper hears in 16-bit PCM at 24 kHz."""
+    out = io.BytesIO()
+    with wave.open(out, "wb") as file:
+        file.setnchannels(1)
+        file.setsampwidth(2)
+        file.setframerate(RATE)
+        file.writeframes(pcm)
+    return served.inprocess.audio.transcriptions.create(
+        model="whisper-1", file=("answer.wav", out.getvalue()), language="en"
+    ).text
+
+
+def test_a_call_with_a_client_secret_hears_the_question_and_speaks_the_answer(
+    voice: Faces, question: bytes
+) -> None:
+    secret = mint(
+        voice,
+        instructions="Answer in one short sentence.",
+        max_output_tokens=40,
+        audio={"input": {"transcription": {"model": "whisper-1", "language": "en"}}},
+    )
+
+    async def run() -> tuple[list[Any], bytes]:
+        async with call(voice, secret) as (browser, _):
+            created = (await browser.until("session.created"))[-1]
+            assert created.session.instructions == "Answer in one short sentence."  # the secret's session
+            browser.microphone.say(question)
+            events = await browser.until("response.done")
+            events += await browser.until("output_audio_buffer.stopped")
+            return events, browser.heard_pcm()
+
+    events, heard = asyncio.run(run())
+    kinds = [e.type for e in events]
+    for kind in (
+        "input_audio_buffer.speech_started",
+        "input_audio_buffer.speech_stopped",
+        "conversation.item.input_audio_transcription.completed",
+        "output_audio_buffer.started",
+    ):
+        assert kind in kinds
+    assert "response.output_audio.delta" not in kinds  # the audio came over RTP
+    asked = next(e for e in events if e.type == "conversation.item.input_audio_transcription.completed")
+    assert word_error_rate(QUESTION, asked.transcript) <= 0.25, asked.transcript
+    said = next(e for e in events if e.type == "response.done").response.output[0].content[0].transcript
+    assert said.strip()
+    spoken = np.frombuffer(heard, "<i2")
+    assert np.abs(spoken).max() > 1000  # not silence
+    assert word_error_rate(said, transcript_of(voice, heard)) <= 0.25
+
+
+def test_speaking_over_the_answer_stops_its_audio_and_cuts_it_where_it_was_heard(
+    voice: Faces, question: bytes
+) -> None:
+    async def run() -> list[Any]:
+        async with call(voice, "unused") as (browser, _):
+            await browser.until("session.created")
+            browser.send(
+                {
+                    "type": "conversation.item.create",
+                    "item": {
+                        "type": "message",
+                        "role": "user",
+                        "content": [{"type": "input_text", "text": "Tell me a long story about a dragon."}],
+                    },
+                }
+            )
+            browser.send({"type": "response.create", "response": {"max_output_tokens": 200}})
+            events = await browser.until("output_audio_buffer.started")
+            await asyncio.sleep(1.0)
+            browser.microphone.say(question)
+            return events + await browser.until("output_audio_buffer.cleared")
+
+    events = asyncio.run(run())
+    kinds = [e.type for e in events]
+    assert "input_audio_buffer.speech_started" in kinds
+    cleared = events[-1]
+    truncated = [e for e in events if e.type == "conversation.item.truncated"]
+    assert (
+        not truncated or truncated[0].audio_end_ms >= 500
+    )  # it was heard for a second before the user spoke
+    started = next(e for e in events if e.type == "output_audio_buffer.started")
+    assert cleared.response_id == started.response_id
+
+
+def test_a_function_call_over_the_data_channel(voice: Faces) -> None:
+    async def run() -> list[Any]:
+        async with call(voice, "unused", session={"type": "realtime", "tools": [WEATHER]}) as (browser, _):
+            await browser.until("session.created")
+            browser.send(
+                {
+                    "type": "conversation.item.create",
+                    "item": {
+                        "type": "function_call_output",
+                        "call_id": "call_1",
+                        "output": '{"city": "Paris", "weather": "sunny, 21 C"}',
+                    },
+                }
+            )
+            browser.send(
+                {
+                    "type": "response.create",
+                    "response": {"output_modalities": ["text"], "tool_choice": "required"},
+                }
+            )
+            return await browser.until("response.done")
+
+    events = asyncio.run(run())
+    done = events[-1].response
+    assert done.output[0].type == "function_call"
+    assert done.output[0].name == "get_weather"
+
+
+def test_hangup_ends_the_call_and_sip_actions_are_refused(voice: Faces) -> None:
+    async def run() -> tuple[int, int, int, str]:
+        async with call(voice, "unused") as (browser, call_id):
+            await browser.until("session.created")
+            async with httpx.AsyncClient(base_url=f"{voice.url}/v1") as http:
+                refused = await http.post(f"/realtime/calls/{call_id}/accept", json={"type": "realtime"})
+                unknown = await http.post("/realtime/calls/rtc_nope/hangup")
+                hung = await http.post(f"/realtime/calls/{call_id}/hangup")
+            for _ in range(50):
+                if browser.peer.connectionState == "closed":
+                    break
+                await asyncio.sleep(0.1)
+            return refused.status_code, unknown.status_code, hung.status_code, browser.peer.connectionState
+
+    refused, unknown, hung, state = asyncio.run(run())
+    assert (refused, unknown, hung) == (400, 404, 200)
+    assert state == "closed"
+
+
+def test_client_secrets_open_realtime_only_until_they_expire_and_only_for_their_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.server.test_projects import cli, made_key
+
+    database = str(tmp_path / "state.db")
+    cli("projects", "create", "one", "--database", database)
+    cli("projects", "create", "two", "--database", database)
+    _, one = made_key(database, "one")
+    _, two = made_key(database, "two")
+    models = [
+        ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
+        ModelConfig(id=DEFAULT_REALTIME, engine="realtime"),
+    ]
+    settings = Settings(
+        defaults=False,
+        models=models,
+        store=StoreSettings(url=database),
+        auth=AuthSettings(key_cache_seconds=0),
+    )
+    with faces(settings, api_key=one) as served:
+        secret = mint(served, one, **{"type": "transcription"})
+        as_key = openai.OpenAI(base_url=f"{served.url}/v1", api_key=secret, max_retries=0)
+        with pytest.raises(openai.PermissionDeniedError):
+            as_key.models.list()
+        with pytest.raises(openai.PermissionDeniedError):
+            as_key.realtime.client_secrets.create(session={"type": "realtime"})
+        nobody = httpx.post(
+            f"{served.url}/v1/realtime/calls", content="v=0", headers={"content-type": "application/sdp"}
+        )
+        assert nobody.status_code == 401
+
+        async def run() -> tuple[str, int]:
+            async with call(served, secret) as (browser, call_id):
+                created = (await browser.until("session.created"))[-1]
+                async with httpx.AsyncClient(base_url=f"{served.url}/v1") as http:
+                    other = await http.post(
+                        f"/realtime/calls/{call_id}/hangup", headers={"Authorization": f"Bearer {two}"}
+                    )
+                return created.session.type, other.status_code
+
+        kind, other = asyncio.run(run())
+        assert kind == "transcription"  # the session the secret was minted with
+        assert other == 404  # another project's key cannot reach the call
+
+        later = time.time() + 601
+        monkeypatch.setattr(client_secrets, "time", SimpleNamespace(time=lambda: later))
+        with pytest.raises(openai.AuthenticationError, match="expired"):
+            asyncio.run(_offer_only(served, secret))
+
+
+async def _offer_only(served: Faces, key: str) -> None:
+    async with call(served, key):
+        pass
