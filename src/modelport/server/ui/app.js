@@ -539,10 +539,14 @@ transcriptionForm.addEventListener("submit", async (event) => {
   }
 });
 
-// --- voice (the Realtime API over a WebSocket) -------------------------------------------------------------
+// --- voice (the Realtime API over WebRTC, as OpenAI's WebRTC guide does it) -------------------------------
+// The page asks for a client secret (what an app's backend would mint with its API key and hand over), and
+// the call is made with that secret alone: the microphone goes out as Opus, the answer comes back as a
+// track the page plays, and the events come over the `oai-events` data channel. The server hears the user
+// speak over an answer and stops it itself (`output_audio_buffer.cleared`).
 
 const voiceForm = $("#voice-form");
-let voice = null; // { socket, context, stream, player, answer: { itemId, line, started } }
+let voice = null; // { peer, channel, stream, audio, lines: Map(item id → line), playingSince }
 
 function voiceLine(role, text) {
   const line = element("li", { className: `turn ${role}` }, element("span", { className: "role", textContent: role }));
@@ -554,25 +558,21 @@ function voiceLine(role, text) {
 
 function stopVoice() {
   if (!voice) return;
-  voice.socket.close();
+  voice.peer.close();
   voice.stream.getTracks().forEach((track) => track.stop());
-  voice.context.close().catch(() => {});
-  voice.player?.stop();
+  voice.audio.srcObject = null;
   voice = null;
   $("#voice-start").textContent = "Start talking";
   $("#voice-status").textContent = "";
 }
 
-// What was heard of the answer playing now, when the user speaks over it: stop it, and say where it was cut.
-function interrupt() {
-  const answer = voice?.answer;
-  if (!answer?.player) return;
-  const heard = Math.max(0, Math.round((answer.player.context.currentTime - answer.started) * 1000));
-  const played = Math.min(heard, Math.round(answer.player.seconds * 1000));
-  answer.player.stop();
-  voice.socket.send(JSON.stringify({ type: "conversation.item.truncate", item_id: answer.itemId, content_index: 0, audio_end_ms: played }));
-  $("#voice-log").dataset.truncated = String(Number($("#voice-log").dataset.truncated ?? 0) + 1);
-  voice.answer = null;
+// How long answers were heard, for the page (and its tests) to show.
+function heardUntilNow() {
+  if (voice?.playingSince == null) return;
+  const log = $("#voice-log");
+  const seconds = (performance.now() - voice.playingSince) / 1000;
+  log.dataset.audioSeconds = (Number(log.dataset.audioSeconds ?? 0) + seconds).toFixed(2);
+  voice.playingSince = null;
 }
 
 function onVoiceEvent(event) {
@@ -580,7 +580,6 @@ function onVoiceEvent(event) {
   switch (event.type) {
     case "input_audio_buffer.speech_started":
       $("#voice-status").textContent = "Listening…";
-      interrupt();
       break;
     case "input_audio_buffer.speech_stopped":
       $("#voice-status").textContent = "Thinking…";
@@ -589,19 +588,24 @@ function onVoiceEvent(event) {
       voiceLine("user", event.transcript);
       break;
     case "response.output_audio_transcript.delta":
-      if (!voice.answer || voice.answer.itemId !== event.item_id) {
-        const player = new PcmPlayer();
-        voice.answer = { itemId: event.item_id, line: voiceLine("assistant", ""), player, started: player.context.currentTime };
-      }
-      voice.answer.line.textContent += event.delta;
+      if (!voice.lines.has(event.item_id)) voice.lines.set(event.item_id, voiceLine("assistant", ""));
+      voice.lines.get(event.item_id).textContent += event.delta;
       break;
-    case "response.output_audio.delta":
-      if (voice.answer?.itemId === event.item_id) {
-        voice.answer.player.play(event.delta);
-        log.dataset.audioSeconds = (Number(log.dataset.audioSeconds ?? 0) + voice.answer.player.seconds - (voice.answer.counted ?? 0)).toFixed(2);
-        voice.answer.counted = voice.answer.player.seconds;
-        $("#voice-status").textContent = "Speaking…";
-      }
+    case "output_audio_buffer.started":
+      voice.playingSince = performance.now();
+      $("#voice-status").textContent = "Speaking…";
+      break;
+    case "output_audio_buffer.stopped":
+      heardUntilNow();
+      $("#voice-status").textContent = "Talk now.";
+      break;
+    case "output_audio_buffer.cleared":
+      heardUntilNow();
+      break;
+    case "conversation.item.truncated":
+      // What was not heard of an answer is cut from it: the page shows what the model will remember.
+      if (voice.lines.has(event.item_id)) voice.lines.get(event.item_id).classList.add("cut");
+      log.dataset.truncated = String(Number(log.dataset.truncated ?? 0) + 1);
       break;
     case "error":
       showError(voiceForm, new Error(event.error.message));
@@ -622,33 +626,37 @@ $("#voice-start").addEventListener("click", async () => {
     showError(voiceForm, new Error(`The microphone is not available: ${error.message}`));
     return;
   }
-  const url = new URL(`${API}/realtime?model=${encodeURIComponent(voiceForm.model.value)}`, location.href);
-  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
-  const protocols = ["realtime", ...(apiKey ? [`openai-insecure-api-key.${apiKey}`] : [])];
-  const socket = new WebSocket(url, protocols);
-  const context = new AudioContext({ sampleRate: 24000 });
-  voice = { socket, context, stream, answer: null };
+  const peer = new RTCPeerConnection();
+  const audio = new Audio();
+  audio.autoplay = true;
+  voice = { peer, stream, audio, lines: new Map(), playingSince: null };
   $("#voice-start").textContent = "Stop";
-  socket.onmessage = (message) => onVoiceEvent(JSON.parse(message.data));
-  socket.onclose = () => stopVoice();
-  socket.onopen = () => {
-    socket.send(JSON.stringify({
-      type: "session.update",
-      session: { type: "realtime", audio: { input: { transcription: { model: "whisper-1" } }, output: { voice: voiceForm.voice.value } } },
-    }));
-    // The microphone as 16-bit PCM at 24 kHz, sent in pieces of ~85 ms.
-    const source = context.createMediaStreamSource(stream);
-    const tap = context.createScriptProcessor(2048, 1, 1);
-    tap.onaudioprocess = (event) => {
-      if (socket.readyState !== WebSocket.OPEN) return;
-      const samples = event.inputBuffer.getChannelData(0);
-      const pcm = Int16Array.from(samples, (v) => Math.max(-1, Math.min(1, v)) * 0x7fff);
-      socket.send(JSON.stringify({ type: "input_audio_buffer.append", audio: base64(new Uint8Array(pcm.buffer)) }));
+  $("#voice-status").textContent = "Connecting…";
+  try {
+    const session = {
+      type: "realtime",
+      model: voiceForm.model.value,
+      audio: { input: { transcription: { model: "whisper-1" } }, output: { voice: voiceForm.voice.value } },
     };
-    source.connect(tap);
-    tap.connect(context.destination);
-    $("#voice-status").textContent = "Talk now.";
-  };
+    const secret = await (await call("/realtime/client_secrets", { body: { session } })).json();
+    peer.ontrack = (event) => (audio.srcObject = event.streams[0]);
+    stream.getTracks().forEach((track) => peer.addTrack(track, stream));
+    const channel = peer.createDataChannel("oai-events");
+    channel.onmessage = (message) => onVoiceEvent(JSON.parse(message.data));
+    channel.onopen = () => ($("#voice-status").textContent = "Talk now.");
+    peer.onconnectionstatechange = () => ["failed", "closed"].includes(peer.connectionState) && stopVoice();
+    await peer.setLocalDescription(await peer.createOffer());
+    const answer = await fetch(`${API}/realtime/calls`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${secret.value}`, "Content-Type": "application/sdp" },
+      body: peer.localDescription.sdp,
+    });
+    if (!answer.ok) throw new Error((await answer.json()).error.message);
+    await peer.setRemoteDescription({ type: "answer", sdp: await answer.text() });
+  } catch (error) {
+    stopVoice();
+    showError(voiceForm, error);
+  }
 });
 
 loadModels();

@@ -46,9 +46,11 @@ class ClientEventError(Exception):
 
 
 def server_event(kind: str, **fields: Any) -> Event:
-    """A server event of `kind`, with a new `event_id`, as JSON-ready data its openai class accepts."""
+    """A server event of `kind`, with a new `event_id`, as JSON-ready data its openai class accepts: what
+    is given is sent, a None as null (`transcript: null` of audio not transcribed yet, which clients
+    require), and what is not given is left out."""
     data = {"type": kind, "event_id": new_id("event", "_"), **fields}
-    return SERVER_EVENTS[kind].model_validate(data).model_dump(mode="json", exclude_none=True)
+    return SERVER_EVENTS[kind].model_validate(data).model_dump(mode="json", exclude_unset=True)
 
 
 def error_event(error: ClientEventError | ModelportError, event_id: str | None = None) -> Event:
