@@ -14,7 +14,14 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from modelport import __version__, metrics
-from modelport.server import error_handlers, generate_route, operation_routes, playground, realtime_routes
+from modelport.server import (
+    error_handlers,
+    generate_route,
+    operation_routes,
+    playground,
+    realtime_routes,
+    responses_socket,
+)
 from modelport.server.middleware import Authenticate, BodyLimit, Disconnects, RequestRecords
 from modelport.service import Service
 from modelport.settings import Settings
@@ -42,7 +49,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     app = FastAPI(title="modelport", version=__version__, lifespan=lifespan)
     app.state.service = service
     error_handlers.install(app)
-    for router in (operation_routes.router(), realtime_routes.router):
+    for router in (operation_routes.router(), realtime_routes.router, responses_socket.router):
         app.include_router(router, prefix="/v1")
         app.include_router(router, prefix="/v1/openai/v1", include_in_schema=False)
     app.include_router(generate_route.router)

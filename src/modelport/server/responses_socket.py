@@ -1,0 +1,130 @@
+"""The Responses API over a WebSocket (`/v1/responses`), as `client.beta.responses.connect()` speaks it: the
+client sends `response.create` events (the body of `POST /v1/responses`, less `stream`), the server sends
+the same events the SSE stream carries, and an `error` event for a turn that cannot run (the connection
+goes on). An agent loop saves a round trip and a TLS handshake per tool call. Each turn is the operation
+table's `responses.create`, so admission, limits and storage are the HTTP route's. Turns with the same
+`stream_id` (a lane) run one after another, in order; lanes run side by side."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, WebSocket
+from starlette.websockets import WebSocketDisconnect, WebSocketState
+
+from modelport import context
+from modelport.errors import InvalidRequestError, ModelportError
+from modelport.protocol.answers import Events
+from modelport.service import Service
+from modelport.service.access import acting_as
+from modelport.service.operation_table import OPERATIONS
+
+router = APIRouter()
+_CREATE = OPERATIONS.by_name("responses.create")
+_DEFAULT_LANE = ""
+
+
+@router.websocket("/responses")
+async def responses(websocket: WebSocket) -> None:
+    """Responses over one connection."""
+    service: Service = websocket.app.state.service
+    try:
+        principal = await service.access.identify(websocket.headers.get("authorization"))
+    except ModelportError as error:
+        await websocket.close(code=1008, reason=error.message[:120])  # before accepting: a 403
+        return
+    context.enter(acting_as(principal, context.current()))
+    await websocket.accept()
+    lock = asyncio.Lock()
+
+    async def send(event: dict[str, Any]) -> None:
+        if websocket.application_state != WebSocketState.CONNECTED:
+            return
+        async with lock:
+            with contextlib.suppress(WebSocketDisconnect, RuntimeError):
+                await websocket.send_text(orjson.dumps(event).decode())
+
+    lanes: dict[str, asyncio.Queue[dict[str, Any]]] = {}
+    workers: list[asyncio.Task[None]] = []
+    try:
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            raw = message.get("text") or message.get("bytes") or b""
+            try:
+                event = _event(raw, service.settings.limits.body_bytes)
+            except ModelportError as error:
+                await send(_error(error, None))
+                continue
+            lane = str(event.get("stream_id") or _DEFAULT_LANE)
+            if lane not in lanes:
+                lanes[lane] = asyncio.Queue()
+                workers.append(asyncio.create_task(_run_lane(service, lanes[lane], send)))
+            lanes[lane].put_nowait(event)
+    except WebSocketDisconnect:
+        return
+    finally:
+        for worker in workers:
+            worker.cancel()  # a turn under way stops: its generation frees its slot
+        await asyncio.gather(*workers, return_exceptions=True)
+
+
+def _event(raw: str | bytes, limit: int) -> dict[str, Any]:
+    """A client event, checked: a `response.create` (the only one served), within the body bound."""
+    if len(raw) > limit:
+        raise InvalidRequestError(f"A message may be {limit} bytes at most; this one is {len(raw)}.")
+    try:
+        event = orjson.loads(raw)
+    except orjson.JSONDecodeError as error:
+        raise InvalidRequestError(f"The message is not JSON: {error}.") from None
+    if not isinstance(event, dict) or event.get("type") != "response.create":
+        kind = event.get("type") if isinstance(event, dict) else None
+        raise InvalidRequestError(
+            f"Invalid event type {kind!r}: this server takes 'response.create' over this connection.",
+            param="type",
+        )
+    return event
+
+
+async def _run_lane(service: Service, turns: asyncio.Queue[dict[str, Any]], send: Any) -> None:
+    """One lane's turns, in order."""
+    while True:
+        event = await turns.get()
+        lane = event.get("stream_id")
+        try:
+            await _turn(service, event, lane, send)
+        except ModelportError as error:
+            await send(_error(error, lane))
+
+
+async def _turn(service: Service, event: dict[str, Any], lane: str | None, send: Any) -> None:
+    body = {k: v for k, v in event.items() if k not in ("type", "stream_id", "stream")}
+    if body.get("background"):
+        raise InvalidRequestError(
+            "background is not supported over a WebSocket: use POST /v1/responses.", param="background"
+        )
+    if body.get("generate") is False:
+        raise InvalidRequestError(
+            "generate: false is not supported by this server: send the input with the next turn.",
+            param="generate",
+        )
+    body.pop("generate", None)
+    answer = await _CREATE.invoke(service, {}, body={**body, "stream": True})
+    assert isinstance(answer, Events)
+    try:
+        async for item in answer.items:
+            await send({**item, "stream_id": lane} if lane is not None else item)
+    finally:
+        await answer.aclose()
+
+
+def _error(error: ModelportError, lane: str | None) -> dict[str, Any]:
+    """The `error` event of a turn that could not run (or failed as it ran)."""
+    event: dict[str, Any] = {"type": "error", "status": error.status, **error.body()}
+    if lane is not None:
+        event["stream_id"] = lane
+    return event

@@ -1,0 +1,126 @@
+"""The Responses API over a WebSocket, through the openai SDK's `client.beta.responses.connect()`: turns
+chained on one connection (checked exactly with a model that answers with the conversation it was given),
+three turns with a function call and its output on the default model, lanes (`stream_id`), and errors as
+`error` events after which the connection goes on. Every event is the SDK's own type."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import openai
+import pytest
+from openai.types.beta import BetaResponsesServerEvent
+from pydantic import TypeAdapter
+
+from tests.support.faces import Faces
+
+EVENT: TypeAdapter[Any] = TypeAdapter(BetaResponsesServerEvent)
+WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "The current weather in a city.",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+}
+
+
+def turn(connection: Any, **create: Any) -> list[Any]:
+    """One `response.create`, and its events up to the one that ends it (each validated strictly)."""
+    connection.response.create(**create)
+    events = []
+    while True:
+        raw = connection.recv_bytes()
+        event = EVENT.validate_json(raw)
+        events.append(event)
+        if event.type in ("response.completed", "response.incomplete", "response.failed", "error"):
+            return events
+
+
+def text(response: Any) -> str:
+    """A response's output text (the beta types have no `output_text`)."""
+    return "".join(
+        part.text
+        for item in response.output
+        if item.type == "message"
+        for part in item.content
+        if part.type == "output_text"
+    )
+
+
+def connected(served: Faces) -> Any:
+    client = openai.OpenAI(base_url=f"{served.url}/v1", api_key="unused", max_retries=0)
+    return client.beta.responses.connect()
+
+
+def test_turns_chain_on_one_connection_and_errors_leave_it_open(tiny_faces: Faces) -> None:
+    with connected(tiny_faces) as connection:
+        one = turn(connection, model="recall", input="my colour is teal", instructions="be brief")
+        refused = turn(connection, model="no-such-model", input="hello")
+        first = one[-1].response
+        two = turn(connection, model="recall", input="what is my colour", previous_response_id=first.id)
+        kinds = [e.type for e in one]
+    assert kinds[:2] == ["response.created", "response.in_progress"]
+    assert "response.output_text.delta" in kinds
+    assert text(first) == "system: be brief / user: my colour is teal"
+    assert refused[-1].type == "error"
+    assert refused[-1].error.code == "model_not_found"
+    assert refused[-1].status == 404
+    said = text(two[-1].response)
+    assert said == f"user: my colour is teal / assistant: {text(first)} / user: what is my colour"
+    retrieved = openai.OpenAI(base_url=f"{tiny_faces.url}/v1", api_key="unused").responses.retrieve(first.id)
+    assert retrieved.output_text == text(first)  # stored, as over HTTP
+
+
+def test_lanes_echo_their_stream_id_and_bad_events_are_errors(tiny_faces: Faces) -> None:
+    with connected(tiny_faces) as connection:
+        connection.send_raw(json.dumps({"type": "response.cancel"}))  # not served over this connection
+        wrong = EVENT.validate_json(connection.recv_bytes())
+        events = turn(connection, model="reverse", input="abc", stream_id="lane-a")
+        background = turn(connection, model="reverse", input="abc", background=True)
+    assert wrong.type == "error"
+    assert wrong.error.param == "type"
+    assert {e.stream_id for e in events} == {"lane-a"}
+    assert events[-1].type == "response.completed"
+    assert background[-1].type == "error"
+    assert background[-1].error.param == "background"
+
+
+@pytest.mark.models
+def test_three_turns_with_a_function_call_on_one_connection(server: Faces) -> None:
+    model = "gpt-4.1-mini"  # a client's default name, reaching the default chat model
+    with connected(server) as connection:
+        asked = turn(
+            connection,
+            model=model,
+            input="What is the weather in Paris?",
+            tools=[WEATHER],
+            tool_choice="required",
+            max_output_tokens=80,
+        )[-1].response
+        call = next(item for item in asked.output if item.type == "function_call")
+        answered = turn(
+            connection,
+            model=model,
+            previous_response_id=asked.id,
+            input=[{"type": "function_call_output", "call_id": call.call_id, "output": "Sunny, 21 C."}],
+            tools=[WEATHER],
+            tool_choice="none",
+            max_output_tokens=40,
+        )[-1].response
+        third = turn(
+            connection,
+            model=model,
+            previous_response_id=answered.id,
+            input="Thank you. Say goodbye.",
+            max_output_tokens=20,
+        )[-1].response
+    assert call.name == "get_weather"
+    assert set(json.loads(call.arguments)) == {"city"}
+    assert text(answered)
+    assert third.previous_response_id == answered.id
+    assert text(third)
