@@ -41,3 +41,30 @@ class ResponseRequest(OpenAIRequest):
     stream_options: dict[str, Any] | None = None
     safety_identifier: str | None = None
     prompt_cache_key: str | None = None
+
+
+class InputTokensRequest(OpenAIRequest):
+    """`POST /v1/responses/input_tokens`: what a `POST /v1/responses` would send, to count its input tokens
+    (`model` may be left out: the default chat model's count)."""
+
+    model: str | None = None  # type: ignore[assignment]
+    input: str | list[dict[str, Any]] = Field(default_factory=list)
+    instructions: str | None = None
+    previous_response_id: str | None = None
+    conversation: str | dict[str, Any] | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    text: dict[str, Any] | None = None
+    reasoning: dict[str, Any] | None = None
+    truncation: Literal["auto", "disabled"] | None = None
+
+
+class CompactRequest(OpenAIRequest):
+    """`POST /v1/responses/compact`: a conversation (its items, or the responses before
+    `previous_response_id`) to shrink into its user messages and one compaction item."""
+
+    input: str | list[dict[str, Any]] = Field(default_factory=list)
+    instructions: str | None = None
+    previous_response_id: str | None = None
+    max_output_tokens: int | None = Field(default=None, ge=16, le=INT32)

@@ -29,7 +29,7 @@ from modelport.protocol.requests import (
     SpeechRequest,
     TranscriptionRequest,
 )
-from modelport.protocol.response_request import ResponseRequest
+from modelport.protocol.response_request import CompactRequest, InputTokensRequest, ResponseRequest
 from modelport.protocol.vector_requests import (
     FileBatchCreate,
     VectorStoreCreate,
@@ -165,6 +165,17 @@ async def delete_chat_completion(service: Service, completion_id: str) -> object
 async def create_response(service: Service, body: ResponseRequest) -> object:
     """A model response: whole, streamed as typed events, or queued in the background."""
     return await service.responses.create(body)
+
+
+async def count_input_tokens(service: Service, body: InputTokensRequest) -> object:
+    """The input tokens a `POST /v1/responses` with this body would use, counted by the model itself."""
+    return await service.responses.input_tokens(body)
+
+
+async def compact_response(service: Service, body: CompactRequest) -> object:
+    """A long conversation shrunk into its user messages and one compaction item (the model's summary of
+    the rest), for a later turn's input."""
+    return await service.responses.compact(body)
 
 
 async def retrieve_response(
@@ -572,6 +583,8 @@ def _rows() -> list[Operation]:
         Operation("audio.translations.create", post, "/audio/translations", create_translation,
                   Capability.TRANSLATION, bound="audio"),
         Operation("responses.create", post, "/responses", create_response, chat, batchable=True, stored=True),
+        Operation("responses.input_tokens.count", post, "/responses/input_tokens", count_input_tokens, chat),
+        Operation("responses.compact", post, "/responses/compact", compact_response, chat),
         Operation("responses.retrieve", get, "/responses/{response_id}", retrieve_response, stored=True),
         Operation("responses.delete", delete, "/responses/{response_id}", delete_response, stored=True),
         Operation("responses.cancel", post, "/responses/{response_id}/cancel", cancel_response, stored=True),

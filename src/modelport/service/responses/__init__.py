@@ -14,17 +14,23 @@ from typing import Any
 
 import anyio
 from openai.types.chat import ChatCompletion
-from openai.types.responses import Response
+from openai.types.responses import (
+    CompactedResponse,
+    InputTokenCountResponse,
+    Response,
+    ResponseCompactionItem,
+    ResponseUsage,
+)
 from pydantic import ValidationError
 
 from modelport import context
 from modelport.errors import InvalidRequestError, ModelportError, NotFoundError, StoreDisabledError
 from modelport.protocol.answers import Events
 from modelport.protocol.requests import ChatCompletionRequest, ChatMessage
-from modelport.protocol.response_request import ResponseRequest
+from modelport.protocol.response_request import CompactRequest, InputTokensRequest, ResponseRequest
 from modelport.service import calls
 from modelport.service.fetching import Fetcher
-from modelport.service.responses import items
+from modelport.service.responses import compaction, items
 from modelport.service.responses.background import Jobs
 from modelport.service.responses.conversations import Conversations
 from modelport.service.responses.output import completion_output, usage
@@ -33,7 +39,7 @@ from modelport.service.responses.server_tools import SERVED, ServerTools, answer
 from modelport.service.responses.tool_specs import redacted, with_defaults
 from modelport.service.state.listing import ListPage, bounded_limit, checked_order
 from modelport.service.vectors import VectorStores
-from modelport.settings import Limits
+from modelport.settings import DEFAULT_CHAT, Limits
 from modelport.store import Store
 from modelport.store.response_rows import UNFINISHED
 
@@ -150,6 +156,70 @@ class Responses:
         if row["status"] in UNFINISHED:  # cancelling again answers with the final object
             await self.jobs.cancel(response_id, row["response"])
         return _typed((await self._row(response_id))["response"])
+
+    async def input_tokens(self, given: InputTokensRequest) -> InputTokenCountResponse:
+        """`POST /v1/responses/input_tokens`: the input tokens the same `POST /v1/responses` would use,
+        counted by the model itself (its template, tools and history; the prompt is read and one token
+        made, none kept): what that response's `usage.input_tokens` says. Tools the server runs are
+        counted as the functions they are offered as only once they are prepared, so they are not here."""
+        request = ResponseRequest.model_validate(
+            {**given.model_dump(exclude_none=True), "model": given.model or DEFAULT_CHAT, "store": False}
+        )
+        conversation = _conversation_id(request.conversation)
+        if conversation is not None:
+            history = items.messages(await self.conversations.history(conversation))
+        else:
+            history, _ = await self._history(request.previous_response_id)
+        turn = items.input_items(request)
+        own = [tool for tool in request.tools or [] if tool.get("type") not in SERVED]
+        none = ServerTools(self.vector_stores)
+        chat = self._chat_request(
+            request.model_copy(update={"tools": own or None}), history, turn, False, none
+        )
+        chat.max_completion_tokens, chat.max_tokens = 1, None
+        answer = await self._chat_answer(chat, request.truncation == "auto", turn)
+        assert isinstance(answer, ChatCompletion)
+        assert answer.usage is not None
+        return InputTokenCountResponse(
+            input_tokens=answer.usage.prompt_tokens, object="response.input_tokens"
+        )
+
+    async def compact(self, given: CompactRequest) -> CompactedResponse:
+        """`POST /v1/responses/compact`: the conversation (the turns before `previous_response_id`, then
+        `input`) as its user messages and one compaction item, the chat model's summary of the rest
+        (`compaction`)."""
+        turns, _ = await self._earlier(given.previous_response_id)
+        request = ResponseRequest.model_validate({"model": given.model, "input": given.input})
+        turns.append(items.input_items(request))
+        conversation = [item for turn in turns for item in turn]
+        messages = [message for turn in turns for message in items.messages(turn)]
+        said = compaction.transcript(messages)
+        chat = ChatCompletionRequest.model_validate(
+            {
+                "model": given.model,
+                "messages": [{"role": "user", "content": compaction.prompt(said, given.instructions)}],
+                "temperature": 0,
+                "max_completion_tokens": given.max_output_tokens or compaction.budget(messages),
+                "store": False,
+            }
+        )
+        answer = await self._chat_answer(chat, False, [])
+        assert isinstance(answer, ChatCompletion)
+        assert answer.usage is not None
+        summary = answer.choices[0].message.content or ""
+        kept = {
+            "id": items.new_item_id("cmp"),
+            "type": "compaction",
+            "encrypted_content": summary.strip(),
+            "created_by": "modelport",
+        }
+        return CompactedResponse.model_construct(
+            id=items.new_item_id("resp"),
+            object="response.compaction",
+            created_at=int(time.time()),
+            output=[*compaction.user_messages(conversation), ResponseCompactionItem.model_validate(kept)],
+            usage=ResponseUsage.model_validate(usage(answer.usage.model_dump(exclude_unset=True))),
+        )
 
     async def input_items(
         self,
@@ -317,6 +387,11 @@ class Responses:
 
     async def _history(self, previous: str | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Every earlier turn of the conversation, as chat messages; and those turns' responses."""
+        turns, earlier = await self._earlier(previous)
+        return [message for turn in turns for message in items.messages(turn)], earlier
+
+    async def _earlier(self, previous: str | None) -> tuple[list[list[dict[str, Any]]], list[dict[str, Any]]]:
+        """Every earlier turn's items (its input, then its output), oldest first; and their responses."""
         if previous is None:
             return [], []
         chain = await self._store().responses.chain(previous, context.current().project)
@@ -330,12 +405,8 @@ class Responses:
                 "which was deleted.",
                 param="previous_response_id",
             )
-        messages: list[dict[str, Any]] = []
-        for row in chain:
-            messages += items.messages(row["input_items"]) + items.messages(
-                items.output_items(row["response"])
-            )
-        return messages, [row["response"] for row in chain]
+        turns = [[*row["input_items"], *items.output_items(row["response"])] for row in chain]
+        return turns, [row["response"] for row in chain]
 
     def _storing(self, request: ResponseRequest) -> bool:
         if self.store is None:

@@ -36,6 +36,10 @@ _NOT_RUN.update(
 )  # fmt: skip
 
 
+# How a compaction item (what `responses.compact` made of the turns it replaced) reaches the model.
+SUMMARY_PREFIX = "Summary of the conversation so far (what the user said is above it):"
+
+
 def new_item_id(prefix: str) -> str:
     """An id in OpenAI's style: `resp_…`, `msg_…`, `fc_…`."""
     return ids.new_id(prefix, "_")
@@ -95,12 +99,15 @@ def checked_items(given: str | list[dict[str, Any]], param: str) -> list[dict[st
         elif kind == "mcp_approval_response":
             _require(item, f"{param}[{i}]", "approval_request_id", "approve")
             item.setdefault("id", new_item_id("mcpa"))
+        elif kind == "compaction":
+            _require(item, f"{param}[{i}]", "encrypted_content")
+            item.setdefault("id", new_item_id("cmp"))
         elif kind in _SERVER_ITEMS:
             pass  # given back whole (as the Agents SDK does): the answer after them says what they found
         else:
             raise InvalidRequestError(
                 f"{param}[{i}] is a `{kind}` item, which this server does not support; it takes messages, "
-                "function_call and function_call_output items.",
+                "function_call, function_call_output and compaction items.",
                 param=f"{param}[{i}].type",
             )
         items.append(item)
@@ -130,6 +137,9 @@ def messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
             output = item["output"]
             text = output if isinstance(output, str) else _joined(output) if isinstance(output, list) else ""
             chat.append({"role": "tool", "tool_call_id": item["call_id"], "content": text})
+        elif kind == "compaction":  # what `responses.compact` made of the turns it replaced
+            summary = f"{SUMMARY_PREFIX}\n{item['encrypted_content']}"
+            chat.append({"role": "assistant", "content": summary})
     return chat
 
 

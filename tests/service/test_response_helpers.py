@@ -1,0 +1,86 @@
+"""The Responses API's helpers for long agent sessions, on both faces: `responses.input_tokens.count` (the
+count a turn's `usage.input_tokens` then shows) and `responses.compact` (a conversation shrunk into its user
+messages and a compaction item that a later turn takes as input)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "The current weather in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
+
+
+def as_input(output: list[Any]) -> list[dict[str, Any]]:
+    return [item.model_dump(exclude_none=True, warnings=False) for item in output]
+
+
+def test_a_compaction_item_reaches_the_next_turn_as_the_summary(recall: Any) -> None:
+    one = recall.responses.create(model="recall", input="my colour is teal")
+    compacted = recall.responses.compact(model="recall", previous_response_id=one.id, input="and yours?")
+    assert compacted.object == "response.compaction"
+    kinds = [(item.type, getattr(item, "role", None)) for item in compacted.output]
+    assert kinds == [("message", "user"), ("message", "user"), ("compaction", None)]
+    summary = compacted.output[-1].encrypted_content
+    assert "my colour is teal" in summary  # what the summariser was shown (the recall model echoes it)
+    assert compacted.usage.output_tokens > 0
+    later = {"role": "user", "content": "what now"}
+    after = recall.responses.create(model="recall", input=[*as_input(compacted.output), later])
+    said = after.output_text.split(" / ")
+    assert said[0] == "user: my colour is teal\n\nand yours?"  # the user's two messages, joined as one turn
+    assert said[1].startswith("assistant: Summary of the conversation so far")
+    assert said[-1] == "user: what now"
+
+
+@pytest.fixture
+def recall(tiny: Any) -> Any:
+    """A model that answers with the conversation it was given."""
+    return tiny
+
+
+@pytest.mark.models
+def test_the_count_is_the_input_tokens_the_turn_then_uses(client: Any) -> None:
+    asked = {
+        "model": "gpt-4.1-mini",
+        "instructions": "Be brief.",
+        "input": "What is the weather in Paris?",
+        "tools": [WEATHER],
+    }
+    counted = client.responses.input_tokens.count(**asked)
+    made = client.responses.create(**asked, max_output_tokens=16)
+    assert counted.object == "response.input_tokens"
+    assert counted.input_tokens == made.usage.input_tokens
+    later = {"model": "gpt-4.1-mini", "previous_response_id": made.id, "input": "And in Rome?"}
+    assert (
+        client.responses.input_tokens.count(**later).input_tokens
+        == client.responses.create(**later, max_output_tokens=16).usage.input_tokens
+    )
+
+
+@pytest.mark.models
+def test_a_compacted_conversation_goes_on_on_fewer_tokens(client: Any) -> None:
+    model = "gpt-4.1-mini"
+    said = ["My name is Ada and I live in Oslo. Tell me about Oslo.", "I like cats. Tell me about cats."]
+    one = client.responses.create(model=model, input=said[0], max_output_tokens=120)
+    two = client.responses.create(
+        model=model, previous_response_id=one.id, input=said[1], max_output_tokens=120
+    )
+    compacted = client.responses.compact(model=model, previous_response_id=two.id)
+    assert [item.type for item in compacted.output] == ["message", "message", "compaction"]
+    assert [item.content[0].text for item in compacted.output[:2]] == said  # the user's words, whole
+    assert compacted.output[-1].encrypted_content.strip()
+    question = {"role": "user", "content": "Which city do I live in?"}
+    went_on = client.responses.create(
+        model=model, input=[*as_input(compacted.output), question], max_output_tokens=30
+    )
+    uncompacted = client.responses.input_tokens.count(
+        model=model, previous_response_id=two.id, input=[question]
+    )
+    assert went_on.status in ("completed", "incomplete")
+    assert went_on.output_text
+    assert went_on.usage.input_tokens < uncompacted.input_tokens
