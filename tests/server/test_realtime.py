@@ -649,3 +649,50 @@ def test_g711_in_and_out(voice: Faces, question: bytes) -> None:
     assert word_error_rate(QUESTION, heard[-1].transcript) <= 0.25
     spoken = b"".join(base64.b64decode(e.delta) for e in answer if e.type == "response.output_audio.delta")
     assert len(spoken) / 8000 > 0.5  # one byte a sample at 8 kHz
+
+
+def test_in_process_text_and_audio_turns(voice: Faces, question: bytes) -> None:
+    """`realtime.connect()` on the in-process client: the same connection class and events, no socket."""
+
+    def until_sync(connection: Any, last: str) -> list[Any]:
+        events = []
+        while True:
+            event = SERVER_EVENT.validate_json(connection.recv_bytes())
+            events.append(event)
+            if event.type == last:
+                return events
+
+    with voice.inprocess.realtime.connect(model="gpt-realtime") as connection:
+        assert until_sync(connection, "session.created")[-1].session.type == "realtime"
+        connection.session.update(session={"type": "realtime", "output_modalities": ["text"]})
+        until_sync(connection, "session.updated")
+        connection.conversation.item.create(
+            item={"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Say hi."}]}
+        )
+        connection.response.create(response={"max_output_tokens": 32})
+        text_turn = until_sync(connection, "response.done")
+        transcription = {"model": "whisper-1", "language": "en"}
+        session = {
+            "type": "realtime",
+            "output_modalities": ["audio"],
+            "audio": {"input": {"transcription": transcription}},
+            "max_output_tokens": 48,
+        }
+        connection.session.update(session=session)
+        until_sync(connection, "session.updated")
+        audio = question + bytes(RATE * 2 * 1200 // 1000)
+        step = RATE * 2 // 10
+        for at in range(0, len(audio), step):
+            connection.input_audio_buffer.append(audio=base64.b64encode(audio[at : at + step]).decode())
+        audio_turn = until_sync(connection, "response.done")
+        if "conversation.item.input_audio_transcription.completed" not in kinds(audio_turn):
+            audio_turn += until_sync(connection, "conversation.item.input_audio_transcription.completed")
+    said = "".join(e.delta for e in text_turn if e.type == "response.output_text.delta")
+    assert said.strip()
+    assert text_turn[-1].response.output[0].content[0].text == said
+    heard = next(e for e in audio_turn if e.type == "conversation.item.input_audio_transcription.completed")
+    assert word_error_rate(QUESTION, heard.transcript) <= 0.25
+    spoken = b"".join(
+        base64.b64decode(e.delta) for e in audio_turn if e.type == "response.output_audio.delta"
+    )
+    assert len(spoken) / 2 / RATE > 0.5

@@ -5,6 +5,7 @@ process instead of sent over HTTP. Every resource, `.with_raw_response`, `.with_
 from __future__ import annotations
 
 import os
+from functools import cached_property
 from typing import Any, TypeVar
 
 import httpx2
@@ -15,6 +16,7 @@ from openai._utils import is_given
 
 from modelport.client.arguments import build_service
 from modelport.client.dispatch import BASE_URL, NO_KEY, Dispatch, http_response, whole
+from modelport.client.realtime_pipes import LocalAsyncRealtime
 from modelport.client.sdk_errors import sdk_errors
 from modelport.client.streams import LocalAsyncStream
 from modelport.protocol.answers import Binary, Events
@@ -48,6 +50,11 @@ class AsyncOpenAI(openai.AsyncOpenAI):
         options.pop("base_url", None)
         options.setdefault("max_retries", 0)  # nothing crosses a network here to retry
         super().__init__(api_key=api_key or NO_KEY, base_url=BASE_URL, **options)
+
+    @cached_property
+    def realtime(self) -> LocalAsyncRealtime:
+        """The Realtime API; `connect()` opens a session in this process, no socket."""
+        return LocalAsyncRealtime(self)
 
     async def request(
         self,

@@ -7,6 +7,7 @@ import asyncio
 import os
 import threading
 from collections.abc import Awaitable, Coroutine
+from functools import cached_property
 from typing import Any, TypeVar
 
 import openai
@@ -16,6 +17,7 @@ from openai._models import FinalRequestOptions
 from modelport.client.arguments import build_service
 from modelport.client.async_client import parsed
 from modelport.client.dispatch import BASE_URL, NO_KEY, Dispatch, http_response, whole
+from modelport.client.realtime_pipes import LocalRealtime
 from modelport.client.sdk_errors import sdk_errors
 from modelport.client.streams import LocalStream
 from modelport.protocol.answers import Binary, Events
@@ -102,6 +104,11 @@ class OpenAI(openai.OpenAI):
         options.pop("base_url", None)
         options.setdefault("max_retries", 0)  # nothing crosses a network here to retry
         super().__init__(api_key=api_key or NO_KEY, base_url=BASE_URL, **options)
+
+    @cached_property
+    def realtime(self) -> LocalRealtime:
+        """The Realtime API; `connect()` opens a session in this process, no socket."""
+        return LocalRealtime(self)
 
     def request(
         self,
