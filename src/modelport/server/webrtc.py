@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import fractions
 import logging
 import time
@@ -100,6 +101,9 @@ class Call:
     waiting: list[str] = field(default_factory=list)  # events made before the data channel opened
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     ended: asyncio.Event = field(default_factory=asyncio.Event)
+    # The request that made the call (its caller's project, key and limits): the call's work outlives it,
+    # and what the session asks of the models is admitted and counted as that caller's.
+    scope: contextvars.Context = field(default_factory=contextvars.copy_context)
 
     async def send(self, event: Event) -> None:
         text = orjson.dumps(event).decode()
@@ -109,7 +113,7 @@ class Call:
             self.waiting.append(text)
 
     def spawn(self, work: Awaitable[None]) -> None:
-        task = asyncio.ensure_future(work)
+        task = asyncio.get_running_loop().create_task(_awaited(work), context=self.scope.copy())
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
@@ -233,6 +237,10 @@ class Calls:
     async def close(self) -> None:
         """End every call (the server stops)."""
         await asyncio.gather(*(call.end() for call in list(self.calls.values())), return_exceptions=True)
+
+
+async def _awaited(work: Awaitable[None]) -> None:
+    await work
 
 
 async def _listen(track: MediaStreamTrack, session: RealtimeSession) -> None:
