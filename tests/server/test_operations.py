@@ -39,7 +39,17 @@ def test_the_app_serves_the_rows_of_the_table_and_nothing_else(tmp_path: Path) -
         if path.startswith("/v1/")
         for method in methods
     }
-    assert documented == {(op.method, op.route) for op in OPERATIONS}
+    # Beside the rows, only the transports of realtime sessions (a WebRTC call's offer and hang-up; the
+    # WebSockets of `/v1/realtime` and `/v1/responses` are not in an OpenAPI document): a session is not a
+    # request the in-process client, a batch line or Ray could make.
+    calls = {
+        ("POST", "/v1/realtime/calls"),
+        *{
+            ("POST", f"/v1/realtime/calls/{{call_id}}/{action}")
+            for action in ("hangup", "accept", "reject", "refer")
+        },
+    }
+    assert documented == {(op.method, op.route) for op in OPERATIONS} | calls
     assert {op.route for op in OPERATIONS if op.batchable} == {
         "/v1/chat/completions",
         "/v1/completions",
