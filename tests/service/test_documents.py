@@ -16,6 +16,8 @@ import pytest
 from modelport.service.documents import Bounds, DocumentReader, UnreadableError
 from tests.support.documents import hostile_pdfs, pdf
 
+# Worker processes started and stopped, and seconds of hostile reading: the slow tier, not the unit one.
+pytestmark = pytest.mark.slow
 HOSTILE = hostile_pdfs()
 # Read within their bounds (PDFium reads a string of 32,767 characters at most): answered.
 READABLE = {"a /Length of 99999999999", "200 MB of text in 200 KB"}
