@@ -2,7 +2,7 @@
 answers by status, hangs and latencies per kind (p50, p99, p99.9, max: the tail's ceiling is max ≤ 10×
 p99), the watchdog's reports of stalled calls, and the server's RSS as it goes.
 
-    .venv/bin/python -m bench.soak [--clients 32] [--seconds 180] [--busy 1] [--config models.toml]
+    .venv/bin/python -m bench.soak [--clients 32] [--seconds 180] [--busy 1] [--mix traffic] [--config …]
 
 The kinds include identical greedy 160-token completions repeated (`ignore_eos`, the conversation cache
 and n-gram drafting on, as by default: where a 580-s request was once seen), streams left after their first
@@ -135,6 +135,13 @@ KINDS = [
     "models", "chat", "chat stream", "completion stream", "identical completion",
     "identical completion stream", "left stream", "tool call", "embeddings", "speech", "transcription", "bad",
 ]  # fmt: skip
+# `--mix traffic`: how often each kind comes in a day of an API's traffic rather than equally often (most
+# requests are short; a long one is rarer), so that a long soak sends tens of thousands of requests.
+TRAFFIC = {
+    "models": 12, "chat": 10, "chat stream": 8, "completion stream": 6, "identical completion": 1,
+    "identical completion stream": 1, "left stream": 6, "tool call": 3, "embeddings": 20, "speech": 4,
+    "transcription": 2, "bad": 6,
+}  # fmt: skip
 
 
 def rss_mib(pid: int) -> float:
@@ -144,7 +151,9 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
-async def soak(url: str, pid: int | None, clients: int, seconds: float) -> Tally:
+async def soak(
+    url: str, pid: int | None, clients: int, seconds: float, weights: list[float] | None = None
+) -> Tally:
     tally = Tally()
     deadline = time.monotonic() + seconds
     start = time.monotonic()
@@ -152,7 +161,7 @@ async def soak(url: str, pid: int | None, clients: int, seconds: float) -> Tally
     async def client_loop() -> None:
         async with httpx.AsyncClient(base_url=url, timeout=HANG_SECONDS) as client:
             while time.monotonic() < deadline:
-                kind = random.choice(KINDS)
+                kind = random.choices(KINDS, weights)[0]
                 began = time.monotonic()
                 try:
                     status = await one_request(client, kind)
@@ -216,16 +225,18 @@ def _spin() -> None:
         pass
 
 
-def main(clients: int, seconds: float, config: str | None, busy: int) -> None:
+def main(clients: int, seconds: float, config: str | None, busy: int, mix: str) -> None:
     print(
-        f"# Soak: {clients} clients, {seconds:.0f} s, every endpoint, {busy} busy neighbours\n\n{machine()}"
+        f"# Soak: {clients} clients, {seconds:.0f} s, every endpoint ({mix} mix), {busy} busy neighbours\n\n"
+        f"{machine()}"
     )
+    weights = [float(TRAFFIC[kind]) for kind in KINDS] if mix == "traffic" else None
     neighbours = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(busy)]
     with modelport_logged(*(["--config", config] if config else [])) as (url, pid, log):
         for neighbour in neighbours:
             neighbour.start()
         try:
-            tally = asyncio.run(soak(url, pid, clients, seconds))
+            tally = asyncio.run(soak(url, pid, clients, seconds, weights))
         finally:
             for neighbour in neighbours:
                 neighbour.terminate()
@@ -239,5 +250,11 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=180)
     parser.add_argument("--config", help="a models.toml for the server (its models override the defaults)")
     parser.add_argument("--busy", type=int, default=0, help="processes spinning beside the server")
+    parser.add_argument(
+        "--mix",
+        choices=["even", "traffic"],
+        default="even",
+        help="every kind equally often, or as often as in an API's traffic (mostly short requests)",
+    )
     arguments = parser.parse_args()
-    main(arguments.clients, arguments.seconds, arguments.config, arguments.busy)
+    main(arguments.clients, arguments.seconds, arguments.config, arguments.busy, arguments.mix)

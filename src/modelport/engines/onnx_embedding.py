@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,12 +15,18 @@ from modelport.engines import Engine, Options
 from modelport.engines.packaged import package_dir
 from modelport.predictors.parameter import Parameter
 
+# A batch this many tokens or more (8 chunks of 256) grows the arena by hundreds of MiB; a query's does not.
+_LARGE_BATCH_TOKENS = 2048
+_SHRINK_AFTER = 2.0  # seconds without a large batch before the arena is shrunk
+
 
 class OnnxEmbedder:
     """One ONNX embedding model and its tokenizer; counts the tokens it reads (`TokenCounter`) and shows
     where they fall (`TokenSpans`)."""
 
     def __init__(self, session: Any, tokenizer: Any, normalize: bool, max_length: int) -> None:
+        import onnxruntime
+
         self._session = session
         self._inputs = {i.name for i in session.get_inputs()}
         self._tokenizer = tokenizer
@@ -29,19 +36,44 @@ class OnnxEmbedder:
         self._spans = copy.deepcopy(tokenizer)
         self._spans.no_truncation()
         self._spans.no_padding()
+        # ONNX Runtime's memory arena grows to the largest batch it ran (64 chunks of 256 tokens: 2.6 GiB
+        # of attention scratch) and keeps it. Shrinking it after every run costs 10-20% on such batches,
+        # so it is shrunk once a burst of large batches is over: a tiny run, idle seconds after the last.
+        self._shrinking = onnxruntime.RunOptions()
+        self._shrinking.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+        self._shrink_timer: threading.Timer | None = None
+        self._timer_lock = threading.Lock()
 
     def __call__(self, texts: list[str]) -> Annotated[np.ndarray, Parameter.Embedding]:
         encodings = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = self._session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
+        hidden = self._session.run(None, self._feeds(ids, mask))[0]
+        if ids.size > _LARGE_BATCH_TOKENS:
+            self._shrink_when_idle()
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         if self._normalize:
             pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
         result: np.ndarray = pooled.astype(np.float32)
         return result
+
+    def _feeds(self, ids: np.ndarray, mask: np.ndarray) -> dict[str, np.ndarray]:
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        return {k: v for k, v in feeds.items() if k in self._inputs}
+
+    def _shrink_when_idle(self) -> None:
+        """Give the arena's memory back `_SHRINK_AFTER` seconds after the last large batch."""
+        with self._timer_lock:
+            if self._shrink_timer is not None:
+                self._shrink_timer.cancel()
+            self._shrink_timer = threading.Timer(_SHRINK_AFTER, self._shrink)
+            self._shrink_timer.daemon = True
+            self._shrink_timer.start()
+
+    def _shrink(self) -> None:
+        one = np.ones((1, 1), dtype=np.int64)
+        self._session.run(None, self._feeds(one, one), self._shrinking)
 
     def count_tokens(self, texts: list[str]) -> int:
         """Tokens the model reads of `texts` (after truncation), special tokens included."""

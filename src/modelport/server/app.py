@@ -70,8 +70,15 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
             CORSMiddleware,
             allow_origins=settings.cors_origins,
             allow_methods=["GET", "POST", "OPTIONS"],
-            allow_headers=["Authorization", "Content-Type", "X-Request-Id", "OpenAI-Organization"],
-            expose_headers=["X-Request-Id", "Retry-After"],
+            allow_headers=[
+                "Authorization",
+                "Content-Type",
+                "X-Request-Id",
+                "OpenAI-Organization",
+                "X-OpenAI-Agents-SDK",
+            ],  # fmt: skip
+            # `Location` names a WebRTC call (the Agents SDK reads its id there).
+            expose_headers=["X-Request-Id", "Retry-After", "Location"],
         )
     app.add_middleware(RequestRecords)
     metrics.SLOTS.sources.append(service.manager.loaded_models)

@@ -70,7 +70,8 @@ class Realtime:
         try:
             return config.updated(config.initial(pipeline, kind, model or pipeline.id), given)
         except ClientEventError as error:
-            param = error.param if (error.param or "").startswith("session") else f"session.{error.param}"
+            where = error.param or ""
+            param = where if where.startswith("session") else f"session.{where}".rstrip(".")
             raise InvalidRequestError(error.message, param=param) from None
 
     async def client_secret(self, body: ClientSecretCreate) -> ClientSecretCreateResponse:
