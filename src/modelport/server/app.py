@@ -76,7 +76,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
                 "X-Request-Id",
                 "OpenAI-Organization",
                 "X-OpenAI-Agents-SDK",
-            ],  # fmt: skip
+            ],
             # `Location` names a WebRTC call (the Agents SDK reads its id there).
             expose_headers=["X-Request-Id", "Retry-After", "Location"],
         )
