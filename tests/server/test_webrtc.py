@@ -294,6 +294,11 @@ def test_hangup_ends_the_call_and_sip_actions_are_refused(voice: Faces) -> None:
     refused, unknown, hung, state = asyncio.run(run())
     assert (refused, unknown, hung) == (400, 404, 200)
     assert state == "closed"
+    sdp = {"Content-Type": "application/sdp"}
+    for offer in ("v=0\r\n", "v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF x\r\na=rtpmap:nonsense\r\n", ""):
+        answer = httpx.post(f"{voice.url}/v1/realtime/calls", content=offer, headers=sdp)
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["error"]["param"] == "sdp"
 
 
 def test_client_secrets_open_realtime_only_until_they_expire_and_only_for_their_project(

@@ -100,6 +100,7 @@ class Call:
     channel: RTCDataChannel | None = None
     waiting: list[str] = field(default_factory=list)  # events made before the data channel opened
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    opened: asyncio.Event = field(default_factory=asyncio.Event)  # the session is open
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     # The request that made the call (its caller's project, key and limits): the call's work outlives it,
     # and what the session asks of the models is admitted and counted as that caller's.
@@ -111,6 +112,12 @@ class Call:
             self.channel.send(text)
         elif not self.ended.is_set():
             self.waiting.append(text)
+
+    async def started(self) -> RealtimeSession:
+        """The session, once it is open."""
+        await self.opened.wait()
+        assert self.session is not None
+        return self.session
 
     def spawn(self, work: Awaitable[None]) -> None:
         task = asyncio.get_running_loop().create_task(_awaited(work), context=self.scope.copy())
@@ -168,27 +175,30 @@ class Calls:
         servers = [RTCIceServer(url) for url in self.settings.ice_servers]
         peer = RTCPeerConnection(RTCConfiguration(iceServers=servers))  # [], not None: no default STUN
         call = Call(new_id("rtc", "_"), project, peer)
+        self._wire(call)
+        try:
+            await peer.setRemoteDescription(RTCSessionDescription(offer, "offer"))
+        except Exception as error:  # aiortc reads the client's SDP: what it raises is the offer's fault
+            await call.end()
+            raise InvalidRequestError(f"The SDP offer could not be read: {error!r}.", param="sdp") from None
         try:
             session = await self.service.realtime.open(model, None, call.send, False, given, media=True)
         except BaseException:
-            await peer.close()
+            await call.end()
             raise
         call.session = session
+        call.opened.set()
         assert session.playout is not None
-        peer.addTrack(SpokenTrack(session.playout))
-        self._wire(call, session)
-        try:
-            await peer.setRemoteDescription(RTCSessionDescription(offer, "offer"))
-            await peer.setLocalDescription(await peer.createAnswer())
-        except (ValueError, KeyError, IndexError) as error:  # what aiortc's SDP parser raises
-            await call.end()
-            raise InvalidRequestError(f"The SDP offer could not be read: {error}.", param="sdp") from None
+        peer.addTrack(SpokenTrack(session.playout))  # on the audio transceiver the offer made
+        await peer.setLocalDescription(await peer.createAnswer())
         self.calls[call.id] = call
         call.spawn(watch(session, call.end))
         call.spawn(self._forget(call))
         return call, peer.localDescription.sdp
 
-    def _wire(self, call: Call, session: RealtimeSession) -> None:
+    def _wire(self, call: Call) -> None:
+        """The peer's events, wired before the offer is read (its tracks are announced while it is); what
+        they carry waits for the session."""
         peer = call.peer
 
         @peer.on("datachannel")
@@ -200,11 +210,13 @@ class Calls:
             channel.on("message", messages.put_nowait)
 
             async def flush() -> None:
+                await call.opened.wait()
                 waiting, call.waiting = call.waiting, []
                 for text in waiting:
                     channel.send(text)
 
             async def serve() -> None:
+                session = await call.started()
                 while True:  # in order, one at a time, as over a WebSocket
                     await session.receive(await messages.get())
 
@@ -216,7 +228,7 @@ class Calls:
         @peer.on("track")
         def on_track(track: MediaStreamTrack) -> None:
             if track.kind == "audio":
-                call.spawn(_listen(track, session))
+                call.spawn(_listen(track, call))
 
         @peer.on("connectionstatechange")
         async def on_state() -> None:
@@ -243,8 +255,9 @@ async def _awaited(work: Awaitable[None]) -> None:
     await work
 
 
-async def _listen(track: MediaStreamTrack, session: RealtimeSession) -> None:
+async def _listen(track: MediaStreamTrack, call: Call) -> None:
     """The user's audio, decoded from Opus, as 16-bit mono at 24 kHz into the session."""
+    session = await call.started()
     resampler = av.AudioResampler(format="s16", layout="mono", rate=_RATE)
     while True:
         try:
