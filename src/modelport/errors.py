@@ -122,6 +122,15 @@ class OverloadedError(ModelportError):
         self.retry_after = retry_after
 
 
+class CapacityError(ModelportError):
+    """The server holds as many of something long-lived (WebRTC calls) as it is configured to: come back
+    when one has ended."""
+
+    status = 429
+    type = "rate_limit_error"
+    code = "capacity_exceeded"
+
+
 class ModelLoadingError(ModelportError):
     """The model is still loading after the configured wait."""
 

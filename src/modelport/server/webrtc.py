@@ -32,7 +32,7 @@ from aiortc import (
 )
 from aiortc.mediastreams import MediaStreamError
 
-from modelport.errors import InvalidRequestError, ModelportError, NotFoundError
+from modelport.errors import CapacityError, InvalidRequestError, NotFoundError
 from modelport.ids import new_id
 from modelport.service import Service
 from modelport.service.realtime import RealtimeSession
@@ -47,11 +47,14 @@ _FRAME = _RATE // 50  # 20 ms, Opus's usual frame
 _CHANNEL = "oai-events"
 
 
+_GATHER = aioice.ice.get_host_addresses  # aioice's own: every interface's addresses but loopback's
+
+
 def _host_addresses(settings: WebRTCSettings) -> Callable[[bool, bool], list[str]]:
     """The addresses host candidates are gathered on: those the operator names, else every interface's and
     loopback's (aioice leaves loopback out, so a client on the same machine with no other interface, a
     test or a container, could not connect)."""
-    gather = aioice.ice.get_host_addresses
+    gather = _GATHER
 
     def addresses(use_ipv4: bool, use_ipv6: bool) -> list[str]:
         if settings.addresses:
@@ -163,8 +166,9 @@ class Calls:
         """A new call answering the SDP `offer`: the call, and the SDP answer. `watch` ends it at its
         session's limits."""
         if len(self.calls) >= self.settings.max_calls:
-            raise ModelportError(
-                f"This server holds {self.settings.max_calls} WebRTC calls at most; try again later."
+            raise CapacityError(
+                f"This server holds {self.settings.max_calls} WebRTC calls at most ([webrtc] max_calls); "
+                "try again when one has ended."
             )
         if "m=audio" not in offer:
             raise InvalidRequestError(
