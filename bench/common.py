@@ -95,6 +95,17 @@ def cpu_seconds(pid: int, thread: int | None = None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def rss_mib(pid: int) -> float:
+    """A process's resident memory (MiB); NaN once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
 @contextmanager
 def llama_server(
     binary: Path, gguf: Path, slots: int, n_ctx: int, threads: int | None = None, extra: Sequence[str] = ()

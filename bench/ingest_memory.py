@@ -16,7 +16,7 @@ from pathlib import Path
 
 import openai
 
-from bench.common import machine, modelport_process, table
+from bench.common import machine, modelport_process, rss_mib, table
 from tests.support.documents import pdf_of_pages
 
 WORDS = [
@@ -46,14 +46,6 @@ WORDS = [
     "island",
     "quarry",
 ]
-
-
-def rss_mib(pid: int) -> float:
-    """A process's resident memory, MiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def children_rss_mib(pid: int) -> float:

@@ -21,12 +21,11 @@ import time
 import wave
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import httpx
 import numpy as np
 
-from bench.common import machine, modelport_logged, table
+from bench.common import machine, modelport_logged, rss_mib, table
 
 HANG_SECONDS = 120
 
@@ -142,13 +141,6 @@ TRAFFIC = {
     "identical completion stream": 1, "left stream": 6, "tool call": 3, "embeddings": 20, "speech": 4,
     "transcription": 2, "bad": 6,
 }  # fmt: skip
-
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 async def soak(

@@ -13,20 +13,10 @@ import pytest
 from openai.types.beta import BetaResponsesServerEvent
 from pydantic import TypeAdapter
 
+from tests.service.test_responses import WEATHER
 from tests.support.faces import Faces
 
 EVENT: TypeAdapter[Any] = TypeAdapter(BetaResponsesServerEvent)
-WEATHER = {
-    "type": "function",
-    "name": "get_weather",
-    "description": "The current weather in a city.",
-    "parameters": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-        "additionalProperties": False,
-    },
-}
 
 
 def turn(connection: Any, **create: Any) -> list[Any]:

@@ -30,8 +30,6 @@ from aiortc import (
     RTCSessionDescription,
 )
 from aiortc.mediastreams import MediaStreamError
-from openai.types.realtime import RealtimeServerEvent
-from pydantic import TypeAdapter
 
 from modelport.service.access import client_secrets
 from modelport.settings import (
@@ -43,20 +41,14 @@ from modelport.settings import (
     StoreSettings,
 )
 from tests.server.conftest import QUESTION
+from tests.server.test_realtime import SERVER_EVENT, WEATHER
 from tests.service.test_audio import word_error_rate
 from tests.support.faces import Faces, faces
 
 pytestmark = pytest.mark.models  # real models: not the unit tier
 
-SERVER_EVENT: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)
 RATE = 24_000
 FRAME = RATE // 50
-WEATHER = {
-    "type": "function",
-    "name": "get_weather",
-    "description": "The current weather in a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-}
 
 
 class Microphone(MediaStreamTrack):

@@ -8,12 +8,7 @@ from typing import Any
 
 import pytest
 
-WEATHER = {
-    "type": "function",
-    "name": "get_weather",
-    "description": "The current weather in a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-}
+from tests.service.test_responses import WEATHER
 
 
 def as_input(output: list[Any]) -> list[dict[str, Any]]:
