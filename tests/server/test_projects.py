@@ -128,6 +128,12 @@ REACHES: dict[tuple[str, str], Call] = {
     ("get", "/v1/chat/completions/{completion_id}/messages"): lambda c, o: c.chat.completions.messages.list(
         o.completion
     ),
+    ("post", "/v1/responses/input_tokens"): lambda c, o: c.responses.input_tokens.count(
+        model="recall", input="and then?", previous_response_id=o.response
+    ),
+    ("post", "/v1/responses/compact"): lambda c, o: c.responses.compact(
+        model="recall", previous_response_id=o.response
+    ),
     ("post", "/v1/responses"): lambda c, o: c.responses.create(
         model="recall", input="and then?", previous_response_id=o.response
     ),
@@ -216,6 +222,14 @@ REACHES_NONE = {
     ("post", "/v1/vector_stores"),
     ("post", "/generate"),
     ("get", "/health"),
+    ("post", "/v1/realtime/client_secrets"),
+    # A call in progress is held in memory, not stored; another project's key cannot reach it (a 404):
+    # test_webrtc.py checks that on a real call.
+    ("post", "/v1/realtime/calls"),
+    *{
+        ("post", f"/v1/realtime/calls/{{call_id}}/{action}")
+        for action in ("hangup", "accept", "reject", "refer")
+    },
 }
 
 

@@ -31,7 +31,12 @@ def library(client: Any) -> Any:
         store.id, files=[{"file_id": i, "attributes": a} for i, a in zip(ids, attributes, strict=True)]
     )
     assert batch.status == "completed"
-    assert batch.file_counts.completed == 3
+    failed = [
+        (f.id, f.last_error)
+        for f in client.vector_stores.file_batches.list_files(batch.id, vector_store_id=store.id)
+        if f.status != "completed"
+    ]
+    assert batch.file_counts.completed == 3, failed
     return client.vector_stores.retrieve(store.id)
 
 
