@@ -17,6 +17,8 @@ from modelport.errors import ServerError
 
 __all__ = ["Bounds", "DocumentReader", "UnreadableError"]
 
+_READS_PER_WORKER = 32
+
 
 class DocumentReader:
     """Reads documents' text in worker processes, within `bounds`."""
@@ -35,6 +37,10 @@ class DocumentReader:
             # forked worker runs only the reading, and touches nothing the server's threads hold.
             self._pool = ProcessPool(
                 max_workers=self.workers,
+                # A worker's address space only grows (the allocator's arenas, the readers' caches) and its
+                # bound is fixed at its start: a worker is replaced after this many reads, before what the
+                # earlier ones left makes a later, ordinary document look too large.
+                max_tasks=_READS_PER_WORKER,
                 initializer=bounded,
                 initargs=(self.bounds.memory_mb,),
                 context=multiprocessing.get_context("fork"),
