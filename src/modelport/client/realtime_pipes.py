@@ -10,7 +10,7 @@ import asyncio
 import contextvars
 import queue
 from collections.abc import Awaitable
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from openai.resources.realtime import AsyncRealtime, Realtime
@@ -25,6 +25,7 @@ from modelport.service.access import acting_as
 from modelport.service.realtime import RealtimeSession
 from modelport.service.realtime.realtime_events import Event
 
+T = TypeVar("T")
 _CLOSED = b""  # what a pipe yields once its session is closed
 _NORMAL = Close(1000, "")
 
@@ -39,22 +40,21 @@ async def _opened(
         if api_key is not None:
             principal = await service.access.identify(f"Bearer {api_key}", realtime=True)
         request = acting_as(principal, context.current())
-        context.enter(request)
         given = principal.session if principal is not None else None
-        session = await service.realtime.open(query.get("model"), query.get("intent"), deliver, False, given)
-        return session, request
+        opening = service.realtime.open(query.get("model"), query.get("intent"), deliver, False, given)
+        return await _within(request, opening), request
 
 
-async def _within(request: RequestContext, work: Awaitable[None]) -> None:
+async def _within(request: RequestContext, work: Awaitable[T]) -> T:
     """`work` as the session's caller (its project: the work it starts is counted to it), without
-    changing the context of the task that sends."""
+    changing the context of the task that awaits it."""
     scope = contextvars.copy_context()
     scope.run(context.enter, request)
-    await asyncio.create_task(_awaited(work), context=scope)
+    return await asyncio.create_task(_awaited(work), context=scope)
 
 
-async def _awaited(work: Awaitable[None]) -> None:
-    await work
+async def _awaited(work: Awaitable[T]) -> T:
+    return await work
 
 
 class AsyncPipe:
