@@ -286,6 +286,14 @@ def test_hangup_ends_the_call_and_sip_actions_are_refused(voice: Faces) -> None:
     refused, unknown, hung, state = asyncio.run(run())
     assert (refused, unknown, hung) == (400, 404, 200)
     assert state == "closed"
+    # Every call these tests made has ended, and the server holds none of them (past `max_calls` held,
+    # it would refuse new ones).
+    calls = voice.app.state.calls.calls
+    for _ in range(50):
+        if not calls:
+            break
+        time.sleep(0.1)
+    assert list(calls) == []
     sdp = {"Content-Type": "application/sdp"}
     for offer in ("v=0\r\n", "v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF x\r\na=rtpmap:nonsense\r\n", ""):
         answer = httpx.post(f"{voice.url}/v1/realtime/calls", content=offer, headers=sdp)

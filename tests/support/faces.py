@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from typing import Any
 
 import openai
 
@@ -24,6 +25,7 @@ class Faces:
     def __init__(self, service: Service, url: str, api_key: str = "unused") -> None:
         self.service = service
         self.url = url
+        self.app: Any = None  # the HTTP app serving it, once `faces` has made it
         self.http = openai.OpenAI(base_url=f"{url}/v1", api_key=api_key, max_retries=0, timeout=120)
         self.inprocess = modelport.OpenAI(service=service)
 
@@ -42,8 +44,10 @@ def faces(settings: Settings, api_key: str = "unused") -> Iterator[Faces]:
     """Both faces of a service on `settings`, ready (its models loaded, when the settings preload them)."""
     service = Service.from_settings(settings)
     with ExitStack() as stack:
-        url = stack.enter_context(serve_app(create_app(service=service)))
+        app = create_app(service=service)
+        url = stack.enter_context(serve_app(app))
         wait_healthy(url)
         served = Faces(service, url, api_key)
+        served.app = app
         stack.callback(served.inprocess.close)
         yield served

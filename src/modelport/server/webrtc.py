@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import aioice.ice
@@ -108,6 +109,7 @@ class Call:
     # The request that made the call (its caller's project, key and limits): the call's work outlives it,
     # and what the session asks of the models is admitted and counted as that caller's.
     scope: contextvars.Context = field(default_factory=contextvars.copy_context)
+    on_end: Callable[[], object] | None = None  # the registry forgets the call
 
     async def send(self, event: Event) -> None:
         text = orjson.dumps(event).decode()
@@ -136,6 +138,8 @@ class Call:
                 await self.send(last)
                 await asyncio.sleep(0.05)  # let it leave before the transport closes
         self.ended.set()
+        if self.on_end is not None:
+            self.on_end()
         if self.session is not None:
             await self.session.close()
         current = asyncio.current_task()
@@ -196,8 +200,8 @@ class Calls:
         peer.addTrack(SpokenTrack(session.playout))  # on the audio transceiver the offer made
         await peer.setLocalDescription(await peer.createAnswer())
         self.calls[call.id] = call
+        call.on_end = partial(self.calls.pop, call.id, None)
         call.spawn(watch(session, call.end))
-        call.spawn(self._forget(call))
         return call, peer.localDescription.sdp
 
     def _wire(self, call: Call) -> None:
@@ -238,10 +242,6 @@ class Calls:
         async def on_state() -> None:
             if peer.connectionState in ("failed", "closed"):
                 await call.end()
-
-    async def _forget(self, call: Call) -> None:
-        await call.ended.wait()
-        self.calls.pop(call.id, None)
 
     def find(self, call_id: str, project: str) -> Call:
         """A call of `project`'s in progress; a 404 for any other."""
