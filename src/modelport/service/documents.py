@@ -6,7 +6,9 @@ past them) and in memory (the worker's address space), and stopped as soon as it
 from __future__ import annotations
 
 import asyncio
+import gc
 import multiprocessing
+import os
 from concurrent.futures import TimeoutError as ReadTimeout
 from concurrent.futures.process import BrokenProcessPool
 
@@ -18,6 +20,12 @@ from modelport.errors import ServerError
 __all__ = ["Bounds", "DocumentReader", "UnreadableError"]
 
 _READS_PER_WORKER = 32
+
+# A forked worker inherits the server's garbage, and its first collection would finalise it there: a
+# finished WebRTC call's audio resampler (FFmpeg's, with a pool of threads the child does not have) then
+# waits for those threads for ever, and every read of that worker times out. What the child inherits is
+# frozen out of its collections before any of its Python code runs.
+os.register_at_fork(after_in_child=gc.freeze)
 
 
 class DocumentReader:
