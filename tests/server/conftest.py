@@ -20,16 +20,18 @@ from tests.support.faces import Faces, faces
 QUESTION = "What is the weather like in Paris today?"
 
 
+VOICE_MODELS = [
+    ModelConfig(id=DEFAULT_CHAT, engine="llamacpp"),
+    ModelConfig(id=DEFAULT_SPEECH, engine="piper"),
+    ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
+    ModelConfig(id=DEFAULT_REALTIME, engine="realtime"),
+]
+
+
 @pytest.fixture(scope="package")
 def voice() -> Iterator[Faces]:
     """The realtime pipeline and the models it chains, behind both faces."""
-    models = [
-        ModelConfig(id=DEFAULT_CHAT, engine="llamacpp"),
-        ModelConfig(id=DEFAULT_SPEECH, engine="piper"),
-        ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
-        ModelConfig(id=DEFAULT_REALTIME, engine="realtime"),
-    ]
-    with faces(Settings(defaults=False, models=models)) as served:
+    with faces(Settings(defaults=False, models=VOICE_MODELS)) as served:
         yield served
 
 

@@ -11,17 +11,20 @@ import base64
 import os
 import time
 import wave
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from tests.server.conftest import QUESTION
+from modelport.settings import Settings
+from tests.server.conftest import QUESTION, VOICE_MODELS
 from tests.server.test_playground import CHROMIUM, TIMEOUT_MS, playwright, with_microphone
 from tests.server.test_webrtc import transcript_of
 from tests.service.test_audio import word_error_rate
-from tests.support.faces import Faces
+from tests.support.faces import Faces, faces
 
 pytestmark = pytest.mark.slow  # a headless Chromium
 __all__ = ["playwright"]  # the fixture, shared with the playground's tests
@@ -131,9 +134,26 @@ def bundle() -> str:
     return BUNDLE.read_text()
 
 
+@pytest.fixture(scope="module")
+def own_voice() -> Iterator[Faces]:
+    """The voice pipeline's models for this test alone: no turn of another test's still holds them."""
+    with faces(Settings(defaults=False, models=VOICE_MODELS)) as served:
+        yield served
+
+
+def until(page: Any, condition: str) -> None:
+    """Wait for `condition` in the page; a failure says what the page had seen."""
+    try:
+        page.wait_for_function(condition)
+    except PlaywrightTimeout:
+        seen = page.evaluate("JSON.stringify({ ...window.log, heard: undefined })")
+        raise AssertionError(f"{condition} never held; the page saw {seen}") from None
+
+
 def test_a_voice_agent_of_the_agents_sdk_talks_over_webrtc_with_a_client_secret(
-    playwright: Any, bundle: str, voice: Faces, question: bytes, tmp_path: Path
+    playwright: Any, bundle: str, own_voice: Faces, question: bytes, tmp_path: Path
 ) -> None:
+    voice = own_voice
     recording = tmp_path / "question.wav"
     with wave.open(str(recording), "wb") as wav:
         wav.setnchannels(1)
@@ -160,18 +180,16 @@ def test_a_voice_agent_of_the_agents_sdk_talks_over_webrtc_with_a_client_secret(
         )
         page.goto(f"{voice.url}/agent.html")
         page.evaluate("(secret) => start(secret)", secret)
-        page.wait_for_function("window.log.tools.length > 0")  # the question was heard; the tool ran
-        page.wait_for_function("window.log.events.includes('output_audio_buffer.stopped')")  # answered
+        until(page, "window.log.tools.length > 0")  # the question was heard; the tool ran
+        until(page, "window.log.events.includes('output_audio_buffer.stopped')")  # answered
         time.sleep(0.5)  # the last audio through the page's recorder
         log: dict[str, Any] = page.evaluate("({ ...window.log, heard: heardBase64() })")
         # Then an answer interrupted (as a page's "stop" button does): the SDK cancels it and clears the
         # audio (`response.cancel`, `output_audio_buffer.clear`).
         page.evaluate("window.session.sendMessage('Tell me a long story about a dragon.')")
-        page.wait_for_function(
-            "window.log.events.filter((e) => e === 'output_audio_buffer.started').length > 1"
-        )
+        until(page, "window.log.events.filter((e) => e === 'output_audio_buffer.started').length > 1")
         page.evaluate("window.session.interrupt()")
-        page.wait_for_function("window.log.events.includes('output_audio_buffer.cleared')")
+        until(page, "window.log.events.includes('output_audio_buffer.cleared')")
         interrupted = page.evaluate("window.log.cleared === window.log.playing")
     finally:
         browser.close()
