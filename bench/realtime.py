@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import fractions
 import io
 import json
 import re
@@ -23,7 +22,6 @@ import time
 import wave
 from typing import Any
 
-import av
 import httpx
 import numpy as np
 import openai
@@ -31,6 +29,7 @@ from aiortc import MediaStreamTrack, RTCConfiguration, RTCPeerConnection, RTCSes
 from aiortc.mediastreams import MediaStreamError
 
 from bench.common import cpu_seconds, http_client, machine, modelport_configured, table
+from tests.support.microphone import Microphone
 
 CONFIG = """defaults = true
 """
@@ -87,46 +86,12 @@ async def realtime_turn(url: str, pcm: bytes) -> dict[str, float]:
     return marks
 
 
-class _Speaker(MediaStreamTrack):
-    """A microphone: `pcm` once, then silence, at real-time pace; `spoken` is when its speech ended."""
-
-    kind = "audio"
-
-    def __init__(self, pcm: bytes | None) -> None:
-        super().__init__()
-        self.pcm = pcm
-        self.start: float | None = None
-        self.sent = 0
-        self.spoken: float | None = None
-
-    def say(self, pcm: bytes) -> None:
-        self.pcm = pcm
-
-    async def recv(self) -> av.AudioFrame:
-        if self.readyState != "live":
-            raise MediaStreamError
-        frame_samples = RATE // 50
-        if self.start is None:
-            self.start = time.perf_counter()
-        await asyncio.sleep(max(0.0, self.start + self.sent / RATE - time.perf_counter()))
-        chunk = b""
-        if self.pcm:
-            chunk, self.pcm = self.pcm[: frame_samples * 2], self.pcm[frame_samples * 2 :]
-            if not self.pcm:
-                self.spoken = self.start + (self.sent + len(chunk) // 2) / RATE
-        samples = np.frombuffer(chunk.ljust(frame_samples * 2, b"\0"), "<i2").reshape(1, -1)
-        frame = av.AudioFrame.from_ndarray(samples, format="s16", layout="mono")
-        frame.sample_rate, frame.pts, frame.time_base = RATE, self.sent, fractions.Fraction(1, RATE)
-        self.sent += frame_samples
-        return frame
-
-
 class _Call:
     """A WebRTC call as a browser makes it, with marks of what it heard and when."""
 
     def __init__(self) -> None:
         self.peer = RTCPeerConnection(RTCConfiguration(iceServers=[]))
-        self.speaker = _Speaker(None)
+        self.speaker = Microphone()
         self.peer.addTrack(self.speaker)
         self.channel = self.peer.createDataChannel("oai-events")
         self.events: list[tuple[float, str]] = []
@@ -178,7 +143,6 @@ class _Call:
         """Say `pcm`; seconds from the end of speech to each stage, the first audio as heard."""
         self.events.clear()
         self.heard = None
-        self.speaker.spoken = None
         self.speaker.say(pcm)
         await self._until(lambda: self.heard is not None)
         assert self.speaker.spoken is not None

@@ -7,11 +7,8 @@ an expired secret, a secret on any other route, another project's call."""
 from __future__ import annotations
 
 import asyncio
-import fractions
-import io
 import json
 import time
-import wave
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -43,40 +40,11 @@ from modelport.settings import (
 from tests.server.conftest import QUESTION
 from tests.server.test_realtime import SERVER_EVENT, WEATHER
 from tests.service.test_audio import word_error_rate
+from tests.service.test_spoken_answers import as_wav
 from tests.support.faces import Faces, faces
+from tests.support.microphone import RATE, Microphone
 
 pytestmark = pytest.mark.models  # real models: not the unit tier
-
-RATE = 24_000
-FRAME = RATE // 50
-
-
-class Microphone(MediaStreamTrack):
-    """What the user says: silence, then whatever `say` is given, at real-time pace."""
-
-    kind = "audio"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.waiting = bytearray()
-        self.start: float | None = None
-        self.sent = 0
-
-    def say(self, pcm: bytes, silence_ms: int = 1200) -> None:
-        self.waiting += pcm + bytes(RATE * 2 * silence_ms // 1000)
-
-    async def recv(self) -> av.AudioFrame:
-        if self.readyState != "live":
-            raise MediaStreamError
-        if self.start is None:
-            self.start = time.monotonic()
-        await asyncio.sleep(max(0.0, self.start + self.sent / RATE - time.monotonic()))
-        chunk = bytes(self.waiting[: FRAME * 2]).ljust(FRAME * 2, b"\0")
-        del self.waiting[: FRAME * 2]
-        frame = av.AudioFrame.from_ndarray(np.frombuffer(chunk, "<i2").reshape(1, -1), "s16", "mono")
-        frame.sample_rate, frame.pts, frame.time_base = RATE, self.sent, fractions.Fraction(1, RATE)
-        self.sent += FRAME
-        return frame
 
 
 class Browser:
@@ -158,14 +126,8 @@ def mint(served: Faces, key: str = "unused", **session: Any) -> str:
 
 def transcript_of(served: Faces, pcm: bytes) -> str:
     """What Whisper hears in 16-bit PCM at 24 kHz."""
-    out = io.BytesIO()
-    with wave.open(out, "wb") as file:
-        file.setnchannels(1)
-        file.setsampwidth(2)
-        file.setframerate(RATE)
-        file.writeframes(pcm)
     return served.inprocess.audio.transcriptions.create(
-        model="whisper-1", file=("answer.wav", out.getvalue()), language="en"
+        model="whisper-1", file=("answer.wav", as_wav(pcm)), language="en"
     ).text
 
 

@@ -51,10 +51,6 @@ class Playout:
         self._finished.add(response_id)
         self._maybe_stopped()
 
-    def busy(self) -> bool:
-        """Whether audio is playing or waits to."""
-        return bool(self._pieces) or self._playing is not None
-
     def take(self, samples: int) -> bytes:
         """The next `samples` of audio to send (silence where there is none)."""
         wanted = samples * 2
