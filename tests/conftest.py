@@ -20,6 +20,9 @@ from tests.support.postgres import Postgres, has_pgvector, postgres_binaries
 
 # Everything the tests' servers and clients store goes to a folder of this run, not the user's data directory.
 os.environ.setdefault("MODELPORT_DATA_DIR", tempfile.mkdtemp(prefix="modelport-test-data-"))
+# The servers the tests start run this CPU's llama.cpp build if the machine has one, but none starts a build
+# (minutes of compiling beside the tests); tests/engines/test_engine_build.py sets its own.
+os.environ.setdefault("MODELPORT_LLAMACPP_BUILD", "cached")
 FACES = ["http", "in-process"]
 
 

@@ -9,7 +9,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import REGISTRY, Counter, Histogram
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -110,6 +110,12 @@ def count_seconds(seconds: float) -> None:
     if tally is not None:
         tally.seconds += seconds
 
+
+ENGINE_BUILD = Gauge(
+    "modelport_engine_build_info",
+    "The llama.cpp build this process runs (1): built for this CPU or PyPI's portable one, and its features",
+    ["engine", "build", "version", "features"],
+)
 
 # Speculative decoding, by GGUF file: accepted over drafted is what drafting pays.
 DRAFTED = Counter(

@@ -14,7 +14,6 @@ import httpx
 import pytest
 
 from modelport.engines import llamacpp
-from modelport.engines.llamacpp.xllamacpp_loader import portable
 from modelport.errors import InvalidRequestError
 
 pytestmark = pytest.mark.models  # real models: not the unit tier
@@ -121,10 +120,3 @@ def test_threads_are_bound_while_another_process_is_busy_and_freed_after() -> No
             spinner.kill()
             spinner.wait()
     assert decode_until(lambda: not _newly_bound_cpus(before)), "still bound after the neighbour ended"
-
-
-def test_only_pypis_portable_build_is_told_to_build_for_this_cpu() -> None:
-    assert portable(
-        "Wheel-Version: 1.0\nTag: cp310-abi3-manylinux_2_17_x86_64\nTag: cp310-abi3-manylinux2014_x86_64\n"
-    )
-    assert not portable("Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp310-abi3-linux_x86_64\n")

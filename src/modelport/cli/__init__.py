@@ -1,7 +1,7 @@
 """`modelport` command line: `serve` runs the HTTP server, `models` lists what it would serve, `pull` and
 `rm` manage models from the Hugging Face Hub, `ps` shows what a server has loaded, `chat` talks to a
 model, `llama-stack-config` puts Llama Stack on top of a server; `projects`, `keys` and `usage` manage who
-may call a server and show what each project used."""
+may call a server and show what each project used; `engine` shows and builds the llama.cpp it runs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from modelport import __version__
-from modelport.cli import cache, projects, stack, terminal
+from modelport.cli import cache, engine, projects, stack, terminal
 from modelport.cli import serve as serving
 from modelport.engines import assemble
 from modelport.errors import PredictorContractError
@@ -201,6 +201,7 @@ def parser() -> argparse.ArgumentParser:
         "--database", help="the store: sqlite:///PATH, postgresql://…, a file path (default as `serve`)"
     )
     projects.add_commands(commands, stored)
+    engine.add_commands(commands)
     return parser
 
 
@@ -213,6 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return terminal.ps(args) if args.command == "ps" else terminal.chat(args)
     if args.command == "llama-stack-config":
         return stack.write(args)
+    if args.command == "engine":
+        return engine.run(args)
     if args.command in ("projects", "keys", "usage"):
         try:
             settings = settings_of(args)

@@ -6,13 +6,16 @@ import argparse
 import ipaddress
 import logging
 import os
+import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from modelport import __version__, hub
 from modelport.engines import engine_names
+from modelport.engines.llamacpp import engine_build
 from modelport.engines.recognise import model_id as recognised_id
 from modelport.engines.recognise import recognise
 from modelport.predictors.registry import ModelRegistry
@@ -106,19 +109,53 @@ def serve(service: Service, log_level: str, *, on_ray: bool = False) -> int:
             "port can use the models. Set --api-key or MODELPORT_API_KEY.",
             file=sys.stderr,
         )
-    uvicorn.run(
-        create_app(settings, service),
-        host=settings.host,
-        port=settings.port,
-        log_level=log_level,
-        timeout_graceful_shutdown=SHUTDOWN_SECONDS,
-        access_log=False,  # modelport.access logs each request, with its id
-    )
+    builder = _build_engine(service) if not on_ray else None
+    try:
+        uvicorn.run(
+            create_app(settings, service),
+            host=settings.host,
+            port=settings.port,
+            log_level=log_level,
+            timeout_graceful_shutdown=SHUTDOWN_SECONDS,
+            access_log=False,  # modelport.access logs each request, with its id
+        )
+    finally:
+        if builder is not None:
+            engine_build.stop(builder)
     if on_ray:
         from modelport import cluster
 
         cluster.shutdown()
     return 0
+
+
+def _build_engine(service: Service) -> subprocess.Popen[bytes] | None:
+    """Start building llama.cpp for this CPU in the background when a llama.cpp model is served on PyPI's
+    portable wheel (see `engine_build`); a thread says when it is done."""
+    if not any(spec.source.startswith("engine llamacpp") for spec in service.manager.registry.specs):
+        return None
+    try:
+        child = engine_build.start_background()
+    except (OSError, ValueError) as error:
+        print(f"modelport: warning: llama.cpp is not being built for this CPU: {error}", file=sys.stderr)
+        return None
+    if child is None:
+        return None
+    place = engine_build.folder()
+    print(
+        "modelport: building llama.cpp for this CPU in the background, at idle priority (about 11 min on "
+        f"2 cores; log: {place and place / 'build.log'}); the next start runs it",
+        file=sys.stderr,
+    )
+
+    def done() -> None:
+        if child.wait() == 0:
+            logging.getLogger("modelport").info(
+                "llama.cpp is built for this CPU: the next start of modelport serve runs it"
+            )
+
+    threading.Thread(target=done, name="engine-build", daemon=True).start()
+    return child
 
 
 def _loading_bar(what: str = "loading") -> Callable[[str, int, int], None]:

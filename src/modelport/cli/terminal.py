@@ -37,6 +37,9 @@ def ps(args: argparse.Namespace) -> int:
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    builds = {model["engine_build"] for model in response.json()["data"] if "engine_build" in model}
+    for build in sorted(builds):
+        print(f"engine: {build}")
     return 0
 
 

@@ -20,6 +20,7 @@ from openai.types.chat import ChatCompletion
 
 from modelport import context, metrics
 from modelport.engines import assemble
+from modelport.engines.llamacpp import xllamacpp_loader
 from modelport.errors import InvalidRequestError, ModelNotFoundError, StoreUnavailableError
 from modelport.predictors.contract import Capability, Predictor
 from modelport.predictors.manager import LoadedModel, ModelManager
@@ -409,6 +410,8 @@ class Service:
             # What `modelport ps` shows: memory, idle time, and how long until an idle unload.
             idle = round(time.monotonic() - self.manager.last_used(loaded), 1) if loaded.slots.idle else 0.0
             extra.update(memory_bytes=loaded.memory, idle_seconds=idle, keep_alive=spec.keep_alive)
+            if spec.source.startswith("engine llamacpp"):
+                extra["engine_build"] = xllamacpp_loader.running().describe()
             chat = loaded.predictors.get(Capability.CHAT)
             sees = isinstance(chat, Predictor) and "image" in chat.media
             extra["capabilities"] = sorted(loaded.predictors) + (["vision"] if sees else [])

@@ -10,8 +10,8 @@ short spin to 1000 iterations (87-97 tok/s with two instances), and `GOMP_SPINCO
 libgomp's default (ACTIVE alone spins for minutes after each step, so an idle server would keep its CPUs
 busy). libgomp reads them once, when it loads; a user's own setting of either is left alone.
 
-PyPI's wheel is a portable build (AVX2, GCC 10); on an x86-64 CPU the loader says once how to build it for
-this one, which decodes faster on both CPUs measured, with AVX-512 and without.
+Which llama.cpp it imports: this CPU's own build when there is one (see `engine_build`), else PyPI's
+portable wheel; the loader says once which.
 """
 
 from __future__ import annotations
@@ -19,16 +19,18 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import platform
-from importlib import metadata
 from typing import Any
+
+from modelport import metrics
+from modelport.engines.llamacpp import engine_build
 
 _SPIN = {"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": "300000"}
 log = logging.getLogger("modelport.llamacpp")
 
 
 def load() -> Any:
-    """The xllamacpp module (it has no type stubs)."""
+    """The xllamacpp module (it has no type stubs): this CPU's build when there is one."""
+    engine_build.choose()
     ours = {} if any(name in os.environ for name in _SPIN) else _SPIN
     os.environ.update(ours)
     try:
@@ -36,29 +38,25 @@ def load() -> Any:
     finally:  # only libgomp needs them: processes this one starts get the user's environment
         for name in ours:
             os.environ.pop(name, None)
-    _suggest_native_build()
+    _say_which(xllamacpp)
     return xllamacpp
 
 
 @functools.cache
-def _suggest_native_build() -> None:
-    if platform.machine() not in ("x86_64", "AMD64") or not portable(_wheel_tags()):
-        return
-    log.info(
-        "llama.cpp here is PyPI's portable build: scripts/build-llamacpp builds it for this CPU (~6-13 min), "
-        "which decodes faster (2-core AMD EPYC Zen 3: 8 streams at 1.07x llama-server's own build, against "
-        "0.88x; with AVX-512, 1.24x at ~2k tokens of context)"
-    )
+def running() -> engine_build.EngineBuild:
+    """The llama.cpp this process runs (imported now if it was not)."""
+    return engine_build.running(load())
 
 
-def portable(wheel_tags: str) -> bool:
-    """Whether a wheel's tags (its `WHEEL` file) are those of a build made to run on any Linux (PyPI's,
-    repaired for `manylinux`) rather than one built on this machine (`linux_x86_64`)."""
-    return "manylinux" in wheel_tags
-
-
-def _wheel_tags() -> str:
-    try:
-        return metadata.distribution("xllamacpp").read_text("WHEEL") or ""
-    except metadata.PackageNotFoundError:  # imported from a source tree
-        return ""
+@functools.cache
+def _say_which(module: Any) -> None:
+    build = engine_build.running(module)
+    log.info("engine: %s", build.describe())
+    kind = "native" if build.native else "portable"
+    metrics.ENGINE_BUILD.labels("llama.cpp", kind, build.version, build.features).set(1)
+    if not build.native and engine_build.mode() == "auto":
+        now = engine_build.state()
+        if now.state in ("building", "none"):
+            log.info("llama.cpp is being built for this CPU at idle priority; the next start runs it")
+        elif now.state in ("failed", "unbuildable"):
+            log.info("llama.cpp is not built for this CPU: %s", now.detail)

@@ -1,0 +1,153 @@
+"""llama.cpp built for this CPU: which build a process runs, where a build stands, and `modelport serve`
+building one in the background and ending it with itself. (The compile itself takes minutes: it is
+measured in docs/benchmarks.md, not here.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from modelport.engines.llamacpp import engine_build
+from modelport.engines.llamacpp.launch import default_gguf
+from tests.support.live import free_port
+
+WHICH = """
+from modelport.engines.llamacpp import xllamacpp_loader
+build = xllamacpp_loader.running()
+print(build.native, build.path)
+"""
+
+
+@pytest.fixture
+def engines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("MODELPORT_ENGINE_DIR", str(tmp_path))
+    monkeypatch.setenv(engine_build.VARIABLE, "cached")
+    return tmp_path
+
+
+def fake_build(place: Path) -> Path:
+    """A complete build folder whose xllamacpp is the wheel's own files (linked), as a build would be."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("xllamacpp")
+    assert spec is not None
+    assert spec.origin is not None
+    (place / "site").mkdir(parents=True)
+    (place / "site" / "xllamacpp").symlink_to(Path(spec.origin).parent)
+    (place / "engine.json").write_text(json.dumps({"features": "AVX2"}))
+    return place / "site"
+
+
+def which(env: dict[str, str] | None = None) -> tuple[bool, str]:
+    done = subprocess.run(
+        [sys.executable, "-c", WHICH],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **(env or {})},
+    )
+    native, path = done.stdout.split()
+    return native == "True", path
+
+
+def test_a_process_runs_this_cpus_build_when_there_is_one_and_only_for_this_cpu(engines: Path) -> None:
+    version = engine_build.wheel_version()
+    assert version is not None
+    assert which() == (False, which()[1])  # none yet: the wheel
+
+    other = fake_build(engines / engine_build.key(version).replace(engine_build.key(version)[-12:], "0" * 12))
+    assert not which()[0], f"a build for another CPU ({other}) was run here"
+
+    site = fake_build(engines / engine_build.key(version))
+    native, path = which()
+    assert native
+    assert path == str(site / "xllamacpp")
+    assert engine_build.state().state == "built"
+    assert which({engine_build.VARIABLE: "portable"})[0] is False
+
+
+def test_where_a_build_stands(engines: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    place = engine_build.folder()
+    assert place is not None
+    assert engine_build.state().state == "none"
+    assert not engine_build.should_build(), "the cached mode started a build"
+    monkeypatch.setenv(engine_build.VARIABLE, "auto")
+    assert engine_build.should_build()
+
+    place.mkdir(parents=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'a'); fcntl.flock(f, "
+         "fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)", str(place / "build.lock")],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "held"
+        assert engine_build.state().state == "building"
+        assert not engine_build.should_build(), "a second build was started beside one under way"
+    finally:
+        holder.kill()
+        holder.wait()
+
+    (place / "failed.json").write_text(json.dumps({"reason": "no space left on device"}))
+    now = engine_build.state()
+    assert now.state == "failed"
+    assert "no space left on device" in now.detail
+    assert not engine_build.should_build(), "a build that failed an hour ago was tried again at once"
+    day_ago = time.time() - engine_build.RETRY_AFTER - 60
+    os.utime(place / "failed.json", (day_ago, day_ago))
+    assert engine_build.should_build()
+
+    monkeypatch.setenv(engine_build.VARIABLE, "sometimes")
+    with pytest.raises(ValueError, match="MODELPORT_LLAMACPP_BUILD must be one of auto, cached, portable"):
+        engine_build.mode()
+
+
+def builders(engines: Path) -> Iterator[int]:
+    """Processes that run with this test's engine folder (the build and the compilers under it)."""
+    for entry in Path("/proc").iterdir():
+        try:
+            environ = (entry / "environ").read_bytes()
+        except (OSError, ValueError):
+            continue
+        if entry.name.isdigit() and f"MODELPORT_ENGINE_DIR={engines}".encode() in environ:
+            yield int(entry.name)
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds its processes in /proc")
+def test_serve_builds_in_the_background_and_ends_the_build_with_itself(engines: Path) -> None:
+    port = free_port()
+    env = {**os.environ, engine_build.VARIABLE: "auto", "MODELPORT_ENGINE_DIR": str(engines)}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "modelport.cli", "serve", "--lazy", "--no-defaults", "--port", str(port),
+         "--model", f"chat=llamacpp:{default_gguf()}"],
+        stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    assert server.stderr is not None
+    said = [server.stderr.readline() for _ in range(2)]
+    try:
+        assert any("building llama.cpp for this CPU in the background" in line for line in said), said
+        deadline = time.monotonic() + 30
+        while engine_build.state().state != "building" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert engine_build.state().state == "building"
+        build = [pid for pid in builders(engines) if pid != server.pid]
+        assert build, "no build process"
+        policy = os.sched_getscheduler(build[0])
+        assert policy == os.SCHED_IDLE, f"the build runs at scheduling policy {policy}, not idle"
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(30)
+    deadline = time.monotonic() + 15
+    while list(builders(engines)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not list(builders(engines)), "the build went on after its server ended"
+    assert engine_build.state().state == "none"
