@@ -20,6 +20,7 @@ from typing import Any
 
 import openai
 
+from modelport.engines.llamacpp import engine_build
 from tests.support.live import Served, free_port, serving
 
 THREADS = os.cpu_count() or 1
@@ -46,7 +47,9 @@ def machine() -> str:
     for package in ("modelport", "xllamacpp", "openai", "onnxruntime", "faster-whisper", "piper-tts"):
         with suppress(metadata.PackageNotFoundError):
             versions.append(f"{package} {metadata.version(package)}")
-    return f"{cpu}, {THREADS} threads, Python {platform.python_version()}; " + ", ".join(versions)
+    built = engine_build.ready() is not None and engine_build.mode() != "portable"
+    engine = "llama.cpp built for this CPU" if built else "PyPI's portable llama.cpp"
+    return f"{cpu}, {THREADS} threads, Python {platform.python_version()}; {engine}; " + ", ".join(versions)
 
 
 @contextmanager

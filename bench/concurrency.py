@@ -96,6 +96,21 @@ def main(counts: list[int], tokens: int, rounds: int) -> None:
         row += [f"{rates[ENGINE][count][0] / rates[n][count][0]:.2f}" for n in others]
         rows.append(row)
     print(table("Aggregate tokens/s", headers, rows))
+    spreads = [
+        [
+            count,
+            *(
+                f"{max(r for r, _ in samples[n][count]) / min(r for r, _ in samples[n][count]):.2f}"
+                for n in names
+            ),
+        ]
+        for count in counts
+    ]
+    print(table("Spread over the rounds (fastest round ÷ slowest)", ["streams", *names], spreads))
+    for count in counts:
+        for name in names:
+            rounds = ", ".join(f"{r:.1f}" for r, _ in samples[name][count])
+            print(f"{count} streams, {name}, round by round: {rounds}")
     print("\nTargets at 8 streams: ≥ 1.0× llama-server with 8 slots, ≥ 2× llama-cpp-python's server.")
     print(
         "Every server bans the end tokens with logit_bias; llama-cpp-python applies it in Python per token."

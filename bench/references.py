@@ -1,7 +1,9 @@
 """The reference servers the benchmarks compare against, built once and cached outside the repository.
 
-- `llama-server`: llama.cpp's own server, compiled from the llama.cpp sources vendored in the
-  `llama-cpp-python` sdist (PyPI is the only source this machine can reach). ~15 minutes on 2 cores.
+- `llama-server`: llama.cpp's own server, compiled for this CPU from the llama.cpp that modelport's engine
+  is built from (the sources vendored in the installed xllamacpp version's sdist: PyPI is the only source
+  this machine can reach), so that a ratio compares the servers and not two llama.cpp versions. ~6 minutes
+  on 2 cores.
 - llama-cpp-python's server: the same sdist built as a wheel, installed into its own virtual environment
   so its pins never touch modelport's.
 
@@ -17,17 +19,23 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from importlib import metadata
 from pathlib import Path
 
 LLAMA_CPP_PYTHON = "0.3.36"
 CACHE = Path(os.environ.get("MODELPORT_BENCH_CACHE", Path.home() / ".cache" / "modelport" / "bench"))
 
 
+def _llama_cpp() -> Path:
+    """Where llama.cpp's sources of the installed xllamacpp are kept and built."""
+    return CACHE / f"llama.cpp-xllamacpp-{metadata.version('xllamacpp')}"
+
+
 def llama_server() -> Path | None:
     """The `llama-server` binary: `$LLAMA_SERVER`, the cached build, or one on PATH."""
     for candidate in (
         os.environ.get("LLAMA_SERVER"),
-        str(CACHE / f"llama.cpp-{LLAMA_CPP_PYTHON}" / "build" / "bin" / "llama-server"),
+        str(_llama_cpp() / "build" / "bin" / "llama-server"),
         shutil.which("llama-server"),
     ):
         if candidate and Path(candidate).is_file():
@@ -41,14 +49,14 @@ def llama_cpp_python() -> Path | None:
     return python if python.is_file() else None
 
 
-def _sdist() -> Path:
-    target = CACHE / f"llama_cpp_python-{LLAMA_CPP_PYTHON}.tar.gz"
+def _sdist(name: str = "llama-cpp-python", version: str = LLAMA_CPP_PYTHON) -> Path:
+    target = CACHE / f"{name.replace('-', '_')}-{version}.tar.gz"
     if not target.is_file():
         CACHE.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory() as tmp:
             subprocess.run(
                 [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-d", tmp,
-                 f"llama-cpp-python=={LLAMA_CPP_PYTHON}"],
+                 f"{name}=={version}"],
                 check=True,
             )  # fmt: skip
             shutil.move(next(Path(tmp).glob("*.tar.gz")), target)
@@ -56,20 +64,21 @@ def _sdist() -> Path:
 
 
 def build_llama_server() -> Path:
-    """Compile `llama-server` (CPU, native instructions, no curl) from the sdist's vendored llama.cpp."""
+    """Compile `llama-server` (CPU, native instructions, no curl) from xllamacpp's vendored llama.cpp."""
     found = llama_server()
     if found:
         return found
-    source = CACHE / f"llama.cpp-{LLAMA_CPP_PYTHON}"
+    source = _llama_cpp()
     if not (source / "CMakeLists.txt").is_file():
-        with tarfile.open(_sdist()) as sdist, tempfile.TemporaryDirectory() as tmp:
+        archive = _sdist("xllamacpp", metadata.version("xllamacpp"))
+        with tarfile.open(archive) as sdist, tempfile.TemporaryDirectory() as tmp:
             sdist.extractall(tmp, filter="data")
-            shutil.move(next(Path(tmp).glob("*/vendor/llama.cpp")), source)
+            shutil.move(next(Path(tmp).glob("*/thirdparty/llama.cpp")), source)
     build = source / "build"
     subprocess.run(
         ["cmake", "-S", str(source), "-B", str(build), "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
          "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
-         "-DLLAMA_BUILD_SERVER=ON", "-DGGML_NATIVE=ON"],
+         "-DLLAMA_BUILD_SERVER=ON", "-DGGML_NATIVE=ON", "-DLLAMA_BUILD_BORINGSSL=OFF"],
         check=True,
     )  # fmt: skip
     subprocess.run(["cmake", "--build", str(build), "--target", "llama-server"], check=True)

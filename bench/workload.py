@@ -1,6 +1,7 @@
 """Benchmark: workloads users feel — agent sessions, RAG answers that quote, a code edit, free chat — against
-modelport at its defaults (n-gram speculation from each request's own context, the conversation cache),
-without speculation, with the n-gram table all requests share and without its conversation cache, and
+modelport at its defaults (llama.cpp built for this CPU where it is, the conversation cache), on PyPI's
+portable llama.cpp, with each kind of n-gram speculation (none, the table all requests share, each
+request's own context) and without its conversation cache, and
 llama-server with modelport's slots and context (8 slots in a 32k shared cache) at its defaults otherwise
 and with its best flags for these workloads (n-gram speculation), and as a user starts it bare (the model
 and the threads), all in one run; with `--rounds N`, every server once per round, in turn, and the medians.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import random
 import statistics
 import time
@@ -23,11 +25,13 @@ from collections.abc import Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+from unittest import mock
 
 from bench import references, workload_data
 from bench.common import THREADS, http_client, llama_server, machine, modelport_server, table
 from bench.decode import CHAT, CONFIG, N_CTX, SLOTS
 from modelport.engines import llamacpp
+from modelport.engines.llamacpp import engine_build
 from tests.support.live import free_port, serving
 
 BEST_FLAGS = ["--spec-type", "ngram-mod"]
@@ -61,6 +65,7 @@ class Outcome:
         p95 = firsts[min(len(firsts) - 1, round(0.95 * (len(firsts) - 1)))]
         rates = [r.stream_rate for r in self.replies if r.stream_rate == r.stream_rate]
         tokens = sum(r.tokens for r in self.replies)
+        times = [r.seconds for r in self.replies]
         return [
             statistics.median(firsts) * 1000,
             p95 * 1000,
@@ -68,6 +73,7 @@ class Outcome:
             tokens / self.wall,
             self.wall,
             sum(r.cached for r in self.replies),
+            max(times) / statistics.median(times),
             self.retried,
         ]
 
@@ -188,13 +194,23 @@ def llama_server_bare(binary: Any, gguf: Any) -> Iterator[str]:
         yield url
 
 
+@contextmanager
+def on_the_wheel(config: str) -> Iterator[str]:
+    """modelport on PyPI's portable llama.cpp even where this CPU has its own build."""
+    with mock.patch.dict(os.environ, {engine_build.VARIABLE: "portable"}), modelport_server(config) as url:
+        yield url
+
+
 def servers() -> Iterator[tuple[str, Callable[[], AbstractContextManager[str]]]]:
-    plain = CONFIG + 'speculative = "none"\n'
-    shared = CONFIG + 'speculative = "ngram-mod"\n'
+    def speculating(kind: str) -> str:
+        return CONFIG + f'speculative = "{kind}"\n'
+
     forgetting = CONFIG + "conversation_cache_mib = 0\n"
     yield "modelport", lambda: modelport_server(CONFIG)
-    yield "modelport without speculation", lambda: modelport_server(plain)
-    yield "modelport ngram-mod", lambda: modelport_server(shared)
+    yield "modelport wheel", lambda: on_the_wheel(CONFIG)
+    yield "modelport without speculation", lambda: modelport_server(speculating("none"))
+    yield "modelport ngram-mod", lambda: modelport_server(speculating("ngram-mod"))
+    yield "modelport ngram-map-k", lambda: modelport_server(speculating("ngram-map-k"))
     yield "modelport without conversation cache", lambda: modelport_server(forgetting)
     binary = references.llama_server()
     if binary is None:
@@ -214,6 +230,7 @@ HEADERS = [
     "aggregate tok/s",
     "wall s",
     "cached",
+    "slowest ÷ median",
     "retried",
 ]
 

@@ -75,8 +75,12 @@ def loaded(live: LiveServer) -> dict[str, dict[str, object]]:
     return {m["id"]: m for m in listing}
 
 
+def metrics(live: LiveServer) -> str:
+    return httpx.get(f"{live.url}/metrics").text
+
+
 def unloads(live: LiveServer, reason: str) -> float:
-    text = httpx.get(f"{live.url}/metrics").text
+    text = metrics(live)
     found = re.findall(rf'modelport_model_unloads_total{{model="[^"]+",reason="{reason}"}} (\S+)', text)
     return sum(float(n) for n in found)
 
@@ -107,9 +111,19 @@ def test_alternating_models_under_a_budget_for_one_evict_and_reload(
         timeout=60,
     )
     assert shown.returncode == 0, shown.stderr
-    header, row = shown.stdout.splitlines()
+    header, row, engine = shown.stdout.splitlines()
     assert header.split() == ["MODEL", "MEMORY", "IDLE", "UNLOADED", "WHEN", "IDLE", "FOR"]
     assert re.fullmatch(r"right +\d+ MiB +\d+ s +300 s", row)
+    # Which llama.cpp build serves: here, in the model's object, and in the metrics.
+    assert re.fullmatch(
+        r"engine: llama\.cpp of xllamacpp \S+, (built for this CPU|PyPI's portable build) \(.*AVX.*\)", engine
+    )
+    assert engine.removeprefix("engine: ") == listed["engine_build"]
+    build = re.search(
+        r'modelport_engine_build_info\{engine="llama.cpp",build="(\w+)",[^}]*\} 1.0', metrics(live)
+    )
+    assert build is not None
+    assert (build[1] == "native") == ("built for this CPU" in engine)
 
 
 def test_concurrent_requests_during_evictions_are_not_lost(client: openai.OpenAI) -> None:
