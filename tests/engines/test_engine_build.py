@@ -123,7 +123,8 @@ def builders(engines: Path) -> Iterator[int]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds its processes in /proc")
-def test_serve_builds_in_the_background_and_ends_the_build_with_itself(engines: Path) -> None:
+@pytest.mark.parametrize("ending", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+def test_serve_builds_in_the_background_and_ends_the_build_with_itself(engines: Path, ending: int) -> None:
     port = free_port()
     env = {**os.environ, engine_build.VARIABLE: "auto", "MODELPORT_ENGINE_DIR": str(engines)}
     server = subprocess.Popen(
@@ -144,7 +145,7 @@ def test_serve_builds_in_the_background_and_ends_the_build_with_itself(engines: 
         policy = os.sched_getscheduler(build[0])
         assert policy == os.SCHED_IDLE, f"the build runs at scheduling policy {policy}, not idle"
     finally:
-        server.send_signal(signal.SIGINT)
+        server.send_signal(ending)
         server.wait(30)
     deadline = time.monotonic() + 15
     while list(builders(engines)) and time.monotonic() < deadline:

@@ -42,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "build":
         if args.idle:
             engine_build.idle_priority()
+            engine_build.follow_parent()
         try:
             site = engine_build.build(args.jobs, say=lambda line: print(f"modelport: {line}", flush=True))
         except RuntimeError as error:

@@ -19,6 +19,7 @@ with Cargo, which would fetch from GitHub and crates.io).
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import hashlib
 import io
@@ -26,6 +27,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -46,6 +48,8 @@ VARIABLE = "MODELPORT_LLAMACPP_BUILD"
 # cached: run this CPU's build if there is one, never start one (the tests); portable: run the wheel.
 MODES = ("auto", "cached", "portable")
 LLGUIDANCE = "1.9.1"  # the version xllamacpp's llama.cpp is written against
+PARENT = "MODELPORT_BUILD_PARENT"  # the server a background build ends with
+_PR_SET_PDEATHSIG = 1
 RETRY_AFTER = 24 * 3600  # an automatic build that failed is not tried again before this (seconds)
 # The machines llama.cpp's CMake knows native flags for; elsewhere the wheel (or its absence) stays.
 MACHINES = ("x86_64", "amd64", "aarch64", "arm64")
@@ -216,6 +220,7 @@ def start_background() -> subprocess.Popen[bytes] | None:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its compilers are one process group, ended together
+            env={**os.environ, PARENT: str(os.getpid())},
         )
 
 
@@ -228,6 +233,27 @@ def stop(child: subprocess.Popen[bytes], wait: float = 10) -> None:
         child.wait(wait)
     except (ProcessLookupError, subprocess.TimeoutExpired):
         os.killpg(child.pid, 9)
+
+
+def follow_parent() -> None:
+    """End this build, compilers and all, when the server that started it ends, however it ends (a
+    SIGTERM that uvicorn re-raises after its shutdown, or a kill -9, runs no code of the server's)."""
+    parent = os.environ.get(PARENT)
+    if parent is None:
+        return
+
+    def end(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.killpg(os.getpgrp(), signal.SIGTERM)  # the compilers, then this process
+
+    signal.signal(signal.SIGTERM, end)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)  # Linux: SIGTERM when the parent ends
+    except (AttributeError, OSError):
+        return
+    if os.getppid() != int(parent):  # it ended before the line above
+        end(signal.SIGTERM, None)
 
 
 def idle_priority() -> None:
