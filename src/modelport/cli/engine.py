@@ -28,7 +28,10 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     build.add_argument("--jobs", type=int, help="compilers at once (default: one per CPU)")
     build.add_argument(
-        "--idle", action="store_true", help="compile only on CPU time nothing else wants (SCHED_IDLE)"
+        "--idle",
+        action="store_true",
+        help="compile only on CPU time nothing else wants (SCHED_IDLE), pausing on `pause` and going on on "
+        "`go` read from standard input, and stop when it ends (how `serve` runs it)",
     )
 
 
@@ -42,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "build":
         if args.idle:
             engine_build.idle_priority()
-            engine_build.follow_parent()
+            engine_build.follow_server()
         try:
             site = engine_build.build(args.jobs, say=lambda line: print(f"modelport: {line}", flush=True))
         except RuntimeError as error:

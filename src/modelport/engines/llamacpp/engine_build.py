@@ -19,7 +19,7 @@ with Cargo, which would fetch from GitHub and crates.io).
 
 from __future__ import annotations
 
-import ctypes
+import contextlib
 import fcntl
 import hashlib
 import io
@@ -31,6 +31,7 @@ import signal
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -48,8 +49,6 @@ VARIABLE = "MODELPORT_LLAMACPP_BUILD"
 # cached: run this CPU's build if there is one, never start one (the tests); portable: run the wheel.
 MODES = ("auto", "cached", "portable")
 LLGUIDANCE = "1.9.1"  # the version xllamacpp's llama.cpp is written against
-PARENT = "MODELPORT_BUILD_PARENT"  # the server a background build ends with
-_PR_SET_PDEATHSIG = 1
 RETRY_AFTER = 24 * 3600  # an automatic build that failed is not tried again before this (seconds)
 # The machines llama.cpp's CMake knows native flags for; elsewhere the wheel (or its absence) stays.
 MACHINES = ("x86_64", "amd64", "aarch64", "arm64")
@@ -216,44 +215,92 @@ def start_background() -> subprocess.Popen[bytes] | None:
     with (place / "build.log").open("ab") as log:
         return subprocess.Popen(
             [sys.executable, "-m", "modelport.cli", "engine", "build", "--idle"],
-            stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            start_new_session=True,  # its compilers are one process group, ended together
-            env={**os.environ, PARENT: str(os.getpid())},
+            stdin=subprocess.PIPE,  # `pause` and `go` (see `follow_server`); closed, the build ends
+            start_new_session=True,
         )
+
+
+def order(child: subprocess.Popen[bytes], word: str) -> bool:
+    """Tell a background build to `pause` or `go`; False once it has ended."""
+    try:
+        assert child.stdin is not None
+        child.stdin.write(f"{word}\n".encode())
+        child.stdin.flush()
+    except (BrokenPipeError, ValueError):
+        return False
+    return True
 
 
 def stop(child: subprocess.Popen[bytes], wait: float = 10) -> None:
     """End a background build and every compiler it runs (the next one goes on from its objects)."""
-    if child.poll() is not None:
-        return
+    if child.stdin is not None:
+        with contextlib.suppress(BrokenPipeError):
+            child.stdin.close()
     try:
-        os.killpg(child.pid, 15)
         child.wait(wait)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        os.killpg(child.pid, 9)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
 
 
-def follow_parent() -> None:
-    """End this build, compilers and all, when the server that started it ends, however it ends (a
-    SIGTERM that uvicorn re-raises after its shutdown, or a kill -9, runs no code of the server's)."""
-    parent = os.environ.get(PARENT)
-    if parent is None:
-        return
+class _Steps:
+    """The build's commands, each in a process group of its own: a server pauses the one under way while it
+    answers requests (SIGSTOP and SIGCONT to its group, compilers and all) and ends it with itself, while
+    the build's own process keeps listening."""
 
-    def end(signum: int, frame: Any) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.killpg(os.getpgrp(), signal.SIGTERM)  # the compilers, then this process
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._current: subprocess.Popen[str] | None = None
+        self.paused = False
+        self.ended = False
 
-    signal.signal(signal.SIGTERM, end)
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)  # Linux: SIGTERM when the parent ends
-    except (AttributeError, OSError):
-        return
-    if os.getppid() != int(parent):  # it ended before the line above
-        end(signal.SIGTERM, None)
+    def run(
+        self, command: list[str], env: dict[str, str] | None = None, capture: bool = False
+    ) -> subprocess.CompletedProcess[str]:
+        """Run `command` to its end; raise `CalledProcessError` when it fails (unless `capture`)."""
+        out = subprocess.PIPE if capture else None
+        with self._lock:
+            if self.ended:
+                raise RuntimeError("the server that started this build has ended")
+            child = subprocess.Popen(command, env=env, stdout=out, stderr=out, text=True, process_group=0)
+            self._current = child
+            if self.paused:
+                os.killpg(child.pid, signal.SIGSTOP)
+        stdout, stderr = child.communicate()
+        with self._lock:
+            self._current = None
+        if child.returncode and not capture:
+            raise subprocess.CalledProcessError(child.returncode, command)
+        return subprocess.CompletedProcess(command, child.returncode, stdout, stderr)
+
+    def signal(self, signum: int) -> None:
+        """Send `signum` to the command under way and everything it started."""
+        with self._lock:
+            self.ended = self.ended or signum == signal.SIGKILL
+            if self._current is not None and self._current.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self._current.pid, signum)
+
+
+_STEPS = _Steps()
+
+
+def follow_server() -> None:
+    """Take orders from the server that started this build, on standard input: `pause` while it answers
+    requests, `go` when it is idle; the input's end (the server ended, however it ended) ends the build,
+    compilers and all."""
+
+    def listen() -> None:
+        for line in sys.stdin:
+            order = line.strip()
+            if order in ("pause", "go"):
+                _STEPS.paused = order == "pause"
+                _STEPS.signal(signal.SIGSTOP if _STEPS.paused else signal.SIGCONT)
+        _STEPS.signal(signal.SIGKILL)
+        os._exit(1)
+
+    threading.Thread(target=listen, name="server-orders", daemon=True).start()
 
 
 def idle_priority() -> None:
@@ -317,13 +364,13 @@ def _compile(version: str, place: Path, jobs: int, say: Any) -> str:
         _unpack(_sdist("llguidance", LLGUIDANCE), include, f"llguidance-{LLGUIDANCE}/parser/llguidance.h")
     pip = [python, "-m", "pip", "--disable-pip-version-check", "install", "--quiet", "--no-deps", "--upgrade"]
     if not (site / "llguidance").is_dir():
-        subprocess.run([*pip, "--target", str(site), f"llguidance=={LLGUIDANCE}"], check=True)
+        _STEPS.run([*pip, "--target", str(site), f"llguidance=={LLGUIDANCE}"])
     library = next((site / "llguidance").glob("_lib*.so"), None)
     if library is None:
         raise RuntimeError(f"llguidance {LLGUIDANCE}'s wheel has no _lib shared library")
     env = dict(os.environ, NPROC=str(jobs))
     if not shutil.which("cmake"):  # PyPI's, by its binary: pip's build environment hides the venv's
-        subprocess.run([*pip, "--target", str(work / "tools"), "cmake"], check=True)
+        _STEPS.run([*pip, "--target", str(work / "tools"), "cmake"])
         env["PATH"] = f"{work / 'tools' / 'cmake' / 'data' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     # The extension module leaves Python's symbols to the interpreter that loads it; CMake's test
     # programs, linked with these flags too, are never run.
@@ -336,16 +383,15 @@ def _compile(version: str, place: Path, jobs: int, say: Any) -> str:
     say(f"compiling llama.cpp for this CPU with {jobs} jobs (logged as it goes)")
     # A folder is built in place: llama.cpp's objects stay in `source` for a build that was stopped.
     wheels = work / "wheel"
-    subprocess.run(
+    _STEPS.run(
         [python, "-m", "pip", "--disable-pip-version-check", "wheel", "--quiet", "--no-deps", "--wheel-dir",
          str(wheels), str(source)],
-        check=True,
         env=env,
     )  # fmt: skip
     built = next(wheels.glob(f"xllamacpp-{version}-*.whl"), None)
     if built is None:
         raise RuntimeError(f"the build made no xllamacpp {version} wheel")
-    subprocess.run([*pip, "--target", str(site), str(built)], check=True)
+    _STEPS.run([*pip, "--target", str(site), str(built)])
     return _check(site)
 
 
@@ -370,9 +416,7 @@ print(json.dumps(engine_build.running(xllamacpp).features))
 
 def _check(site: Path) -> str:
     env = dict(os.environ, **{VARIABLE: "portable"})  # the check imports from `site` itself
-    done = subprocess.run(
-        [sys.executable, "-c", _CHECK, str(site)], check=False, env=env, capture_output=True, text=True
-    )
+    done = _STEPS.run([sys.executable, "-c", _CHECK, str(site)], env=env, capture=True)
     if done.returncode != 0 or not done.stdout.strip():
         raise RuntimeError(
             f"the build did not load and generate (exit status {done.returncode}): {done.stderr[-2000:]}"
