@@ -120,7 +120,7 @@ def test_alternating_models_under_a_budget_for_one_evict_and_reload(
     )
     assert engine.removeprefix("engine: ") == listed["engine_build"]
     build = re.search(
-        r'modelport_engine_build_info\{engine="llama.cpp",build="(\w+)",[^}]*\} 1.0', metrics(live)
+        r'modelport_engine_build_info\{build="(\w+)",engine="llama.cpp",[^}]*\} 1.0', metrics(live)
     )
     assert build is not None
     assert (build[1] == "native") == ("built for this CPU" in engine)

@@ -16,16 +16,18 @@ from modelport.engines.llamacpp import gguf_header, thread_binding, xllamacpp_lo
 from modelport.engines.packaged import package_dir
 
 SLOTS = 8  # requests decoding together by default (`n_parallel`)
-# `ngram-mod` drafts from one n-gram table all requests share (a 24-token key seen before proposes the 48-64
-# tokens that followed it), verified by the model, so greedy answers keep their tokens: what is copied
-# (a code edit, a quote, an agent's tool results) decodes faster, and text that never repeats drafts little.
-# Chosen on `bench.workload`'s table with llama.cpp built for the CPU (docs/benchmarks.md, 2026-11-27):
-# against no speculation, aggregate tok/s 1.04x on agent sessions, 1.08x on a code edit, 1.05x on RAG
-# quotes, 0.96-0.98x on free chat. `ngram-map-k` (each request's own context) drafted a code edit faster
-# still, but this llama.cpp aborts the whole process on an assertion in `common_ngram_map_draft`
-# ("map.idx_last_check > cur_len") within minutes of mixed concurrent traffic (`bench.soak --clients 16`
-# killed the server within 150 s); it stays a per-model option.
-SPECULATIVE = "ngram-mod"
+# No speculation by default, chosen on `bench.workload`'s table with llama.cpp built for the CPU
+# (docs/benchmarks.md, 2026-11-27). `ngram-mod` (one n-gram table all requests share: a 24-token key seen
+# before drafts the 48-64 tokens that followed, verified by the model) gave 1.04x on agent sessions, 1.08x
+# on a code edit, 1.05x on RAG quotes and 0.96-0.98x on free chat in aggregate tok/s, within this machine's
+# run-to-run noise, but 0.82x on 8 similar streams (each drafts from the others' text), and a greedy answer
+# asked again came back different (its drafts come from the first answer, and a verifying batch rounds
+# otherwise than one token does): repeatable greedy answers are worth more than a few percent.
+# `ngram-map-k` (each request's own context) drafted a code edit fastest, but this llama.cpp aborts the
+# whole process on an assertion in `common_ngram_map_draft` ("map.idx_last_check > cur_len") within
+# minutes of mixed concurrent traffic (`bench.soak --clients 16` killed the server within 150 s). Both stay
+# per-model options (`speculative` in models.toml).
+SPECULATIVE = "none"
 # Tokens one `ngram-map-k` draft holds (llama.cpp's default: 48). Measured on a code edit and on RAG quotes
 # (bench.workload): 16 accepted 82% and 67% of its drafts and decoded fastest; 48 wasted its longer tails.
 MAP_DRAFT_TOKENS = 16
@@ -65,8 +67,8 @@ def start_server(
     `"auto"` while other processes keep those CPUs busy (see `thread_binding`), True always, False never.
     (llama.cpp's `poll` is not offered: xllamacpp's llama.cpp waits at barriers in OpenMP, which ignores
     it; see `xllamacpp_loader`.)
-    `speculative` drafts tokens without a draft model (`ngram-mod`, the default, `ngram-map-k`,
-    `ngram-simple`, `ngram-cache`: llama.cpp's n-gram lookups, verified by the model) or not (`none`).
+    `speculative` drafts tokens without a draft model (`ngram-mod`, `ngram-map-k`, `ngram-simple`,
+    `ngram-cache`: llama.cpp's n-gram lookups, verified by the model) or not (`none`, the default).
     `draft` is a smaller GGUF of the same vocabulary that drafts where the n-grams offer nothing.
     `slot_save_path` is the folder slots are saved to and restored from (see `conversations`).
     `mmproj` is a multimodal projector GGUF (the model then sees images); an image becomes at most
