@@ -158,7 +158,10 @@ class ModelManager:
         metrics.UNLOADS.labels(model_id, reason).inc()
         log.info("unloaded %s (%s; it took ~%.0f MiB)", model_id, reason, model.memory / 2**20)
         del model
-        await anyio.to_thread.run_sync(gc.collect)  # engines' closures form cycles
+        # Engines' closures form cycles, and a model loaded at start-up was frozen with it (see the server's
+        # start-up): back into the collector's reach, or its memory would never return.
+        gc.unfreeze()
+        await anyio.to_thread.run_sync(gc.collect)
         return True
 
     async def reap_idle(self) -> None:
