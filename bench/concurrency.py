@@ -2,7 +2,7 @@
 engine alone (`bench.engine`: what modelport adds, apart from what the engine's build costs) vs llama-server
 with the same slots vs llama-cpp-python's server.
 
-    .venv/bin/python -m bench.concurrency [--tokens 64] [--streams 1 4 8 16]
+    .venv/bin/python -m bench.concurrency [--tokens 64] [--streams 1 4 8 16] [--speculative ngram-mod …]
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ async def aggregate(url: str, model: str, streams: int, tokens: int) -> tuple[fl
     return sum(n for n, _ in results) / wall, wall / min(end for _, end in results)
 
 
-def servers() -> Iterator[tuple[str, Callable[[], AbstractContextManager[str]]]]:
+def servers(speculation: list[str]) -> Iterator[tuple[str, Callable[[], AbstractContextManager[str]]]]:
     yield "modelport HTTP", lambda: modelport_server(CONFIG)
     yield ENGINE, engine_server
     gguf = llamacpp.default_gguf()
@@ -64,13 +64,18 @@ def servers() -> Iterator[tuple[str, Callable[[], AbstractContextManager[str]]]]
         print("\nllama-cpp-python: not built (python -m bench.references); its column is absent.")
     else:
         yield "llama-cpp-python server", lambda: llama_cpp_python_server(python, gguf, 8192)
+    for kind in speculation:  # modelport with another speculation than its default, to compare
+        yield (
+            f"modelport speculative={kind}",
+            lambda kind=kind: modelport_server(f'{CONFIG}speculative = "{kind}"\n'),
+        )
 
 
-def main(counts: list[int], tokens: int, rounds: int) -> None:
+def main(counts: list[int], tokens: int, rounds: int, speculation: list[str]) -> None:
     title = f"# Aggregate decode, {tokens} tokens per stream, median of {rounds} interleaved rounds"
     print(f"{title}\n\n{machine()}")
     with ExitStack() as stack:
-        urls = {name: stack.enter_context(start()) for name, start in servers()}
+        urls = {name: stack.enter_context(start()) for name, start in servers(speculation)}
         # Round by round, every server in turn, so that the machine's drift affects all alike.
         samples: dict[str, dict[int, list[tuple[float, float]]]] = {n: defaultdict(list) for n in urls}
         for count in counts:
@@ -122,5 +127,8 @@ if __name__ == "__main__":
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--streams", type=int, nargs="+", default=[1, 4, 8, 16])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--speculative", nargs="+", default=[], metavar="KIND", help="also modelport with these speculations"
+    )
     arguments = parser.parse_args()
-    main(arguments.streams, arguments.tokens, arguments.rounds)
+    main(arguments.streams, arguments.tokens, arguments.rounds, arguments.speculative)

@@ -150,12 +150,13 @@ def _build_engine(service: Service) -> subprocess.Popen[bytes] | None:
     )
 
     def busy() -> bool:
-        return any(model.slots.active for model in service.manager.loaded_models())
+        return service.loop is None or service.manager.busy()  # not started, loading or answering
 
     def pause_while_busy() -> None:
         """Compilers beside a generating llama.cpp took 40-55% of its decode speed on 2 cores even at idle
-        priority (caches and memory bandwidth are shared): the build runs only while nothing is answered."""
-        paused, quiet_since = False, time.monotonic()
+        priority (caches and memory bandwidth are shared): the build runs only while nothing is loaded or
+        answered."""
+        paused, quiet_since = engine_build.order(child, "pause"), time.monotonic()
         while child.poll() is None:
             now = time.monotonic()
             if busy():

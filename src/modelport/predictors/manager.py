@@ -174,6 +174,13 @@ class ModelManager:
                 if keep_alive is not None and model.slots.idle and now - self.last_used(model) >= keep_alive:
                     await self.unload(model.spec.id, "idle")
 
+    def busy(self) -> bool:
+        """Whether a model is loading or answering now (read from any thread)."""
+        loading = list(self._loading.values())
+        return any(not future.done() for future in loading) or any(
+            model.slots.active for model in list(self._loaded.values())
+        )
+
     def loaded_models(self) -> list[LoadedModel]:
         """The models loaded so far."""
         return list(self._loaded.values())

@@ -158,7 +158,7 @@ def _portable_wheel() -> bool:
 
 
 @dataclass(frozen=True)
-class State:
+class BuildState:
     """Where this machine's build stands: `built`, `building`, `failed`, `unbuildable` or `none`."""
 
     state: str
@@ -166,23 +166,23 @@ class State:
     place: Path | None
 
 
-def state() -> State:
+def state() -> BuildState:
     """Whether this CPU has its build, one is under way, the last one failed, or none can be made."""
     place = folder()
     if place is None:
-        return State("unbuildable", "xllamacpp is not installed", None)
+        return BuildState("unbuildable", "xllamacpp is not installed", None)
     if (place / "engine.json").is_file():
-        return State("built", json.loads((place / "engine.json").read_text()).get("features", ""), place)
+        return BuildState("built", json.loads((place / "engine.json").read_text()).get("features", ""), place)
     if _locked(place):
-        return State("building", f"log: {place / 'build.log'}", place)
+        return BuildState("building", f"log: {place / 'build.log'}", place)
     failed = place / "failed.json"
     if failed.is_file():
         reason = json.loads(failed.read_text())
-        return State("failed", f"{reason['reason']} (log: {place / 'build.log'})", place)
+        return BuildState("failed", f"{reason['reason']} (log: {place / 'build.log'})", place)
     missing = _missing_tool()
     if missing:
-        return State("unbuildable", missing, place)
-    return State("none", "not built yet", place)
+        return BuildState("unbuildable", missing, place)
+    return BuildState("none", "not built yet", place)
 
 
 def _missing_tool() -> str | None:
@@ -307,7 +307,7 @@ def idle_priority() -> None:
     """Run this process and all it starts only on CPU time nothing else wants."""
     try:
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    except (AttributeError, OSError):  # not Linux, or refused: the lowest nice value at least
+    except (AttributeError, OSError):  # not Linux, or refused: the weakest nice value instead
         os.nice(19)
 
 
