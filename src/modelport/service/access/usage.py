@@ -66,6 +66,9 @@ class Meter:
         self.flush_seconds = flush_seconds
         self._pending = _rows()
         self._task: asyncio.Task[None] | None = None
+        # One write at a time: a read's flush that found nothing pending must still wait for the rows a
+        # background flush took a moment before and is writing, or the read misses them.
+        self._writing = asyncio.Lock()
 
     def record(
         self, request: RequestContext, model: str, kind: str, tally: Tally, characters: int = 0
@@ -94,6 +97,10 @@ class Meter:
 
     async def flush(self) -> None:
         """Write what is pending now (also at shutdown, and before usage is read)."""
+        async with self._writing:
+            await self._write()
+
+    async def _write(self) -> None:
         if self.store is None or not self._pending:
             return
         pending, self._pending = self._pending, _rows()
