@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -74,6 +75,25 @@ def test_a_process_runs_this_cpus_build_when_there_is_one_and_only_for_this_cpu(
     assert which({engine_build.VARIABLE: "portable"})[0] is False
 
 
+COMPILER = pytest.mark.skipif(
+    shutil.which("c++") is None, reason="a build needs a C++ compiler: apt-get install build-essential"
+)
+
+
+def test_without_a_compiler_nothing_is_built_and_the_state_says_why(
+    engines: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(engines))  # no c++ there
+    monkeypatch.setenv(engine_build.VARIABLE, "auto")
+    now = engine_build.state()
+    assert now.state == "unbuildable"
+    assert "no C++ compiler" in now.detail
+    assert not engine_build.should_build()
+    with pytest.raises(RuntimeError, match="no C\\+\\+ compiler"):
+        engine_build.build()
+
+
+@COMPILER
 def test_where_a_build_stands(engines: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     place = engine_build.folder()
     assert place is not None
@@ -123,6 +143,7 @@ def builders(engines: Path) -> Iterator[int]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds its processes in /proc")
+@COMPILER
 @pytest.mark.parametrize(
     "ending",
     [
