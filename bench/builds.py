@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import time
-from typing import Any
-from unittest import mock
 
 from bench import workload_data
 from bench.common import http_client, machine, modelport_server, table
 from bench.decode import CHAT, CONFIG
+from bench.workload import on_the_wheel
 from modelport.engines.llamacpp import engine_build
 
 PASSES = [("portable", 1), ("portable", 8), ("built", 1), ("built", 8)]
@@ -31,7 +29,7 @@ PASSES = [("portable", 1), ("portable", 8), ("built", 1), ("built", 8)]
 
 def prompts() -> list[str]:
     source = workload_data.source_file()
-    names = [source.split("def ", 1 + 5 * i)[-1].split("(", 1)[0] for i in range(4)]
+    names = [workload_data.function_name(source, i) for i in range(4)]
     edits = [
         f"Rename the function {n} to renamed_{n}. Return the whole file.\n\n```python\n{source}```"
         for n in names
@@ -61,13 +59,6 @@ async def answers(url: str, asks: list[str], tokens: int, together: int) -> tupl
     return list(texts), made / seconds
 
 
-def serve(build: str) -> Any:
-    """modelport on this build (`portable`: PyPI's wheel; `built`: this CPU's)."""
-    return mock.patch.dict(
-        os.environ, {engine_build.VARIABLE: "portable" if build == "portable" else "cached"}
-    )
-
-
 def shared_prefix(a: str, b: str) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
@@ -79,7 +70,9 @@ def main(tokens: int) -> None:
     print(f"# Greedy answers on each llama.cpp build\n\n{machine()}\n\n{len(asks)} prompts, {tokens} tokens")
     results: dict[tuple[str, int], tuple[list[str], float]] = {}
     for build, together in PASSES:
-        with serve(build), modelport_server(CONFIG) as url:
+        # main() has made sure this CPU's build exists: a server at its defaults runs it.
+        served = on_the_wheel(CONFIG) if build == "portable" else modelport_server(CONFIG)
+        with served as url:
             asyncio.run(answers(url, ["Hello"], 8, 1))  # page faults paid before the pass
             results[(build, together)] = asyncio.run(answers(url, asks, tokens, together))
         print(f"  {build}, {together} at once: {results[(build, together)][1]:.1f} tok/s", flush=True)

@@ -156,7 +156,7 @@ async def code(url: str) -> Outcome:
     source = workload_data.source_file()
     asks = []
     for index in range(3):
-        name = source.split("def ", 1 + 5 * index)[-1].split("(", 1)[0]
+        name = workload_data.function_name(source, index)
         asks.append(
             f"Rename the function {name} to renamed_{index}. Return the whole file.\n\n```python\n{source}```"
         )

@@ -142,6 +142,11 @@ def source_file(seed: int = 3) -> str:
     return "\n".join(lines[:150]) + "\n"
 
 
+def function_name(source: str, index: int) -> str:
+    """The name of the (5 × index + 1)-th function defined in `source` (the functions a code edit renames)."""
+    return source.split("def ", 1 + 5 * index)[-1].split("(", 1)[0]
+
+
 QUESTIONS = [
     "What makes a good cup of tea?",
     "Explain why the sky is blue to a child.",

@@ -3,9 +3,10 @@ build a process runs, and making one.
 
 PyPI's xllamacpp wheel is a portable build (AVX2, GCC 10) so that it runs on any x86-64 Linux; the same
 llama.cpp compiled here with `GGML_NATIVE` (every instruction this CPU has, this machine's compiler)
-decodes faster (docs/benchmarks.md). A build takes minutes (about 11 on 2 cores), so `modelport serve`
+decodes faster (docs/benchmarks.md). A build takes minutes (about 7 on 2 cores), so `modelport serve`
 does not wait for one: it serves on the wheel at once, builds beside it at idle priority (`SCHED_IDLE`:
-the build gets only CPU time nothing else wants), and its next start runs the build.
+the build gets only CPU time nothing else wants) and paused while the server answers, and its next start
+runs the build.
 
 A build lives outside the virtual environment, in `<cache>/engine/<key>/`: the key names the xllamacpp
 version, the machine and a hash of the CPU's feature flags, so a cache copied to another CPU is not used
@@ -320,7 +321,8 @@ def build(jobs: int | None = None, say: Any = print) -> Path:
     missing = _missing_tool()
     if missing:
         raise RuntimeError(missing)
-    place = home() / key(version)
+    place = folder(version)
+    assert place is not None
     place.mkdir(parents=True, exist_ok=True)
     with _lock(place):
         if (place / "engine.json").is_file():

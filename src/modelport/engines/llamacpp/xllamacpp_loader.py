@@ -42,21 +42,26 @@ def load() -> Any:
     return xllamacpp
 
 
-@functools.cache
 def running() -> engine_build.EngineBuild:
     """The llama.cpp this process runs (imported now if it was not)."""
-    return engine_build.running(load())
+    return _say_which(load())
 
 
 @functools.cache
-def _say_which(module: Any) -> None:
+def _say_which(module: Any) -> engine_build.EngineBuild:
+    """What `module` is, said once (the log and the metric) and kept."""
     build = engine_build.running(module)
     log.info("engine: %s", build.describe())
     kind = "native" if build.native else "portable"
     metrics.ENGINE_BUILD.labels("llama.cpp", kind, build.version, build.features).set(1)
     if not build.native and engine_build.mode() == "auto":
         now = engine_build.state()
-        if now.state in ("building", "none"):
+        if now.state == "building":
             log.info("llama.cpp is being built for this CPU at idle priority; the next start runs it")
-        elif now.state in ("failed", "unbuildable"):
+        elif now.state == "none":  # an in-process client: only `modelport serve` starts a build
+            log.info(
+                "llama.cpp is not built for this CPU yet (`modelport engine build`, or `modelport serve`)"
+            )
+        else:
             log.info("llama.cpp is not built for this CPU: %s", now.detail)
+    return build
