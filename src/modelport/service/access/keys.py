@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from modelport.context import DEFAULT_PROJECT
 from modelport.errors import AuthenticationError, StoreUnavailableError
+from modelport.service.access.cached_reads import ReadAhead
 from modelport.settings import AuthSettings
 from modelport.store import Store
 
@@ -59,14 +60,17 @@ class Keys:
     store: Store | None
     static: list[str]
     settings: AuthSettings
-    # Each cached answer with when it was read (time.monotonic()).
-    _seen: dict[str, tuple[Principal | None, float]] = field(default_factory=dict)
-    _any_live: tuple[bool, float] | None = None
-    # Each project's own limits (without a key's), with when they were read.
-    _project_limits: dict[str, tuple[tuple[dict[str, Any], ...], float]] = field(default_factory=dict)
     _used: dict[str, int] = field(default_factory=dict)
     _flushed: float = 0.0
     _flushing: asyncio.Task[None] | None = None
+
+    def __post_init__(self) -> None:
+        ttl = lambda: self.settings.key_cache_seconds  # noqa: E731 (read at each use: tests change it)
+        # What a key stands for, by its hash (None: no key of ours, or revoked).
+        self._seen = ReadAhead(self._lookup, ttl, _CACHE_CAP)
+        self._any_live = ReadAhead(self._read_any_live, ttl, 1)
+        # Each project's own limits (without a key's).
+        self._project_limits = ReadAhead(self._read_project_limits, ttl, _CACHE_CAP)
 
     async def required(self) -> bool:
         """Whether `/v1` needs a key: the settings say always, some were given with `--api-key`, or the
@@ -81,14 +85,14 @@ class Keys:
         """Whether the store holds a live key (projects have keys of their own), as last known."""
         if self.store is None:
             return False
-        now = time.monotonic()
-        if self._any_live is None or self._stale(self._any_live[1], now):
-            try:
-                live = await self.store.keys.any_live()
-            except StoreUnavailableError:
-                live = self._any_live is not None and self._any_live[0]
-            self._any_live = (live, now)
-        return self._any_live[0]
+        return await self._any_live.get("")
+
+    async def _read_any_live(self, _: str) -> bool:
+        assert self.store is not None
+        try:
+            return await self.store.keys.any_live()
+        except StoreUnavailableError:
+            return self._any_live.known("") or False
 
     async def check(self, key: str) -> Principal:
         """The caller a key stands for; a 401 if it is none of ours, revoked, expired or its project is
@@ -99,20 +103,15 @@ class Keys:
                 return Principal(DEFAULT_PROJECT, limits=await self.project_limits(DEFAULT_PROJECT))
         if self.store is None:
             raise AuthenticationError("Incorrect API key provided.")
-        hashed = digest(key)
-        now = time.monotonic()
-        seen = self._seen.get(hashed)
-        if seen is None or self._stale(seen[1], now):
-            seen = (await self._lookup(hashed), now)
-            if len(self._seen) >= _CACHE_CAP:
-                self._seen.clear()
-            self._seen[hashed] = seen
-        principal = seen[0]
+        principal = await self._seen.get(digest(key))
         if principal is None or (principal.expires_at is not None and principal.expires_at <= time.time()):
             raise AuthenticationError("Incorrect API key provided, or the key was revoked or expired.")
         if principal.key_id is not None:
             self._used[principal.key_id] = int(time.time())
-            if self._stale(self._flushed, now) and (self._flushing is None or self._flushing.done()):
+            now = time.monotonic()
+            if now - self._flushed > self.settings.key_cache_seconds and (
+                self._flushing is None or self._flushing.done()
+            ):
                 self._flushed = now  # written beside the request, not in its way
                 self._flushing = asyncio.get_running_loop().create_task(self.flush())
         return principal
@@ -128,9 +127,9 @@ class Keys:
 
     def forget(self) -> None:
         """Drop what is cached (after a change made here, so it is seen at once on this replica)."""
-        self._seen.clear()
-        self._any_live = None
-        self._project_limits.clear()
+        self._seen.forget()
+        self._any_live.forget()
+        self._project_limits.forget()
 
     async def _lookup(self, hashed: str) -> Principal | None:
         assert self.store is not None
@@ -152,15 +151,12 @@ class Keys:
         them), read again after `key_cache_seconds`."""
         if self.store is None:
             return ()
-        now = time.monotonic()
-        known = self._project_limits.get(project)
-        if known is None or self._stale(known[1], now):
-            try:
-                row = await self.store.projects.get(project)
-            except StoreUnavailableError:
-                row = None
-            known = self._project_limits[project] = ((row["limits"],) if row and row["limits"] else (), now)
-        return known[0]
+        return await self._project_limits.get(project)
 
-    def _stale(self, at: float, now: float) -> bool:
-        return now - at > self.settings.key_cache_seconds
+    async def _read_project_limits(self, project: str) -> tuple[dict[str, Any], ...]:
+        assert self.store is not None
+        try:
+            row = await self.store.projects.get(project)
+        except StoreUnavailableError:
+            row = None
+        return (row["limits"],) if row and row["limits"] else ()
