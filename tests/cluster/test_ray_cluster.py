@@ -1,7 +1,9 @@
 """The one test on a real Ray cluster (a local one the server starts: ~1.4 GB and ~20 s of start-up, so
 there is only this one): `modelport serve --ray` with two replicas of the embedding model and one of the
 chat model on fractional CPUs; the openai SDK against its ingress; one embedding replica SIGKILLed while
-requests keep coming: none is lost, and Ray starts a replacement."""
+requests keep coming: none is lost, and Ray starts a replacement. Admission holds on the ingress as on any
+face: a key of a project limited to one request a minute and to the embedding model is refused the chat
+model and its second request."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 import openai
 import pytest
 
+from tests.server.test_projects import cli, new_key
 from tests.support.live import ROOT, LiveServer
 
 pytestmark = pytest.mark.slow  # a Ray instance
@@ -55,12 +58,23 @@ def replica_pids(deployment: str) -> list[int]:
 
 def test_a_real_cluster_serves_streams_and_survives_a_killed_replica(tmp_path: Path) -> None:
     (tmp_path / "models.toml").write_text(CONFIG)
+    database = str(tmp_path / "state.db")
+    cli("projects", "create", "narrow", "--database", database, "--rpm", "1", "--models", "embed")
+    narrow_key = new_key(database, "narrow")
+    key = new_key(database, "default")
     live = LiveServer(
-        "--config", str(tmp_path / "models.toml"), "--ray", cwd=ROOT, env={"RAY_USAGE_STATS_ENABLED": "0"}
-    )
+        "--config", str(tmp_path / "models.toml"), "--ray", "--database", database,
+        cwd=ROOT, env={"RAY_USAGE_STATS_ENABLED": "0"},
+    )  # fmt: skip
     try:
         live.wait_ready()
-        client = openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=60)
+        narrow = openai.OpenAI(base_url=f"{live.url}/v1", api_key=narrow_key, max_retries=0, timeout=60)
+        with pytest.raises(openai.NotFoundError):
+            narrow.chat.completions.create(model="chat", messages=[{"role": "user", "content": "Hi"}])
+        assert narrow.embeddings.create(model="embed", input="a cat").data
+        with pytest.raises(openai.RateLimitError):
+            narrow.embeddings.create(model="embed", input="a dog")
+        client = openai.OpenAI(base_url=f"{live.url}/v1", api_key=key, max_retries=0, timeout=60)
         stream = client.chat.completions.create(
             model="chat", messages=[{"role": "user", "content": "Count to five."}], max_tokens=20, stream=True
         )
