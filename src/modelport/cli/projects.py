@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from modelport.errors import ModelportError
+from modelport.protocol.admin_requests import ProjectLimits
 from modelport.service.access import Access
 from modelport.service.access.admin import limits_of
 from modelport.settings import Settings
@@ -98,21 +99,21 @@ async def _run(args: argparse.Namespace, store: Store, settings: Settings) -> in
     try:
         if args.command == "projects" and args.action == "create":
             made = await admin.create_project(args.name, _limits(args))
-            print(f"{made['id']}\t{made['name']}")
+            print(f"{made.id}\t{made.name}")
         elif args.command == "projects" and args.action == "list":
             _table(
                 ["ID", "NAME", "STATUS", "CREATED", "LIMITS"],
                 [
-                    [p["id"], p["name"], p["status"], _date(p["created_at"]), _shown(p["limits"])]
+                    [p.id, p.name or "", p.status, _date(p.created_at), _shown(p.limits)]
                     for p in await admin.projects(include_archived=True)
                 ],
             )
         elif args.command == "projects" and args.action == "limit":
             changed = await admin.modify_project(args.name, limits=_limits(args))
-            print(f"{changed['id']}\t{changed['name']}\t{_shown(changed['limits'])}")
+            print(f"{changed.id}\t{changed.name}\t{_shown(changed.limits)}")
         elif args.command == "projects" and args.action == "archive":
             archived = await admin.archive_project(args.name)
-            print(f"{archived['id']}\t{archived['name']}\tarchived")
+            print(f"{archived.id}\t{archived.name}\tarchived")
         elif args.command == "keys" and args.action == "create":
             key = await admin.create_key(
                 args.project,
@@ -121,23 +122,23 @@ async def _run(args: argparse.Namespace, store: Store, settings: Settings) -> in
                 expires_days=args.expires,
                 limits=_limits(args),
             )
-            expires = f", expires {_date(key['expires_at'])}" if key["expires_at"] else ""
-            print(f"{key['id']} ({key['role']}) of project {key['project_id']}{expires}.")
+            expires = f", expires {_date(key.expires_at)}" if key.expires_at else ""
+            print(f"{key.id} ({key.role}) of project {key.project_id}{expires}.")
             print("The key, shown this once:")
-            print(key["value"])
+            print(key.value)
         elif args.command == "keys" and args.action == "list":
             _table(
                 ["ID", "PROJECT", "NAME", "ROLE", "STATUS", "KEY", "LAST USED", "EXPIRES"],
                 [
                     [
-                        k["id"],
-                        k["project_id"],
-                        k["name"],
-                        k["role"],
-                        k["status"],
-                        k["redacted_value"],
-                        _date(k["last_used_at"]),
-                        _date(k["expires_at"]),
+                        k.id,
+                        k.project_id,
+                        k.name,
+                        k.role,
+                        k.status,
+                        k.redacted_value,
+                        _date(k.last_used_at),
+                        _date(k.expires_at),
                     ]
                     for k in await admin.key_list(args.project)
                 ],
@@ -153,7 +154,7 @@ async def _run(args: argparse.Namespace, store: Store, settings: Settings) -> in
 
 
 async def _usage(access: Access, args: argparse.Namespace) -> None:
-    projects = [(await access.admin.project(args.project))["id"]] if args.project else None
+    projects = [(await access.admin.project(args.project)).id] if args.project else None
     start = _since(args.since)
     rows: list[list[str]] = []
     for kind, fields in (
@@ -215,12 +216,12 @@ def _date(stamp: int | None) -> str:
     return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d %H:%M") if stamp else "-"
 
 
-def _shown(limits: dict[str, Any]) -> str:
-    parts = [f"{name} {limits[name]}" for name in ("rpm", "tpm") if limits.get(name)]
-    if limits.get("models"):
-        parts.append("models " + ",".join(limits["models"]))
-    for model, own in (limits.get("per_model") or {}).items():
-        parts += [f"{model}: {name} {value}" for name, value in own.items()]
+def _shown(limits: ProjectLimits) -> str:
+    parts = [f"{name} {value}" for name, value in (("rpm", limits.rpm), ("tpm", limits.tpm)) if value]
+    if limits.models:
+        parts.append("models " + ",".join(limits.models))
+    for model, own in (limits.per_model or {}).items():
+        parts += [f"{model}: {name} {value}" for name, value in own.model_dump(exclude_none=True).items()]
     return "; ".join(parts) or "-"
 
 

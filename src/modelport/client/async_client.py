@@ -13,6 +13,7 @@ import openai
 from openai._base_client import _AsyncStreamT
 from openai._models import FinalRequestOptions
 from openai._utils import is_given
+from pydantic import BaseModel
 
 from modelport.client.arguments import build_service
 from modelport.client.dispatch import BASE_URL, NO_KEY, Dispatch, http_response, whole
@@ -93,6 +94,9 @@ def parsed(client: Any, data: Any, cast_to: Any, options: FinalRequestOptions) -
     if isinstance(cast_to, type) and isinstance(data, cast_to):
         result = data
     else:
+        if isinstance(data, BaseModel) and not isinstance(data, openai.BaseModel):
+            # A type of ours (a page, say) that the SDK reads as one of its own: from its JSON, as over HTTP.
+            data = data.model_dump(mode="json", warnings=False, by_alias=True)
         response = httpx2.Response(200, request=httpx2.Request(options.method, BASE_URL + options.url))
         result = client._process_response_data(data=data, cast_to=cast_to, response=response)
     if is_given(options.post_parser):

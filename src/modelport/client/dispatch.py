@@ -23,12 +23,11 @@ from modelport.client.local_files import inlined
 from modelport.client.sdk_errors import sdk_errors
 from modelport.context import RequestContext
 from modelport.errors import PermissionDeniedError
-from modelport.protocol.answers import Binary, Events, json_bytes
+from modelport.protocol.answers import Binary, Events, ListPage, json_bytes
 from modelport.service import Service
 from modelport.service.access import acting_as
 from modelport.service.operation_table import OPERATIONS
 from modelport.service.operations import FilePart, Operation
-from modelport.service.state.listing import ListPage
 
 BASE_URL = "http://modelport.in-process/v1"
 NO_KEY = "in-process"  # what the SDK holds as its key when none is given (it asks for one)

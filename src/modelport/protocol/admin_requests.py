@@ -3,9 +3,9 @@ them, with modelport's `limits` where OpenAI has none."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 
 class ModelLimits(BaseModel):
@@ -15,6 +15,11 @@ class ModelLimits(BaseModel):
 
     rpm: int | None = Field(default=None, ge=1)
     tpm: int | None = Field(default=None, ge=1)
+
+    @model_serializer(mode="wrap")
+    def _set(self, write: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A limit not set is no limit: it is absent from the objects that show limits, not null.
+        return {name: value for name, value in write(self).items() if value is not None}
 
 
 class ProjectLimits(ModelLimits):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import orjson
+from pydantic import BaseModel
 
 W = TypeVar("W")
 Event = dict[str, Any]  # one event as the wire carries it: a JSON object
@@ -171,3 +172,41 @@ def listed(items: list[Event]) -> AsyncGenerator[Event, None]:
             yield item
 
     return events()
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ListPage(Generic[T]):
+    """A page in OpenAI's list shape."""
+
+    data: list[T]
+    has_more: bool
+
+    def body(self) -> dict[str, Any]:
+        """The JSON body of the page."""
+        data = [_jsonable(item) for item in self.data]
+        ids = [item.get("id") for item in data]
+        return {
+            "object": "list",
+            "data": data,
+            "first_id": ids[0] if ids else None,
+            "last_id": ids[-1] if ids else None,
+            "has_more": self.has_more,
+        }
+
+
+def _jsonable(item: object) -> dict[str, Any]:
+    if isinstance(item, BaseModel):
+        return item.model_dump(mode="json", warnings=False, by_alias=True)
+    assert isinstance(item, dict)
+    return item
+
+
+class ResponseDeleted(BaseModel):
+    """`DELETE /v1/responses/{id}`'s answer (the `openai` package reads none: its method returns None)."""
+
+    id: str
+    object: Literal["response.deleted"] = "response.deleted"
+    deleted: bool = True

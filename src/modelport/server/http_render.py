@@ -9,9 +9,8 @@ from fastapi.responses import Response, StreamingResponse
 from openai.types.responses import Response as OpenAIResponse
 from pydantic import BaseModel
 
-from modelport.protocol.answers import Binary, Events, json_bytes
+from modelport.protocol.answers import Binary, Events, ListPage, json_bytes
 from modelport.server.streaming import EventStream, frames
-from modelport.service.state.listing import ListPage
 
 
 def render(answer: object) -> Response:

@@ -4,6 +4,7 @@ in-process client, batch lines and Ray derive from the rows (`operations` says h
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from modelport.errors import InvalidRequestError
@@ -16,6 +17,8 @@ from modelport.protocol.admin_requests import (
     ProjectModify,
     RateLimitUpdate,
 )
+from modelport.protocol.answers import ListPage
+from modelport.protocol.organization import LimitedProject, ProjectKey
 from modelport.protocol.requests import (
     BatchCreate,
     ChatCompletionRequest,
@@ -443,19 +446,12 @@ def _limits(given: ProjectLimits | None) -> dict[str, Any] | None:
     return None if given is None else given.model_dump(exclude_none=True)
 
 
-def _page(data: list[dict[str, Any]], after: str | None, limit: int) -> dict[str, Any]:
+def _page(data: Sequence[LimitedProject | ProjectKey], after: str | None, limit: int) -> ListPage[Any]:
     if not 1 <= limit <= 100:
         raise InvalidRequestError("limit must be between 1 and 100.", param="limit")
-    ids = [item["id"] for item in data]
+    ids = [item.id for item in data]
     start = ids.index(after) + 1 if after in ids else 0
-    shown = data[start : start + limit]
-    return {
-        "object": "list",
-        "data": shown,
-        "first_id": shown[0]["id"] if shown else None,
-        "last_id": shown[-1]["id"] if shown else None,
-        "has_more": start + limit < len(data),
-    }
+    return ListPage(list(data[start : start + limit]), has_more=start + limit < len(data))
 
 
 async def list_projects(
@@ -515,7 +511,7 @@ async def delete_project_key(service: Service, project_id: str, key_id: str) -> 
 
 async def list_project_rate_limits(service: Service, project_id: str) -> object:
     """The project's limits: `rl-*` for all its requests, `rl-<model>` per model."""
-    return await service.access.admin.rate_limits(project_id)
+    return ListPage(await service.access.admin.rate_limits(project_id), has_more=False)
 
 
 async def update_project_rate_limit(

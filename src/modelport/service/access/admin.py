@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any
+from typing import Any, Literal
+
+from openai.types.admin.organization.projects.api_key_delete_response import APIKeyDeleteResponse
+from openai.types.admin.organization.projects.project_api_key import Owner, OwnerServiceAccount
 
 from modelport.context import DEFAULT_PROJECT
 from modelport.errors import InvalidRequestError, NotFoundError, StoreDisabledError
 from modelport.ids import new_id
+from modelport.protocol.admin_requests import ProjectLimits
+from modelport.protocol.organization import CreatedProjectKey, LimitedProject, ProjectKey, ProjectModelLimit
 from modelport.service.access.keys import Keys, digest, new_key, redacted
 from modelport.store import Store
 
@@ -44,7 +49,7 @@ class Admin:
         self.store = store
         self.keys = keys
 
-    async def create_project(self, name: str, limits: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def create_project(self, name: str, limits: dict[str, Any] | None = None) -> LimitedProject:
         """A new project (a 409 if the name is taken)."""
         if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise InvalidRequestError("A project needs a name of 1 to 256 characters.", param="name")
@@ -58,18 +63,18 @@ class Admin:
         await self._store().projects.create(row)
         return _project(row)
 
-    async def projects(self, include_archived: bool = False) -> list[dict[str, Any]]:
+    async def projects(self, include_archived: bool = False) -> list[LimitedProject]:
         """Every project (the archived ones only if asked)."""
         rows = await self._store().projects.all()
         return [_project(r) for r in rows if include_archived or r["archived_at"] is None]
 
-    async def project(self, name_or_id: str) -> dict[str, Any]:
+    async def project(self, name_or_id: str) -> LimitedProject:
         """One project, by name or id (a 404 if none)."""
         return _project(await self._project_row(name_or_id))
 
     async def modify_project(
         self, name_or_id: str, *, name: str | None = None, limits: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
+    ) -> LimitedProject:
         """Rename a project, or replace its limits."""
         row = await self._project_row(name_or_id)
         values: dict[str, Any] = {}
@@ -84,7 +89,7 @@ class Admin:
             self.keys.forget()
         return await self.project(row["id"])
 
-    async def archive_project(self, name_or_id: str) -> dict[str, Any]:
+    async def archive_project(self, name_or_id: str) -> LimitedProject:
         """Archive a project: its keys stop working; what it stored stays."""
         row = await self._project_row(name_or_id)
         if row["id"] == DEFAULT_PROJECT:
@@ -102,7 +107,7 @@ class Admin:
         admin: bool = False,
         expires_days: float | None = None,
         limits: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    ) -> CreatedProjectKey:
         """A new key of `project`: the object, with the key itself in `value`, shown this once."""
         row = await self._project_row(project)
         if row["archived_at"] is not None:
@@ -126,33 +131,32 @@ class Admin:
         }
         await self._store().keys.create(record)
         self.keys.forget()
-        return {**_key(record), "value": key}
+        return CreatedProjectKey(**_key(record).model_dump(), value=key)
 
-    async def key_list(self, project: str | None = None) -> list[dict[str, Any]]:
+    async def key_list(self, project: str | None = None) -> list[ProjectKey]:
         """The keys of a project, or of every project."""
         project_id = (await self._project_row(project))["id"] if project else None
         await self.keys.flush()
         return [_key(r) for r in await self._store().keys.of(project_id)]
 
-    async def key(self, key_id: str, project: str | None = None) -> dict[str, Any]:
+    async def key(self, key_id: str, project: str | None = None) -> ProjectKey:
         """One key (of `project`, when given)."""
         return _key(await self._key_row(key_id, project))
 
-    async def revoke_key(self, key_id: str, project: str | None = None) -> dict[str, Any]:
+    async def revoke_key(self, key_id: str, project: str | None = None) -> APIKeyDeleteResponse:
         """Revoke a key: refused from its next request here, within `key_cache_seconds` elsewhere."""
         await self._key_row(key_id, project)
         await self._store().keys.revoke(key_id)
         self.keys.forget()
-        return {"object": "organization.project.api_key.deleted", "id": key_id, "deleted": True}
+        return APIKeyDeleteResponse(object="organization.project.api_key.deleted", id=key_id, deleted=True)
 
-    async def rate_limits(self, project: str) -> dict[str, Any]:
+    async def rate_limits(self, project: str) -> list[ProjectModelLimit]:
         """A project's per-model limits as OpenAI lists them (`rl-<model>`), the project-wide one as
         `rl-*`."""
         row = await self._project_row(project)
         limits = row["limits"] or {}
         listed = [_rate_limit("*", limits)]
-        listed += [_rate_limit(m, v) for m, v in sorted((limits.get("per_model") or {}).items())]
-        return _listed(listed)
+        return listed + [_rate_limit(m, v) for m, v in sorted((limits.get("per_model") or {}).items())]
 
     async def update_rate_limit(
         self,
@@ -160,7 +164,7 @@ class Admin:
         rate_limit_id: str,
         max_requests_per_1_minute: int | None = None,
         max_tokens_per_1_minute: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> ProjectModelLimit:
         """Set a project's limit for one model (`rl-<model>`) or for all its requests (`rl-*`)."""
         row = await self._project_row(project)
         if not rate_limit_id.startswith("rl-") or len(rate_limit_id) < 4:
@@ -208,52 +212,46 @@ def _positive(value: Any, name: str) -> int:
     return value
 
 
-def _project(row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": row["id"],
-        "object": "organization.project",
-        "name": row["name"],
-        "created_at": row["created"],
-        "archived_at": row["archived_at"],
-        "status": "archived" if row["archived_at"] is not None else "active",
-        "limits": row["limits"] or {},
-    }
+def _project(row: dict[str, Any]) -> LimitedProject:
+    return LimitedProject(
+        id=row["id"],
+        object="organization.project",
+        name=row["name"],
+        created_at=row["created"],
+        archived_at=row["archived_at"],
+        status="archived" if row["archived_at"] is not None else "active",
+        limits=ProjectLimits.model_validate(row["limits"] or {}),
+    )
 
 
-def _key(row: dict[str, Any]) -> dict[str, Any]:
+def _key(row: dict[str, Any]) -> ProjectKey:
     expired = row["expires_at"] is not None and row["expires_at"] <= time.time()
-    return {
-        "id": row["id"],
-        "object": "organization.project.api_key",
-        "name": row["name"],
-        "redacted_value": row["redacted"],
-        "created_at": row["created"],
-        "last_used_at": row["last_used_at"],
-        "expires_at": row["expires_at"],
-        "revoked_at": row["revoked_at"],
-        "status": "revoked" if row["revoked_at"] else "expired" if expired else "active",
-        "role": row["role"],
-        "project_id": row["project"],
-        "owner": {"type": "service_account", "service_account": {"id": row["id"], "name": row["name"]}},
-        "limits": row["limits"] or {},
-    }
+    status: Literal["active", "revoked", "expired"] = (
+        "revoked" if row["revoked_at"] else "expired" if expired else "active"
+    )
+    account = OwnerServiceAccount(id=row["id"], name=row["name"], created_at=row["created"], role=row["role"])
+    return ProjectKey(
+        id=row["id"],
+        object="organization.project.api_key",
+        name=row["name"],
+        redacted_value=row["redacted"],
+        created_at=row["created"],
+        last_used_at=row["last_used_at"],
+        expires_at=row["expires_at"],
+        revoked_at=row["revoked_at"],
+        status=status,
+        owner_project_access="active" if status == "active" else "inactive",
+        role=row["role"],
+        project_id=row["project"],
+        owner=Owner(type="service_account", service_account=account),
+        limits=ProjectLimits.model_validate(row["limits"] or {}),
+    )
 
 
-def _rate_limit(model: str, limits: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "object": "project.rate_limit",
-        "id": f"rl-{model}",
-        "model": model,
-        "max_requests_per_1_minute": limits.get("rpm"),
-        "max_tokens_per_1_minute": limits.get("tpm"),
-    }
-
-
-def _listed(data: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "object": "list",
-        "data": data,
-        "first_id": data[0]["id"] if data else None,
-        "last_id": data[-1]["id"] if data else None,
-        "has_more": False,
-    }
+def _rate_limit(model: str, limits: dict[str, Any]) -> ProjectModelLimit:
+    return ProjectModelLimit(
+        id=f"rl-{model}",
+        model=model,
+        max_requests_per_1_minute=limits.get("rpm"),
+        max_tokens_per_1_minute=limits.get("tpm"),
+    )

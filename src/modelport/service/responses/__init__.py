@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from modelport import context
 from modelport.errors import InvalidRequestError, ModelportError, NotFoundError, StoreDisabledError
-from modelport.protocol.answers import Events
+from modelport.protocol.answers import Events, ListPage, ResponseDeleted
 from modelport.protocol.requests import ChatCompletionRequest, ChatMessage
 from modelport.protocol.response_request import CompactRequest, InputTokensRequest, ResponseRequest
 from modelport.service import calls
@@ -37,7 +37,7 @@ from modelport.service.responses.output import completion_output, usage
 from modelport.service.responses.response_events import RESPONSE_EVENTS, ResponseEvents, replayed
 from modelport.service.responses.server_tools import SERVED, ServerTools, answered, server_tools
 from modelport.service.responses.tool_specs import redacted, with_defaults
-from modelport.service.state.listing import ListPage, bounded_limit, checked_order
+from modelport.service.state.listing import bounded_limit, checked_order
 from modelport.service.vectors import VectorStores
 from modelport.settings import DEFAULT_CHAT, Limits
 from modelport.store import Store
@@ -140,11 +140,11 @@ class Responses:
             return Events(self.jobs.follow(response_id, after), RESPONSE_EVENTS)
         return Events(replayed(row["response"], starting_after), RESPONSE_EVENTS)
 
-    async def delete(self, response_id: str) -> dict[str, Any]:
+    async def delete(self, response_id: str) -> ResponseDeleted:
         """`DELETE /v1/responses/{id}`."""
         if not await self._store().responses.delete(response_id, context.current().project):
             raise _missing(response_id)
-        return {"id": response_id, "object": "response.deleted", "deleted": True}
+        return ResponseDeleted(id=response_id)
 
     async def cancel(self, response_id: str) -> Response:
         """`POST /v1/responses/{id}/cancel`: stop a background response (within one event); what it

@@ -4,15 +4,17 @@ and appends. Each conversation is its project's; another project's is a 404."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
-from openai.types.conversations import Conversation
+from openai._models import construct_type
+from openai.types.conversations import Conversation, ConversationDeletedResource, ConversationItem
 
 from modelport import context
 from modelport.errors import InvalidRequestError, NotFoundError, StoreDisabledError
 from modelport.ids import new_id
+from modelport.protocol.answers import ListPage
 from modelport.service.responses.items import checked_items
-from modelport.service.state.listing import ListPage, bounded_limit, checked_order
+from modelport.service.state.listing import bounded_limit, checked_order
 from modelport.store import Store
 
 _INCLUDES = ("message.output_text.logprobs",)  # what the items already hold: nothing to add
@@ -48,11 +50,11 @@ class Conversations:
             raise _missing(conversation_id)
         return await self.retrieve(conversation_id)
 
-    async def delete(self, conversation_id: str) -> dict[str, Any]:
+    async def delete(self, conversation_id: str) -> ConversationDeletedResource:
         """`DELETE /v1/conversations/{id}`: it and its items."""
         if not await self._store().conversations.delete(conversation_id, context.current().project):
             raise _missing(conversation_id)
-        return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
+        return ConversationDeletedResource(id=conversation_id, object="conversation.deleted", deleted=True)
 
     async def items(
         self,
@@ -82,13 +84,14 @@ class Conversations:
             raise _missing(conversation_id)
         return ListPage(added, False)
 
-    async def item(self, conversation_id: str, item_id: str) -> dict[str, Any]:
+    async def item(self, conversation_id: str, item_id: str) -> ConversationItem:
         """`GET /v1/conversations/{id}/items/{item_id}`."""
         await self._row(conversation_id)
         found = await self._store().conversations.item(conversation_id, item_id)
         if found is None:
             raise NotFoundError(f"No item found with id '{item_id}'.", param="item_id")
-        return found
+        # Built as stored: the items were checked as they came in (`checked_items`).
+        return cast(ConversationItem, construct_type(type_=ConversationItem, value=found))
 
     async def delete_item(self, conversation_id: str, item_id: str) -> Conversation:
         """`DELETE /v1/conversations/{id}/items/{item_id}`: the conversation, without that item."""

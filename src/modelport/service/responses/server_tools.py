@@ -276,14 +276,14 @@ class ServerTools:
         )
         results = [
             {
-                "file_id": r["file_id"],
-                "filename": r["filename"],
-                "score": r["score"],
-                "attributes": r["attributes"],
-                "text": r["content"][0]["text"],
-                "vector_store_id": r["vector_store_id"],
+                "file_id": hit.result.file_id,
+                "filename": hit.result.filename,
+                "score": hit.result.score,
+                "attributes": hit.result.attributes,
+                "text": hit.result.content[0].text,
+                "vector_store_id": hit.store_id,
             }
-            for r in found
+            for hit in found
         ]
         self.results += results
         self.outputs[call_id] = _told(results)

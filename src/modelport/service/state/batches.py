@@ -11,11 +11,12 @@ from openai.types import Batch
 from modelport import context
 from modelport.errors import ConflictError, InvalidRequestError, NotFoundError, StoreDisabledError
 from modelport.ids import new_id
+from modelport.protocol.answers import ListPage
 from modelport.protocol.requests import Metadata
 from modelport.service.operation_table import BATCH_ENDPOINTS
 from modelport.service.state.batch_runner import BatchRunner
 from modelport.service.state.files import Files
-from modelport.service.state.listing import ListPage, bounded_limit
+from modelport.service.state.listing import bounded_limit
 from modelport.store import Store
 
 WINDOW_SECONDS = 24 * 3600

@@ -16,8 +16,8 @@ from openai.types import FileDeleted, FileObject
 from modelport import context
 from modelport.errors import InvalidRequestError, NotFoundError, PayloadTooLargeError, StoreDisabledError
 from modelport.ids import new_id
-from modelport.protocol.answers import Binary
-from modelport.service.state.listing import ListPage, bounded_limit, checked_order
+from modelport.protocol.answers import Binary, ListPage
+from modelport.service.state.listing import bounded_limit, checked_order
 from modelport.settings import FileSettings
 from modelport.store import Store
 

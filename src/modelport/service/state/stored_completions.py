@@ -9,14 +9,14 @@ from typing import Any, cast
 
 import anyio
 from openai._models import construct_type
-from openai.types.chat import ChatCompletion, ChatCompletionStoreMessage
+from openai.types.chat import ChatCompletion, ChatCompletionDeleted, ChatCompletionStoreMessage
 
 from modelport import context
 from modelport.errors import NotFoundError, StoreDisabledError
-from modelport.protocol.answers import Events
+from modelport.protocol.answers import Events, ListPage
 from modelport.protocol.requests import ChatCompletionRequest
 from modelport.service.generation.accumulate import ChatFold
-from modelport.service.state.listing import ListPage, bounded_limit, checked_order
+from modelport.service.state.listing import bounded_limit, checked_order
 from modelport.settings import StoreSettings
 from modelport.store import Store
 
@@ -120,11 +120,11 @@ class StoredCompletions:
             raise _missing(completion_id)
         return await self.retrieve(completion_id)
 
-    async def delete(self, completion_id: str) -> dict[str, Any]:
+    async def delete(self, completion_id: str) -> ChatCompletionDeleted:
         """`DELETE /v1/chat/completions/{id}`."""
         if not await self._store().completions.delete(completion_id, context.current().project):
             raise _missing(completion_id)
-        return {"object": "chat.completion.deleted", "id": completion_id, "deleted": True}
+        return ChatCompletionDeleted(object="chat.completion.deleted", id=completion_id, deleted=True)
 
     async def messages(
         self,

@@ -5,14 +5,23 @@ are chunked and embedded in the background (`ingest`); searches are hybrid (`sea
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
-from openai.types import VectorStore, VectorStoreDeleted
-from openai.types.vector_stores import VectorStoreFile, VectorStoreFileBatch, VectorStoreFileDeleted
+from openai.types import VectorStore, VectorStoreDeleted, VectorStoreSearchResponse
+from openai.types.vector_store_search_response import Content
+from openai.types.vector_stores import (
+    FileContentResponse,
+    VectorStoreFile,
+    VectorStoreFileBatch,
+    VectorStoreFileDeleted,
+)
 
 from modelport import context
 from modelport.errors import InvalidRequestError, NotFoundError, StoreDisabledError
 from modelport.ids import new_id
+from modelport.protocol.answers import ListPage
+from modelport.protocol.vector_pages import FileContentPage, SearchResultsPage
 from modelport.protocol.vector_requests import (
     FileBatchCreate,
     VectorStoreCreate,
@@ -21,7 +30,7 @@ from modelport.protocol.vector_requests import (
 )
 from modelport.service.documents import DocumentReader
 from modelport.service.state.files import Files
-from modelport.service.state.listing import ListPage, bounded_limit, checked_order
+from modelport.service.state.listing import bounded_limit, checked_order
 from modelport.service.vectors import chunking, filters
 from modelport.service.vectors.ingest import Embedder, Ingest
 from modelport.service.vectors.search import Found, hybrid
@@ -40,6 +49,14 @@ from modelport.service.vectors.shapes import (
 from modelport.store import Store
 from modelport.store.chunk_rows import ChunkRows
 from modelport.store.vector_rows import VectorRows
+
+
+@dataclass(frozen=True)
+class StoreHit:
+    """A search result and the store it was found in (what `file_search` tells the model and cites)."""
+
+    store_id: str
+    result: VectorStoreSearchResponse
 
 
 class VectorStores:
@@ -224,16 +241,11 @@ class VectorStores:
             raise missing_file(store_id, file_id)
         return VectorStoreFileDeleted(id=file_id, object="vector_store.file.deleted", deleted=True)
 
-    async def file_content(self, store_id: str, file_id: str) -> dict[str, Any]:
+    async def file_content(self, store_id: str, file_id: str) -> FileContentPage:
         """`GET /v1/vector_stores/{id}/files/{file_id}/content`: its chunks' text, in order."""
         await self._file_row(store_id, file_id)
         texts = await self._chunks().texts(store_id, file_id)
-        return {
-            "object": "vector_store.file_content.page",
-            "data": [{"type": "text", "text": chunk} for chunk in texts],
-            "has_more": False,
-            "next_page": None,
-        }
+        return FileContentPage(data=[FileContentResponse(type="text", text=chunk) for chunk in texts])
 
     # File batches.
 
@@ -303,7 +315,7 @@ class VectorStores:
 
     # Search.
 
-    async def search(self, store_id: str, request: VectorStoreSearch) -> dict[str, Any]:
+    async def search(self, store_id: str, request: VectorStoreSearch) -> SearchResultsPage:
         """`POST /v1/vector_stores/{id}/search`: the page of results."""
         queries = [request.query] if isinstance(request.query, str) else list(request.query)
         if not queries or not all(isinstance(q, str) and q.strip() for q in queries):
@@ -311,13 +323,7 @@ class VectorStores:
         found = await self.find(
             [store_id], queries, request.filters, request.max_num_results, request.ranking_options
         )
-        return {
-            "object": "vector_store.search_results.page",
-            "search_query": queries,
-            "data": [{k: v for k, v in result.items() if k != "vector_store_id"} for result in found],
-            "has_more": False,
-            "next_page": None,
-        }
+        return SearchResultsPage(search_query=queries, data=[hit.result for hit in found])
 
     async def find(
         self,
@@ -327,7 +333,7 @@ class VectorStores:
         limit: int,
         ranking_options: dict[str, Any] | None,
         param: str = "",
-    ) -> list[dict[str, Any]]:
+    ) -> list[StoreHit]:
         """The best `limit` results over the caller's stores for the queries, as search results (also what
         `file_search` gives the model)."""
         rule = filters.checked(given_filters, f"{param}filters") if given_filters is not None else None
@@ -356,14 +362,16 @@ class VectorStores:
                     results.append((found, names.get(file_id, ""), attached[file_id]["attributes"], store_id))
         results.sort(key=lambda r: -r[0].fused)
         return [
-            {
-                "file_id": found.hit.file_id,
-                "filename": name,
-                "score": round(max(found.hit.similarity, 0.0), 6),
-                "attributes": attributes,
-                "content": [{"type": "text", "text": found.hit.text}],
-                "vector_store_id": store_id,
-            }
+            StoreHit(
+                store_id,
+                VectorStoreSearchResponse(
+                    file_id=found.hit.file_id,
+                    filename=name,
+                    score=round(max(found.hit.similarity, 0.0), 6),
+                    attributes=attributes,
+                    content=[Content(type="text", text=found.hit.text)],
+                ),
+            )
             for found, name, attributes, store_id in results[:limit]
         ]
 
