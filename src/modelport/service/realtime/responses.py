@@ -19,6 +19,8 @@ from modelport.ids import new_id
 from modelport.protocol.answers import Events
 from modelport.protocol.requests import ChatCompletionRequest
 from modelport.service.audio.clauses import Clauses
+from modelport.service.generation.accumulate import ChatFold
+from modelport.service.generation.flat_tools import chat_choice, chat_function
 from modelport.service.realtime import config
 from modelport.service.realtime.audio import Speaker
 from modelport.service.realtime.conversation import Conversation, Entry, Spoken
@@ -81,6 +83,9 @@ class RealtimeResponse:
         self.outputs: list[_Output] = []
         self.usage: dict[str, Any] = {}
         self.task: asyncio.Task[None] | None = None
+        # The answer so far, folded by the accumulator every chat stream shares: each call's whole name
+        # and arguments come from it, not from pieces added up here.
+        self.fold = ChatFold()
 
     def start(self) -> asyncio.Task[None]:
         self.task = asyncio.create_task(self._run())
@@ -123,6 +128,7 @@ class RealtimeResponse:
             finish = None
             try:
                 async for chunk in answer.items:
+                    self.fold.add(chunk)
                     self.usage = chunk.get("usage") or self.usage
                     for choice in chunk.get("choices") or []:
                         await self._take(choice.get("delta") or {}, clauses)
@@ -176,9 +182,7 @@ class RealtimeResponse:
             await conversation.messages(entries)
         )
         tools = params.get("tools") if params.get("tools") is not None else session.get("tools")
-        choice = params.get("tool_choice") or session.get("tool_choice") or "auto"
-        if isinstance(choice, dict):
-            choice = {"type": "function", "function": {"name": choice.get("name")}}
+        choice = chat_choice(params.get("tool_choice") or session.get("tool_choice") or "auto") or "auto"
         body: dict[str, Any] = {
             "model": self.host.pipeline.chat,
             "messages": messages,
@@ -186,13 +190,7 @@ class RealtimeResponse:
             "stream_options": {"include_usage": True},
         }
         if tools:
-            body["tools"] = [
-                {
-                    "type": "function",
-                    "function": {k: t[k] for k in ("name", "description", "parameters") if k in t},
-                }
-                for t in tools
-            ]
+            body["tools"] = [chat_function(tool) for tool in tools]
             body["tool_choice"] = choice
             parallel = params.get("parallel_tool_calls", session.get("parallel_tool_calls"))
             if parallel is not None:
@@ -214,24 +212,21 @@ class RealtimeResponse:
                 for clause in output.clauses.add(text):
                     clauses.put_nowait((output, clause))
         for call in delta.get("tool_calls") or []:
-            found = next((o for o in self.outputs if o.call_index == call.get("index", 0)), None)
+            index = call.get("index", 0)
+            whole = self._whole_call(index)
+            output = next((o for o in self.outputs if o.call_index == index), None) or await self._open(
+                {
+                    "type": "function_call",
+                    "call_id": whole.get("id") or new_id("call", "_"),
+                    "name": "",
+                    "arguments": "",
+                }
+            )
+            output.call_index = index
             function = call.get("function") or {}
-            if found is not None:
-                output = found
-                if function.get("name"):
-                    output.entry.item["name"] += function["name"]
-            else:
-                output = await self._open(
-                    {
-                        "type": "function_call",
-                        "call_id": call.get("id") or new_id("call", "_"),
-                        "name": function.get("name") or "",
-                        "arguments": "",
-                    }
-                )
-                output.call_index = call.get("index", 0)
+            output.entry.item["name"] = (whole.get("function") or {}).get("name") or ""
+            output.entry.item["arguments"] = (whole.get("function") or {}).get("arguments") or ""
             if function.get("arguments"):
-                output.entry.item["arguments"] += function["arguments"]
                 await self.host.send(
                     server_event(
                         "response.function_call_arguments.delta",
@@ -242,6 +237,11 @@ class RealtimeResponse:
                         delta=function["arguments"],
                     )
                 )
+
+    def _whole_call(self, index: int) -> dict[str, Any]:
+        """The call at `index` as the fold has it so far (this chunk's piece in it already)."""
+        calls = self.fold.choice(0)["message"].get("tool_calls") or []
+        return next((c for c in calls if c.get("index") == index), {})
 
     def _message(self) -> _Output | None:
         return next((o for o in self.outputs if o.entry.item["type"] == "message"), None)

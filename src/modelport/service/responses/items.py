@@ -12,6 +12,7 @@ from typing import Any
 from modelport import ids
 from modelport.errors import InvalidRequestError
 from modelport.protocol.response_request import ResponseRequest
+from modelport.service.generation.flat_tools import chat_choice, chat_function
 
 _ROLES = ("user", "system", "developer", "assistant")
 _TEXT_PARTS = ("input_text", "output_text", "text")
@@ -235,19 +236,16 @@ def _chat_tool(tool: dict[str, Any], i: int) -> dict[str, Any]:
         )
     if not isinstance(tool.get("name"), str):
         raise InvalidRequestError(f"tools[{i}].name is required.", param=f"tools[{i}].name")
-    function = {
-        k: tool[k] for k in ("name", "description", "parameters", "strict") if tool.get(k) is not None
-    }
-    return {"type": "function", "function": function}
+    return chat_function(tool)
 
 
 def _chat_tool_choice(choice: str | dict[str, Any]) -> str | dict[str, Any]:
-    if isinstance(choice, str):
-        return choice
-    if choice.get("type") == "function" and isinstance(choice.get("name"), str):
-        return {"type": "function", "function": {"name": choice["name"]}}
+    chosen = chat_choice(choice)
+    if chosen is not None:
+        return chosen
+    kind = choice.get("type") if isinstance(choice, dict) else choice
     raise InvalidRequestError(
-        f"tool_choice of type `{choice.get('type')}` is not supported; use none, auto, required or "
+        f"tool_choice of type `{kind}` is not supported; use none, auto, required or "
         '{"type": "function", "name": ...}.',
         param="tool_choice",
     )
