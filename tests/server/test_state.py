@@ -174,9 +174,9 @@ def test_a_file_being_ingested_by_a_killed_server_is_taken_up_by_the_next(tmp_pa
     first = LiveServer("--config", str(config), "--database", database, cwd=ROOT)
     first.wait_ready()
     client = sdk(first)
-    # Some thousands of chunks: long enough to be killed in the middle of.
+    # Hundreds of chunks: ~30 s of embedding on 2 cores, long enough to be killed 3 s into.
     text = "\n\n".join(
-        f"Paragraph {i}: the vault number {i * 7919 % 10007} opens door {i}." for i in range(12_000)
+        f"Paragraph {i}: the vault number {i * 7919 % 10007} opens door {i}." for i in range(5_000)
     )
     uploaded = client.files.create(file=("notes.txt", text.encode()), purpose="assistants")
     store = client.vector_stores.create(name="notes", file_ids=[uploaded.id])
