@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,10 +44,25 @@ def inprocess_client(server: Faces) -> modelport.OpenAI:
     return server.inprocess
 
 
-@pytest.fixture(params=FACES)
+@pytest.fixture
 def client(request: pytest.FixtureRequest, server: Faces) -> openai.OpenAI:
-    """Each test using this runs twice: through the SDK over HTTP, and through the in-process client."""
+    """The default models through the SDK over HTTP, or through the in-process client: each test using this
+    runs on both, unless it is marked `one_face` (`pytest_generate_tests`)."""
     return server.face(request.param)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Where the faces differ (streams, binary answers, uploads, errors, the SDK's helpers), a test of the
+    real models runs on both; where they cannot (the model's own work: sampling, decoding, transcribing,
+    searching — one operation table, one service call behind both), a test marked `one_face` runs on one,
+    each such test on its own face by a hash of its name, so that both faces still run about half of them.
+    `both_faces` on a test overrides its module's `one_face`."""
+    if "client" not in metafunc.fixturenames:
+        return
+    node = metafunc.definition
+    once = node.get_closest_marker("one_face") is not None and node.get_closest_marker("both_faces") is None
+    chosen = [FACES[zlib.crc32(node.name.encode()) % len(FACES)]] if once else FACES
+    metafunc.parametrize("client", chosen, indirect=True)
 
 
 @pytest.fixture(scope="session")

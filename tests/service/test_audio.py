@@ -37,6 +37,7 @@ def word_error_rate(reference: str, hypothesis: str) -> float:
     return row[-1] / max(len(ref), 1)
 
 
+@pytest.mark.one_face
 def test_wav_is_a_valid_24khz_mono_file_of_plausible_length(client: openai.OpenAI) -> None:
     audio = client.audio.speech.create(
         model="tts-1", voice="alloy", input=SENTENCES[0], response_format="wav"
@@ -47,6 +48,7 @@ def test_wav_is_a_valid_24khz_mono_file_of_plausible_length(client: openai.OpenA
     assert 1.5 < seconds < 6
 
 
+@pytest.mark.one_face
 def test_pcm_is_raw_24khz_16bit_and_speed_shortens_it(client: openai.OpenAI) -> None:
     normal = client.audio.speech.create(
         model="piper-en-us", voice="joe", input=SENTENCES[1], response_format="pcm"
@@ -69,6 +71,7 @@ def test_speech_result_behaves_like_the_sdk_binary_response(client: openai.OpenA
     assert target.read_bytes() == audio.content == audio.read()
 
 
+@pytest.mark.one_face
 @pytest.mark.parametrize("sentence", SENTENCES)
 @pytest.mark.slow
 def test_speech_round_trips_through_transcription(client: openai.OpenAI, sentence: str) -> None:
@@ -80,6 +83,7 @@ def test_speech_round_trips_through_transcription(client: openai.OpenAI, sentenc
     assert result.usage.type == "duration"
 
 
+@pytest.mark.one_face
 @pytest.mark.slow
 def test_transcription_of_a_compressed_file_as_text(client: openai.OpenAI) -> None:
     mp3 = client.audio.speech.create(model="tts-1", voice="alloy", input=SENTENCES[0], response_format="mp3")

@@ -126,6 +126,7 @@ def test_two_hundred_chat_lines_match_what_they_give_live(
     assert batch.usage.output_tokens > 0
 
 
+@pytest.mark.one_face
 @pytest.mark.slow
 def test_five_hundred_embedding_lines_equal_live_embeddings(client: Any) -> None:
     texts = [
@@ -158,6 +159,7 @@ def test_five_hundred_embedding_lines_equal_live_embeddings(client: Any) -> None
         )
 
 
+@pytest.mark.one_face
 @pytest.mark.slow
 def test_a_cancelled_batch_keeps_what_it_did(client: Any) -> None:
     lines = [

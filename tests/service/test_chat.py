@@ -26,6 +26,7 @@ def test_chat_answers_with_the_default_model_through_an_openai_alias(client: ope
     assert reply.usage.total_tokens == reply.usage.prompt_tokens + reply.usage.completion_tokens
 
 
+@pytest.mark.one_face
 def test_max_tokens_bounds_the_answer_and_reports_length(client: openai.OpenAI) -> None:
     reply = client.chat.completions.create(
         model="smollm2-135m-instruct",
@@ -70,6 +71,7 @@ def test_stream_without_include_usage_has_no_usage(client: openai.OpenAI) -> Non
     assert all(c.usage is None and c.choices for c in chunks)
 
 
+@pytest.mark.one_face
 def test_n_gives_that_many_choices(client: openai.OpenAI) -> None:
     reply = client.chat.completions.create(
         model="smollm2-135m-instruct",
@@ -80,6 +82,7 @@ def test_n_gives_that_many_choices(client: openai.OpenAI) -> None:
     assert sorted(c.index for c in reply.choices) == [0, 1]
 
 
+@pytest.mark.one_face
 def test_legacy_completion_with_a_list_of_prompts(client: openai.OpenAI) -> None:
     reply = client.completions.create(
         model="gpt-3.5-turbo-instruct", prompt=["Once upon a time", "The capital of France is"], max_tokens=4
@@ -93,6 +96,7 @@ def test_legacy_completion_with_a_list_of_prompts(client: openai.OpenAI) -> None
     assert 4 * full < reply.usage.completion_tokens <= 8 if full < 2 else reply.usage.completion_tokens == 8
 
 
+@pytest.mark.one_face
 def test_legacy_completion_defaults_to_sixteen_tokens_like_openai(client: openai.OpenAI) -> None:
     reply = client.completions.create(model="smollm2-135m-instruct", prompt="A long list of fruits: apple,")
     assert reply.usage is not None
@@ -161,6 +165,7 @@ def test_a_model_without_the_capability_is_a_400(client: openai.OpenAI) -> None:
 FRANCE, ONCE = [504, 3575, 282, 4649, 314], [6403, 1980, 253, 655]
 
 
+@pytest.mark.one_face
 def test_legacy_completion_of_the_model_s_own_token_ids(client: openai.OpenAI) -> None:
     def answer(prompt: str | list[int] | list[list[int]], **extra: object) -> openai.types.Completion:
         return client.completions.create(

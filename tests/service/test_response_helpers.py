@@ -38,6 +38,7 @@ def recall(tiny: Any) -> Any:
     return tiny
 
 
+@pytest.mark.one_face
 @pytest.mark.models
 def test_the_count_is_the_input_tokens_the_turn_then_uses(client: Any) -> None:
     asked = {
@@ -57,6 +58,7 @@ def test_the_count_is_the_input_tokens_the_turn_then_uses(client: Any) -> None:
     )
 
 
+@pytest.mark.one_face
 @pytest.mark.models
 def test_a_compacted_conversation_goes_on_on_fewer_tokens(client: Any) -> None:
     model = "gpt-4.1-mini"

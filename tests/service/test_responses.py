@@ -309,6 +309,7 @@ def test_parse_with_a_pydantic_format(client: Any) -> None:
     assert json.loads(parsed.output_text) == parsed.output_parsed.model_dump()
 
 
+@pytest.mark.one_face
 @pytest.mark.slow
 def test_a_function_tool_round_trip(client: Any) -> None:
     asked = client.responses.create(
@@ -424,6 +425,7 @@ def test_max_output_tokens_below_openais_minimum_is_a_400(client: Any) -> None:
     assert refused.value.body["code"] == "integer_below_min_value"
 
 
+@pytest.mark.one_face
 def test_service_tier_auto_is_echoed_as_the_tier_used(client: Any) -> None:
     answer = client.responses.create(
         model="smollm2-135m-instruct", input="Hi", max_output_tokens=16, service_tier="auto"
@@ -431,6 +433,7 @@ def test_service_tier_auto_is_echoed_as_the_tier_used(client: Any) -> None:
     assert answer.service_tier == "default"
 
 
+@pytest.mark.one_face
 def test_include_output_text_logprobs_gives_each_tokens_logprob(client: Any) -> None:
     answer = client.responses.create(
         model="smollm2-135m-instruct",
@@ -444,6 +447,7 @@ def test_include_output_text_logprobs_gives_each_tokens_logprob(client: Any) -> 
     assert "".join(entry.token for entry in part.logprobs) == part.text
 
 
+@pytest.mark.one_face
 def test_a_chained_turn_reports_the_earlier_turns_tokens_as_cached(client: Any) -> None:
     """`cached_tokens` is what llama.cpp really reused: the whole earlier turn, for the turn after it."""
     long = " ".join(f"Rule {i}: keep answers short and kind." for i in range(40))

@@ -8,6 +8,8 @@ import re
 import openai
 import pytest
 
+pytestmark = pytest.mark.one_face  # the model's own work: one face (tests/conftest.py)
+
 SYSTEM = {"role": "system", "content": "You are a helpful assistant. Answer briefly."}
 ASK = [SYSTEM, {"role": "user", "content": "Tell me about cats."}]
 
@@ -66,6 +68,7 @@ def test_chat_logprobs_without_alternatives_have_none(client: openai.OpenAI, top
     assert "".join(t.token for t in content) == reply.choices[0].message.content
 
 
+@pytest.mark.both_faces
 def test_streamed_logprobs_arrive_with_their_tokens(client: openai.OpenAI) -> None:
     chunks = list(
         client.chat.completions.create(
@@ -108,6 +111,7 @@ def test_echo_puts_the_prompt_first(client: openai.OpenAI) -> None:
     assert len(reply.choices[0].text) > len("Once upon a time")
 
 
+@pytest.mark.both_faces
 def test_suffix_on_a_model_without_fill_in_the_middle_is_a_400(client: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
         client.completions.create(model="gpt-4o-mini", prompt="def f():", suffix="    return x", max_tokens=3)
@@ -127,6 +131,7 @@ def test_best_of_returns_the_most_likely_of_its_candidates(client: openai.OpenAI
     assert reply.usage.completion_tokens > 12  # all four candidates are billed, as OpenAI does
 
 
+@pytest.mark.both_faces
 def test_best_of_cannot_stream(client: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
         client.completions.create(model="gpt-4o-mini", prompt="x", best_of=2, stream=True)
@@ -222,6 +227,7 @@ def test_ignore_eos_runs_to_max_tokens(client: openai.OpenAI) -> None:
     assert reply.usage.completion_tokens == 60
 
 
+@pytest.mark.both_faces
 def test_streamed_usage_matches_the_whole_answer(client: openai.OpenAI) -> None:
     kwargs = {"model": "gpt-4o-mini", "messages": ASK, "max_tokens": 10, "temperature": 0}
     whole = client.chat.completions.create(**kwargs)  # type: ignore[call-overload]
@@ -236,6 +242,7 @@ def test_streamed_usage_matches_the_whole_answer(client: openai.OpenAI) -> None:
     )
 
 
+@pytest.mark.both_faces
 def test_a_prompt_longer_than_the_context_is_a_400_with_both_numbers(client: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
         client.chat.completions.create(

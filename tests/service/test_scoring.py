@@ -15,6 +15,7 @@ PROMPT = "The capital of France is Paris."
 NO_EOS = {"0": -100, "2": -100}
 
 
+@pytest.mark.one_face
 @pytest.mark.slow
 def test_echo_with_logprobs_and_no_tokens_scores_the_prompt(client: openai.OpenAI) -> None:
     reply = client.completions.create(model="gpt-4o-mini", prompt=PROMPT, max_tokens=0, echo=True, logprobs=3)
@@ -33,6 +34,7 @@ def test_echo_with_logprobs_and_no_tokens_scores_the_prompt(client: openai.OpenA
     assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (len(tokens), 0)
 
 
+@pytest.mark.one_face
 def test_scores_agree_with_the_engine_s_own_logprobs(client: openai.OpenAI) -> None:
     prompt = "The capital of France is"
     generated = client.completions.create(
@@ -49,6 +51,7 @@ def test_scores_agree_with_the_engine_s_own_logprobs(client: openai.OpenAI) -> N
     assert max(abs(a - b) for a, b in zip(ours, engine, strict=True)) < 0.15
 
 
+@pytest.mark.one_face
 def test_echo_with_logprobs_and_tokens_puts_the_scored_prompt_first(client: openai.OpenAI) -> None:
     reply = client.completions.create(
         model="gpt-4o-mini", prompt=[504, 3575, 282, 4649, 314], max_tokens=2, echo=True, logprobs=1,

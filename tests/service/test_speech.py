@@ -36,6 +36,7 @@ def decoded_seconds(data: bytes) -> float:
     return samples / rate
 
 
+@pytest.mark.one_face
 @pytest.mark.parametrize(
     ("fmt", "codec"),
     [("mp3", "mp3"), ("opus", "opus"), ("aac", "aac"), ("flac", "flac"), ("wav", "pcm_s16le")],
@@ -78,6 +79,7 @@ def test_voices_are_listed_and_in_the_model_metadata(server: Faces, http_client:
     assert model["capabilities"] == ["speech"]
 
 
+@pytest.mark.one_face
 def test_an_espeak_language_voice_speaks_and_transcribes(client: openai.OpenAI) -> None:
     audio = client.audio.speech.create(model="espeak-ng", voice="en-us", input="Good morning, my friend.")  # type: ignore[arg-type]
     assert 0.8 < decoded_seconds(audio.content) < 4
@@ -85,6 +87,7 @@ def test_an_espeak_language_voice_speaks_and_transcribes(client: openai.OpenAI) 
     assert decoded_seconds(french.content) > 0.5
 
 
+@pytest.mark.one_face
 @pytest.mark.slow
 def test_speed_changes_duration_for_both_engines(client: openai.OpenAI) -> None:
     for model, voice in (("piper-en-us", "joe"), ("espeak-ng", "en-us")):
@@ -104,6 +107,7 @@ def test_input_over_4096_characters_is_a_400(client: openai.OpenAI) -> None:
     assert caught.value.param == "input"
 
 
+@pytest.mark.one_face
 def test_instructions_are_accepted(client: openai.OpenAI) -> None:
     audio = client.audio.speech.create(
         model="tts-1", voice="alloy", input="Hi.", instructions="Speak cheerfully."
@@ -111,6 +115,7 @@ def test_instructions_are_accepted(client: openai.OpenAI) -> None:
     assert audio.content
 
 
+@pytest.mark.one_face
 @pytest.mark.slow
 def test_long_input_is_spoken_whole(http_client: openai.OpenAI) -> None:
     # Over HTTP, where a long answer streams (the in-process face's whole file is checked on short inputs).

@@ -48,6 +48,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 
+@pytest.mark.one_face
 @pytest.mark.parametrize("name", list(SCHEMAS))
 @pytest.mark.slow
 def test_json_schema_output_always_validates(client: openai.OpenAI, name: str) -> None:
@@ -67,6 +68,7 @@ def test_json_schema_output_always_validates(client: openai.OpenAI, name: str) -
         jsonschema.validate(json.loads(reply.choices[0].message.content or ""), schema)
 
 
+@pytest.mark.one_face
 def test_json_object_output_parses(client: openai.OpenAI) -> None:
     reply = client.chat.completions.create(
         model="gpt-4o-mini",
@@ -126,6 +128,7 @@ def test_a_schema_the_decoder_cannot_enforce_is_a_400_naming_the_part(
     assert part in caught.value.message
 
 
+@pytest.mark.one_face
 def test_guided_choice_picks_one_of_the_choices_on_both_endpoints(client: openai.OpenAI) -> None:
     choices = ["yes", "no", "maybe so"]
     chat = client.chat.completions.create(
@@ -144,6 +147,7 @@ def test_guided_choice_picks_one_of_the_choices_on_both_endpoints(client: openai
     assert legacy.choices[0].text in choices
 
 
+@pytest.mark.one_face
 def test_guided_regex_output_fully_matches(client: openai.OpenAI) -> None:
     pattern = r"[A-Z][a-z]{2,8} \d{1,3}(\.\d)?"
     for seed in (1, 2, 3):
@@ -157,6 +161,7 @@ def test_guided_regex_output_fully_matches(client: openai.OpenAI) -> None:
         assert re.fullmatch(pattern, reply.choices[0].text), reply.choices[0].text
 
 
+@pytest.mark.one_face
 def test_guided_json_validates(client: openai.OpenAI) -> None:
     schema = SCHEMAS["enum and integer"]
     reply = client.chat.completions.create(

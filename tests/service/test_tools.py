@@ -53,6 +53,7 @@ def assert_valid_calls(calls: Any, names: set[str], finish_reason: str = "tool_c
         jsonschema.validate(json.loads(call.function.arguments), SCHEMAS[call.function.name])
 
 
+@pytest.mark.one_face
 @pytest.mark.parametrize(
     ("choice", "names"),
     [
@@ -76,6 +77,7 @@ def test_forced_tool_choices_always_give_valid_calls(
     assert_valid_calls(message.tool_calls, names, finish)
 
 
+@pytest.mark.one_face
 @pytest.mark.slow
 def test_auto_gives_either_a_valid_call_or_text(client: openai.OpenAI) -> None:
     for seed in (1, 2, 3):
@@ -90,6 +92,7 @@ def test_auto_gives_either_a_valid_call_or_text(client: openai.OpenAI) -> None:
             assert not choice.message.content.lstrip().startswith("{")
 
 
+@pytest.mark.one_face
 def test_none_answers_in_text(client: openai.OpenAI) -> None:
     reply = client.chat.completions.create(
         model="gpt-4o-mini", messages=ASK, tools=TOOLS, tool_choice="none", max_tokens=20
@@ -98,6 +101,7 @@ def test_none_answers_in_text(client: openai.OpenAI) -> None:
     assert reply.choices[0].message.content
 
 
+@pytest.mark.one_face
 @pytest.mark.parametrize("budget", [4, 8, 12, 16, 20, 27])
 @pytest.mark.slow
 def test_an_answer_cut_by_max_tokens_keeps_what_was_generated(client: openai.OpenAI, budget: int) -> None:
@@ -138,6 +142,7 @@ def test_a_streamed_call_cut_by_max_tokens_has_its_name(client: openai.OpenAI) -
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
 
 
+@pytest.mark.one_face
 @pytest.mark.slow
 def test_parallel_tool_calls_false_allows_one_call(client: openai.OpenAI) -> None:
     for seed in (1, 2):
@@ -196,6 +201,7 @@ def test_the_sdk_stream_helper_accumulates_tool_calls(http_client: openai.OpenAI
     assert_valid_calls(final.choices[0].message.tool_calls, set(SCHEMAS))
 
 
+@pytest.mark.one_face
 @pytest.mark.slow
 def test_a_conversation_with_tool_results_continues(client: openai.OpenAI) -> None:
     messages: list[Any] = [
@@ -225,6 +231,7 @@ def test_a_conversation_with_tool_results_continues(client: openai.OpenAI) -> No
     assert_valid_calls(follow.choices[0].message.tool_calls, set(SCHEMAS))
 
 
+@pytest.mark.one_face
 def test_an_answer_after_calls_with_no_tools_offered_is_text_not_call_markup(client: openai.OpenAI) -> None:
     # As when an agent loop's last round may call nothing more: past calls shown as JSON were copied by the
     # model as its answer (8 answers in 8), which then reached the user as text.
@@ -245,6 +252,7 @@ def test_an_answer_after_calls_with_no_tools_offered_is_text_not_call_markup(cli
         assert '"name"' not in text
 
 
+@pytest.mark.one_face
 def test_legacy_functions_answer_with_function_call(client: openai.OpenAI) -> None:
     reply = client.chat.completions.create(
         model="gpt-4o-mini",
@@ -260,6 +268,7 @@ def test_legacy_functions_answer_with_function_call(client: openai.OpenAI) -> No
     jsonschema.validate(json.loads(choice.message.function_call.arguments), SCHEMAS["get_weather"])
 
 
+@pytest.mark.one_face
 @pytest.mark.slow
 def test_schemas_with_refs_and_nesting_are_enforced(client: openai.OpenAI) -> None:
     parameters = {

@@ -51,6 +51,7 @@ def reencode(wav: bytes, container_format: str, codec: str, rate: int = 24000) -
     return out.getvalue()
 
 
+@pytest.mark.one_face
 @pytest.mark.parametrize("sentence", SENTENCES)
 @pytest.mark.slow
 def test_round_trip_word_error_rate(client: openai.OpenAI, sentence: str) -> None:
@@ -63,6 +64,7 @@ def test_round_trip_word_error_rate(client: openai.OpenAI, sentence: str) -> Non
     assert word_error_rate(sentence, text) <= TWO_WORDS_IN_A_SENTENCE, text
 
 
+@pytest.mark.one_face
 @pytest.mark.parametrize(
     ("name", "container", "codec"),
     [("m4a", "mp4", "aac"), ("webm", "webm", "libopus"), ("ogg", "ogg", "libopus"), ("flac", "flac", "flac")],
@@ -87,6 +89,7 @@ def srt_times(text: str) -> list[tuple[float, float]]:
     return [(seconds(a), seconds(b)) for a, b in re.findall(r"([\d:,.]+) --> ([\d:,.]+)", text)]
 
 
+@pytest.mark.one_face
 @pytest.mark.parametrize("fmt", ["srt", "vtt"])
 @pytest.mark.slow
 def test_subtitles_parse_with_increasing_times_inside_the_duration(
@@ -109,6 +112,7 @@ def test_subtitles_parse_with_increasing_times_inside_the_duration(
     assert flat[-1] <= duration + 0.5
 
 
+@pytest.mark.one_face
 @pytest.mark.slow
 def test_verbose_json_has_language_duration_segments_and_words(
     client: openai.OpenAI, paragraph_wav: bytes
@@ -149,6 +153,7 @@ def test_streamed_transcription_deltas_make_the_final_text(
     assert word_error_rate(PARAGRAPH, done.text) <= 0.1
 
 
+@pytest.mark.one_face
 @pytest.mark.slow
 def test_prompt_and_language_are_accepted(client: openai.OpenAI, paragraph_wav: bytes) -> None:
     result = client.audio.transcriptions.create(
@@ -161,6 +166,7 @@ def test_prompt_and_language_are_accepted(client: openai.OpenAI, paragraph_wav: 
     assert word_error_rate(PARAGRAPH, result.text) <= 0.15
 
 
+@pytest.mark.one_face
 @pytest.mark.slow
 def test_silence_is_skipped_by_voice_activity_detection(client: openai.OpenAI, paragraph_wav: bytes) -> None:
     with av.open(io.BytesIO(paragraph_wav)) as container:
@@ -235,6 +241,7 @@ def german_wav(inprocess_client: openai.OpenAI) -> bytes:
     ).content
 
 
+@pytest.mark.one_face
 @pytest.mark.slow
 def test_the_multilingual_model_transcribes_german(client: openai.OpenAI, german_wav: bytes) -> None:
     result = client.audio.transcriptions.create(
@@ -244,6 +251,7 @@ def test_the_multilingual_model_transcribes_german(client: openai.OpenAI, german
     assert {"heute", "keine", "zeit", "morgen"} <= set(re.findall(r"\w+", result.text.lower()))
 
 
+@pytest.mark.one_face
 @pytest.mark.slow
 def test_the_multilingual_model_translates_german_to_english(
     client: openai.OpenAI, german_wav: bytes

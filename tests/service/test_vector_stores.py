@@ -44,6 +44,7 @@ def names(page: Any) -> list[str]:
     return [result.filename for result in page.data]
 
 
+@pytest.mark.one_face
 def test_a_store_of_three_files_is_searched_by_meaning_words_and_attributes(client: Any) -> None:
     store = library(client)
     assert store.status == "completed"
@@ -120,6 +121,7 @@ def test_files_are_listed_changed_read_and_taken_out(client: Any) -> None:
         client.vector_stores.retrieve(store.id)
 
 
+@pytest.mark.one_face
 def test_long_text_is_cut_into_overlapping_chunks_the_model_reads_whole(client: Any) -> None:
     words = " ".join(f"word{i}" for i in range(400)).encode()
     file = client.files.create(file=("long.txt", words), purpose="assistants")
@@ -138,6 +140,7 @@ def test_long_text_is_cut_into_overlapping_chunks_the_model_reads_whole(client: 
     assert chunks[0].split()[-1] in chunks[1]  # each starts before the last one ended
 
 
+@pytest.mark.one_face
 def test_a_file_that_cannot_be_read_fails_with_why(client: Any) -> None:
     file = client.files.create(file=("blob.bin", bytes(range(256)) * 8), purpose="assistants")
     store = client.vector_stores.create()
@@ -147,6 +150,7 @@ def test_a_file_that_cannot_be_read_fails_with_why(client: Any) -> None:
     assert client.vector_stores.retrieve(store.id).file_counts.failed == 1
 
 
+@pytest.mark.one_face
 def test_a_cancelled_batch_says_so(client: Any) -> None:
     file = client.files.create(file=("a.txt", b"Some words to keep."), purpose="assistants")
     store = client.vector_stores.create()
@@ -215,12 +219,14 @@ def test_stores_are_listed_newest_first_and_paged_both_ways(client: Any) -> None
     assert [s.id for s in newer.data] == [made[1]]
 
 
+@pytest.mark.one_face
 def test_an_expiry_is_kept_and_moves_with_use(client: Any) -> None:
     store = client.vector_stores.create(expires_after={"anchor": "last_active_at", "days": 2})
     assert store.expires_after.days == 2
     assert store.expires_at == store.last_active_at + 2 * 86400
 
 
+@pytest.mark.one_face
 def test_llama_stack_s_fields_are_taken(client: Any) -> None:
     # Llama Stack's clients send these beside `embedding_model`: the dimension is checked, the provider
     # (a vector backend there; one database here) accepted.
