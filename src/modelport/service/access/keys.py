@@ -65,7 +65,9 @@ class Keys:
     _flushing: asyncio.Task[None] | None = None
 
     def __post_init__(self) -> None:
-        ttl = lambda: self.settings.key_cache_seconds  # noqa: E731 (read at each use: tests change it)
+        def ttl() -> float:  # read at each use: the settings may change after start (tests change them)
+            return self.settings.key_cache_seconds
+
         # What a key stands for, by its hash (None: no key of ours, or revoked).
         self._seen = ReadAhead(self._lookup, ttl, _CACHE_CAP)
         self._any_live = ReadAhead(self._read_any_live, ttl, 1)
