@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import httpx
 import numpy as np
+from prometheus_client.parser import text_string_to_metric_families
 
 from bench.common import machine, modelport_logged, rss_mib, table
 
@@ -212,6 +213,38 @@ def report(tally: Tally, seconds: float, stalled: int | None = None) -> str:
     return "\n".join(lines)
 
 
+# The kinds whose route is theirs alone, so the server's own latency histogram can be read for them.
+ROUTES = {
+    "models": "/v1/models",
+    "embeddings": "/v1/embeddings",
+    "speech": "/v1/audio/speech",
+    "transcription": "/v1/audio/transcriptions",
+}
+
+
+def server_side(url: str) -> str:
+    """How many requests of the cheap kinds took over 0.25 s and over 1 s inside the server, by its own
+    histogram (`modelport_request_seconds`, from the middleware's first byte in to its last byte out): a
+    slow request the client saw but the server did not was slow in the client or on the way."""
+    over: dict[str, dict[str, float]] = defaultdict(dict)
+    for family in text_string_to_metric_families(httpx.get(f"{url}/metrics", timeout=30).text):
+        if family.name != "modelport_request_seconds":
+            continue
+        for sample in family.samples:
+            if sample.name.endswith("_bucket"):
+                over[sample.labels["route"]][sample.labels["le"]] = sample.value
+    lines = []
+    for kind, route in ROUTES.items():
+        buckets = over.get(route)
+        if buckets:
+            total = buckets["+Inf"]
+            lines.append(
+                f"{kind}: {total - buckets['0.25']:.0f} over 0.25 s, {total - buckets['1.0']:.0f} over 1 s "
+                f"of {total:.0f}"
+            )
+    return "inside the server (its histogram): " + "; ".join(lines)
+
+
 def _spin() -> None:
     while True:
         pass
@@ -233,7 +266,9 @@ def main(clients: int, seconds: float, config: str | None, busy: int, mix: str) 
             for neighbour in neighbours:
                 neighbour.terminate()
         stalled = sum("has waited" in line for line in log().splitlines())
+        inside = server_side(url)
     print(report(tally, seconds, stalled))
+    print(inside)
 
 
 if __name__ == "__main__":

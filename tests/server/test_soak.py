@@ -9,7 +9,7 @@ import asyncio
 import httpx
 import pytest
 
-from bench.soak import soak
+from bench.soak import server_side, soak
 from tests.support.faces import Faces
 
 pytestmark = pytest.mark.slow  # 20 s of load
@@ -22,3 +22,5 @@ def test_thirty_two_clients_mixing_every_endpoint_get_no_5xx_and_no_hang(server:
     assert all(status < 500 for status in answered), dict(tally.statuses)
     assert len(tally.latencies) >= 6  # most kinds were exercised
     assert httpx.get(f"{server.url}/v1/models").status_code == 200
+    # The bench reads the server's own latencies of the cheap kinds from its histogram.
+    assert "models: " in server_side(server.url)
