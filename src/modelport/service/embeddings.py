@@ -28,7 +28,7 @@ async def embeddings(
     entries = token_ids.inputs(request.input)
     if any(t == "" for t in entries):
         raise InvalidRequestError("input must not contain empty strings.", param="input")
-    strings = token_ids.openai_texts(entries, "input")
+    strings = await token_ids.openai_texts(entries, "input")
     batcher = model.state.get("embedding-batcher")
     if batcher is None or batcher.loop is not asyncio.get_running_loop():
         batcher = model.state["embedding-batcher"] = Batcher(model, predictor)

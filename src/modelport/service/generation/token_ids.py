@@ -42,9 +42,12 @@ def check(
             )
 
 
-def openai_texts(entries: list[Input], param: str) -> list[str]:
-    """Each input as text; token arrays read with OpenAI's cl100k_base encoding."""
-    encoding = _openai_encoding()
+async def openai_texts(entries: list[Input], param: str) -> list[str]:
+    """Each input as text; token arrays read with OpenAI's cl100k_base encoding, built the first time a
+    request needs it, in a thread (on the event loop it held every request up ~0.25 s)."""
+    if all(isinstance(entry, str) for entry in entries):
+        return [entry for entry in entries if isinstance(entry, str)]
+    encoding = await anyio.to_thread.run_sync(_openai_encoding)
     texts = []
     for k, entry in enumerate(entries):
         if isinstance(entry, str):
