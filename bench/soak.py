@@ -69,6 +69,8 @@ class Tally:
     hangs: int = 0
     dropped: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     rss_mib: list[tuple[float, float]] = field(default_factory=list)
+    # How late the clients' own event loop woke from 50-ms sleeps: a request it timed was late by as much.
+    client_lags: list[float] = field(default_factory=list)
 
 
 async def one_request(client: httpx.AsyncClient, kind: str) -> int:
@@ -172,7 +174,13 @@ async def soak(
             tally.rss_mib.append((time.monotonic() - start, rss_mib(pid)))
             await asyncio.sleep(max(1.0, seconds / 20))
 
-    await asyncio.gather(watch_memory(), *(client_loop() for _ in range(clients)))
+    async def watch_own_loop() -> None:
+        while time.monotonic() < deadline:
+            asked = time.monotonic()
+            await asyncio.sleep(0.05)
+            tally.client_lags.append(time.monotonic() - asked - 0.05)
+
+    await asyncio.gather(watch_memory(), watch_own_loop(), *(client_loop() for _ in range(clients)))
     if pid is not None:
         tally.rss_mib.append((time.monotonic() - start, rss_mib(pid)))
     return tally
@@ -206,6 +214,12 @@ def report(tally: Tally, seconds: float, stalled: int | None = None) -> str:
         lines.append(f"dropped connections ({kind}): {len(errors)}, first: {errors[0]}")
     if stalled is not None:
         lines.append(f"calls the watchdog found stalled (30 s without progress): {stalled}")
+    if tally.client_lags:
+        late = sum(lag > 0.25 for lag in tally.client_lags)
+        lines.append(
+            f"the clients' own event loop: woke late by {max(tally.client_lags) * 1000:.0f} ms at most, "
+            f"{late} times by over 250 ms (a request timed then is late by as much, whatever the server did)"
+        )
     if tally.rss_mib:
         # Every fourth sample of ~20, so the curve shows whether memory stops growing.
         marks = tally.rss_mib[::4] + ([tally.rss_mib[-1]] if len(tally.rss_mib) % 4 != 1 else [])
