@@ -133,16 +133,7 @@ def whole(answer: object) -> Any:
     """A whole answer as the data the SDK builds its type from: an object as it is, a page with its
     objects."""
     if isinstance(answer, ListPage):
-        ids = [
-            item.get("id") if isinstance(item, dict) else getattr(item, "id", None) for item in answer.data
-        ]
-        return {
-            "object": "list",
-            "data": answer.data,
-            "first_id": ids[0] if ids else None,
-            "last_id": ids[-1] if ids else None,
-            "has_more": answer.has_more,
-        }
+        return answer.body(jsonable=False)
     return answer
 
 

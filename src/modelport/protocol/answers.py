@@ -184,10 +184,11 @@ class ListPage(Generic[T]):
     data: list[T]
     has_more: bool
 
-    def body(self) -> dict[str, Any]:
-        """The JSON body of the page."""
-        data = [_jsonable(item) for item in self.data]
-        ids = [item.get("id") for item in data]
+    def body(self, jsonable: bool = True) -> dict[str, Any]:
+        """The page in OpenAI's list shape: its objects as JSON (the body the wire carries), or as they are
+        (`jsonable=False`: what the in-process client builds the SDK's page from)."""
+        data = [_jsonable(item) for item in self.data] if jsonable else list(self.data)
+        ids = [_id(item) for item in data]
         return {
             "object": "list",
             "data": data,
@@ -202,6 +203,10 @@ def _jsonable(item: object) -> dict[str, Any]:
         return item.model_dump(mode="json", warnings=False, by_alias=True)
     assert isinstance(item, dict)
     return item
+
+
+def _id(item: object) -> Any:
+    return item.get("id") if isinstance(item, dict) else getattr(item, "id", None)
 
 
 class ResponseDeleted(BaseModel):
