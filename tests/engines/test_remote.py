@@ -4,7 +4,10 @@ answers the shapes no real server can be made to produce (hangs, garbage, 429s, 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import socket
+import struct
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -27,6 +30,7 @@ from tests.predictors.tiny_models import loudness_transcriber, reverse_chat, ton
 from tests.support.live import serve_app, wait_healthy
 
 KEY = "sk-upstream-secret-0123456789"
+CROWD = 120  # more streams at once than aiohttp's default cap of 100 connections
 CHUNK = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
 WHOLE = {
     "id": "c",
@@ -45,6 +49,8 @@ class Odd:
     def __init__(self) -> None:
         self.seen: list[tuple[str, dict[str, str], dict[str, Any]]] = []
         self.listing = ["qwen2.5", "qwen3", "llama3.2", "mistral"]
+        self.crowd = 0
+        self.crowded = asyncio.Event()
         routes = [
             Route("/{replica}/v1/chat/completions", self.chat, methods=["POST"]),
             Route("/{replica}/v1/models", self.models),
@@ -84,6 +90,11 @@ class Odd:
             return JSONResponse({"error": error}, 404)
         if behaviour == "crash":
             return JSONResponse({"error": {"message": "CUDA out of memory", "type": "server_error"}}, 500)
+        if behaviour == "crowd":  # answers once `CROWD` requests are in flight together
+            self.crowd += 1
+            if self.crowd == CROWD:
+                self.crowded.set()
+            await self.crowded.wait()
         if behaviour == "cut":
 
             async def cut() -> Any:
@@ -138,6 +149,7 @@ def front(odd: tuple[Odd, str], tiny_upstream: str, monkeypatch_module: pytest.M
             for name in ["hang", "hang@a", "html", "notjson", "shape", "busy", "busy@b", "teapot"]
         ),
         *(remote(name, [a], upstream_model=name, **quick) for name in ["unknown", "crash", "cut", "fine"]),
+        remote("crowd", [f"{url}/c/v1"], upstream_model="crowd", first_byte_timeout=20, max_in_flight=CROWD),
         remote("ollama", [a], discover=True, prefix="", allowed_models=["qwen*"], refresh=0.5, **quick),
         remote("nowhere", ["http://127.0.0.1:9/v1"], health="/health", cooldown=30),
     ]
@@ -355,3 +367,77 @@ def test_a_key_in_models_toml_is_refused() -> None:
         )
     with pytest.raises(ValueError, match="not an http"):
         assemble.registry(Settings(defaults=False, models=[remote("k", ["ftp://x/v1"])]))
+
+
+def test_more_requests_at_once_than_any_connection_cap_all_reach_the_upstream(front: str) -> None:
+    async def crowd() -> list[int]:
+        async with httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=None)) as client:
+            body = {"model": "crowd", "messages": [{"role": "user", "content": "x"}]}
+            url = f"{front}/v1/chat/completions"
+            answers = await asyncio.gather(*(client.post(url, json=body) for _ in range(CROWD)))
+        return [answer.status_code for answer in answers]
+
+    assert asyncio.run(crowd()) == [200] * CROWD
+
+
+class Sleepy:
+    """A keep-alive HTTP/1.1 upstream that resets a connection idle for `idle` seconds when a request
+    arrives on it, as a server whose idle timer fires at that moment does (uvicorn's, Node's: 5 s)."""
+
+    def __init__(self, idle: float) -> None:
+        self.idle = idle
+        self.resets = 0
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        answered = time.monotonic()
+        with contextlib.suppress(asyncio.IncompleteReadError):  # the client closed it
+            await self.answer(reader, writer, answered)
+
+    async def answer(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, answered: float
+    ) -> None:
+        while head := await reader.readuntil(b"\r\n\r\n"):
+            lines = head.decode().split("\r\n")
+            length = next(
+                (int(line.split(":")[1]) for line in lines if line.lower().startswith("content-length")), 0
+            )
+            await reader.readexactly(length)
+            if time.monotonic() - answered >= self.idle:
+                self.resets += 1
+                sock = writer.get_extra_info("socket")
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                writer.close()
+                return
+            listing = {"object": "list", "data": [{"id": "sleepy", "object": "model"}]}
+            content = json.dumps(WHOLE if lines[0].startswith("POST") else listing).encode()
+            writer.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                + f"content-length: {len(content)}\r\n\r\n".encode()
+                + content
+            )
+            await writer.drain()
+            answered = time.monotonic()
+
+
+@pytest.mark.slow
+def test_a_connection_the_upstream_is_about_to_close_is_never_sent_a_request() -> None:
+    sleepy = Sleepy(idle=4.0)
+
+    async def run() -> list[str | None]:
+        server = await asyncio.start_server(sleepy.serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        model = remote("sleepy", [f"http://127.0.0.1:{port}/v1"], health_interval=3600)
+        client = modelport.AsyncOpenAI(settings=Settings(defaults=False, models=[model]))
+        said = []
+        async with server:
+            for pause in (0.0, 4.5, 0.5):
+                await asyncio.sleep(pause)
+                reply = await client.chat.completions.create(
+                    model="sleepy", messages=[{"role": "user", "content": "x"}]
+                )
+                said.append(reply.choices[0].message.content)
+            await client.close()
+        return said
+
+    assert asyncio.run(run()) == ["fine"] * 3
+    assert sleepy.resets == 0

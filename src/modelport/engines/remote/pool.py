@@ -40,6 +40,7 @@ log = logging.getLogger("modelport.upstreams")
 T = TypeVar("T")
 RETRYABLE = frozenset({429, 502, 503, 504})
 _TICK = 0.25  # seconds between looks at which replicas are due a probe
+_IDLE_SECONDS = 3.0  # how long an idle connection to an upstream is kept (see `_session`)
 
 
 class Failure(Exception):
@@ -158,9 +159,8 @@ class ReplicaPool:
                     write=self.read_timeout,
                     pool=None,
                 ),
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
                 # aiohttp's C parser reads an upstream's stream at about half the CPU of httpx's own.
-                transport=AiohttpTransport(limits=httpx.Limits(max_connections=None)),
+                transport=AiohttpTransport(client=_session),
             )
         return client
 
@@ -417,6 +417,14 @@ def _retry_after(response: httpx.Response) -> float | None:
         return min(float(value), 3600.0)
     except ValueError:
         return None
+
+
+def _session() -> aiohttp.ClientSession:
+    # No cap on connections: an upstream's own limit says how much it takes (aiohttp's default cap of 100
+    # would queue the 101st stream unseen). An idle connection is dropped after 3 s, before the 5 s at
+    # which uvicorn (vLLM, modelport), Node and llama-server close theirs: a request sent on a connection
+    # at the moment its server closes it is reset without an answer, and a POST cannot be sent again.
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=_IDLE_SECONDS))
 
 
 def _weight(key: str, url: str) -> int:
