@@ -10,6 +10,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from modelport.cluster.ingress import ReplicaSet
@@ -50,6 +51,7 @@ def deploy(
     if not local_testing:
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         ray.init(address=address, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+        _DEPLOYED.joined, _DEPLOYED.applications = address is not None, []
         try:
             if address is None:
                 _check_fit(models, ray.cluster_resources())  # type: ignore[no-untyped-call]
@@ -64,6 +66,7 @@ def deploy(
             assert model.id is not None
             app = replica.options(name=model.id, **_ray_options(model))
             bound = app.bind(_alone(settings, model).model_dump(mode="json"))
+            _DEPLOYED.applications.append(model.id)
             try:
                 handles[model.id] = (
                     serve.run(bound, name=model.id, route_prefix=None, _local_testing_mode=True)
@@ -142,12 +145,28 @@ def _wait_ready(names: list[str], timeout: float, progress: Progress | None) -> 
         time.sleep(0.5)
 
 
+@dataclass
+class _Deployed:
+    """What this process put on Ray, for `shutdown` to take away."""
+
+    joined: bool = False  # a cluster others may use, rather than an instance of this process's own
+    applications: list[str] = field(default_factory=list)
+
+
+_DEPLOYED = _Deployed()
+
+
 def shutdown() -> None:
-    """Remove the deployments and leave Ray (stopping the local instance `deploy` started, if it did)."""
+    """Leave Ray. On a cluster this process joined, its own applications are removed and the rest of Ray
+    Serve is left as it was; they are removed without waiting, since Ray Serve gives a replica up to 20 s
+    to end, one it could never place too. A local instance `deploy` started is stopped whole."""
     import ray
     from ray import serve
 
-    serve.shutdown()  # type: ignore[no-untyped-call]
+    if _DEPLOYED.joined:
+        for name in _DEPLOYED.applications:
+            serve.delete(name, _blocking=False)
+    _DEPLOYED.applications = []
     ray.shutdown()
 
 
