@@ -65,6 +65,23 @@ def test_help_lists_the_commands() -> None:
     assert "--lazy" in serve.stdout
 
 
+@pytest.mark.parametrize("command", [["--help"], ["models", "--no-defaults"], ["engine"], ["pull", "--help"]])
+def test_a_command_that_serves_nothing_starts_without_the_server(command: list[str]) -> None:
+    """The service, the SDK and the web framework take ~3 s to import on 2 cores: only `serve` loads them."""
+    script = (
+        "import contextlib, io, sys\n"
+        "from modelport.cli import main\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main({command!r})\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'openai', 'fastapi', 'starlette', 'mcp'}))\n"
+        "print('modelport.service' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert done.stdout.splitlines() == ["[]", "False"], done.stderr
+
+
 def test_models_lists_the_defaults_and_aliases() -> None:
     result = run("models")
     assert result.returncode == 0

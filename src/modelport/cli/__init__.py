@@ -11,11 +11,9 @@ import sys
 from collections.abc import Sequence
 
 from modelport import __version__
-from modelport.cli import cache, engine, projects, stack, terminal
+from modelport.cli import cache, engine, projects, stack
 from modelport.cli import serve as serving
-from modelport.engines import assemble
 from modelport.errors import PredictorContractError
-from modelport.service import Service
 from modelport.settings import Settings
 
 
@@ -211,6 +209,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in ("pull", "rm") or getattr(args, "local", False):
         return cache.run(args)
     if args.command in ("ps", "chat"):
+        from modelport.cli import terminal  # the SDK, loaded by the commands that use it
+
         return terminal.ps(args) if args.command == "ps" else terminal.chat(args)
     if args.command == "llama-stack-config":
         return stack.write(args)
@@ -223,6 +223,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"modelport: error: {error}", file=sys.stderr)
             return 2
         return projects.run(args, settings)
+    # The engines load only now, and the service only to serve: the other commands start without them.
+    from modelport.engines import assemble
+
     try:
         settings = settings_of(args)
         registry = (
@@ -243,6 +246,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for covers, target in settings.openai_families():
             print(f"{covers}\t→ {target} (OpenAI's model names, by family)")
         return 0
+    from modelport.service import Service
+
     return serving.serve(Service(registry, settings), args.log_level, on_ray=bool(args.ray))
 
 

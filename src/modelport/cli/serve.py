@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from modelport import __version__, hub
 from modelport.engines import engine_names
@@ -19,8 +20,10 @@ from modelport.engines.llamacpp import engine_build
 from modelport.engines.recognise import model_id as recognised_id
 from modelport.engines.recognise import recognise
 from modelport.predictors.registry import ModelRegistry
-from modelport.service import Service
 from modelport.settings import ModelConfig, Settings
+
+if TYPE_CHECKING:
+    from modelport.service import Service
 
 SHUTDOWN_SECONDS = 10  # on SIGTERM, streams in flight get this long to finish before they are ended
 BUILD_AFTER_IDLE_SECONDS = 1.0  # a paused background build of llama.cpp goes on after this long idle
