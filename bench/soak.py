@@ -75,6 +75,10 @@ class Tally:
     rss_mib: list[tuple[float, float]] = field(default_factory=list)
     # How late the clients' own event loop woke from 50-ms sleeps: a request it timed was late by as much.
     client_lags: list[float] = field(default_factory=list)
+    # Each kind's slowest request: how long, and when it began (seconds into the run), to set beside the
+    # server's log and the clients' lags.
+    slowest: dict[str, tuple[float, float]] = field(default_factory=dict)
+    worst_lag: tuple[float, float] = (0.0, 0.0)  # the longest and when (seconds into the run)
 
 
 async def one_request(client: httpx.AsyncClient, kind: str) -> int:
@@ -170,8 +174,11 @@ async def soak(
                 except httpx.TransportError as error:  # a dropped connection: counted as a status of its own
                     tally.dropped[kind].append(f"{type(error).__name__}: {error}")
                     status = 0
+                took = time.monotonic() - began
                 tally.statuses[kind][status] += 1
-                tally.latencies[kind].append(time.monotonic() - began)
+                tally.latencies[kind].append(took)
+                if took > tally.slowest.get(kind, (0.0, 0.0))[0]:
+                    tally.slowest[kind] = (took, began - start)
 
     async def watch_memory() -> None:
         while pid is not None and time.monotonic() < deadline:
@@ -182,7 +189,10 @@ async def soak(
         while time.monotonic() < deadline:
             asked = time.monotonic()
             await asyncio.sleep(0.05)
-            tally.client_lags.append(time.monotonic() - asked - 0.05)
+            lag = time.monotonic() - asked - 0.05
+            tally.client_lags.append(lag)
+            if lag >= tally.worst_lag[0]:
+                tally.worst_lag = (lag, asked - start)
 
     await asyncio.gather(watch_memory(), watch_own_loop(), *(client_loop() for _ in range(clients)))
     if pid is not None:
@@ -218,11 +228,15 @@ def report(tally: Tally, seconds: float, stalled: int | None = None) -> str:
         lines.append(f"dropped connections ({kind}): {len(errors)}, first: {errors[0]}")
     if stalled is not None:
         lines.append(f"calls the watchdog found stalled (30 s without progress): {stalled}")
+    if tally.slowest:
+        slowest = (f"{kind} +{at:.0f} s ({took * 1000:.0f} ms)" for kind, (took, at) in tally.slowest.items())
+        lines.append("each kind's slowest began at: " + ", ".join(slowest))
     if tally.client_lags:
         late = sum(lag > 0.25 for lag in tally.client_lags)
         lines.append(
-            f"the clients' own event loop: woke late by {max(tally.client_lags) * 1000:.0f} ms at most, "
-            f"{late} times by over 250 ms (a request timed then is late by as much, whatever the server did)"
+            f"the clients' own event loop: woke late by {tally.worst_lag[0] * 1000:.0f} ms at most "
+            f"(+{tally.worst_lag[1]:.0f} s), {late} times by over 250 ms (a request timed then is late by as "
+            "much, whatever the server did)"
         )
     if tally.rss_mib:
         # Every fourth sample of ~20, so the curve shows whether memory stops growing.
@@ -246,12 +260,18 @@ def server_side(url: str) -> str:
     slow request the client saw but the server did not was slow in the client or on the way."""
     over: dict[str, dict[str, float]] = defaultdict(dict)
     for family in text_string_to_metric_families(httpx.get(f"{url}/metrics", timeout=30).text):
+        if family.name == "modelport_gc_pause_seconds":
+            over["gc"].setdefault("+Inf", 0.0)
+            for sample in family.samples:
+                if sample.name.endswith("_bucket") and sample.labels["generation"] == "2":
+                    over["gc"][sample.labels["le"]] = sample.value
         if family.name != "modelport_request_seconds":
             continue
         for sample in family.samples:
             if sample.name.endswith("_bucket"):
                 over[sample.labels["route"]][sample.labels["le"]] = sample.value
     lines = []
+    pauses = over.get("gc")
     for kind, route in ROUTES.items():
         buckets = over.get(route)
         if buckets:
@@ -260,7 +280,14 @@ def server_side(url: str) -> str:
                 f"{kind}: {total - buckets['0.25']:.0f} over 0.25 s, {total - buckets['1.0']:.0f} over 1 s "
                 f"of {total:.0f}"
             )
-    return "inside the server (its histogram): " + "; ".join(lines)
+    said = "inside the server (its histogram): " + "; ".join(lines)
+    if pauses:  # the collector's full passes after start-up: every request in the server waited for each
+        total = pauses["+Inf"]
+        said += (
+            f"\nthe garbage collector's full passes: {total:.0f}, {total - pauses.get('0.1', 0.0):.0f} over "
+            f"0.1 s, {total - pauses.get('0.25', 0.0):.0f} over 0.25 s"
+        )
+    return said
 
 
 def _spin() -> None:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import gc
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -163,3 +165,26 @@ class UpstreamCollector(Collector):
 
 UPSTREAMS = UpstreamCollector()
 REGISTRY.register(UPSTREAMS)
+
+GC_PAUSES = Histogram(
+    "modelport_gc_pause_seconds",
+    "Passes of Python's cyclic garbage collector, by generation: every thread, the event loop's too, waits",
+    ["generation"],
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+)
+_gc_began = 0.0
+
+
+def _time_gc(phase: str, info: dict[str, int]) -> None:
+    global _gc_began
+    if phase == "start":
+        _gc_began = time.perf_counter()
+    else:
+        GC_PAUSES.labels(str(info["generation"])).observe(time.perf_counter() - _gc_began)
+
+
+def watch_gc() -> None:
+    """Time every pass of the garbage collector from now on (`modelport_gc_pause_seconds`): a request slow
+    with nothing slow in its own path waited for one."""
+    if _time_gc not in gc.callbacks:
+        gc.callbacks.append(_time_gc)

@@ -37,6 +37,7 @@ def _settle(loading: asyncio.Task[None]) -> None:
     if not loading.cancelled():
         gc.collect()
         gc.freeze()
+        metrics.watch_gc()
 
 
 def create_app(settings: Settings | None = None, service: Service | None = None) -> FastAPI:
