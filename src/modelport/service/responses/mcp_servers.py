@@ -153,7 +153,10 @@ class _Pinned(httpx2.AsyncBaseTransport):
 
     def __init__(self, pin: Pin) -> None:
         self.pin = pin
-        self.inner = httpx2.AsyncHTTPTransport()
+        # An idle connection is dropped after 3 s, before the 5 s at which uvicorn (the `mcp` package's
+        # servers) and Node close theirs: a tool call sent on one as its server closes it is reset unanswered
+        # (a turn's calls are often more than 5 s apart, while the model writes).
+        self.inner = httpx2.AsyncHTTPTransport(limits=httpx2.Limits(keepalive_expiry=3.0))
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         url = request.url
