@@ -176,5 +176,15 @@ def test_a_deployment_that_cannot_be_scheduled_stops_the_start_with_rays_reason(
         assert "`wide`" in done.stderr
         assert "CPU" in done.stderr  # Ray's reason: the resources a replica needs and what there is
         assert time.monotonic() - started < 150
+        # What it deployed is being removed from the cluster (Ray Serve gives the unplaced replica its 20 s),
+        # which it leaves running for whoever else uses it.
+        look = (
+            f"import ray; from ray import serve; ray.init(address='127.0.0.1:{port}', log_to_driver=False); "
+            "print({n: str(a.status).split('.')[-1] for n, a in serve.status().applications.items()})"
+        )
+        left = subprocess.run(
+            [sys.executable, "-c", look], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert left.stdout.strip().splitlines()[-1] in ("{}", "{'wide': 'DELETING'}"), left.stderr
     finally:
         subprocess.run([*command, "stop", "--force"], env=env, capture_output=True, timeout=120)

@@ -163,9 +163,12 @@ def shutdown() -> None:
     import ray
     from ray import serve
 
-    if _DEPLOYED.joined:
+    if _DEPLOYED.joined and _DEPLOYED.applications:
         for name in _DEPLOYED.applications:
             serve.delete(name, _blocking=False)
+        # A controller runs one caller's calls in order: once it has answered this one, it has taken the
+        # deletions too (sent without waiting, they could be lost with the connection).
+        serve.status()
     _DEPLOYED.applications = []
     ray.shutdown()
 
