@@ -165,5 +165,9 @@ def wait_healthy(url: str, seconds: float = STARTUP_SECONDS) -> None:
     deadline = time.monotonic() + seconds
     while (status := answers(f"{url}/health")) != 200:
         if time.monotonic() > deadline:
-            raise RuntimeError(f"{url} was not healthy in {seconds:.0f} s (last answer: {status})")
+            try:  # what it says of itself: still loading, a model that failed, the store
+                said = httpx.get(f"{url}/health", timeout=5).text[:2000]
+            except httpx.HTTPError as error:
+                said = repr(error)
+            raise RuntimeError(f"{url} was not healthy in {seconds:.0f} s (last answer: {status}: {said})")
         time.sleep(0.1)
