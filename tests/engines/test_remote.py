@@ -351,13 +351,13 @@ def test_health_reports_each_replica_and_never_a_key(front: str) -> None:
 
 def test_the_in_process_client_serves_remote_models(tiny_upstream: str) -> None:
     settings = Settings(defaults=False, models=[remote("r", [tiny_upstream], upstream_model="reverse")])
-    client = modelport.OpenAI(settings=settings)
-    reply = client.chat.completions.create(model="r", messages=[{"role": "user", "content": "p q"}])
-    assert reply.choices[0].message.content == "q p"
-    stream = client.chat.completions.create(
-        model="r", messages=[{"role": "user", "content": "p q"}], stream=True
-    )
-    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "q p"
+    with modelport.OpenAI(settings=settings) as client:  # closed: its pool stops probing the upstream
+        reply = client.chat.completions.create(model="r", messages=[{"role": "user", "content": "p q"}])
+        assert reply.choices[0].message.content == "q p"
+        stream = client.chat.completions.create(
+            model="r", messages=[{"role": "user", "content": "p q"}], stream=True
+        )
+        assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "q p"
 
 
 def test_a_key_in_models_toml_is_refused() -> None:
