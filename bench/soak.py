@@ -73,12 +73,12 @@ class Tally:
     hangs: int = 0
     dropped: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     rss_mib: list[tuple[float, float]] = field(default_factory=list)
-    # How late the clients' own event loop woke from 50-ms sleeps: a request it timed was late by as much.
-    client_lags: list[float] = field(default_factory=list)
+    # How late the clients' own event loop woke from 50-ms sleeps (a request it timed was late by as much),
+    # and when (seconds into the run).
+    client_lags: list[tuple[float, float]] = field(default_factory=list)
     # Each kind's slowest request: how long, and when it began (seconds into the run), to set beside the
     # server's log and the clients' lags.
     slowest: dict[str, tuple[float, float]] = field(default_factory=dict)
-    worst_lag: tuple[float, float] = (0.0, 0.0)  # the longest and when (seconds into the run)
 
 
 async def one_request(client: httpx.AsyncClient, kind: str) -> int:
@@ -192,10 +192,7 @@ async def soak(
         while time.monotonic() < deadline:
             asked = time.monotonic()
             await asyncio.sleep(0.05)
-            lag = time.monotonic() - asked - 0.05
-            tally.client_lags.append(lag)
-            if lag >= tally.worst_lag[0]:
-                tally.worst_lag = (lag, asked - start)
+            tally.client_lags.append((time.monotonic() - asked - 0.05, asked - start))
 
     await asyncio.gather(watch_memory(), watch_own_loop(), *(client_loop(c) for c in clients_made))
     if pid is not None:
@@ -235,10 +232,11 @@ def report(tally: Tally, seconds: float, stalled: int | None = None) -> str:
         slowest = (f"{kind} +{at:.0f} s ({took * 1000:.0f} ms)" for kind, (took, at) in tally.slowest.items())
         lines.append("each kind's slowest began at: " + ", ".join(slowest))
     if tally.client_lags:
-        late = sum(lag > 0.25 for lag in tally.client_lags)
+        late = sum(lag > 0.25 for lag, _ in tally.client_lags)
+        worst, when = max(tally.client_lags)
         lines.append(
-            f"the clients' own event loop: woke late by {tally.worst_lag[0] * 1000:.0f} ms at most "
-            f"(+{tally.worst_lag[1]:.0f} s), {late} times by over 250 ms (a request timed then is late by as "
+            f"the clients' own event loop: woke late by {worst * 1000:.0f} ms at most "
+            f"(+{when:.0f} s), {late} times by over 250 ms (a request timed then is late by as "
             "much, whatever the server did)"
         )
     if tally.rss_mib:

@@ -389,13 +389,11 @@ class Sleepy:
         self.resets = 0
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        answered = time.monotonic()
         with contextlib.suppress(asyncio.IncompleteReadError):  # the client closed it
-            await self.answer(reader, writer, answered)
+            await self._answer(reader, writer)
 
-    async def answer(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, answered: float
-    ) -> None:
+    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        answered = time.monotonic()
         while head := await reader.readuntil(b"\r\n\r\n"):
             lines = head.decode().split("\r\n")
             length = next(

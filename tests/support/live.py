@@ -163,11 +163,14 @@ def serve_app(app: Any, seconds: float = 30) -> Iterator[str]:
 def wait_healthy(url: str, seconds: float = STARTUP_SECONDS) -> None:
     """Wait until a modelport app's `/health` is 200 (its models loaded, its store migrated)."""
     deadline = time.monotonic() + seconds
-    while (status := answers(f"{url}/health")) != 200:
+    while True:
+        try:  # what it says of itself: still loading, a model that failed, the store
+            answer = httpx.get(f"{url}/health", timeout=5)
+            if answer.status_code == 200:
+                return
+            said = f"{answer.status_code}: {answer.text[:2000]}"
+        except httpx.HTTPError as error:
+            said = repr(error)
         if time.monotonic() > deadline:
-            try:  # what it says of itself: still loading, a model that failed, the store
-                said = httpx.get(f"{url}/health", timeout=5).text[:2000]
-            except httpx.HTTPError as error:
-                said = repr(error)
-            raise RuntimeError(f"{url} was not healthy in {seconds:.0f} s (last answer: {status}: {said})")
+            raise RuntimeError(f"{url} was not healthy in {seconds:.0f} s (last answer: {said})")
         time.sleep(0.1)
