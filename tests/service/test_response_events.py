@@ -1,7 +1,7 @@
-"""The Responses API's events and output items, on their own: a streamed turn's chat chunks become events the
-openai SDK's own types accept, in the order its stream helper checks; the response they end with holds the
-same output as the one a non-streamed turn makes of the whole answer; a stored response replays as the same
-events."""
+"""The Responses API's events and output items, on their own: a streamed turn's chat chunks become the openai
+SDK's own event types, in the order its stream helper checks, and leave as what the OpenResponses
+specification requires; the response they end with holds the same output as the one a non-streamed turn
+makes of the whole answer; a stored response replays as the same events."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from typing import Any
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
+from modelport.protocol.response_object import ResponseObject
 from modelport.service.generation.accumulate import ChatFold
 from modelport.service.responses.output import completion_output
-from modelport.service.responses.response_events import ResponseEvents, replayed
+from modelport.service.responses.response_events import ResponseEvents, replayed, wire
+from tests.support import openresponses
 
 EVENTS = TypeAdapter(ResponseStreamEvent)
 HEAD = {"id": "chatcmpl-1", "created": 1, "model": "m", "object": "chat.completion.chunk"}
@@ -61,11 +63,24 @@ def skeleton() -> dict[str, Any]:
 
 
 def streamed() -> list[dict[str, Any]]:
-    builder = ResponseEvents(skeleton())
+    """The events of CHUNKS, as the wire carries them."""
+    return asyncio.run(_sent(_built()))
+
+
+def _built() -> list[ResponseStreamEvent]:
+    builder = ResponseEvents(ResponseObject.model_validate(skeleton()))
     events = builder.start()
     for chunk in CHUNKS:
         events += builder.feed(chunk)
     return events + builder.finish()
+
+
+async def _sent(events: list[ResponseStreamEvent]) -> list[dict[str, Any]]:
+    async def made() -> Any:
+        for event in events:
+            yield event
+
+    return [event async for event in wire(made())]
 
 
 def without_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -73,9 +88,15 @@ def without_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_chunks_become_the_events_the_sdk_expects_in_its_order() -> None:
+    assert all(type(e) is type(EVENTS.validate_python(e.to_dict())) for e in _built())  # its own types
     events = streamed()
     for event in events:
         EVENTS.validate_python(event)
+    # What the specification asks of each event (the lifecycle events' response is checked whole over HTTP,
+    # tests/service/test_responses.py); a response's times in whole seconds, as it requires.
+    items = [e for e in events if "response" not in e]
+    assert not [found for e in items if (found := openresponses.problems(e, openresponses.EVENT))]
+    assert [type(e["response"]["created_at"]) for e in events if "response" in e] == [int] * 3
     assert [e["sequence_number"] for e in events] == list(range(len(events)))
     assert [e["type"] for e in events] == [
         "response.created",
@@ -119,7 +140,7 @@ def test_a_stored_response_replays_as_the_events_it_streamed() -> None:
     live = streamed()
 
     async def replay() -> list[dict[str, Any]]:
-        return [event async for event in replayed(live[-1]["response"], None)]
+        return [event async for event in wire(replayed(live[-1]["response"], None))]
 
     again = asyncio.run(replay())
     # The same events, but that each text and each call's arguments arrive in one delta.
@@ -136,7 +157,7 @@ def test_a_stored_response_replays_as_the_events_it_streamed() -> None:
 
 
 async def _after(response: dict[str, Any], after: int) -> list[dict[str, Any]]:
-    return [event async for event in replayed(response, after)]
+    return [event async for event in wire(replayed(response, after))]
 
 
 def test_a_turn_that_fails_carries_an_error_code_its_type_allows() -> None:
@@ -153,12 +174,27 @@ def test_a_turn_that_fails_carries_an_error_code_its_type_allows() -> None:
             "rate_limit_exceeded",
         ),
     ):
-        builder = ResponseEvents(skeleton())
+        builder = ResponseEvents(ResponseObject.model_validate(skeleton()))
         builder.start()
         for piece in CHUNKS[:3]:
             builder.feed(piece)
-        closing = builder.fail(error)
-        failed = Response.model_validate(closing[-1]["response"])
+        closing = builder.fail(error)[-1]
+        assert closing.type == "response.failed"
+        failed = closing.response
         assert (failed.status, failed.error and failed.error.code) == ("failed", code)
         assert failed.error.message == error["message"]
         assert failed.output[0].type == "message"  # what was said before it failed is kept
+
+
+def test_a_turn_whose_client_left_is_a_response_its_type_takes() -> None:
+    # A streamed turn whose client left was stored `incomplete` for the reason "interrupted", which a
+    # Response's `incomplete_details` may not carry: retrieving it failed (a 500).
+    for background, status in ((False, "incomplete"), (True, "cancelled")):
+        builder = ResponseEvents(ResponseObject.model_validate(skeleton()))
+        builder.start()
+        for piece in CHUNKS[:3]:
+            builder.feed(piece)
+        builder.left(background)
+        kept = Response.model_validate(builder.response.to_dict(mode="json"))
+        assert kept.status == status
+        assert kept.output_text == "I will add."  # what was said before the client left

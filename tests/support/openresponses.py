@@ -267,10 +267,18 @@ def _unwrapped(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+# An integer is written as one: JSON Schema takes `1.0` as an integer, but a client that reads the field as an
+# integer (Rust's `u64`, Go's `int64`) refuses it.
+_WRITTEN = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+    "integer", lambda _, value: isinstance(value, int) and not isinstance(value, bool)
+)
+_CHECKER = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=_WRITTEN)
+
+
 def problems(value: Any, schema: dict[str, Any]) -> list[str]:
-    """What the specification finds wrong in `value` (a response object or an event): nothing when it
-    conforms."""
-    checker = jsonschema.Draft202012Validator(schema)
+    """What the specification finds wrong in `value` (a response object or an event, as JSON parsed it):
+    nothing when it conforms."""
+    checker = _CHECKER(schema)
     found = [
         f"{'.'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}" for e in checker.iter_errors(value)
     ]

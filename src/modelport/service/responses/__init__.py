@@ -19,14 +19,17 @@ from openai.types.responses import (
     InputTokenCountResponse,
     Response,
     ResponseCompactionItem,
-    ResponseUsage,
+    ResponseStreamEvent,
 )
+from openai.types.responses.response import Conversation as ResponseConversation
+from openai.types.responses.response import IncompleteDetails
 from pydantic import ValidationError
 
 from modelport import context
 from modelport.errors import InvalidRequestError, ModelportError, NotFoundError, StoreDisabledError
 from modelport.protocol.answers import Events, ListPage, ResponseDeleted
 from modelport.protocol.requests import ChatCompletionRequest, ChatMessage
+from modelport.protocol.response_object import ResponseObject
 from modelport.protocol.response_request import CompactRequest, InputTokensRequest, ResponseRequest
 from modelport.service import calls
 from modelport.service.fetching import Fetcher
@@ -34,7 +37,7 @@ from modelport.service.responses import compaction, items
 from modelport.service.responses.background import Jobs
 from modelport.service.responses.conversations import Conversations
 from modelport.service.responses.output import completion_output, usage
-from modelport.service.responses.response_events import RESPONSE_EVENTS, ResponseEvents, replayed
+from modelport.service.responses.response_events import RESPONSE_EVENTS, ResponseEvents, replayed, wire
 from modelport.service.responses.server_tools import SERVED, ServerTools, answered, server_tools
 from modelport.service.responses.tool_specs import redacted, with_defaults
 from modelport.service.state.listing import bounded_limit, checked_order
@@ -92,37 +95,36 @@ class Responses:
         chat = self._chat_request(request, history, turn, streamed, tools)
         response = _skeleton(request, model_id, store)
         if conversation is not None:
-            response["conversation"] = {"id": conversation}
+            response.conversation = ResponseConversation(id=conversation)
         row = _row(request, turn, response) if store else None
         ended = _Ending(row, turn, conversation, context.current().project, earlier)
         if request.background:
             assert self.jobs is not None
             assert row is not None
-            await self.jobs.start(row, self._run(chat, request, response, ended, tools))
-            return (
-                Events(self.jobs.follow(row["id"], -1), RESPONSE_EVENTS)
-                if request.stream
-                else _typed(response)
-            )
+            queued = response.model_copy(deep=True)  # as it was queued: the job goes on with `response`
+            await self.jobs.start(row, wire(self._run(chat, request, response, ended, tools)))
+            return Events(self.jobs.follow(row["id"], -1), RESPONSE_EVENTS) if request.stream else queued
         if request.stream:
-            events = await calls.eager(self._run(chat, request, response, ended, tools))
+            events = await calls.eager(wire(self._run(chat, request, response, ended, tools)))
             return Events(events, RESPONSE_EVENTS)
         if tools:
             async for _ in self._run(chat, request, response, ended, tools):
                 pass
-            return _typed(response)
+            return response
         answer = await self._chat_answer(chat, request.truncation == "auto", turn)
         assert isinstance(answer, ChatCompletion)
         whole = answer.model_dump(mode="json", exclude_unset=True)
         choice = whole["choices"][0] if whole["choices"] else {}
-        response.update(output=completion_output(choice), completed_at=int(time.time()))
-        response["usage"] = usage(whole["usage"]) if whole.get("usage") else None
+        response.output = [*completion_output(choice)]
+        response.completed_at = int(time.time())
+        response.usage = usage(whole["usage"]) if whole.get("usage") else None
         if choice.get("finish_reason") == "length":
-            response.update(status="incomplete", incomplete_details={"reason": "max_output_tokens"})
+            response.status = "incomplete"
+            response.incomplete_details = IncompleteDetails(reason="max_output_tokens")
         else:
-            response["status"] = "completed"
+            response.status = "completed"
         await self._finish(ended, response)
-        return _typed(response)
+        return response
 
     async def retrieve(
         self, response_id: str, stream: bool = False, starting_after: int | None = None
@@ -138,7 +140,7 @@ class Responses:
             assert self.jobs is not None
             after = starting_after if starting_after is not None else -1
             return Events(self.jobs.follow(response_id, after), RESPONSE_EVENTS)
-        return Events(replayed(row["response"], starting_after), RESPONSE_EVENTS)
+        return Events(wire(replayed(row["response"], starting_after)), RESPONSE_EVENTS)
 
     async def delete(self, response_id: str) -> ResponseDeleted:
         """`DELETE /v1/responses/{id}`."""
@@ -218,7 +220,7 @@ class Responses:
             object="response.compaction",
             created_at=int(time.time()),
             output=[*compaction.user_messages(conversation), ResponseCompactionItem.model_validate(kept)],
-            usage=ResponseUsage.model_validate(usage(answer.usage.model_dump(exclude_unset=True))),
+            usage=usage(answer.usage.model_dump(exclude_unset=True)),
         )
 
     async def input_items(
@@ -248,14 +250,15 @@ class Responses:
         self,
         chat: ChatCompletionRequest,
         request: ResponseRequest,
-        response: dict[str, Any],
+        response: ResponseObject,
         ended: _Ending,
         tools: ServerTools,
-    ) -> AsyncGenerator[dict[str, Any], None]:
+    ) -> AsyncGenerator[ResponseStreamEvent, None]:
         """The events of one turn; a stored turn is committed before its closing event goes out. An error
         before any output (an unknown model, a schema the decoder cannot enforce) is raised as it is.
         While the model calls tools the server runs, they run and the model is asked again (at most
         `max_tool_calls` calls, then it must answer)."""
+        response.status = "in_progress"  # a background turn was queued until its job began this
         builder = ResponseEvents(response, tools.names, tools.annotate)
         opening = builder.start()
         if tools:
@@ -318,7 +321,7 @@ class Responses:
             closing = builder.fail(error.body()["error"])
         except BaseException:
             # The client left mid-stream (or the job was cancelled): what was produced is kept.
-            builder.fail({"message": "interrupted"}, "cancelled" if request.background else "incomplete")
+            builder.left(request.background)
             with anyio.CancelScope(shield=True):
                 await self._finish(ended, response)
             raise
@@ -344,16 +347,16 @@ class Responses:
             _name_input(error, len(chat.messages), turn)
             raise
 
-    async def _finish(self, ended: _Ending, response: dict[str, Any]) -> None:
+    async def _finish(self, ended: _Ending, response: ResponseObject) -> None:
         """Store the turn as it ended (a background one was stored when it was queued), and add it to its
         conversation if it made something."""
-        row = ended.row
+        row, stored = ended.row, response.to_dict(mode="json")
         if row is not None and row["background"]:
-            await self._store().responses.settle(row["id"], response, heartbeat=int(time.time()))
+            await self._store().responses.settle(row["id"], stored, heartbeat=int(time.time()))
         elif row is not None:
-            await self._store().responses.save({**row, "status": response["status"], "response": response})
-        if ended.conversation is not None and response["status"] in ("completed", "incomplete"):
-            made = ended.turn + items.output_items(response)
+            await self._store().responses.save({**row, "status": response.status, "response": stored})
+        if ended.conversation is not None and response.status in ("completed", "incomplete"):
+            made = ended.turn + items.output_items(stored)
             await self.conversations.append(ended.conversation, ended.project, made)
 
     def _chat_request(
@@ -448,11 +451,11 @@ def _forced(request: ResponseRequest) -> bool:
     return request.tool_choice not in (None, "auto", "none")
 
 
-def _tokens_left(request: ResponseRequest, response: dict[str, Any]) -> int | None:
+def _tokens_left(request: ResponseRequest, response: Response) -> int | None:
     """What of the response's `max_output_tokens` the rounds so far have left (None: no bound asked)."""
     if request.max_output_tokens is None:
         return None
-    return int(request.max_output_tokens - ((response.get("usage") or {}).get("output_tokens") or 0))
+    return request.max_output_tokens - (response.usage.output_tokens if response.usage else 0)
 
 
 def _answer_now(chat: ChatCompletionRequest, served: frozenset[str]) -> None:
@@ -463,54 +466,59 @@ def _answer_now(chat: ChatCompletionRequest, served: frozenset[str]) -> None:
     chat.tool_choice = "none" if kept else None
 
 
-def _skeleton(request: ResponseRequest, model_id: str, store: bool) -> dict[str, Any]:
-    """The `Response` before any output: what every event's snapshot starts from."""
-    return {
-        "id": items.new_item_id("resp"),
-        "object": "response",
-        "created_at": int(time.time()),
-        "completed_at": None,  # required in every snapshot (the OpenResponses specification), set at the end
-        "status": "queued" if request.background else "in_progress",
-        "background": request.background,
-        "error": None,
-        "incomplete_details": None,
-        "instructions": request.instructions,
-        "max_output_tokens": request.max_output_tokens,
-        "max_tool_calls": request.max_tool_calls,
-        "model": model_id,
-        "output": [],
-        "parallel_tool_calls": request.parallel_tool_calls is not False,
-        "previous_response_id": request.previous_response_id,
-        "reasoning": {  # echoed as asked: the models here do not reason, so it changes nothing
-            "effort": (request.reasoning or {}).get("effort"),
-            "summary": (request.reasoning or {}).get("summary")
-            or (request.reasoning or {}).get("generate_summary"),
-        },
-        "service_tier": "default",  # the tier used, as OpenAI echoes it: here there is one
-        "store": store,
-        "temperature": request.temperature if request.temperature is not None else 1.0,
-        "presence_penalty": request.presence_penalty or 0.0,
-        "frequency_penalty": request.frequency_penalty or 0.0,
-        "text": _text_config(request.text),
-        "tool_choice": request.tool_choice if request.tool_choice is not None else "auto",
-        "tools": [with_defaults(tool) for tool in redacted(request.tools or [])],
-        "top_logprobs": request.top_logprobs or 0,
-        "top_p": request.top_p if request.top_p is not None else 1.0,
-        "truncation": request.truncation or "disabled",
-        "usage": None,
-        "user": request.user,
-        "metadata": request.metadata or {},
-        "safety_identifier": request.safety_identifier,
-        "prompt_cache_key": request.prompt_cache_key,
-    }
+def _skeleton(request: ResponseRequest, model_id: str, store: bool) -> ResponseObject:
+    """The `Response` before any output: what every event's snapshot starts from. Its fields as the request
+    gave them (checked as the `Response` type takes them)."""
+    return ResponseObject.model_validate(
+        {
+            "id": items.new_item_id("resp"),
+            "object": "response",
+            "created_at": int(time.time()),
+            # Required in every snapshot (the OpenResponses specification), set at the end.
+            "completed_at": None,
+            "status": "queued" if request.background else "in_progress",
+            "background": request.background,
+            "error": None,
+            "incomplete_details": None,
+            "instructions": request.instructions,
+            "max_output_tokens": request.max_output_tokens,
+            "max_tool_calls": request.max_tool_calls,
+            "model": model_id,
+            "output": [],
+            "parallel_tool_calls": request.parallel_tool_calls is not False,
+            "previous_response_id": request.previous_response_id,
+            "reasoning": {  # echoed as asked: the models here do not reason, so it changes nothing
+                "effort": (request.reasoning or {}).get("effort"),
+                "summary": (request.reasoning or {}).get("summary")
+                or (request.reasoning or {}).get("generate_summary"),
+            },
+            "service_tier": "default",  # the tier used, as OpenAI echoes it: here there is one
+            "store": store,
+            "temperature": request.temperature if request.temperature is not None else 1.0,
+            "presence_penalty": request.presence_penalty or 0.0,
+            "frequency_penalty": request.frequency_penalty or 0.0,
+            "text": _text_config(request.text),
+            "tool_choice": request.tool_choice if request.tool_choice is not None else "auto",
+            "tools": [with_defaults(tool) for tool in redacted(request.tools or [])],
+            "top_logprobs": request.top_logprobs or 0,
+            "top_p": request.top_p if request.top_p is not None else 1.0,
+            "truncation": request.truncation or "disabled",
+            "usage": None,
+            "user": request.user,
+            "metadata": request.metadata or {},
+            "safety_identifier": request.safety_identifier,
+            "prompt_cache_key": request.prompt_cache_key,
+        }
+    )
 
 
-def _row(request: ResponseRequest, turn: list[dict[str, Any]], response: dict[str, Any]) -> dict[str, Any]:
+def _row(request: ResponseRequest, turn: list[dict[str, Any]], response: Response) -> dict[str, Any]:
+    """The stored row of a turn, with its response as it starts."""
     return {
-        "id": response["id"],
-        "created": response["created_at"],
-        "model": response["model"],
-        "status": response["status"],
+        "id": response.id,
+        "created": int(response.created_at),
+        "model": response.model,
+        "status": response.status,
         "previous_response_id": request.previous_response_id,
         "background": request.background,
         "heartbeat": int(time.time()),
@@ -520,7 +528,7 @@ def _row(request: ResponseRequest, turn: list[dict[str, Any]], response: dict[st
             "tools": [with_defaults(tool) for tool in redacted(request.tools or [])],
         },
         "input_items": turn,
-        "response": response,
+        "response": response.to_dict(mode="json"),
         "project": context.current().project,
     }
 
@@ -573,8 +581,8 @@ def _text_config(given: dict[str, Any] | None) -> dict[str, Any]:
     return shown
 
 
-def _typed(response: dict[str, Any]) -> Response:
-    return Response.model_validate(response)
+def _typed(response: dict[str, Any]) -> ResponseObject:
+    return ResponseObject.model_validate(response)
 
 
 def _drop_oldest(chat: ChatCompletionRequest) -> bool:

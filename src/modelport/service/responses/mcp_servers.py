@@ -18,6 +18,8 @@ from mcp import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from openai.types.responses import McpToolCallError
+from openai.types.responses.mcp_tool_call_error import HTTPError, McpProtocolError, McpToolExecutionError
 
 from modelport.service.fetching import Pin
 
@@ -28,9 +30,9 @@ class McpError(Exception):
     """An MCP server that could not be reached, or that refused or failed an operation; `detail` is the
     error as an `mcp_call` item shows it (a tool's own error, an MCP protocol error, or an HTTP one)."""
 
-    def __init__(self, message: str, detail: dict[str, Any] | None = None) -> None:
+    def __init__(self, message: str, detail: McpToolCallError | None = None) -> None:
         super().__init__(message)
-        self.detail = detail or {"type": "http_error", "code": 502, "message": message}
+        self.detail = detail or HTTPError(type="http_error", code=502, message=message)
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,7 @@ class McpServer:
                 text = json.dumps(result.structured_content)
             if result.is_error:
                 content = [part.model_dump(mode="json", exclude_none=True) for part in result.content]
-                detail = {"type": "mcp_tool_execution_error", "content": content}
+                detail = McpToolExecutionError(type="mcp_tool_execution_error", content=content)
                 raise McpError(text[: self.max_chars] or "the tool reported an error", detail)
             if len(text) > self.max_chars:
                 return text[: self.max_chars] + f"\n[cut at {self.max_chars} characters]"
@@ -111,7 +113,7 @@ class McpServer:
                         return await work(session)
         except TimeoutError:
             message = f"{self.url} did not answer within {self.seconds:g} s"
-            raise McpError(message, {"type": "http_error", "code": 504, "message": message}) from None
+            raise McpError(message, HTTPError(type="http_error", code=504, message=message)) from None
         except Exception as error:  # whatever the server did, the turn reports it
             raise _failure(self.url, error) from None
         raise McpError(f"no MCP session with {self.url}: {'; '.join(failures)}")
@@ -178,10 +180,12 @@ def _failure(url: str, error: BaseException) -> McpError:
         return inner  # raised by the work itself, inside the transport's task group
     message = f"{url}: {_reason(inner)}"
     if isinstance(inner, MCPError):
-        return McpError(message, {"type": "mcp_protocol_error", "code": inner.code, "message": inner.message})
+        return McpError(
+            message, McpProtocolError(type="mcp_protocol_error", code=inner.code, message=inner.message)
+        )
     if isinstance(inner, httpx2.HTTPStatusError):
         return McpError(
-            message, {"type": "http_error", "code": inner.response.status_code, "message": message}
+            message, HTTPError(type="http_error", code=inner.response.status_code, message=message)
         )
     return McpError(message)
 

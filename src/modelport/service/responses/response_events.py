@@ -1,6 +1,8 @@
-"""The Responses API's typed events: built from a streamed turn's chat chunks (folded as they pass by the one
-chat accumulator, so each item closes with its whole text or arguments), or replayed from a stored
-response's items.
+"""The Responses API's events, built as the `openai` package's event, item and `Response` types (so a field
+a type requires cannot be left out, and a value it refuses fails where it is made): from a streamed turn's
+chat chunks (folded as they pass by the one chat accumulator, so each item closes with its whole text or
+arguments), or replayed from a stored response's items. `wire` writes them as the wire and the store carry
+them.
 
 The order is the one the openai SDK's stream helper checks: `response.created` first, every output item and
 content part announced before its deltas, text events with `logprobs`, items closed before the response,
@@ -14,15 +16,46 @@ import time
 import typing
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from openai._models import construct_type
-from openai.types.responses import Response, ResponseError, ResponseStreamEvent
+from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
+    ResponseContentPartAddedEvent,
+    ResponseContentPartDoneEvent,
+    ResponseCreatedEvent,
+    ResponseError,
+    ResponseFailedEvent,
+    ResponseFunctionCallArgumentsDeltaEvent,
+    ResponseFunctionCallArgumentsDoneEvent,
+    ResponseFunctionToolCall,
+    ResponseIncompleteEvent,
+    ResponseInProgressEvent,
+    ResponseOutputItem,
+    ResponseOutputItemAddedEvent,
+    ResponseOutputItemDoneEvent,
+    ResponseOutputMessage,
+    ResponseOutputText,
+    ResponseOutputTextAnnotationAddedEvent,
+    ResponseStreamEvent,
+    ResponseTextDeltaEvent,
+    ResponseTextDoneEvent,
+    ResponseUsage,
+)
+from openai.types.responses.response import IncompleteDetails
+from openai.types.responses.response_output_text import AnnotationFileCitation, Logprob
+from openai.types.responses.response_output_text_annotation_added_event import (
+    AnnotationFileCitation as AddedCitation,
+)
+from openai.types.responses.response_text_delta_event import Logprob as DeltaLogprob
+from openai.types.responses.response_text_done_event import Logprob as DoneLogprob
 
 from modelport.protocol.answers import EventKind, LastEvent
+from modelport.protocol.response_object import ResponseObject
 from modelport.service.generation.accumulate import ChatFold
 from modelport.service.responses.items import new_item_id
-from modelport.service.responses.output import call_item, logprob, message_item, usage
+from modelport.service.responses.output import added_usage, call_item, logprob, message_item, usage
 
 
 class _Snapshot(LastEvent):
@@ -37,9 +70,19 @@ RESPONSE_EVENTS: EventKind[Response] = EventKind(
     "response",
     fold=_Snapshot,
     event=lambda data: construct_type(type_=ResponseStreamEvent, value=data),
-    whole=Response.model_validate,
+    whole=ResponseObject.model_validate,
     named=True,
 )
+
+Ending = Literal["completed", "incomplete", "failed"]
+
+
+class Place(TypedDict):
+    """Where an event about an item is: its id, its place in the output, and the event's number."""
+
+    item_id: str
+    output_index: int
+    sequence_number: int
 
 
 @dataclass
@@ -56,7 +99,8 @@ class _Open:
 
 
 class ResponseEvents:
-    """The events of one response, with `response` kept as their snapshot (`output` grows as items close).
+    """The events of one response, as the `openai` package's event types, with `response` kept as their
+    snapshot (`output` grows as items close). An event that carries an item carries it as it was then.
 
     A turn whose tools the server runs is several chat answers (rounds): the calls of `hosted` tools make
     no `function_call` items (the server runs them and adds their own items); `next_round` closes what a
@@ -65,9 +109,9 @@ class ResponseEvents:
 
     def __init__(
         self,
-        response: dict[str, Any],
+        response: ResponseObject,
         hosted: frozenset[str] = frozenset(),
-        annotate: Callable[[str], list[dict[str, Any]]] | None = None,
+        annotate: Callable[[str], list[AnnotationFileCitation]] | None = None,
     ) -> None:
         self.response = response
         self.sequence = 0
@@ -75,18 +119,24 @@ class ResponseEvents:
         self.hosted = hosted
         self.annotate = annotate
         self._open: _Open | None = None
-        self._earlier: dict[str, Any] | None = None  # usage of the rounds before this one
+        self._earlier: ResponseUsage | None = None  # usage of the rounds before this one
 
-    def start(self) -> list[dict[str, Any]]:
+    def start(self) -> list[ResponseStreamEvent]:
         """`response.created` and `response.in_progress`."""
-        return [self._lifecycle("response.created"), self._lifecycle("response.in_progress")]
+        created = ResponseCreatedEvent(
+            type="response.created", sequence_number=self._next(), response=self._snapshot()
+        )
+        going = ResponseInProgressEvent(
+            type="response.in_progress", sequence_number=self._next(), response=self._snapshot()
+        )
+        return [created, going]
 
-    def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
-        """The events of one chat chunk."""
+    def feed(self, chunk: dict[str, Any]) -> list[ResponseStreamEvent]:
+        """The events of one chat chunk (as the chat path streams it)."""
         self.fold.add(chunk)
         if chunk.get("usage"):
-            self.response["usage"] = _added_usage(self._earlier, usage(chunk["usage"]))
-        events: list[dict[str, Any]] = []
+            self.response.usage = added_usage(self._earlier, usage(chunk["usage"]))
+        events: list[ResponseStreamEvent] = []
         for piece in chunk.get("choices") or []:
             delta = piece.get("delta") or {}
             text = delta.get("content")
@@ -107,28 +157,32 @@ class ResponseEvents:
         calls = self.fold.choice(0)["message"].get("tool_calls") or []
         return any((c.get("function") or {}).get("name") not in self.hosted for c in calls)
 
-    def next_round(self) -> list[dict[str, Any]]:
+    def next_round(self) -> list[ResponseStreamEvent]:
         """Close what this round wrote; the next chat answer folds afresh."""
         events = self._close(False)
         self.fold = ChatFold()
-        self._earlier = self.response.get("usage")
+        self._earlier = self.response.usage
         return events
 
-    def add_item(self, item: dict[str, Any]) -> list[dict[str, Any]]:
+    def add_item(self, item: ResponseOutputItem) -> list[ResponseStreamEvent]:
         """`response.output_item.added` for an item the server makes (a tool call it runs)."""
-        return [self._added(len(self.response["output"]), item)]
+        return [self._added(len(self.response.output), item)]
 
-    def item_event(self, kind: str, item: dict[str, Any], **fields: Any) -> dict[str, Any]:
-        """An event about the item being made (`response.file_search_call.searching`, …)."""
-        return self._event(kind, item_id=item["id"], output_index=len(self.response["output"]), **fields)
+    def at(self, item: ResponseOutputItem) -> Place:
+        """The place of the item being made, for an event about it (`response.file_search_call.searching`,
+        …), numbered."""
+        assert item.id is not None
+        return Place(item_id=item.id, output_index=len(self.response.output), sequence_number=self._next())
 
-    def done_item(self, item: dict[str, Any]) -> list[dict[str, Any]]:
+    def done_item(self, item: ResponseOutputItem) -> list[ResponseStreamEvent]:
         """The item made: `response.output_item.done`, and it joins the output."""
-        index = len(self.response["output"])
-        self.response["output"].append(item)
-        return [self._event("response.output_item.done", output_index=index, item=item)]
+        index = len(self.response.output)
+        self.response.output.append(item)
+        return [self._done(index, item)]
 
-    def finish(self, spent: bool = False, unran: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    def finish(
+        self, spent: bool = False, unran: list[ResponseOutputItem] | None = None
+    ) -> list[ResponseStreamEvent]:
         """Close the open item, then `response.completed` (or `.incomplete` when cut by the token budget, or
         when the budget was `spent` by earlier rounds before the model could answer). `unran`: the items of
         server-run calls the budget cut while the model wrote them (never run, `incomplete`)."""
@@ -136,76 +190,95 @@ class ResponseEvents:
         events = self._close(cut)
         for item in unran or []:
             events += self.add_item(item) + self.done_item(item)
-        self.response["completed_at"] = int(time.time())
+        self.response.completed_at = int(time.time())
         if cut:
-            self.response.update(status="incomplete", incomplete_details={"reason": "max_output_tokens"})
-            return [*events, self._lifecycle("response.incomplete")]
-        self.response["status"] = "completed"
-        return [*events, self._lifecycle("response.completed")]
+            self.response.status = "incomplete"
+            self.response.incomplete_details = IncompleteDetails(reason="max_output_tokens")
+            return [*events, self.ending("incomplete")]
+        self.response.status = "completed"
+        return [*events, self.ending("completed")]
 
-    def fail(self, error: dict[str, Any], status: str = "failed") -> list[dict[str, Any]]:
-        """Close what was produced and end with `response.failed` (or mark it `incomplete`/`cancelled`)."""
+    def fail(self, error: dict[str, Any]) -> list[ResponseStreamEvent]:
+        """Close what was produced and end with `response.failed`; `error` as the error body says it
+        (`message`, `type`, `code`)."""
         events = self._close(True)
-        self.response["status"] = status
-        if status == "failed":
-            self.response["error"] = {"code": _error_code(error), "message": error["message"]}
-            return [*events, self._lifecycle("response.failed")]
-        if status == "incomplete":
-            self.response["incomplete_details"] = {"reason": "interrupted"}
-            return [*events, self._lifecycle("response.incomplete")]
-        return events
+        self.response.status = "failed"
+        self.response.error = _response_error(error)
+        return [*events, self.ending("failed")]
 
-    def replay(self, item: dict[str, Any]) -> list[dict[str, Any]]:
-        """The events that stream a stored output item whole."""
-        index = len(self.response["output"])
-        if item.get("type") == "message":
-            part = (item.get("content") or [{}])[0]
-            events = self._open_message(item["id"], index)
-            events.append(
-                self._text_delta(item["id"], index, part.get("text", ""), part.get("logprobs") or [])
+    def left(self, background: bool) -> None:
+        """Close what was produced when the client left mid-stream (or a background job was cancelled): the
+        response is `cancelled` if it ran in the background, else `incomplete`, with no reason given (none
+        of those the `Response` type knows is a client that left)."""
+        self._close(True)
+        self.response.status = "cancelled" if background else "incomplete"
+
+    def ending(self, status: Ending) -> ResponseStreamEvent:
+        """The closing event of the response as it is now."""
+        number, response = self._next(), self._snapshot()
+        if status == "failed":
+            return ResponseFailedEvent(type="response.failed", sequence_number=number, response=response)
+        if status == "incomplete":
+            return ResponseIncompleteEvent(
+                type="response.incomplete", sequence_number=number, response=response
             )
+        return ResponseCompletedEvent(type="response.completed", sequence_number=number, response=response)
+
+    def replay(self, item: ResponseOutputItem) -> list[ResponseStreamEvent]:
+        """The events that stream a stored output item whole."""
+        index = len(self.response.output)
+        if isinstance(item, ResponseOutputMessage) and isinstance(item.content[0], ResponseOutputText):
+            part = item.content[0]
+            events = self._open_message(item.id, index)
+            events.append(self._text_delta(item.id, index, part.text, part.logprobs or []))
             return events + self._close_message(item, part)
-        if item.get("type") == "function_call":
-            events = [self._added(index, {**item, "status": "in_progress", "arguments": ""})]
-            events.append(self._arguments_delta(item["id"], index, item["arguments"]))
+        if isinstance(item, ResponseFunctionToolCall):
+            events = [self._added(index, item.model_copy(update={"status": "in_progress", "arguments": ""}))]
+            events.append(self._arguments_delta(item, index, item.arguments))
             return events + self._close_call(item)
         return self.add_item(item) + self.done_item(item)
 
-    def _text(self, text: str, tokens: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        events: list[dict[str, Any]] = []
+    def _text(self, text: str, tokens: list[Logprob]) -> list[ResponseStreamEvent]:
+        events: list[ResponseStreamEvent] = []
         if self._open is None or self._open.call is not None:
             events += self._close(False)
             choice = self.fold.choice(0)  # this chunk is in it already
             written = len(choice["message"].get("content") or "") - len(text)
             scored = len((choice.get("logprobs") or {}).get("content") or []) - len(tokens)
             self._open = _Open(
-                new_item_id("msg"), len(self.response["output"]), start=written, logprobs_start=scored
+                new_item_id("msg"), len(self.response.output), start=written, logprobs_start=scored
             )
             events += self._open_message(self._open.id, self._open.output_index)
         events.append(self._text_delta(self._open.id, self._open.output_index, text, tokens))
         return events
 
-    def _call(self, delta: dict[str, Any]) -> list[dict[str, Any]]:
-        events: list[dict[str, Any]] = []
+    def _call(self, delta: dict[str, Any]) -> list[ResponseStreamEvent]:
+        events: list[ResponseStreamEvent] = []
         index = delta.get("index", 0)
         if (self._whole_call(index).get("function") or {}).get("name") in self.hosted:
             return []  # the server runs it: its own item comes when it does
         if self._open is None or self._open.call != index:
             events += self._close(False)
             item = call_item(new_item_id("fc"), self._whole_call(index), "in_progress")
-            self._open = _Open(item["id"], len(self.response["output"]), index, item["call_id"])
-            events.append(self._added(self._open.output_index, {**item, "arguments": ""}))
+            assert item.id is not None
+            self._open = _Open(item.id, len(self.response.output), index, item.call_id)
+            events.append(self._added(self._open.output_index, item.model_copy(update={"arguments": ""})))
         arguments = (delta.get("function") or {}).get("arguments")
         if arguments:
-            events.append(self._arguments_delta(self._open.id, self._open.output_index, arguments))
+            events.append(
+                ResponseFunctionCallArgumentsDeltaEvent(
+                    type="response.function_call_arguments.delta", item_id=self._open.id,
+                    output_index=self._open.output_index, sequence_number=self._next(), delta=arguments,
+                )
+            )  # fmt: skip
         return events
 
-    def _close(self, cut: bool) -> list[dict[str, Any]]:
+    def _close(self, cut: bool) -> list[ResponseStreamEvent]:
         """Close the open item, whole as the fold has it."""
         opened, self._open = self._open, None
         if opened is None:
             return []
-        status = "incomplete" if cut else "completed"
+        status: Literal["completed", "incomplete"] = "incomplete" if cut else "completed"
         if opened.call is not None:
             call = {**self._whole_call(opened.call), "id": opened.call_id}
             return self._close_call(call_item(opened.id, call, status))
@@ -213,15 +286,17 @@ class ResponseEvents:
         text = (choice["message"].get("content") or "")[opened.start :]
         tokens = ((choice.get("logprobs") or {}).get("content") or [])[opened.logprobs_start :]
         item = message_item(opened.id, text, [logprob(e) for e in tokens], status)
-        part = item["content"][0]
-        events = []
+        part = item.content[0]
+        assert isinstance(part, ResponseOutputText)
+        events: list[ResponseStreamEvent] = []
         for number, annotation in enumerate(self.annotate(text) if self.annotate else []):
-            part["annotations"].append(annotation)
+            part.annotations.append(annotation)
             events.append(
-                self._event(
-                    "response.output_text.annotation.added", item_id=opened.id,
+                ResponseOutputTextAnnotationAddedEvent(
+                    type="response.output_text.annotation.added", item_id=opened.id,
                     output_index=opened.output_index, content_index=0, annotation_index=number,
-                    annotation=annotation,
+                    annotation=AddedCitation.model_validate(annotation.to_dict()),
+                    sequence_number=self._next(),
                 )
             )  # fmt: skip
         return events + self._close_message(item, part)
@@ -230,98 +305,132 @@ class ResponseEvents:
         calls = self.fold.choice(0)["message"].get("tool_calls") or []
         return next((c for c in calls if c.get("index") == index), {})
 
-    def _open_message(self, item_id: str, index: int) -> list[dict[str, Any]]:
-        item = {"id": item_id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}
-        part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-        where = {"item_id": item_id, "output_index": index, "content_index": 0}
-        return [self._added(index, item), self._event("response.content_part.added", **where, part=part)]
+    def _open_message(self, item_id: str, index: int) -> list[ResponseStreamEvent]:
+        item = ResponseOutputMessage(
+            id=item_id, type="message", status="in_progress", role="assistant", content=[]
+        )
+        added = self._added(index, item)
+        part = ResponseOutputText(type="output_text", text="", annotations=[], logprobs=[])
+        part_added = ResponseContentPartAddedEvent(
+            type="response.content_part.added", item_id=item_id, output_index=index, content_index=0,
+            part=part, sequence_number=self._next(),
+        )  # fmt: skip
+        return [added, part_added]
 
-    def _text_delta(
-        self, item_id: str, index: int, text: str, tokens: list[dict[str, Any]]
-    ) -> dict[str, Any]:
-        where = {"item_id": item_id, "output_index": index, "content_index": 0}
-        return self._event("response.output_text.delta", **where, delta=text, logprobs=tokens)
+    def _text_delta(self, item_id: str, index: int, text: str, tokens: list[Logprob]) -> ResponseStreamEvent:
+        return ResponseTextDeltaEvent(
+            type="response.output_text.delta", item_id=item_id, output_index=index, content_index=0,
+            delta=text, logprobs=_as(DeltaLogprob, tokens), sequence_number=self._next(),
+        )  # fmt: skip
 
-    def _close_message(self, item: dict[str, Any], part: dict[str, Any]) -> list[dict[str, Any]]:
-        index = len(self.response["output"])
-        self.response["output"].append(item)
-        where = {"item_id": item["id"], "output_index": index, "content_index": 0}
-        text, tokens = part.get("text", ""), part.get("logprobs") or []
-        return [
-            self._event("response.output_text.done", **where, text=text, logprobs=tokens),
-            self._event("response.content_part.done", **where, part=dict(part)),
-            self._event("response.output_item.done", output_index=index, item=item),
-        ]
+    def _close_message(
+        self, item: ResponseOutputMessage, part: ResponseOutputText
+    ) -> list[ResponseStreamEvent]:
+        index = len(self.response.output)
+        self.response.output.append(item)
+        text_done = ResponseTextDoneEvent(
+            type="response.output_text.done", item_id=item.id, output_index=index, content_index=0,
+            text=part.text, logprobs=_as(DoneLogprob, part.logprobs or []), sequence_number=self._next(),
+        )  # fmt: skip
+        part_done = ResponseContentPartDoneEvent(
+            type="response.content_part.done", item_id=item.id, output_index=index, content_index=0,
+            part=part.model_copy(), sequence_number=self._next(),
+        )  # fmt: skip
+        return [text_done, part_done, self._done(index, item)]
 
-    def _arguments_delta(self, item_id: str, index: int, arguments: str) -> dict[str, Any]:
-        return self._event(
-            "response.function_call_arguments.delta", item_id=item_id, output_index=index, delta=arguments
+    def _arguments_delta(
+        self, item: ResponseFunctionToolCall, index: int, arguments: str
+    ) -> ResponseStreamEvent:
+        assert item.id is not None
+        return ResponseFunctionCallArgumentsDeltaEvent(
+            type="response.function_call_arguments.delta", item_id=item.id, output_index=index,
+            delta=arguments, sequence_number=self._next(),
+        )  # fmt: skip
+
+    def _close_call(self, item: ResponseFunctionToolCall) -> list[ResponseStreamEvent]:
+        index = len(self.response.output)
+        self.response.output.append(item)
+        assert item.id is not None
+        # With the function's `name`, as OpenAI's API reference has it (openai's type keeps it as an extra).
+        arguments_done = ResponseFunctionCallArgumentsDoneEvent.model_validate(
+            {
+                "type": "response.function_call_arguments.done", "item_id": item.id, "output_index": index,
+                "arguments": item.arguments, "name": item.name, "sequence_number": self._next(),
+            }
+        )  # fmt: skip
+        return [arguments_done, self._done(index, item)]
+
+    def _added(self, index: int, item: ResponseOutputItem) -> ResponseStreamEvent:
+        return ResponseOutputItemAddedEvent(
+            type="response.output_item.added", output_index=index, item=item.model_copy(),
+            sequence_number=self._next(),
+        )  # fmt: skip
+
+    def _done(self, index: int, item: ResponseOutputItem) -> ResponseStreamEvent:
+        return ResponseOutputItemDoneEvent(
+            type="response.output_item.done", output_index=index, item=item, sequence_number=self._next()
         )
 
-    def _close_call(self, item: dict[str, Any]) -> list[dict[str, Any]]:
-        index = len(self.response["output"])
-        self.response["output"].append(item)
-        return [
-            self._event(
-                "response.function_call_arguments.done",
-                item_id=item["id"],
-                output_index=index,
-                name=item["name"],
-                arguments=item["arguments"],
-            ),
-            self._event("response.output_item.done", output_index=index, item=item),
-        ]
+    def _snapshot(self) -> ResponseObject:
+        """The response as it is now: its output as closed so far."""
+        return self.response.model_copy(update={"output": list(self.response.output)})
 
-    def _added(self, index: int, item: dict[str, Any]) -> dict[str, Any]:
-        return self._event("response.output_item.added", output_index=index, item=item)
-
-    def _lifecycle(self, kind: str) -> dict[str, Any]:
-        return self._event(kind, response={**self.response, "output": list(self.response["output"])})
-
-    def _event(self, kind: str, **fields: Any) -> dict[str, Any]:
-        event = {"type": kind, "sequence_number": self.sequence, **fields}
+    def _next(self) -> int:
+        number = self.sequence
         self.sequence += 1
-        return event
+        return number
 
 
 # The codes a Response's `error` may carry (the SDK's type refuses any other, and its client then retries).
 _ERROR_CODES = frozenset(typing.get_args(ResponseError.model_fields["code"].annotation))
 
 
-def _error_code(error: dict[str, Any]) -> str:
-    """The Responses error code for an error that ended a turn: its own where the type has it; a request
+def _response_error(error: dict[str, Any]) -> ResponseError:
+    """The Responses error for an error body that ended a turn: its code where the type has it; a request
     the model cannot take (its context overflowed by a tool's output, a bad value) is `invalid_prompt`;
     anything else `server_error`. The message keeps what happened."""
     code = str(error.get("code") or "")
-    if code in _ERROR_CODES:
-        return code
-    return "invalid_prompt" if error.get("type") == "invalid_request_error" else "server_error"
+    if code not in _ERROR_CODES:
+        code = "invalid_prompt" if error.get("type") == "invalid_request_error" else "server_error"
+    return ResponseError.model_validate({"code": code, "message": error["message"]})
 
 
-def _added_usage(earlier: dict[str, Any] | None, now: dict[str, Any]) -> dict[str, Any]:
-    if earlier is None:
-        return now
-    total = dict(now)
-    for name in ("input_tokens", "output_tokens", "total_tokens"):
-        total[name] = earlier[name] + now[name]
-    cached = earlier["input_tokens_details"]["cached_tokens"] + now["input_tokens_details"]["cached_tokens"]
-    total["input_tokens_details"] = {**now["input_tokens_details"], "cached_tokens": cached}
-    return total
+_Token = typing.TypeVar("_Token", DeltaLogprob, DoneLogprob)
 
 
-def replayed(response: dict[str, Any], after: int | None) -> AsyncGenerator[dict[str, Any], None]:
+def _as(kind: type[_Token], tokens: list[Logprob]) -> list[_Token]:
+    """An output text's log-probabilities as a text event's type carries them (with their `bytes`)."""
+    return [kind.model_validate(token.to_dict()) for token in tokens]
+
+
+def replayed(stored: dict[str, Any], after: int | None) -> AsyncGenerator[ResponseStreamEvent, None]:
     """The events of a stored (not background) response, from its items, after sequence number `after`."""
 
-    async def events() -> AsyncGenerator[dict[str, Any], None]:
-        builder = ResponseEvents({**response, "status": "in_progress", "output": [], "usage": None})
+    async def events() -> AsyncGenerator[ResponseStreamEvent, None]:
+        response = ResponseObject.model_validate(stored)
+        builder = ResponseEvents(
+            response.model_copy(update={"status": "in_progress", "output": [], "usage": None})
+        )
         produced = builder.start()
-        for item in response.get("output") or []:
+        for item in response.output:
             produced += builder.replay(item)
-        status = response.get("status")
-        closing = status if status in ("incomplete", "failed") else "completed"
-        produced.append(builder._event(f"response.{closing}", response=response))
+        builder.response = response
+        produced.append(
+            builder.ending(response.status if response.status in ("incomplete", "failed") else "completed")
+        )
         for event in produced:
-            if after is None or event["sequence_number"] > after:
+            if after is None or event.sequence_number > after:
                 yield event
 
     return events()
+
+
+async def wire(events: AsyncGenerator[ResponseStreamEvent, None]) -> AsyncGenerator[dict[str, Any], None]:
+    """The events as the wire carries them (and the store keeps a background job's): JSON objects, each
+    made as it goes out, before the work that follows it changes what it tells. The response a lifecycle
+    event carries is written as its own type (`ResponseObject`), not as the event's field declares it."""
+    try:
+        async for event in events:
+            yield event.model_dump(mode="json", by_alias=True, exclude_unset=True, serialize_as_any=True)
+    finally:
+        await events.aclose()

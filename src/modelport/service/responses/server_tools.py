@@ -16,6 +16,30 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
+from openai.types.responses import (
+    ResponseFileSearchCallCompletedEvent,
+    ResponseFileSearchCallInProgressEvent,
+    ResponseFileSearchCallSearchingEvent,
+    ResponseFileSearchToolCall,
+    ResponseMcpCallArgumentsDeltaEvent,
+    ResponseMcpCallArgumentsDoneEvent,
+    ResponseMcpCallCompletedEvent,
+    ResponseMcpCallFailedEvent,
+    ResponseMcpCallInProgressEvent,
+    ResponseMcpListToolsCompletedEvent,
+    ResponseMcpListToolsFailedEvent,
+    ResponseMcpListToolsInProgressEvent,
+    ResponseStreamEvent,
+)
+from openai.types.responses.response_file_search_tool_call import Result
+from openai.types.responses.response_output_item import (
+    McpApprovalRequest,
+    McpCall,
+    McpListTools,
+    McpListToolsTool,
+)
+from openai.types.responses.response_output_text import AnnotationFileCitation
+
 from modelport.errors import InvalidRequestError, NotFoundError
 from modelport.service.fetching import Fetcher
 from modelport.service.responses.items import new_item_id
@@ -110,7 +134,7 @@ class ServerTools:
 
     async def prepare(
         self, events: ResponseEvents, earlier: list[dict[str, Any]], turn: list[dict[str, Any]]
-    ) -> AsyncGenerator[dict[str, Any], None]:
+    ) -> AsyncGenerator[ResponseStreamEvent, None]:
         """Before the model is asked: list each MCP server's tools (or reuse an earlier turn's listing),
         then run the calls the turn's `mcp_approval_response` items approve (`approvals`, with what they
         found in `outputs`). `earlier` is the responses the turn continues, oldest first."""
@@ -120,20 +144,26 @@ class ServerTools:
             if reused is not None:
                 served.tools = served.offered(reused)
                 continue
-            item: dict[str, Any] = {
-                "id": new_item_id("mcpl"), "type": "mcp_list_tools", "server_label": served.server.label,
-                "tools": [], "error": None,
-            }  # fmt: skip
+            item = McpListTools(
+                id=new_item_id("mcpl"), type="mcp_list_tools", server_label=served.server.label, tools=[],
+                error=None,
+            )  # fmt: skip
             for event in events.add_item(item):
                 yield event
-            yield events.item_event("response.mcp_list_tools.in_progress", item)
+            yield ResponseMcpListToolsInProgressEvent(
+                type="response.mcp_list_tools.in_progress", **events.at(item)
+            )
             try:
                 served.tools = served.offered(await served.server.tools())
-                item["tools"] = served.tools
-                yield events.item_event("response.mcp_list_tools.completed", item)
+                item.tools = [McpListToolsTool.model_validate(tool) for tool in served.tools]
+                yield ResponseMcpListToolsCompletedEvent(
+                    type="response.mcp_list_tools.completed", **events.at(item)
+                )
             except McpError as error:
-                item["error"] = str(error)
-                yield events.item_event("response.mcp_list_tools.failed", item)
+                item.error = str(error)
+                yield ResponseMcpListToolsFailedEvent(
+                    type="response.mcp_list_tools.failed", **events.at(item)
+                )
             for event in events.done_item(item):
                 yield event
         self._name_functions()
@@ -163,7 +193,9 @@ class ServerTools:
             else:
                 self.outputs[call["id"]] = "The user did not approve this call."
 
-    async def run(self, call: dict[str, Any], events: ResponseEvents) -> AsyncGenerator[dict[str, Any], None]:
+    async def run(
+        self, call: dict[str, Any], events: ResponseEvents
+    ) -> AsyncGenerator[ResponseStreamEvent, None]:
         """Run one call, with the events of its item; what the model is told is kept in `outputs`."""
         function = call.get("function") or {}
         if function.get("name") == FILE_SEARCH and self.file_search is not None:
@@ -173,7 +205,7 @@ class ServerTools:
         async for event in self._call(call, events):
             yield event
 
-    def unran(self, call: dict[str, Any]) -> dict[str, Any]:
+    def unran(self, call: dict[str, Any]) -> ResponseFileSearchToolCall | McpCall:
         """The item of a call the token budget cut while the model wrote it: what was written of it, never
         run, `incomplete` (as OpenAI keeps a call a response ended inside)."""
         function = call.get("function") or {}
@@ -181,18 +213,18 @@ class ServerTools:
         if function.get("name") == FILE_SEARCH:
             begun = _BEGUN_QUERY.match(arguments)  # the arguments' JSON, cut inside the query
             query = begun.group(1) if begun else "" if arguments.lstrip().startswith("{") else arguments
-            return {
-                "id": new_item_id("fs"), "type": "file_search_call", "status": "incomplete",
-                "queries": [query] if query else [], "results": None,
-            }  # fmt: skip
+            return ResponseFileSearchToolCall(
+                id=new_item_id("fs"), type="file_search_call", status="incomplete",
+                queries=[query] if query else [], results=None,
+            )  # fmt: skip
         served, tool_name = self._named.get(function.get("name") or "", (None, ""))
         label = served.server.label if served else ""
-        return {
-            "id": new_item_id("mcp"), "type": "mcp_call", "server_label": label,
-            "name": tool_name, "arguments": arguments, "output": None, "error": None, "status": "incomplete",
-        }  # fmt: skip
+        return McpCall(
+            id=new_item_id("mcp"), type="mcp_call", server_label=label, name=tool_name, arguments=arguments,
+            output=None, error=None, status="incomplete",
+        )  # fmt: skip
 
-    def annotate(self, text: str) -> list[dict[str, Any]]:
+    def annotate(self, text: str) -> list[AnnotationFileCitation]:
         """Citations for an answer: the files of the results it draws on (shares words with), or else of
         the best result, each once, at the end of the text."""
         if not self.results:
@@ -203,13 +235,13 @@ class ServerTools:
         for result in used or self.results[:1]:
             cited.setdefault(result["file_id"], result["filename"])
         return [
-            {"type": "file_citation", "file_id": file_id, "filename": name, "index": len(text)}
+            AnnotationFileCitation(type="file_citation", file_id=file_id, filename=name, index=len(text))
             for file_id, name in cited.items()
         ]
 
     async def _call(
         self, call: dict[str, Any], events: ResponseEvents, approved: dict[str, Any] | None = None
-    ) -> AsyncGenerator[dict[str, Any], None]:
+    ) -> AsyncGenerator[ResponseStreamEvent, None]:
         """An MCP tool call: asked about (the turn then ends) unless approved or approval is not needed;
         else run, as an `mcp_call` item with its output or error."""
         function = call.get("function") or {}
@@ -222,55 +254,59 @@ class ServerTools:
             self.outputs[call["id"]] = f"There is no tool {function.get('name')!r}."
             return
         if approved is None and served.needs_approval(tool_name):
-            item = {
-                "id": new_item_id("mcpr"), "type": "mcp_approval_request",
-                "server_label": served.server.label, "name": tool_name, "arguments": arguments,
-            }  # fmt: skip
-            for event in events.add_item(item) + events.done_item(item):
+            asking = McpApprovalRequest(
+                id=new_item_id("mcpr"), type="mcp_approval_request", server_label=served.server.label,
+                name=tool_name, arguments=arguments,
+            )  # fmt: skip
+            for event in events.add_item(asking) + events.done_item(asking):
                 yield event
             self.waiting = True
             return
-        item = {
-            "id": new_item_id("mcp"), "type": "mcp_call", "server_label": served.server.label,
-            "name": tool_name, "arguments": arguments, "output": None, "error": None, "status": "in_progress",
-            "approval_request_id": approved["id"] if approved else None,
-        }  # fmt: skip
+        item = McpCall(
+            id=new_item_id("mcp"), type="mcp_call", server_label=served.server.label, name=tool_name,
+            arguments=arguments, output=None, error=None, status="in_progress",
+            approval_request_id=approved["id"] if approved else None,
+        )  # fmt: skip
         for event in events.add_item(item):
             yield event
         # The model's call arrives whole (its tool call is parsed once complete): one delta, then done,
         # as OpenAI streams a call's arguments and the SDK types both.
-        yield events.item_event("response.mcp_call_arguments.delta", item, delta=arguments)
-        yield events.item_event("response.mcp_call_arguments.done", item, arguments=arguments)
-        yield events.item_event("response.mcp_call.in_progress", item)
+        yield ResponseMcpCallArgumentsDeltaEvent(
+            type="response.mcp_call_arguments.delta", delta=arguments, **events.at(item)
+        )
+        yield ResponseMcpCallArgumentsDoneEvent(
+            type="response.mcp_call_arguments.done", arguments=arguments, **events.at(item)
+        )
+        yield ResponseMcpCallInProgressEvent(type="response.mcp_call.in_progress", **events.at(item))
         try:
-            item["output"] = await served.server.call(tool_name, arguments)
-            item["status"] = "completed"
-            self.outputs[call["id"]] = item["output"]
-            yield events.item_event("response.mcp_call.completed", item)
+            output = await served.server.call(tool_name, arguments)
+            item.output, item.status = output, "completed"
+            self.outputs[call["id"]] = output
+            yield ResponseMcpCallCompletedEvent(type="response.mcp_call.completed", **events.at(item))
         except McpError as error:
-            item.update(status="failed", error=error.detail)
+            item.status, item.error = "failed", error.detail
             self.outputs[call["id"]] = f"The call failed: {error}"
-            yield events.item_event("response.mcp_call.failed", item)
+            yield ResponseMcpCallFailedEvent(type="response.mcp_call.failed", **events.at(item))
         for event in events.done_item(item):
             yield event
 
     async def _search(
         self, call_id: str, arguments: str, events: ResponseEvents
-    ) -> AsyncGenerator[dict[str, Any], None]:
+    ) -> AsyncGenerator[ResponseStreamEvent, None]:
         tool = self.file_search
         assert tool is not None
         query = _query(arguments) or "(nothing)"
-        item: dict[str, Any] = {
-            "id": new_item_id("fs"),
-            "type": "file_search_call",
-            "status": "in_progress",
-            "queries": [query],
-            "results": None,
-        }
+        item = ResponseFileSearchToolCall(
+            id=new_item_id("fs"), type="file_search_call", status="in_progress", queries=[query], results=None
+        )
         for event in events.add_item(item):
             yield event
-        yield events.item_event("response.file_search_call.in_progress", item)
-        yield events.item_event("response.file_search_call.searching", item)
+        yield ResponseFileSearchCallInProgressEvent(
+            type="response.file_search_call.in_progress", **events.at(item)
+        )
+        yield ResponseFileSearchCallSearchingEvent(
+            type="response.file_search_call.searching", **events.at(item)
+        )
         found = await self.vector_stores.find(
             tool.store_ids, [query], tool.filters, tool.limit, tool.ranking, f"{tool.where}."
         )
@@ -287,8 +323,12 @@ class ServerTools:
         ]
         self.results += results
         self.outputs[call_id] = _told(results)
-        item.update(status="completed", results=results if self.include_results else None)
-        yield events.item_event("response.file_search_call.completed", item)
+        item.status = "completed"
+        if self.include_results:
+            item.results = [Result.model_validate(result) for result in results]
+        yield ResponseFileSearchCallCompletedEvent(
+            type="response.file_search_call.completed", **events.at(item)
+        )
         for event in events.done_item(item):
             yield event
 
