@@ -17,7 +17,7 @@ NOTE = "The staff room key hangs behind the second door."
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[modelport.OpenAI]:
+def sdk() -> Iterator[modelport.OpenAI]:
     models = [ModelConfig(id="recall", predictor="tests.predictors.tiny_models:recall_chat")]
     settings = Settings(defaults=False, models=models, limits=Limits(fetch_bytes=1000))
     with modelport.OpenAI(settings=settings) as opened:
@@ -31,9 +31,9 @@ def note(tmp_path: Path) -> Path:
     return path
 
 
-def test_a_chat_file_part_by_path(client: modelport.OpenAI, note: Path) -> None:
+def test_a_chat_file_part_by_path(sdk: modelport.OpenAI, note: Path) -> None:
     part = {"type": "file", "file": {"file_url": note.as_uri()}}
-    answer = client.chat.completions.create(
+    answer = sdk.chat.completions.create(
         model="recall",
         messages=[{"role": "user", "content": [part]}],  # type: ignore[list-item]
     )
@@ -42,9 +42,9 @@ def test_a_chat_file_part_by_path(client: modelport.OpenAI, note: Path) -> None:
     assert NOTE in said
 
 
-def test_a_responses_input_file_by_path(client: modelport.OpenAI, note: Path) -> None:
+def test_a_responses_input_file_by_path(sdk: modelport.OpenAI, note: Path) -> None:
     part = {"type": "input_file", "file_url": note.as_uri()}
-    answer = client.responses.create(
+    answer = sdk.responses.create(
         model="recall",
         input=[{"role": "user", "content": [part]}],
         store=False,  # type: ignore[list-item]
@@ -57,20 +57,20 @@ def test_a_responses_input_file_by_path(client: modelport.OpenAI, note: Path) ->
     [("missing.txt", None, "cannot be read"), ("big.txt", "x" * 1001, "larger than 1000 bytes")],
 )
 def test_a_path_that_cannot_be_sent_is_a_400_naming_the_part(
-    client: modelport.OpenAI, tmp_path: Path, name: str, content: str | None, words: str
+    sdk: modelport.OpenAI, tmp_path: Path, name: str, content: str | None, words: str
 ) -> None:
     path = tmp_path / name
     if content is not None:
         path.write_text(content)
     part = {"type": "file", "file": {"file_url": path.as_uri()}}
     with pytest.raises(openai.BadRequestError) as refused:
-        client.chat.completions.create(model="recall", messages=[{"role": "user", "content": [part]}])  # type: ignore[list-item]
+        sdk.chat.completions.create(model="recall", messages=[{"role": "user", "content": [part]}])  # type: ignore[list-item]
     assert words in str(refused.value)
     assert refused.value.body["param"] == "messages[0].content[0].file.file_url"  # type: ignore[index]
 
 
-def test_a_file_url_of_another_host_is_refused(client: modelport.OpenAI) -> None:
+def test_a_file_url_of_another_host_is_refused(sdk: modelport.OpenAI) -> None:
     part = {"type": "input_image", "image_url": "file://elsewhere/etc/passwd"}
     with pytest.raises(openai.BadRequestError) as refused:
-        client.responses.create(model="recall", input=[{"role": "user", "content": [part]}])  # type: ignore[list-item]
+        sdk.responses.create(model="recall", input=[{"role": "user", "content": [part]}])  # type: ignore[list-item]
     assert refused.value.body["param"] == "input[0].content[0].image_url"  # type: ignore[index]

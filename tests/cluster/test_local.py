@@ -44,40 +44,38 @@ SETTINGS = Settings.model_validate(
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[modelport.OpenAI]:
+def sdk() -> Iterator[modelport.OpenAI]:
     registry = cluster.deploy(SETTINGS, local_testing=True)
     with modelport.OpenAI(service=Service(registry, SETTINGS)) as local:
         yield local
 
 
-def test_models_are_deployments_with_their_capabilities(client: modelport.OpenAI) -> None:
-    models = {m.id: m for m in client.models.list()}
+def test_models_are_deployments_with_their_capabilities(sdk: modelport.OpenAI) -> None:
+    models = {m.id: m for m in sdk.models.list()}
     assert list(models) == ["reverse", "trigrams"]
     assert models["reverse"].capabilities == ["chat"]  # type: ignore[attr-defined]
-    spec = client.service.manager.registry.resolve("trigrams")
+    spec = sdk.service.manager.registry.resolve("trigrams")
     assert spec.source == "ray deployment `trigrams`"
     assert spec.concurrency == 16 * 3  # a replica's share times the most replicas autoscaling allows
 
 
-def test_whole_and_streamed_answers_come_through_the_handle(client: modelport.OpenAI) -> None:
-    whole = client.chat.completions.create(
-        model="gpt-4o-mini", messages=[{"role": "user", "content": "a b c"}]
-    )
+def test_whole_and_streamed_answers_come_through_the_handle(sdk: modelport.OpenAI) -> None:
+    whole = sdk.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "a b c"}])
     assert whole.choices[0].message.content == "c b a"
     assert whole.model == "reverse"  # the id the alias names, as every model answers
-    stream = client.chat.completions.create(
+    stream = sdk.chat.completions.create(
         model="reverse", messages=[{"role": "user", "content": "one two three"}], stream=True
     )
     pieces = [c.choices[0].delta.content for c in stream if c.choices and c.choices[0].delta.content]
     assert pieces == ["three", " two", " one"]
-    vectors = client.embeddings.create(model="trigrams", input=["cat", "cats", "dog"])
+    vectors = sdk.embeddings.create(model="trigrams", input=["cat", "cats", "dog"])
     near, far = (np.dot(vectors.data[0].embedding, vectors.data[i].embedding) for i in (1, 2))
     assert near > far
 
 
-def test_a_replica_error_is_the_same_error(client: modelport.OpenAI) -> None:
+def test_a_replica_error_is_the_same_error(sdk: modelport.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
-        client.chat.completions.create(model="reverse", messages=[], max_tokens=2)
+        sdk.chat.completions.create(model="reverse", messages=[], max_tokens=2)
     assert caught.value.status_code == 400
 
 

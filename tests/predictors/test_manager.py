@@ -59,12 +59,12 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 
 
 @pytest.fixture(scope="module")
-def client(live: LiveServer) -> openai.OpenAI:
+def sdk(live: LiveServer) -> openai.OpenAI:
     return openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=120)
 
 
-def ask(client: openai.OpenAI, model: str) -> str:
-    answer = client.chat.completions.create(
+def ask(sdk: openai.OpenAI, model: str) -> str:
+    answer = sdk.chat.completions.create(
         model=model, messages=[{"role": "user", "content": "Say hi."}], max_tokens=4
     )
     return answer.model
@@ -91,11 +91,11 @@ def rss_mib(live: LiveServer) -> float:
 
 
 def test_alternating_models_under_a_budget_for_one_evict_and_reload(
-    live: LiveServer, client: openai.OpenAI
+    live: LiveServer, sdk: openai.OpenAI
 ) -> None:
     before = unloads(live, "memory")
     for model in ["left", "right"] * 4:
-        assert ask(client, model) == model
+        assert ask(sdk, model) == model
         assert list(loaded(live)) == [model]  # the other one made room
     assert unloads(live, "memory") - before >= 7
     listed = loaded(live)["right"]
@@ -126,34 +126,34 @@ def test_alternating_models_under_a_budget_for_one_evict_and_reload(
     assert (build[1] == "native") == ("built for this CPU" in engine)
 
 
-def test_concurrent_requests_during_evictions_are_not_lost(client: openai.OpenAI) -> None:
+def test_concurrent_requests_during_evictions_are_not_lost(sdk: openai.OpenAI) -> None:
     models = ["left", "right"] * 6
     with ThreadPoolExecutor(len(models)) as pool:
-        answered = list(pool.map(lambda m: ask(client, m), models))
+        answered = list(pool.map(lambda m: ask(sdk, m), models))
     assert answered == models
 
 
 def test_keep_alive_unloads_an_idle_model_and_the_next_request_reloads_it(
-    live: LiveServer, client: openai.OpenAI
+    live: LiveServer, sdk: openai.OpenAI
 ) -> None:
     before = unloads(live, "idle")
-    assert ask(client, "brief") == "brief"
+    assert ask(sdk, "brief") == "brief"
     assert "brief" in loaded(live)
     deadline = time.monotonic() + 10
     while "brief" in loaded(live):
         assert time.monotonic() < deadline, "not unloaded 10 s after its 2 s keep_alive"
         time.sleep(0.2)
     assert unloads(live, "idle") - before == 1
-    assert ask(client, "brief") == "brief"
+    assert ask(sdk, "brief") == "brief"
     assert "left" not in loaded(live) or "right" not in loaded(live)
 
 
 def test_a_model_larger_than_the_budget_is_a_507_that_says_not_to_retry(
-    live: LiveServer, client: openai.OpenAI
+    live: LiveServer, sdk: openai.OpenAI
 ) -> None:
     with pytest.raises(openai.APIStatusError) as caught:
-        ask(client, "huge")
+        ask(sdk, "huge")
     assert caught.value.status_code == 507
     assert caught.value.response.headers["x-should-retry"] == "false"
     assert "memory budget of 0.25 GiB" in caught.value.message
-    assert ask(client, "left") == "left"  # nothing else was disturbed
+    assert ask(sdk, "left") == "left"  # nothing else was disturbed

@@ -33,31 +33,31 @@ def stalling_chat(messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
 
 
 @pytest.fixture
-def client() -> Iterator[modelport.OpenAI]:
+def sdk() -> Iterator[modelport.OpenAI]:
     RELEASE.clear()
     registry = ModelRegistry()
     registry.add_predictor("stuck", stuck_embed, timeout=0.5)
     registry.add_predictor("stalling", stalling_chat, timeout=0.5)
     registry.add_predictor("fine", trigram_embed)
-    client = modelport.OpenAI(service=Service(registry))
-    yield client
+    sdk = modelport.OpenAI(service=Service(registry))
+    yield sdk
     RELEASE.set()
-    client.close()
+    sdk.close()
 
 
-def test_a_hung_call_is_a_504_and_other_models_keep_serving(client: modelport.OpenAI) -> None:
+def test_a_hung_call_is_a_504_and_other_models_keep_serving(sdk: modelport.OpenAI) -> None:
     start = time.monotonic()
     with pytest.raises(openai.APIStatusError) as caught:
-        client.embeddings.create(model="stuck", input="x")
+        sdk.embeddings.create(model="stuck", input="x")
     assert caught.value.status_code == 504
     assert caught.value.body["code"] == "timeout"  # type: ignore[index]
     assert "stuck_embed" in caught.value.message
     assert time.monotonic() - start < 5
-    assert client.embeddings.create(model="fine", input="x").data
+    assert sdk.embeddings.create(model="fine", input="x").data
 
 
-def test_a_stream_that_stalls_ends_with_a_timeout(client: modelport.OpenAI) -> None:
-    stream = client.chat.completions.create(
+def test_a_stream_that_stalls_ends_with_a_timeout(sdk: modelport.OpenAI) -> None:
+    stream = sdk.chat.completions.create(
         model="stalling", messages=[{"role": "user", "content": "hi"}], stream=True
     )
     pieces = iter(stream)

@@ -291,6 +291,24 @@ def test_a_response_cancelled_as_soon_as_it_is_queued_stays_cancelled(server: Fa
     assert again.output == kept.output
 
 
+def test_a_stored_stream_its_client_left_is_kept_as_what_it_said(server: Faces) -> None:
+    # It was stored `incomplete` for the reason "interrupted", which no client's `Response` type takes:
+    # retrieving it was a 500.
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=60)
+    stream = client.responses.create(model="gpt-4o-mini", input="Tell me a long story.", stream=True)
+    started = next(e for e in stream if e.type == "response.created").response
+    next(e for e in stream if e.type == "response.output_text.delta")
+    stream.close()
+    deadline = time.monotonic() + 30
+    while (kept := client.responses.retrieve(started.id)).status == "in_progress":
+        assert time.monotonic() < deadline, "still in progress 30 s after its client left"
+        time.sleep(0.2)
+    assert kept.status == "incomplete"
+    assert kept.output_text  # what it said before the client left
+    raw = httpx.get(f"{server.url}/v1/responses/{started.id}", timeout=60).json()
+    assert not openresponses.problems(raw, openresponses.RESPONSE)
+
+
 class Pet(BaseModel):
     name: str
     legs: int
