@@ -197,6 +197,36 @@ def test_a_function_call_and_its_output(voice: Faces) -> None:
     assert second[-1].response.status in ("completed", "incomplete")
 
 
+def test_the_next_response_is_taken_as_soon_as_the_last_is_done(voice: Faces) -> None:
+    # A client that creates the next response when it reads `response.done` (as after a function call's
+    # output) was told, one time in four to six, that the conversation still had an active response: the
+    # session let go of a response only once its task had returned, after `response.done` went out.
+    async def run() -> list[Any]:
+        async with connect(voice, model="gpt-realtime") as connection:
+            await until(connection, "session.created")
+            session = {"type": "realtime", "output_modalities": ["text"], "max_output_tokens": 4}
+            await connection.session.update(session=session)
+            await until(connection, "session.updated")
+            content = [{"type": "input_text", "text": "Count with me."}]
+            await connection.conversation.item.create(
+                item={"type": "message", "role": "user", "content": content}
+            )
+            ends: list[Any] = []
+            while len(ends) < 40 and not any(e.type == "error" for e in ends):
+                await connection.response.create()
+                while (event := SERVER_EVENT.validate_json(await connection.recv_bytes())).type not in (
+                    "response.done",
+                    "error",
+                ):
+                    pass
+                ends.append(event)
+            return ends
+
+    ends = asyncio.run(asyncio.wait_for(run(), 120))
+    assert [e.error.code for e in ends if e.type == "error"] == []
+    assert {e.response.status for e in ends} <= {"completed", "incomplete"}
+
+
 def test_a_response_cancelled_mid_answer(voice: Faces) -> None:
     async def run() -> list[Any]:
         async with connect(voice, model="gpt-realtime") as connection:

@@ -20,7 +20,7 @@ from modelport.protocol.answers import Events
 from modelport.protocol.requests import ChatCompletionRequest
 from modelport.service.audio.clauses import Clauses
 from modelport.service.generation.accumulate import ChatFold
-from modelport.service.generation.flat_tools import chat_choice, chat_function
+from modelport.service.generation.flat_tools import chat_choice, chat_function, chat_request
 from modelport.service.realtime import config
 from modelport.service.realtime.audio import Speaker
 from modelport.service.realtime.conversation import Conversation, Entry, Spoken
@@ -83,6 +83,9 @@ class RealtimeResponse:
         self.outputs: list[_Output] = []
         self.usage: dict[str, Any] = {}
         self.task: asyncio.Task[None] | None = None
+        # Set as `response.done` goes out: a client may create the next response as soon as it reads it,
+        # before this one's task has returned to the session.
+        self.ended = False
         # The answer so far, folded by the accumulator every chat stream shares: each call's whole name
         # and arguments come from it, not from pieces added up here.
         self.fold = ChatFold()
@@ -178,28 +181,23 @@ class RealtimeResponse:
             else:
                 entries.append(Entry(conversation.checked(given, f"response.input[{i}]")))
         instructions = params.get("instructions") or session.get("instructions")
-        messages = ([{"role": "system", "content": instructions}] if instructions else []) + (
-            await conversation.messages(entries)
-        )
         tools = params.get("tools") if params.get("tools") is not None else session.get("tools")
         choice = chat_choice(params.get("tool_choice") or session.get("tool_choice") or "auto") or "auto"
-        body: dict[str, Any] = {
-            "model": self.host.pipeline.chat,
-            "messages": messages,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
+        fields: dict[str, Any] = {}
         if tools:
-            body["tools"] = [chat_function(tool) for tool in tools]
-            body["tool_choice"] = choice
+            fields["tools"] = [chat_function(tool) for tool in tools]
+            fields["tool_choice"] = choice
             parallel = params.get("parallel_tool_calls", session.get("parallel_tool_calls"))
             if parallel is not None:
-                body["parallel_tool_calls"] = parallel
+                fields["parallel_tool_calls"] = parallel
         limit = params.get("max_output_tokens") or session.get("max_output_tokens")
         # `inf` is the model's most, as OpenAI bounds it (4096): not the rest of the context.
         most = self.host.pipeline.max_output_tokens
-        body["max_completion_tokens"] = limit if isinstance(limit, int) else most
-        return ChatCompletionRequest.model_validate(body)
+        fields["max_completion_tokens"] = limit if isinstance(limit, int) else most
+        messages = await conversation.messages(entries)
+        return chat_request(
+            self.host.pipeline.chat, instructions, messages, fields, stream=True, param="response"
+        )
 
     async def _take(self, delta: dict[str, Any], clauses: asyncio.Queue[tuple[_Output, str] | None]) -> None:
         text = delta.get("content")
@@ -346,6 +344,7 @@ class RealtimeResponse:
             done["usage"] = _usage(self.usage)
         if self.host.playout is not None:
             self.host.playout.finished(self.id)
+        self.ended = True
         await self.host.send(server_event("response.done", response=done))
 
     async def _close_message(self, output: _Output, *, cut: bool) -> None:

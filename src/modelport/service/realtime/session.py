@@ -394,7 +394,7 @@ class RealtimeSession:
     async def _on_response_create(self, data: dict[str, Any]) -> None:
         if self.kind != "realtime":
             raise ClientEventError("A transcription session makes no responses.", code="unsupported_event")
-        if self.response is not None:
+        if self.response is not None and not self.response.ended:
             raise ClientEventError(
                 f"Conversation already has an active response in progress: {self.response.id}. Wait until "
                 "the response is finished before creating a new one.",
@@ -404,7 +404,7 @@ class RealtimeSession:
 
     async def _on_response_cancel(self, data: dict[str, Any]) -> None:
         wanted = data.get("response_id")
-        if self.response is None or (wanted and wanted != self.response.id):
+        if self.response is None or self.response.ended or (wanted and wanted != self.response.id):
             raise ClientEventError(
                 "Cancellation failed: no active response found.", code="response_cancel_not_active"
             )

@@ -23,7 +23,6 @@ from openai.types.responses import (
 )
 from openai.types.responses.response import Conversation as ResponseConversation
 from openai.types.responses.response import IncompleteDetails
-from pydantic import ValidationError
 
 from modelport import context
 from modelport.errors import InvalidRequestError, ModelportError, NotFoundError, StoreDisabledError
@@ -33,6 +32,7 @@ from modelport.protocol.response_object import ResponseObject
 from modelport.protocol.response_request import CompactRequest, InputTokensRequest, ResponseRequest
 from modelport.service import calls
 from modelport.service.fetching import Fetcher
+from modelport.service.generation.flat_tools import chat_request
 from modelport.service.responses import compaction, items
 from modelport.service.responses.background import Jobs
 from modelport.service.responses.conversations import Conversations
@@ -367,26 +367,14 @@ class Responses:
         stream: bool,
         tools: ServerTools,
     ) -> ChatCompletionRequest:
-        messages = [{"role": "system", "content": request.instructions}] if request.instructions else []
-        messages += history + items.messages(turn)
         chosen = request.tool_choice
         # A choice of a server-run tool is put in once the tools are known (`ServerTools.offer`).
         served = tools and isinstance(chosen, dict) and chosen.get("type") in SERVED
-        body = {
-            **items.chat_fields(request, SERVED, choice="auto" if served else None),
-            "model": request.model,
-            "messages": messages,
-            "stream": stream,
-            "store": False,  # kept as a response, not also as a chat completion
-        }
-        if stream:
-            body["stream_options"] = {"include_usage": True}
-        try:
-            return ChatCompletionRequest.model_validate(body)
-        except ValidationError as error:
-            first = error.errors()[0]
-            where = ".".join(str(part) for part in first["loc"])
-            raise InvalidRequestError(f"Invalid request ({where}): {first['msg']}", param="input") from None
+        fields = items.chat_fields(request, SERVED, choice="auto" if served else None)
+        messages = history + items.messages(turn)
+        return chat_request(
+            request.model, request.instructions, messages, fields, stream=stream, param="input"
+        )
 
     async def _history(self, previous: str | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Every earlier turn of the conversation, as chat messages; and those turns' responses."""
