@@ -30,6 +30,7 @@ from modelport.protocol.answers import Events, ListPage, ResponseDeleted
 from modelport.protocol.requests import ChatCompletionRequest, ChatMessage
 from modelport.protocol.response_object import ResponseObject
 from modelport.protocol.response_request import CompactRequest, InputTokensRequest, ResponseRequest
+from modelport.protocol.validation import parse
 from modelport.service import calls
 from modelport.service.fetching import Fetcher
 from modelport.service.generation.flat_tools import chat_request
@@ -164,8 +165,11 @@ class Responses:
         counted by the model itself (its template, tools and history; the prompt is read and one token
         made, none kept): what that response's `usage.input_tokens` says. Tools the server runs are
         counted as the functions they are offered as only once they are prepared, so they are not here."""
-        request = ResponseRequest.model_validate(
-            {**given.model_dump(exclude_none=True), "model": given.model or DEFAULT_CHAT, "store": False}
+        # Fields it does not declare are those of `POST /v1/responses`, checked as that takes them (a 400
+        # naming the one at fault: the fuzzer's `service_tier: [null, 634119]` was a 500).
+        request = parse(
+            ResponseRequest,
+            {**given.model_dump(exclude_none=True), "model": given.model or DEFAULT_CHAT, "store": False},
         )
         conversation = _conversation_id(request.conversation)
         if conversation is not None:
