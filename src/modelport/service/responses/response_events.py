@@ -233,8 +233,9 @@ class ResponseEvents:
             events.append(self._text_delta(item.id, index, part.text, part.logprobs or []))
             return events + self._close_message(item, part)
         if isinstance(item, ResponseFunctionToolCall):
+            assert item.id is not None
             events = [self._added(index, item.model_copy(update={"status": "in_progress", "arguments": ""}))]
-            events.append(self._arguments_delta(item, index, item.arguments))
+            events.append(self._arguments_delta(item.id, index, item.arguments))
             return events + self._close_call(item)
         return self.add_item(item) + self.done_item(item)
 
@@ -265,12 +266,7 @@ class ResponseEvents:
             events.append(self._added(self._open.output_index, item.model_copy(update={"arguments": ""})))
         arguments = (delta.get("function") or {}).get("arguments")
         if arguments:
-            events.append(
-                ResponseFunctionCallArgumentsDeltaEvent(
-                    type="response.function_call_arguments.delta", item_id=self._open.id,
-                    output_index=self._open.output_index, sequence_number=self._next(), delta=arguments,
-                )
-            )  # fmt: skip
+            events.append(self._arguments_delta(self._open.id, self._open.output_index, arguments))
         return events
 
     def _close(self, cut: bool) -> list[ResponseStreamEvent]:
@@ -338,12 +334,9 @@ class ResponseEvents:
         )  # fmt: skip
         return [text_done, part_done, self._done(index, item)]
 
-    def _arguments_delta(
-        self, item: ResponseFunctionToolCall, index: int, arguments: str
-    ) -> ResponseStreamEvent:
-        assert item.id is not None
+    def _arguments_delta(self, item_id: str, index: int, arguments: str) -> ResponseStreamEvent:
         return ResponseFunctionCallArgumentsDeltaEvent(
-            type="response.function_call_arguments.delta", item_id=item.id, output_index=index,
+            type="response.function_call_arguments.delta", item_id=item_id, output_index=index,
             delta=arguments, sequence_number=self._next(),
         )  # fmt: skip
 
