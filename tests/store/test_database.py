@@ -212,6 +212,28 @@ def test_processes_starting_together_on_a_new_sqlite_file_all_migrate_it(tmp_pat
         assert db.execute("SELECT count(*) FROM alembic_version").fetchone() == (1,)
 
 
+def test_a_store_opening_a_file_another_connection_is_writing_waits_for_it(tmp_path: Path) -> None:
+    """A file still in rollback-journal mode, as a new one is, with another writer holding its lock: SQLite
+    refuses the switch to WAL at once, without its busy timeout, so the store waits for it itself (CI saw one
+    of four servers starting together on a new file fail this way)."""
+    path = tmp_path / "busy.db"
+    writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    writer.execute("CREATE TABLE other (a)")
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO other VALUES (1)")
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.5, writer.execute, "COMMIT")
+        await Store(str(path)).open()
+
+    asyncio.run(run())
+    writer.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert db.execute("SELECT count(*) FROM alembic_version").fetchone() == (1,)
+
+
 def test_a_database_that_is_down_is_a_503_and_shows_in_its_state() -> None:
     async def run() -> None:
         store = Store("postgresql://postgres@127.0.0.1:9/none")

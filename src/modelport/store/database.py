@@ -27,6 +27,7 @@ from modelport.errors import StoreUnavailableError
 log = logging.getLogger("modelport.store")
 MIGRATIONS = Path(__file__).parent / "migrations"
 _MIGRATION_LOCK = 0x6D6F64656C706F  # PostgreSQL advisory lock: one replica migrates at a time
+_BUSY_TIMEOUT_S = 30  # how long a SQLite connection waits for another's write lock
 
 
 def async_url(url: str) -> str:
@@ -76,8 +77,7 @@ class Database:
             if self._engine is None:
                 engine = self._create()
                 try:
-                    async with engine.begin() as connection:
-                        await self._migrate(connection)
+                    await self._first_connection(engine)
                 except (OSError, sqlalchemy.exc.SQLAlchemyError) as error:
                     await engine.dispose()
                     raise self._down(error) from error
@@ -125,23 +125,39 @@ class Database:
             database = make_url(self.url).database
             if database and database != ":memory:":
                 Path(database).parent.mkdir(parents=True, exist_ok=True)
-            engine = create_async_engine(self.url, connect_args={"timeout": 30})
+            engine = create_async_engine(self.url, connect_args={"timeout": _BUSY_TIMEOUT_S})
 
             @event.listens_for(engine.sync_engine, "connect")
             def _pragmas(connection: Any, _: Any) -> None:
                 cursor = connection.cursor()
                 # WAL: readers never wait for the writer; foreign keys: deletes cascade.
-                for pragma in (
-                    "journal_mode=WAL",
-                    "synchronous=NORMAL",
-                    "foreign_keys=ON",
-                    "busy_timeout=30000",
-                ):
+                for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON"):
                     cursor.execute(f"PRAGMA {pragma}")
                 cursor.close()
 
             return engine
         return create_async_engine(self.url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+    async def _first_connection(self, engine: AsyncEngine) -> None:
+        """Connect and migrate; on a SQLite file another process is writing, wait for it as its busy
+        timeout would.
+
+        A file still in rollback-journal mode (a new one) needs its exclusive lock to switch to WAL, and
+        SQLite answers "database is locked" at once, without its busy handler, to a reader asking for it
+        while another connection holds the write lock (so two cannot deadlock): the case of servers starting
+        together on one new file.
+        """
+        deadline, pause = time.monotonic() + _BUSY_TIMEOUT_S, 0.01
+        while True:
+            try:
+                async with engine.begin() as connection:
+                    await self._migrate(connection)
+                return
+            except sqlalchemy.exc.OperationalError as error:
+                if not self.sqlite or "locked" not in str(error.orig) or time.monotonic() > deadline:
+                    raise
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.25)
 
     async def _migrate(self, connection: AsyncConnection) -> None:
         # One process migrates at a time, and a migration is all or nothing: a server stopped halfway, or two
