@@ -169,7 +169,8 @@ def test_streamed_calls_rebuild_exactly_the_whole_message(client: openai.OpenAI)
         "seed": 7,
         "temperature": 0,
     }
-    whole = client.chat.completions.create(**kwargs).choices[0].message
+    answer = client.chat.completions.create(**kwargs).choices[0]
+    whole = answer.message
     chunks = list(client.chat.completions.create(stream=True, **kwargs))
     pieces = [d for c in chunks for d in (c.choices[0].delta.tool_calls or [])]
     assert pieces[0].id
@@ -178,7 +179,10 @@ def test_streamed_calls_rebuild_exactly_the_whole_message(client: openai.OpenAI)
     assert all(p.index is not None for p in pieces)
     assert all(p.id is None for p in pieces if p is not pieces[0] and p.index == pieces[0].index)
     assert len(pieces) > 2  # the arguments arrive in pieces
-    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+    # Under `required` this small model may go on calling until max_tokens (whether it does at temperature 0
+    # depends on the CPU's numerics): the stream ends as the whole answer does, cut where it was cut.
+    assert answer.finish_reason in ("tool_calls", "length")
+    assert chunks[-1].choices[0].finish_reason == answer.finish_reason
     rebuilt = {p.index: "" for p in pieces}
     for p in pieces:
         rebuilt[p.index] += p.function.arguments or ""
@@ -191,8 +195,9 @@ def test_the_sdk_stream_helper_accumulates_tool_calls(http_client: openai.OpenAI
         messages=ASK,
         tools=TOOLS,
         tool_choice="required",
+        parallel_tool_calls=False,  # one call, so never cut by max_tokens (which the helper raises on)
         max_tokens=200,
-        seed=3,  # type: ignore[arg-type]
+        seed=3,
     ) as stream:
         for _ in stream:
             pass
@@ -228,7 +233,7 @@ def test_a_conversation_with_tool_results_continues(client: openai.OpenAI) -> No
     follow = client.chat.completions.create(
         model="gpt-4o-mini", messages=messages, tools=TOOLS, tool_choice="required", max_tokens=200
     )
-    assert_valid_calls(follow.choices[0].message.tool_calls, set(SCHEMAS))
+    assert_valid_calls(follow.choices[0].message.tool_calls, set(SCHEMAS), follow.choices[0].finish_reason)
 
 
 @pytest.mark.one_face
