@@ -199,5 +199,6 @@ def test_a_voice_agent_of_the_agents_sdk_talks_over_webrtc_with_a_client_secret(
     assert log["tools"][0].lower() == "paris"
     said = log["transcripts"][-1]
     heard = base64.b64decode(log["heard"])
-    assert word_error_rate(said, transcript_of(voice, heard)) <= 0.25, said
+    # The model's own words, figures and all: as loose as in test_webrtc.
+    assert word_error_rate(said, transcript_of(voice, heard)) <= 0.4, said
     assert interrupted  # the answer playing when the SDK interrupted it was cleared
