@@ -19,7 +19,7 @@ import pytest
 from tests.server.test_projects import cli, new_key
 from tests.support.live import ROOT, LiveServer
 
-pytestmark = pytest.mark.slow  # a Ray instance
+pytestmark = [pytest.mark.slow, pytest.mark.whole_machine]  # a Ray instance
 
 pytest.importorskip("ray.serve", reason="the ray extra is not installed")
 

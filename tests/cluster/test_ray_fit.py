@@ -18,6 +18,7 @@ from modelport.settings import ModelConfig, Settings
 from tests.support.live import ROOT, LiveServer
 
 pytest.importorskip("ray.serve", reason="the ray extra is not installed")
+pytestmark = pytest.mark.whole_machine  # a local Ray instance of the machine's CPUs
 
 
 def test_the_default_models_ask_for_two_cpus_at_most() -> None:

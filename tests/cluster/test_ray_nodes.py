@@ -20,7 +20,7 @@ import pytest
 
 from tests.support.live import ROOT, LiveServer, free_port
 
-pytestmark = pytest.mark.slow  # two Ray nodes and three replicas
+pytestmark = [pytest.mark.slow, pytest.mark.whole_machine]  # two Ray nodes and three replicas
 
 pytest.importorskip("ray.serve", reason="the ray extra is not installed")
 
@@ -42,6 +42,12 @@ n_threads = 1
 replicas = 2
 num_cpus = 1
 """
+
+
+def ray(command: list[str], env: dict[str, str]) -> None:
+    """Run `ray ...`; when it fails, the failure says what Ray printed."""
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, f"{' '.join(command[1:])}: {done.returncode}\n{done.stdout}{done.stderr}"
 
 
 def raylets() -> dict[int, bool]:
@@ -79,13 +85,11 @@ def test_a_killed_node_s_replicas_move_and_no_request_fails(tmp_path: Path) -> N
     }
     port = free_port()
     join = [*command, "start", "--address", f"127.0.0.1:{port}", "--num-cpus", "2"]
-    subprocess.run(
-        [*command, "start", "--head", "--port", str(port), "--num-cpus", "3", "--include-dashboard=false"],
-        env=env, check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
+    head = [*command, "start", "--head", "--port", str(port), "--include-dashboard=false"]
+    ray([*head, "--num-cpus", "3"], env)
     live = None
     try:
-        subprocess.run(join, env=env, check=True, capture_output=True, timeout=120)
+        ray(join, env)
         (tmp_path / "models.toml").write_text(CONFIG)
         live = LiveServer(
             "--config", str(tmp_path / "models.toml"), "--ray", f"127.0.0.1:{port}", cwd=ROOT, env=env
@@ -139,7 +143,7 @@ def test_a_killed_node_s_replicas_move_and_no_request_fails(tmp_path: Path) -> N
             model="chat", messages=[{"role": "user", "content": "Hi"}], max_tokens=5, stream=True
         )
         assert any(c.choices and c.choices[0].delta.content for c in stream)
-        subprocess.run(join, env=env, check=True, capture_output=True, timeout=120)  # the node comes back
+        ray(join, env)  # the node comes back
         assert len(raylets()) == 2
         assert client.embeddings.create(model="embed", input=["back"]).data
     finally:
@@ -157,10 +161,8 @@ def test_a_deployment_that_cannot_be_scheduled_stops_the_start_with_rays_reason(
     # Ray Serve says why a replica is not placed after 2 s rather than its 30.
     env["RAY_SERVE_SLOW_STARTUP_WARNING_S"] = env["RAY_SERVE_SLOW_STARTUP_WARNING_PERIOD_S"] = "2"
     port = free_port()
-    subprocess.run(
-        [*command, "start", "--head", "--port", str(port), "--num-cpus", "1", "--include-dashboard=false"],
-        env=env, check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
+    head = [*command, "start", "--head", "--port", str(port), "--include-dashboard=false"]
+    ray([*head, "--num-cpus", "1"], env)
     try:
         (tmp_path / "models.toml").write_text(
             'defaults = false\n[[models]]\nid = "wide"\nengine = "onnx-embedding"\nnum_cpus = 2\n'

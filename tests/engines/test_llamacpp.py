@@ -83,6 +83,7 @@ def _newly_bound_cpus(before: dict[int, int]) -> set[int]:
     return {cpu for thread, cpu in _bound_threads().items() if thread not in before}
 
 
+@pytest.mark.whole_machine
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="thread affinity is Linux's")
 def test_pin_binds_each_thread_to_a_cpu_of_its_own() -> None:
     allowed = sorted(os.sched_getaffinity(0))
@@ -94,6 +95,7 @@ def test_pin_binds_each_thread_to_a_cpu_of_its_own() -> None:
     assert _newly_bound_cpus(before) == set(allowed)
 
 
+@pytest.mark.alone  # bound only while the machine is busy: another worker's tests would keep it so
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="thread affinity is Linux's")
 def test_threads_are_bound_while_another_process_is_busy_and_freed_after() -> None:
     allowed = sorted(os.sched_getaffinity(0))
