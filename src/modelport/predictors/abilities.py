@@ -4,6 +4,8 @@ checked `Predictor` when it is registered. A plain function has none of them.
 
 - `ChatTemplate`: a chat predictor that can show the prompt its template makes of messages (`/generate`
   with messages), the text that ends its turns, and which native tool-call format it renders, if any.
+- `ChatFormatted`: a chat predictor whose model writes a format of its own (`chat_format`: its thinking
+  markers and call syntax), which modelport constrains and reads.
 - `PromptScorer`: a completion predictor that gives every prompt token's log-probability (`echo` with
   `logprobs`).
 - `Vocabulary`: a completion predictor that takes its model's own token ids and can read them back.
@@ -19,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from modelport.predictors.chat_format import ChatFormat
+
 
 @runtime_checkable
 class ChatTemplate(Protocol):
@@ -33,6 +37,14 @@ class ChatTemplate(Protocol):
     def render(self, messages: list[dict[str, Any]]) -> str:
         """The prompt the template makes of `messages`."""
         ...
+
+
+@runtime_checkable
+class ChatFormatted(Protocol):
+    """A chat predictor whose model writes a format of its own: how it marks its thinking, how it writes
+    its calls (the answer it streams is the model's raw text, which modelport reads by this format)."""
+
+    chat_format: ChatFormat
 
 
 @dataclass(frozen=True)

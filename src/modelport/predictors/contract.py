@@ -15,6 +15,7 @@ import numpy as np
 
 from modelport.errors import PredictorContractError
 from modelport.predictors.abilities import (
+    ChatFormatted,
     ChatTemplate,
     PromptScorer,
     TokenCounter,
@@ -22,6 +23,7 @@ from modelport.predictors.abilities import (
     Vocabulary,
     Voices,
 )
+from modelport.predictors.chat_format import PLAIN, ChatFormat
 from modelport.predictors.parameter import TOOL_FORMATS, Parameter
 
 
@@ -81,6 +83,7 @@ class Predictor:
     voice_type: Any = None
     sample_rate: int | None = None  # of the audio the predictor takes (transcription) or returns (speech)
     tool_format: str | None = None  # the native call format of a chat predictor that shows tools to its model
+    chat_format: ChatFormat = PLAIN  # how a chat predictor's model writes its thinking and its calls
     token_prompts: bool = False  # a completion predictor whose prompt may be the model's own token ids
     # Abilities the predictor's object declares (see `abilities`); None where it has not got them.
     template: ChatTemplate | None = None
@@ -203,6 +206,7 @@ def _check_chat_like(cap: Capability) -> Callable[..., Predictor]:
                 f"not `{returns.denotation}`"
             )
         options = _options(name, cap, optional, hints)
+        form = fn.chat_format if cap is Capability.CHAT and isinstance(fn, ChatFormatted) else PLAIN
         tools = options.get("openai.chat.completions.tools")
         marker = _parameter_of(hints.get(tools), name, f"parameter `{tools}`") if tools else None
         tool_format = marker.tool_format if marker else None
@@ -217,8 +221,19 @@ def _check_chat_like(cap: Capability) -> Callable[..., Predictor]:
                 f"predictor `{name}`: parameter `{tools}` has tool format `{tool_format}`; "
                 f"modelport knows {', '.join(TOOL_FORMATS)}"
             )
+        if tools is None or tool_format is None:
+            form = dataclasses.replace(form, calls=None)  # it never sees the tools: modelport describes them
+        else:
+            form = dataclasses.replace(form, calls=tool_format)
         return Predictor(
-            fn, name, cap, primary.name, options, tool_format=tool_format, token_prompts=token_prompts
+            fn,
+            name,
+            cap,
+            primary.name,
+            options,
+            tool_format=tool_format,
+            chat_format=form,
+            token_prompts=token_prompts,
         )
 
     return check

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from modelport.predictors.chat_format import CALL_SYNTAXES
+
 # The native tool-call formats modelport can constrain and parse (`Parameter.ChatTools(format=...)`).
-TOOL_FORMATS = ("hermes", "llama3", "mistral")
+TOOL_FORMATS = CALL_SYNTAXES
 
 
 @dataclass(frozen=True)

@@ -129,6 +129,9 @@ class ChatCompletionRequest(_GenerationRequest):
     top_logprobs: int | None = Field(default=None, ge=0, le=20)
     store: bool | None = None
     metadata: Metadata = None
+    # How long a model that thinks may think (see `service/generation/formats/effort.py`): accepted on every
+    # model, as OpenAI does; a model that does not think ignores it.
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = None
 
     @field_validator("response_format")
     @classmethod

@@ -22,6 +22,7 @@ from modelport import context, metrics
 from modelport.engines import assemble
 from modelport.engines.llamacpp import xllamacpp_loader
 from modelport.errors import InvalidRequestError, ModelNotFoundError, StoreUnavailableError
+from modelport.predictors.chat_format import PLAIN
 from modelport.predictors.contract import Capability, Predictor
 from modelport.predictors.manager import LoadedModel, ModelManager
 from modelport.predictors.registry import ModelRegistry
@@ -414,6 +415,9 @@ class Service:
                 extra["engine_build"] = xllamacpp_loader.running().describe()
             chat = loaded.predictors.get(Capability.CHAT)
             sees = isinstance(chat, Predictor) and "image" in chat.media
+            if isinstance(chat, Predictor) and chat.chat_format != PLAIN:
+                # How the model writes its calls and its thinking, as modelport reads them.
+                extra["chat_format"] = chat.chat_format.describe()
             extra["capabilities"] = sorted(loaded.predictors) + (["vision"] if sees else [])
             voiced = loaded.predictors.get(Capability.SPEECH)
             if voiced is not None:

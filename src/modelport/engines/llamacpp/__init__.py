@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from modelport.engines import Engine
-from modelport.engines.llamacpp import conversation_cache, gguf_header
+from modelport.engines.llamacpp import conversation_cache, gguf_header, template_probe
 from modelport.engines.llamacpp.generators import LlamaChat, LlamaCompletion, tool_format
 from modelport.engines.llamacpp.instances import Instances
 from modelport.engines.llamacpp.launch import SLOTS, SideDoor, default_gguf, start_server
@@ -31,13 +31,21 @@ def load(conversation_cache_mib: int = 1024, **options: Any) -> Sequence[LlamaCh
     key = secrets.token_urlsafe(32)
     budget = conversation_cache_mib << 20
     saved = conversation_cache.folder(budget) if budget > 0 and not options.get("draft") else None
+    gguf = Path(options["path"]) if options.get("path") else default_gguf()
+    # The model's own format, read from its template before it loads: a format modelport reads has the
+    # answer handed over raw (`raw_chat`), with special-token markers written as text.
+    template = options.get("chat_template") or gguf_header.read(gguf).get("tokenizer.chat_template") or ""
+    form = template_probe.formatted(str(template), gguf)
+    options = {**options, "raw_chat": form.read_here, "special_text": bool(form.special)}
+    if form.harmony and template:
+        options["chat_template"] = template_probe.given_thinking(str(template))
     server = start_server(**options, api_key=key, slot_save_path=saved)
     door = SideDoor(server, key)
-    gguf = Path(options["path"]) if options.get("path") else default_gguf()
     instances = Instances(server, options, gguf)
     media = ("image",) if options.get("mmproj") else ()
     kept = conversation_cache.ConversationCache(door, saved, budget) if saved else None
-    return [LlamaChat(instances, door, media, kept), LlamaCompletion(instances, door, gguf, kept)]
+    chat = LlamaChat(instances, door, form, media, kept)
+    return [chat, LlamaCompletion(instances, door, gguf, kept)]
 
 
 def estimate(

@@ -1,18 +1,24 @@
 """llama.cpp's streaming handlers as iterators: a blocking handler reports each chunk through a callback in
 a thread of its own; `ChunkStream` hands the chunks on, to blocking or async readers, and its `close()`
-stops the generation at the next token and frees the slot. llama.cpp's refusals become typed errors."""
+stops the generation at the next token and frees the slot. llama.cpp's refusals become typed errors, but
+one: where llama.cpp reads the model's format itself and the model strayed from it, the answer ends as it
+stands (a warning, not a 500)."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
+from modelport import context
 from modelport.engines.llamacpp import repetition
 from modelport.errors import InvalidRequestError, ModelportError, PredictorError
+
+log = logging.getLogger("modelport.llamacpp")
 
 ChunkHandler = Callable[[dict[str, Any], Callable[[dict[str, Any]], bool]], Any]
 # Told a generation's slot (if llama.cpp said) and whether it completed, before the stream ends; what it
@@ -21,6 +27,8 @@ Ended = Callable[[int | None, bool], Callable[[], None]]
 
 _DONE: Any = object()
 _TEMPLATE_REFUSAL = re.compile(r"Jinja Exception: (.+)")
+# llama.cpp's reading of a chat answer in the model's format, refusing what the model wrote.
+_STRAYED = "does not match the expected"
 
 
 def stream_chunks(handle: ChunkHandler, request: dict[str, Any], ended: Ended | None = None) -> ChunkStream:
@@ -73,18 +81,28 @@ class ChunkStream:
         self._ended = False
         self.slot: int | None = None
         self.failed = False
+        self._last: dict[str, Any] | None = None  # the last chunk, for an answer that ends as it stands
+        self.strayed: str | None = None  # what llama.cpp said of an answer that strayed from its format
 
     def on_chunk(self, chunk: dict[str, Any]) -> bool:
         """llama.cpp's callback: keep the chunk; True tells llama.cpp to stop this generation."""
         if "__verbose" in chunk:  # llama.cpp's own account of the request, asked for its slot
             self.slot = chunk.pop("__verbose").get("id_slot")
+        error = chunk.get("error")
+        if isinstance(error, dict) and _STRAYED in str(error.get("message")):
+            self.strayed = str(error.get("message"))
+            chunk = _ending(
+                self._last or {"object": "chat.completion.chunk", "choices": [{"delta": {}}]}, "stop"
+            )
+        elif error is None:
+            self._last = chunk
         self.failed = self.failed or "error" in chunk
         if self._watch is not None and not self.failed:
             if self.looped is not None:
                 return True  # what llama.cpp still sends after the stop is not part of the answer
             piece = _piece(chunk)
             if piece is not None and self._watch.looping(piece):
-                self.looped = _ending(chunk)
+                self.looped = _ending(chunk, "length")
         self.put(chunk)
         return self._cancelled.is_set() or self.looped is not None
 
@@ -129,6 +147,13 @@ class ChunkStream:
                 raise stop
             raise _translate(item) if isinstance(item, Exception) else _translate_body(item["error"])
         item.pop("timings", None)  # llama.cpp's own statistics, not part of OpenAI's chunk
+        if self.strayed is not None and item.get("usage"):
+            log.warning(
+                "request %s: the model strayed from its chat format; its answer ends as it stands "
+                "(llama.cpp: %s)",
+                context.current().request_id or "-",
+                self.strayed,
+            )
         return item  # type: ignore[no-any-return]
 
     def close(self) -> None:
@@ -154,10 +179,11 @@ def _piece(chunk: dict[str, Any]) -> str | None:
     return piece if isinstance(piece, str) else None
 
 
-def _ending(chunk: dict[str, Any]) -> dict[str, Any]:
-    """The last chunk of an answer the repetition stop ended: `length`, with the usage so far."""
-    choice: dict[str, Any] = {"index": 0, "finish_reason": "length"}
-    if "delta" in chunk["choices"][0]:
+def _ending(chunk: dict[str, Any], reason: str) -> dict[str, Any]:
+    """The last chunk of an answer ended early (the repetition stop: `length`; a format llama.cpp could not
+    read: `stop`), with the usage so far."""
+    choice: dict[str, Any] = {"index": 0, "finish_reason": reason}
+    if "delta" in (chunk.get("choices") or [{"delta": {}}])[0]:
         choice["delta"] = {}
     else:
         choice["text"] = ""

@@ -1,10 +1,11 @@
 """The chat and completion predictors of a GGUF model, as objects whose abilities the contract reads: the
 chat predictor knows its template (`ChatTemplate`: the prompt it renders, where its turns end, the tool
-format it shows), the completion predictor scores prompts (`PromptScorer`) and reads the model's token ids
-(`Vocabulary`)."""
+format it shows) and its model's format (`ChatFormatted`: thinking markers, call syntax), the completion
+predictor scores prompts (`PromptScorer`) and reads the model's token ids (`Vocabulary`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,6 +18,7 @@ from modelport.engines.llamacpp.launch import SideDoor
 from modelport.engines.llamacpp.scoring import Scorer
 from modelport.errors import InvalidRequestError
 from modelport.predictors.abilities import ScoredToken
+from modelport.predictors.chat_format import HARMONY, PLAIN, ChatFormat, call_syntax
 from modelport.predictors.parameter import Parameter
 
 SCORING_CTX = 4096  # the longest prompt `echo` + `logprobs` scores (one pass: memory grows with its square)
@@ -24,15 +26,7 @@ SCORING_CTX = 4096  # the longest prompt `echo` + `logprobs` scores (one pass: m
 
 def tool_format(template: str) -> str | None:
     """The native tool-call format a chat template renders, if it renders tools at all."""
-    if "tools" not in template:
-        return None
-    if "<tool_call>" in template:  # Hermes 2 Pro, Qwen 2.5/3, and their many fine-tunes
-        return "hermes"
-    if "[TOOL_CALLS]" in template:
-        return "mistral"
-    if "<|start_header_id|>" in template and '"parameters"' in template:  # Llama 3.1-3.3
-        return "llama3"
-    return None
+    return call_syntax(template)
 
 
 class LlamaChat:
@@ -42,6 +36,7 @@ class LlamaChat:
         self,
         instances: Instances,
         door: SideDoor,
+        form: ChatFormat = PLAIN,
         media: tuple[str, ...] = (),
         kept: ConversationCache | None = None,
     ) -> None:
@@ -49,10 +44,22 @@ class LlamaChat:
         self._door = door
         self._conversations = kept
         self.media = media  # what its projector lets it read beside text: ("image",)
+        props = door.get("/props")
         # The template llama.cpp really renders with: the GGUF's own, an override, or its fallback.
-        self.tool_format = tool_format(str(door.get("/props").get("chat_template") or ""))
+        self.tool_format = tool_format(str(props.get("chat_template") or ""))
         self._traits = template_probe.probe(self._rendered)
-        self.stops = [self._traits.turn_end] if self._traits.turn_end else []
+        self.chat_format = template_probe.opened(form, self._rendered)
+        if form.markers:
+            tokens = tuple((marker, self._tokens(marker)) for marker in form.markers)
+            self.chat_format = dataclasses.replace(self.chat_format, tokens=tokens)
+        if form.harmony:  # a harmony answer goes on past `<|end|>` (the analysis ends there) to its final
+            self.stops = [HARMONY["return"], HARMONY["call"]]
+        else:
+            self.stops = [self._traits.turn_end] if self._traits.turn_end else []
+        if form.special:  # special tokens are written as text, the end of the answer among them
+            ends = [str(props.get(name) or "") for name in ("eos_token",)]
+            self.stops += [end for end in ends if end and end not in self.stops]
+        self._timed = not form.read_here  # llama.cpp reads it, and may refuse: the usage so far is kept
 
     def __call__(
         self,
@@ -61,6 +68,8 @@ class LlamaChat:
         tools: Annotated[list[dict[str, Any]] | None, Parameter.ChatTools] = None,
     ) -> Iterator[dict[str, Any]]:
         request = {**_llama_options(options), "messages": self._traits.adapt(messages)}
+        if self._timed:
+            request["timings_per_token"] = True
         if self.stops:  # however the vocabulary spells it, the turn's end ends the answer
             stop = request.get("stop") or []
             request["stop"] = [*([stop] if isinstance(stop, str) else stop), *self.stops]
@@ -86,6 +95,12 @@ class LlamaChat:
                 "The model's chat template refused the conversation.", param="messages", code="template_error"
             )
         return rendered
+
+    def _tokens(self, text: str) -> tuple[int, ...]:
+        """`text` as the vocabulary's token ids (special tokens among them)."""
+        reply = self._door.post("/tokenize", {"content": text, "add_special": False, "parse_special": True})
+        reply.raise_for_status()
+        return tuple(int(token) for token in reply.json()["tokens"])
 
     def _rendered(self, messages: list[dict[str, Any]]) -> str | None:
         reply = self._door.post("/apply-template", {"messages": messages})

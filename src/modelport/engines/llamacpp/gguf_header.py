@@ -26,6 +26,7 @@ _SCALARS = {
     12: "<d",
 }
 _STRING, _ARRAY = 8, 9
+_CONTROL = 3  # llama.cpp's token type of a special token, written as text only when asked to
 
 
 class NotGGUFError(ValueError):
@@ -43,6 +44,40 @@ def read(path: Path) -> dict[str, Any]:
         raise NotGGUFError(
             f"{path} is not a readable GGUF file (its header is cut short or damaged)"
         ) from None
+
+
+def control_tokens(path: Path, texts: tuple[str, ...]) -> frozenset[str]:
+    """Which of `texts` are single control tokens of the GGUF's vocabulary (special tokens: a decoder
+    writes them as text only when told to, and a grammar must name them as tokens)."""
+    if not texts:
+        return frozenset()
+    wanted = set(texts)
+    with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        found: dict[str, int] = {}
+        kinds: dict[int, int] = {}
+        _, _, count = struct.unpack_from("<IQQ", data, 4)
+        offset = 24
+        for _ in range(count):
+            key, offset = _string(data, offset)
+            (kind,), offset = struct.unpack_from("<I", data, offset), offset + 4
+            if kind == _ARRAY:
+                (item, length), offset = struct.unpack_from("<IQ", data, offset), offset + 12
+                if item == _STRING:
+                    for index in range(length):
+                        text, offset = _string(data, offset)
+                        if key == "tokenizer.ggml.tokens" and text in wanted:
+                            found[text] = index
+                    continue
+                size = struct.calcsize(_SCALARS[item])
+                if key == "tokenizer.ggml.token_type":
+                    for index in found.values():
+                        kinds[index] = struct.unpack_from(_SCALARS[item], data, offset + size * index)[0]
+                offset += size * length
+            elif kind == _STRING:
+                offset = _string(data, offset)[1]
+            else:
+                offset += struct.calcsize(_SCALARS[kind])
+    return frozenset(text for text, index in found.items() if kinds.get(index) == _CONTROL)
 
 
 def _parse(data: mmap.mmap) -> dict[str, Any]:

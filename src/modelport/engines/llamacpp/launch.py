@@ -55,6 +55,8 @@ def start_server(
     image_max_tokens: int = 1024,
     api_key: str | None = None,
     slot_save_path: Path | None = None,
+    raw_chat: bool = False,
+    special_text: bool = False,
 ) -> Any:
     """Start llama.cpp's server on a GGUF with `n_parallel` slots decoding together.
 
@@ -71,6 +73,10 @@ def start_server(
     `ngram-cache`: llama.cpp's n-gram lookups, verified by the model) or not (`none`, the default).
     `draft` is a smaller GGUF of the same vocabulary that drafts where the n-grams offer nothing.
     `slot_save_path` is the folder slots are saved to and restored from (see `conversations`).
+    `raw_chat` hands a chat answer over as the model wrote it (its thinking markers and calls in the
+    text, for modelport to read by the model's format) instead of llama.cpp's reading of it, which fails
+    a whole answer when the model strays from its format; `special_text` writes special tokens the model
+    generates as their text (a format whose markers are special tokens: harmony's `<|channel|>`).
     `mmproj` is a multimodal projector GGUF (the model then sees images); an image becomes at most
     `image_max_tokens` tokens (a projector of fixed size, its own number), and the micro-batch is made at
     least that large: an encoder with non-causal attention aborts the process on an image that does not fit
@@ -104,6 +110,8 @@ def start_server(
         _pin(params.cpuparams_batch)
     if chat_template:
         params.chat_template = chat_template
+    params.force_pure_content_parser = raw_chat
+    params.special = special_text
     params.speculative.types = _speculators(xllamacpp, speculative, draft)
     params.speculative.ngram_map_k.size_m = MAP_DRAFT_TOKENS
     if draft:

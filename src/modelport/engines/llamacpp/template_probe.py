@@ -1,6 +1,8 @@
 """What a model's chat template does with a conversation, learnt at load by rendering probes through
 llama.cpp's own renderer: the text that ends an assistant turn (generation must stop there, and it must not
-show in the answer), and whether the template refuses a conversation that does not open with the user.
+show in the answer), whether the template refuses a conversation that does not open with the user, and
+whether its generation prompt already opens the model's thinking. Before the model loads, its format is read
+from the template's text (`formatted`).
 
 llama.cpp already folds a system message into the first user turn for templates without a system role
 (Gemma's, Mistral's, Phi-3's); neighbouring messages of one role are merged by the service.
@@ -8,10 +10,16 @@ llama.cpp already folds a system message into the first user turn for templates 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from modelport.engines.llamacpp import gguf_header
+from modelport.predictors import chat_format
+from modelport.predictors.chat_format import ChatFormat
 
 Render = Callable[[list[dict[str, Any]]], str | None]  # the prompt, or None when the template refuses
 
@@ -70,3 +78,38 @@ def _turn_end(between: str, before: str) -> str | None:
     if found and found.group(1).startswith(ending):  # nothing left, or a token cut by a shared `|>`
         ending = found.group(1)
     return ending or None
+
+
+def formatted(template: str, gguf: Path) -> ChatFormat:
+    """The format the template shows (`chat_format.detect`), with those of its markers that are special
+    tokens of the GGUF's vocabulary."""
+    found = chat_format.detect(template)
+    return dataclasses.replace(found, special=gguf_header.control_tokens(gguf, found.markers))
+
+
+def opened(form: ChatFormat, render: Render) -> ChatFormat:
+    """`form`, knowing whether the generation prompt opens the thinking (DeepSeek R1's distills, QwQ: every
+    answer then starts inside it)."""
+    thinking = form.thinking
+    if thinking is None or form.harmony:
+        return form
+    prompt = render([{"role": "user", "content": _V}])
+    if prompt is None or not prompt.rstrip().endswith(thinking.open):
+        return form
+    return dataclasses.replace(form, thinking=dataclasses.replace(thinking, opened=True))
+
+
+# A message's thinking as harmony templates read it (`message.thinking`, as gpt-oss's does) and as llama.cpp
+# hands messages to a template (`reasoning_content`).
+_THINKING_FIELD = re.compile(r"\b(message|m|msg)\.thinking\b|\[(['\"])thinking\2\]")
+
+
+def given_thinking(template: str) -> str:
+    """A harmony template that reads a message's thinking from `reasoning_content`, the field llama.cpp
+    renders messages with, where it read `thinking` (which llama.cpp's own gpt-oss path copies over, and
+    which a raw chat does not pass on): so the analysis of a turn that called a tool is given back."""
+    if "reasoning_content" in template:
+        return template
+    return _THINKING_FIELD.sub(
+        lambda found: f"{found[1]}.reasoning_content" if found[1] else "['reasoning_content']", template
+    )

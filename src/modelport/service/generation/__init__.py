@@ -1,6 +1,7 @@
 """Chat and legacy completions on local predictors, stage by stage: `planning` maps the request onto the
-predictor (tools, output constraints, options), `decoding` makes the predictor calls, `framing` gives the
-chunks one id and their usage, `accumulate` folds them into the whole answer when it is not streamed."""
+predictor (tools, output constraints, the model's own format and thinking, options), `decoding` makes the
+predictor calls (each choice's text read by the model's format, `formats`), `framing` gives the chunks one id
+and their usage, `accumulate` folds them into the whole answer when it is not streamed."""
 
 from __future__ import annotations
 
@@ -11,13 +12,15 @@ from typing import Any
 from openai.types import Completion
 from openai.types.chat import ChatCompletion
 
+from modelport.predictors.chat_format import PLAIN
 from modelport.predictors.contract import Predictor
 from modelport.predictors.manager import LoadedModel
 from modelport.protocol.answers import EventKind, Events, listed
 from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
 from modelport.service import calls
-from modelport.service.generation import decoding, planning, token_ids, tool_formats, tool_parsing, tool_plan
+from modelport.service.generation import decoding, formats, planning, token_ids, tool_plan
 from modelport.service.generation.accumulate import ChatFold, CompletionFold
+from modelport.service.generation.formats import effort, harmony, reading
 from modelport.service.generation.framing import CHAT_CHUNKS, COMPLETION_CHUNKS, checked, framed, validate
 from modelport.service.generation.logprobs import legacy_logprobs, scored_only, top_logprobs_cut
 from modelport.service.generation.planning import TOOLS, choices_per_input
@@ -28,26 +31,33 @@ async def chat(
 ) -> ChatCompletion | Events[ChatCompletion]:
     """Answer a chat completion request: a whole `ChatCompletion`, or its chunks as they come."""
     messages = [m.model_dump(exclude_none=True) for m in request.messages]
-    plan = native = None
+    form = predictor.chat_format
+    plan = None
+    shown = False  # the template shows the tools, and their calls and results, itself
     if not predictor.accepts(TOOLS) or predictor.tool_format:  # modelport runs tool calling
         plan = tool_plan.plan(request)
-        if predictor.tool_format and not (plan and plan.legacy):
-            native = tool_formats.FORMATS[predictor.tool_format]
-        messages = tool_plan.render_history(messages, plan, native=native is not None)
-        if native:
-            messages = native.history(messages)
-    options = planning.options(predictor, request, plan, native)
+        shown = predictor.tool_format is not None and not (plan and plan.legacy)
+        messages = tool_plan.render_history(messages, plan, native=shown)
+        syntax = formats.native(form, plan)
+        if syntax is not None:
+            messages = syntax.history(messages)
+    if form.harmony:
+        messages = harmony.history(messages)
+    thinking = effort.plan(form, request.reasoning_effort, request.max_output_tokens)
+    options, shape = planning.options(predictor, request, plan, shown, thinking)
     if request.use_beam_search:
         found = await decoding.beam_search(model, predictor, [messages], request, options)
         return validate(ChatCompletion, _folded(ChatFold(), found), predictor)
-    chunks = decoding.choices(model, predictor, [messages], request, options)
+    read = None
+    if plan is not None or form != PLAIN:
+        legacy, thinks = bool(plan and plan.legacy), thinking is not None
+
+        def read(chunks: AsyncGenerator[dict[str, Any], None]) -> AsyncGenerator[dict[str, Any], None]:
+            return reading.read(chunks, shape.read, shape.markers, legacy, thinks)
+
+    chunks = decoding.choices(model, predictor, [messages], request, options, read)
     if request.logprobs:
         chunks = top_logprobs_cut(chunks, request.top_logprobs or 0)
-    if plan is not None:
-        form = native
-        chunks = tool_parsing.parse_stream(
-            chunks, plan, (lambda: tool_formats.NativeParser(form, plan.legacy)) if form else None
-        )
     answer: ChatCompletion | Events[ChatCompletion] = await _delivered(
         chunks, model, predictor, request, _CHAT
     )
@@ -64,7 +74,7 @@ async def completion(
         prompts, vocabulary.vocab_size if vocabulary else None, predictor.token_prompts, model.spec.id
     )
     scored = await decoding.scored_prompts(predictor, prompts, request)
-    options = planning.options(predictor, request, None, None)
+    options, _ = planning.options(predictor, request)
     # The prompts' text is read only where the answer repeats it (echo) or a beam extends it.
     texts = (
         await token_ids.prompt_texts(prompts, vocabulary.detokenize if vocabulary else None)

@@ -103,15 +103,20 @@ async def beam_search(
     return chunks
 
 
+Read = Callable[[AsyncGenerator[dict[str, Any], None]], AsyncGenerator[dict[str, Any], None]]
+
+
 async def choices(
     model: LoadedModel,
     predictor: Predictor,
     inputs: list[Any],
     request: ChatCompletionRequest | CompletionRequest,
     options: dict[str, Any],
+    read: Read | None = None,
 ) -> AsyncGenerator[dict[str, Any], None]:
     """Every choice of every input generated side by side, one predictor call each; input k owns indexes
-    k*width … k*width+width-1. With a seed, choice j samples with seed+j: reproducible, yet distinct."""
+    k*width … k*width+width-1. With a seed, choice j samples with seed+j: reproducible, yet distinct. Each
+    choice's chunks are `read` (by the model's format) on their own, so its usage counts its own thinking."""
     width = choices_per_input(request)
     streams = []
     for k, primary in enumerate(inputs):
@@ -119,7 +124,8 @@ async def choices(
             own = options
             if j and request.seed is not None and ALL in options:
                 own = {**options, ALL: {**options[ALL], "seed": request.seed + j}}
-            streams.append(_one_choice(model, predictor, primary, own, k * width + j, count_prompt=j == 0))
+            stream = _one_choice(model, predictor, primary, own, k * width + j, count_prompt=j == 0)
+            streams.append(read(stream) if read is not None else stream)
     merged = calls.merge(streams)
     try:
         async for chunk in merged:

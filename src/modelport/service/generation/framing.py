@@ -55,6 +55,11 @@ async def framed(
                 cached = (chunk["usage"].get("prompt_tokens_details") or {}).get("cached_tokens")
                 if cached is not None and "prompt_tokens_details" not in usage:
                     usage["prompt_tokens_details"] = {"cached_tokens": int(cached)}
+                # Tokens spent thinking, of every choice (a model's format counts them as it reads them).
+                thought = (chunk["usage"].get("completion_tokens_details") or {}).get("reasoning_tokens")
+                if thought is not None:
+                    details = usage.setdefault("completion_tokens_details", {"reasoning_tokens": 0})
+                    details["reasoning_tokens"] += int(thought)
             chunk.pop("usage", None)
             if chunk.get("choices"):
                 yield chunk

@@ -10,8 +10,9 @@ from typing import Any
 from modelport.errors import InvalidRequestError
 from modelport.predictors.contract import Predictor
 from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
-from modelport.service.generation import grammar, tool_formats, tool_plan
-from modelport.service.generation.schema import check_enforceable, json_grammar
+from modelport.service.generation import formats, grammar, tool_plan
+from modelport.service.generation.formats.effort import Thinking
+from modelport.service.generation.schema import check_enforceable, closed, json_grammar
 
 log = logging.getLogger("modelport.service")
 
@@ -33,6 +34,7 @@ _FRAMING = {
 # Fields modelport honours itself, whatever the predictor.
 _HANDLED_HERE = {
     "n", "best_of", "echo", "use_beam_search", "length_penalty", "early_stopping", "json_whitespace",
+    "reasoning_effort",
 }  # fmt: skip
 _TOOL_FIELDS = {"tools", "tool_choice", "parallel_tool_calls", "functions", "function_call"}
 
@@ -51,10 +53,14 @@ def choices_per_input(request: ChatCompletionRequest | CompletionRequest) -> int
 def options(
     predictor: Predictor,
     request: ChatCompletionRequest | CompletionRequest,
-    plan: tool_plan.ToolPlan | None,
-    native: tool_formats.ToolFormat | None,
-) -> dict[str, Any]:
-    """Map the request onto the predictor's annotated parameters, by denotation."""
+    plan: tool_plan.ToolPlan | None = None,
+    shown: bool = False,
+    thinking: Thinking | None = None,
+) -> tuple[dict[str, Any], formats.Shape]:
+    """Map the request onto the predictor's annotated parameters, by denotation; and the shape of its answer
+    in the model's own format (the grammar it is held to, already among the options, and its reader).
+    `shown`: the template shows the tools itself; `thinking`: what the request lets a model that thinks
+    do."""
     sent = request.model_dump(exclude_unset=True, exclude_none=True)
     for name in _HANDLED_HERE:
         sent.pop(name, None)
@@ -64,17 +70,27 @@ def options(
         # llama.cpp reports no token log-probabilities for `top_logprobs: 0`, and 20 alternatives when it is
         # unset: it is asked for at least one, and the answer trimmed to what was asked (`top_logprobs`).
         sent["top_logprobs"] = max(1, request.top_logprobs or 0)
-    if plan is not None or native is not None:
+    if plan is not None or shown:
         for name in _TOOL_FIELDS:
             sent.pop(name, None)
     compact = request.json_whitespace == "compact"
-    if plan is not None and native is not None:  # the template shows the tools; the grammar holds the format
+    form = predictor.chat_format
+    held = predictor.accepts(ALL)
+    if plan is not None and shown:  # the template shows the tools; the grammar holds the model's own syntax
         sent.pop("response_format", None)
         sent["tools"] = [{"type": "function", "function": tool} for tool in plan.tools]
-        sent["grammar"] = native.grammar(plan, compact)
-    elif plan is not None:
-        sent["response_format"] = tool_plan.response_format(plan)
     _guided(sent)
+    # A grammar the request gives (vLLM's guided decoding) is the whole answer's: the model's format is
+    # not added around it.
+    body = _body(sent.get("response_format")) if plan is None else None
+    shape = formats.shape(form, thinking, plan, body, compact, held and "grammar" not in sent)
+    if shape.grammar is not None:
+        sent.pop("response_format", None)
+        sent["grammar"] = shape.grammar
+    elif plan is not None and "grammar" not in sent:
+        sent["response_format"] = tool_plan.response_format(plan)
+    if thinking is not None and thinking.variables:
+        sent["chat_template_kwargs"] = {**(sent.get("chat_template_kwargs") or {}), **thinking.variables}
     _check_format(sent.get("response_format"))
     if compact and predictor.accepts(ALL) and "grammar" not in sent:
         _held_compact(sent)
@@ -104,7 +120,19 @@ def options(
         by_denotation[ALL] = rest
     elif rest:
         log.info("predictor %s takes no %s; ignored", predictor.name, ", ".join(sorted(rest)))
-    return by_denotation
+    return by_denotation, shape
+
+
+def _body(response_format: dict[str, Any] | None) -> formats.Body | None:
+    """The JSON a `response_format` holds the answer to, as the body of a grammar in the model's format."""
+    kind = (response_format or {}).get("type")
+    if kind == "json_object":
+        return lambda g: g.json("output", {"type": "object"})
+    spec = (response_format or {}).get("json_schema")
+    if kind == "json_schema" and isinstance(spec, dict) and isinstance(spec.get("schema"), dict):
+        schema = closed(spec["schema"])
+        return lambda g: g.json("output", schema)
+    return None
 
 
 def _guided(sent: dict[str, Any]) -> None:

@@ -1,0 +1,168 @@
+"""A chat model's own format, read from its chat template's text: the syntax its calls are written in (when
+the template shows the tools itself), how it marks its thinking, and the template variables that steer that
+thinking. modelport constrains and reads a model's answer by it (`service/generation/formats`).
+
+Reasoning families, by the markers their templates write:
+- tags around the thinking: `<think>…</think>` (Qwen3, QwQ, DeepSeek R1 and its distills, GLM 4.5, Granite
+  3.3, SmolLM3), `[THINK]…[/THINK]` (Magistral), `<|START_THINKING|>…<|END_THINKING|>` (Command A Reasoning),
+  `◁think▷…◁/think▷` (Kimi), `<seed:think>…</seed:think>` (Seed-OSS); where the generation prompt already
+  opens the tag (DeepSeek R1's distills, QwQ) every answer starts inside the thinking (`opened`, learnt by the
+  engine from the rendered prompt);
+- harmony (gpt-oss): each message on a channel, the thinking on `analysis`, calls on `commentary`, the
+  answer on `final`.
+
+Call syntaxes: `hermes` (`<tool_call>{json}</tool_call>`: Qwen 2.5/3, Hermes), `llama3` (the answer is one
+JSON call), `mistral` (`[TOOL_CALLS][...]`), `qwen3_xml` (`<tool_call><function=NAME><parameter=K>…`:
+Qwen3-Coder), `deepseek` (`<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME` and a JSON block: DeepSeek R1/V3),
+`harmony` (`to=functions.NAME <|constrain|>json<|message|>{…}`: gpt-oss).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+CALL_SYNTAXES = ("hermes", "llama3", "mistral", "qwen3_xml", "deepseek", "harmony")
+
+# (open, close) of the thinking tags modelport reads, as templates write them.
+THINKING_TAGS = (
+    ("<think>", "</think>"),
+    ("[THINK]", "[/THINK]"),
+    ("<|START_THINKING|>", "<|END_THINKING|>"),
+    ("◁think▷", "◁/think▷"),
+    ("<seed:think>", "</seed:think>"),
+)
+# Template variables that turn thinking off when false, in the order families adopted them.
+_SWITCHES = ("enable_thinking", "thinking")
+_EFFORT = "reasoning_effort"
+
+# Harmony's markers (https://cookbook.openai.com/articles/openai-harmony).
+HARMONY = {
+    "start": "<|start|>",
+    "end": "<|end|>",
+    "message": "<|message|>",
+    "channel": "<|channel|>",
+    "constrain": "<|constrain|>",
+    "return": "<|return|>",
+    "call": "<|call|>",
+}
+_DEEPSEEK = (
+    "<｜tool▁calls▁begin｜>",
+    "<｜tool▁call▁begin｜>",
+    "<｜tool▁sep｜>",
+    "<｜tool▁call▁end｜>",
+    "<｜tool▁calls▁end｜>",
+)
+_CALL_MARKERS = {
+    "hermes": ("<tool_call>", "</tool_call>"),
+    "mistral": ("[TOOL_CALLS]",),
+    "qwen3_xml": ("<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>"),
+    "deepseek": _DEEPSEEK,
+    "harmony": tuple(HARMONY.values()),
+}
+# Words a template that thinks in markers modelport does not know would show; llama.cpp then reads it.
+_UNKNOWN_THINKING = re.compile(r"reasoning_content|thinking|<\|?[a-z_]*think", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Thinking:
+    """How a model's thinking is marked in its text, and what steers it."""
+
+    open: str
+    close: str
+    opened: bool = False  # the generation prompt writes `open`: every answer starts inside the thinking
+    switch: str | None = None  # the template variable that turns thinking off when false
+    effort: str | None = None  # the template variable that takes the reasoning effort (low, medium, high)
+
+
+@dataclass(frozen=True)
+class ChatFormat:
+    """A chat model's format: its call syntax (None: the template shows no tools, so modelport describes them
+    and constrains its own JSON), its thinking (None: it does not think), whether the whole answer is in
+    harmony's channels, which of its markers are single special tokens of the vocabulary (their text is
+    written only when the engine is told to), and each marker's token ids in the vocabulary (a grammar names
+    a marker by its tokens: a model then writes it as it learnt it, and a bound on the text before it can
+    force it)."""
+
+    calls: str | None = None
+    thinking: Thinking | None = None
+    harmony: bool = False
+    special: frozenset[str] = field(default_factory=frozenset)
+    tokens: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    # The template shows thinking in a way modelport does not read: the engine's own parser reads it.
+    foreign_thinking: bool = False
+
+    @property
+    def markers(self) -> tuple[str, ...]:
+        """Every marker of the format: never part of an answer's text."""
+        found: list[str] = list(_CALL_MARKERS.get(self.calls or "", ()))
+        if self.thinking is not None:
+            found += [self.thinking.open, self.thinking.close]
+        return tuple(dict.fromkeys(found))
+
+    @property
+    def read_here(self) -> bool:
+        """Whether modelport reads the model's whole answer itself (the engine hands over its raw text)."""
+        return not self.foreign_thinking
+
+    def describe(self) -> str:
+        """One line for `modelport models` and `/v1/models`."""
+        parts = [f"{self.calls} calls" if self.calls else "calls as modelport's JSON"]
+        thinking = self.thinking
+        if self.harmony:
+            parts.append("thinks on harmony's analysis channel")
+        elif thinking is not None:
+            opened = ", opened by the prompt" if thinking.opened else ""
+            parts.append(f"thinks in {thinking.open}…{thinking.close}{opened}")
+        elif self.foreign_thinking:
+            parts.append("thinking read by llama.cpp")
+        steering = [f"{name}" for name in (thinking.switch, thinking.effort) if name] if thinking else []
+        if steering:
+            parts.append("steered by " + " and ".join(steering))
+        return "; ".join(parts)
+
+
+PLAIN = ChatFormat()
+
+
+def detect(template: str) -> ChatFormat:
+    """The format a chat template shows: its call syntax (only where it renders `tools` itself) and its
+    thinking markers and variables."""
+    if HARMONY["channel"] in template and HARMONY["message"] in template:
+        analysis = Thinking(
+            f"{HARMONY['channel']}analysis{HARMONY['message']}",
+            HARMONY["end"],
+            effort=_EFFORT if _EFFORT in template else None,
+        )
+        return ChatFormat("harmony", analysis, harmony=True)
+    thinking: Thinking | None = None
+    for open_tag, close_tag in THINKING_TAGS:
+        if open_tag in template and close_tag in template:
+            switch = next((name for name in _SWITCHES if _variable(name, template)), None)
+            effort = _EFFORT if _variable(_EFFORT, template) else None
+            thinking = Thinking(open_tag, close_tag, switch=switch, effort=effort)
+            break
+    foreign = thinking is None and bool(_UNKNOWN_THINKING.search(template))
+    return ChatFormat(call_syntax(template), thinking, foreign_thinking=foreign)
+
+
+def call_syntax(template: str) -> str | None:
+    """The native call syntax a chat template renders, if it renders tools at all."""
+    if "tools" not in template:
+        return None
+    if "<function=" in template and "<parameter=" in template:  # Qwen3-Coder's XML calls
+        return "qwen3_xml"
+    if _DEEPSEEK[0] in template:
+        return "deepseek"
+    if "<tool_call>" in template:  # Hermes 2 Pro, Qwen 2.5/3, and their many fine-tunes
+        return "hermes"
+    if "[TOOL_CALLS]" in template:
+        return "mistral"
+    if "<|start_header_id|>" in template and '"parameters"' in template:  # Llama 3.1-3.3
+        return "llama3"
+    return None
+
+
+def _variable(name: str, template: str) -> bool:
+    """Whether the template reads `name` as a variable (not only as text it writes)."""
+    return re.search(rf"(?<![\w.'\"]){re.escape(name)}\b(?!['\"])", template) is not None

@@ -1,0 +1,140 @@
+"""A model's own format at work on one request: the grammar its answer is held to (its thinking, bounded by
+the effort's budget, then the answer: text, JSON, or calls in its syntax) and the reader that turns its raw
+text into OpenAI's deltas (`reasoning_content`, `content`, `tool_calls`).
+
+One module per call syntax (`json_calls`: hermes, llama3, mistral; `qwen3_xml`), `harmony` for gpt-oss's
+channels, `readers` for text, thinking tags and markers, `effort` for budgets, `lark` for writing grammars,
+`reading` for the stream. The syntaxes are found by name in `SYNTAXES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from modelport.predictors.chat_format import ChatFormat
+from modelport.service.generation.formats import harmony
+from modelport.service.generation.formats.effort import Thinking
+from modelport.service.generation.formats.json_answer import AnswerParser
+from modelport.service.generation.formats.json_calls import Hermes, Llama3, Mistral
+from modelport.service.generation.formats.lark import ANY, Grammar, regex
+from modelport.service.generation.formats.qwen3_xml import Qwen3Xml
+from modelport.service.generation.formats.readers import Reader, TextReader, ThinkingReader
+from modelport.service.generation.tool_plan import ToolPlan
+
+
+class CallSyntax(Protocol):
+    """How one family writes its calls: the grammar of an answer that follows a tool plan, the reader of
+    such an answer, and the history its templates accept."""
+
+    name: str
+    arguments: str  # the key of a call's arguments, where calls are JSON
+
+    def answer(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str: ...
+
+    def reader(self, plan: ToolPlan) -> Reader: ...
+
+    def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]: ...
+
+
+SYNTAXES: dict[str, CallSyntax] = {
+    syntax.name: syntax for syntax in (Hermes(), Llama3(), Mistral(), Qwen3Xml())
+}
+
+# The body of an answer: adds its rules to a grammar and names the one that holds it (None: free text).
+Body = Callable[[Grammar], str | None]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What one request's answer is held to (an llguidance grammar; None: nothing beyond the model's own
+    will) and how it is read."""
+
+    grammar: str | None
+    read: Callable[[], Reader]
+    markers: tuple[str, ...]
+
+
+def native(form: ChatFormat, plan: ToolPlan | None) -> CallSyntax | None:
+    """The call syntax a plan is answered in: the model's own, where its template shows the tools (and the
+    request is not in the legacy `functions` shape, which modelport's JSON answers)."""
+    if plan is None or plan.legacy or form.calls is None or form.harmony:
+        return None
+    return SYNTAXES.get(form.calls)
+
+
+def shape(
+    form: ChatFormat,
+    thinking: Thinking | None,
+    plan: ToolPlan | None,
+    body: Body | None,
+    compact: bool,
+    held: bool,
+) -> Shape:
+    """The grammar (when `held`: the predictor takes one, and the model thinks) and the reader of an answer in
+    `form`. `body` is the constraint the request puts on the answer itself (JSON under a schema; None: text,
+    or the calls of `plan`: in the model's own syntax, else modelport's JSON answer)."""
+    syntax = native(form, plan)
+    own_calls = form.harmony and plan is not None and not plan.legacy  # harmony's commentary channel
+    answer: Callable[[], Reader] = TextReader
+    if syntax is not None and plan is not None:
+        answer = lambda: syntax.reader(plan)  # noqa: E731
+    elif plan is not None and not own_calls:
+        answer = lambda: AnswerParser(plan.legacy)  # noqa: E731
+        body = lambda g: g.json("plan", plan.schema(), compact)  # noqa: E731
+    grammar = None
+    if held and (thinking is not None or syntax is not None):
+        grammar = _grammar(form, thinking, plan if own_calls or syntax else None, syntax, body, compact)
+    legacy = bool(plan and plan.legacy)
+    if form.harmony:
+        return Shape(grammar, lambda: harmony.HarmonyReader(answer(), legacy), form.markers)
+    tags = form.thinking
+    if tags is None:
+        return Shape(grammar, answer, form.markers)
+    opened = tags.opened and (thinking is None or thinking.on or not tags.switch)
+    return Shape(grammar, lambda: ThinkingReader(tags.open, tags.close, opened, answer()), form.markers)
+
+
+def _grammar(
+    form: ChatFormat,
+    thinking: Thinking | None,
+    plan: ToolPlan | None,
+    syntax: CallSyntax | None,
+    body: Body | None,
+    compact: bool,
+) -> str:
+    """The grammar of a whole answer: the thinking (bounded; absent when the effort turns it off), then the
+    answer: the calls of `plan` in `syntax` (or harmony's), or `body`, or text."""
+    g = Grammar(form.tokens)
+    if form.harmony:
+        assert thinking is not None
+        held = body(g) if body is not None else None
+        harmony.answer(g, thinking.budget if thinking.on else None, held, plan, compact)
+        return g.text()
+    tags = form.thinking
+    if syntax is not None and plan is not None:
+        answer: str | None = syntax.answer(plan, g, compact)
+    else:
+        answer = body(g) if body is not None else None
+    space = g.rule("SPACE", "/\\s+/")
+    if tags is None or thinking is None:  # calls in the model's syntax, no thinking
+        assert answer is not None
+        g.rule("start", f"{space}? {answer}")
+        return g.text()
+    if answer is None:  # text that does not begin the thinking over again
+        text = g.rule("ANSWER", f"/[^\\s]{ANY}/ & ~/{regex(tags.open)}{ANY}/")
+        answer = f"{text}?"
+    opening, closing = g.literal(tags.open), g.literal(tags.close)
+    if thinking.on:
+        thought = g.until("thought", tags.close, thinking.budget)  # the thinking and its closing marker
+        if tags.opened:
+            g.rule("start", f"{thought} {space}? {answer}")
+        else:
+            block = g.rule("thinking", f"{opening} {thought}")
+            g.rule("start", f"{block}? {space}? {answer}")
+    elif tags.opened and not tags.switch:  # the prompt opened it and nothing else can: it closes at once
+        g.rule("start", f"{closing} {space}? {answer}")
+    else:
+        g.rule("start", f"{space}? {answer}")
+    return g.text()

@@ -1,0 +1,65 @@
+"""Reasoning effort (`reasoning_effort` in chat, `reasoning.effort` in Responses) on a model that thinks:
+the template variable its family reads, and a budget of thinking tokens that leaves room for the answer.
+
+- `none`, `minimal`: no thinking: the template's switch where it has one (`enable_thinking`, `thinking`),
+  else the thinking is closed at once; gpt-oss writes no analysis.
+- `low`: at most a quarter of the answer's `max_tokens`, and 1,024 tokens.
+- `medium` (the default): at most half of `max_tokens`, and 4,096 tokens.
+- `high`: at most three quarters of `max_tokens`, and 16,384 tokens.
+- `xhigh`, `max`: at most nine tenths of `max_tokens`.
+
+When the budget is spent, the closing marker is forced (the grammar's bound), so the answer or the call always
+comes. gpt-oss reads the effort itself (`Reasoning: low|medium|high` in its system message, from the
+`reasoning_effort` variable): `minimal` and `none` are `low` there, `xhigh` and `max` are `high`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from modelport.predictors.chat_format import ChatFormat
+
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+DEFAULT = "medium"
+_SHARE = {
+    "low": (0.25, 1024),
+    "medium": (0.5, 4096),
+    "high": (0.75, 16384),
+    "xhigh": (0.9, None),
+    "max": (0.9, None),
+}
+_HARMONY_EFFORT = {"none": "low", "minimal": "low", "xhigh": "high", "max": "high"}
+
+
+@dataclass(frozen=True)
+class Thinking:
+    """What a request lets a model that thinks do: whether it thinks, within how many tokens (None: no
+    bound), and the template variables that tell it."""
+
+    on: bool
+    budget: int | None
+    variables: dict[str, Any] = field(default_factory=dict)
+
+
+def plan(form: ChatFormat, effort: str | None, max_tokens: int | None) -> Thinking | None:
+    """The thinking a request with this `effort` (None: the default) and answer bound allows; None for a
+    model that does not think."""
+    thinking = form.thinking
+    if thinking is None:
+        return None
+    effort = effort or DEFAULT
+    variables: dict[str, Any] = {}
+    if thinking.effort:
+        variables[thinking.effort] = _HARMONY_EFFORT.get(effort, effort) if form.harmony else effort
+    if effort in ("none", "minimal"):
+        if thinking.switch:
+            variables[thinking.switch] = False
+        return Thinking(False, 0, variables)
+    if thinking.switch:
+        variables[thinking.switch] = True
+    share, most = _SHARE[effort]
+    budget = None if max_tokens is None else int(max_tokens * share)
+    if most is not None:
+        budget = most if budget is None else min(budget, most)
+    return Thinking(True, budget, variables)

@@ -1,0 +1,157 @@
+"""Call syntaxes whose calls are JSON objects: `hermes` (Hermes 2 Pro, Qwen 2.5/3: text, or one block per
+call, `<tool_call>\\n{"name": ..., "arguments": {...}}\\n</tool_call>`), `llama3` (Llama 3.1-3.3: text, or the
+answer is one `{"name": ..., "parameters": {...}}`) and `mistral` (text, or `[TOOL_CALLS][{"name": ...,
+"arguments": {...}}, ...]`).
+
+The grammar lets an `auto` answer be text that does not begin like a call, or calls whose arguments validate
+against each tool's schema; `required` and a named tool leave only the calls.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from modelport.service.generation.formats.json_answer import AnswerParser
+from modelport.service.generation.formats.lark import Grammar
+from modelport.service.generation.formats.readers import Delta, held
+from modelport.service.generation.tool_plan import ToolPlan
+
+
+class JsonCalls:
+    """A syntax whose calls are JSON objects after an opener (`hermes`: in tags)."""
+
+    name = ""
+    opener = ""  # what starts the calls; "" when the answer itself is the call's JSON
+    arguments = "arguments"  # the key that holds a call's arguments
+    tags: tuple[str, ...] = ()  # wrappers around each call, dropped before the JSON is read
+
+    def answer(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
+        """The rule of an answer that follows `plan` in this syntax (its JSON laid out compactly unless
+        told otherwise): the calls, or (unless a call is required) text that does not begin like one."""
+        calls = self.calls(plan, grammar, compact)
+        if plan.required:
+            return calls
+        text = grammar.text_lexeme("text", not_first=(self.opener or "{")[0])
+        return grammar.rule("answer", f"{text} | {calls}")
+
+    def calls(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
+        call, defs = plan.call_schema(self.arguments)
+        name = grammar.json("call", {**call, "$defs": defs} if defs else call, compact)
+        return grammar.rule("calls", name)
+
+    def reader(self, plan: ToolPlan) -> NativeReader:
+        """A reader of one answer in this syntax."""
+        return NativeReader(self, plan.legacy)
+
+    def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Messages as this family's templates accept them."""
+        return messages
+
+
+class Hermes(JsonCalls):
+    name, opener, tags = "hermes", "<tool_call>", ("<tool_call>", "</tool_call>")
+
+    def calls(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
+        call, defs = plan.call_schema(self.arguments)
+        json_rule = grammar.json("call", {**call, "$defs": defs} if defs else call, compact)
+        opening, closing = grammar.literal("<tool_call>\n"), grammar.literal("\n</tool_call>")
+        block = grammar.rule("block", f"{opening} {json_rule} {closing}")
+        return grammar.rule("calls", f'{block} ("\\n" {block})*' if plan.parallel else block)
+
+
+class Llama3(JsonCalls):
+    name, arguments = "llama3", "parameters"
+
+
+class Mistral(JsonCalls):
+    name, opener = "mistral", "[TOOL_CALLS]"
+
+    def calls(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
+        call, defs = plan.call_schema(self.arguments)
+        schema = plan.array(call)
+        listed = grammar.json("call", {**schema, "$defs": defs} if defs else schema, compact)
+        return grammar.rule("calls", f"{grammar.literal('[TOOL_CALLS]')} {listed}")
+
+    def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Mistral's templates insist on 9-character call ids."""
+
+        def short(call_id: str) -> str:
+            return hashlib.sha1(call_id.encode()).hexdigest()[:9]
+
+        out = []
+        for message in messages:
+            message = dict(message)
+            if message.get("tool_calls"):
+                message["tool_calls"] = [
+                    {**call, "id": short(call.get("id") or "")} for call in message["tool_calls"]
+                ]
+            if message.get("tool_call_id"):
+                message["tool_call_id"] = short(message["tool_call_id"])
+            out.append(message)
+        return out
+
+
+class NativeReader:
+    """An answer in a JSON call syntax: text until the syntax's opener, then tool-call deltas."""
+
+    thinking = False
+
+    def __init__(self, syntax: JsonCalls, legacy: bool) -> None:
+        self.syntax = syntax
+        self.inner = AnswerParser(legacy, mode="tool_calls")
+        self.pending = ""
+        self.in_calls: bool | None = None  # None: not known yet
+
+    @property
+    def calls(self) -> int:
+        return self.inner.calls
+
+    @property
+    def strayed(self) -> bool:
+        return self.inner.strayed
+
+    def feed(self, text: str) -> list[Delta]:
+        self.pending += text
+        if not self.in_calls:
+            out = self._text()
+            if not self.in_calls:
+                return out
+            return out + self._calls()
+        return self._calls()
+
+    def flush(self, cut: bool) -> list[Delta]:
+        """At the end of the answer: text kept back in case it began the opener was text after all."""
+        if self.in_calls:
+            return self.inner.flush(cut)
+        text, self.pending = self.pending, ""
+        return [{"content": text}] if text.strip() or self.in_calls is False else []
+
+    def _text(self) -> list[Delta]:
+        opener = self.syntax.opener
+        if not opener:  # the whole answer is a call or it is text, as its first character says
+            if self.in_calls is None and self.pending.strip():
+                self.in_calls = self.pending.lstrip().startswith("{")
+            if self.in_calls or self.in_calls is None:
+                return []
+            text, self.pending = self.pending, ""
+            return [{"content": text}]
+        at = self.pending.find(opener)
+        if at >= 0:
+            text, self.pending, self.in_calls = self.pending[:at], self.pending[at + len(opener) :], True
+        else:  # keep back what may be the start of the opener
+            keep = held(self.pending, opener)
+            text, self.pending = (
+                self.pending[: len(self.pending) - keep],
+                self.pending[len(self.pending) - keep :],
+            )
+        return [{"content": text}] if text else []
+
+    def _calls(self) -> list[Delta]:
+        text = self.pending
+        tags = self.syntax.tags
+        for tag in tags:
+            text = text.replace(tag, "")
+        keep = next((n for n in range(len(text), 0, -1) if any(t.startswith(text[-n:]) for t in tags)), 0)
+        self.pending = text[len(text) - keep :]
+        return self.inner.feed(text[: len(text) - keep])

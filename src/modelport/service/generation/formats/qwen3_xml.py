@@ -1,0 +1,220 @@
+"""Qwen3-Coder's XML calls: text, or one block per call (`<tool_call>`, `<function=NAME>`, then for each
+argument `<parameter=KEY>`, its value on lines of its own and `</parameter>`; then `</function>` and
+`</tool_call>`), each value written as text (a string as it is, a number or a boolean as JSON writes it, an
+object or a list as JSON).
+
+The grammar holds each function's parameters to their order in its schema (the optional ones may be left
+out) and each value to its type; the reader turns the blocks back into OpenAI's `tool_calls`, each argument
+given out as its parameter closes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from modelport.service.generation.formats.lark import Grammar
+from modelport.service.generation.formats.readers import Delta, arguments_delta, call_delta, held
+from modelport.service.generation.tool_plan import ToolPlan
+
+_OPEN, _CLOSE = "<tool_call>", "</tool_call>"
+_FUNCTION, _END_FUNCTION = "<function=", "</function>"
+_PARAMETER, _END_PARAMETER = "<parameter=", "</parameter>"
+_CLOSING = f"\n{_END_PARAMETER}\n"
+_ANY_TEXT = "/(.|\\n)+/"
+_NUMBER = "/-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][-+]?[0-9]+)?/"
+_INTEGER = "/-?(0|[1-9][0-9]*)/"
+
+
+class Qwen3Xml:
+    """Qwen3-Coder's call syntax."""
+
+    name = "qwen3_xml"
+    arguments = "arguments"
+    opener = _OPEN
+
+    def answer(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
+        """The rule of an answer that follows `plan`: the calls, or (unless one is required) text that
+        does not begin like one."""
+        functions = [self._function(tool, i, grammar, compact) for i, tool in enumerate(plan.tools)]
+        function = grammar.rule("function", " | ".join(functions))
+        opening = grammar.literal(f"{_OPEN}\n{_FUNCTION}")
+        closing = grammar.literal(f"{_END_FUNCTION}\n{_CLOSE}")
+        block = grammar.rule("block", f"{opening} {function} {closing}")
+        calls = grammar.rule("calls", f'{block} ("\\n" {block})*' if plan.parallel else block)
+        if plan.required:
+            return calls
+        text = grammar.text_lexeme("text", not_first="<")
+        return grammar.rule("answer", f"{text} | {calls}")
+
+    def _function(self, tool: dict[str, Any], i: int, grammar: Grammar, compact: bool) -> str:
+        parameters = tool.get("parameters") or {}
+        properties = parameters.get("properties") or {}
+        required = set(parameters.get("required") or [])
+        parts = [grammar.literal(f"{tool['name']}>\n")]
+        for key, schema in properties.items():
+            typed = schema if isinstance(schema, dict) else {}
+            opening = grammar.literal(f"{_PARAMETER}{key}>\n")
+            if _free_text(typed):  # its lexeme ends lazily at the first closing tag, which it includes
+                text = grammar.rule(f"v_t{i}_{_safe(key)}", _ANY_TEXT, suffix=_CLOSING)
+                body = f"{opening} {text}"
+            else:
+                value = _value(typed, f"t{i}_{_safe(key)}", grammar, compact)
+                body = f"{opening} {value} {grammar.literal(_CLOSING)}"
+            rule = grammar.rule(f"p{i}_{_safe(key)}", body)
+            parts.append(rule if key in required else f"{rule}?")
+        return grammar.rule(f"f{i}", " ".join(parts))
+
+    def reader(self, plan: ToolPlan) -> XmlReader:
+        """A reader of one answer in this syntax."""
+        return XmlReader({tool["name"]: tool.get("parameters") or {} for tool in plan.tools})
+
+    def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return messages
+
+
+def _free_text(schema: dict[str, Any]) -> bool:
+    """Whether a parameter's value is any text (a string under no constraint)."""
+    constrained = {"pattern", "format", "minLength", "maxLength", "enum", "const"} & schema.keys()
+    return schema.get("type") == "string" and not constrained
+
+
+def _value(schema: dict[str, Any], name: str, grammar: Grammar, compact: bool) -> str:
+    kind = schema.get("type")
+    if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]):
+        return "(" + " | ".join(grammar.literal(v) for v in schema["enum"]) + ")"
+    if kind == "integer" and not (
+        {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} & schema.keys()
+    ):
+        return grammar.rule(f"V_{name}", _INTEGER)
+    if kind == "number":
+        return grammar.rule(f"V_{name}", _NUMBER)
+    if kind == "boolean":
+        return '("true" | "false")'
+    return grammar.json(f"v_{name}", schema, compact)  # objects, lists, and strings under constraints
+
+
+def _safe(key: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in key).lower() or "p"
+
+
+class XmlReader:
+    """An answer in Qwen3-Coder's syntax: text until `<tool_call>`, then each call's name as its function
+    opens and each argument as its parameter closes (typed by the tool's schema)."""
+
+    thinking = False
+
+    def __init__(self, parameters: dict[str, dict[str, Any]]) -> None:
+        self.parameters = parameters
+        self.strayed = False
+        self.pending = ""
+        self.state = "text"  # text, call (before <function=), function (its name), parameters, value
+        self.calls = 0
+        self.function = ""
+        self.key = ""
+        self.written = 0  # arguments written in the open call
+
+    def feed(self, text: str) -> list[Delta]:
+        self.pending += text
+        out: list[Delta] = []
+        while True:
+            before = (self.state, len(self.pending))
+            out += self._step()
+            if (self.state, len(self.pending)) == before:
+                return out
+
+    def flush(self, cut: bool) -> list[Delta]:
+        text, self.pending = self.pending, ""
+        if self.state == "text":
+            return [{"content": text}] if text else []
+        if self.state in ("parameters", "value") and not cut:
+            return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
+        return []
+
+    def _step(self) -> list[Delta]:
+        pending = self.pending
+        if self.state == "text":
+            at = pending.find(_OPEN)
+            if at >= 0:
+                self.pending, self.state = pending[at + len(_OPEN) :], "call"
+                return [{"content": pending[:at]}] if pending[:at].strip() else []
+            keep = held(pending, _OPEN)
+            self.pending = pending[len(pending) - keep :]
+            text = pending[: len(pending) - keep]
+            return [{"content": text}] if text else []
+        if self.state == "call":
+            stripped = pending.lstrip()
+            if stripped.startswith(_FUNCTION):
+                self.pending, self.state = stripped[len(_FUNCTION) :], "function"
+            elif stripped.startswith(_OPEN):  # another call after this one
+                self.pending = stripped[len(_OPEN) :]
+            elif stripped and not (_FUNCTION.startswith(stripped) or _OPEN.startswith(stripped)):
+                self.pending, self.state, self.strayed = stripped, "text", True  # the rest is text
+            return []
+        if self.state == "function":
+            end = pending.find(">")
+            if end < 0:
+                return []
+            self.function, self.pending = pending[:end].strip(), pending[end + 1 :]
+            self.calls += 1
+            self.state, self.written = "parameters", 0
+            return [call_delta(self.calls - 1, self.function)]
+        if self.state == "parameters":
+            stripped = pending.lstrip()
+            if stripped.startswith(_PARAMETER):
+                end = stripped.find(">")
+                if end < 0:
+                    return []
+                self.key, self.pending, self.state = (
+                    stripped[len(_PARAMETER) : end],
+                    stripped[end + 1 :],
+                    "value",
+                )
+                return []
+            if stripped.startswith(_END_FUNCTION):
+                self.pending, self.state = stripped[len(_END_FUNCTION) :].lstrip(), "closing"
+                return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
+            self.pending = stripped
+            return []
+        if self.state == "value":
+            end = pending.find(_END_PARAMETER)
+            if end < 0:
+                return []
+            value = pending[:end]
+            value = value[1:] if value.startswith("\n") else value
+            value = value[:-1] if value.endswith("\n") else value
+            self.pending, self.state = pending[end + len(_END_PARAMETER) :], "parameters"
+            schema = ((self.parameters.get(self.function) or {}).get("properties") or {}).get(self.key) or {}
+            piece = ("{" if not self.written else ", ") + f"{json.dumps(self.key)}: {_typed(value, schema)}"
+            self.written += 1
+            return [arguments_delta(self.calls - 1, piece)]
+        # closing: past </function>, before </tool_call>
+        stripped = pending.lstrip()
+        if stripped.startswith(_CLOSE):
+            self.pending, self.state = stripped[len(_CLOSE) :], "text_after"
+        elif stripped and not _CLOSE.startswith(stripped):
+            self.pending, self.state = stripped, "text_after"
+        if self.state == "text_after":
+            rest = self.pending.lstrip()
+            if rest.startswith(_OPEN):
+                self.pending, self.state = rest[len(_OPEN) :], "call"
+            elif rest and not _OPEN.startswith(rest):
+                self.pending, self.state = rest, "text"
+            else:
+                self.pending = rest
+        return []
+
+
+def _typed(value: str, schema: dict[str, Any]) -> str:
+    """A parameter's text as the JSON value its schema says it is (text where it does not parse)."""
+    if schema.get("type") == "string":
+        if value.startswith('"'):  # a string the grammar held to JSON (under a pattern or a format)
+            try:
+                return json.dumps(str(json.loads(value)), ensure_ascii=False)
+            except json.JSONDecodeError:
+                pass
+        return json.dumps(value, ensure_ascii=False)
+    try:
+        return json.dumps(json.loads(value), ensure_ascii=False, separators=(", ", ": "))
+    except json.JSONDecodeError:
+        return json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,217 @@
+"""Reading a model's answer as it streams, by its format: each reader is fed the model's raw text piece by
+piece and returns the deltas OpenAI streams (`reasoning_content`, `content`, `tool_calls`). A reader never
+refuses text: what does not follow the format is the answer's content, with the format's markers removed.
+
+Here: the reader of plain text, the reader of thinking between tags (which hands what follows the thinking
+to the reader of the answer), the filter that keeps markers out of content, and the streamer of a call's
+JSON arguments that the call syntaxes share.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Protocol
+
+Delta = dict[str, Any]
+
+
+class Reader(Protocol):
+    """Reads one choice's answer as it streams."""
+
+    @property
+    def calls(self) -> int:
+        """How many calls the answer has begun so far."""
+        ...
+
+    @property
+    def thinking(self) -> bool:
+        """Whether the text fed next is (or may be) the model's thinking."""
+        ...
+
+    @property
+    def strayed(self) -> bool:
+        """Whether the answer left its format (what followed was read as content)."""
+        ...
+
+    def feed(self, text: str) -> list[Delta]:
+        """The deltas the text completes."""
+        ...
+
+    def flush(self, cut: bool) -> list[Delta]:
+        """The deltas of text kept back, once the answer has ended (`cut`: by `max_tokens`)."""
+        ...
+
+
+class TextReader:
+    """An answer that is text: its content as it comes."""
+
+    calls = 0
+    thinking = False
+    strayed = False
+
+    def feed(self, text: str) -> list[Delta]:
+        return [{"content": text}] if text else []
+
+    def flush(self, cut: bool) -> list[Delta]:
+        return []
+
+
+def held(text: str, *markers: str) -> int:
+    """How many characters at the end of `text` may begin one of `markers` (kept back until more comes)."""
+    return next(
+        (
+            n
+            for n in range(min(len(text), max(map(len, markers)) - 1), 0, -1)
+            if any(m.startswith(text[-n:]) for m in markers)
+        ),
+        0,
+    )
+
+
+class ThinkingReader:
+    """Thinking between an opening and a closing tag (`<think>…</think>`), then the answer, read by `answer`.
+    Thinking that begins the answer (after any whitespace), or the whole answer when the prompt opened it
+    (`opened`), is `reasoning_content`; whitespace between the thinking and the answer is dropped. An answer
+    that does not open the tag is all answer; thinking the answer's end cuts is all thinking."""
+
+    def __init__(self, open_tag: str, close_tag: str, opened: bool, answer: Reader) -> None:
+        self.open, self.close = open_tag, close_tag
+        self.answer = answer
+        self.state = "thinking" if opened else "start"  # start, thinking, between, answer
+        self.pending = ""
+
+    @property
+    def calls(self) -> int:
+        return self.answer.calls
+
+    @property
+    def thinking(self) -> bool:
+        return self.state == "thinking"
+
+    @property
+    def strayed(self) -> bool:
+        return self.answer.strayed
+
+    def feed(self, text: str) -> list[Delta]:
+        self.pending += text
+        out: list[Delta] = []
+        while True:
+            state = self.state
+            if state == "start":
+                stripped = self.pending.lstrip()
+                if stripped.startswith(self.open):
+                    self.pending, self.state = stripped[len(self.open) :], "thinking"
+                elif stripped and not self.open.startswith(stripped):
+                    self.state = "answer"
+            elif state == "thinking":
+                at = self.pending.find(self.close)
+                if at >= 0:
+                    thought, self.pending, self.state = (
+                        self.pending[:at],
+                        self.pending[at + len(self.close) :],
+                        "between",
+                    )
+                else:
+                    keep = held(self.pending, self.close)
+                    thought, self.pending = (
+                        self.pending[: len(self.pending) - keep],
+                        self.pending[len(self.pending) - keep :],
+                    )
+                if thought:
+                    out.append({"reasoning_content": thought})
+            elif state == "between":
+                self.pending = self.pending.lstrip()
+                if self.pending:
+                    self.state = "answer"
+            if self.state == "answer":
+                text, self.pending = self.pending, ""
+                return out + (self.answer.feed(text) if text else [])
+            if self.state == state:
+                return out
+
+    def flush(self, cut: bool) -> list[Delta]:
+        text, self.pending = self.pending, ""
+        if self.state == "thinking":
+            return [{"reasoning_content": text}] if text else []
+        if self.state == "start" and text.strip():
+            return self.answer.feed(text) + self.answer.flush(cut)
+        return self.answer.flush(cut)
+
+
+class MarkerFilter:
+    """Content with the format's markers taken out (a model that strays writes them where no reader looks
+    for them); what may begin a marker is kept back until the next piece says."""
+
+    def __init__(self, markers: tuple[str, ...]) -> None:
+        self.markers = tuple(sorted(markers, key=len, reverse=True))
+        self.pending = ""
+
+    def feed(self, text: str) -> str:
+        if not self.markers:
+            return text
+        self.pending += text
+        for marker in self.markers:
+            self.pending = self.pending.replace(marker, "")
+        keep = held(self.pending, *self.markers)
+        out, self.pending = self.pending[: len(self.pending) - keep], self.pending[len(self.pending) - keep :]
+        return out
+
+    def flush(self) -> str:
+        out, self.pending = self.pending, ""
+        return out
+
+
+class JsonArguments:
+    """A call's arguments, written as one JSON object, streamed as written less the whitespace between
+    tokens (OpenAI's are compact; a decoder lets a model indent); `done` once the object has closed."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.in_string = False
+        self.escaped = False
+        self.begun = False
+        self.done = False
+
+    def feed(self, text: str) -> tuple[str, str]:
+        """The arguments' piece in `text`, and what follows the object once it has closed."""
+        kept: list[str] = []
+        for i, char in enumerate(text):
+            if self.in_string:
+                if self.escaped:
+                    self.escaped = False
+                elif char == "\\":
+                    self.escaped = True
+                elif char == '"':
+                    self.in_string = False
+            elif char in " \t\n\r":
+                continue
+            elif char == '"':
+                self.in_string = True
+            elif char in "{[":
+                self.depth += 1
+                self.begun = True
+            elif char in "}]":
+                self.depth -= 1
+            elif not self.begun:  # a value that is not an object: taken as it is
+                self.begun = True
+            kept.append(char)
+            if self.begun and self.depth <= 0 and not self.in_string and char in "}]":
+                self.done = True
+                return "".join(kept), text[i + 1 :]
+        return "".join(kept), ""
+
+
+def call_delta(index: int, name: str, legacy: bool = False) -> Delta:
+    """The first delta of a call: its index, a new id, its name and no arguments yet."""
+    if legacy:
+        return {"function_call": {"name": name, "arguments": ""}}
+    call_id = f"call_{uuid.uuid4().hex[:24]}"
+    function = {"name": name, "arguments": ""}
+    return {"tool_calls": [{"index": index, "id": call_id, "type": "function", "function": function}]}
+
+
+def arguments_delta(index: int, piece: str, legacy: bool = False) -> Delta:
+    """A piece of a call's arguments."""
+    if legacy:
+        return {"function_call": {"arguments": piece}}
+    return {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
