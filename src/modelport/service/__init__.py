@@ -51,6 +51,7 @@ from modelport.service.generation.spoken import SpokenAnswers, check_spoken
 from modelport.service.operation_table import OPERATIONS
 from modelport.service.realtime import Realtime
 from modelport.service.responses import Responses
+from modelport.service.responses.sealing import Sealer
 from modelport.service.state.batch_runner import BatchRunner
 from modelport.service.state.batches import Batches
 from modelport.service.state.files import Files
@@ -62,6 +63,7 @@ from modelport.settings import (
     DEFAULT_SPEECH,
     DEFAULT_TRANSCRIPTION,
     Settings,
+    data_dir,
 )
 from modelport.store import Store
 
@@ -115,6 +117,7 @@ class Service:
             fetcher,
             bounds,
             self.settings.store.background_timeout,
+            Sealer(data_dir()),
         )
         self.realtime = Realtime(
             self.settings,

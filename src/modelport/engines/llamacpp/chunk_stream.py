@@ -207,14 +207,14 @@ def _wake(future: asyncio.Future[None]) -> None:
 def _translate(error: Exception) -> ModelportError:
     if isinstance(error, ModelportError):
         return error
-    if isinstance(error, ValueError):  # llama.cpp rejects the request itself: grammar, template, arguments
-        refused = _TEMPLATE_REFUSAL.search(str(error))
-        if refused:
-            return InvalidRequestError(
-                f"The model's chat template refused the conversation: {refused.group(1).strip()}",
-                param="messages",
-                code="template_error",
-            )
+    refused = _TEMPLATE_REFUSAL.search(str(error))
+    if isinstance(error, ValueError | RuntimeError) and refused:  # the template's own `raise_exception`
+        return InvalidRequestError(
+            f"The model's chat template refused the conversation: {refused.group(1).strip()}",
+            param="messages",
+            code="template_error",
+        )
+    if isinstance(error, ValueError):  # llama.cpp rejects the request itself: grammar, arguments
         return InvalidRequestError(str(error))
     if isinstance(error, TypeError | OverflowError):  # a value llama.cpp's JSON cannot hold (a 100-bit int)
         return InvalidRequestError(f"The request holds a value llama.cpp cannot take: {error}")

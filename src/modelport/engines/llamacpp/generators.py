@@ -104,7 +104,9 @@ class LlamaChat:
 
     def _rendered(self, messages: list[dict[str, Any]]) -> str | None:
         reply = self._door.post("/apply-template", {"messages": messages})
-        if reply.status_code == 400:
+        # A template's own refusal (`raise_exception`): a 400, or a 500 where llama.cpp renders the template
+        # straight (a raw chat) and reports the exception as its own failure.
+        if reply.status_code == 400 or (reply.status_code == 500 and "Jinja Exception" in reply.text):
             return None
         reply.raise_for_status()
         return str(reply.json()["prompt"])

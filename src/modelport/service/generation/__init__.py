@@ -38,8 +38,8 @@ async def chat(
         plan = tool_plan.plan(request)
         shown = predictor.tool_format is not None and not (plan and plan.legacy)
         messages = tool_plan.render_history(messages, plan, native=shown)
-        syntax = formats.native(form, plan)
-        if syntax is not None:
+        syntax = formats.SYNTAXES.get(form.calls or "") if shown or plan is None else None
+        if syntax is not None:  # calls and results in the history, as the family's template takes them
             messages = syntax.history(messages)
     if form.harmony:
         messages = harmony.history(messages)

@@ -39,6 +39,7 @@ from modelport.service.responses.background import Jobs
 from modelport.service.responses.conversations import Conversations
 from modelport.service.responses.output import completion_output, usage
 from modelport.service.responses.response_events import RESPONSE_EVENTS, ResponseEvents, replayed, wire
+from modelport.service.responses.sealing import Sealer
 from modelport.service.responses.server_tools import SERVED, ServerTools, answered, server_tools
 from modelport.service.responses.tool_specs import redacted, with_defaults
 from modelport.service.state.listing import bounded_limit, checked_order
@@ -64,8 +65,10 @@ class Responses:
         fetcher: Fetcher,
         limits: Limits,
         background_timeout: float = 15.0,
+        sealer: Sealer | None = None,
     ) -> None:
         self._chat = chat
+        self.sealer = sealer
         self._resolve = resolve
         self.store = store
         self.vector_stores = vector_stores
@@ -86,7 +89,7 @@ class Responses:
             history = items.messages(await self.conversations.history(conversation))
         else:
             history, earlier = await self._history(request.previous_response_id)
-        turn = items.input_items(request)
+        turn = items.opened(items.input_items(request), self._open_sealed, "input")
         tools = await server_tools(
             request.tools or [], request.include or [], self.vector_stores, self.fetcher,
             self.limits.mcp_seconds, self.limits.mcp_output_chars,
@@ -116,7 +119,7 @@ class Responses:
         assert isinstance(answer, ChatCompletion)
         whole = answer.model_dump(mode="json", exclude_unset=True)
         choice = whole["choices"][0] if whole["choices"] else {}
-        response.output = [*completion_output(choice)]
+        response.output = [*completion_output(choice, _summarised(request), self._sealing(request))]
         response.completed_at = int(time.time())
         response.usage = usage(whole["usage"]) if whole.get("usage") else None
         if choice.get("finish_reason") == "length":
@@ -263,7 +266,9 @@ class Responses:
         While the model calls tools the server runs, they run and the model is asked again (at most
         `max_tool_calls` calls, then it must answer)."""
         response.status = "in_progress"  # a background turn was queued until its job began this
-        builder = ResponseEvents(response, tools.names, tools.annotate)
+        builder = ResponseEvents(
+            response, tools.names, tools.annotate, _summarised(request), self._sealing(request)
+        )
         opening = builder.start()
         if tools:
             async for event in tools.prepare(builder, ended.earlier, ended.turn):
@@ -376,6 +381,8 @@ class Responses:
         served = tools and isinstance(chosen, dict) and chosen.get("type") in SERVED
         fields = items.chat_fields(request, SERVED, choice="auto" if served else None)
         messages = history + items.messages(turn)
+        if (request.reasoning or {}).get("context") == "current_turn":
+            messages = _this_turns_thinking(messages)
         return chat_request(
             request.model, request.instructions, messages, fields, stream=stream, param="input"
         )
@@ -402,6 +409,22 @@ class Responses:
             )
         turns = [[*row["input_items"], *items.output_items(row["response"])] for row in chain]
         return turns, [row["response"] for row in chain]
+
+    def _sealing(self, request: ResponseRequest) -> Callable[[str], str] | None:
+        """How the turn's reasoning is sealed for the client, when it asks for it back
+        (`include: ["reasoning.encrypted_content"]`)."""
+        if "reasoning.encrypted_content" not in (request.include or []):
+            return None
+        if self.sealer is None:
+            raise InvalidRequestError(
+                "This server keeps no key to seal reasoning with.", param="include", code="unsupported_value"
+            )
+        return self.sealer.seal
+
+    def _open_sealed(self, blob: str, param: str) -> str:
+        if self.sealer is None:
+            raise InvalidRequestError("This server keeps no key to open sealed reasoning with.", param=param)
+        return self.sealer.open(blob, param)
 
     def _storing(self, request: ResponseRequest) -> bool:
         if self.store is None:
@@ -437,6 +460,22 @@ class Responses:
 
 def _messages(messages: list[dict[str, Any]]) -> list[ChatMessage]:
     return [ChatMessage.model_validate(message) for message in messages]
+
+
+def _this_turns_thinking(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with the thinking of turns before the last user message left out
+    (`reasoning.context: current_turn`)."""
+    last = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=-1)
+    return [
+        {k: v for k, v in m.items() if k != "reasoning_content"} if i < last else m
+        for i, m in enumerate(messages)
+    ]
+
+
+def _summarised(request: ResponseRequest) -> bool:
+    """Whether the reasoning items carry a summary (`reasoning.summary`, or the older `generate_summary`)."""
+    reasoning = request.reasoning or {}
+    return bool(reasoning.get("summary") or reasoning.get("generate_summary"))
 
 
 def _forced(request: ResponseRequest) -> bool:
@@ -479,7 +518,10 @@ def _skeleton(request: ResponseRequest, model_id: str, store: bool) -> ResponseO
             "output": [],
             "parallel_tool_calls": request.parallel_tool_calls is not False,
             "previous_response_id": request.previous_response_id,
-            "reasoning": {  # echoed as asked: the models here do not reason, so it changes nothing
+            # Echoed as asked (a model that does not think ignores it): effort, summary, and the fields
+            # beside them (`context`, `mode`) as they were sent.
+            "reasoning": {
+                **{k: v for k, v in (request.reasoning or {}).items() if k != "generate_summary"},
                 "effort": (request.reasoning or {}).get("effort"),
                 "summary": (request.reasoning or {}).get("summary")
                 or (request.reasoning or {}).get("generate_summary"),

@@ -7,6 +7,7 @@ A turn's conversation is its instructions, then every earlier turn's input and o
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from modelport import ids
@@ -17,9 +18,8 @@ from modelport.service.generation.flat_tools import chat_choice, chat_function
 _ROLES = ("user", "system", "developer", "assistant")
 _TEXT_PARTS = ("input_text", "output_text", "text")
 _PARTS = (*_TEXT_PARTS, "refusal", "input_file", "input_image", "input_audio")
-# Items a turn may be given back that no chat message stands for: reasoning (an earlier reasoning model's
-# thoughts, which the models here neither read nor need) and the items of tools the server ran.
-_SERVER_ITEMS = ("reasoning", "file_search_call", "mcp_list_tools", "mcp_call", "mcp_approval_request")
+# Items a turn may be given back that no chat message stands for: the items of tools the server ran.
+_SERVER_ITEMS = ("file_search_call", "mcp_list_tools", "mcp_call", "mcp_approval_request")
 # OpenAI's hosted tools this server does not run, and why: refused by name rather than silently ignored.
 _NOT_RUN = {
     "web_search": "searching the web needs a search engine this server does not have, and would send the "
@@ -103,6 +103,20 @@ def checked_items(given: str | list[dict[str, Any]], param: str) -> list[dict[st
         elif kind == "compaction":
             _require(item, f"{param}[{i}]", "encrypted_content")
             item.setdefault("id", new_item_id("cmp"))
+        elif kind == "reasoning":  # an earlier turn's thinking, given back (sealed, or as its text)
+            for field in ("summary", "content"):
+                if item.get(field) is not None and not isinstance(item[field], list):
+                    raise InvalidRequestError(
+                        f"{param}[{i}].{field} must be a list of parts.", param=f"{param}[{i}].{field}"
+                    )
+            sealed = item.get("encrypted_content")
+            if sealed is not None and not isinstance(sealed, str):
+                raise InvalidRequestError(
+                    f"{param}[{i}].encrypted_content must be a string.",
+                    param=f"{param}[{i}].encrypted_content",
+                )
+            item.setdefault("id", new_item_id("rs"))
+            item.setdefault("summary", [])
         elif kind in _SERVER_ITEMS:
             pass  # given back whole (as the Agents SDK does): the answer after them says what they found
         else:
@@ -115,12 +129,38 @@ def checked_items(given: str | list[dict[str, Any]], param: str) -> list[dict[st
     return items
 
 
+def opened(
+    items: list[dict[str, Any]], open_sealed: Callable[[str, str], str], param: str
+) -> list[dict[str, Any]]:
+    """Items whose sealed reasoning (`encrypted_content`) is opened into its text (a 400 naming
+    `param[i].encrypted_content` for a blob this server did not seal)."""
+    out = []
+    for i, item in enumerate(items):
+        sealed = item.get("encrypted_content") if item.get("type") == "reasoning" else None
+        if isinstance(sealed, str) and sealed:
+            text = open_sealed(sealed, f"{param}[{i}].encrypted_content")
+            item = {**item, "content": [{"type": "reasoning_text", "text": text}]}
+        out.append(item)
+    return out
+
+
+def thinking(item: dict[str, Any]) -> str:
+    """A reasoning item's thinking: its text, else its summary."""
+    parts = item.get("content") or item.get("summary") or []
+    return "".join(str(p.get("text") or "") for p in parts if isinstance(p, dict))
+
+
 def messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Chat messages for items: consecutive function calls become one assistant message with its calls."""
+    """Chat messages for items: consecutive function calls become one assistant message with its calls; a
+    reasoning item is the thinking (`reasoning_content`) of the assistant message that follows it."""
     chat: list[dict[str, Any]] = []
+    thought = ""  # a reasoning item's, until the assistant message it led to
     for item in items:
         kind = item.get("type", "message")
-        if kind == "message":
+        before = len(chat)
+        if kind == "reasoning":
+            thought += thinking(item)
+        elif kind == "message":
             role = "system" if item["role"] == "developer" else item["role"]
             chat.append({"role": role, "content": _chat_content(item["content"])})
         elif kind == "function_call":
@@ -141,6 +181,11 @@ def messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         elif kind == "compaction":  # what `responses.compact` made of the turns it replaced
             summary = f"{SUMMARY_PREFIX}\n{item['encrypted_content']}"
             chat.append({"role": "assistant", "content": summary})
+        if thought and len(chat) > before and chat[-1]["role"] == "assistant":
+            chat[-1]["reasoning_content"] = thought
+            thought = ""
+        elif kind not in ("reasoning", "function_call"):
+            thought = ""  # thinking that led to no answer of the model's is not given back
     return chat
 
 
@@ -167,6 +212,9 @@ def chat_fields(
             fields[name] = value
     if request.max_output_tokens is not None:
         fields["max_completion_tokens"] = request.max_output_tokens
+    effort = (request.reasoning or {}).get("effort")
+    if effort is not None:
+        fields["reasoning_effort"] = effort
     if request.top_logprobs or "message.output_text.logprobs" in (request.include or []):
         fields.update(logprobs=True, top_logprobs=request.top_logprobs or 0)
     if request.tools:
@@ -184,12 +232,14 @@ def chat_fields(
 
 
 # What `reasoning` and `text.verbosity` may be, as OpenAI defines them. They are accepted and echoed on
-# every model, as Chat Completions' `reasoning_effort` and `verbosity` are: the models here do not reason
-# before they answer, so they change nothing (clients such as the OpenAI Agents SDK send them by default).
+# every model, as Chat Completions' `reasoning_effort` and `verbosity` are: a model that thinks is steered by
+# the effort and its thinking summarised as asked; on one that does not, they change nothing (clients such as
+# the OpenAI Agents SDK send them by default).
 _REASONING = {
-    "effort": ("none", "minimal", "low", "medium", "high", "xhigh"),
+    "effort": ("none", "minimal", "low", "medium", "high", "xhigh", "max"),
     "summary": ("auto", "concise", "detailed"),
     "generate_summary": ("auto", "concise", "detailed"),
+    "context": ("auto", "current_turn", "all_turns"),
 }
 _VERBOSITY = ("low", "medium", "high")
 
@@ -222,7 +272,8 @@ def refuse_unsupported(request: ResponseRequest) -> None:
 
 def output_items(response: dict[str, Any]) -> list[dict[str, Any]]:
     """A stored response's output, as input items of the next turn."""
-    return [item for item in response.get("output") or [] if item.get("type") in ("message", "function_call")]
+    kept = ("message", "function_call", "reasoning")
+    return [item for item in response.get("output") or [] if item.get("type") in kept]
 
 
 def _chat_tool(tool: dict[str, Any], i: int) -> dict[str, Any]:

@@ -38,16 +38,27 @@ from openai.types.responses import (
     ResponseOutputMessage,
     ResponseOutputText,
     ResponseOutputTextAnnotationAddedEvent,
+    ResponseReasoningItem,
+    ResponseReasoningSummaryPartAddedEvent,
+    ResponseReasoningSummaryPartDoneEvent,
+    ResponseReasoningSummaryTextDeltaEvent,
+    ResponseReasoningSummaryTextDoneEvent,
+    ResponseReasoningTextDeltaEvent,
+    ResponseReasoningTextDoneEvent,
     ResponseStreamEvent,
     ResponseTextDeltaEvent,
     ResponseTextDoneEvent,
     ResponseUsage,
 )
 from openai.types.responses.response import IncompleteDetails
+from openai.types.responses.response_content_part_added_event import PartReasoningText as AddedReasoning
+from openai.types.responses.response_content_part_done_event import PartReasoningText as DoneReasoning
 from openai.types.responses.response_output_text import AnnotationFileCitation, Logprob
 from openai.types.responses.response_output_text_annotation_added_event import (
     AnnotationFileCitation as AddedCitation,
 )
+from openai.types.responses.response_reasoning_summary_part_added_event import Part as AddedSummary
+from openai.types.responses.response_reasoning_summary_part_done_event import Part as DoneSummary
 from openai.types.responses.response_text_delta_event import Logprob as DeltaLogprob
 from openai.types.responses.response_text_done_event import Logprob as DoneLogprob
 
@@ -55,7 +66,15 @@ from modelport.protocol.answers import EventKind, LastEvent
 from modelport.protocol.response_object import ResponseObject
 from modelport.service.generation.accumulate import ChatFold
 from modelport.service.responses.items import new_item_id
-from modelport.service.responses.output import added_usage, call_item, logprob, message_item, usage
+from modelport.service.responses.output import (
+    added_usage,
+    call_item,
+    logprob,
+    message_item,
+    reasoning_item,
+    thought,
+    usage,
+)
 
 
 class _Snapshot(LastEvent):
@@ -88,7 +107,8 @@ class Place(TypedDict):
 @dataclass
 class _Open:
     """The output item being written: a message from `start` in the answer's text (and its log-probabilities
-    from `logprobs_start`), or the tool call at `call` in the answer's calls."""
+    from `logprobs_start`), the reasoning from `start` in the answer's thinking, or the tool call at `call`
+    in the answer's calls."""
 
     id: str
     output_index: int
@@ -96,6 +116,7 @@ class _Open:
     call_id: str = ""
     start: int = 0
     logprobs_start: int = 0
+    reasoning: bool = False
 
 
 class ResponseEvents:
@@ -105,19 +126,24 @@ class ResponseEvents:
     A turn whose tools the server runs is several chat answers (rounds): the calls of `hosted` tools make
     no `function_call` items (the server runs them and adds their own items); `next_round` closes what a
     round wrote and starts folding the next; usage adds up over the rounds; `annotate` gives each message
-    its annotations (citations) as it closes."""
+    its annotations (citations) as it closes. The model's thinking is a `reasoning` item before what it led
+    to, summarised as it closes when `summary`, and sealed for the client when `seal` is given."""
 
     def __init__(
         self,
         response: ResponseObject,
         hosted: frozenset[str] = frozenset(),
         annotate: Callable[[str], list[AnnotationFileCitation]] | None = None,
+        summary: bool = False,
+        seal: Callable[[str], str] | None = None,
     ) -> None:
         self.response = response
         self.sequence = 0
         self.fold = ChatFold()
         self.hosted = hosted
         self.annotate = annotate
+        self.summary = summary
+        self.seal = seal
         self._open: _Open | None = None
         self._earlier: ResponseUsage | None = None  # usage of the rounds before this one
 
@@ -139,6 +165,9 @@ class ResponseEvents:
         events: list[ResponseStreamEvent] = []
         for piece in chunk.get("choices") or []:
             delta = piece.get("delta") or {}
+            said = thought(delta)
+            if said:
+                events += self._reasoning(said)
             text = delta.get("content")
             if text:
                 tokens = [logprob(e) for e in (piece.get("logprobs") or {}).get("content") or []]
@@ -232,6 +261,24 @@ class ResponseEvents:
             events = self._open_message(item.id, index)
             events.append(self._text_delta(item.id, index, part.text, part.logprobs or []))
             return events + self._close_message(item, part)
+        if isinstance(item, ResponseReasoningItem) and item.content:
+            self._open = _Open(item.id, index, reasoning=True)
+            added = item.model_copy(update={"status": "in_progress", "summary": [], "content": []})
+            events = [self._added(index, added.model_copy(update={"encrypted_content": None}))]
+            events.append(
+                ResponseContentPartAddedEvent(
+                    type="response.content_part.added", item_id=item.id, output_index=index, content_index=0,
+                    part=AddedReasoning(type="reasoning_text", text=""), sequence_number=self._next(),
+                )
+            )  # fmt: skip
+            events.append(
+                ResponseReasoningTextDeltaEvent(
+                    type="response.reasoning_text.delta", item_id=item.id, output_index=index,
+                    content_index=0, delta=item.content[0].text, sequence_number=self._next(),
+                )
+            )  # fmt: skip
+            self._open = None
+            return events + self._close_reasoning(item)
         if isinstance(item, ResponseFunctionToolCall):
             assert item.id is not None
             events = [self._added(index, item.model_copy(update={"status": "in_progress", "arguments": ""}))]
@@ -251,6 +298,32 @@ class ResponseEvents:
             )
             events += self._open_message(self._open.id, self._open.output_index)
         events.append(self._text_delta(self._open.id, self._open.output_index, text, tokens))
+        return events
+
+    def _reasoning(self, text: str) -> list[ResponseStreamEvent]:
+        events: list[ResponseStreamEvent] = []
+        if self._open is None or not self._open.reasoning:
+            events += self._close(False)
+            written = len(thought(self.fold.choice(0)["message"]) or "") - len(text)
+            self._open = _Open(new_item_id("rs"), len(self.response.output), start=written, reasoning=True)
+            item = ResponseReasoningItem(
+                id=self._open.id, type="reasoning", status="in_progress", summary=[], content=[]
+            )
+            events.append(self._added(self._open.output_index, item))
+            events.append(
+                ResponseContentPartAddedEvent(
+                    type="response.content_part.added", item_id=self._open.id,
+                    output_index=self._open.output_index, content_index=0,
+                    part=AddedReasoning(type="reasoning_text", text=""), sequence_number=self._next(),
+                )
+            )  # fmt: skip
+        events.append(
+            ResponseReasoningTextDeltaEvent(
+                type="response.reasoning_text.delta", item_id=self._open.id,
+                output_index=self._open.output_index, content_index=0, delta=text,
+                sequence_number=self._next(),
+            )
+        )  # fmt: skip
         return events
 
     def _call(self, delta: dict[str, Any]) -> list[ResponseStreamEvent]:
@@ -275,6 +348,10 @@ class ResponseEvents:
         if opened is None:
             return []
         status: Literal["completed", "incomplete"] = "incomplete" if cut else "completed"
+        if opened.reasoning:
+            text = (thought(self.fold.choice(0)["message"]) or "")[opened.start :]
+            sealed = self.seal(text) if self.seal is not None else None
+            return self._close_reasoning(reasoning_item(opened.id, text, status, self.summary, sealed))
         if opened.call is not None:
             call = {**self._whole_call(opened.call), "id": opened.call_id}
             return self._close_call(call_item(opened.id, call, status))
@@ -296,6 +373,46 @@ class ResponseEvents:
                 )
             )  # fmt: skip
         return events + self._close_message(item, part)
+
+    def _close_reasoning(self, item: ResponseReasoningItem) -> list[ResponseStreamEvent]:
+        """The thinking's text done, its summary (when asked) as a part of its own, then the item."""
+        index = len(self.response.output)
+        text = item.content[0].text if item.content else ""
+        events: list[ResponseStreamEvent] = [
+            ResponseReasoningTextDoneEvent(
+                type="response.reasoning_text.done", item_id=item.id, output_index=index, content_index=0,
+                text=text, sequence_number=self._next(),
+            ),
+            ResponseContentPartDoneEvent(
+                type="response.content_part.done", item_id=item.id, output_index=index, content_index=0,
+                part=DoneReasoning(type="reasoning_text", text=text), sequence_number=self._next(),
+            ),
+        ]  # fmt: skip
+        for number, part in enumerate(item.summary):
+            events += [
+                ResponseReasoningSummaryPartAddedEvent(
+                    type="response.reasoning_summary_part.added", item_id=item.id, output_index=index,
+                    summary_index=number,
+                    part=AddedSummary(type="summary_text", text=""), sequence_number=self._next(),
+                ),
+                ResponseReasoningSummaryTextDeltaEvent(
+                    type="response.reasoning_summary_text.delta", item_id=item.id, output_index=index,
+                    summary_index=number, delta=part.text,
+                    sequence_number=self._next(),
+                ),
+                ResponseReasoningSummaryTextDoneEvent(
+                    type="response.reasoning_summary_text.done", item_id=item.id, output_index=index,
+                    summary_index=number, text=part.text,
+                    sequence_number=self._next(),
+                ),
+                ResponseReasoningSummaryPartDoneEvent(
+                    type="response.reasoning_summary_part.done", item_id=item.id, output_index=index,
+                    summary_index=number,
+                    part=DoneSummary(type="summary_text", text=part.text), sequence_number=self._next(),
+                ),
+            ]  # fmt: skip
+        self.response.output.append(item)
+        return [*events, self._done(index, item)]
 
     def _whole_call(self, index: int) -> dict[str, Any]:
         calls = self.fold.choice(0)["message"].get("tool_calls") or []
