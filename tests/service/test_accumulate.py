@@ -12,7 +12,8 @@ from openai.types.chat import ChatCompletion
 
 from modelport.protocol.answers import listed
 from modelport.service.generation.accumulate import ChatFold, CompletionFold, chunks_of, merge_delta
-from modelport.service.generation.tool_parsing import parse_stream
+from modelport.service.generation.formats.json_answer import AnswerParser
+from modelport.service.generation.formats.reading import read
 from modelport.service.generation.tool_plan import ToolPlan
 
 HEAD = {"id": "chatcmpl-1", "created": 1, "model": "m", "object": "chat.completion.chunk"}
@@ -151,7 +152,7 @@ def test_the_tool_call_parser_merges_the_pieces_of_one_chunk() -> None:
         chunks: AsyncGenerator[dict[str, Any], None] = listed(
             [chunk({"content": answer}, finish_reason="stop")]
         )
-        return [c async for c in parse_stream(chunks, plan)]
+        return [c async for c in read(chunks, lambda: AnswerParser(plan.legacy))]
 
     (out,) = asyncio.run(run())
     calls = out["choices"][0]["delta"]["tool_calls"]

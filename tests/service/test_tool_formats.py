@@ -18,12 +18,14 @@ import pytest
 
 import modelport
 from modelport.engines.llamacpp import tool_format
-from modelport.service.generation.tool_formats import FORMATS, NativeParser
-from modelport.service.generation.tool_parsing import AnswerParser
+from modelport.service.generation.formats import SYNTAXES
+from modelport.service.generation.formats.json_answer import AnswerParser
+from modelport.service.generation.tool_plan import ToolPlan
 from modelport.settings import ModelConfig, Settings
 from tests.service.test_tools import ASK, SCHEMAS, TOOLS, assert_valid_calls
 
 TEMPLATES = Path(__file__).parent / "templates"
+JSON_SYNTAXES = ("hermes", "llama3", "mistral")  # the syntaxes whose calls are JSON (one template each here)
 
 
 @pytest.fixture(scope="module")
@@ -38,14 +40,14 @@ def native() -> Iterator[modelport.OpenAI]:
                 "n_ctx_per_slot": 2048,
             }
         )
-        for name in FORMATS
+        for name in JSON_SYNTAXES
     ]
     client = modelport.OpenAI(settings=Settings(defaults=False, models=models))
     yield client
     client.close()
 
 
-@pytest.mark.parametrize("name", list(FORMATS))
+@pytest.mark.parametrize("name", list(JSON_SYNTAXES))
 def test_the_engine_detects_the_templates_format(name: str) -> None:
     assert tool_format((TEMPLATES / f"{name}.jinja").read_text()) == name
 
@@ -54,7 +56,7 @@ def test_a_template_without_tools_has_no_native_format() -> None:
     assert tool_format("{% for m in messages %}{{ m.content }}{% endfor %}") is None
 
 
-@pytest.mark.parametrize("name", list(FORMATS))
+@pytest.mark.parametrize("name", list(JSON_SYNTAXES))
 @pytest.mark.parametrize("choice", ["required", {"type": "function", "function": {"name": "add"}}])
 @pytest.mark.slow
 def test_required_and_named_calls_are_enforced_in_the_native_format(
@@ -73,7 +75,7 @@ def test_required_and_named_calls_are_enforced_in_the_native_format(
     assert message.content is None
 
 
-@pytest.mark.parametrize("name", list(FORMATS))
+@pytest.mark.parametrize("name", list(JSON_SYNTAXES))
 @pytest.mark.slow
 def test_a_streamed_native_call_arrives_as_openai_streams_it(native: modelport.OpenAI, name: str) -> None:
     stream = native.chat.completions.create(
@@ -104,7 +106,7 @@ def test_a_streamed_native_call_arrives_as_openai_streams_it(native: modelport.O
         assert finish == "length"
 
 
-@pytest.mark.parametrize("name", list(FORMATS))
+@pytest.mark.parametrize("name", list(JSON_SYNTAXES))
 @pytest.mark.slow
 def test_tool_history_goes_through_the_template(native: modelport.OpenAI, name: str) -> None:
     # Mistral's template refuses call ids that are not 9 characters long: modelport shortens them.
@@ -149,7 +151,7 @@ def test_auto_lets_the_model_answer_in_text(native: modelport.OpenAI) -> None:
 
 
 def feed(name: str, text: str, size: int) -> list[dict[str, Any]]:
-    parser = NativeParser(FORMATS[name], legacy=False)
+    parser = SYNTAXES[name].reader(ToolPlan([], False, True, False))
     pieces = []
     for start in range(0, len(text), size):
         pieces += parser.feed(text[start : start + size])
@@ -178,7 +180,7 @@ ANSWERS = {
 
 
 @pytest.mark.parametrize("size", [1, 3, 7, 1000])
-@pytest.mark.parametrize("name", list(FORMATS))
+@pytest.mark.parametrize("name", list(JSON_SYNTAXES))
 def test_native_answers_parse_in_any_chunking(name: str, size: int) -> None:
     content, calls = rebuild(feed(name, ANSWERS[name], size))
     assert calls[0] == ("add", {"a": 1, "b": 2})
@@ -188,7 +190,7 @@ def test_native_answers_parse_in_any_chunking(name: str, size: int) -> None:
     assert content == ("Let me check.\n" if name == "hermes" else "")
 
 
-@pytest.mark.parametrize("name", list(FORMATS))
+@pytest.mark.parametrize("name", list(JSON_SYNTAXES))
 def test_a_text_answer_passes_whole(name: str) -> None:
     text = "Paris is sunny <b>today</b> [see] {maybe} <tool_"
     content, calls = rebuild(feed(name, text, 2))

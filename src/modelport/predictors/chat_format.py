@@ -150,6 +150,8 @@ def call_syntax(template: str) -> str | None:
     """The native call syntax a chat template renders, if it renders tools at all."""
     if "tools" not in template:
         return None
+    if HARMONY["channel"] in template and HARMONY["message"] in template:
+        return "harmony"
     if "<function=" in template and "<parameter=" in template:  # Qwen3-Coder's XML calls
         return "qwen3_xml"
     if _DEEPSEEK[0] in template:

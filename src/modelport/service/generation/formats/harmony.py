@@ -50,8 +50,11 @@ def answer(
         bounded = g.until("thought", _END, thought)  # the analysis and the `<|end|>` that closes it
         opening, next_one = g.literal(f"{_CHANNEL}analysis{_MESSAGE}"), g.literal(_NEXT)
         parts.append(g.rule("analysis", f"{opening} {bounded} {next_one}") + "?")
+    # Each answer ends with the marker that ends generation (`<|return|>`, `<|call|>`): ended by the grammar's
+    # own end instead, a model whose end-of-turn token is not among those that stop generation (llama.cpp
+    # takes `<|end|>` for gpt-oss's) would go on past it unconstrained.
     final_body = body if body is not None else g.text_lexeme("final_text", *_ENDINGS, _START, _CHANNEL) + "?"
-    final = g.rule("final", f"{g.literal(f'{_CHANNEL}final{_MESSAGE}')} {final_body}")
+    final = g.rule("final", f"{g.literal(f'{_CHANNEL}final{_MESSAGE}')} {final_body} {g.literal(_RETURN)}")
     reply = final
     if plan is not None:
         calls = []
@@ -59,7 +62,7 @@ def answer(
             parameters = tool.get("parameters") or {"type": "object"}
             arguments = g.json(f"arguments{i}", parameters, compact)
             header = g.literal(f"{tool['name']} {_CONSTRAIN}json{_MESSAGE}")
-            calls.append(g.rule(f"callee{i}", f"{header} {arguments}"))
+            calls.append(g.rule(f"callee{i}", f"{header} {arguments} {g.literal(_CALL)}"))
         call = g.rule("call", f"{g.literal(f'{_CHANNEL}commentary to=functions.')} ({' | '.join(calls)})")
         reply = call if plan.required else g.rule("reply", f"{final} | {call}")
     return g.rule("start", " ".join([*parts, reply]))

@@ -16,6 +16,7 @@ import json
 import re
 from typing import Any
 
+from modelport.service.generation.schema import closed
 from modelport.service.generation.schema import compact as schema_compact
 
 ANY = "(.|\\n)*"  # any text, as a regular expression of llguidance's
@@ -70,8 +71,9 @@ class Grammar:
         return self.rule(name.lower(), f"/{ANY}/", suffix=marker)
 
     def json(self, name: str, schema: dict[str, Any], compact: bool = True) -> str:
-        """A rule for JSON that validates against `schema` (laid out compactly unless told otherwise)."""
-        laid = schema_compact(schema) if compact else schema
+        """A rule for JSON that validates against `schema` (laid out compactly unless told otherwise; an
+        object that does not say whether it takes other properties takes none, as `json_grammar`'s)."""
+        laid = schema_compact(closed(schema)) if compact else closed(schema)
         return self.rule(name, f"%json {json.dumps(laid, ensure_ascii=False)}")
 
     def text_lexeme(self, name: str, *stops: str, not_first: str = "", nonempty: bool = False) -> str:

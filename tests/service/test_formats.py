@@ -1,0 +1,269 @@
+"""A model's own format, without a model: what each family's template is read as, the grammar its answer is
+held to (compiled and run by llguidance itself, over a tokenizer of bytes: what it accepts, what it refuses,
+what it forces when a thinking budget is spent), and the readers that turn raw answers, in any chunking,
+into OpenAI's deltas — off-format answers included."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import llguidance
+import pytest
+
+from modelport.errors import InvalidRequestError
+from modelport.predictors.chat_format import PLAIN, ChatFormat, detect
+from modelport.protocol.answers import listed
+from modelport.service.generation import formats
+from modelport.service.generation.formats import effort
+from modelport.service.generation.formats.reading import read
+from modelport.service.generation.formats.readers import Reader
+from modelport.service.generation.tool_plan import ToolPlan
+from modelport.service.responses import items
+from modelport.service.responses.sealing import Sealer
+
+TEMPLATES = Path(__file__).parent / "templates"
+BYTES = llguidance.LLTokenizer("byte")
+ADD = {
+    "name": "add",
+    "description": "Add two numbers.",
+    "parameters": {
+        "type": "object",
+        "properties": {"a": {"type": "number"}, "b": {"type": "number"}, "note": {"type": "string"}},
+        "required": ["a", "b"],
+    },
+}
+
+
+def family(name: str, opened: bool = False) -> ChatFormat:
+    """A test template's format, its markers named by their bytes (as a vocabulary's tokens would be)."""
+    form = detect((TEMPLATES / f"{name}.jinja").read_text())
+    form = dataclasses.replace(form, tokens=tuple((m, tuple(BYTES.tokenize_str(m))) for m in form.markers))
+    if opened and form.thinking is not None:
+        form = dataclasses.replace(form, thinking=dataclasses.replace(form.thinking, opened=True))
+    return form
+
+
+def named(marker: str) -> bytes:
+    """A marker as llguidance shows the tokens it forces (`\\xff[id]` each)."""
+    return b"".join(b"\xff[%d]" % token for token in BYTES.tokenize_str(marker))
+
+
+def plan(required: bool = False) -> ToolPlan:
+    return ToolPlan([ADD], required=required, parallel=True, legacy=False)
+
+
+def held(form: ChatFormat, text: str, tools: ToolPlan | None = None, **thinking: Any) -> tuple[bool, bytes]:
+    """Whether the grammar of an answer in `form` takes `text` whole (and may end there), and what it forces
+    next."""
+    shape = formats.shape(form, effort.plan(form, **{"effort": None, "max_tokens": 400, **thinking}), tools,
+                          None, True, True)  # fmt: skip
+    assert shape.grammar is not None
+    grammar = llguidance.grammar_from("lark", shape.grammar)
+    assert llguidance.LLMatcher.validate_grammar(grammar) == ""
+    matcher = llguidance.LLMatcher(BYTES, grammar)
+    tokens = BYTES.tokenize_str(text)
+    taken = matcher.try_consume_tokens(tokens)
+    return taken == len(tokens) and matcher.is_accepting(), bytes(matcher.compute_ff_bytes())
+
+
+def test_each_familys_template_is_read_as_its_format() -> None:
+    qwen3, r1, oss, coder = (detect((TEMPLATES / f"{n}.jinja").read_text()) for n in
+                             ("qwen3", "deepseek-r1", "gpt-oss", "qwen3-coder"))  # fmt: skip
+    assert (
+        qwen3.calls,
+        qwen3.thinking and qwen3.thinking.open,
+        qwen3.thinking and qwen3.thinking.switch,
+    ) == ("hermes", "<think>", "enable_thinking")
+    assert r1.calls is None  # its template shows no tools: modelport describes them and holds its own JSON
+    assert r1.thinking is not None and r1.thinking.switch is None
+    assert (
+        oss.harmony and oss.calls == "harmony" and oss.thinking and oss.thinking.effort == "reasoning_effort"
+    )
+    assert (coder.calls, coder.thinking) == ("qwen3_xml", None)
+    assert detect("{% for m in messages %}{{ m.content }}{% endfor %}") == PLAIN
+
+
+def test_a_thinking_answer_is_held_to_think_then_answer() -> None:
+    qwen3 = family("qwen3")
+    assert held(qwen3, "<think>\nsums\n</think>\n\nFive.")[0]
+    assert held(qwen3, "Five.")[0]  # a family that may skip its thinking
+    assert held(qwen3, '<think>\nadd\n</think>\n\n<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}'
+                       "\n</tool_call>", plan(required=True))[0]  # fmt: skip
+    assert not held(qwen3, "<think>\nadd\n</think>\n\nFive.", plan(required=True))[0]  # a call is required
+    assert not held(qwen3, '<tool_call>\n{"name": "add", "arguments": {"a": "two"}}', plan())[0]  # its schema
+
+
+def test_a_spent_thinking_budget_forces_the_closing_marker() -> None:
+    # `low` of 400 tokens is 100: a tokenizer of bytes counts each byte a token. The 101st is refused, and
+    # the closing marker is what the grammar forces instead.
+    taken, forced = held(family("deepseek-r1", opened=True), "x" * 120, effort="low")
+    assert not taken and forced == named("</think>")
+    taken, forced = held(family("gpt-oss"), "<|channel|>analysis<|message|>" + "x" * 120, effort="low")
+    assert not taken and forced.startswith(named("<|end|>") + named("<|start|>") + b"assistant")
+    assert held(family("deepseek-r1", opened=True), "x" * 99 + "</think>\n\nFive.", effort="low")[0]
+
+
+def test_effort_none_closes_a_thinking_the_prompt_opened_at_once() -> None:
+    r1 = family("deepseek-r1", opened=True)
+    assert held(r1, "</think>\n\nFive.", effort="none")[0]
+    assert not held(r1, "sums</think>Five.", effort="none")[0]
+    assert not held(family("gpt-oss"), "<|channel|>analysis<|message|>hm<|end|>", effort="none")[0]
+
+
+def test_harmony_answers_are_held_to_their_channels() -> None:
+    oss = family("gpt-oss")
+    final = "<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final<|message|>Five."
+    call = '<|channel|>commentary to=functions.add <|constrain|>json<|message|>{"a": 2, "b": 3}'
+    # Each ends with the marker that stops generation, which the grammar forces once the answer is whole.
+    assert held(oss, final + "<|return|>")[0]
+    assert held(oss, call, plan(required=True))[1] == named("<|call|>")
+    assert held(oss, call + "<|call|>", plan(required=True))[0]
+    assert not held(oss, final + "<|return|>", plan(required=True))[0]
+    assert not held(oss, "Five.")[0]
+
+
+def test_qwen3_coder_calls_are_held_to_each_parameters_type() -> None:
+    coder = family("qwen3-coder")
+    call = "<tool_call>\n<function=add>\n<parameter=a>\n2\n</parameter>\n<parameter=b>\n3.5\n</parameter>\n"
+    note = "<parameter=note>\nany </par text\n</parameter>\n"
+    assert held(coder, call + note + "</function>\n</tool_call>", plan(required=True))[0]
+    assert held(coder, call + "</function>\n</tool_call>", plan(required=True))[0]  # `note` is optional
+    assert not held(coder, call.replace("3.5", "three"), plan(required=True))[0]
+
+
+def chunked(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def read_all(reader: Reader, text: str, size: int) -> dict[str, Any]:
+    """What a reader makes of `text` fed `size` characters at a time: the thinking, the content and the
+    calls, whole."""
+    pieces = [p for part in chunked(text, size) for p in reader.feed(part)] + reader.flush(cut=False)
+    calls: dict[int, list[str]] = {}
+    for piece in pieces:
+        for call in piece.get("tool_calls", []):
+            entry = calls.setdefault(call["index"], ["", ""])
+            entry[0] += call["function"].get("name") or ""
+            entry[1] += call["function"]["arguments"]
+    return {
+        "reasoning": "".join(p.get("reasoning_content", "") for p in pieces),
+        "content": "".join(p.get("content", "") for p in pieces),
+        "calls": [(name, json.loads(arguments)) for name, arguments in calls.values()],
+        "strayed": reader.strayed,
+    }
+
+
+@pytest.mark.parametrize("size", [1, 3, 1000])
+def test_readers_take_each_familys_answer_in_any_chunking(size: int) -> None:
+    def reader(form: ChatFormat, tools: ToolPlan | None = None) -> Reader:
+        return formats.shape(form, effort.plan(form, None, 400), tools, None, True, False).read()
+
+    qwen3 = read_all(reader(family("qwen3"), plan()), '<think>\nsums\n</think>\n\n<tool_call>\n{"name": "add", '
+                     '"arguments": {"a": 2, "b": 3}}\n</tool_call>', size)  # fmt: skip
+    assert (qwen3["reasoning"], qwen3["content"], qwen3["calls"]) == (
+        "\nsums\n",
+        "",
+        [("add", {"a": 2, "b": 3})],
+    )
+    r1 = read_all(reader(family("deepseek-r1", opened=True)), "sums\n</think>\n\nFive.", size)
+    assert (r1["reasoning"], r1["content"]) == ("sums\n", "Five.")
+    oss = read_all(reader(family("gpt-oss"), plan()), "<|channel|>analysis<|message|>Add.<|end|><|start|>assistant"
+                   '<|channel|>commentary to=functions.add <|constrain|>json<|message|>{"a": 2, "b": 3}', size)  # fmt: skip
+    assert (oss["reasoning"], oss["content"], oss["calls"]) == ("Add.", "", [("add", {"a": 2, "b": 3})])
+    final = read_all(reader(family("gpt-oss")), "<|channel|>final<|message|>Five.", size)
+    assert (final["reasoning"], final["content"]) == ("", "Five.")
+    coder = read_all(reader(family("qwen3-coder"), plan()), "<tool_call>\n<function=add>\n<parameter=a>\n2\n"
+                     "</parameter>\n<parameter=note>\nsee <b>\n</parameter>\n</function>\n</tool_call>", size)  # fmt: skip
+    assert coder["calls"] == [("add", {"a": 2, "note": "see <b>"})]
+
+
+@pytest.mark.parametrize("size", [1, 4, 1000])
+def test_an_answer_that_strays_from_its_format_is_content_without_markers(size: int) -> None:
+    async def run(form: ChatFormat, text: str) -> str:
+        shape = formats.shape(form, effort.plan(form, None, 400), None, None, True, False)
+        pieces = [
+            {"choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]}
+            for p in chunked(text, size)
+        ]
+        pieces[-1]["choices"][0]["finish_reason"] = "stop"
+        out = [c async for c in read(listed(pieces), shape.read, shape.markers)]
+        deltas = [choice["delta"] for chunk in out for choice in chunk["choices"]]
+        assert not any(d.get("reasoning_content") for d in deltas)
+        return "".join(d.get("content") or "" for d in deltas)
+
+    # harmony's markers where no channel opens them; a thinking tag after the answer began
+    assert asyncio.run(run(family("gpt-oss"), "Five.<|end|> Six<|return|>")) == "Five. Six"
+    assert asyncio.run(run(family("qwen3"), "Five. </think> <think>Six")) == "Five.  Six"
+
+
+def test_reasoning_tokens_are_counted_as_they_are_read() -> None:
+    async def run(effort_given: str) -> dict[str, Any]:
+        form = family("deepseek-r1", opened=True)
+        shape = formats.shape(form, effort.plan(form, effort_given, 400), None, None, True, False)
+        pieces = ["thinking", " more", "</think>", "\n\n", "Five", "."]
+        chunks = [{"choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]} for p in pieces]
+        chunks[-1]["choices"][0]["finish_reason"] = "stop"
+        chunks.append(
+            {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 6, "total_tokens": 9}}
+        )
+        if effort_given == "none":
+            chunks = chunks[2:]
+        out = [c async for c in read(listed(chunks), shape.read, shape.markers, thinks=True)]
+        return out[-1]["usage"]["completion_tokens_details"]
+
+    assert asyncio.run(run("medium")) == {"reasoning_tokens": 3}  # the thinking, and its closing marker
+    assert asyncio.run(run("none")) == {"reasoning_tokens": 0}  # a thinking closed at once said nothing
+
+
+@pytest.mark.parametrize(
+    ("given", "budget", "off"),
+    [("none", 0, True), ("minimal", 0, True), ("low", 100, False), ("medium", 200, False), (None, 200, False),
+     ("high", 300, False), ("max", 360, False)],
+)  # fmt: skip
+def test_effort_bounds_the_thinking_within_max_tokens(given: str | None, budget: int, off: bool) -> None:
+    thinking = effort.plan(family("qwen3"), given, 400)
+    assert thinking is not None
+    assert (thinking.budget, not thinking.on) == (budget, off)
+    assert thinking.variables == {"enable_thinking": not off}
+    assert effort.plan(family("gpt-oss"), given, 400).variables["reasoning_effort"] in (
+        "low",
+        "medium",
+        "high",
+    )
+    assert effort.plan(family("qwen3-coder"), given, 400) is None  # a model that does not think
+    assert effort.plan(family("qwen3"), "low", 100_000).budget == 1024  # and each effort's ceiling
+
+
+def test_sealed_reasoning_opens_on_the_server_that_sealed_it_only(tmp_path: Path) -> None:
+    ours, theirs = Sealer(tmp_path / "a"), Sealer(tmp_path / "b")
+    sealed = ours.seal("I should add.")
+    assert ours.open(sealed, "input[0].encrypted_content") == "I should add."
+    assert Sealer(tmp_path / "a").open(sealed, "x") == "I should add."  # the key is kept in the folder
+    for blob in (theirs.seal("I should add."), sealed[:-4] + "AAAA", "not a blob"):
+        with pytest.raises(InvalidRequestError) as refused:
+            ours.open(blob, "input[3].encrypted_content")
+        assert refused.value.param == "input[3].encrypted_content"
+    assert ours.rotate() == 2
+    assert ours.open(sealed, "x") == "I should add."  # a blob sealed before the rotation still opens
+    assert ours.open(ours.seal("new"), "x") == "new"
+
+
+def test_reasoning_given_back_is_the_thinking_of_the_answer_it_led_to() -> None:
+    turn = items.checked_items(
+        [
+            {"type": "message", "role": "user", "content": "Add 2 and 3."},
+            {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "Use add."}]},
+            {"type": "function_call", "call_id": "c1", "name": "add", "arguments": '{"a": 2, "b": 3}'},
+            {"type": "function_call_output", "call_id": "c1", "output": "5"},
+            {"type": "reasoning", "summary": [{"type": "summary_text", "text": "It is 5."}]},
+            {"type": "message", "role": "assistant", "content": "Five."},
+        ],
+        "input",
+    )
+    chat = items.messages(turn)
+    assert [m.get("reasoning_content") for m in chat] == [None, "Use add.", None, "It is 5."]
+    assert chat[1]["tool_calls"][0]["function"]["name"] == "add"

@@ -1,0 +1,54 @@
+"""Models of other families, made from SmolLM2's own weights: its GGUF re-packed (with the `gguf` package)
+under a chat template written from the family's published format, and, where the family's markers are
+special tokens of its vocabulary (gpt-oss's harmony), with unused special tokens of SmolLM2's renamed to
+them. The weights know none of these formats: what the tests check is what the format, the template and the
+grammar decide, never what the model says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gguf
+from gguf.scripts.gguf_new_metadata import MetadataDetails, copy_with_new_metadata
+
+from modelport.engines.llamacpp.launch import default_gguf
+
+TEMPLATES = Path(__file__).parent.parent / "service" / "templates"
+# SmolLM2's special tokens 3-9 (`<repo_name>` … `<issue_closed>`: code-hosting markers no chat uses), renamed
+# to harmony's.
+HARMONY_TOKENS = {
+    3: "<|start|>",
+    4: "<|end|>",
+    5: "<|message|>",
+    6: "<|channel|>",
+    7: "<|constrain|>",
+    8: "<|return|>",
+    9: "<|call|>",
+}
+
+
+def template(name: str) -> str:
+    """A test template's text (`tests/service/templates/NAME.jinja`)."""
+    return (TEMPLATES / f"{name}.jinja").read_text()
+
+
+def repack(name: str, folder: Path, renamed: dict[int, str] | None = None) -> Path:
+    """SmolLM2's GGUF under the template `name`, with the tokens `renamed` (id: new text), written into
+    `folder` as `NAME.gguf`."""
+    out = folder / f"{name}.gguf"
+    reader = gguf.GGUFReader(default_gguf())
+    architecture = reader.get_field(gguf.Keys.General.ARCHITECTURE).contents()
+    writer = gguf.GGUFWriter(out, arch=architecture, endianess=reader.endianess)
+    metadata = {
+        gguf.Keys.Tokenizer.CHAT_TEMPLATE: MetadataDetails(gguf.GGUFValueType.STRING, template(name)),
+        gguf.Keys.General.NAME: MetadataDetails(gguf.GGUFValueType.STRING, f"SmolLM2 as {name}"),
+    }
+    if renamed:
+        tokens = list(reader.get_field(gguf.Keys.Tokenizer.LIST).contents())
+        for token, text in renamed.items():
+            tokens[token] = text
+        metadata[gguf.Keys.Tokenizer.LIST] = MetadataDetails(
+            gguf.GGUFValueType.ARRAY, tokens, sub_type=gguf.GGUFValueType.STRING
+        )
+    copy_with_new_metadata(reader, writer, metadata, [])
+    return out
