@@ -19,8 +19,8 @@ from modelport.predictors.chat_format import PLAIN, ChatFormat, detect
 from modelport.protocol.answers import listed
 from modelport.service.generation import formats
 from modelport.service.generation.formats import effort
-from modelport.service.generation.formats.reading import read
 from modelport.service.generation.formats.readers import Reader
+from modelport.service.generation.formats.reading import read
 from modelport.service.generation.tool_plan import ToolPlan
 from modelport.service.responses import items
 from modelport.service.responses.sealing import Sealer
@@ -79,10 +79,11 @@ def test_each_familys_template_is_read_as_its_format() -> None:
         qwen3.thinking and qwen3.thinking.switch,
     ) == ("hermes", "<think>", "enable_thinking")
     assert r1.calls is None  # its template shows no tools: modelport describes them and holds its own JSON
-    assert r1.thinking is not None and r1.thinking.switch is None
-    assert (
-        oss.harmony and oss.calls == "harmony" and oss.thinking and oss.thinking.effort == "reasoning_effort"
-    )
+    assert r1.thinking is not None
+    assert r1.thinking.switch is None
+    assert (oss.harmony, oss.calls) == (True, "harmony")
+    assert oss.thinking is not None
+    assert oss.thinking.effort == "reasoning_effort"
     assert (coder.calls, coder.thinking) == ("qwen3_xml", None)
     assert detect("{% for m in messages %}{{ m.content }}{% endfor %}") == PLAIN
 
@@ -101,9 +102,11 @@ def test_a_spent_thinking_budget_forces_the_closing_marker() -> None:
     # `low` of 400 tokens is 100: a tokenizer of bytes counts each byte a token. The 101st is refused, and
     # the closing marker is what the grammar forces instead.
     taken, forced = held(family("deepseek-r1", opened=True), "x" * 120, effort="low")
-    assert not taken and forced == named("</think>")
+    assert not taken
+    assert forced == named("</think>")
     taken, forced = held(family("gpt-oss"), "<|channel|>analysis<|message|>" + "x" * 120, effort="low")
-    assert not taken and forced.startswith(named("<|end|>") + named("<|start|>") + b"assistant")
+    assert not taken
+    assert forced.startswith(named("<|end|>") + named("<|start|>") + b"assistant")
     assert held(family("deepseek-r1", opened=True), "x" * 99 + "</think>\n\nFive.", effort="low")[0]
 
 
@@ -162,8 +165,10 @@ def test_readers_take_each_familys_answer_in_any_chunking(size: int) -> None:
     def reader(form: ChatFormat, tools: ToolPlan | None = None) -> Reader:
         return formats.shape(form, effort.plan(form, None, 400), tools, None, True, False).read()
 
-    qwen3 = read_all(reader(family("qwen3"), plan()), '<think>\nsums\n</think>\n\n<tool_call>\n{"name": "add", '
-                     '"arguments": {"a": 2, "b": 3}}\n</tool_call>', size)  # fmt: skip
+    answer = (
+        '<think>\nsums\n</think>\n\n<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n</tool_call>'
+    )
+    qwen3 = read_all(reader(family("qwen3"), plan()), answer, size)
     assert (qwen3["reasoning"], qwen3["content"], qwen3["calls"]) == (
         "\nsums\n",
         "",
@@ -171,13 +176,19 @@ def test_readers_take_each_familys_answer_in_any_chunking(size: int) -> None:
     )
     r1 = read_all(reader(family("deepseek-r1", opened=True)), "sums\n</think>\n\nFive.", size)
     assert (r1["reasoning"], r1["content"]) == ("sums\n", "Five.")
-    oss = read_all(reader(family("gpt-oss"), plan()), "<|channel|>analysis<|message|>Add.<|end|><|start|>assistant"
-                   '<|channel|>commentary to=functions.add <|constrain|>json<|message|>{"a": 2, "b": 3}', size)  # fmt: skip
+    answer = (
+        "<|channel|>analysis<|message|>Add.<|end|><|start|>assistant"
+        '<|channel|>commentary to=functions.add <|constrain|>json<|message|>{"a": 2, "b": 3}'
+    )
+    oss = read_all(reader(family("gpt-oss"), plan()), answer, size)
     assert (oss["reasoning"], oss["content"], oss["calls"]) == ("Add.", "", [("add", {"a": 2, "b": 3})])
     final = read_all(reader(family("gpt-oss")), "<|channel|>final<|message|>Five.", size)
     assert (final["reasoning"], final["content"]) == ("", "Five.")
-    coder = read_all(reader(family("qwen3-coder"), plan()), "<tool_call>\n<function=add>\n<parameter=a>\n2\n"
-                     "</parameter>\n<parameter=note>\nsee <b>\n</parameter>\n</function>\n</tool_call>", size)  # fmt: skip
+    answer = (
+        "<tool_call>\n<function=add>\n<parameter=a>\n2\n</parameter>\n"
+        "<parameter=note>\nsee <b>\n</parameter>\n</function>\n</tool_call>"
+    )
+    coder = read_all(reader(family("qwen3-coder"), plan()), answer, size)
     assert coder["calls"] == [("add", {"a": 2, "note": "see <b>"})]
 
 
