@@ -85,7 +85,16 @@ _FUNCTION_CALL_OUTPUT = _object(
         "status": _STATUS,
     }
 )
-_REASONING = _object({"type": _const("reasoning"), "id": _STRING, "summary": {"type": "array"}})
+_SUMMARY_TEXT = _object({"type": _const("summary_text"), "text": _STRING})
+_REASONING_TEXT = _object({"type": _const("reasoning_text"), "text": _STRING})
+_REASONING = _object(
+    {"type": _const("reasoning"), "id": _STRING, "summary": {"type": "array", "items": _SUMMARY_TEXT}},
+    {
+        "content": {"type": "array", "items": _REASONING_TEXT},
+        "encrypted_content": _STRING,
+        "status": _STATUS,
+    },
+)
 _SPEC_ITEMS = {
     "message": _MESSAGE,
     "function_call": _FUNCTION_CALL,
@@ -168,7 +177,9 @@ RESPONSE = _object(
         "reasoning": _nullable(
             _object(
                 {
-                    "effort": _nullable({"enum": ["none", "minimal", "low", "medium", "high", "xhigh"]}),
+                    "effort": _nullable(
+                        {"enum": ["none", "minimal", "low", "medium", "high", "xhigh", "max"]}
+                    ),
                     "summary": _nullable({"enum": ["concise", "detailed", "auto"]}),
                 }
             )
@@ -227,6 +238,29 @@ EVENT = _by_type(
                 "annotation_index": _INTEGER,
                 "annotation": _object({"type": _STRING}),
             }
+        ),
+        "response.reasoning_text.delta": _object(
+            {**_SEQUENCED, **_where("item_id", "output_index", "content_index"), "delta": _STRING}
+        ),
+        "response.reasoning_text.done": _object(
+            {**_SEQUENCED, **_where("item_id", "output_index", "content_index"), "text": _STRING}
+        ),
+        **{
+            f"response.reasoning_summary_part.{kind}": _object(
+                {
+                    **_SEQUENCED,
+                    **_where("item_id", "output_index"),
+                    "summary_index": _INTEGER,
+                    "part": _SUMMARY_TEXT,
+                }
+            )
+            for kind in ("added", "done")
+        },
+        "response.reasoning_summary_text.delta": _object(
+            {**_SEQUENCED, **_where("item_id", "output_index"), "summary_index": _INTEGER, "delta": _STRING}
+        ),
+        "response.reasoning_summary_text.done": _object(
+            {**_SEQUENCED, **_where("item_id", "output_index"), "summary_index": _INTEGER, "text": _STRING}
         ),
         "response.function_call_arguments.delta": _object(
             {**_SEQUENCED, **_where("item_id", "output_index"), "delta": _STRING}

@@ -15,7 +15,6 @@ import orjson
 from openai._constants import RAW_RESPONSE_HEADER
 from openai._models import FinalRequestOptions
 from openai._qs import Querystring
-from pydantic import BaseModel
 
 from modelport import context
 from modelport.client.arguments import read_file
@@ -23,7 +22,7 @@ from modelport.client.local_files import inlined
 from modelport.client.sdk_errors import sdk_errors
 from modelport.context import RequestContext
 from modelport.errors import PermissionDeniedError
-from modelport.protocol.answers import Binary, Events, ListPage, json_bytes
+from modelport.protocol.answers import Binary, Events, ListPage, whole_bytes
 from modelport.service import Service
 from modelport.service.access import acting_as
 from modelport.service.operation_table import OPERATIONS
@@ -156,14 +155,8 @@ def http_response(answer: object, options: FinalRequestOptions, pull: Any = None
         return httpx2.Response(
             200, headers={"content-type": answer.media_type}, stream=stream, request=request
         )
-    if isinstance(answer, ListPage):
-        content = orjson.dumps(answer.body())
-    elif isinstance(answer, BaseModel):
-        content = answer.model_dump_json(warnings=False, by_alias=True).encode()
-    else:
-        content = json_bytes(answer)
     return httpx2.Response(
-        200, headers={"content-type": "application/json"}, content=content, request=request
+        200, headers={"content-type": "application/json"}, content=whole_bytes(answer), request=request
     )
 
 

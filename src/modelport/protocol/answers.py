@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import orjson
+from openai.types.responses import Response as OpenAIResponse
 from pydantic import BaseModel
 
 W = TypeVar("W")
@@ -155,6 +156,19 @@ class Binary:
 def json_bytes(data: object) -> bytes:
     """A whole answer built here as JSON (a dict may hold `openai` objects: a model list)."""
     return orjson.dumps(data, default=_dumped)
+
+
+def whole_bytes(answer: object) -> bytes:
+    """A whole answer as both faces write it: a list page as its body; a Responses object with its optional
+    fields absent, never null (the OpenResponses specification refuses null where a field is optional:
+    what the service did not set is left out); any other object as its type dumps it."""
+    if isinstance(answer, ListPage):
+        return json_bytes(answer.body())
+    if isinstance(answer, OpenAIResponse):
+        return answer.model_dump_json(warnings=False, by_alias=True, exclude_unset=True).encode()
+    if isinstance(answer, BaseModel):
+        return answer.model_dump_json(warnings=False, by_alias=True).encode()
+    return json_bytes(answer)
 
 
 def _dumped(value: object) -> Any:

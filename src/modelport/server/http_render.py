@@ -6,10 +6,8 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 
 from fastapi.responses import Response, StreamingResponse
-from openai.types.responses import Response as OpenAIResponse
-from pydantic import BaseModel
 
-from modelport.protocol.answers import Binary, Events, ListPage, json_bytes
+from modelport.protocol.answers import Binary, Events, whole_bytes
 from modelport.server.streaming import EventStream, frames
 
 
@@ -24,16 +22,7 @@ def render(answer: object) -> Response:
         if answer.chunks is None:
             return Response(answer.content, media_type=answer.media_type)
         return StreamingResponse(_closing(answer.chunks), media_type=answer.media_type)
-    if isinstance(answer, OpenAIResponse):
-        # The Responses API's optional fields are absent, never null (the OpenResponses specification refuses
-        # null where a field is optional): what the service did not set is left out.
-        body = answer.model_dump_json(warnings=False, by_alias=True, exclude_unset=True)
-        return Response(body, media_type="application/json")
-    if isinstance(answer, BaseModel):
-        return Response(answer.model_dump_json(warnings=False, by_alias=True), media_type="application/json")
-    if isinstance(answer, ListPage):
-        answer = answer.body()
-    return Response(json_bytes(answer), media_type="application/json")
+    return Response(whole_bytes(answer), media_type="application/json")
 
 
 async def _closing(chunks: AsyncGenerator[bytes, None]) -> AsyncGenerator[bytes, None]:

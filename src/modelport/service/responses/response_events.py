@@ -288,7 +288,7 @@ class ResponseEvents:
 
     def _text(self, text: str, tokens: list[Logprob]) -> list[ResponseStreamEvent]:
         events: list[ResponseStreamEvent] = []
-        if self._open is None or self._open.call is not None:
+        if self._open is None or self._open.call is not None or self._open.reasoning:
             events += self._close(False)
             choice = self.fold.choice(0)  # this chunk is in it already
             written = len(choice["message"].get("content") or "") - len(text)
