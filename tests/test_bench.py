@@ -21,6 +21,7 @@ BENCHMARKS = [
     "ray",
     "access",
     "vector_stores",
+    "reasoning",
 ]
 
 

@@ -6,6 +6,7 @@ thinking goes, how it is counted and bounded, what a call looks like — never o
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -53,8 +54,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Faces]:
         model("oss", path=str(repack("gpt-oss", folder, HARMONY_TOKENS))),
         model("qwen3", chat_template=template("qwen3")),
         model("coder", chat_template=template("qwen3-coder")),
+        ModelConfig.model_validate({"id": "thinking-voice", "engine": "realtime", "chat": "r1"}),
     ]
-    with faces(Settings(defaults=False, models=models)) as both:
+    # The default models beside them (loaded when used): a realtime pipeline chains them to a thinking model.
+    with faces(Settings(models=models, preload=False)) as both:
         yield both
 
 
@@ -284,3 +287,27 @@ def test_reasoning_given_back_reaches_a_template_that_reads_it(served: Faces) ->
         return served.http.responses.input_tokens.count(model="oss", input=items, tools=[tool]).input_tokens
 
     assert counted([turn[0], thought, *turn[1:]]) > counted(turn)
+
+
+def test_a_realtime_response_over_a_thinking_model_says_only_its_answer(served: Faces) -> None:
+    async def run() -> tuple[str, Any]:
+        client = openai.AsyncOpenAI(base_url=f"{served.url}/v1", api_key="unused", max_retries=0)
+        async with client.realtime.connect(model="thinking-voice") as connection:
+            session = {"type": "realtime", "output_modalities": ["text"], "max_output_tokens": 80}
+            await connection.session.update(session=session)  # type: ignore[arg-type]
+            item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "2 + 3?"}]}
+            await connection.conversation.item.create(item=item)  # type: ignore[arg-type]
+            await connection.response.create()
+            said = ""
+            async for event in connection:
+                if event.type == "response.output_text.delta":
+                    said += event.delta
+                if event.type == "response.done":
+                    return said, event.response
+        raise AssertionError("the session ended before its response")
+
+    said, response = asyncio.run(run())
+    clean(said)
+    assert response.output[0].content[0].text == said
+    # The thinking was made (the prompt opened it) and counted, but not said.
+    assert response.usage.output_tokens > len(said.split())

@@ -236,8 +236,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
     if args.command == "models":
+        formats = _chat_formats(settings)
         for spec in registry.specs:
-            print(f"{spec.id}\t{spec.source}")
+            shown = f"\t{formats[spec.id]}" if spec.id in formats else ""
+            print(f"{spec.id}\t{spec.source}{shown}")
         for name, pipeline in settings.pipelines().items():
             chained = f"{pipeline.transcription} → {pipeline.chat} → {pipeline.speech}"
             print(f"{name}\trealtime pipeline: {pipeline.vad} VAD, {chained}")
@@ -249,6 +251,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     from modelport.service import Service
 
     return serving.serve(Service(registry, settings), args.log_level, on_ray=bool(args.ray))
+
+
+def _chat_formats(settings: Settings) -> dict[str, str]:
+    """How each GGUF chat model writes its calls and its thinking, read from its template without loading
+    it (one that cannot be read is left out: `serve` says why when it loads)."""
+    from modelport.engines import llamacpp
+
+    found = {}
+    for config in settings.all_models():
+        if config.engine != "llamacpp":
+            continue
+        try:
+            _, form = llamacpp.chat_format(**config.options)
+        except (OSError, ValueError):
+            continue
+        found[str(config.id)] = form.describe()
+    return found
 
 
 def settings_of(args: argparse.Namespace) -> Settings:

@@ -19,6 +19,7 @@ from modelport.engines.llamacpp import conversation_cache, gguf_header, template
 from modelport.engines.llamacpp.generators import LlamaChat, LlamaCompletion, tool_format
 from modelport.engines.llamacpp.instances import Instances
 from modelport.engines.llamacpp.launch import SLOTS, SideDoor, default_gguf, start_server
+from modelport.predictors.chat_format import ChatFormat
 
 __all__ = ["ENGINE", "SLOTS", "LlamaChat", "LlamaCompletion", "default_gguf", "start_server", "tool_format"]
 
@@ -34,11 +35,10 @@ def load(conversation_cache_mib: int = 1024, **options: Any) -> Sequence[LlamaCh
     gguf = Path(options["path"]) if options.get("path") else default_gguf()
     # The model's own format, read from its template before it loads: a format modelport reads has the
     # answer handed over raw (`raw_chat`), with special-token markers written as text.
-    template = options.get("chat_template") or gguf_header.read(gguf).get("tokenizer.chat_template") or ""
-    form = template_probe.formatted(str(template), gguf)
+    template, form = chat_format(**options)
     options = {**options, "raw_chat": form.read_here, "special_text": bool(form.special)}
     if form.harmony and template:
-        options["chat_template"] = template_probe.given_thinking(str(template))
+        options["chat_template"] = template_probe.given_thinking(template)
     server = start_server(**options, api_key=key, slot_save_path=saved)
     door = SideDoor(server, key)
     instances = Instances(server, options, gguf)
@@ -46,6 +46,16 @@ def load(conversation_cache_mib: int = 1024, **options: Any) -> Sequence[LlamaCh
     kept = conversation_cache.ConversationCache(door, saved, budget) if saved else None
     chat = LlamaChat(instances, door, form, media, kept)
     return [chat, LlamaCompletion(instances, door, gguf, kept)]
+
+
+def chat_format(
+    path: str | None = None, chat_template: str | None = None, **_: Any
+) -> tuple[str, ChatFormat]:
+    """The chat template a GGUF model renders with (its own, or the one its options give) and the format it
+    shows, read without loading the model (`modelport models`, and the load itself)."""
+    gguf = Path(path) if path else default_gguf()
+    template = str(chat_template or gguf_header.read(gguf).get("tokenizer.chat_template") or "")
+    return template, template_probe.formatted(template, gguf)
 
 
 def estimate(
