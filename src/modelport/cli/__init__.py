@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from modelport import __version__
-from modelport.cli import cache, engine, projects, stack
+from modelport.cli import cache, engine, projects, reasoning_key, stack
 from modelport.cli import serve as serving
 from modelport.errors import PredictorContractError
 from modelport.settings import Settings
@@ -200,6 +200,7 @@ def parser() -> argparse.ArgumentParser:
     )
     projects.add_commands(commands, stored)
     engine.add_commands(commands)
+    reasoning_key.add_commands(commands)
     return parser
 
 
@@ -216,6 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return stack.write(args)
     if args.command == "engine":
         return engine.run(args)
+    if args.command == "reasoning-key":
+        return reasoning_key.run(args)
     if args.command in ("projects", "keys", "usage"):
         try:
             settings = settings_of(args)

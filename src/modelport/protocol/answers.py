@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import orjson
-from openai.types.responses import Response as OpenAIResponse
 from pydantic import BaseModel
 
 W = TypeVar("W")
@@ -162,6 +161,10 @@ def whole_bytes(answer: object) -> bytes:
     """A whole answer as both faces write it: a list page as its body; a Responses object with its optional
     fields absent, never null (the OpenResponses specification refuses null where a field is optional:
     what the service did not set is left out); any other object as its type dumps it."""
+    # The Responses types, imported when an answer is first written: `import modelport` (and the command
+    # line) stays without them.
+    from openai.types.responses import Response as OpenAIResponse
+
     if isinstance(answer, ListPage):
         return json_bytes(answer.body())
     if isinstance(answer, OpenAIResponse):
