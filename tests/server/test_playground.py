@@ -190,6 +190,28 @@ def test_a_server_with_keys_asks_for_one_and_then_works(browser: Any, shots: Pat
         page.close()
 
 
+def test_a_thinking_models_thinking_is_folded_away_above_its_answer(browser: Any, shots: Path) -> None:
+    from tests.support.families import template
+
+    thinker = ModelConfig.model_validate(
+        {"id": "thinker", "engine": "llamacpp", "chat_template": template("deepseek-r1"), "n_parallel": 1}
+    )
+    with serve_app(create_app(Settings(defaults=False, models=[thinker], preload=False))) as url:
+        page = browser.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(url)
+        page.wait_for_function("document.querySelector('#chat-form select[name=model]').options.length > 0")
+        turn = send(page, "What is 2 + 3?")
+        fold = turn.locator("details.thinking")
+        assert fold.count() == 1
+        assert fold.get_attribute("open") is None  # folded away until opened
+        assert fold.locator(".content").inner_text().strip()  # the prompt opened the thinking: there is some
+        assert re.search(r"\d+ tokens \(\d+ thinking\)$", turn.locator(".stats").inner_text())
+        fold.locator("summary").click()
+        page.screenshot(path=shots / "thinking.png", full_page=True)
+        page.close()
+
+
 def test_no_ui_serves_no_page() -> None:
     with serve_app(create_app(Settings(ui=False, preload=False, defaults=False))) as url:
         assert httpx.get(f"{url}/").status_code == 404

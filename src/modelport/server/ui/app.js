@@ -347,6 +347,7 @@ chatForm.addEventListener("submit", async (event) => {
   let chunks = 0;
   let usage = null;
   const calls = [];
+  let thinking = null; // the model's thinking, folded away above its answer
   try {
     const response = await call("/chat/completions", { body, signal: running.signal });
     for await (const chunk of events(response)) {
@@ -354,7 +355,17 @@ chatForm.addEventListener("submit", async (event) => {
       const delta = chunk.choices?.[0]?.delta;
       if (!delta) continue;
       first ??= performance.now(); // the role arrives with the model's first token
-      if (delta.content || delta.tool_calls || delta.audio?.transcript) turn.dataset.chunks = String(++chunks);
+      const thought = delta.reasoning_content ?? delta.reasoning;
+      if (delta.content || thought || delta.tool_calls || delta.audio?.transcript) turn.dataset.chunks = String(++chunks);
+      if (thought) {
+        if (!thinking) {
+          const text = element("div", { className: "content" });
+          const fold = element("details", { className: "thinking" }, element("summary", { textContent: "Thinking" }), text);
+          turn.insertBefore(fold, content);
+          thinking = { fold, text };
+        }
+        thinking.text.textContent += thought;
+      }
       if (delta.content) content.textContent += delta.content;
       if (delta.audio) {
         audioId ??= delta.audio.id ?? null;
@@ -386,7 +397,9 @@ chatForm.addEventListener("submit", async (event) => {
   if (first !== null) {
     const tokens = usage?.completion_tokens ?? chunks;
     const rate = tokens > 1 ? ((tokens - 1) / ((end - first) / 1000)).toFixed(1) : "–";
-    stats.textContent = `first token ${Math.round(first - started)} ms · ${rate} tokens/s · ${tokens} tokens`;
+    const thought = usage?.completion_tokens_details?.reasoning_tokens;
+    const spent = thought ? ` (${thought} thinking)` : "";
+    stats.textContent = `first token ${Math.round(first - started)} ms · ${rate} tokens/s · ${tokens} tokens${spent}`;
   }
   // A spoken answer is named by its audio id in later turns, as OpenAI's audio models take it.
   const reply = audioId ? { role: "assistant", audio: { id: audioId } } : { role: "assistant", content: content.textContent || null };
