@@ -138,6 +138,25 @@ def test_qwen3_coder_calls_are_held_to_each_parameters_type() -> None:
     assert not held(coder, call.replace("3.5", "three"), plan(required=True))[0]
 
 
+def test_deepseek_calls_are_held_and_read_as_its_markers_write_them() -> None:
+    markers = (
+        "<｜tool▁calls▁begin｜>",
+        "<｜tool▁call▁begin｜>",
+        "<｜tool▁sep｜>",
+        "<｜tool▁call▁end｜>",
+        "<｜tool▁calls▁end｜>",
+    )
+    form = ChatFormat(calls="deepseek", tokens=tuple((m, tuple(BYTES.tokenize_str(m))) for m in markers))
+    call = '<｜tool▁call▁begin｜>function<｜tool▁sep｜>add\n```json\n{"a": 2, "b": 3}\n```<｜tool▁call▁end｜>'
+    answer = f"<｜tool▁calls▁begin｜>{call}<｜tool▁calls▁end｜>"
+    assert held(form, answer, plan(required=True))[0]
+    assert not held(form, answer.replace('"b": 3', '"b": "three"'), plan(required=True))[0]
+    assert held(form, "Five.", plan())[0]
+    for size in (1, 5, 1000):
+        read = read_all(formats.shape(form, None, plan(), None, True, False).read(), f"Sure.{answer}", size)
+        assert (read["content"], read["calls"]) == ("Sure.", [("add", {"a": 2, "b": 3})])
+
+
 def chunked(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 

@@ -2,9 +2,9 @@
 the effort's budget, then the answer: text, JSON, or calls in its syntax) and the reader that turns its raw
 text into OpenAI's deltas (`reasoning_content`, `content`, `tool_calls`).
 
-One module per call syntax (`json_calls`: hermes, llama3, mistral; `qwen3_xml`), `harmony` for gpt-oss's
-channels, `readers` for text, thinking tags and markers, `effort` for budgets, `lark` for writing grammars,
-`reading` for the stream. The syntaxes are found by name in `SYNTAXES`.
+One module per call syntax (`json_calls`: hermes, llama3, mistral; `qwen3_xml`; `deepseek`), `harmony` for
+gpt-oss's channels, `readers` for text, thinking tags and markers, `effort` for budgets, `lark` for writing
+grammars, `reading` for the stream. The syntaxes are found by name in `SYNTAXES`.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from modelport.predictors.chat_format import ChatFormat
 from modelport.service.generation.formats import harmony
+from modelport.service.generation.formats.deepseek import DeepSeek
 from modelport.service.generation.formats.effort import Thinking
 from modelport.service.generation.formats.json_answer import AnswerParser
 from modelport.service.generation.formats.json_calls import Hermes, Llama3, Mistral
@@ -39,7 +40,7 @@ class CallSyntax(Protocol):
 
 
 SYNTAXES: dict[str, CallSyntax] = {
-    syntax.name: syntax for syntax in (Hermes(), Llama3(), Mistral(), Qwen3Xml())
+    syntax.name: syntax for syntax in (Hermes(), Llama3(), Mistral(), Qwen3Xml(), DeepSeek())
 }
 
 # The body of an answer: adds its rules to a grammar and names the one that holds it (None: free text).
