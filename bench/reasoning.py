@@ -26,23 +26,11 @@ QUESTIONS = [
     "Sum 9 and 91, please.",
     "I need 64 + 36.",
 ]
-ADD = {
-    "type": "function",
-    "function": {
-        "name": "add",
-        "description": "Add two numbers.",
-        "parameters": {
-            "type": "object",
-            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-            "required": ["a", "b"],
-        },
-    },
-}
 EFFORTS = ("none", "low", "medium", "high")
 
 
 def one(
-    client: modelport.OpenAI, effort: str, question: str, max_tokens: int, seed: int
+    client: modelport.OpenAI, effort: str, question: str, max_tokens: int, seed: int, tool: dict[str, Any]
 ) -> tuple[float, int, int]:
     """Seconds to the call's first delta (nan: no call came), tokens thought, tokens made. Sampled, with a
     seed: greedy, this model loops in its thinking, and the repetition stop ends the answer there."""
@@ -52,7 +40,7 @@ def one(
     stream = client.chat.completions.create(
         model="r1",
         messages=[{"role": "user", "content": question}],
-        tools=[ADD],  # type: ignore[list-item]
+        tools=[tool],  # type: ignore[list-item]
         tool_choice="required",
         parallel_tool_calls=False,
         reasoning_effort=effort,  # type: ignore[arg-type]
@@ -78,7 +66,7 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=400)
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from tests.support.families import repack
+    from tests.support.families import ADD, repack
 
     with tempfile.TemporaryDirectory() as folder:
         gguf = repack("deepseek-r1", Path(folder))
@@ -92,12 +80,12 @@ def main() -> int:
         client = modelport.OpenAI(
             settings=Settings(defaults=False, models=[ModelConfig.model_validate(config)])
         )
-        one(client, "none", "Warm up: 1 + 1?", 16, 0)
+        one(client, "none", "Warm up: 1 + 1?", 16, 0, ADD)
         rows = []
         reference = None
         for effort in EFFORTS:
             runs = [
-                one(client, effort, QUESTIONS[i % len(QUESTIONS)], args.max_tokens, i)
+                one(client, effort, QUESTIONS[i % len(QUESTIONS)], args.max_tokens, i, ADD)
                 for i in range(args.runs)
             ]
             called = [r[0] for r in runs if r[0] == r[0]]  # nan: no call within max_tokens

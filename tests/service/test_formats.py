@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from modelport.service.generation.formats.reading import read
 from modelport.service.generation.tool_plan import ToolPlan
 from modelport.service.responses import items
 from modelport.service.responses.sealing import Sealer
+from tests.service.test_tool_formats import rebuild
 
 TEMPLATES = Path(__file__).parent / "templates"
 BYTES = llguidance.LLTokenizer("byte")
@@ -165,18 +165,9 @@ def read_all(reader: Reader, text: str, size: int) -> dict[str, Any]:
     """What a reader makes of `text` fed `size` characters at a time: the thinking, the content and the
     calls, whole."""
     pieces = [p for part in chunked(text, size) for p in reader.feed(part)] + reader.flush(cut=False)
-    calls: dict[int, list[str]] = {}
-    for piece in pieces:
-        for call in piece.get("tool_calls", []):
-            entry = calls.setdefault(call["index"], ["", ""])
-            entry[0] += call["function"].get("name") or ""
-            entry[1] += call["function"]["arguments"]
-    return {
-        "reasoning": "".join(p.get("reasoning_content", "") for p in pieces),
-        "content": "".join(p.get("content", "") for p in pieces),
-        "calls": [(name, json.loads(arguments)) for name, arguments in calls.values()],
-        "strayed": reader.strayed,
-    }
+    content, calls = rebuild(pieces)
+    thought = "".join(p.get("reasoning_content", "") for p in pieces)
+    return {"reasoning": thought, "content": content, "calls": calls, "strayed": reader.strayed}
 
 
 @pytest.mark.parametrize("size", [1, 3, 1000])

@@ -17,6 +17,7 @@ import pytest
 
 from modelport.settings import Settings
 from tests.support.faces import faces
+from tests.support.families import ADD
 
 pytestmark = pytest.mark.slow  # four models with real templates
 
@@ -28,18 +29,6 @@ TEMPLATES = {
     "llama-3.1-8b-instruct": "<|eot_id|>",
 }
 CALL = {"id": "call_abc123", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}
-ADD = {
-    "type": "function",
-    "function": {
-        "name": "add",
-        "description": "Add two numbers.",
-        "parameters": {
-            "type": "object",
-            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-            "required": ["a", "b"],
-        },
-    },
-}
 SHAPES: dict[str, list[dict[str, Any]]] = {
     "a user": [{"role": "user", "content": "Name a colour."}],
     "a system message": [

@@ -18,23 +18,11 @@ import pytest
 
 from modelport.settings import ModelConfig, Settings
 from tests.support.faces import Faces, faces
-from tests.support.families import HARMONY_TOKENS, repack, template
+from tests.support.families import ADD, HARMONY_TOKENS, repack, template
 from tests.support.openresponses import EVENT, RESPONSE, problems
 
 pytestmark = pytest.mark.slow  # four models of their own
 
-ADD = {
-    "type": "function",
-    "function": {
-        "name": "add",
-        "description": "Add two numbers.",
-        "parameters": {
-            "type": "object",
-            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-            "required": ["a", "b"],
-        },
-    },
-}
 ASK = [{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "2 + 3?"}]
 MARKERS = ("<think>", "</think>", "<|channel|>", "<|message|>", "<|end|>", "<|start|>", "<tool_call>")
 CLOSE_TOKENS = 4  # `</think>` in SmolLM2's vocabulary is at most this many tokens

@@ -14,6 +14,18 @@ from gguf.scripts.gguf_new_metadata import MetadataDetails, copy_with_new_metada
 from modelport.engines.llamacpp.launch import default_gguf
 
 TEMPLATES = Path(__file__).parent.parent / "service" / "templates"
+ADD = {
+    "type": "function",
+    "function": {
+        "name": "add",
+        "description": "Add two numbers.",
+        "parameters": {
+            "type": "object",
+            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+            "required": ["a", "b"],
+        },
+    },
+}
 # SmolLM2's special tokens 3-9 (`<repo_name>` … `<issue_closed>`: code-hosting markers no chat uses), renamed
 # to harmony's.
 HARMONY_TOKENS = {

@@ -14,6 +14,7 @@ from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import (
     Delta,
     JsonArguments,
+    Stepped,
     arguments_delta,
     call_delta,
     held,
@@ -58,7 +59,7 @@ class DeepSeek:
         return messages
 
 
-class DeepSeekReader:
+class DeepSeekReader(Stepped):
     """An answer in DeepSeek's syntax: text until its calls begin, then each call."""
 
     thinking = False
@@ -70,15 +71,6 @@ class DeepSeekReader:
         self.calls = 0
         self.arguments: JsonArguments | None = None
         self.strayed = False
-
-    def feed(self, text: str) -> list[Delta]:
-        self.pending += text
-        out: list[Delta] = []
-        while True:
-            before = (self.state, len(self.pending))
-            out += self._step()
-            if (self.state, len(self.pending)) == before:
-                return out
 
     def flush(self, cut: bool) -> list[Delta]:
         text, self.pending = self.pending, ""

@@ -21,6 +21,7 @@ from modelport.service.generation.formats.readers import (
     Delta,
     JsonArguments,
     Reader,
+    Stepped,
     arguments_delta,
     call_delta,
     held,
@@ -68,7 +69,7 @@ def answer(
     return g.rule("start", " ".join([*parts, reply]))
 
 
-class HarmonyReader:
+class HarmonyReader(Stepped):
     """One harmony answer: `analysis` as reasoning, `final` (and commentary addressed to no one: a preamble
     the user sees) as content read by `answer`, a call addressed `to=functions.NAME` as a tool call."""
 
@@ -89,15 +90,6 @@ class HarmonyReader:
     @property
     def thinking(self) -> bool:
         return self.state == "analysis"
-
-    def feed(self, text: str) -> list[Delta]:
-        self.pending += text
-        out: list[Delta] = []
-        while True:
-            before = (self.state, len(self.pending))
-            out += self._step()
-            if (self.state, len(self.pending)) == before:
-                return out
 
     def flush(self, cut: bool) -> list[Delta]:
         text, self.pending = self.pending, ""

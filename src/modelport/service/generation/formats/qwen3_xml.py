@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from modelport.service.generation.formats.lark import Grammar
-from modelport.service.generation.formats.readers import Delta, arguments_delta, call_delta, held
+from modelport.service.generation.formats.readers import Delta, Stepped, arguments_delta, call_delta, held
 from modelport.service.generation.tool_plan import ToolPlan
 
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
@@ -98,7 +98,7 @@ def _safe(key: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in key).lower() or "p"
 
 
-class XmlReader:
+class XmlReader(Stepped):
     """An answer in Qwen3-Coder's syntax: text until `<tool_call>`, then each call's name as its function
     opens and each argument as its parameter closes (typed by the tool's schema)."""
 
@@ -113,15 +113,6 @@ class XmlReader:
         self.function = ""
         self.key = ""
         self.written = 0  # arguments written in the open call
-
-    def feed(self, text: str) -> list[Delta]:
-        self.pending += text
-        out: list[Delta] = []
-        while True:
-            before = (self.state, len(self.pending))
-            out += self._step()
-            if (self.state, len(self.pending)) == before:
-                return out
 
     def flush(self, cut: bool) -> list[Delta]:
         text, self.pending = self.pending, ""

@@ -68,6 +68,26 @@ def held(text: str, *markers: str) -> int:
     )
 
 
+class Stepped:
+    """A reader that is a state machine over the text it holds back: each step reads what it can of
+    `pending`, and feeding steps until a step changes neither the state nor what is held."""
+
+    state: str
+    pending: str
+
+    def feed(self, text: str) -> list[Delta]:
+        self.pending += text
+        out: list[Delta] = []
+        while True:
+            before = (self.state, len(self.pending))
+            out += self._step()
+            if (self.state, len(self.pending)) == before:
+                return out
+
+    def _step(self) -> list[Delta]:
+        raise NotImplementedError
+
+
 class ThinkingReader:
     """Thinking between an opening and a closing tag (`<think>…</think>`), then the answer, read by `answer`.
     Thinking that begins the answer (after any whitespace), or the whole answer when the prompt opened it
