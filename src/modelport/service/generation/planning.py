@@ -12,7 +12,7 @@ from modelport.predictors.contract import Predictor
 from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
 from modelport.service.generation import formats, grammar, tool_plan
 from modelport.service.generation.formats.effort import Thinking
-from modelport.service.generation.schema import check_enforceable, closed, json_grammar
+from modelport.service.generation.schema import check_enforceable, json_grammar
 
 log = logging.getLogger("modelport.service")
 
@@ -80,6 +80,7 @@ def options(
         sent.pop("response_format", None)
         sent["tools"] = [{"type": "function", "function": tool} for tool in plan.tools]
     _guided(sent)
+    _check_format(sent.get("response_format"))
     # A grammar the request gives (vLLM's guided decoding) is the whole answer's: the model's format is
     # not added around it.
     body = _body(sent.get("response_format")) if plan is None else None
@@ -91,7 +92,6 @@ def options(
         sent["response_format"] = tool_plan.response_format(plan)
     if thinking is not None and thinking.variables:
         sent["chat_template_kwargs"] = {**(sent.get("chat_template_kwargs") or {}), **thinking.variables}
-    _check_format(sent.get("response_format"))
     if compact and predictor.accepts(ALL) and "grammar" not in sent:
         _held_compact(sent)
     if ("response_format" in sent or "grammar" in sent) and not (
@@ -130,7 +130,7 @@ def _body(response_format: dict[str, Any] | None) -> formats.Body | None:
         return lambda g: g.json("output", {"type": "object"})
     spec = (response_format or {}).get("json_schema")
     if kind == "json_schema" and isinstance(spec, dict) and isinstance(spec.get("schema"), dict):
-        schema = closed(spec["schema"])
+        schema = spec["schema"]
         return lambda g: g.json("output", schema)
     return None
 
