@@ -56,9 +56,9 @@ class LlamaChat:
             self.stops = [HARMONY["return"], HARMONY["call"]]
         else:
             self.stops = [self._traits.turn_end] if self._traits.turn_end else []
-        if form.special:  # special tokens are written as text, the end of the answer among them
-            ends = [str(props.get(name) or "") for name in ("eos_token",)]
-            self.stops += [end for end in ends if end and end not in self.stops]
+        eos = str(props.get("eos_token") or "")
+        if form.special and eos and eos not in self.stops:  # special tokens are written as text, this one too
+            self.stops.append(eos)
         self._timed = not form.read_here  # llama.cpp reads it, and may refuse: the usage so far is kept
 
     def __call__(
