@@ -299,3 +299,12 @@ def test_a_realtime_response_over_a_thinking_model_says_only_its_answer(served: 
     assert response.output[0].content[0].text == said
     # The thinking was made (the prompt opened it) and counted, but not said.
     assert response.usage.output_tokens > len(said.split())
+
+
+def test_continuing_an_assistant_message_of_a_model_read_in_its_format_is_a_400(sdk: openai.OpenAI) -> None:
+    # llama.cpp renders no continuation of a message it hands over raw: refused by name, not answered wrongly.
+    with pytest.raises(openai.BadRequestError) as refused:
+        sdk.chat.completions.create(
+            model="qwen3", messages=[*ASK, {"role": "assistant", "content": "It is"}], max_tokens=4
+        )
+    assert refused.value.body["param"] == "messages[2]"  # type: ignore[index]

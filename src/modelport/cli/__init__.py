@@ -260,6 +260,7 @@ def _chat_formats(settings: Settings) -> dict[str, str]:
     """How each GGUF chat model writes its calls and its thinking, read from its template without loading
     it (one that cannot be read is left out: `serve` says why when it loads)."""
     from modelport.engines import llamacpp
+    from modelport.predictors.chat_format import PLAIN
 
     found = {}
     for config in settings.all_models():
@@ -269,7 +270,8 @@ def _chat_formats(settings: Settings) -> dict[str, str]:
             _, form = llamacpp.chat_format(**config.options)
         except (OSError, ValueError):
             continue
-        found[str(config.id)] = form.describe()
+        if form != PLAIN:  # a model with no format of its own gets modelport's, as every other
+            found[str(config.id)] = form.describe()
     return found
 
 

@@ -102,8 +102,10 @@ class ChatFormat:
 
     @property
     def read_here(self) -> bool:
-        """Whether modelport reads the model's whole answer itself (the engine hands over its raw text)."""
-        return not self.foreign_thinking
+        """Whether modelport reads the model's answer itself (the engine hands over its raw text): for a
+        format of the model's own that modelport knows. A model with none (its answer is its text) is left
+        to the engine, which continues an assistant message given last (a raw chat does not)."""
+        return self != PLAIN and not self.foreign_thinking
 
     def describe(self) -> str:
         """One line for `modelport models` and `/v1/models`."""
@@ -122,7 +124,7 @@ class ChatFormat:
         return "; ".join(parts)
 
 
-PLAIN = ChatFormat()
+PLAIN = ChatFormat()  # no format of its own: its answer is its text, its calls modelport's JSON
 
 
 def detect(template: str) -> ChatFormat:

@@ -59,7 +59,7 @@ class LlamaChat:
         eos = str(props.get("eos_token") or "")
         if form.special and eos and eos not in self.stops:  # special tokens are written as text, this one too
             self.stops.append(eos)
-        self._timed = not form.read_here  # llama.cpp reads it, and may refuse: the usage so far is kept
+        self._timed = form.foreign_thinking  # llama.cpp reads it, and may refuse: the usage so far is kept
 
     def __call__(
         self,

@@ -12,6 +12,7 @@ from typing import Any
 from openai.types import Completion
 from openai.types.chat import ChatCompletion
 
+from modelport.errors import InvalidRequestError
 from modelport.predictors.chat_format import PLAIN
 from modelport.predictors.contract import Predictor
 from modelport.predictors.manager import LoadedModel
@@ -32,6 +33,13 @@ async def chat(
     """Answer a chat completion request: a whole `ChatCompletion`, or its chunks as they come."""
     messages = [m.model_dump(exclude_none=True) for m in request.messages]
     form = predictor.chat_format
+    if form.read_here and messages[-1]["role"] == "assistant":
+        # The engine hands over such a model's raw text, and renders no continuation of a message.
+        raise InvalidRequestError(
+            f"The last message is the assistant's: continuing it is not supported for `{model.spec.id}`, "
+            "whose answers are read in its own format (thinking, calls). End with a user or tool message.",
+            param=f"messages[{len(messages) - 1}]",
+        )
     plan = None
     shown = False  # the template shows the tools, and their calls and results, itself
     if not predictor.accepts(TOOLS) or predictor.tool_format:  # modelport runs tool calling
