@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 
 import modelport
-from modelport.engines.llamacpp import tool_format
+from modelport.predictors.chat_format import call_syntax
 from modelport.service.generation.formats import SYNTAXES
 from modelport.service.generation.formats.json_answer import AnswerParser
 from modelport.service.generation.tool_plan import ToolPlan
@@ -49,11 +49,11 @@ def native() -> Iterator[modelport.OpenAI]:
 
 @pytest.mark.parametrize("name", list(JSON_SYNTAXES))
 def test_the_engine_detects_the_templates_format(name: str) -> None:
-    assert tool_format((TEMPLATES / f"{name}.jinja").read_text()) == name
+    assert call_syntax((TEMPLATES / f"{name}.jinja").read_text()) == name
 
 
 def test_a_template_without_tools_has_no_native_format() -> None:
-    assert tool_format("{% for m in messages %}{{ m.content }}{% endfor %}") is None
+    assert call_syntax("{% for m in messages %}{{ m.content }}{% endfor %}") is None
 
 
 @pytest.mark.parametrize("name", list(JSON_SYNTAXES))

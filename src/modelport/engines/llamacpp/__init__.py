@@ -16,12 +16,12 @@ from typing import Any
 
 from modelport.engines import Engine
 from modelport.engines.llamacpp import conversation_cache, gguf_header, template_probe
-from modelport.engines.llamacpp.generators import LlamaChat, LlamaCompletion, tool_format
+from modelport.engines.llamacpp.generators import LlamaChat, LlamaCompletion
 from modelport.engines.llamacpp.instances import Instances
 from modelport.engines.llamacpp.launch import SLOTS, SideDoor, default_gguf, start_server
 from modelport.predictors.chat_format import ChatFormat
 
-__all__ = ["ENGINE", "SLOTS", "LlamaChat", "LlamaCompletion", "default_gguf", "start_server", "tool_format"]
+__all__ = ["ENGINE", "SLOTS", "LlamaChat", "LlamaCompletion", "default_gguf", "start_server"]
 
 
 def load(conversation_cache_mib: int = 1024, **options: Any) -> Sequence[LlamaChat | LlamaCompletion]:

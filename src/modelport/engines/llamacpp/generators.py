@@ -18,15 +18,10 @@ from modelport.engines.llamacpp.launch import SideDoor
 from modelport.engines.llamacpp.scoring import Scorer
 from modelport.errors import InvalidRequestError
 from modelport.predictors.abilities import ScoredToken
-from modelport.predictors.chat_format import HARMONY, PLAIN, ChatFormat, call_syntax
+from modelport.predictors.chat_format import HARMONY, PLAIN, ChatFormat
 from modelport.predictors.parameter import Parameter
 
 SCORING_CTX = 4096  # the longest prompt `echo` + `logprobs` scores (one pass: memory grows with its square)
-
-
-def tool_format(template: str) -> str | None:
-    """The native tool-call format a chat template renders, if it renders tools at all."""
-    return call_syntax(template)
 
 
 class LlamaChat:
@@ -45,8 +40,7 @@ class LlamaChat:
         self._conversations = kept
         self.media = media  # what its projector lets it read beside text: ("image",)
         props = door.get("/props")
-        # The template llama.cpp really renders with: the GGUF's own, an override, or its fallback.
-        self.tool_format = tool_format(str(props.get("chat_template") or ""))
+        self.tool_format = form.calls  # read from the template llama.cpp renders with, before it loaded
         self._traits = template_probe.probe(self._rendered)
         self.chat_format = template_probe.opened(form, self._rendered)
         if form.markers:

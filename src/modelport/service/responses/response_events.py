@@ -262,22 +262,8 @@ class ResponseEvents:
             events.append(self._text_delta(item.id, index, part.text, part.logprobs or []))
             return events + self._close_message(item, part)
         if isinstance(item, ResponseReasoningItem) and item.content:
-            self._open = _Open(item.id, index, reasoning=True)
-            added = item.model_copy(update={"status": "in_progress", "summary": [], "content": []})
-            events = [self._added(index, added.model_copy(update={"encrypted_content": None}))]
-            events.append(
-                ResponseContentPartAddedEvent(
-                    type="response.content_part.added", item_id=item.id, output_index=index, content_index=0,
-                    part=AddedReasoning(type="reasoning_text", text=""), sequence_number=self._next(),
-                )
-            )  # fmt: skip
-            events.append(
-                ResponseReasoningTextDeltaEvent(
-                    type="response.reasoning_text.delta", item_id=item.id, output_index=index,
-                    content_index=0, delta=item.content[0].text, sequence_number=self._next(),
-                )
-            )  # fmt: skip
-            self._open = None
+            events = self._open_reasoning(item.id, index)
+            events.append(self._reasoning_delta(item.id, index, item.content[0].text))
             return events + self._close_reasoning(item)
         if isinstance(item, ResponseFunctionToolCall):
             assert item.id is not None
@@ -306,25 +292,25 @@ class ResponseEvents:
             events += self._close(False)
             written = len(thought(self.fold.choice(0)["message"]) or "") - len(text)
             self._open = _Open(new_item_id("rs"), len(self.response.output), start=written, reasoning=True)
-            item = ResponseReasoningItem(
-                id=self._open.id, type="reasoning", status="in_progress", summary=[], content=[]
-            )
-            events.append(self._added(self._open.output_index, item))
-            events.append(
-                ResponseContentPartAddedEvent(
-                    type="response.content_part.added", item_id=self._open.id,
-                    output_index=self._open.output_index, content_index=0,
-                    part=AddedReasoning(type="reasoning_text", text=""), sequence_number=self._next(),
-                )
-            )  # fmt: skip
-        events.append(
-            ResponseReasoningTextDeltaEvent(
-                type="response.reasoning_text.delta", item_id=self._open.id,
-                output_index=self._open.output_index, content_index=0, delta=text,
-                sequence_number=self._next(),
-            )
+            events += self._open_reasoning(self._open.id, self._open.output_index)
+        return [*events, self._reasoning_delta(self._open.id, self._open.output_index, text)]
+
+    def _open_reasoning(self, item_id: str, index: int) -> list[ResponseStreamEvent]:
+        """A reasoning item announced, empty, and its text part begun."""
+        item = ResponseReasoningItem(
+            id=item_id, type="reasoning", status="in_progress", summary=[], content=[]
+        )
+        part_added = ResponseContentPartAddedEvent(
+            type="response.content_part.added", item_id=item_id, output_index=index, content_index=0,
+            part=AddedReasoning(type="reasoning_text", text=""), sequence_number=self._next(),
         )  # fmt: skip
-        return events
+        return [self._added(index, item), part_added]
+
+    def _reasoning_delta(self, item_id: str, index: int, text: str) -> ResponseStreamEvent:
+        return ResponseReasoningTextDeltaEvent(
+            type="response.reasoning_text.delta", item_id=item_id, output_index=index, content_index=0,
+            delta=text, sequence_number=self._next(),
+        )  # fmt: skip
 
     def _call(self, delta: dict[str, Any]) -> list[ResponseStreamEvent]:
         events: list[ResponseStreamEvent] = []

@@ -88,7 +88,7 @@ class Stepped:
         raise NotImplementedError
 
 
-class ThinkingReader:
+class ThinkingReader(Stepped):
     """Thinking between an opening and a closing tag (`<think>…</think>`), then the answer, read by `answer`.
     Thinking that begins the answer (after any whitespace), or the whole answer when the prompt opened it
     (`opened`), is `reasoning_content`; whitespace between the thinking and the answer is dropped. An answer
@@ -112,42 +112,31 @@ class ThinkingReader:
     def strayed(self) -> bool:
         return self.answer.strayed
 
-    def feed(self, text: str) -> list[Delta]:
-        self.pending += text
-        out: list[Delta] = []
-        while True:
-            state = self.state
-            if state == "start":
-                stripped = self.pending.lstrip()
-                if stripped.startswith(self.open):
-                    self.pending, self.state = stripped[len(self.open) :], "thinking"
-                elif stripped and not self.open.startswith(stripped):
-                    self.state = "answer"
-            elif state == "thinking":
-                at = self.pending.find(self.close)
-                if at >= 0:
-                    thought, self.pending, self.state = (
-                        self.pending[:at],
-                        self.pending[at + len(self.close) :],
-                        "between",
-                    )
-                else:
-                    keep = held(self.pending, self.close)
-                    thought, self.pending = (
-                        self.pending[: len(self.pending) - keep],
-                        self.pending[len(self.pending) - keep :],
-                    )
-                if thought:
-                    out.append({"reasoning_content": thought})
-            elif state == "between":
-                self.pending = self.pending.lstrip()
-                if self.pending:
-                    self.state = "answer"
-            if self.state == "answer":
-                text, self.pending = self.pending, ""
-                return out + (self.answer.feed(text) if text else [])
-            if self.state == state:
-                return out
+    def _step(self) -> list[Delta]:
+        if self.state == "start":
+            stripped = self.pending.lstrip()
+            if stripped.startswith(self.open):
+                self.pending, self.state = stripped[len(self.open) :], "thinking"
+            elif stripped and not self.open.startswith(stripped):
+                self.state = "answer"
+            return []
+        if self.state == "thinking":
+            at = self.pending.find(self.close)
+            if at >= 0:
+                thought, self.pending = self.pending[:at], self.pending[at + len(self.close) :]
+                self.state = "between"
+            else:
+                keep = held(self.pending, self.close)
+                cut = len(self.pending) - keep
+                thought, self.pending = self.pending[:cut], self.pending[cut:]
+            return [{"reasoning_content": thought}] if thought else []
+        if self.state == "between":
+            self.pending = self.pending.lstrip()
+            if self.pending:
+                self.state = "answer"
+            return []
+        text, self.pending = self.pending, ""
+        return self.answer.feed(text) if text else []
 
     def flush(self, cut: bool) -> list[Delta]:
         text, self.pending = self.pending, ""

@@ -62,11 +62,7 @@ async def read(
                 content = kept.feed(merged.pop("content", "") or "") + (kept.flush() if finished else "")
                 if content:
                     merged["content"] = content
-                delta.update({k: v for k, v in merged.items() if k != "reasoning_content"})
-                if merged.get("reasoning_content"):
-                    delta["reasoning_content"] = (delta.get("reasoning_content") or "") + merged[
-                        "reasoning_content"
-                    ]
+                merge_delta(delta, merged)  # beside what the engine read itself (its `reasoning_content`)
                 if delta.get("role") and not {"content", "tool_calls", "reasoning_content"} & delta.keys():
                     delta["content"] = None
                 choice["delta"] = delta
