@@ -125,3 +125,22 @@ def test_a_streamed_response_opens_and_closes_the_reasoning_item_before_the_mess
     assert [item["type"] for item in done["response"]["output"]] == ["reasoning", "message"]
     assert done["response"]["usage"]["output_tokens_details"]["reasoning_tokens"] == 14
     assert "response.reasoning_summary_part.added" not in kinds  # no summary was asked for
+
+
+def test_sealed_reasoning_goes_out_and_comes_back(sdk: openai.OpenAI) -> None:
+    first = sdk.responses.create(
+        model="thinker", input="2+3?", store=False, include=["reasoning.encrypted_content"]
+    )
+    reasoning = first.output[0]
+    assert reasoning.type == "reasoning"
+    assert reasoning.encrypted_content
+    assert "".join(THOUGHT) not in reasoning.encrypted_content
+    given = [{"role": "user", "content": "2+3?"}, *[item.to_dict() for item in first.output]]
+    again = sdk.responses.create(
+        model="thinker", input=[*given, {"role": "user", "content": "And 4?"}], store=False
+    )
+    assert again.status == "completed"
+    tampered = {**given[1], "encrypted_content": reasoning.encrypted_content[:-8] + "AAAAAAAA"}
+    with pytest.raises(openai.BadRequestError) as refused:
+        sdk.responses.create(model="thinker", input=[given[0], tampered], store=False)
+    assert refused.value.body["param"] == "input[1].encrypted_content"  # type: ignore[index]
