@@ -13,6 +13,7 @@ from pydantic import TypeAdapter
 
 from modelport.protocol.response_object import ResponseObject
 from modelport.service.generation.accumulate import ChatFold
+from modelport.service.responses.client_tools import ClientTools
 from modelport.service.responses.output import completion_output
 from modelport.service.responses.response_events import ResponseEvents, replayed, wire
 from tests.support import openresponses
@@ -125,7 +126,7 @@ def test_the_streamed_response_holds_what_a_whole_answer_makes() -> None:
     fold = ChatFold()
     for chunk in CHUNKS:
         fold.add(chunk)
-    whole = completion_output(fold.whole()["choices"][0])
+    whole = completion_output(fold.whole()["choices"][0], ClientTools())
     made = Response.model_validate({**skeleton(), "output": whole})
     assert without_ids([item.model_dump() for item in final.output]) == without_ids(
         [item.model_dump() for item in made.output]

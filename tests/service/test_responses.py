@@ -92,7 +92,24 @@ def test_an_unstored_response_is_not_kept(recall: Any) -> None:
 @pytest.mark.parametrize(
     ("params", "param"),
     [
-        ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
+        ({"tools": [{"type": "telepathy"}]}, "tools[0].type"),
+        ({"tools": [{"type": "web_search"}], "tool_choice": {"type": "web_search"}}, "tool_choice"),
+        (
+            {"tools": [{"type": "namespace", "name": "n", "tools": [{"type": "mcp"}]}]},
+            "tools[0].tools[0].type",
+        ),
+        (
+            {
+                "tools": [
+                    {
+                        "type": "custom",
+                        "name": "c",
+                        "format": {"type": "grammar", "syntax": "ebnf", "definition": "x"},
+                    }
+                ]
+            },
+            "tools[0].format.definition",
+        ),
         ({"reasoning": {"effort": "extreme"}}, "reasoning.effort"),
         ({"text": {"verbosity": "chatty"}}, "text.verbosity"),
         ({"input": [{"type": "computer_call", "id": "x"}]}, "input[0].type"),

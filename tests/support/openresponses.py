@@ -85,6 +85,11 @@ _FUNCTION_CALL_OUTPUT = _object(
         "status": _STATUS,
     }
 )
+# OpenAI's custom tool call (the specification has none): as OpenAI's API reference defines it.
+_CUSTOM_TOOL_CALL = _object(
+    {"type": _const("custom_tool_call"), "call_id": _STRING, "name": _STRING, "input": _STRING},
+    {"id": _STRING, "namespace": _STRING},
+)
 _SUMMARY_TEXT = _object({"type": _const("summary_text"), "text": _STRING})
 _REASONING_TEXT = _object({"type": _const("reasoning_text"), "text": _STRING})
 _REASONING = _object(
@@ -100,6 +105,7 @@ _SPEC_ITEMS = {
     "function_call": _FUNCTION_CALL,
     "function_call_output": _FUNCTION_CALL_OUTPUT,
     "reasoning": _REASONING,
+    "custom_tool_call": _CUSTOM_TOOL_CALL,
 }
 
 
@@ -267,6 +273,12 @@ EVENT = _by_type(
         ),
         "response.function_call_arguments.done": _object(
             {**_SEQUENCED, **_where("item_id", "output_index"), "arguments": _STRING}
+        ),
+        "response.custom_tool_call_input.delta": _object(
+            {**_SEQUENCED, **_where("item_id", "output_index"), "delta": _STRING}
+        ),
+        "response.custom_tool_call_input.done": _object(
+            {**_SEQUENCED, **_where("item_id", "output_index"), "input": _STRING}
         ),
     }
 )

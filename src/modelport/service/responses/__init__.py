@@ -36,6 +36,7 @@ from modelport.service.fetching import Fetcher
 from modelport.service.generation.flat_tools import chat_request
 from modelport.service.responses import compaction, items
 from modelport.service.responses.background import Jobs
+from modelport.service.responses.client_tools import ClientTools, added_tools, client_tools
 from modelport.service.responses.conversations import Conversations
 from modelport.service.responses.output import completion_output, usage
 from modelport.service.responses.response_events import RESPONSE_EVENTS, ResponseEvents, replayed, wire
@@ -94,9 +95,10 @@ class Responses:
             request.tools or [], request.include or [], self.vector_stores, self.fetcher,
             self.limits.mcp_seconds, self.limits.mcp_output_chars,
         )  # fmt: skip
+        client = client_tools(request.tools or [], added_tools(turn), SERVED)
         # A turn whose tools the server runs is several chat answers: they stream inside it, always.
         streamed = request.stream or request.background or bool(tools)
-        chat = self._chat_request(request, history, turn, streamed, tools)
+        chat = self._chat_request(request, history, turn, streamed, tools, client)
         response = _skeleton(request, model_id, store)
         if conversation is not None:
             response.conversation = ResponseConversation(id=conversation)
@@ -106,20 +108,20 @@ class Responses:
             assert self.jobs is not None
             assert row is not None
             queued = response.model_copy(deep=True)  # as it was queued: the job goes on with `response`
-            await self.jobs.start(row, wire(self._run(chat, request, response, ended, tools)))
+            await self.jobs.start(row, wire(self._run(chat, request, response, ended, tools, client)))
             return Events(self.jobs.follow(row["id"], -1), RESPONSE_EVENTS) if request.stream else queued
         if request.stream:
-            events = await calls.eager(wire(self._run(chat, request, response, ended, tools)))
+            events = await calls.eager(wire(self._run(chat, request, response, ended, tools, client)))
             return Events(events, RESPONSE_EVENTS)
         if tools:
-            async for _ in self._run(chat, request, response, ended, tools):
+            async for _ in self._run(chat, request, response, ended, tools, client):
                 pass
             return response
         answer = await self._chat_answer(chat, request.truncation == "auto", turn)
         assert isinstance(answer, ChatCompletion)
         whole = answer.model_dump(mode="json", exclude_unset=True)
         choice = whole["choices"][0] if whole["choices"] else {}
-        response.output = [*completion_output(choice, _summarised(request), self._sealing(request))]
+        response.output = [*completion_output(choice, client, _summarised(request), self._sealing(request))]
         response.completed_at = int(time.time())
         response.usage = usage(whole["usage"]) if whole.get("usage") else None
         if choice.get("finish_reason") == "length":
@@ -180,11 +182,8 @@ class Responses:
         else:
             history, _ = await self._history(request.previous_response_id)
         turn = items.input_items(request)
-        own = [tool for tool in request.tools or [] if tool.get("type") not in SERVED]
-        none = ServerTools(self.vector_stores)
-        chat = self._chat_request(
-            request.model_copy(update={"tools": own or None}), history, turn, False, none
-        )
+        client = client_tools(request.tools or [], added_tools(turn), SERVED)
+        chat = self._chat_request(request, history, turn, False, ServerTools(self.vector_stores), client)
         chat.max_completion_tokens, chat.max_tokens = 1, None
         answer = await self._chat_answer(chat, request.truncation == "auto", turn)
         assert isinstance(answer, ChatCompletion)
@@ -260,6 +259,7 @@ class Responses:
         response: ResponseObject,
         ended: _Ending,
         tools: ServerTools,
+        client: ClientTools,
     ) -> AsyncGenerator[ResponseStreamEvent, None]:
         """The events of one turn; a stored turn is committed before its closing event goes out. An error
         before any output (an unknown model, a schema the decoder cannot enforce) is raised as it is.
@@ -267,7 +267,7 @@ class Responses:
         `max_tool_calls` calls, then it must answer)."""
         response.status = "in_progress"  # a background turn was queued until its job began this
         builder = ResponseEvents(
-            response, tools.names, tools.annotate, _summarised(request), self._sealing(request)
+            response, client, tools.names, tools.annotate, _summarised(request), self._sealing(request)
         )
         opening = builder.start()
         if tools:
@@ -375,11 +375,12 @@ class Responses:
         turn: list[dict[str, Any]],
         stream: bool,
         tools: ServerTools,
+        client: ClientTools,
     ) -> ChatCompletionRequest:
         chosen = request.tool_choice
         # A choice of a server-run tool is put in once the tools are known (`ServerTools.offer`).
         served = tools and isinstance(chosen, dict) and chosen.get("type") in SERVED
-        fields = items.chat_fields(request, SERVED, choice="auto" if served else None)
+        fields = items.chat_fields(request, client, choice="auto" if served else None)
         messages = history + items.messages(turn)
         if (request.reasoning or {}).get("context") == "current_turn":
             messages = _this_turns_thinking(messages)

@@ -13,30 +13,13 @@ from typing import Any
 from modelport import ids
 from modelport.errors import InvalidRequestError
 from modelport.protocol.response_request import ResponseRequest
-from modelport.service.generation.flat_tools import chat_choice, chat_function
+from modelport.service.responses.client_tools import INPUT, ClientTools, chat_name
 
 _ROLES = ("user", "system", "developer", "assistant")
 _TEXT_PARTS = ("input_text", "output_text", "text")
 _PARTS = (*_TEXT_PARTS, "refusal", "input_file", "input_image", "input_audio")
 # Items a turn may be given back that no chat message stands for: the items of tools the server ran.
-_SERVER_ITEMS = ("file_search_call", "mcp_list_tools", "mcp_call", "mcp_approval_request")
-# OpenAI's hosted tools this server does not run, and why: refused by name rather than silently ignored.
-_NOT_RUN = {
-    "web_search": "searching the web needs a search engine this server does not have, and would send the "
-    "conversation out of the machine",
-    "code_interpreter": "running the code a model writes needs a sandbox this server does not provide",
-    "computer_use": "driving a computer from screenshots needs a vision model trained for it and a machine "
-    "to drive",
-    "image_generation": "no image model is served here",
-    "local_shell": "its commands are run by OpenAI's own agent loop, with models trained for it",
-    "custom": "free-form tool input needs OpenAI's grammar-constrained custom tools",
-}
-_NOT_RUN.update(
-    web_search_preview=_NOT_RUN["web_search"], computer_use_preview=_NOT_RUN["computer_use"],
-    shell=_NOT_RUN["local_shell"], apply_patch=_NOT_RUN["local_shell"], tool_search=_NOT_RUN["custom"],
-)  # fmt: skip
-
-
+_SERVER_ITEMS = ("file_search_call", "mcp_list_tools", "mcp_call", "mcp_approval_request", "tool_search_call")
 # How a compaction item (what `responses.compact` made of the turns it replaced) reaches the model.
 SUMMARY_PREFIX = "Summary of the conversation so far (what the user said is above it):"
 
@@ -97,6 +80,18 @@ def checked_items(given: str | list[dict[str, Any]], param: str) -> list[dict[st
         elif kind == "function_call_output":
             _require(item, f"{param}[{i}]", "call_id", "output")
             item.setdefault("id", new_item_id("fco"))
+        elif kind == "custom_tool_call":
+            _require(item, f"{param}[{i}]", "call_id", "name", "input")
+            item.setdefault("id", new_item_id("ctc"))
+        elif kind == "custom_tool_call_output":
+            _require(item, f"{param}[{i}]", "call_id", "output")
+            item.setdefault("id", new_item_id("ctco"))
+        elif kind in ("additional_tools", "tool_search_output"):  # tools this turn adds (`client_tools`)
+            if not isinstance(item.get("tools"), list):
+                raise InvalidRequestError(
+                    f"{param}[{i}].tools must be a list of tools.", param=f"{param}[{i}].tools"
+                )
+            item.setdefault("id", new_item_id("at"))
         elif kind == "mcp_approval_response":
             _require(item, f"{param}[{i}]", "approval_request_id", "approve")
             item.setdefault("id", new_item_id("mcpa"))
@@ -122,7 +117,8 @@ def checked_items(given: str | list[dict[str, Any]], param: str) -> list[dict[st
         else:
             raise InvalidRequestError(
                 f"{param}[{i}] is a `{kind}` item, which this server does not support; it takes messages, "
-                "function_call, function_call_output and compaction items.",
+                "function and custom tool calls and their outputs, reasoning, additional_tools and "
+                "compaction items.",
                 param=f"{param}[{i}].type",
             )
         items.append(item)
@@ -163,18 +159,21 @@ def messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         elif kind == "message":
             role = "system" if item["role"] == "developer" else item["role"]
             chat.append({"role": role, "content": _chat_content(item["content"])})
-        elif kind == "function_call":
+        elif kind in ("function_call", "custom_tool_call"):
+            custom = kind == "custom_tool_call"
+            arguments = json.dumps({INPUT: item["input"]}) if custom else item["arguments"]
+            name = chat_name(item["name"], item.get("namespace"))
             call = {
                 "id": item["call_id"],
                 "type": "function",
-                "function": {"name": item["name"], "arguments": item["arguments"]},
+                "function": {"name": name, "arguments": arguments},
             }
             last = chat[-1] if chat else None
             if last and last["role"] == "assistant" and last.get("tool_calls") and not last.get("content"):
                 last["tool_calls"].append(call)
             else:
                 chat.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        elif kind == "function_call_output":
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             output = item["output"]
             text = output if isinstance(output, str) else _joined(output) if isinstance(output, list) else ""
             chat.append({"role": "tool", "tool_call_id": item["call_id"], "content": text})
@@ -184,17 +183,15 @@ def messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if thought and len(chat) > before and chat[-1]["role"] == "assistant":
             chat[-1]["reasoning_content"] = thought
             thought = ""
-        elif kind not in ("reasoning", "function_call"):
+        elif kind not in ("reasoning", "function_call", "custom_tool_call"):
             thought = ""  # thinking that led to no answer of the model's is not given back
     return chat
 
 
-def chat_fields(
-    request: ResponseRequest, served: tuple[str, ...] = (), choice: str | None = None
-) -> dict[str, Any]:
-    """The chat completion parameters a Responses request stands for (less its messages): the tool types
-    in `served` are left out (the server runs them, and puts in the functions that stand for them), and
-    `choice` stands for a `tool_choice` that names one of them."""
+def chat_fields(request: ResponseRequest, tools: ClientTools, choice: str | None = None) -> dict[str, Any]:
+    """The chat completion parameters a Responses request stands for (less its messages): its client-run
+    `tools` as chat functions (the server puts in the functions that stand for its own), and `choice`
+    stands for a `tool_choice` that names one of the server's."""
     refuse_unsupported(request)
     fields: dict[str, Any] = {
         k: v for k, v in request.extras().items() if k not in ("store", "metadata", "stream", "background")
@@ -217,14 +214,10 @@ def chat_fields(
         fields["reasoning_effort"] = effort
     if request.top_logprobs or "message.output_text.logprobs" in (request.include or []):
         fields.update(logprobs=True, top_logprobs=request.top_logprobs or 0)
-    if request.tools:
-        tools = [
-            _chat_tool(tool, i) for i, tool in enumerate(request.tools) if tool.get("type") not in served
-        ]
-        if tools:
-            fields["tools"] = tools
+    if tools.chat:
+        fields["tools"] = tools.chat
     if request.tool_choice is not None:
-        fields["tool_choice"] = choice or _chat_tool_choice(request.tool_choice)
+        fields["tool_choice"] = choice or tools.choice(request.tool_choice)
     response_format = _chat_format((request.text or {}).get("format"))
     if response_format is not None:
         fields["response_format"] = response_format
@@ -272,34 +265,8 @@ def refuse_unsupported(request: ResponseRequest) -> None:
 
 def output_items(response: dict[str, Any]) -> list[dict[str, Any]]:
     """A stored response's output, as input items of the next turn."""
-    kept = ("message", "function_call", "reasoning")
+    kept = ("message", "function_call", "custom_tool_call", "reasoning")
     return [item for item in response.get("output") or [] if item.get("type") in kept]
-
-
-def _chat_tool(tool: dict[str, Any], i: int) -> dict[str, Any]:
-    kind = tool.get("type")
-    if kind != "function":
-        why = _NOT_RUN.get(str(kind), "it is a tool type this server does not know")
-        raise InvalidRequestError(
-            f"tools[{i}] is `{kind}`, which this server does not run: {why}. It runs function, file_search "
-            "and mcp tools.",
-            param=f"tools[{i}].type",
-        )
-    if not isinstance(tool.get("name"), str):
-        raise InvalidRequestError(f"tools[{i}].name is required.", param=f"tools[{i}].name")
-    return chat_function(tool)
-
-
-def _chat_tool_choice(choice: str | dict[str, Any]) -> str | dict[str, Any]:
-    chosen = chat_choice(choice)
-    if chosen is not None:
-        return chosen
-    kind = choice.get("type") if isinstance(choice, dict) else choice
-    raise InvalidRequestError(
-        f"tool_choice of type `{kind}` is not supported; use none, auto, required or "
-        '{"type": "function", "name": ...}.',
-        param="tool_choice",
-    )
 
 
 def _chat_format(form: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from openai.types.responses import (
+    ResponseCustomToolCall,
     ResponseFunctionToolCall,
     ResponseOutputMessage,
     ResponseOutputText,
@@ -21,6 +22,7 @@ from openai.types.responses.response_reasoning_item import Content as ReasoningT
 from openai.types.responses.response_reasoning_item import Summary
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
+from modelport.service.responses.client_tools import ClientTools
 from modelport.service.responses.items import new_item_id
 
 Status = Literal["in_progress", "completed", "incomplete"]
@@ -57,27 +59,18 @@ def message_item(item_id: str, text: str, logprobs: list[Logprob], status: Statu
     return ResponseOutputMessage(id=item_id, type="message", status=status, role="assistant", content=[part])
 
 
-def call_item(item_id: str, call: dict[str, Any], status: Status) -> ResponseFunctionToolCall:
-    """A `function_call` item of a chat tool call (`{"id", "function": {"name", "arguments"}}`)."""
-    function = call.get("function") or {}
-    return ResponseFunctionToolCall(
-        id=item_id,
-        type="function_call",
-        status=status,
-        call_id=call.get("id") or new_item_id("call"),
-        name=function.get("name") or "",
-        arguments=function.get("arguments") or "",
-    )
-
-
-Output = ResponseReasoningItem | ResponseOutputMessage | ResponseFunctionToolCall
+Output = ResponseReasoningItem | ResponseOutputMessage | ResponseFunctionToolCall | ResponseCustomToolCall
 
 
 def completion_output(
-    choice: dict[str, Any], summary: bool = False, seal: Callable[[str], str] | None = None
+    choice: dict[str, Any],
+    tools: ClientTools,
+    summary: bool = False,
+    seal: Callable[[str], str] | None = None,
 ) -> list[Output]:
-    """The items of a whole chat completion's choice: its thinking, its text, then its calls; incomplete
-    when the token budget cut it. `summary`: its thinking is summarised; `seal`: sealed for the client."""
+    """The items of a whole chat completion's choice: its thinking, its text, then its calls (each the item
+    of its tool's kind); incomplete when the token budget cut it. `summary`: its thinking is summarised;
+    `seal`: sealed for the client."""
     status: Status = "incomplete" if choice.get("finish_reason") == "length" else "completed"
     message = choice.get("message") or {}
     items: list[Output] = []
@@ -90,7 +83,7 @@ def completion_output(
         items.append(
             message_item(new_item_id("msg"), message["content"], [logprob(e) for e in content], status)
         )
-    items += [call_item(new_item_id("fc"), call, status) for call in message.get("tool_calls") or []]
+    items += [tools.item(new_item_id("fc"), call, status) for call in message.get("tool_calls") or []]
     return items
 
 

@@ -25,6 +25,9 @@ from openai.types.responses import (
     ResponseContentPartAddedEvent,
     ResponseContentPartDoneEvent,
     ResponseCreatedEvent,
+    ResponseCustomToolCall,
+    ResponseCustomToolCallInputDeltaEvent,
+    ResponseCustomToolCallInputDoneEvent,
     ResponseError,
     ResponseFailedEvent,
     ResponseFunctionCallArgumentsDeltaEvent,
@@ -65,10 +68,10 @@ from openai.types.responses.response_text_done_event import Logprob as DoneLogpr
 from modelport.protocol.answers import EventKind, LastEvent
 from modelport.protocol.response_object import ResponseObject
 from modelport.service.generation.accumulate import ChatFold
+from modelport.service.responses.client_tools import ClientTools
 from modelport.service.responses.items import new_item_id
 from modelport.service.responses.output import (
     added_usage,
-    call_item,
     logprob,
     message_item,
     reasoning_item,
@@ -117,6 +120,7 @@ class _Open:
     start: int = 0
     logprobs_start: int = 0
     reasoning: bool = False
+    custom: bool = False  # a custom tool's call: its input is told whole as it closes
 
 
 class ResponseEvents:
@@ -132,12 +136,14 @@ class ResponseEvents:
     def __init__(
         self,
         response: ResponseObject,
+        client: ClientTools | None = None,
         hosted: frozenset[str] = frozenset(),
         annotate: Callable[[str], list[AnnotationFileCitation]] | None = None,
         summary: bool = False,
         seal: Callable[[str], str] | None = None,
     ) -> None:
         self.response = response
+        self.client = client or ClientTools()
         self.sequence = 0
         self.fold = ChatFold()
         self.hosted = hosted
@@ -270,6 +276,8 @@ class ResponseEvents:
             events = [self._added(index, item.model_copy(update={"status": "in_progress", "arguments": ""}))]
             events.append(self._arguments_delta(item.id, index, item.arguments))
             return events + self._close_call(item)
+        if isinstance(item, ResponseCustomToolCall):
+            return [self._added(index, item.model_copy(update={"input": ""})), *self._close_call(item)]
         return self.add_item(item) + self.done_item(item)
 
     def _text(self, text: str, tokens: list[Logprob]) -> list[ResponseStreamEvent]:
@@ -319,12 +327,14 @@ class ResponseEvents:
             return []  # the server runs it: its own item comes when it does
         if self._open is None or self._open.call != index:
             events += self._close(False)
-            item = call_item(new_item_id("fc"), self._whole_call(index), "in_progress")
+            item = self.client.item(new_item_id("fc"), self._whole_call(index), "in_progress")
             assert item.id is not None
             self._open = _Open(item.id, len(self.response.output), index, item.call_id)
-            events.append(self._added(self._open.output_index, item.model_copy(update={"arguments": ""})))
+            emptied = {"input": ""} if isinstance(item, ResponseCustomToolCall) else {"arguments": ""}
+            events.append(self._added(self._open.output_index, item.model_copy(update=emptied)))
+            self._open.custom = isinstance(item, ResponseCustomToolCall)
         arguments = (delta.get("function") or {}).get("arguments")
-        if arguments:
+        if arguments and not self._open.custom:  # a custom call's input is its arguments' one string
             events.append(self._arguments_delta(self._open.id, self._open.output_index, arguments))
         return events
 
@@ -340,7 +350,7 @@ class ResponseEvents:
             return self._close_reasoning(reasoning_item(opened.id, text, status, self.summary, sealed))
         if opened.call is not None:
             call = {**self._whole_call(opened.call), "id": opened.call_id}
-            return self._close_call(call_item(opened.id, call, status))
+            return self._close_call(self.client.item(opened.id, call, status))
         choice = self.fold.choice(0)
         text = (choice["message"].get("content") or "")[opened.start :]
         tokens = ((choice.get("logprobs") or {}).get("content") or [])[opened.logprobs_start :]
@@ -443,10 +453,22 @@ class ResponseEvents:
             delta=arguments, sequence_number=self._next(),
         )  # fmt: skip
 
-    def _close_call(self, item: ResponseFunctionToolCall) -> list[ResponseStreamEvent]:
+    def _close_call(
+        self, item: ResponseFunctionToolCall | ResponseCustomToolCall
+    ) -> list[ResponseStreamEvent]:
         index = len(self.response.output)
         self.response.output.append(item)
         assert item.id is not None
+        if isinstance(item, ResponseCustomToolCall):
+            delta = ResponseCustomToolCallInputDeltaEvent(
+                type="response.custom_tool_call_input.delta", item_id=item.id, output_index=index,
+                delta=item.input, sequence_number=self._next(),
+            )  # fmt: skip
+            done = ResponseCustomToolCallInputDoneEvent(
+                type="response.custom_tool_call_input.done", item_id=item.id, output_index=index,
+                input=item.input, sequence_number=self._next(),
+            )  # fmt: skip
+            return [delta, done, self._done(index, item)]
         # With the function's `name`, as OpenAI's API reference has it (openai's type keeps it as an extra).
         arguments_done = ResponseFunctionCallArgumentsDoneEvent.model_validate(
             {

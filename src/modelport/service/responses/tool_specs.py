@@ -63,14 +63,15 @@ _CREDENTIALS = ("headers", "authorization")
 def with_defaults(tool: dict[str, Any]) -> dict[str, Any]:
     """A tool as a response echoes it, with the defaults it ran with filled in: a function's `strict` (its
     calls are held to the schema here whatever it says, as OpenAI's default `true` promises), its
-    `description` and `parameters` as null when not given; a `file_search` tool's limits and ranking."""
+    `description` and `parameters` as null when not given; a `file_search` tool's limits, ranking and
+    `filters` (required by the OpenResponses schema, null when none)."""
     if tool.get("type") == "function":
         return {"description": None, "parameters": None, "strict": True, **tool}
     if tool.get("type") != "file_search":
         return tool
     ranking = {"ranker": "auto", "score_threshold": 0.0, **(tool.get("ranking_options") or {})}
     limit = tool.get("max_num_results") or _DEFAULT_RESULTS
-    return {**tool, "max_num_results": limit, "ranking_options": ranking}
+    return {"filters": None, **tool, "max_num_results": limit, "ranking_options": ranking}
 
 
 def redacted(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:

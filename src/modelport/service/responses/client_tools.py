@@ -1,0 +1,243 @@
+"""The tools of a Responses turn that the client runs, as the model is offered them and as its calls come
+back: `function` tools; `custom` tools, whose input is free text (held, where the tool gives a Lark or regex
+grammar that a regex can say, to that grammar); the function and custom tools a `namespace` groups; and the
+tools an `additional_tools` item or a client-run `tool_search`'s output adds to the turn. Each is a chat
+function for the model (a custom tool takes one string, `input`; a namespaced tool is `namespace__name`),
+and each chat call becomes the item of its kind: a `function_call` (with its `namespace`) or a
+`custom_tool_call`.
+
+OpenAI's hosted tools that cannot run on this machine (`web_search`, …) are not offered when a request
+merely lists them (agents such as Codex list them by default), and the log says why; a `tool_choice` that
+forces one is a 400 naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from openai.types.responses import ResponseCustomToolCall, ResponseFunctionToolCall
+
+from modelport import ids
+from modelport.errors import InvalidRequestError
+from modelport.service.generation.flat_tools import chat_choice
+from modelport.service.generation.lark_regex import to_regex
+
+log = logging.getLogger("modelport.service")
+
+Status = Literal["in_progress", "completed", "incomplete"]
+INPUT = "input"  # the one argument a custom tool's chat function takes
+_SEPARATOR = "__"  # between a namespace and a tool's name, in the function name the model calls
+_NAME = re.compile(r"[^a-zA-Z0-9_-]")
+
+# OpenAI's hosted tools this server does not run, and why.
+HOSTED = {
+    "web_search": "searching the web needs a search engine this server does not have, and would send the "
+    "conversation out of the machine",
+    "code_interpreter": "running the code a model writes needs a sandbox this server does not provide",
+    "computer_use": "driving a computer from screenshots needs a vision model trained for it and a machine "
+    "to drive",
+    "image_generation": "no image model is served here",
+    "local_shell": "its commands are run by OpenAI's own agent loop, with models trained for it",
+    "tool_search": "its deferred tools are found by OpenAI's own search",
+}
+HOSTED.update(
+    web_search_preview=HOSTED["web_search"], web_search_2025_08_26=HOSTED["web_search"],
+    web_search_preview_2025_03_11=HOSTED["web_search"], computer_use_preview=HOSTED["computer_use"],
+    computer=HOSTED["computer_use"], shell=HOSTED["local_shell"], apply_patch=HOSTED["local_shell"],
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Offered:
+    """What one chat function stands for: a client tool, by its name and namespace."""
+
+    name: str
+    namespace: str | None
+    custom: bool
+    pattern: str | None = None  # a custom tool's grammar, as the regex its input is held to
+
+
+@dataclass
+class ClientTools:
+    """The client-run tools of one turn: the chat tools that offer them, and what each function name the
+    model may call stands for."""
+
+    chat: list[dict[str, Any]] = field(default_factory=list)
+    named: dict[str, Offered] = field(default_factory=dict)
+
+    def choice(self, choice: str | dict[str, Any]) -> str | dict[str, Any]:
+        """A Responses `tool_choice` as chat's; a 400 for one that forces a hosted tool this server does
+        not run, or names a tool the request does not offer."""
+        if isinstance(choice, dict):
+            kind = choice.get("type")
+            if kind in HOSTED:
+                raise InvalidRequestError(
+                    f"tool_choice forces `{kind}`, which this server does not run: {HOSTED[str(kind)]}.",
+                    param="tool_choice",
+                )
+            if kind in ("function", "custom") and isinstance(choice.get("name"), str):
+                name = chat_name(choice["name"], choice.get("namespace"))
+                if name not in self.named:
+                    raise InvalidRequestError(
+                        f"tool_choice names `{choice['name']}`, which is not among the tools.",
+                        param="tool_choice",
+                    )
+                return {"type": "function", "function": {"name": name}}
+        chosen = chat_choice(choice)
+        if chosen is not None:
+            return chosen
+        kind = choice.get("type") if isinstance(choice, dict) else choice
+        raise InvalidRequestError(
+            f"tool_choice of type `{kind}` is not supported; use none, auto, required or "
+            '{"type": "function" or "custom", "name": ...}.',
+            param="tool_choice",
+        )
+
+    def item(
+        self, item_id: str, call: dict[str, Any], status: Status
+    ) -> ResponseFunctionToolCall | ResponseCustomToolCall:
+        """The output item of a chat tool call (`{"id", "function": {"name", "arguments"}}`)."""
+        function = call.get("function") or {}
+        name = function.get("name") or ""
+        arguments = function.get("arguments") or ""
+        call_id = call.get("id") or ids.new_id("call", "_")
+        offered = self.named.get(name)
+        if offered is not None and offered.custom:
+            made = ResponseCustomToolCall(
+                id=item_id.replace("fc_", "ctc_", 1), type="custom_tool_call", call_id=call_id,
+                name=offered.name, input=custom_input(arguments, offered, status),
+            )  # fmt: skip
+            if offered.namespace is not None:
+                made.namespace = offered.namespace
+            return made
+        made_call = ResponseFunctionToolCall(
+            id=item_id, type="function_call", status=status, call_id=call_id,
+            name=offered.name if offered is not None else name, arguments=arguments,
+        )  # fmt: skip
+        if offered is not None and offered.namespace is not None:
+            made_call.namespace = offered.namespace
+        return made_call
+
+
+def chat_name(name: str, namespace: str | None) -> str:
+    """The function name the model calls a client tool by."""
+    full = f"{namespace}{_SEPARATOR}{name}" if namespace else name
+    return _NAME.sub("_", full)[:64]
+
+
+def client_tools(
+    tools: list[dict[str, Any]], added: list[tuple[str, dict[str, Any]]], served: tuple[str, ...]
+) -> ClientTools:
+    """The client-run tools among a request's `tools` and those its input `added`; the tool types in
+    `served` are the server's own (left out here); a hosted tool this server cannot run is left out with a
+    line in the log; any other type is a 400 naming it."""
+    gathered = ClientTools()
+    for where, tool in [*((f"tools[{i}]", t) for i, t in enumerate(tools)), *added]:
+        kind = tool.get("type")
+        if kind in served:
+            continue
+        if kind in HOSTED:
+            log.info("%s (`%s`) is not offered to the model: %s", where, kind, HOSTED[str(kind)])
+        elif kind == "namespace":
+            namespace = tool.get("name")
+            if not isinstance(namespace, str) or not namespace or not isinstance(tool.get("tools"), list):
+                raise InvalidRequestError(
+                    f"{where} needs a `name` and a list of `tools`.", param=f"{where}.tools"
+                )
+            for j, inner in enumerate(tool["tools"]):
+                _add(gathered, inner, f"{where}.tools[{j}]", namespace)
+        elif kind in ("function", "custom"):
+            _add(gathered, tool, where, None)
+        else:
+            raise InvalidRequestError(
+                f"{where} is `{kind}`, a tool type this server does not know. It runs function, custom "
+                "(and those in a namespace), file_search and mcp tools.",
+                param=f"{where}.type",
+            )
+    return gathered
+
+
+def added_tools(items: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """The tools that this turn's input items add (`additional_tools`, a client-run `tool_search`'s output),
+    each with where it is."""
+    found = []
+    for i, item in enumerate(items):
+        if item.get("type") in ("additional_tools", "tool_search_output"):
+            found += [(f"input[{i}].tools[{j}]", t) for j, t in enumerate(item.get("tools") or [])]
+    return found
+
+
+def custom_input(arguments: str, offered: Offered, status: Status) -> str:
+    """A custom call's input, from its chat function's arguments (text the model wrote outside them is
+    taken as the input); a finished input its grammar refuses is logged (the decoder held it)."""
+    try:
+        given = json.loads(arguments)
+        text = str(given.get(INPUT, "")) if isinstance(given, dict) else arguments
+    except json.JSONDecodeError:
+        text = arguments
+    if status == "completed" and offered.pattern is not None and not re.fullmatch(offered.pattern, text):
+        log.warning("the input of a call of custom tool %s does not match its grammar", offered.name)
+    return text
+
+
+def _add(gathered: ClientTools, tool: Any, where: str, namespace: str | None) -> None:
+    if not isinstance(tool, dict) or tool.get("type") not in ("function", "custom"):
+        kind = tool.get("type") if isinstance(tool, dict) else type(tool).__name__
+        raise InvalidRequestError(
+            f"{where} is `{kind}`; a namespace holds function and custom tools.", param=f"{where}.type"
+        )
+    name = tool.get("name")
+    if not isinstance(name, str) or not name:
+        raise InvalidRequestError(f"{where}.name is required.", param=f"{where}.name")
+    called = chat_name(name, namespace)
+    if called in gathered.named:
+        raise InvalidRequestError(f"{where}: a tool named `{name}` is offered twice.", param=f"{where}.name")
+    if tool["type"] == "function":
+        gathered.named[called] = Offered(name, namespace, custom=False)
+        function = {k: tool[k] for k in ("description", "parameters", "strict") if tool.get(k) is not None}
+        gathered.chat.append({"type": "function", "function": {"name": called, **function}})
+        return
+    pattern, described = _custom_format(tool.get("format"), f"{where}.format")
+    gathered.named[called] = Offered(name, namespace, custom=True, pattern=pattern)
+    text: dict[str, Any] = {"type": "string", "description": described}
+    if pattern is not None:
+        text["pattern"] = pattern
+    parameters = {"type": "object", "properties": {INPUT: text}, "required": [INPUT]}
+    description = tool.get("description") or ""
+    gathered.chat.append(
+        {
+            "type": "function",
+            "function": {"name": called, "description": description, "parameters": parameters},
+        }
+    )
+
+
+def _custom_format(given: Any, where: str) -> tuple[str | None, str]:
+    """A custom tool's input format: the regex its input is held to (None: free text), and how the model
+    is told of it."""
+    if given is None or (isinstance(given, dict) and given.get("type") == "text"):
+        return None, "The tool's input, as free text."
+    if not isinstance(given, dict) or given.get("type") != "grammar":
+        raise InvalidRequestError(f"{where}.type must be text or grammar.", param=f"{where}.type")
+    syntax, definition = given.get("syntax"), given.get("definition")
+    if syntax not in ("lark", "regex") or not isinstance(definition, str) or not definition:
+        raise InvalidRequestError(
+            f"{where} needs a `syntax` (lark or regex) and a `definition`.", param=f"{where}.definition"
+        )
+    told = f"The tool's input, written in this {syntax} grammar:\n{definition}"
+    if syntax == "regex":
+        try:
+            re.compile(definition)
+        except re.error as error:
+            raise InvalidRequestError(
+                f"{where}.definition is not a regex: {error}.", param=f"{where}.definition"
+            ) from None
+        return f"^({definition})$", told
+    pattern = to_regex(definition)
+    if pattern is None:
+        log.info("%s: the grammar recurses or goes past what a regex says; its input is free text", where)
+    return pattern, told
