@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from modelport.engines.llamacpp.repetition import LEAST_SPAN, Repetition, watched
+from modelport.engines.llamacpp.repetition import LEAST_SPAN, SAMPLED_SPAN, Repetition, watched
 
 
-def first_stop(pieces: list[str]) -> int | None:
-    watch = Repetition()
+def first_stop(pieces: list[str], watch: Repetition | None = None) -> int | None:
+    watch = watch or Repetition()
     return next((i + 1 for i, piece in enumerate(pieces) if watch.looping(piece)), None)
 
 
@@ -32,9 +32,21 @@ def test_answers_that_do_not_repeat_are_never_stopped() -> None:
     assert first_stop(dashes) is None
 
 
-def test_only_greedy_answers_that_did_not_ask_for_their_whole_length_are_watched() -> None:
-    assert watched({"temperature": 0})
-    assert watched({"top_k": 1, "temperature": 0.8})
-    assert not watched({"temperature": 0.7})
-    assert not watched({})
-    assert not watched({"temperature": 0, "ignore_eos": True})
+def test_sampled_answers_are_stopped_only_well_past_what_text_repeats() -> None:
+    sampled = watched({"temperature": 1.0})
+    assert sampled is not None
+    assert sampled.least_span == SAMPLED_SPAN
+    sentence = [f"s{i}" for i in range(20)]  # "[1] The server returned a response…", over and over
+    stopped = first_stop([f"w{i}" for i in range(30)] + sentence * 200, sampled)
+    assert stopped is not None
+    assert 30 + SAMPLED_SPAN <= stopped <= 30 + SAMPLED_SPAN + 8
+    rows = [piece for n in range(40) for piece in ("| ", "row", " |", " x", "\n")]  # five rows' worth
+    assert first_stop(rows * 3 + [f"e{i}" for i in range(500)], watched({})) is None
+    greedy = watched({"temperature": 0})
+    assert greedy is not None
+    assert greedy.least_span == LEAST_SPAN
+
+
+def test_answers_that_asked_for_their_whole_length_are_not_watched() -> None:
+    assert watched({"top_k": 1, "temperature": 0.8}) is not None
+    assert watched({"temperature": 0, "ignore_eos": True}) is None

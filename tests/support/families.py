@@ -44,17 +44,25 @@ def template(name: str) -> str:
     return (TEMPLATES / f"{name}.jinja").read_text()
 
 
-def repack(name: str, folder: Path, renamed: dict[int, str] | None = None) -> Path:
-    """SmolLM2's GGUF under the template `name`, with the tokens `renamed` (id: new text), written into
-    `folder` as `NAME.gguf`."""
+def repack(
+    name: str, folder: Path, renamed: dict[int, str] | None = None, context_length: int | None = None
+) -> Path:
+    """SmolLM2's GGUF under the template `name` (`smollm2`: its own), with the tokens `renamed` (id: new
+    text) and a training context of `context_length` tokens (positions past its 8,192 are extrapolated:
+    for prompts as long as an agent's, whose words do not matter), written into `folder` as `NAME.gguf`."""
     out = folder / f"{name}.gguf"
     reader = gguf.GGUFReader(default_gguf())
     architecture = reader.get_field(gguf.Keys.General.ARCHITECTURE).contents()
     writer = gguf.GGUFWriter(out, arch=architecture, endianess=reader.endianess)
     metadata = {
-        gguf.Keys.Tokenizer.CHAT_TEMPLATE: MetadataDetails(gguf.GGUFValueType.STRING, template(name)),
         gguf.Keys.General.NAME: MetadataDetails(gguf.GGUFValueType.STRING, f"SmolLM2 as {name}"),
     }
+    if name != "smollm2":
+        chat_template = MetadataDetails(gguf.GGUFValueType.STRING, template(name))
+        metadata[gguf.Keys.Tokenizer.CHAT_TEMPLATE] = chat_template
+    if context_length is not None:
+        key = gguf.Keys.LLM.CONTEXT_LENGTH.format(arch=architecture)
+        metadata[key] = MetadataDetails(gguf.GGUFValueType.UINT32, context_length)
     if renamed:
         tokens = list(reader.get_field(gguf.Keys.Tokenizer.LIST).contents())
         for token, text in renamed.items():

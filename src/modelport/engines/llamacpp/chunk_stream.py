@@ -35,12 +35,12 @@ def stream_chunks(handle: ChunkHandler, request: dict[str, Any], ended: Ended | 
     """Run a blocking streaming handler in a thread and return its chunks as they come; `ended` is called
     in that thread once the generation has ended, before the stream does, with the slot it ran in if
     llama.cpp said (a request with `verbose`) and whether it completed without error; what it returns
-    is called after the stream's end. A greedy generation is watched for repetition (`repetition`)."""
+    is called after the stream's end. A generation is watched for repetition (`repetition`)."""
     request = {**request, "stream": True, "stream_options": {"include_usage": True}}
     watch = repetition.watched(request)
-    if watch:
+    if watch is not None:
         request["timings_per_token"] = True  # the usage so far, should the repetition stop end it early
-    stream = ChunkStream(repetition.Repetition() if watch else None)
+    stream = ChunkStream(watch)
 
     def run() -> None:
         completed = False

@@ -78,7 +78,8 @@ def checked_items(given: str | list[dict[str, Any]], param: str) -> list[dict[st
             _require(item, f"{param}[{i}]", "call_id", "name", "arguments")
             item.setdefault("id", new_item_id("fc"))
         elif kind == "function_call_output":
-            _require(item, f"{param}[{i}]", "call_id", "output")
+            # Codex gives context as the output of a tool it names, with no call (`name`, `namespace`).
+            _require(item, f"{param}[{i}]", "output", *(() if item.get("name") else ("call_id",)))
             item.setdefault("id", new_item_id("fco"))
         elif kind == "custom_tool_call":
             _require(item, f"{param}[{i}]", "call_id", "name", "input")
@@ -176,7 +177,11 @@ def messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         elif kind in ("function_call_output", "custom_tool_call_output"):
             output = item["output"]
             text = output if isinstance(output, str) else _joined(output) if isinstance(output, list) else ""
-            chat.append({"role": "tool", "tool_call_id": item["call_id"], "content": text})
+            if item.get("call_id") is None:  # the output of no call: what a tool of the client's says
+                said = ".".join(filter(None, [item.get("namespace"), item.get("name")]))
+                chat.append({"role": "user", "content": f"{said}: {text}"})
+            else:
+                chat.append({"role": "tool", "tool_call_id": item["call_id"], "content": text})
         elif kind == "compaction":  # what `responses.compact` made of the turns it replaced
             summary = f"{SUMMARY_PREFIX}\n{item['encrypted_content']}"
             chat.append({"role": "assistant", "content": summary})

@@ -1,0 +1,148 @@
+"""Codex CLI (`@openai/codex`, installed from npm where npm is) against `modelport serve`, as a user sets it
+up: a custom provider on the Responses wire, `-m gpt-5` (OpenAI's name, reaching the default chat model).
+Codex sends its whole request unchanged: its shell and other functions, a `namespace` of sub-agent tools,
+hosted `web_search`, reasoning with `include: ["reasoning.encrypted_content"]` and `store: false`, its
+`prompt_cache_key` and metadata; and takes back the stream, runs the call, and sends its output (with context
+items of its own: outputs of no call) in the next request.
+
+What the model says is its own affair, so a relay between Codex and the server decides the turn's shape, as a
+user's `tool_choice` would: the first request must call the shell (`exec_command`), the next must answer in
+a short JSON object, greedily. Everything else Codex sends reaches the server as Codex wrote it. The model is SmolLM2 with a
+training context of 32k tokens (its GGUF re-packed), since Codex's requests are longer than its 8k.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from tests.support.families import repack
+from tests.support.live import configured_server, serve_app
+
+pytestmark = pytest.mark.slow  # Codex from npm, a model of its own
+
+CODEX_VERSION = "0.171.0"
+CACHE = Path(os.environ.get("MODELPORT_CODEX_DIR", Path.home() / ".cache" / "modelport" / "codex"))
+# Codex's own instructions are 20 KB: a short one keeps the tiny model's prompt short on 2 cores.
+ANSWER = {
+    "type": "json_schema",
+    "name": "answer",
+    "schema": {
+        "type": "object",
+        "properties": {"answer": {"type": "string", "maxLength": 60}},
+        "required": ["answer"],
+    },
+}
+INSTRUCTIONS = "You are a coding agent. Run shell commands with exec_command, then answer in one sentence."
+
+
+def codex() -> Path:
+    """Codex's command, installed from npm once into a cache folder; a skip saying why where it cannot be."""
+    binary = CACHE / "node_modules" / ".bin" / "codex"
+    if binary.exists():
+        return binary
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("npm is not on this machine: Codex CLI comes from npm's registry")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    installed = subprocess.run(
+        [npm, "install", "--prefix", str(CACHE), f"@openai/codex@{CODEX_VERSION}"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    if installed.returncode != 0 or not binary.exists():
+        pytest.skip(f"Codex CLI did not install from npm: {installed.stderr[-500:]}")
+    return binary
+
+
+class Relay:
+    """Between Codex and the server: each Responses request as Codex sent it, with the turn's shape set."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        self.sent: list[dict[str, Any]] = []  # what Codex sent, as it sent it
+        self.statuses: list[int] = []
+        self.client = httpx.AsyncClient(timeout=600)
+
+    async def handle(self, request: Request) -> Response:
+        body = await request.body()
+        headers = {k: v for k, v in request.headers.items() if k not in ("host", "content-length")}
+        if request.url.path.endswith("/responses") and request.method == "POST":
+            given = json.loads(body)
+            self.sent.append(given)
+            answered = any(item.get("type") == "function_call_output" and item.get("call_id")
+                           for item in given["input"])  # fmt: skip
+            shaped = {**given, "temperature": 0}
+            shaped["tool_choice"] = "none" if answered else {"type": "function", "name": "exec_command"}
+            if answered:  # a short answer, whose end the grammar decides
+                shaped["text"] = {**(given.get("text") or {}), "format": ANSWER}
+            body = json.dumps(shaped).encode()
+        sent = self.client.build_request(request.method, self.upstream + request.url.path, content=body,
+                                         headers=headers)  # fmt: skip
+        answer = await self.client.send(sent, stream=True)
+        self.statuses.append(answer.status_code)
+        passed = {k: v for k, v in answer.headers.items() if k not in ("content-length", "transfer-encoding")}
+        return StreamingResponse(answer.aiter_raw(), status_code=answer.status_code, headers=passed)
+
+
+@pytest.fixture(scope="module")
+def relayed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Relay]]:
+    folder = tmp_path_factory.mktemp("codex")
+    model = repack("smollm2", folder, context_length=32768)
+    config = (
+        f'[[models]]\nid = "smollm2-135m-instruct"\nengine = "llamacpp"\npath = "{model}"\nn_parallel = 1\n'
+    )
+    with configured_server(folder, config) as live:
+        relay = Relay(live.url)
+        routes = [Route("/{path:path}", relay.handle, methods=["GET", "POST", "DELETE"])]
+        with serve_app(Starlette(routes=routes)) as url:
+            yield url, relay
+
+
+def test_codex_runs_a_turn_that_calls_its_shell_and_ends(relayed: tuple[str, Relay], tmp_path: Path) -> None:
+    url, relay = relayed
+    home, work = tmp_path / "codex-home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    (home / "instructions.md").write_text(INSTRUCTIONS)
+    (home / "config.toml").write_text(
+        'model_provider = "modelport"\n'
+        f'model_instructions_file = "{home / "instructions.md"}"\n'
+        "[model_providers.modelport]\n"
+        f'name = "modelport"\nbase_url = "{url}/v1"\nwire_api = "responses"\nenv_key = "MODELPORT_KEY"\n'
+        "supports_websockets = false\n"
+    )
+    ran = subprocess.run(
+        [str(codex()), "exec", "--json", "--skip-git-repo-check", "-m", "gpt-5", "List the files here."],
+        cwd=work, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
+        env={**os.environ, "CODEX_HOME": str(home), "MODELPORT_KEY": "unused"},
+    )  # fmt: skip
+    events = [json.loads(line) for line in ran.stdout.splitlines() if line.startswith("{")]
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert set(relay.statuses) == {200}
+    first = relay.sent[0]
+    # What Codex sent, taken as it sent it.
+    assert first["model"] == "gpt-5"
+    assert first["store"] is False
+    assert first["include"] == ["reasoning.encrypted_content"]
+    assert {t["type"] for t in first["tools"]} >= {"function", "namespace", "web_search"}
+    # Its shell ran the call, its output went back, and the turn ended with the model's answer.
+    done = [e["item"] for e in events if e["type"] == "item.completed"]
+    commands = [item for item in done if item["type"] == "command_execution"]
+    assert commands
+    assert commands[0]["status"] in ("completed", "failed")  # the command is the model's; it ran
+    outputs = [item for item in relay.sent[-1]["input"] if item.get("type") == "function_call_output"]
+    assert outputs
+    assert events[-1]["type"] == "turn.completed"
+    assert [item for item in done if item["type"] == "agent_message"]
