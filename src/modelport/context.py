@@ -5,6 +5,8 @@ line; in-process calls are the default project's."""
 
 from __future__ import annotations
 
+import re
+import uuid
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +28,15 @@ class RequestContext:
     key_id: str | None = None
     limits: tuple[dict[str, Any], ...] = ()
     headers: dict[str, str] = field(default_factory=dict)
+
+
+# A request id or session id a client may give (`x-request-id`, `x-session-id`): anything else is replaced.
+SANE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+
+def request_id(given: str) -> str:
+    """The id of a request: the client's `x-request-id` when it is sane, else a new one."""
+    return given if SANE_ID.fullmatch(given) else f"req_{uuid.uuid4().hex}"
 
 
 _NONE = RequestContext()

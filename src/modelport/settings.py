@@ -40,8 +40,9 @@ OPENAI_FAMILIES: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
          DEFAULT_TRANSCRIPTION),
         ("tts-1*, gpt-*-tts*", r"tts-1(-hd)?(-.*)?|gpt-.*-tts(-.*)?", DEFAULT_SPEECH),
         ("text-embedding-*", r"text-embedding-.*", DEFAULT_EMBEDDING),
-        ("gpt-* (gpt-audio*, gpt-4o-audio-preview*), o1*, o3*, o4*, chatgpt-*, davinci-002, babbage-002",
-         r"gpt-(?!image).+|o[1-9](-.*)?|chatgpt-.*|davinci-002|babbage-002", DEFAULT_CHAT),
+        ("gpt-* (gpt-audio*, gpt-4o-audio-preview*), o1*, o3*, o4*, chatgpt-*, codex-*, davinci-002, "
+         "babbage-002",
+         r"gpt-(?!image).+|o[1-9](-.*)?|chatgpt-.*|codex-.*|davinci-002|babbage-002", DEFAULT_CHAT),
     )
 )  # fmt: skip
 

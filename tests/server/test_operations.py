@@ -164,6 +164,31 @@ def test_in_process_the_sdk_s_own_call_patterns_work(tiny_served: Faces) -> None
     assert [len(page.data) for page in first.iter_pages()] == [1, 1, 1]
 
 
+def test_in_process_raw_responses_carry_the_request_id_as_http_does(tiny_served: Faces) -> None:
+    for client in (tiny_served.http, tiny_served.inprocess):
+        raw = client.chat.completions.with_raw_response.create(model="reverse", messages=USER)
+        assert raw.headers["x-request-id"].startswith("req_")
+        assert raw.parse()._request_id == raw.headers["x-request-id"]
+        given = client.models.with_raw_response.list(extra_headers={"x-request-id": "mine-1"})
+        assert given.headers["x-request-id"] == "mine-1"
+
+
+@pytest.mark.parametrize("face", ["http", "in-process"])
+def test_multipart_fields_are_read_as_their_types(tiny_served: Faces, face: str) -> None:
+    client = tiny_served.face(face)
+    made = client.files.create(
+        file=("n.txt", b"note"), purpose="user_data", expires_after={"anchor": "created_at", "seconds": 86400}
+    )
+    assert made.expires_at == made.created_at + 86400
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.files.create(
+            file=("n.txt", b"note"),
+            purpose="user_data",
+            expires_after={"anchor": "created_at", "seconds": 60},
+        )
+    assert caught.value.body["param"] == "expires_after.seconds"
+
+
 def test_the_async_in_process_client_is_the_sdk_s_too(tiny_served: Faces) -> None:
     async def run() -> None:
         async with modelport.AsyncOpenAI(service=tiny_served.service) as client:

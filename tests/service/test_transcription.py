@@ -198,6 +198,17 @@ def test_translation_on_an_english_only_model_is_a_400_naming_the_capability(
     assert caught.value.param == "model"
 
 
+def test_diarization_is_refused_by_name_with_the_model_that_does_it(
+    client: openai.OpenAI, paragraph_wav: bytes
+) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.audio.transcriptions.create(
+            model="gpt-4o-transcribe-diarize", file=("p.wav", paragraph_wav), response_format="diarized_json"
+        )
+    assert caught.value.param == "response_format"
+    assert "diarization" in caught.value.message
+
+
 @pytest.mark.parametrize(
     "junk", [b"", b"RIFF\x00\x00\x00\x00WAVEfmt " + b"\x00" * 40, bytes(range(256)) * 20]
 )

@@ -67,14 +67,14 @@ class AsyncOpenAI(openai.AsyncOpenAI):
     ) -> Any:
         """The SDK's one chokepoint: answered by the service."""
         cast_to = self._maybe_override_cast_to(cast_to, options)
-        answer = await self._dispatch.answer(options)
+        answer, headers = await self._dispatch.answer(options)
         raw = self._dispatch.raw(options)
         path = self._dispatch.path(options)
         if not raw and isinstance(answer, Events):
             return LocalAsyncStream(answer, path, self, cast_to)
         if not raw and not isinstance(answer, Binary):
             return parsed(self, whole(answer), cast_to, options)
-        response = http_response(answer, options)
+        response = http_response(answer, options, headers)
         with sdk_errors(path):
             return await self._process_response(
                 cast_to=cast_to, options=options, response=response, stream=stream, stream_cls=stream_cls

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from dataclasses import replace
 from typing import Any
 
 import httpx2
@@ -54,8 +55,10 @@ class Dispatch:
         url = options.url
         return url.removeprefix(BASE_URL).split("?", 1)[0] if url.startswith("http") else url.split("?", 1)[0]
 
-    async def answer(self, options: FinalRequestOptions) -> object:
-        """The service's answer to the request `options` describes; errors as the SDK's exceptions."""
+    async def answer(self, options: FinalRequestOptions) -> tuple[object, dict[str, str]]:
+        """The service's answer to the request `options` describes, and the headers HTTP would carry with
+        it (`x-request-id`: the caller's if it gave a sane one, as over HTTP; the rate limits); errors as
+        the SDK's exceptions."""
         path = self.path(options)
         with sdk_errors(path):
             operation, params = OPERATIONS.get(options.method, path)
@@ -68,9 +71,11 @@ class Dispatch:
             values = dict(options.params) if isinstance(options.params, dict) else {}
             query = _QS.stringify_items(values) if values else []
             outer = context.current()
-            context.enter(await self._caller(operation, outer))
+            request_id = context.request_id(_headers(options).get("x-request-id", ""))
+            called = replace(await self._caller(operation, outer), request_id=request_id, headers={})
+            context.enter(called)
             try:
-                return await operation.invoke(
+                answer = await operation.invoke(
                     self.service,
                     params,
                     body=body,
@@ -79,6 +84,7 @@ class Dispatch:
                     upload=upload,
                     whole=not _streamed_raw(options),
                 )
+                return answer, {**called.headers, "x-request-id": request_id}
             finally:
                 context.enter(outer)
 
@@ -136,28 +142,23 @@ def whole(answer: object) -> Any:
     return answer
 
 
-def http_response(answer: object, options: FinalRequestOptions, pull: Any = None) -> httpx2.Response:
-    """The answer as the HTTP face would send it, for what the SDK reads as a response: JSON, server-sent
-    events, or bytes with their media type. `pull` runs one step of an async iterator, for a blocking
-    client (None: the bytes stay an async stream)."""
+def http_response(
+    answer: object, options: FinalRequestOptions, headers: dict[str, str], pull: Any = None
+) -> httpx2.Response:
+    """The answer as the HTTP face would send it, with `headers`, for what the SDK reads as a response:
+    JSON, server-sent events, or bytes with their media type. `pull` runs one step of an async iterator,
+    for a blocking client (None: the bytes stay an async stream)."""
     request = httpx2.Request(options.method, BASE_URL + options.url, headers=_headers(options))
     if isinstance(answer, Events):
-        return httpx2.Response(
-            200, headers={"content-type": "text/event-stream"}, stream=_stream(_frames(answer), pull),
-            request=request,
-        )  # fmt: skip
+        sent = {**headers, "content-type": "text/event-stream"}
+        return httpx2.Response(200, headers=sent, stream=_stream(_frames(answer), pull), request=request)
     if isinstance(answer, Binary):
+        sent = {**headers, "content-type": answer.media_type}
         if answer.chunks is None:
-            return httpx2.Response(
-                200, headers={"content-type": answer.media_type}, content=answer.content, request=request
-            )
-        stream = _stream(answer.pieces(), pull)
-        return httpx2.Response(
-            200, headers={"content-type": answer.media_type}, stream=stream, request=request
-        )
-    return httpx2.Response(
-        200, headers={"content-type": "application/json"}, content=whole_bytes(answer), request=request
-    )
+            return httpx2.Response(200, headers=sent, content=answer.content, request=request)
+        return httpx2.Response(200, headers=sent, stream=_stream(answer.pieces(), pull), request=request)
+    sent = {**headers, "content-type": "application/json"}
+    return httpx2.Response(200, headers=sent, content=whole_bytes(answer), request=request)
 
 
 def _streamed_raw(options: FinalRequestOptions) -> bool:

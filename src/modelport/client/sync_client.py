@@ -120,14 +120,14 @@ class OpenAI(openai.OpenAI):
     ) -> Any:
         """The SDK's one chokepoint: answered by the service, on its loop."""
         cast_to = self._maybe_override_cast_to(cast_to, options)
-        answer = self._loop.run(self._dispatch.answer(options))
+        answer, headers = self._loop.run(self._dispatch.answer(options))
         raw = self._dispatch.raw(options)
         path = self._dispatch.path(options)
         if not raw and isinstance(answer, Events):
             return LocalStream(answer, path, self, cast_to, self._loop)
         if not raw and not isinstance(answer, Binary):
             return parsed(self, whole(answer), cast_to, options)
-        response = http_response(answer, options, pull=self._loop.run)
+        response = http_response(answer, options, headers, pull=self._loop.run)
         with sdk_errors(path):
             return self._process_response(
                 cast_to=cast_to, options=options, response=response, stream=stream, stream_cls=stream_cls

@@ -207,7 +207,8 @@ class SpeechRequest(OpenAIRequest):
     stream_format: Literal["audio", "sse"] | None = None
 
 
-TranscriptionFormat = Literal["json", "text", "srt", "verbose_json", "vtt"]
+# Every format of OpenAI's; `diarized_json` (speakers, from gpt-4o-transcribe-diarize) is refused by name.
+TranscriptionFormat = Literal["json", "text", "srt", "verbose_json", "vtt", "diarized_json"]
 
 
 class TranscriptionRequest(OpenAIRequest):
@@ -244,11 +245,21 @@ class ConversationItemsCreate(BaseModel):
     items: list[dict[str, Any]] = Field(max_length=20)
 
 
+class FileExpiry(BaseModel):
+    """`expires_after` of an uploaded file: seconds after its creation, an hour to 30 days (OpenAI's)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    anchor: Literal["created_at"]
+    seconds: int = Field(ge=3600, le=2592000)
+
+
 class FileUpload(BaseModel):
-    """`POST /v1/files`, less the uploaded file: what the file is for, and when it expires."""
+    """`POST /v1/files`, less the uploaded file: what the file is for, and when it expires. Its fields come
+    as multipart text (`expires_after[seconds]=86400`) and are read as their types here."""
 
     purpose: str
-    expires_after: dict[str, Any] | None = None
+    expires_after: FileExpiry | None = None
 
 
 class BatchCreate(BaseModel):

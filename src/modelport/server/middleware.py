@@ -7,9 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import time
-import uuid
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -22,7 +20,6 @@ from modelport.service.operation_table import OPERATIONS
 from modelport.settings import Settings
 
 access_log = logging.getLogger("modelport.access")
-_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 
 async def _reply(send: Send, error: ModelportError) -> None:
@@ -203,10 +200,10 @@ class RequestRecords:
             await self.app(scope, receive, send)
             return
         given = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
-        request_id = given if _REQUEST_ID.fullmatch(given) else f"req_{uuid.uuid4().hex}"
+        request_id = context.request_id(given)
         scope.setdefault("state", {})["request_id"] = request_id
         session = dict(scope["headers"]).get(b"x-session-id", b"").decode("latin-1")
-        context.enter(RequestContext(request_id, session if _REQUEST_ID.fullmatch(session) else None))
+        context.enter(RequestContext(request_id, session if context.SANE_ID.fullmatch(session) else None))
         start = time.perf_counter()
         status = 500
 

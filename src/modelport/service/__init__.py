@@ -197,9 +197,11 @@ class Service:
         return models + ([] if loaded else [self._pipeline(p) for p in self.realtime.pipelines])
 
     def retrieve_model(self, name: str) -> Model:
-        """One model by id or alias; 404 if unknown, or if the caller may not use it."""
-        if name in self.realtime.pipelines:
-            return self._pipeline(name)
+        """One model by id or alias (OpenAI's realtime names reach the default pipeline, as
+        `/v1/realtime?model=` does); 404 if unknown, or if the caller may not use it."""
+        pipeline = name if name in self.realtime.pipelines else self.settings.openai_name(name)
+        if pipeline in self.realtime.pipelines:
+            return self._pipeline(pipeline)
         return self._model(self._usable(name))
 
     def _pipeline(self, name: str) -> Model:

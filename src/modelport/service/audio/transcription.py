@@ -59,6 +59,13 @@ async def transcribe(
     model: LoadedModel, predictor: Predictor, request: TranscriptionRequest, upload: Upload, bounds: Limits
 ) -> Transcribed:
     """Decode the upload, run the model's transcription (or translation), answer in `response_format`."""
+    if request.response_format == "diarized_json":
+        raise InvalidRequestError(
+            "response_format diarized_json tells who spoke when, which needs a diarization model; none is "
+            "served here. Use json, verbose_json, text, srt or vtt.",
+            param="response_format",
+            code="unsupported_value",
+        )
     assert predictor.sample_rate is not None
     samples = await anyio.to_thread.run_sync(audio_codec.decode, upload.content, predictor.sample_rate)
     duration = len(samples) / predictor.sample_rate

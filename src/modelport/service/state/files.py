@@ -17,6 +17,7 @@ from modelport import context
 from modelport.errors import InvalidRequestError, NotFoundError, PayloadTooLargeError, StoreDisabledError
 from modelport.ids import new_id
 from modelport.protocol.answers import Binary, ListPage
+from modelport.protocol.requests import FileExpiry
 from modelport.service.state.listing import bounded_limit, checked_order
 from modelport.settings import FileSettings
 from modelport.store import Store
@@ -107,7 +108,7 @@ class Files:
         return self.settings.folder() / file_id
 
     async def create(
-        self, source: IO[bytes], filename: str, purpose: str, expires_after: dict[str, Any] | None = None
+        self, source: IO[bytes], filename: str, purpose: str, expires_after: FileExpiry | None = None
     ) -> FileObject:
         """`POST /v1/files`: copy the upload to disk in pieces and record it (a batch input is checked when a
         batch of it validates, as OpenAI does)."""
@@ -126,7 +127,7 @@ class Files:
                 "bytes": size,
                 "filename": filename,
                 "purpose": purpose,
-                "expires_at": _expiry(expires_after),
+                "expires_at": int(time.time()) + expires_after.seconds if expires_after else None,
                 "project": context.current().project,
             }
             await store.files.save(row)
@@ -269,21 +270,6 @@ def _object(row: dict[str, Any]) -> FileObject:
             "expires_at": row["expires_at"],
         }
     )
-
-
-def _expiry(expires_after: dict[str, Any] | None) -> int | None:
-    if not expires_after:
-        return None
-    seconds = expires_after.get("seconds")
-    if (
-        expires_after.get("anchor") != "created_at"
-        or not isinstance(seconds, int)
-        or not 3600 <= seconds <= 2592000
-    ):
-        raise InvalidRequestError(
-            "expires_after must be {anchor: created_at, seconds: 3600 to 2592000}.", param="expires_after"
-        )
-    return int(time.time()) + seconds
 
 
 def _missing(file_id: str) -> NotFoundError:
