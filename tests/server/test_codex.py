@@ -7,8 +7,8 @@ items of its own: outputs of no call) in the next request.
 
 What the model says is its own affair, so a relay between Codex and the server decides the turn's shape, as a
 user's `tool_choice` would: the first request must call the shell (`exec_command`), the next must answer in
-a short JSON object, greedily. Everything else Codex sends reaches the server as Codex wrote it. The model is SmolLM2 with a
-training context of 32k tokens (its GGUF re-packed), since Codex's requests are longer than its 8k.
+a short JSON object, greedily. Everything else Codex sends reaches the server as Codex wrote it. The model is
+SmolLM2 with a training context of 32k tokens (its GGUF re-packed), since Codex's requests pass its 8k.
 """
 
 from __future__ import annotations
