@@ -273,7 +273,7 @@ def test_a_batch_on_another_projects_file_fails_without_reading_it(tenants: Tena
         time.sleep(0.1)
     assert batch.status == "failed"
     assert batch.errors
-    assert [e.code for e in batch.errors.data or []] == ["invalid_file"]
+    assert [e.code for e in batch.errors.data or []] == ["invalid_request"]
     assert batch.request_counts
     assert batch.request_counts.total == 0
 

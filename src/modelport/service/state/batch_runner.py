@@ -136,8 +136,9 @@ class BatchRunner:
                 checked_lines, path, batch["endpoint"], self.known_model
             )
         except FileNotFoundError:  # never there, or deleted since the batch was made: nothing to run, ever
-            message = f"No file with id {file_id!r} exists in this project."
-            error = {"code": "invalid_file", "line": None, "message": message, "param": "input_file_id"}
+            # OpenAI's answer, word for word but the project for the organization.
+            message = f"Cannot find file {file_id}, or project {project} does not have access to it."
+            error = {"code": "invalid_request", "line": None, "message": message, "param": "file_id"}
             lines, errors = [], [error]
         now = int(time.time())
         if errors:

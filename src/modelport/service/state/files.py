@@ -18,6 +18,7 @@ from modelport.errors import InvalidRequestError, NotFoundError, PayloadTooLarge
 from modelport.ids import new_id
 from modelport.protocol.answers import Binary, ListPage
 from modelport.protocol.requests import FileExpiry
+from modelport.service.operation_table import OPERATIONS
 from modelport.service.state.listing import bounded_limit, checked_order
 from modelport.settings import FileSettings
 from modelport.store import Store
@@ -93,7 +94,19 @@ def _line_error(
         return error("missing_required_parameter", "The line's body names no `model`.", "body.model")
     if known_model is not None and not known_model(model):
         return error("model_not_found", f"The model `{model}` does not exist.", "body.model")
+    for name in _required(endpoint):
+        if name not in body:  # as OpenAI words it ("Messages parameter is required.")
+            return error("invalid_request", f"{name.capitalize()} parameter is required.", f"body.{name}")
     return None
+
+
+def _required(endpoint: str) -> list[str]:
+    """The body fields the operation an endpoint names requires (its request model's), but `model`."""
+    operation = OPERATIONS.batch_endpoint(endpoint)
+    model = operation.body_model if operation is not None else None
+    if model is None:
+        return []
+    return [name for name, field in model.model_fields.items() if field.is_required() and name != "model"]
 
 
 class Files:
