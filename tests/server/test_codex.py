@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -66,6 +67,35 @@ def codex() -> Path:
     return binary
 
 
+OUTPUTS = ("function_call_output", "custom_tool_call_output")
+
+
+def shell(request: dict[str, Any]) -> dict[str, Any]:
+    """The tool choice that calls Codex's shell: its `exec_command` function, or (in the code mode of its own
+    default model, whose tools come in an `additional_tools` item) the JavaScript `exec` that reaches it."""
+    if any(tool.get("name") == "exec_command" for tool in request.get("tools") or []):
+        return {"type": "function", "name": "exec_command"}
+    return {"type": "custom", "name": "exec", "namespace": "functions"}
+
+
+# Codex's `exec` takes any JavaScript (`/[\s\S]+/`), which a tiny model writes without end: here it is held to
+# one program by a regex grammar (as a user may give one), so the call the server decodes under it is known.
+PROGRAM = "await tools.exec_command({cmd: 'ls'})"
+
+
+def bounded(item: dict[str, Any]) -> dict[str, Any]:
+    """An `additional_tools` item with its `exec` tool's grammar narrowed to PROGRAM."""
+    if item.get("type") != "additional_tools":
+        return item
+    one = {"type": "grammar", "syntax": "regex", "definition": re.escape(PROGRAM)}
+    narrowed = [
+        {**space, "tools": [{**t, "format": one} if t.get("name") == "exec" else t for t in space["tools"]]}
+        if space.get("type") == "namespace" else space
+        for space in item["tools"]
+    ]  # fmt: skip
+    return {**item, "tools": narrowed}
+
+
 class Relay:
     """Between Codex and the server: each Responses request as Codex sent it, with the turn's shape set."""
 
@@ -81,12 +111,13 @@ class Relay:
         if request.url.path.endswith("/responses") and request.method == "POST":
             given = json.loads(body)
             self.sent.append(given)
-            answered = any(item.get("type") == "function_call_output" and item.get("call_id")
-                           for item in given["input"])  # fmt: skip
+            answered = any(item.get("type") in OUTPUTS and item.get("call_id") for item in given["input"])
             shaped = {**given, "temperature": 0}
-            shaped["tool_choice"] = "none" if answered else {"type": "function", "name": "exec_command"}
+            shaped["tool_choice"] = "none" if answered else shell(given)
             if answered:  # a short answer, whose end the grammar decides
                 shaped["text"] = {**(given.get("text") or {}), "format": ANSWER}
+            else:
+                shaped["input"] = [bounded(item) for item in given["input"]]
             body = json.dumps(shaped).encode()
         sent = self.client.build_request(request.method, self.upstream + request.url.path, content=body,
                                          headers=headers)  # fmt: skip
@@ -110,8 +141,12 @@ def relayed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Rel
             yield url, relay
 
 
-def test_codex_runs_a_turn_that_calls_its_shell_and_ends(relayed: tuple[str, Relay], tmp_path: Path) -> None:
+@pytest.mark.parametrize("model", [None, "gpt-5"], ids=["codex-default", "gpt-5"])
+def test_codex_runs_a_turn_that_calls_its_shell_and_ends(
+    relayed: tuple[str, Relay], tmp_path: Path, model: str | None
+) -> None:
     url, relay = relayed
+    relay.sent.clear()
     home, work = tmp_path / "codex-home", tmp_path / "work"
     home.mkdir()
     work.mkdir()
@@ -124,7 +159,8 @@ def test_codex_runs_a_turn_that_calls_its_shell_and_ends(relayed: tuple[str, Rel
         "supports_websockets = false\n"
     )
     ran = subprocess.run(
-        [str(codex()), "exec", "--json", "--skip-git-repo-check", "-m", "gpt-5", "List the files here."],
+        [str(codex()), "exec", "--json", "--skip-git-repo-check", *(["-m", model] if model else []),
+         "List the files here."],
         cwd=work, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
         env={**os.environ, "CODEX_HOME": str(home), "MODELPORT_KEY": "unused"},
     )  # fmt: skip
@@ -133,16 +169,30 @@ def test_codex_runs_a_turn_that_calls_its_shell_and_ends(relayed: tuple[str, Rel
     assert set(relay.statuses) == {200}
     first = relay.sent[0]
     # What Codex sent, taken as it sent it.
-    assert first["model"] == "gpt-5"
     assert first["store"] is False
     assert first["include"] == ["reasoning.encrypted_content"]
-    assert {t["type"] for t in first["tools"]} >= {"function", "namespace", "web_search"}
+    if model is None:  # Codex's own default: its tools in an `additional_tools` item, namespaced, custom ones
+        added = [
+            t for item in first["input"] if item.get("type") == "additional_tools" for t in item["tools"]
+        ]
+        inner = {t["type"] for space in added for t in space.get("tools", [])}
+        assert {t["type"] for t in added} == {"namespace"}
+        assert {"custom", "function"} <= inner
+        assert first["text"]["verbosity"]
+    else:
+        assert first["model"] == model
+        assert {"function", "namespace", "web_search"} <= {t["type"] for t in first["tools"]}
     # Its shell ran the call, its output went back, and the turn ended with the model's answer.
     done = [e["item"] for e in events if e["type"] == "item.completed"]
-    commands = [item for item in done if item["type"] == "command_execution"]
-    assert commands
-    assert commands[0]["status"] in ("completed", "failed")  # the command is the model's; it ran
-    outputs = [item for item in relay.sent[-1]["input"] if item.get("type") == "function_call_output"]
+    outputs = [
+        item for item in relay.sent[-1]["input"] if item.get("type") in OUTPUTS and item.get("call_id")
+    ]
     assert outputs
+    if model is None:
+        assert outputs[0]["type"] == "custom_tool_call_output"  # Codex ran the JavaScript the grammar held
+    else:
+        commands = [item for item in done if item["type"] == "command_execution"]
+        assert commands
+        assert commands[0]["status"] in ("completed", "failed")  # the command is the model's; it ran
     assert events[-1]["type"] == "turn.completed"
     assert [item for item in done if item["type"] == "agent_message"]
