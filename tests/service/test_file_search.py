@@ -61,6 +61,7 @@ def test_the_server_searches_and_the_answer_cites_the_file(client: Any, store: s
     assert answer.tools[0].max_num_results == 5  # echoed with the defaults it ran with
     assert answer.tools[0].ranking_options.ranker == "auto"
     assert answer.tools[0].ranking_options.score_threshold == 0
+    assert answer.tools[0].to_dict(exclude_unset=True)["filters"] is None  # present: the schema requires it
 
 
 def test_a_search_cut_by_the_budget_while_the_model_writes_it_is_kept_incomplete(
