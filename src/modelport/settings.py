@@ -202,6 +202,12 @@ class Limits(BaseModel):
     realtime_buffer_seconds: float = Field(
         default=600.0, gt=0, description="audio a realtime session holds uncommitted, or in one item"
     )
+    realtime_items: int = Field(default=4096, ge=1, description="items one realtime conversation may hold")
+    realtime_conversation_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=1,
+        description="what one realtime conversation's items may hold, in bytes",
+    )
     realtime_minutes: float = Field(default=60.0, gt=0, description="how long one realtime session may last")
     realtime_idle_seconds: float = Field(
         default=600.0, gt=0, description="how long a realtime session may go without a client event"

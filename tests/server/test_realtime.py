@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import av
+import httpx
 import numpy as np
 import openai
 import pytest
@@ -732,3 +733,48 @@ def test_in_process_text_and_audio_turns(voice: Faces, question: bytes) -> None:
         base64.b64decode(e.delta) for e in audio_turn if e.type == "response.output_audio.delta"
     )
     assert len(spoken) / 2 / RATE > 0.5
+
+
+def test_a_flood_of_items_is_capped_and_the_server_stays_responsive(voice: Faces) -> None:
+    # 10,000 items with ids of the client's once made /health take 37 s: each id was looked for item by item.
+    limits = voice.service.settings.limits
+    cap, sent = 300, 3000
+    kept = limits.realtime_items
+    limits.realtime_items = cap
+    waits: list[float] = []
+
+    async def health() -> None:
+        async with httpx.AsyncClient(base_url=voice.url) as probe:
+            while True:
+                start = time.perf_counter()
+                await probe.get("/health")
+                waits.append(time.perf_counter() - start)
+                await asyncio.sleep(0.02)
+
+    async def run() -> list[Any]:
+        async with connect(voice) as connection:
+            await until(connection, "session.created")
+            probing = asyncio.create_task(health())
+            for i in range(sent):
+                item = {"id": f"item_{i}", "type": "message", "role": "user",
+                        "content": [{"type": "input_text", "text": "x" * 200}]}  # fmt: skip
+                await connection._connection.send(
+                    json.dumps({"type": "conversation.item.create", "item": item})
+                )
+            await connection._connection.send(
+                json.dumps({"type": "conversation.item.retrieve", "item_id": "item_0"})
+            )
+            events = await until(connection, "conversation.item.retrieved")
+            probing.cancel()
+            return events
+
+    try:
+        events = asyncio.run(run())
+    finally:
+        limits.realtime_items = kept
+    full = [e for e in events if e.type == "error" and e.error.code == "conversation_full"]
+    assert len([e for e in events if e.type == "conversation.item.added"]) == cap
+    assert len(full) == sent - cap
+    assert full[0].error.param == "item"
+    assert waits
+    assert sorted(waits)[len(waits) // 2] < 0.1  # the median: the loop is never held by the flood

@@ -9,6 +9,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from openai.types.realtime import ConversationItem
 from pydantic import TypeAdapter, ValidationError
 
@@ -38,10 +39,16 @@ class Entry:
 
 
 class Conversation:
-    """The items of one session, in order."""
+    """The items of one session, in order, found by id at once (a client may send thousands: nothing it
+    adds may cost more than its own size), and bounded in count and bytes (`[limits] realtime_items`,
+    `realtime_conversation_bytes`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_items: int = 4096, max_bytes: int = 64 * 1024 * 1024) -> None:
         self.entries: list[Entry] = []
+        self.max_items, self.max_bytes = max_items, max_bytes
+        self._by_id: dict[str, Entry] = {}
+        self._sizes: dict[str, int] = {}  # each item's bytes, as JSON
+        self.size = 0
 
     def checked(self, given: Any, param: str = "item") -> Item:
         """An item a client created, checked by the openai package's item types, with an id and status."""
@@ -59,8 +66,28 @@ class Conversation:
         item.update(object="realtime.item", status=item.get("status") or "completed")
         return item
 
+    def admit(self, entry: Entry) -> None:
+        """An error event's error unless the conversation has room for an item a client adds (the server's
+        own items, its answers and the speech it heard, are bounded where they are made)."""
+        if len(self.entries) >= self.max_items:
+            raise ClientEventError(
+                f"The conversation holds {self.max_items} items, the most it may ([limits] realtime_items): "
+                "delete some first.",
+                code="conversation_full",
+                param="item",
+            )
+        if self.size + _size(entry) > self.max_bytes:
+            raise ClientEventError(
+                f"The conversation's items would pass {self.max_bytes} bytes, the most they may ([limits] "
+                "realtime_conversation_bytes): delete some first.",
+                code="conversation_full",
+                param="item",
+            )
+
     def add(self, entry: Entry, previous_item_id: str | None = None) -> str | None:
         """Insert after `previous_item_id` (`root`: first; none: last); the id of the item before it."""
+        item_id = entry.item["id"]
+        size = _size(entry)
         if previous_item_id is None:
             at = len(self.entries)
         elif previous_item_id == "root":
@@ -69,21 +96,25 @@ class Conversation:
             found = self.index(previous_item_id, "previous_item_id")
             at = found + 1
         self.entries.insert(at, entry)
+        self._by_id[item_id], self._sizes[item_id] = entry, size
+        self.size += size
         return self.entries[at - 1].item["id"] if at else None
 
     def find(self, item_id: str) -> Entry | None:
-        return next((e for e in self.entries if e.item["id"] == item_id), None)
+        return self._by_id.get(item_id)
 
     def index(self, item_id: str, param: str = "item_id") -> int:
-        for i, entry in enumerate(self.entries):
-            if entry.item["id"] == item_id:
-                return i
+        found = self._by_id.get(item_id)
+        if found is not None:
+            return next(i for i, entry in enumerate(self.entries) if entry is found)
         raise ClientEventError(
             f"Item with item_id '{item_id}' does not exist.", code="item_not_found", param=param
         )
 
     def delete(self, item_id: str) -> None:
         del self.entries[self.index(item_id)]
+        del self._by_id[item_id]
+        self.size -= self._sizes.pop(item_id)
 
     def last_id(self) -> str | None:
         return self.entries[-1].item["id"] if self.entries else None
@@ -137,6 +168,11 @@ class Conversation:
             else:
                 messages.append({"role": item["role"], "content": await _content(entry)})
         return messages
+
+
+def _size(entry: Entry) -> int:
+    """An item's bytes, as JSON, with the audio it was sent with."""
+    return len(orjson.dumps(entry.item)) + len(entry.audio or "")
 
 
 async def _content(entry: Entry) -> str | list[dict[str, Any]]:

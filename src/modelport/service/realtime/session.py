@@ -59,7 +59,7 @@ class RealtimeSession:
         self.session = config.initial(pipeline, kind, model)
         self.id = new_id("sess", "_")
         self.started = self.active = time.monotonic()  # `active`: the client's last event or audio
-        self.conversation = Conversation()
+        self.conversation = Conversation(limits.realtime_items, limits.realtime_conversation_bytes)
         self.response: RealtimeResponse | None = None
         self._send = send
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -350,6 +350,7 @@ class RealtimeSession:
         item = self.conversation.checked(data.get("item"))
         entry = Entry(item)
         audio = [p for p in item.get("content") or [] if p.get("type") == "input_audio" and p.get("audio")]
+        self.conversation.admit(entry)
         previous = self.conversation.add(entry, data.get("previous_item_id"))
         await self.send(server_event("conversation.item.added", item=item, previous_item_id=previous))
         if audio and audio[0].get("transcript") is None:
