@@ -10,6 +10,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
@@ -115,7 +116,10 @@ def test_a_background_response_of_a_killed_server_is_marked_failed(tmp_path: Pat
         second.stop()
 
 
-def test_a_batch_resumes_after_a_kill_without_running_a_finished_line_again(tmp_path: Path) -> None:
+def _killed_mid_batch(tmp_path: Path) -> tuple[list[str], Any, list[dict[str, Any]], Path, str]:
+    """A server of the `counted` chat predictor killed with a batch of 150 lines under way: the command that
+    starts it again (on the same store), the batch, its lines, the file each call is recorded in, and the
+    batch's input file id."""
     calls = tmp_path / "calls.txt"
     config = tmp_path / "models.toml"
     predictor = "tests.predictors.tiny_models:counted_chat"
@@ -124,8 +128,7 @@ def test_a_batch_resumes_after_a_kill_without_running_a_finished_line_again(tmp_
         f'[[models]]\nid = "counted"\npredictor = "{predictor}"\n'
     )
     database = str(tmp_path / "state.db")
-    env = {"MODELPORT_TEST_CALLS": str(calls)}
-    first = LiveServer("--config", str(config), "--database", database, cwd=ROOT, env=env)
+    first = LiveServer("--config", str(config), "--database", database, cwd=ROOT, env=_counted(calls))
     first.wait_ready()
     client = sdk(first)
     lines = [
@@ -145,8 +148,18 @@ def test_a_batch_resumes_after_a_kill_without_running_a_finished_line_again(tmp_
     os.kill(first.process.pid, signal.SIGKILL)
     first.process.wait()
     first.stop()
+    return ["--config", str(config), "--database", database], batch, lines, calls, uploaded.id
+
+
+def _counted(calls: Path) -> dict[str, str]:
+    """Where the calls are recorded, and the data folder (uploaded files) beside that file."""
+    return {"MODELPORT_TEST_CALLS": str(calls), "MODELPORT_DATA_DIR": str(calls.parent / "data")}
+
+
+def test_a_batch_resumes_after_a_kill_without_running_a_finished_line_again(tmp_path: Path) -> None:
+    args, batch, lines, calls, _ = _killed_mid_batch(tmp_path)
     before = calls.read_text().splitlines()
-    second = LiveServer("--config", str(config), "--database", database, cwd=ROOT, env=env)
+    second = LiveServer(*args, cwd=ROOT, env=_counted(calls))
     second.wait_ready()
     try:
         client = sdk(second)
@@ -161,6 +174,27 @@ def test_a_batch_resumes_after_a_kill_without_running_a_finished_line_again(tmp_
         # Lines recorded before the kill never ran again: at most the one in flight at the kill did.
         assert len(made) - len(lines) <= 1
         assert len(before) >= 40
+    finally:
+        second.stop()
+
+
+def test_a_batch_whose_input_was_deleted_while_it_ran_fails_when_it_is_taken_up(tmp_path: Path) -> None:
+    # Taken up again with its input gone, a batch once stayed `in_progress` for good, a traceback every 5 s.
+    args, batch, _, calls, file_id = _killed_mid_batch(tmp_path)
+    (tmp_path / "data" / "files" / file_id).unlink()  # its bytes gone while no server ran it
+    second = LiveServer(*args, cwd=ROOT, env=_counted(calls))
+    second.wait_ready()
+    try:
+        client = sdk(second)
+        deadline = time.monotonic() + DEAD_AFTER + 60
+        while (ended := client.batches.retrieve(batch.id)).status == "in_progress":
+            assert time.monotonic() < deadline, "the batch was not taken up"
+            time.sleep(0.5)
+        assert ended.status == "failed"
+        assert ended.errors is not None
+        error = (ended.errors.data or [])[0]
+        assert (error.code, error.param) == ("invalid_request", "file_id")
+        assert file_id in (error.message or "")
     finally:
         second.stop()
 

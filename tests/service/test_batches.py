@@ -317,3 +317,22 @@ def test_a_batch_cancelled_as_soon_as_it_is_made_ends_cancelled(client: Any) -> 
         assert client.batches.cancel(made.id).status == "cancelling"
         ended.append(wait(client, made.id, 60))
     assert [(b.status, b.cancelled_at is not None) for b in ended] == [("cancelled", True)] * 4
+
+
+@pytest.mark.parametrize("after", [0.0, 0.05, 0.2, 0.5, 1.0])
+def test_a_batch_whose_input_is_deleted_at_any_moment_ends(client: Any, after: float) -> None:
+    # Deleted while it ran, a batch's input once left it `in_progress` for good, failing every 5 s.
+    lines = [json.dumps({**LINE, "custom_id": f"l{i}", "body": {**LINE["body"], "input": f"line {i}"}})
+             for i in range(40)]  # fmt: skip
+    uploaded = client.files.create(file=("del.jsonl", "\n".join(lines).encode()), purpose="batch")
+    made = client.batches.create(
+        input_file_id=uploaded.id, endpoint="/v1/embeddings", completion_window="24h"
+    )
+    time.sleep(after)
+    client.files.delete(uploaded.id)
+    ended = wait(client, made.id, 60)
+    assert ended.status in ("failed", "completed")  # completed: it had run every line before the delete
+    if ended.status == "failed":
+        error = ended.errors.data[0]
+        assert (error.code, error.param) == ("invalid_request", "file_id")
+        assert uploaded.id in error.message

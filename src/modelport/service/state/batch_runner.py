@@ -117,6 +117,8 @@ class BatchRunner:
             if batch["status"] == "in_progress":
                 batch = await self._lines(batch, project)
             await self._finish(batch, project)
+        except FileNotFoundError:  # its input deleted while it ran: it can never run, so it fails now
+            await self._input_gone(batch, project)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -136,10 +138,7 @@ class BatchRunner:
                 checked_lines, path, batch["endpoint"], self.known_model
             )
         except FileNotFoundError:  # never there, or deleted since the batch was made: nothing to run, ever
-            # OpenAI's answer, word for word but the project for the organization.
-            message = f"Cannot find file {file_id}, or project {project} does not have access to it."
-            error = {"code": "invalid_request", "line": None, "message": message, "param": "file_id"}
-            lines, errors = [], [error]
+            lines, errors = [], [_missing_input(file_id, project)]
         now = int(time.time())
         if errors:
             counts = _counts(len(lines) + sum(e["line"] is not None for e in errors), 0, 0)
@@ -163,6 +162,19 @@ class BatchRunner:
         if batch["status"] == "failed":
             log.info("batch %s failed validation: %d errors", batch["id"], len(errors))
         return batch
+
+    async def _input_gone(self, batch: dict[str, Any], project: str) -> None:
+        """Fail a running batch whose input file was deleted under it (what it answered is kept in the
+        store; with no input, no line can be told apart)."""
+        assert self.store is not None
+        failed = {
+            **batch,
+            "status": "failed",
+            "failed_at": int(time.time()),
+            "errors": {"object": "list", "data": [_missing_input(batch["input_file_id"], project)]},
+        }
+        if await self.store.batches.put(failed, self.owner) is None:
+            log.info("batch %s failed: its input file %s was deleted", batch["id"], batch["input_file_id"])
 
     async def _as_cancelled(self, batch: dict[str, Any]) -> dict[str, Any]:
         """`batch` as the cancel that came first left it: `cancelling`, since when, and no failure."""
@@ -318,3 +330,10 @@ def _expired(custom_id: str) -> dict[str, Any]:
             "message": "The request was not run before the batch's window ended.",
         },
     }
+
+
+def _missing_input(file_id: str, project: str) -> dict[str, Any]:
+    """A batch's error for an input file its project does not have: OpenAI's, word for word but the project
+    for the organization."""
+    message = f"Cannot find file {file_id}, or project {project} does not have access to it."
+    return {"code": "invalid_request", "line": None, "message": message, "param": "file_id"}
