@@ -327,3 +327,30 @@ def test_client_secrets_open_realtime_only_until_they_expire_and_only_for_their_
 async def _offer_only(served: Faces, key: str) -> None:
     async with call(served, key):
         pass
+
+
+def test_offers_sent_together_are_held_to_max_calls(voice: Faces) -> None:
+    # Counted before its awaits and registered after them, 8 offers sent together all got in past 3.
+    settings = voice.app.state.calls.settings
+    kept, settings.max_calls = settings.max_calls, 3
+
+    async def run() -> list[int]:
+        browsers = [Browser() for _ in range(8)]
+        offers = [await browser.offer() for browser in browsers]
+        sdp = {"Content-Type": "application/sdp"}
+        async with httpx.AsyncClient(base_url=f"{voice.url}/v1", timeout=60) as http:
+            answers = await asyncio.gather(
+                *(http.post("/realtime/calls", content=o, headers=sdp) for o in offers)
+            )
+            for answer in answers:
+                if answer.status_code == 201:
+                    await http.post(f"{answer.headers['location'].removeprefix('/v1')}/hangup")
+        for browser in browsers:
+            await browser.close()
+        return [answer.status_code for answer in answers]
+
+    try:
+        statuses = asyncio.run(run())
+    finally:
+        settings.max_calls = kept
+    assert sorted(statuses) == [201] * 3 + [429] * 5

@@ -183,6 +183,9 @@ class Calls:
         servers = [RTCIceServer(url) for url in self.settings.ice_servers]
         peer = RTCPeerConnection(RTCConfiguration(iceServers=servers))  # [], not None: no default STUN
         call = Call(new_id("rtc", "_"), project, peer)
+        # Counted as it is checked, with no await between: offers sent together cannot all pass the check.
+        self.calls[call.id] = call
+        call.on_end = partial(self.calls.pop, call.id, None)
         self._wire(call)
         try:
             await peer.setRemoteDescription(RTCSessionDescription(offer, "offer"))
@@ -198,9 +201,12 @@ class Calls:
         call.opened.set()
         assert session.playout is not None
         peer.addTrack(SpokenTrack(session.playout))  # on the audio transceiver the offer made
-        await peer.setLocalDescription(await peer.createAnswer())
-        self.calls[call.id] = call
-        call.on_end = partial(self.calls.pop, call.id, None)
+        try:
+            await peer.setLocalDescription(await peer.createAnswer())
+        except Exception as error:  # an offer aiortc reads but cannot answer (no codec in common, …)
+            await call.end()
+            message = f"The SDP offer could not be answered: {error!r}."
+            raise InvalidRequestError(message, param="sdp") from None
         call.spawn(watch(session, call.end))
         return call, peer.localDescription.sdp
 
