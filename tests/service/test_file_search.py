@@ -115,6 +115,11 @@ def test_the_stream_says_each_step_of_the_search(http_client: openai.OpenAI, sto
         ({"vector_store_ids": []}, "tools[0].vector_store_ids"),
         ({"filters": {"type": "between", "key": "a", "value": 1}}, "tools[0].filters.type"),
         ({"max_num_results": 0}, "tools[0].max_num_results"),
+        # Each once a 500 and a dropped connection.
+        ({"ranking_options": "fast"}, "tools[0].ranking_options"),
+        ({"ranking_options": {"hybrid_search": 3}}, "tools[0].ranking_options.hybrid_search"),
+        ({"ranking_options": {"ranker": ["auto"]}}, "tools[0].ranking_options.ranker"),
+        ({"ranking_options": {"score_threshold": "high"}}, "tools[0].ranking_options.score_threshold"),
     ],
 )
 def test_a_bad_file_search_tool_is_a_4xx_naming_it(

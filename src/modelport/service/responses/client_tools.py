@@ -19,13 +19,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from openai.types.responses import ResponseCustomToolCall, ResponseFunctionToolCall, Tool
-from pydantic import TypeAdapter, ValidationError
+from openai.types.responses import ResponseCustomToolCall, ResponseFunctionToolCall
 
 from modelport import ids
 from modelport.errors import InvalidRequestError
 from modelport.service.generation.flat_tools import chat_choice
 from modelport.service.generation.lark_regex import to_regex
+from modelport.service.responses.tool_specs import check_shape
 
 log = logging.getLogger("modelport.service")
 
@@ -33,7 +33,6 @@ Status = Literal["in_progress", "completed", "incomplete"]
 INPUT = "input"  # the one argument a custom tool's chat function takes
 _SEPARATOR = "__"  # between a namespace and a tool's name, in the function name the model calls
 _NAME = re.compile(r"[^a-zA-Z0-9_-]")
-_TOOL: TypeAdapter[Tool] = TypeAdapter(Tool)
 
 # OpenAI's hosted tools this server does not run, and why.
 HOSTED = {
@@ -144,7 +143,7 @@ def client_tools(
         if kind in served:
             continue
         if kind in HOSTED:
-            _check_shape(tool, where)  # echoed as given: it must be a tool OpenAI would take
+            check_shape(tool, where)  # echoed as given: it must be a tool OpenAI would take
             log.info("%s (`%s`) is not offered to the model: %s", where, kind, HOSTED[str(kind)])
         elif kind == "namespace":
             namespace = tool.get("name")
@@ -163,19 +162,6 @@ def client_tools(
                 param=f"{where}.type",
             )
     return gathered
-
-
-def _check_shape(tool: dict[str, Any], where: str) -> None:
-    """A 400 naming the field of a tool that is not the shape its type has in the `openai` package."""
-    try:
-        _TOOL.validate_python(tool)
-    except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"][1:])  # past the union's branch name
-        raise InvalidRequestError(
-            f"{where}.{field}: {first['msg']}." if field else f"{where}: {first['msg']}.",
-            param=f"{where}.{field}" if field else where,
-        ) from None
 
 
 def added_tools(items: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
