@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import openai
 import pytest
 from openai.types.chat import ChatCompletion, ChatCompletionChunk, ParsedChatCompletion
@@ -336,3 +337,16 @@ def test_batch_lines_run_under_their_project_s_models_and_limits(limited: Limite
     # minute's one request at most went through.
     assert codes.count("model_not_found") == 3
     assert codes.count("rate_limit_exceeded") >= 2
+
+
+def test_integers_past_64_bits_in_a_query_are_a_400_naming_them(tiny_served: Faces) -> None:
+    # Each once a 500 (OverflowError in SQLite), or a 200 stream cut off mid-body; every query value of every
+    # row is read by the one function that checks these (the Usage API's start_time and page too).
+    huge = str(2**70)
+    for path, name in [
+        (f"/v1/responses/resp_x?stream=true&starting_after={huge}", "starting_after"),
+        (f"/v1/chat/completions?limit={huge}", "limit"),
+    ]:
+        answer = httpx.get(tiny_served.url + path, timeout=30)
+        assert answer.status_code == 400, (path, answer.text)
+        assert answer.json()["error"]["param"] == name

@@ -155,11 +155,19 @@ class Operation:
 FORM_ROOM = 1024 * 1024
 
 
+# OpenAI's integers are 64-bit: a larger one (Python's are not bounded) would reach SQLite as an overflow.
+_INT64 = range(-(2**63), 2**63)
+
+
 def _typed(adapter: TypeAdapter[Any], value: Any, name: str) -> Any:
     try:
-        return adapter.validate_python(value)
+        typed = adapter.validate_python(value)
     except ValidationError as error:
         raise invalid({**dict(error.errors()[0]), "loc": (name,)}) from None
+    for number in typed if isinstance(typed, list) else [typed]:
+        if isinstance(number, int) and number not in _INT64:
+            raise InvalidRequestError(f"{name} must be a 64-bit integer.", param=name, code="invalid_value")
+    return typed
 
 
 class OperationTable:
