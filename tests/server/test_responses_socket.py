@@ -5,7 +5,10 @@ three turns with a function call and its output on the default model, lanes (`st
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -13,8 +16,10 @@ import pytest
 from openai.types.beta import BetaResponsesServerEvent
 from pydantic import TypeAdapter
 
+from modelport.settings import AuthSettings
 from tests.service.test_responses import WEATHER
-from tests.support.faces import Faces
+from tests.support.configs import tiny_settings
+from tests.support.faces import Faces, faces
 
 EVENT: TypeAdapter[Any] = TypeAdapter(BetaResponsesServerEvent)
 
@@ -114,3 +119,37 @@ def test_three_turns_with_a_function_call_on_one_connection(server: Faces) -> No
     assert text(answered)
     assert third.previous_response_id == answered.id
     assert text(third)
+
+
+def test_a_revoked_key_closes_its_open_connection(tmp_path: Path) -> None:
+    # Checked once at connect, a revoked key's connection once ran and stored a turn 7 s after revocation
+    # while HTTP with the same key was already a 401.
+    import websockets
+
+    from tests.server.test_projects import cli, made_key
+
+    database = str(tmp_path / "state.db")
+    cli("projects", "create", "agents", "--database", database)
+    key_id, key = made_key(database, "agents")
+    made_key(database, "agents")  # another, which stays: a store with no live key would need none
+    settings = tiny_settings(database)
+    settings.auth = AuthSettings(key_cache_seconds=0.5)
+    with faces(settings, api_key=key) as served:
+        url = served.url.replace("http", "ws") + "/v1/responses"
+
+        async def run() -> tuple[dict[str, Any], float]:
+            async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {key}"}) as ws:
+                await ws.send(json.dumps({"type": "response.create", "model": "reverse", "input": "one two"}))
+                while json.loads(await asyncio.wait_for(ws.recv(), 30))["type"] != "response.completed":
+                    pass
+                await asyncio.to_thread(cli, "keys", "revoke", key_id, "--database", database)
+                revoked = time.monotonic()
+                event = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                with pytest.raises(websockets.ConnectionClosed):
+                    await asyncio.wait_for(ws.recv(), 10)
+                return event, time.monotonic() - revoked
+
+        event, seconds = asyncio.run(run())
+    assert event["type"] == "error"
+    assert event["error"]["code"] == "invalid_api_key"
+    assert seconds < 3  # within a few times key_cache_seconds

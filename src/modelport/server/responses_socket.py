@@ -18,6 +18,7 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 from modelport import context
 from modelport.errors import InvalidRequestError, ModelportError
 from modelport.protocol.answers import Events
+from modelport.server.realtime_watch import key_stops
 from modelport.service import Service
 from modelport.service.access import acting_as
 from modelport.service.operation_table import OPERATIONS
@@ -31,8 +32,9 @@ _DEFAULT_LANE = ""
 async def responses(websocket: WebSocket) -> None:
     """Responses over one connection."""
     service: Service = websocket.app.state.service
+    authorization = websocket.headers.get("authorization")
     try:
-        principal = await service.access.identify(websocket.headers.get("authorization"))
+        principal = await service.access.identify(authorization)
     except ModelportError as error:
         await websocket.close(code=1008, reason=error.message[:120])  # before accepting: a 403
         return
@@ -49,6 +51,17 @@ async def responses(websocket: WebSocket) -> None:
 
     lanes: dict[str, asyncio.Queue[dict[str, Any]]] = {}
     workers: list[asyncio.Task[None]] = []
+
+    async def revoked() -> None:
+        """The key stopped working: no turn runs on, and the connection closes saying why."""
+        error = await key_stops(service, authorization, principal)
+        for worker in workers:
+            worker.cancel()
+        await send(_error(error, None))
+        with contextlib.suppress(RuntimeError):
+            await websocket.close(code=1008, reason=error.message[:120])
+
+    watcher = asyncio.create_task(revoked())
     try:
         while True:
             message = await websocket.receive()
@@ -68,6 +81,7 @@ async def responses(websocket: WebSocket) -> None:
     except WebSocketDisconnect:
         return
     finally:
+        watcher.cancel()
         for worker in workers:
             worker.cancel()  # a turn under way stops: its generation frees its slot
         await asyncio.gather(*workers, return_exceptions=True)
