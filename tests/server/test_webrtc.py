@@ -354,3 +354,26 @@ def test_offers_sent_together_are_held_to_max_calls(voice: Faces) -> None:
     finally:
         settings.max_calls = kept
     assert sorted(statuses) == [201] * 3 + [429] * 5
+
+
+def test_client_secret_mints_count_against_the_project_s_rate_and_bound_instructions(tmp_path: Path) -> None:
+    # A 1-rpm project once minted 30, one of them with 5 MB of instructions kept in the store.
+    from tests.server.test_projects import cli, made_key
+
+    database = str(tmp_path / "state.db")
+    cli("projects", "create", "slow", "--database", database, "--rpm", "1")
+    _, key = made_key(database, "slow")
+    models = [
+        ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
+        ModelConfig(id=DEFAULT_REALTIME, engine="realtime"),
+    ]
+    settings = Settings(defaults=False, models=models, store=StoreSettings(url=database))
+    with faces(settings, api_key=key) as served:
+        client = openai.OpenAI(base_url=f"{served.url}/v1", api_key=key, max_retries=0)
+        too_long = "x" * (settings.limits.input_chars + 1)
+        with pytest.raises(openai.BadRequestError) as caught:
+            client.realtime.client_secrets.create(session={"type": "realtime", "instructions": too_long})
+        assert caught.value.body["param"] == "session.instructions"
+        client.realtime.client_secrets.create(session={"type": "transcription"})
+        with pytest.raises(openai.RateLimitError):
+            client.realtime.client_secrets.create(session={"type": "transcription"})

@@ -126,6 +126,7 @@ class Service:
             self.transcription,
             self._spoken,
             self.access.secrets,
+            self.access.admit,
         )
         batching = self.settings.batches
         runner = BatchRunner(

@@ -44,8 +44,10 @@ class Realtime:
         transcription: Callable[[TranscriptionRequest, Upload], Awaitable[Any]],
         speak: Callable[[str, str, str, float], Awaitable[bytes]],
         secrets: ClientSecrets,
+        admit: Callable[[str], Awaitable[Any]],
     ) -> None:
         self.settings, self.manager, self.secrets = settings, manager, secrets
+        self._admit = admit  # a request for a model, under the caller's limits
         self.pipelines = settings.pipelines()
         self._aliases = settings.all_aliases()
         self._chat, self._transcription, self._speak = chat, transcription, speak
@@ -75,8 +77,19 @@ class Realtime:
             raise InvalidRequestError(error.message, param=param) from None
 
     async def client_secret(self, body: ClientSecretCreate) -> ClientSecretCreateResponse:
-        """A client secret for the caller's project that opens sessions configured as `body.session`."""
+        """A client secret for the caller's project that opens sessions configured as `body.session`: one
+        request of the model its sessions talk with (or transcribe with), under the caller's rate limits,
+        its instructions bounded as a request's input."""
         session = self.configured(body.session)
+        instructions = session.get("instructions") or ""
+        if len(instructions) > self.settings.limits.input_chars:
+            raise InvalidRequestError(
+                f"session.instructions is {len(instructions)} characters; the most is "
+                f"{self.settings.limits.input_chars} ([limits] input_chars).",
+                param="session.instructions",
+            )
+        pipeline = self.pipeline(session.get("model") if session.get("type") != "transcription" else None)
+        await self._admit(pipeline.transcription if session.get("type") == "transcription" else pipeline.chat)
         seconds = body.expires_after.seconds if body.expires_after is not None else 600
         value, expires_at = await self.secrets.mint(context.current(), session, seconds)
         shown = {**session, "id": new_id("sess", "_"), "object": "realtime.session"}
