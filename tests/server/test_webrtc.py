@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -377,3 +378,21 @@ def test_client_secret_mints_count_against_the_project_s_rate_and_bound_instruct
         client.realtime.client_secrets.create(session={"type": "transcription"})
         with pytest.raises(openai.RateLimitError):
             client.realtime.client_secrets.create(session={"type": "transcription"})
+
+
+def test_a_client_that_leaves_mid_offer_is_a_499_not_a_500(voice: Faces) -> None:
+    host, port = voice.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as raw:
+        raw.sendall(
+            b"POST /v1/realtime/calls HTTP/1.1\r\nHost: x\r\nContent-Type: application/sdp\r\n"
+            b"Content-Length: 5000\r\n\r\nv=0\r\n"
+        )
+    route = 'method="POST",route="other"'  # the calls route is not a row of the table (yet)
+    for _ in range(50):
+        counted = [line for line in httpx.get(f"{voice.url}/metrics").text.splitlines()
+                   if line.startswith("modelport_requests_total") and route in line]  # fmt: skip
+        if any('status="499"' in line for line in counted):
+            break
+        time.sleep(0.1)
+    assert any('status="499"' in line for line in counted), counted
+    assert not any('status="500"' in line for line in counted)

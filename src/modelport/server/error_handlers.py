@@ -8,6 +8,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
+from starlette.responses import Response
 
 from modelport.errors import ModelportError
 from modelport.protocol.validation import invalid
@@ -65,6 +67,13 @@ def install(app: FastAPI) -> None:
             _HTTP_TYPES.get(error.status_code, "invalid_request_error"),
             headers=dict(error.headers or {}),
         )
+
+    @app.exception_handler(ClientDisconnect)
+    async def _gone(request: Request, _: ClientDisconnect) -> Response:
+        # The client left while its body was being read: nobody reads this answer, and it is logged as 499,
+        # not as the server's fault.
+        request.scope.setdefault("state", {})["client_gone"] = True
+        return Response(status_code=499)
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, error: Exception) -> JSONResponse:
