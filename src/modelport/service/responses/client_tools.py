@@ -102,7 +102,8 @@ class ClientTools:
     def item(
         self, item_id: str, call: dict[str, Any], status: Status
     ) -> ResponseFunctionToolCall | ResponseCustomToolCall:
-        """The output item of a chat tool call (`{"id", "function": {"name", "arguments"}}`)."""
+        """The output item of a chat tool call (`{"id", "function": {"name", "arguments"}}`). A custom call's
+        id takes OpenAI's `ctc_` prefix in place of `fc_` (an id made so keeps it when made again)."""
         function = call.get("function") or {}
         name = function.get("name") or ""
         arguments = function.get("arguments") or ""
