@@ -4,6 +4,7 @@ organization API is for admin keys, and `--api-key` keys still work as the defau
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import time
@@ -39,6 +40,19 @@ def cli(*args: str) -> str:
 def new_key(database: str, project: str, *extra: str) -> str:
     """A key of `project`, made with the command line (the key is its last line)."""
     return made_key(database, project, *extra)[1]
+
+
+async def revoked_closes(connection: Any, key_id: str, database: str) -> tuple[dict[str, Any], float]:
+    """Revoke a key (as the CLI does, from elsewhere) while `connection`, a WebSocket it opened, is open: the
+    event the server sends then, once the connection has closed, and the seconds it took."""
+    import websockets
+
+    await asyncio.to_thread(cli, "keys", "revoke", key_id, "--database", database)
+    revoked = time.monotonic()
+    event = json.loads(await asyncio.wait_for(connection.recv(), 10))
+    with pytest.raises(websockets.ConnectionClosed):
+        await asyncio.wait_for(connection.recv(), 10)
+    return event, time.monotonic() - revoked
 
 
 def made_key(database: str, project: str, *extra: str) -> tuple[str, str]:

@@ -489,7 +489,7 @@ def test_keys_are_asked_for_and_taken_as_a_subprotocol(question: bytes) -> None:
 def test_a_revoked_key_ends_its_open_session(tmp_path: Path) -> None:
     import websockets
 
-    from tests.server.test_projects import cli, made_key
+    from tests.server.test_projects import cli, made_key, revoked_closes
 
     database = str(tmp_path / "state.db")
     cli("projects", "create", "voice", "--database", database)
@@ -513,12 +513,7 @@ def test_a_revoked_key_ends_its_open_session(tmp_path: Path) -> None:
                 url, subprotocols=["realtime", f"openai-insecure-api-key.{key}"]
             ) as ws:
                 assert json.loads(await ws.recv())["type"] == "session.created"
-                await asyncio.to_thread(cli, "keys", "revoke", key_id, "--database", database)  # as elsewhere
-                revoked = time.monotonic()
-                event = json.loads(await asyncio.wait_for(ws.recv(), 10))
-                with pytest.raises(websockets.ConnectionClosed):
-                    await asyncio.wait_for(ws.recv(), 10)
-                return event, time.monotonic() - revoked
+                return await revoked_closes(ws, key_id, database)
 
         event, seconds = asyncio.run(run())
     assert event["type"] == "error"

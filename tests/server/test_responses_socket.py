@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +125,7 @@ def test_a_revoked_key_closes_its_open_connection(tmp_path: Path) -> None:
     # while HTTP with the same key was already a 401.
     import websockets
 
-    from tests.server.test_projects import cli, made_key
+    from tests.server.test_projects import cli, made_key, revoked_closes
 
     database = str(tmp_path / "state.db")
     cli("projects", "create", "agents", "--database", database)
@@ -142,12 +141,7 @@ def test_a_revoked_key_closes_its_open_connection(tmp_path: Path) -> None:
                 await ws.send(json.dumps({"type": "response.create", "model": "reverse", "input": "one two"}))
                 while json.loads(await asyncio.wait_for(ws.recv(), 30))["type"] != "response.completed":
                     pass
-                await asyncio.to_thread(cli, "keys", "revoke", key_id, "--database", database)
-                revoked = time.monotonic()
-                event = json.loads(await asyncio.wait_for(ws.recv(), 10))
-                with pytest.raises(websockets.ConnectionClosed):
-                    await asyncio.wait_for(ws.recv(), 10)
-                return event, time.monotonic() - revoked
+                return await revoked_closes(ws, key_id, database)
 
         event, seconds = asyncio.run(run())
     assert event["type"] == "error"
