@@ -318,6 +318,12 @@ class WebRTCSettings(BaseModel):
         "behind NAT; none is contacted unless named here",
     )
     max_calls: int = Field(default=16, ge=1, description="WebRTC calls in progress at once")
+    connect_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="seconds a call's client has to connect (ICE and DTLS) after the answer, else the call "
+        "ends and frees its place",
+    )
 
 
 def data_dir() -> Path:

@@ -332,7 +332,7 @@ async def _offer_only(served: Faces, key: str) -> None:
 
 def test_offers_sent_together_are_held_to_max_calls(voice: Faces) -> None:
     # Counted before its awaits and registered after them, 8 offers sent together all got in past 3.
-    settings = voice.app.state.calls.settings
+    settings = voice.service.settings.webrtc
     kept, settings.max_calls = settings.max_calls, 3
 
     async def run() -> list[int]:
@@ -396,3 +396,31 @@ def test_a_client_that_leaves_mid_offer_is_a_499_not_a_500(voice: Faces) -> None
         time.sleep(0.1)
     assert any('status="499"' in line for line in counted), counted
     assert not any('status="500"' in line for line in counted)
+
+
+def test_a_call_whose_client_never_connects_is_freed(voice: Faces) -> None:
+    # A client that never completed ICE held its place for 66-90 s.
+    settings = voice.service.settings.webrtc
+    kept, settings.connect_seconds = settings.connect_seconds, 1.0
+
+    async def offer() -> httpx.Response:
+        browser = Browser()  # it never takes the answer: it never connects
+        sdp = {"Content-Type": "application/sdp"}
+        async with httpx.AsyncClient(base_url=f"{voice.url}/v1", timeout=60) as http:
+            answer = await http.post("/realtime/calls", content=await browser.offer(), headers=sdp)
+        await browser.close()
+        return answer
+
+    try:
+        answer = asyncio.run(offer())
+        start, status = time.monotonic(), answer.status_code
+        call_id = answer.headers["location"].rsplit("/", 1)[-1]
+        for _ in range(300):
+            if call_id not in voice.app.state.calls.calls:
+                break
+            time.sleep(0.1)
+        seconds = time.monotonic() - start
+    finally:
+        settings.connect_seconds = kept
+    assert status == 201
+    assert seconds < 5  # connect_seconds, and the call's end

@@ -105,6 +105,7 @@ class Call:
     waiting: list[str] = field(default_factory=list)  # events made before the data channel opened
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     opened: asyncio.Event = field(default_factory=asyncio.Event)  # the session is open
+    connected: asyncio.Event = field(default_factory=asyncio.Event)  # the client's media reached us
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     # The request that made the call (its caller's project, key and limits): the call's work outlives it,
     # and what the session asks of the models is admitted and counted as that caller's.
@@ -208,7 +209,17 @@ class Calls:
             message = f"The SDP offer could not be answered: {error!r}."
             raise InvalidRequestError(message, param="sdp") from None
         call.spawn(watch(session, call.end))
+        call.spawn(self._connected_in_time(call))
         return call, peer.localDescription.sdp
+
+    async def _connected_in_time(self, call: Call) -> None:
+        """End a call whose client does not connect within `connect_seconds` of the answer (it never sent
+        its candidates, or they fail): aioice would hold it for a minute or more."""
+        try:
+            await asyncio.wait_for(call.connected.wait(), self.settings.connect_seconds)
+        except TimeoutError:
+            log.info("call %s: no connection in %g s; ended", call.id, self.settings.connect_seconds)
+            await call.end()
 
     def _wire(self, call: Call) -> None:
         """The peer's events, wired before the offer is read (its tracks are announced while it is); what
@@ -246,6 +257,8 @@ class Calls:
 
         @peer.on("connectionstatechange")
         async def on_state() -> None:
+            if peer.connectionState == "connected":
+                call.connected.set()
             if peer.connectionState in ("failed", "closed"):
                 await call.end()
 
