@@ -15,6 +15,7 @@ import pytest
 from openai.types.beta import BetaResponsesServerEvent
 from pydantic import TypeAdapter
 
+from modelport.server.responses_socket import MOST_LANES
 from modelport.settings import AuthSettings
 from tests.service.test_responses import WEATHER
 from tests.support.configs import tiny_settings
@@ -147,3 +148,22 @@ def test_a_revoked_key_closes_its_open_connection(tmp_path: Path) -> None:
     assert event["type"] == "error"
     assert event["error"]["code"] == "invalid_api_key"
     assert seconds < 3  # within a few times key_cache_seconds
+
+
+def test_a_flood_of_lanes_is_bounded_and_the_connection_goes_on(tiny_faces: Faces) -> None:
+    # Each new stream_id was a new task: nothing bounded what one connection could start.
+    sent = MOST_LANES * 4
+    with connected(tiny_faces) as connection:
+        for i in range(sent):
+            create = {"type": "response.create", "model": "reverse", "input": "a b", "stream_id": f"l{i}"}
+            connection.send_raw(json.dumps(create))
+        ends = []
+        while len(ends) < sent:
+            event = EVENT.validate_json(connection.recv_bytes())
+            if event.type in ("response.completed", "error"):
+                ends.append(event)
+        after = turn(connection, model="reverse", input="c d", stream_id="l0")
+    refused = [e for e in ends if e.type == "error"]
+    assert len(refused) == sent - MOST_LANES
+    assert {e.error.param for e in refused} == {"stream_id"}
+    assert after[-1].type == "response.completed"  # a lane it holds still serves

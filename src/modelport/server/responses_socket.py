@@ -26,6 +26,10 @@ from modelport.service.operation_table import OPERATIONS
 router = APIRouter()
 _CREATE = OPERATIONS.by_name("responses.create")
 _DEFAULT_LANE = ""
+# What one connection may hold, so that nothing a client sends grows without a bound: lanes (each a task),
+# and turns waiting in one lane. Past either, the event is refused with an `error` event.
+MOST_LANES = 32
+MOST_WAITING = 64
 
 
 @router.websocket("/responses")
@@ -74,6 +78,14 @@ async def responses(websocket: WebSocket) -> None:
                 await send(_error(error, None))
                 continue
             lane = str(event.get("stream_id") or _DEFAULT_LANE)
+            if lane not in lanes and len(lanes) >= MOST_LANES:
+                refused = f"A connection holds {MOST_LANES} lanes (stream_id) at most."
+                await send(_error(InvalidRequestError(refused, param="stream_id"), lane))
+                continue
+            if lane in lanes and lanes[lane].qsize() >= MOST_WAITING:
+                refused = f"A lane holds {MOST_WAITING} waiting turns at most: wait for one to end."
+                await send(_error(InvalidRequestError(refused, param="stream_id"), lane))
+                continue
             if lane not in lanes:
                 lanes[lane] = asyncio.Queue()
                 workers.append(asyncio.create_task(_run_lane(service, lanes[lane], send)))
