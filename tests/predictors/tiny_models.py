@@ -64,8 +64,9 @@ def reverse_chat(
     messages: list[dict[str, Any]],
     max_tokens: Annotated[int | None, Parameter.MaxOutputTokens] = None,
 ) -> Iterator[dict[str, Any]]:
-    """Streams the last user message's words in reverse order, at most `max_tokens` of them."""
-    text = next(m["content"] for m in reversed(messages) if m["role"] == "user")
+    """Streams the last user message's words in reverse order (none when there is none), at most `max_tokens`
+    of them."""
+    text = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
     reply = text.split()[::-1]
     cut = reply[:max_tokens] if max_tokens else reply
     base = {

@@ -98,6 +98,11 @@ def checked_items(given: str | list[dict[str, Any]], param: str) -> list[dict[st
             item.setdefault("id", new_item_id("mcpa"))
         elif kind == "compaction":
             _require(item, f"{param}[{i}]", "encrypted_content")
+            if not isinstance(item["encrypted_content"], str):
+                raise InvalidRequestError(
+                    f"{param}[{i}].encrypted_content must be a string.",
+                    param=f"{param}[{i}].encrypted_content",
+                )
             item.setdefault("id", new_item_id("cmp"))
         elif kind == "reasoning":  # an earlier turn's thinking, given back (sealed, or as its text)
             for field in ("summary", "content"):
