@@ -119,7 +119,8 @@ class RealtimeSession:
                 data = orjson.loads(message)
             except orjson.JSONDecodeError as error:
                 raise ClientEventError(f"The message is not JSON: {error}.", code="invalid_json") from None
-            event_id = data.get("event_id") if isinstance(data, dict) else None
+            given = data.get("event_id") if isinstance(data, dict) else None
+            event_id = given if isinstance(given, str) else None  # a number there once dropped the session
             if self.beta:
                 data = beta.client_event(data)
             if isinstance(data, dict) and data.get("type") == "transcription_session.update":

@@ -25,7 +25,7 @@ from modelport import ids
 from modelport.errors import InvalidRequestError
 from modelport.service.generation.flat_tools import chat_choice
 from modelport.service.generation.lark_regex import to_regex
-from modelport.service.responses.tool_specs import check_shape
+from modelport.service.responses.tool_specs import check_shape, with_defaults
 
 log = logging.getLogger("modelport.service")
 
@@ -140,11 +140,13 @@ def client_tools(
     line in the log; any other type is a 400 naming it."""
     gathered = ClientTools()
     for where, tool in [*((f"tools[{i}]", t) for i, t in enumerate(tools)), *added]:
+        if not isinstance(tool, dict):
+            raise InvalidRequestError(f"{where} must be a tool (an object).", param=where)
         kind = tool.get("type")
         if kind in served:
             continue
         if kind in HOSTED:
-            check_shape(tool, where)  # echoed as given: it must be a tool OpenAI would take
+            check_shape(tool, where)
             log.info("%s (`%s`) is not offered to the model: %s", where, kind, HOSTED[str(kind)])
         elif kind == "namespace":
             namespace = tool.get("name")
@@ -162,6 +164,8 @@ def client_tools(
                 "(and those in a namespace), file_search and mcp tools.",
                 param=f"{where}.type",
             )
+        # Echoed as given (with its defaults): past the checks above, it must be a tool OpenAI would take.
+        check_shape(with_defaults(tool), where)
     return gathered
 
 
