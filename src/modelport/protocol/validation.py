@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import typing
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -20,9 +21,11 @@ def parse(cls: type[R], body: Any) -> R:
         raise invalid(dict(error.errors()[0])) from None
 
 
-def invalid(error: dict[str, Any]) -> InvalidRequestError:
-    """The 400 for the first of pydantic's errors."""
+def invalid(error: dict[str, Any], within: str | None = None) -> InvalidRequestError:
+    """The 400 for the first of pydantic's errors (about a part of the request at `within`, if given)."""
     param = validation_param(error)
+    if within is not None:
+        param = f"{within}.{param}" if param else within
     kind = error.get("type")
     if kind == "json_invalid":
         return InvalidRequestError(f"We could not parse the JSON body of your request: {error.get('msg')}")
@@ -32,6 +35,35 @@ def invalid(error: dict[str, Any]) -> InvalidRequestError:
         return InvalidRequestError(f"Unknown field '{param}'.", param=param, code="unknown_field")
     code = _OPENAI_CODES.get(str(kind), kind) if isinstance(error.get("input"), int) else kind
     return InvalidRequestError(f"Invalid value for '{param}': {error.get('msg')}", param=param, code=code)
+
+
+def by_type(union: Any) -> dict[str, type[BaseModel]]:
+    """The models of an annotated union of the `openai` package's types (its tools, its input items), by the
+    literal `type` each carries."""
+    return {
+        name: kind
+        for kind in typing.get_args(typing.get_args(union)[0])
+        if isinstance(kind, type) and issubclass(kind, BaseModel) and "type" in kind.model_fields
+        for name in typing.get_args(kind.model_fields["type"].annotation)
+        if isinstance(name, str)
+    }
+
+
+def check_as(
+    kinds: dict[str, type[BaseModel]], value: dict[str, Any], where: str, required: bool = True
+) -> None:
+    """A 400 naming the field of `value` (the part of the request at `where`) that the model of its `type`
+    in `kinds` refuses; nothing for a type not there. `required=False`: a field left out is the caller's
+    to require (the server takes some a client leaves out where OpenAI would not)."""
+    kind = kinds.get(str(value.get("type")))
+    if kind is None:
+        return
+    try:
+        kind.model_validate(value)
+    except ValidationError as error:
+        wrong = [e for e in error.errors() if required or e["type"] != "missing"]
+        if wrong:
+            raise invalid(dict(wrong[0]), within=where) from None
 
 
 # OpenAI's codes for a number out of its bounds.

@@ -23,9 +23,10 @@ from openai.types.responses import ResponseCustomToolCall, ResponseFunctionToolC
 
 from modelport import ids
 from modelport.errors import InvalidRequestError
+from modelport.protocol.validation import check_as
 from modelport.service.generation.flat_tools import chat_choice
 from modelport.service.generation.lark_regex import to_regex
-from modelport.service.responses.tool_specs import check_shape, with_defaults
+from modelport.service.responses.tool_specs import TOOLS, with_defaults
 
 log = logging.getLogger("modelport.service")
 
@@ -146,7 +147,7 @@ def client_tools(
         if kind in served:
             continue
         if kind in HOSTED:
-            check_shape(tool, where)
+            check_as(TOOLS, tool, where)
             log.info("%s (`%s`) is not offered to the model: %s", where, kind, HOSTED[str(kind)])
         elif kind == "namespace":
             namespace = tool.get("name")
@@ -165,7 +166,7 @@ def client_tools(
                 param=f"{where}.type",
             )
         # Echoed as given (with its defaults): past the checks above, it must be a tool OpenAI would take.
-        check_shape(with_defaults(tool), where)
+        check_as(TOOLS, with_defaults(tool), where)
     return gathered
 
 

@@ -7,16 +7,15 @@ A turn's conversation is its instructions, then every earlier turn's input and o
 from __future__ import annotations
 
 import json
-import typing
 from collections.abc import Callable
 from typing import Any
 
 from openai.types.responses import ResponseInputItem
-from pydantic import BaseModel, ValidationError
 
 from modelport import ids
 from modelport.errors import InvalidRequestError
 from modelport.protocol.response_request import ResponseRequest
+from modelport.protocol.validation import by_type, check_as
 from modelport.service.responses.client_tools import INPUT, ClientTools, chat_name
 
 _ROLES = ("user", "system", "developer", "assistant")
@@ -131,37 +130,16 @@ def checked_items(given: str | list[dict[str, Any]], param: str) -> list[dict[st
                 "compaction items.",
                 param=f"{param}[{i}].type",
             )
-        if kind != "message":
-            _check_shape(item, f"{param}[{i}]")
+        if (
+            kind != "message"
+        ):  # the types of its fields as the SDK has them; Codex leaves out some it requires
+            check_as(_ITEM_TYPES, item, f"{param}[{i}]", required=False)
         items.append(item)
     return items
 
 
 # Each input item type's model in the `openai` package, by its `type` (a message has several: checked here).
-_ITEM_TYPES: dict[str, type[BaseModel]] = {
-    name: kind
-    for kind in typing.get_args(typing.get_args(ResponseInputItem)[0])
-    if isinstance(kind, type) and issubclass(kind, BaseModel) and "type" in kind.model_fields
-    for name in typing.get_args(kind.model_fields["type"].annotation)
-    if isinstance(name, str)
-}
-
-
-def _check_shape(item: dict[str, Any], where: str) -> None:
-    """A 400 naming the field of an item whose values are not of the types its SDK type gives them (a field
-    left out is this module's to require: Codex leaves out some OpenAI requires)."""
-    kind = _ITEM_TYPES.get(str(item.get("type")))
-    if kind is None:
-        return
-    try:
-        kind.model_validate(item)
-    except ValidationError as error:
-        wrong = [e for e in error.errors() if e["type"] != "missing"]
-        if wrong:
-            field = ".".join(str(part) for part in wrong[0]["loc"])
-            raise InvalidRequestError(
-                f"{where}.{field}: {wrong[0]['msg']}.", param=f"{where}.{field}"
-            ) from None
+_ITEM_TYPES = by_type(ResponseInputItem)
 
 
 def opened(

@@ -4,14 +4,13 @@ and its allowed tools and approval rules are well formed."""
 
 from __future__ import annotations
 
-import typing
 from dataclasses import dataclass, field
 from typing import Any
 
 from openai.types.responses import Tool
-from pydantic import BaseModel, ValidationError
 
 from modelport.errors import InvalidRequestError, NotFoundError
+from modelport.protocol.validation import by_type, check_as
 from modelport.service.fetching import Fetcher
 from modelport.service.responses.mcp_servers import McpServer
 from modelport.service.vectors import VectorStores, filters
@@ -63,11 +62,7 @@ class McpSpec:
 
 _CREDENTIALS = ("headers", "authorization")
 # Each tool type's model in the `openai` package, by its `type`.
-_TOOLS: dict[str, type[BaseModel]] = {
-    name: kind
-    for kind in typing.get_args(typing.get_args(Tool)[0])
-    for name in typing.get_args(kind.model_fields["type"].annotation)
-}
+TOOLS = by_type(Tool)
 
 
 def with_defaults(tool: dict[str, Any]) -> dict[str, Any]:
@@ -92,22 +87,6 @@ def redacted(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def check_shape(tool: dict[str, Any], where: str) -> None:
-    """A 400 naming the field of a tool that is not the shape its type has in the `openai` package."""
-    kind = _TOOLS.get(str(tool.get("type")))
-    if kind is None:
-        return
-    try:
-        kind.model_validate(tool)
-    except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"])
-        raise InvalidRequestError(
-            f"{where}.{field}: {first['msg']}." if field else f"{where}: {first['msg']}.",
-            param=f"{where}.{field}" if field else where,
-        ) from None
-
-
 async def file_search_spec(tool: dict[str, Any], where: str, vector_stores: VectorStores) -> FileSearchSpec:
     store_ids = tool.get("vector_store_ids")
     if not isinstance(store_ids, list) or not store_ids or not all(isinstance(s, str) for s in store_ids):
@@ -129,7 +108,9 @@ async def file_search_spec(tool: dict[str, Any], where: str, vector_stores: Vect
     rule = tool.get("filters")
     if rule is not None:
         filters.checked(rule, f"{where}.filters")
-    check_shape(tool, where)  # the rest as the SDK types it (a string `ranking_options`: a 400, not a 500)
+    check_as(
+        TOOLS, tool, where
+    )  # the rest as the SDK types it (a string `ranking_options`: a 400, not a 500)
     return FileSearchSpec(store_ids, rule, limit, tool.get("ranking_options"), where)
 
 
