@@ -329,10 +329,10 @@ class ResponseEvents:
             events += self._close(False)
             item = self.client.item(new_item_id("fc"), self._whole_call(index), "in_progress")
             assert item.id is not None
-            self._open = _Open(item.id, len(self.response.output), index, item.call_id)
-            emptied = {"input": ""} if isinstance(item, ResponseCustomToolCall) else {"arguments": ""}
+            custom = isinstance(item, ResponseCustomToolCall)
+            self._open = _Open(item.id, len(self.response.output), index, item.call_id, custom=custom)
+            emptied = {"input": ""} if custom else {"arguments": ""}
             events.append(self._added(self._open.output_index, item.model_copy(update=emptied)))
-            self._open.custom = isinstance(item, ResponseCustomToolCall)
         arguments = (delta.get("function") or {}).get("arguments")
         if arguments and not self._open.custom:  # a custom call's input is its arguments' one string
             events.append(self._arguments_delta(self._open.id, self._open.output_index, arguments))

@@ -40,11 +40,12 @@ def checked_lines(
     requests: list[dict[str, Any]] = []
     errors: list[LineError] = []
     seen: set[str] = set()
+    required = _required(endpoint)  # once for the file, not per line
     with path.open("rb") as file:
         for number, raw in enumerate(file, 1):
             if not raw.strip():
                 continue
-            error = _line_error(raw, endpoint, seen, known_model)
+            error = _line_error(raw, endpoint, required, seen, known_model)
             if error is not None:
                 errors.append({"line": number, **error})
                 continue
@@ -63,7 +64,11 @@ def checked_lines(
 
 
 def _line_error(
-    raw: bytes, endpoint: str, seen: set[str], known_model: Callable[[str], bool] | None
+    raw: bytes,
+    endpoint: str,
+    required: list[str],
+    seen: set[str],
+    known_model: Callable[[str], bool] | None,
 ) -> LineError | None:
     def error(code: str, message: str, param: str | None = None) -> LineError:
         return {"code": code, "message": message, "param": param}
@@ -94,7 +99,7 @@ def _line_error(
         return error("missing_required_parameter", "The line's body names no `model`.", "body.model")
     if known_model is not None and not known_model(model):
         return error("model_not_found", f"The model `{model}` does not exist.", "body.model")
-    for name in _required(endpoint):
+    for name in required:
         if name not in body:  # as OpenAI words it ("Messages parameter is required.")
             return error("invalid_request", f"{name.capitalize()} parameter is required.", f"body.{name}")
     return None
