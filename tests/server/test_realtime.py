@@ -489,12 +489,10 @@ def test_keys_are_asked_for_and_taken_as_a_subprotocol(question: bytes) -> None:
 def test_a_revoked_key_ends_its_open_session(tmp_path: Path) -> None:
     import websockets
 
-    from tests.server.test_projects import cli, made_key, revoked_closes
+    from tests.server.test_projects import closes_on_revocation, revocable_key
 
     database = str(tmp_path / "state.db")
-    cli("projects", "create", "voice", "--database", database)
-    key_id, key = made_key(database, "voice")
-    made_key(database, "voice")  # another, which stays: a store with no live key would need none
+    key_id, key = revocable_key(database, "voice")
     models = [
         ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
         ModelConfig(id=DEFAULT_REALTIME, engine="realtime"),
@@ -508,17 +506,14 @@ def test_a_revoked_key_ends_its_open_session(tmp_path: Path) -> None:
     with faces(settings, api_key=key) as served:
         url = served.url.replace("http", "ws") + "/v1/realtime?intent=transcription"
 
-        async def run() -> tuple[dict[str, Any], float]:
+        async def run() -> None:
             async with websockets.connect(
                 url, subprotocols=["realtime", f"openai-insecure-api-key.{key}"]
             ) as ws:
                 assert json.loads(await ws.recv())["type"] == "session.created"
-                return await revoked_closes(ws, key_id, database)
+                await closes_on_revocation(ws, key_id, database)
 
-        event, seconds = asyncio.run(run())
-    assert event["type"] == "error"
-    assert event["error"]["code"] == "invalid_api_key"
-    assert seconds < 3  # within a few times key_cache_seconds
+        asyncio.run(run())
 
 
 def test_the_agents_sdk_runs_a_realtime_agent_with_a_function_tool(voice: Faces) -> None:

@@ -126,28 +126,23 @@ def test_a_revoked_key_closes_its_open_connection(tmp_path: Path) -> None:
     # while HTTP with the same key was already a 401.
     import websockets
 
-    from tests.server.test_projects import cli, made_key, revoked_closes
+    from tests.server.test_projects import closes_on_revocation, revocable_key
 
     database = str(tmp_path / "state.db")
-    cli("projects", "create", "agents", "--database", database)
-    key_id, key = made_key(database, "agents")
-    made_key(database, "agents")  # another, which stays: a store with no live key would need none
+    key_id, key = revocable_key(database, "agents")
     settings = tiny_settings(database)
     settings.auth = AuthSettings(key_cache_seconds=0.5)
     with faces(settings, api_key=key) as served:
         url = served.url.replace("http", "ws") + "/v1/responses"
 
-        async def run() -> tuple[dict[str, Any], float]:
+        async def run() -> None:
             async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {key}"}) as ws:
                 await ws.send(json.dumps({"type": "response.create", "model": "reverse", "input": "one two"}))
                 while json.loads(await asyncio.wait_for(ws.recv(), 30))["type"] != "response.completed":
                     pass
-                return await revoked_closes(ws, key_id, database)
+                await closes_on_revocation(ws, key_id, database)
 
-        event, seconds = asyncio.run(run())
-    assert event["type"] == "error"
-    assert event["error"]["code"] == "invalid_api_key"
-    assert seconds < 3  # within a few times key_cache_seconds
+        asyncio.run(run())
 
 
 def test_a_flood_of_lanes_is_bounded_and_the_connection_goes_on(tiny_faces: Faces) -> None:

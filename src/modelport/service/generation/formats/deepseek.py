@@ -17,7 +17,7 @@ from modelport.service.generation.formats.readers import (
     Stepped,
     arguments_delta,
     call_delta,
-    held,
+    until,
 )
 from modelport.service.generation.tool_plan import ToolPlan
 
@@ -79,13 +79,10 @@ class DeepSeekReader(Stepped):
     def _step(self) -> list[Delta]:
         pending = self.pending
         if self.state == "text":
-            at = pending.find(BEGIN)
-            if at >= 0:
-                self.pending, self.state = pending[at + len(BEGIN) :], "calls"
-                return [{"content": pending[:at]}] if pending[:at] else []
-            keep = held(pending, BEGIN)
-            self.pending = pending[len(pending) - keep :]
-            return [{"content": pending[: len(pending) - keep]}] if len(pending) > keep else []
+            text, self.pending, begun = until(pending, BEGIN)
+            if begun:
+                self.state = "calls"
+            return [{"content": text}] if text else []
         if self.state == "calls":
             stripped = pending.lstrip()
             head = f"{CALL}function{SEP}"

@@ -14,7 +14,7 @@ from typing import Any
 
 from modelport.service.generation.formats.json_answer import AnswerParser
 from modelport.service.generation.formats.lark import Grammar
-from modelport.service.generation.formats.readers import Delta, held
+from modelport.service.generation.formats.readers import Delta, until
 from modelport.service.generation.tool_plan import ToolPlan
 
 
@@ -136,15 +136,9 @@ class NativeReader:
                 return []
             text, self.pending = self.pending, ""
             return [{"content": text}]
-        at = self.pending.find(opener)
-        if at >= 0:
-            text, self.pending, self.in_calls = self.pending[:at], self.pending[at + len(opener) :], True
-        else:  # keep back what may be the start of the opener
-            keep = held(self.pending, opener)
-            text, self.pending = (
-                self.pending[: len(self.pending) - keep],
-                self.pending[len(self.pending) - keep :],
-            )
+        text, self.pending, opened = until(self.pending, opener)
+        if opened:
+            self.in_calls = True
         return [{"content": text}] if text else []
 
     def _calls(self) -> list[Delta]:

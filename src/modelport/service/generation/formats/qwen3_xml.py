@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from modelport.service.generation.formats.lark import Grammar
-from modelport.service.generation.formats.readers import Delta, Stepped, arguments_delta, call_delta, held
+from modelport.service.generation.formats.readers import Delta, Stepped, arguments_delta, call_delta, until
 from modelport.service.generation.tool_plan import ToolPlan
 
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
@@ -125,13 +125,10 @@ class XmlReader(Stepped):
     def _step(self) -> list[Delta]:
         pending = self.pending
         if self.state == "text":
-            at = pending.find(_OPEN)
-            if at >= 0:
-                self.pending, self.state = pending[at + len(_OPEN) :], "call"
-                return [{"content": pending[:at]}] if pending[:at].strip() else []
-            keep = held(pending, _OPEN)
-            self.pending = pending[len(pending) - keep :]
-            text = pending[: len(pending) - keep]
+            text, self.pending, opened = until(pending, _OPEN)
+            if opened:  # the whitespace before a call is the template's, not the model's answer
+                self.state = "call"
+                return [{"content": text}] if text.strip() else []
             return [{"content": text}] if text else []
         if self.state == "call":
             stripped = pending.lstrip()

@@ -68,6 +68,16 @@ def held(text: str, *markers: str) -> int:
     )
 
 
+def until(text: str, marker: str) -> tuple[str, str, bool]:
+    """`text` read up to `marker`: what comes before it, what is left to read, and whether it was found.
+    Not found, the end of `text` that may begin it is what is left (kept back until more comes)."""
+    at = text.find(marker)
+    if at >= 0:
+        return text[:at], text[at + len(marker) :], True
+    cut = len(text) - held(text, marker)
+    return text[:cut], text[cut:], False
+
+
 class Stepped:
     """A reader that is a state machine over the text it holds back: each step reads what it can of
     `pending`, and feeding steps until a step changes neither the state nor what is held."""
@@ -121,14 +131,9 @@ class ThinkingReader(Stepped):
                 self.state = "answer"
             return []
         if self.state == "thinking":
-            at = self.pending.find(self.close)
-            if at >= 0:
-                thought, self.pending = self.pending[:at], self.pending[at + len(self.close) :]
+            thought, self.pending, closed = until(self.pending, self.close)
+            if closed:
                 self.state = "between"
-            else:
-                keep = held(self.pending, self.close)
-                cut = len(self.pending) - keep
-                thought, self.pending = self.pending[:cut], self.pending[cut:]
             return [{"reasoning_content": thought}] if thought else []
         if self.state == "between":
             self.pending = self.pending.lstrip()
