@@ -36,6 +36,7 @@ class Entry:
     heard: asyncio.Future[str] | None = None  # a user audio item's transcript, when it is ready
     spoken: list[Spoken] = field(default_factory=list)  # an assistant audio item's clauses
     audio: str | None = None  # a user audio item's audio as sent (base64), for `conversation.item.retrieve`
+    size: int = 0  # its bytes in the conversation's bound, counted as it was added
 
 
 class Conversation:
@@ -47,7 +48,6 @@ class Conversation:
         self.entries: list[Entry] = []
         self.max_items, self.max_bytes = max_items, max_bytes
         self._by_id: dict[str, Entry] = {}
-        self._sizes: dict[str, int] = {}  # each item's bytes, as JSON
         self.size = 0
 
     def checked(self, given: Any, param: str = "item") -> Item:
@@ -66,28 +66,26 @@ class Conversation:
         item.update(object="realtime.item", status=item.get("status") or "completed")
         return item
 
-    def admit(self, entry: Entry) -> None:
-        """An error event's error unless the conversation has room for an item a client adds (the server's
-        own items, its answers and the speech it heard, are bounded where they are made)."""
-        if len(self.entries) >= self.max_items:
+    def add(self, entry: Entry, previous_item_id: str | None = None, *, bounded: bool = False) -> str | None:
+        """Insert after `previous_item_id` (`root`: first; none: last); the id of the item before it.
+        `bounded`: an item a client adds, refused with an error event's error unless the conversation has
+        room for it (the server's own items, its answers and the speech it heard, are bounded where they
+        are made)."""
+        entry.size = len(orjson.dumps(entry.item)) + len(entry.audio or "")
+        if bounded and len(self.entries) >= self.max_items:
             raise ClientEventError(
                 f"The conversation holds {self.max_items} items, the most it may ([limits] realtime_items): "
                 "delete some first.",
                 code="conversation_full",
                 param="item",
             )
-        if self.size + _size(entry) > self.max_bytes:
+        if bounded and self.size + entry.size > self.max_bytes:
             raise ClientEventError(
                 f"The conversation's items would pass {self.max_bytes} bytes, the most they may ([limits] "
                 "realtime_conversation_bytes): delete some first.",
                 code="conversation_full",
                 param="item",
             )
-
-    def add(self, entry: Entry, previous_item_id: str | None = None) -> str | None:
-        """Insert after `previous_item_id` (`root`: first; none: last); the id of the item before it."""
-        item_id = entry.item["id"]
-        size = _size(entry)
         if previous_item_id is None:
             at = len(self.entries)
         elif previous_item_id == "root":
@@ -96,8 +94,8 @@ class Conversation:
             found = self.index(previous_item_id, "previous_item_id")
             at = found + 1
         self.entries.insert(at, entry)
-        self._by_id[item_id], self._sizes[item_id] = entry, size
-        self.size += size
+        self._by_id[entry.item["id"]] = entry
+        self.size += entry.size
         return self.entries[at - 1].item["id"] if at else None
 
     def find(self, item_id: str) -> Entry | None:
@@ -113,8 +111,7 @@ class Conversation:
 
     def delete(self, item_id: str) -> None:
         del self.entries[self.index(item_id)]
-        del self._by_id[item_id]
-        self.size -= self._sizes.pop(item_id)
+        self.size -= self._by_id.pop(item_id).size
 
     def last_id(self) -> str | None:
         return self.entries[-1].item["id"] if self.entries else None
@@ -168,11 +165,6 @@ class Conversation:
             else:
                 messages.append({"role": item["role"], "content": await _content(entry)})
         return messages
-
-
-def _size(entry: Entry) -> int:
-    """An item's bytes, as JSON, with the audio it was sent with."""
-    return len(orjson.dumps(entry.item)) + len(entry.audio or "")
 
 
 async def _content(entry: Entry) -> str | list[dict[str, Any]]:

@@ -351,8 +351,7 @@ class RealtimeSession:
         item = self.conversation.checked(data.get("item"))
         entry = Entry(item)
         audio = [p for p in item.get("content") or [] if p.get("type") == "input_audio" and p.get("audio")]
-        self.conversation.admit(entry)
-        previous = self.conversation.add(entry, data.get("previous_item_id"))
+        previous = self.conversation.add(entry, data.get("previous_item_id"), bounded=True)
         await self.send(server_event("conversation.item.added", item=item, previous_item_id=previous))
         if audio and audio[0].get("transcript") is None:
             entry.audio = audio[0].pop("audio")
