@@ -91,3 +91,55 @@ def test_past_the_load_wait_a_caller_gets_503_and_the_load_goes_on() -> None:
     finally:
         client.close()
     assert threading.active_count() < 50
+
+
+def test_a_live_caller_waits_for_one_small_background_call_not_for_an_ingest() -> None:
+    """A vector store's ingest feeds the model in small background calls, and a live request arriving
+    meanwhile is embedded alone in the very next call (it was folded into the ingest's next 64)."""
+    live = "a live question"
+    made: list[tuple[int, bool]] = []  # per predictor call: its texts, whether the live one is among them
+    running = threading.Event()
+    go = threading.Event()
+
+    def embed(texts: list[str]) -> Annotated[np.ndarray, Parameter.Embedding]:
+        made.append((len(texts), live in texts))
+        if len(made) == 1:  # the ingest's first call holds the model until the live caller is in line
+            running.set()
+            go.wait(10)
+        return trigram_embed(texts)
+
+    registry = ModelRegistry()
+    registry.add_predictor("trigram", embed)
+    paragraphs = "\n\n".join(
+        f"Paragraph {i} tells of {'cats' if i % 2 else 'the sea'}." * 12 for i in range(200)
+    )
+
+    async def run() -> tuple[str, list[float]]:
+        async with modelport.AsyncOpenAI(service=Service(registry)) as client:
+            upload = await client.files.create(file=("many.txt", paragraphs.encode()), purpose="assistants")
+            store = await client.vector_stores.create(
+                name="big",
+                file_ids=[upload.id],
+                chunking_strategy={
+                    "type": "static",
+                    "static": {"max_chunk_size_tokens": 100, "chunk_overlap_tokens": 0},
+                },
+                extra_body={"embedding_model": "trigram"},
+            )
+            assert await asyncio.to_thread(running.wait, 10)
+            asked = asyncio.create_task(client.embeddings.create(model="trigram", input=[live]))
+            await asyncio.sleep(0.1)  # in line behind the running call
+            go.set()
+            answer = await asked
+            while (await client.vector_stores.retrieve(store.id)).file_counts.in_progress:
+                await asyncio.sleep(0.05)
+            status = (await client.vector_stores.files.retrieve(upload.id, vector_store_id=store.id)).status
+            return status, answer.data[0].embedding
+
+    status, row = asyncio.run(run())
+    assert status == "completed"
+    np.testing.assert_allclose(row, trigram_embed([live])[0], rtol=1e-6)
+    assert made[1] == (1, True)  # alone, right after the call it found running
+    background = [n for n, with_live in made if not with_live]
+    assert sum(background) > 64  # an ingest of more than one of its own batches
+    assert max(background) <= 16

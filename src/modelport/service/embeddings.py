@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextvars
+from dataclasses import dataclass, field
 
 import numpy as np
 from openai.types import CreateEmbeddingResponse, Embedding
 
-from modelport import metrics
+from modelport import context, metrics
 from modelport.errors import InvalidRequestError, OverloadedError, PredictorError
 from modelport.predictors.contract import Predictor
 from modelport.predictors.manager import LoadedModel
@@ -17,8 +19,6 @@ from modelport.service import calls
 from modelport.service.generation import token_ids
 
 _DIMS = "openai.embeddings.dims"
-# One caller in a batch: its texts, its `dimensions`, and where its rows and token count go.
-_Entry = tuple[list[str], int | None, "asyncio.Future[tuple[np.ndarray, int]]"]
 
 
 async def embeddings(
@@ -61,12 +61,30 @@ async def embeddings(
     )
 
 
+@dataclass(eq=False)  # entries are told apart by identity: two callers may send the same texts
+class _Entry:
+    """One caller's part of a batch: its texts, its `dimensions`, whether it is background work, and where
+    its rows and token count go."""
+
+    texts: list[str]
+    dimensions: int | None
+    background: bool
+    future: asyncio.Future[tuple[np.ndarray, int]] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+
 class Batcher:
     """Runs the texts of concurrent callers through the model together: after a short window (and while a
-    batch runs), callers that arrive join the next batch, which is one predictor call."""
+    batch runs), callers that arrive join the next batch, which is one predictor call.
+
+    Live callers go first. Background work (a vector store's ingest, a batch's lines) is cut into calls of
+    at most `background_texts` and each waits behind every live caller, so a live request on a model that
+    a large ingest is feeding waits for one small call, not for the ingest's whole queue."""
 
     window = 0.001  # seconds the first caller waits for others to join
     max_texts = 256  # a batch closes at this many texts (one bigger request still runs whole)
+    background_texts = 16
 
     def __init__(self, model: LoadedModel, predictor: Predictor) -> None:
         self.model = model
@@ -77,51 +95,78 @@ class Batcher:
 
     async def embed(self, texts: list[str], dimensions: int | None) -> tuple[np.ndarray, int]:
         """The rows for `texts` and their token count, computed in a batch with whoever else is waiting."""
-        if len(self.pending) >= self.model.slots.queue + 1:
-            raise OverloadedError(self.model.spec.id, self.model.slots.retry_after())
-        future: asyncio.Future[tuple[np.ndarray, int]] = asyncio.get_running_loop().create_future()
-        self.pending.append((texts, dimensions, future))
+        if not context.current().background:
+            if sum(not entry.background for entry in self.pending) >= self.model.slots.queue + 1:
+                raise OverloadedError(self.model.spec.id, self.model.slots.retry_after())
+            return await self._queued(_Entry(texts, dimensions, background=False))
+        rows: list[np.ndarray] = []
+        tokens = 0
+        for start in range(0, len(texts), self.background_texts):
+            part = texts[start : start + self.background_texts]
+            matrix, count = await self._queued(_Entry(part, dimensions, background=True))
+            rows.append(matrix)
+            tokens += count
+        return np.concatenate(rows), tokens
+
+    async def _queued(self, entry: _Entry) -> tuple[np.ndarray, int]:
+        self.pending.append(entry)
         if self.worker is None or self.worker.done():
-            self.worker = asyncio.create_task(self._work())
-        return await future
+            # In a context of its own: a task inherits its creator's, and the batches it runs for later
+            # callers must not run as the first caller's (background work, or its project).
+            self.worker = asyncio.create_task(self._work(), context=contextvars.Context())
+        return await entry.future
 
     async def _work(self) -> None:
         while self.pending:
             await asyncio.sleep(self.window)
+            # A caller that went away (its future cancelled) is not embedded for nobody.
+            self.pending = [entry for entry in self.pending if not entry.future.done()]
+            if not self.pending:
+                return
+            background = all(entry.background for entry in self.pending)
+            most = self.background_texts if background else self.max_texts
             batch: list[_Entry] = []
             size = 0
-            while self.pending and (not batch or size + len(self.pending[0][0]) <= self.max_texts):
-                size += len(self.pending[0][0])
-                batch.append(self.pending.pop(0))
+            for entry in self.pending:
+                if entry.background != background or (batch and size + len(entry.texts) > most):
+                    continue
+                batch.append(entry)
+                size += len(entry.texts)
+            self.pending = [entry for entry in self.pending if entry not in batch]
             # Only callers asking for the same `dimensions` (when the predictor takes it) share a call.
             groups: dict[int | None, list[_Entry]] = {}
             for entry in batch:
-                key = entry[1] if self.predictor.accepts(_DIMS) else None
+                key = entry.dimensions if self.predictor.accepts(_DIMS) else None
                 groups.setdefault(key, []).append(entry)
             for dimensions, group in groups.items():
-                await self._run(dimensions, group)
+                if background:  # held as background work: the model's slots keep room for live calls
+                    own = contextvars.Context()
+                    own.run(context.enter, context.RequestContext(background=True))
+                    await asyncio.create_task(self._run(dimensions, group), context=own)
+                else:
+                    await self._run(dimensions, group)
 
     async def _run(self, dimensions: int | None, group: list[_Entry]) -> None:
-        texts = [text for entry in group for text in entry[0]]
+        texts = [text for entry in group for text in entry.texts]
         counter = self.predictor.token_counter
 
         def run() -> tuple[np.ndarray, list[int]]:
             matrix = self.predictor(texts, {_DIMS: dimensions})
-            return matrix, [counter.count_tokens(entry[0]) if counter else 0 for entry in group]
+            return matrix, [counter.count_tokens(entry.texts) if counter else 0 for entry in group]
 
         try:
             matrix, tokens = await calls.call(self.model, self.predictor, run)
             matrix = _checked(matrix, self.predictor, len(texts))
         except Exception as error:
             for entry in group:
-                if not entry[2].done():
-                    entry[2].set_exception(error)
+                if not entry.future.done():
+                    entry.future.set_exception(error)
             return
         start = 0
         for entry, count in zip(group, tokens, strict=True):
-            if not entry[2].done():  # a caller that went away has cancelled its future
-                entry[2].set_result((matrix[start : start + len(entry[0])], count))
-            start += len(entry[0])
+            if not entry.future.done():  # a caller that went away has cancelled its future
+                entry.future.set_result((matrix[start : start + len(entry.texts)], count))
+            start += len(entry.texts)
 
 
 def _checked(matrix: object, predictor: Predictor, rows: int) -> np.ndarray:
