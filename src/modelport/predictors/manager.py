@@ -24,7 +24,7 @@ from modelport.errors import (
     PredictorError,
     UnsupportedCapabilityError,
 )
-from modelport.machine import process_rss
+from modelport.machine import give_back_memory, process_rss
 from modelport.predictors.contract import Capability, Predictor
 from modelport.predictors.registry import ModelRegistry, ModelSpec
 from modelport.predictors.relay import Relay
@@ -151,18 +151,34 @@ class ModelManager:
     async def unload(self, model_id: str, reason: str) -> bool:
         """Forget a loaded model so its memory is freed once the calls still holding it end; whether it
         was loaded. The next request loads it again."""
+        if not self._forget(model_id, reason):
+            return False
+        await self._collect()
+        return True
+
+    async def close(self) -> None:
+        """Forget every loaded model, the service being closed: an in-process client or a server stopped
+        in a process that goes on (a test, an application) gives their memory back."""
+        for model_id in list(self._loaded):
+            self._forget(model_id, "closed")
+        await self._collect()
+
+    def _forget(self, model_id: str, reason: str) -> bool:
         model = self._loaded.pop(model_id, None)
         if model is None:
             return False
         self._loading.pop(model_id, None)
         metrics.UNLOADS.labels(model_id, reason).inc()
         log.info("unloaded %s (%s; it took ~%.0f MiB)", model_id, reason, model.memory / 2**20)
-        del model
+        return True
+
+    @staticmethod
+    async def _collect() -> None:
         # Engines' closures form cycles, and a model loaded at start-up was frozen with it (see the server's
         # start-up): back into the collector's reach, or its memory would never return.
         gc.unfreeze()
         await anyio.to_thread.run_sync(gc.collect)
-        return True
+        await anyio.to_thread.run_sync(give_back_memory)
 
     async def reap_idle(self) -> None:
         """Unload models idle past their `keep_alive`, until cancelled."""

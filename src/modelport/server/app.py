@@ -57,6 +57,9 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
             if getattr(app.state, "calls", None) is not None:
                 await app.state.calls.close()
             await service.close()
+            # The metrics' registry is the process's: read from this service no more, nor keep it alive.
+            metrics.SLOTS.sources.remove(slots)
+            metrics.UPSTREAMS.sources.remove(pools)
 
     app = FastAPI(title="modelport", version=__version__, lifespan=lifespan)
     app.state.service = service
@@ -93,8 +96,9 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
             expose_headers=["X-Request-Id", "Retry-After", "Location"],
         )
     app.add_middleware(RequestRecords)
-    metrics.SLOTS.sources.append(service.manager.loaded_models)
-    metrics.UPSTREAMS.sources.append(lambda: service.manager.registry.pools)
+    slots, pools = service.manager.loaded_models, lambda: service.manager.registry.pools
+    metrics.SLOTS.sources.append(slots)
+    metrics.UPSTREAMS.sources.append(pools)
 
     @app.get("/metrics", include_in_schema=False)
     async def prometheus() -> Response:
@@ -105,6 +109,9 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     async def health(request: Request) -> JSONResponse:
         """200 once the models to preload are loaded; 503 while they load or if one failed. Each upstream
         replica's state is listed too (a replica that is down does not make modelport unhealthy)."""
+        # Read from the app, not closed over: FastAPI caches what it learns of an endpoint for the process,
+        # and a stopped server's service (its models) would stay alive with it.
+        service: Service = request.app.state.service
         loading: asyncio.Task[None] | None = getattr(request.app.state, "loading", None)
         upstreams: dict[str, Any] = (
             {"upstreams": service.upstreams()} if service.manager.registry.pools else {}

@@ -162,7 +162,8 @@ class Service:
             await self.manager.load_all(self.progress)
 
     async def close(self) -> None:
-        """Stop probing upstreams and unloading idle models; close upstream and store connections."""
+        """Stop probing upstreams and unloading idle models; close upstream and store connections; free
+        the loaded models."""
         if self._reaper is not None:
             self._reaper.cancel()
         if self._watchdog is not None:
@@ -175,6 +176,7 @@ class Service:
         await self.access.close()
         if self.store is not None:
             await self.store.close()
+        await self.manager.close()
         self.loop = None
 
     def upstreams(self) -> list[dict[str, Any]]:
