@@ -77,7 +77,7 @@ async def responses(websocket: WebSocket) -> None:
             except ModelportError as error:
                 await send(_error(error, None))
                 continue
-            lane = str(event.get("stream_id") or _DEFAULT_LANE)
+            lane = event.get("stream_id") or _DEFAULT_LANE
             if lane not in lanes and len(lanes) >= MOST_LANES:
                 refused = f"A connection holds {MOST_LANES} lanes (stream_id) at most."
                 await send(_error(InvalidRequestError(refused, param="stream_id"), lane))
@@ -113,6 +113,8 @@ def _event(raw: str | bytes, limit: int) -> dict[str, Any]:
             f"Invalid event type {kind!r}: this server takes 'response.create' over this connection.",
             param="type",
         )
+    if not isinstance(event.get("stream_id", ""), str):  # it is echoed on the turn's every event
+        raise InvalidRequestError("stream_id must be a string.", param="stream_id")
     return event
 
 
