@@ -90,6 +90,7 @@ async def responses(websocket: WebSocket) -> None:
                 lanes[lane] = asyncio.Queue()
                 workers.append(asyncio.create_task(_run_lane(service, lanes[lane], send)))
             lanes[lane].put_nowait(event)
+            await asyncio.sleep(0)  # as the realtime socket: a flood of messages read at once yields
     except WebSocketDisconnect:
         return
     finally:
