@@ -79,7 +79,7 @@ async def realtime(websocket: WebSocket, model: str | None = None, intent: str |
                 return
             await session.receive(message.get("text") or message.get("bytes") or b"")
             # Messages already received are read without suspending: a client's flood would hold the event
-            # loop (every other request) until its last message was handled (2.2 s for 20,000).
+            # loop (every other request) until its last message was handled (3.2 s for 20,000).
             await asyncio.sleep(0)
 
     tasks = [

@@ -127,9 +127,11 @@ class Batcher:
             most = self.background_texts if background else self.max_texts
             batch: list[_Entry] = []
             size = 0
-            for entry in self.pending:
-                if entry.background != background or (batch and size + len(entry.texts) > most):
+            for entry in self.pending:  # in order of arrival, up to the first that does not fit
+                if entry.background != background:
                     continue
+                if batch and size + len(entry.texts) > most:
+                    break
                 batch.append(entry)
                 size += len(entry.texts)
             self.pending = [entry for entry in self.pending if entry not in batch]
