@@ -110,7 +110,9 @@ def test_no_responses_socket_event_breaks_the_connection(tiny_faces: Faces) -> N
                     return seen
 
     @given(sent=st.lists(shaped(SOCKET_EVENTS, {"model": "reverse", "input": "hi"}), min_size=1, max_size=4))
-    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(
+        max_examples=EXAMPLES // 3, deadline=None, suppress_health_check=list(HealthCheck), database=None
+    )
     def fuzz(sent: list[dict[str, Any]]) -> None:
         seen = asyncio.run(connection(sent))
         assert not [e for e in seen if e.type == "error" and e.error.type == "server_error"], sent
@@ -142,7 +144,9 @@ def test_no_multipart_form_breaks_the_server(tiny_faces: Faces) -> None:
         upload=st.sampled_from([b"", b"hello", b"RIFF\x00\x00\x00\x00WAVEfmt ", bytes(range(256))]),
         with_file=st.booleans(),
     )
-    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(
+        max_examples=EXAMPLES // 3, deadline=None, suppress_health_check=list(HealthCheck), database=None
+    )
     def fuzz(path: str, data: st.DataObject, upload: bytes, with_file: bool) -> None:
         names = data.draw(st.lists(st.sampled_from(FORMS[path]), max_size=4))
         fields: list[tuple[str, Any]] = [(name, (None, data.draw(FORM_VALUE))) for name in names]
