@@ -201,5 +201,6 @@ def test_a_voice_agent_of_the_agents_sdk_talks_over_webrtc_with_a_client_secret(
     assert log["tools"][0].strip()
     said = log["transcripts"][-1]
     heard = base64.b64decode(log["heard"])
-    assert heard_unlike_said(voice, said, heard) <= HEARD_AS_SAID, said
+    gap = heard_unlike_said(voice, said, heard)
+    assert gap <= HEARD_AS_SAID, (gap, said)
     assert interrupted  # the answer playing when the SDK interrupted it was cleared
