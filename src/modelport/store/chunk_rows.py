@@ -12,7 +12,7 @@ import numpy as np
 from sqlalchemy import Float, and_, bindparam, delete, insert, select, text, update
 
 from modelport.store.database import Database
-from modelport.store.tables import vector_chunks, vector_store_files, vector_stores
+from modelport.store.tables import vector_chunk_drafts, vector_chunks, vector_store_files, vector_stores
 
 _HELD_STORES = 8  # stores whose vectors SQLite searches keep in memory, the most recently used
 
@@ -58,11 +58,55 @@ class ChunkRows:
         async with self.database.transaction() as connection:
             return [row[0] for row in await connection.execute(query)]
 
+    async def draft(
+        self, store_id: str, file_id: str, start: int, chunks: list[tuple[str, np.ndarray]]
+    ) -> bool:
+        """Keep chunks of a file being ingested (from position `start`) as they are embedded, unless it is no
+        longer in progress (cancelled, taken out: then False, and nothing is kept)."""
+        async with self.database.transaction() as connection:
+            status = await connection.scalar(
+                select(vector_store_files.c.status).where(
+                    vector_store_files.c.vector_store_id == store_id, vector_store_files.c.id == file_id
+                )
+            )
+            if status != "in_progress":
+                return False
+            await connection.execute(
+                insert(vector_chunk_drafts),
+                [
+                    {
+                        "vector_store_id": store_id,
+                        "file_id": file_id,
+                        "position": start + i,
+                        "text": chunk,
+                        "embedding": np.asarray(vector, dtype="<f4").tobytes(),
+                    }
+                    for i, (chunk, vector) in enumerate(chunks)
+                ],
+            )
+        return True
+
+    async def drafted(self, store_id: str, file_id: str, pieces: list[str]) -> list[np.ndarray]:
+        """The vectors kept for the first of `pieces` by an ingest of this file that stopped; none (and the
+        drafts dropped) if what was kept is not how the file is cut now."""
+        table = vector_chunk_drafts.c
+        query = (
+            select(table.text, table.embedding)
+            .where(table.vector_store_id == store_id, table.file_id == file_id)
+            .order_by(table.position)
+        )
+        async with self.database.transaction() as connection:
+            rows = list(await connection.execute(query))
+            if [row[0] for row in rows] == pieces[: len(rows)]:
+                return [np.frombuffer(row[1], dtype="<f4") for row in rows]
+            await _drop_drafts(connection, store_id, file_id)
+        return []
+
     async def complete(
         self, store_id: str, file_id: str, chunks: list[tuple[str, np.ndarray]], usage_bytes: int
     ) -> bool:
-        """A file's chunks, in place of any it had, and its status `completed`, all at once: unless it was
-        cancelled or taken out meanwhile (then nothing is written, and False)."""
+        """A file's chunks, in place of any it had (its drafts dropped), and its status `completed`, all at
+        once: unless it was cancelled or taken out meanwhile (then nothing is written, and False)."""
         async with self.database.transaction() as connection:
             done = await connection.execute(
                 update(vector_store_files)
@@ -202,8 +246,17 @@ class ChunkRows:
         return held
 
 
+async def _drop_drafts(connection: Any, store_id: str, file_id: str) -> None:
+    table = vector_chunk_drafts.c
+    await connection.execute(
+        delete(vector_chunk_drafts).where(table.vector_store_id == store_id, table.file_id == file_id)
+    )
+
+
 async def drop_chunks(connection: Any, store_id: str, file_id: str) -> None:
-    """Delete a file's chunks and move the store's version on (its held vectors are stale)."""
+    """Delete a file's chunks (and its drafts) and move the store's version on (its held vectors are
+    stale)."""
+    await _drop_drafts(connection, store_id, file_id)
     await connection.execute(
         delete(vector_chunks).where(
             and_(vector_chunks.c.vector_store_id == store_id, vector_chunks.c.file_id == file_id)

@@ -11,6 +11,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -284,4 +285,21 @@ vector_chunks = Table(
     Column("text", Text, nullable=False),
     Column("embedding", Embedding, nullable=False),
     Index("ix_vector_chunks_store_file", "vector_store_id", "file_id", "position"),
+)
+
+# The chunks of a file being ingested, kept as each batch is embedded (float32 bytes), out of search's way
+# until the file completes: an ingest taken up after its replica stopped embeds only what is not here.
+vector_chunk_drafts = Table(
+    "vector_chunk_drafts",
+    metadata,
+    Column(
+        "vector_store_id",
+        String(128),
+        ForeignKey("vector_stores.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("file_id", String(128), primary_key=True),
+    Column("position", Integer, primary_key=True),
+    Column("text", Text, nullable=False),
+    Column("embedding", LargeBinary, nullable=False),
 )

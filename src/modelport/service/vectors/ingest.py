@@ -116,9 +116,16 @@ class Ingest:
                 text = await self.documents.text(name, data)
                 reader = await self.embedder.reader(model)
                 pieces = await anyio.to_thread.run_sync(chunking.chunks, text, strategy, reader)
-                vectors: list[np.ndarray] = []
-                for start in range(0, len(pieces), _EMBED_BATCH):
-                    vectors.extend(await self.embedder.embed(model, pieces[start : start + _EMBED_BATCH]))
+                # What an ingest of this file that stopped (its replica killed) kept is not embedded again.
+                vectors = await self.chunks.drafted(store_id, file_id, pieces)
+                for start in range(len(vectors), len(pieces), _EMBED_BATCH):
+                    batch = pieces[start : start + _EMBED_BATCH]
+                    embedded = list(await self.embedder.embed(model, batch))
+                    if not await self.chunks.draft(
+                        store_id, file_id, start, list(zip(batch, embedded, strict=True))
+                    ):
+                        return  # cancelled or taken out meanwhile
+                    vectors.extend(embedded)
                 made = list(zip(pieces, vectors, strict=True))
                 used = sum(len(piece.encode()) + 4 * len(vector) for piece, vector in made)
                 await self.chunks.complete(store_id, file_id, made, used)
