@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from modelport.context import DEFAULT_PROJECT
@@ -249,3 +250,32 @@ def test_a_database_that_is_down_is_a_503_and_shows_in_its_state() -> None:
 def test_the_password_never_shows() -> None:
     store = Store("postgresql://user:s3cret@127.0.0.1:9/db")
     assert "s3cret" not in str(store.state())
+
+
+def test_chunks_kept_by_an_ingest_are_kept_once_and_go_with_their_file(url: str) -> None:
+    # Two replicas working on one file (one took it up from the other, which had only stalled): the places
+    # one kept are not kept again by the other, which stops rather than failing the file.
+    async def run() -> None:
+        store = Store(url)
+        row = {"id": "vs_1", "created": 1, "metadata": {}, "model": "m", "last_active": 1, "version": 0}
+        await store.vectors.create({**row, "project": P})
+        file = {"vector_store_id": "vs_1", "id": "file_1", "created": 1, "status": "in_progress"}
+        await store.vectors.attach(
+            [{**file, "attributes": {}, "chunking": {}, "usage_bytes": 0, "project": P}]
+        )
+        pieces = ["one", "two", "three"]
+        made = [(text, np.full(4, i, np.float32)) for i, text in enumerate(pieces)]
+        assert await store.chunks.draft("vs_1", "file_1", 0, made[:2])
+        assert not await store.chunks.draft("vs_1", "file_1", 1, made[1:])
+        kept = await store.chunks.drafted("vs_1", "file_1", pieces)
+        assert [vector.tolist() for vector in kept] == [[0.0] * 4, [1.0] * 4]
+        assert await store.chunks.drafted("vs_1", "file_1", ["cut", "otherwise"]) == []  # and dropped
+        assert await store.chunks.drafted("vs_1", "file_1", pieces) == []
+        assert await store.chunks.draft("vs_1", "file_1", 0, made)
+        assert await store.chunks.complete("vs_1", "file_1", made, 0)
+        assert await store.chunks.drafted("vs_1", "file_1", pieces) == []  # completed: drafts gone
+        assert not await store.chunks.draft("vs_1", "file_1", 3, made)  # no longer in progress
+        assert await store.chunks.texts("vs_1", "file_1") == pieces
+        await store.close()
+
+    asyncio.run(run())

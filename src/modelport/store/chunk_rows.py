@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import Float, and_, bindparam, delete, insert, select, text, update
+from sqlalchemy.exc import IntegrityError
 
 from modelport.store.database import Database
 from modelport.store.tables import vector_chunk_drafts, vector_chunks, vector_store_files, vector_stores
@@ -62,28 +63,32 @@ class ChunkRows:
         self, store_id: str, file_id: str, start: int, chunks: list[tuple[str, np.ndarray]]
     ) -> bool:
         """Keep chunks of a file being ingested (from position `start`) as they are embedded, unless it is no
-        longer in progress (cancelled, taken out: then False, and nothing is kept)."""
-        async with self.database.transaction() as connection:
-            status = await connection.scalar(
-                select(vector_store_files.c.status).where(
-                    vector_store_files.c.vector_store_id == store_id, vector_store_files.c.id == file_id
+        longer in progress (cancelled, taken out) or another replica kept these places first (one took the
+        file up from this one, which had only stalled): then False, and nothing is kept."""
+        try:
+            async with self.database.transaction() as connection:
+                status = await connection.scalar(
+                    select(vector_store_files.c.status).where(
+                        vector_store_files.c.vector_store_id == store_id, vector_store_files.c.id == file_id
+                    )
                 )
-            )
-            if status != "in_progress":
-                return False
-            await connection.execute(
-                insert(vector_chunk_drafts),
-                [
-                    {
-                        "vector_store_id": store_id,
-                        "file_id": file_id,
-                        "position": start + i,
-                        "text": chunk,
-                        "embedding": np.asarray(vector, dtype="<f4").tobytes(),
-                    }
-                    for i, (chunk, vector) in enumerate(chunks)
-                ],
-            )
+                if status != "in_progress":
+                    return False
+                await connection.execute(
+                    insert(vector_chunk_drafts),
+                    [
+                        {
+                            "vector_store_id": store_id,
+                            "file_id": file_id,
+                            "position": start + i,
+                            "text": chunk,
+                            "embedding": np.asarray(vector, dtype="<f4").tobytes(),
+                        }
+                        for i, (chunk, vector) in enumerate(chunks)
+                    ],
+                )
+        except IntegrityError:
+            return False
         return True
 
     async def drafted(self, store_id: str, file_id: str, pieces: list[str]) -> list[np.ndarray]:
