@@ -131,12 +131,10 @@ def test_a_live_caller_waits_for_one_small_background_call_not_for_an_ingest() -
             await asyncio.sleep(0.1)  # in line behind the running call
             go.set()
             answer = await asked
-            for _ in range(1200):  # a minute at most
-                if not (await client.vector_stores.retrieve(store.id)).file_counts.in_progress:
-                    break
-                await asyncio.sleep(0.05)
-            status = (await client.vector_stores.files.retrieve(upload.id, vector_store_id=store.id)).status
-            return status, answer.data[0].embedding
+            ingested = client.vector_stores.files.poll(
+                upload.id, vector_store_id=store.id, poll_interval_ms=50
+            )
+            return (await asyncio.wait_for(ingested, 60)).status, answer.data[0].embedding
 
     status, row = asyncio.run(run())
     assert status == "completed"

@@ -69,11 +69,10 @@ def test_a_taken_up_ingest_embeds_only_what_was_not_kept(
         await taker.start()  # takes up what was left in progress
         try:
             async with modelport.AsyncOpenAI(service=taker) as client:
-                for _ in range(1200):  # a minute at most
-                    if not (await client.vector_stores.retrieve(store.id)).file_counts.in_progress:
-                        break
-                    await asyncio.sleep(0.05)
-                done = await client.vector_stores.files.retrieve(upload.id, vector_store_id=store.id)
+                ingested = client.vector_stores.files.poll(
+                    upload.id, vector_store_id=store.id, poll_interval_ms=50
+                )
+                done = await asyncio.wait_for(ingested, 60)
                 chunks = [
                     part.text
                     async for part in client.vector_stores.files.content(upload.id, vector_store_id=store.id)
