@@ -119,7 +119,7 @@ class Batcher:
     async def _work(self) -> None:
         while self.pending:
             await asyncio.sleep(self.window)
-            # A caller that went away (its future cancelled) is not embedded for nobody.
+            # A caller that went away (its future cancelled) is dropped: nobody waits for its rows.
             self.pending = [entry for entry in self.pending if not entry.future.done()]
             if not self.pending:
                 return

@@ -130,9 +130,8 @@ def checked_items(given: str | list[dict[str, Any]], param: str) -> list[dict[st
                 "compaction items.",
                 param=f"{param}[{i}].type",
             )
-        if (
-            kind != "message"
-        ):  # the types of its fields as the SDK has them; Codex leaves out some it requires
+        if kind != "message":
+            # The types of its fields as the SDK has them; Codex leaves out some it requires.
             check_as(_ITEM_TYPES, item, f"{param}[{i}]", required=False)
         items.append(item)
     return items

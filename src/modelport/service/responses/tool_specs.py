@@ -108,9 +108,8 @@ async def file_search_spec(tool: dict[str, Any], where: str, vector_stores: Vect
     rule = tool.get("filters")
     if rule is not None:
         filters.checked(rule, f"{where}.filters")
-    check_as(
-        TOOLS, tool, where
-    )  # the rest as the SDK types it (a string `ranking_options`: a 400, not a 500)
+    # The rest as the SDK types it (a string `ranking_options`: a 400, not a 500).
+    check_as(TOOLS, tool, where)
     return FileSearchSpec(store_ids, rule, limit, tool.get("ranking_options"), where)
 
 
