@@ -511,7 +511,7 @@ def test_a_revoked_key_ends_its_open_session(tmp_path: Path) -> None:
                 url, subprotocols=["realtime", f"openai-insecure-api-key.{key}"]
             ) as ws:
                 assert json.loads(await ws.recv())["type"] == "session.created"
-                await closes_on_revocation(ws, key_id, database)
+                await closes_on_revocation(ws, key_id, database, "the realtime WebSocket")
 
         asyncio.run(run())
 

@@ -140,7 +140,7 @@ def test_a_revoked_key_closes_its_open_connection(tmp_path: Path) -> None:
                 await ws.send(json.dumps({"type": "response.create", "model": "reverse", "input": "one two"}))
                 while json.loads(await asyncio.wait_for(ws.recv(), 30))["type"] != "response.completed":
                     pass
-                await closes_on_revocation(ws, key_id, database)
+                await closes_on_revocation(ws, key_id, database, "the Responses WebSocket")
 
         asyncio.run(run())
 

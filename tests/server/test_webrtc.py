@@ -390,6 +390,42 @@ def test_client_secret_mints_count_against_the_project_s_rate_and_bound_instruct
             client.realtime.client_secrets.create(session={"type": "transcription"})
 
 
+def test_a_revoked_key_ends_its_call(tmp_path: Path) -> None:
+    # The same watcher as the WebSockets': the call says why on its data channel, then hangs up.
+    from tests.server.test_projects import closed_within, revocable_key, revoke
+
+    database = str(tmp_path / "state.db")
+    key_id, key = revocable_key(database, "calls")
+    models = [
+        ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
+        ModelConfig(id=DEFAULT_REALTIME, engine="realtime"),
+    ]
+    settings = Settings(
+        defaults=False,
+        models=models,
+        store=StoreSettings(url=database),
+        auth=AuthSettings(key_cache_seconds=0.5),
+    )
+    with faces(settings, api_key=key) as served:
+
+        async def run() -> tuple[Any, str, float]:
+            async with call(served, key, session={"type": "transcription"}) as (browser, _):
+                await browser.until("session.created")
+                revoked = await revoke(key_id, database)
+                error = (await browser.until("error"))[-1]
+                for _ in range(100):
+                    if browser.peer.connectionState == "closed":
+                        break
+                    await asyncio.sleep(0.05)
+                return error, browser.peer.connectionState, revoked
+
+        error, state, revoked = asyncio.run(run())
+        closed_within(revoked, "a WebRTC call")
+        assert error.error.code == "invalid_api_key"
+        assert state == "closed"
+        assert list(served.app.state.calls.calls) == []
+
+
 def test_a_client_that_leaves_mid_offer_is_a_499_not_a_500(voice: Faces) -> None:
     host, port = voice.url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port))) as raw:
