@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import av
-import httpx
 import numpy as np
 import openai
 import pytest
@@ -34,6 +33,7 @@ from modelport.settings import (
 from tests.server.conftest import QUESTION
 from tests.service.test_audio import word_error_rate
 from tests.support.faces import Faces, faces
+from tests.support.live import health_probed
 
 pytestmark = pytest.mark.models  # real models: not the unit tier
 
@@ -731,20 +731,10 @@ def test_a_flood_of_items_is_capped_and_the_server_stays_responsive(voice: Faces
     cap, sent = 300, 3000
     kept = limits.realtime_items
     limits.realtime_items = cap
-    waits: list[float] = []
-
-    async def health() -> None:
-        async with httpx.AsyncClient(base_url=voice.url) as probe:
-            while True:
-                start = time.perf_counter()
-                await probe.get("/health")
-                waits.append(time.perf_counter() - start)
-                await asyncio.sleep(0.02)
 
     async def run() -> list[Any]:
         async with connect(voice) as connection:
             await until(connection, "session.created")
-            probing = asyncio.create_task(health())
             for i in range(sent):
                 item = {"id": f"item_{i}", "type": "message", "role": "user",
                         "content": [{"type": "input_text", "text": "x" * 200}]}  # fmt: skip
@@ -754,12 +744,11 @@ def test_a_flood_of_items_is_capped_and_the_server_stays_responsive(voice: Faces
             await connection._connection.send(
                 json.dumps({"type": "conversation.item.retrieve", "item_id": "item_0"})
             )
-            events = await until(connection, "conversation.item.retrieved")
-            probing.cancel()
-            return events
+            return await until(connection, "conversation.item.retrieved")
 
     try:
-        events = asyncio.run(run())
+        with health_probed(voice.url) as waits:
+            events = asyncio.run(run())
     finally:
         limits.realtime_items = kept
     full = [e for e in events if e.type == "error" and e.error.code == "conversation_full"]

@@ -20,6 +20,7 @@ from modelport.settings import AuthSettings
 from tests.service.test_responses import WEATHER
 from tests.support.configs import tiny_settings
 from tests.support.faces import Faces, faces
+from tests.support.live import health_probed
 
 EVENT: TypeAdapter[Any] = TypeAdapter(BetaResponsesServerEvent)
 
@@ -147,8 +148,8 @@ def test_a_revoked_key_closes_its_open_connection(tmp_path: Path) -> None:
 
 def test_a_flood_of_lanes_is_bounded_and_the_connection_goes_on(tiny_faces: Faces) -> None:
     # Each new stream_id was a new task: nothing bounded what one connection could start.
-    sent = MOST_LANES * 4
-    with connected(tiny_faces) as connection:
+    sent = MOST_LANES * 10
+    with connected(tiny_faces) as connection, health_probed(tiny_faces.url) as waits:
         for i in range(sent):
             create = {"type": "response.create", "model": "reverse", "input": "a b", "stream_id": f"l{i}"}
             connection.send_raw(json.dumps(create))
@@ -162,3 +163,5 @@ def test_a_flood_of_lanes_is_bounded_and_the_connection_goes_on(tiny_faces: Face
     assert len(refused) == sent - MOST_LANES
     assert {e.error.param for e in refused} == {"stream_id"}
     assert after[-1].type == "response.completed"  # a lane it holds still serves
+    assert waits
+    assert sorted(waits)[len(waits) // 2] < 0.1  # the median: the loop is never held by the flood

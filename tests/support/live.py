@@ -137,6 +137,30 @@ def configured_server(
 
 
 @contextmanager
+def health_probed(url: str, every: float = 0.02) -> Iterator[list[float]]:
+    """`/health` asked every `every` seconds from a thread of its own while the block runs: the seconds each
+    answer took, so far (a flood's cost to everyone else)."""
+    waits: list[float] = []
+    stop = threading.Event()
+
+    def probe() -> None:
+        with httpx.Client(base_url=url, timeout=120) as client:
+            while not stop.is_set():
+                start = time.perf_counter()
+                client.get("/health")
+                waits.append(time.perf_counter() - start)
+                stop.wait(every)
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    try:
+        yield waits
+    finally:
+        stop.set()
+        thread.join(STOP_SECONDS)
+
+
+@contextmanager
 def serve_app(app: Any, seconds: float = 30) -> Iterator[str]:
     """An ASGI app served by uvicorn on 127.0.0.1 in a thread of this process; yields its base URL once it
     listens (its lifespan has started), within `seconds`."""
