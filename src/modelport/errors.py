@@ -36,6 +36,18 @@ class InvalidRequestError(ModelportError):
     type = "invalid_request_error"
 
 
+class ConversationFullError(InvalidRequestError):
+    """A conversation holding the most items it may (`[limits] conversation_items`)."""
+
+    def __init__(self, conversation_id: str, held: int, most: int, param: str) -> None:
+        super().__init__(
+            f"Conversation '{conversation_id}' holds {held} of the {most} items it may hold ([limits] "
+            "conversation_items): start another conversation, or delete some of its items.",
+            param=param,
+            code="conversation_full",
+        )
+
+
 class ModelNotFoundError(ModelportError):
     """No model, and no alias, has this id."""
 

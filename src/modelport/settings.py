@@ -203,6 +203,12 @@ class Limits(BaseModel):
         default=600.0, gt=0, description="audio a realtime session holds uncommitted, or in one item"
     )
     realtime_items: int = Field(default=4096, ge=1, description="items one realtime conversation may hold")
+    conversation_items: int = Field(
+        default=10_000,
+        ge=1,
+        description="items one stored conversation may hold: past it, adding items is a 400 and the "
+        "conversation takes no more turns (each turn reads every item)",
+    )
     realtime_conversation_bytes: int = Field(
         default=64 * 1024 * 1024,
         ge=1,

@@ -4,13 +4,16 @@ what reached the model is what it says."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+import httpx
 import openai
 import pytest
 
 from tests.support.configs import tiny_settings
-from tests.support.faces import faces
+from tests.support.faces import Faces, faces
+from tests.support.live import health_probed
 
 
 def say(text: str) -> dict[str, Any]:
@@ -122,3 +125,50 @@ def test_an_item_id_given_twice_is_a_400_and_a_replayed_turn_adds_nothing_twice(
     ids = [item.id for item in tiny.conversations.items.list(made.id, order="asc")]
     assert ids.count("msg_same") == 1
     assert "msg_new" in ids
+
+
+def test_a_conversation_holds_at_most_its_cap_even_from_adds_sent_together(
+    tmp_path: Any, postgres: Any
+) -> None:
+    # 20 items a request, but nothing bounded how many a conversation held, and every turn reads them all.
+    for database in (str(tmp_path / "state.db"), postgres.database()):
+        settings = tiny_settings(database)
+        settings.limits.conversation_items = 30
+        with faces(settings) as served:
+            holds_its_cap(served)
+
+
+def holds_its_cap(served: Faces) -> None:
+    made = served.http.conversations.create(items=[say("first")])
+
+    async def flood() -> list[httpx.Response]:  # 10× the cap, 3 items a request, all at once
+        async with httpx.AsyncClient(base_url=f"{served.url}/v1", timeout=60) as http:
+            adds = (
+                http.post(
+                    f"/conversations/{made.id}/items", json={"items": [say(f"{i}.{j}") for j in range(3)]}
+                )
+                for i in range(100)
+            )
+            return await asyncio.gather(*adds)
+
+    with health_probed(served.url) as waits:
+        answers = asyncio.run(flood())
+    refused = [a.json()["error"] for a in answers if a.status_code != 200]
+    assert [a.status_code for a in answers].count(200) == 9  # 1 + 9 × 3 = 28: a tenth would pass 30
+    assert {(e["code"], e["param"]) for e in refused} == {("conversation_full", "items")}
+    assert len(refused) == 91
+    assert sorted(waits)[len(waits) // 2] < 0.1  # the median: the adds hold nobody up
+    for face in (served.http, served.inprocess):
+        with pytest.raises(openai.BadRequestError) as full:
+            face.conversations.items.create(made.id, items=[say("one"), say("two"), say("three")])
+        assert full.value.body["code"] == "conversation_full"
+    # A turn adds its input and its answer whatever their number (it has run); then no turn starts.
+    served.http.responses.create(model="recall", input="and this", conversation=made.id)
+    assert len(served.http.conversations.items.list(made.id, limit=100).data) == 30
+    for face in (served.http, served.inprocess):
+        with pytest.raises(openai.BadRequestError) as closed:
+            face.responses.create(model="recall", input="one more", conversation=made.id)
+        assert (closed.value.body["code"], closed.value.body["param"]) == (
+            "conversation_full",
+            "conversation",
+        )

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from modelport.errors import InvalidRequestError, NotFoundError
+from modelport.errors import ConversationFullError, InvalidRequestError, NotFoundError
 from modelport.store.cursor_pages import Order
 from modelport.store.database import Database
 from modelport.store.tables import conversation_items, conversations
@@ -55,13 +55,26 @@ class ConversationRows:
                 )
         return bool(done.rowcount)
 
-    async def add(self, conversation_id: str, project: str, items: list[dict[str, Any]]) -> bool:
-        """Append items to one of `project`'s conversations; whether it exists."""
+    async def add(
+        self, conversation_id: str, project: str, items: list[dict[str, Any]], most: int | None = None
+    ) -> bool:
+        """Append items to one of `project`'s conversations, refusing them (`ConversationFullError`) past
+        `most` items in all; whether it exists."""
         try:
             async with self.database.transaction() as connection:
-                found = await connection.scalar(select(func.count()).where(*_mine(conversation_id, project)))
-                if not found:
+                # A write to the conversation's row first: it takes the row's lock (PostgreSQL) or the
+                # file's (SQLite, whose reads before a write would see what another add has not yet
+                # committed), so two adds sent together cannot both count room for their items.
+                mine = update(conversations).where(*_mine(conversation_id, project))
+                if not (await connection.execute(mine.values(id=conversations.c.id))).rowcount:
                     return False
+                if most is not None:
+                    counted = select(func.count()).where(
+                        conversation_items.c.conversation_id == conversation_id
+                    )
+                    held = int(await connection.scalar(counted) or 0)
+                    if held + len(items) > most:
+                        raise ConversationFullError(conversation_id, held, most, "items")
                 await _add(connection, conversation_id, items)
         except IntegrityError:
             raise _repeated_item() from None

@@ -75,7 +75,7 @@ class Responses:
         self.vector_stores = vector_stores
         self.fetcher = fetcher
         self.limits = limits
-        self.conversations = Conversations(store)
+        self.conversations = Conversations(store, limits)
         self.jobs = Jobs(store, background_timeout) if store is not None else None
 
     async def create(self, request: ResponseRequest) -> Response | Events[Response]:

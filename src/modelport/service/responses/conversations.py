@@ -10,11 +10,12 @@ from openai._models import construct_type
 from openai.types.conversations import Conversation, ConversationDeletedResource, ConversationItem
 
 from modelport import context
-from modelport.errors import InvalidRequestError, NotFoundError, StoreDisabledError
+from modelport.errors import ConversationFullError, InvalidRequestError, NotFoundError, StoreDisabledError
 from modelport.ids import new_id
 from modelport.protocol.answers import ListPage
 from modelport.service.responses.items import checked_items
 from modelport.service.state.listing import bounded_limit, checked_order
+from modelport.settings import Limits
 from modelport.store import Store
 
 _INCLUDES = ("message.output_text.logprobs",)  # what the items already hold: nothing to add
@@ -23,8 +24,9 @@ _INCLUDES = ("message.output_text.logprobs",)  # what the items already hold: no
 class Conversations:
     """Create, read, change and delete conversations and their items."""
 
-    def __init__(self, store: Store | None) -> None:
+    def __init__(self, store: Store | None, limits: Limits) -> None:
         self.store = store
+        self.limits = limits  # read as it is now: `conversation_items`
 
     async def create(
         self, items: list[dict[str, Any]] | None = None, metadata: dict[str, str] | None = None
@@ -80,7 +82,10 @@ class Conversations:
     async def add(self, conversation_id: str, items: list[dict[str, Any]]) -> ListPage[dict[str, Any]]:
         """`POST /v1/conversations/{id}/items`: append up to 20 items; the items as added."""
         added = _kept(checked_items(items, "items"))
-        if not await self._store().conversations.add(conversation_id, context.current().project, added):
+        project = context.current().project
+        if not await self._store().conversations.add(
+            conversation_id, project, added, self.limits.conversation_items
+        ):
             raise _missing(conversation_id)
         return ListPage(added, False)
 
@@ -101,9 +106,16 @@ class Conversations:
         return _conversation(row)
 
     async def history(self, conversation_id: str) -> list[dict[str, Any]]:
-        """Every item of the caller's conversation, oldest first (a 404 naming `conversation`)."""
+        """Every item of the caller's conversation, oldest first (a 404 naming `conversation`); a 400
+        naming it once it holds the most items it may, since the turn that reads it would add more (a
+        turn's own items are added whatever their number: it has run)."""
         await self._row(conversation_id, param="conversation")
-        return await self._store().conversations.items(conversation_id)
+        held = await self._store().conversations.items(conversation_id)
+        if len(held) >= self.limits.conversation_items:
+            raise ConversationFullError(
+                conversation_id, len(held), self.limits.conversation_items, "conversation"
+            )
+        return held
 
     async def append(self, conversation_id: str, project: str, items: list[dict[str, Any]]) -> None:
         """A finished turn's input and output, appended to its conversation (`project`'s); items already
