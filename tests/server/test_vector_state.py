@@ -3,10 +3,14 @@ file that a stopped server left half-ingested is taken up by the next one."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from modelport.settings import DEFAULT_EMBEDDING, ModelConfig, Settings, StoreSettings
 from tests.support.faces import faces
@@ -58,3 +62,47 @@ def test_a_file_left_in_progress_is_taken_up_at_the_next_start(tmp_path: Path) -
     with faces(settings(database)) as again:
         assert ready(again.http, made.id).file_counts.completed == 1
         assert again.http.vector_stores.search(made.id, query="bell").data
+
+
+def test_a_file_attached_by_requests_sent_together_is_put_in_and_ingested_once(
+    tmp_path: Path, postgres: Any
+) -> None:
+    # Each request looked for the file, then put it in: two at once both put it in (a 500 for the second,
+    # 11 of 20 on SQLite), and each started its own ingest of it.
+    for database in (str(tmp_path / "state.db"), postgres.database()):
+        with faces(settings(database)) as served:
+            attached_together(served.url, served.http)
+
+
+def attached_together(url: str, client: Any) -> None:
+    file = client.files.create(file=("notes.txt", NOTES), purpose="assistants")
+    alone = client.vector_stores.create(name="alone")
+    before = embedded(url)
+    client.vector_stores.files.create_and_poll(file.id, vector_store_id=alone.id)
+    once = embedded(url) - before
+    made = client.vector_stores.create(name="together")
+
+    async def attach() -> list[httpx.Response]:
+        async with httpx.AsyncClient(base_url=f"{url}/v1", timeout=60) as http:
+            path = f"/vector_stores/{made.id}/files"
+            return await asyncio.gather(*(http.post(path, json={"file_id": file.id}) for _ in range(20)))
+
+    before = embedded(url)
+    answers = asyncio.run(attach())
+    assert [a.status_code for a in answers] == [200] * 20
+    assert {a.json()["id"] for a in answers} == {file.id}
+    assert ready(client, made.id).file_counts.model_dump() == {
+        "cancelled": 0, "completed": 1, "failed": 0, "in_progress": 0, "total": 1
+    }  # fmt: skip
+    assert embedded(url) - before == once > 0
+
+
+def embedded(url: str) -> float:
+    """The tokens the embedding model has embedded in this process so far (`/metrics`)."""
+    for family in text_string_to_metric_families(httpx.get(f"{url}/metrics").text):
+        for sample in family.samples:
+            if sample.name == "modelport_tokens_total" and sample.labels == {
+                "model": DEFAULT_EMBEDDING, "kind": "prompt"
+            }:  # fmt: skip
+                return sample.value
+    return 0.0

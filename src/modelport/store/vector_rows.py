@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 
 from modelport.store.chunk_rows import drop_chunks
 from modelport.store.cursor_pages import Order, Page, page
@@ -102,19 +103,22 @@ class VectorRows:
 
     # Files.
 
-    async def attach(self, rows: list[dict[str, Any]], batch: dict[str, Any] | None = None) -> None:
-        """Put files into a store (a file already there stays as it is), with the batch that brings them."""
+    async def attach(
+        self, rows: list[dict[str, Any]], batch: dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """Put files into a store, with the batch that brings them; those it put in (a file already there
+        stays as it is: each insert skips one that is, in one statement, so attaches sent together put a
+        file in once)."""
+        dialect = sqlite if self.database.sqlite else postgresql
+        added = []
         async with self.database.transaction() as connection:
             if batch is not None:
                 await connection.execute(insert(vector_store_file_batches).values(**batch))
             for row in rows:
-                there = await connection.scalar(
-                    select(func.count())
-                    .select_from(vector_store_files)
-                    .where(*_file(row["vector_store_id"], row["id"]))
-                )
-                if not there:
-                    await connection.execute(insert(vector_store_files).values(**row))
+                put = dialect.insert(vector_store_files).values(**row).on_conflict_do_nothing()
+                if (await connection.execute(put)).rowcount:
+                    added.append(row)
+        return added
 
     async def file(self, store_id: str, file_id: str) -> dict[str, Any] | None:
         """A file of a store, or None."""

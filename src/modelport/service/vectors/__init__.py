@@ -398,9 +398,8 @@ class VectorStores:
             }
             for file_id, attributes, strategy in wanted
         ]
-        await self._rows().attach(fresh, batch)
         assert self.ingest is not None
-        for file in fresh:
+        for file in await self._rows().attach(fresh, batch):
             self.ingest.start(row["project"], row["id"], file["id"], row["model"], file["chunking"])
 
     async def _touch(self, row: dict[str, Any]) -> None:
