@@ -380,7 +380,7 @@ class Service:
         model = await self.manager.get(request.model)
         predictor = model.predictor(capability)
         tally = metrics.Tally()
-        with metrics.tallied(tally):
+        with metrics.Tallied(tally):
             if isinstance(predictor, Relay):
                 answer = await forwarding.forward(model, predictor, request, upload)
             else:

@@ -110,7 +110,7 @@ class Access:
         client leaves: what was generated was used)."""
         try:
             while True:
-                with metrics.tallied(tally):
+                with metrics.Tallied(tally):
                     try:
                         item = await items.__anext__()
                     except StopAsyncIteration:
