@@ -1,0 +1,130 @@
+"""The serving thread's CPU on the plain paths (chat and legacy completions, streamed and not; no tools, no
+logprobs): `modelport serve`'s event-loop thread (its main one, which does all of the server's Python work
+per request and per token), measured from /proc while requests of 8 and of 264 tokens run one at a time.
+Per request is what an 8-token request costs; per token is the difference over the 256 tokens more, so a
+request's own costs (admission, usage, the store) do not hide in it. The thread's idle cost (timers,
+background looks) is measured first and taken out. With `--profile FILE`, py-spy records the thread's
+stacks over the same requests instead (raw format), and its busiest frames are printed: no CPU figures
+then, since py-spy stops the process at every sample.
+
+    .venv/bin/python -m bench.serving_cpu [--rounds 5] [--profile FILE]
+    .venv/bin/python -m bench.serving_cpu --top FILE   # the profile's busiest frames, self and inclusive
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import NO_EOS, STORY, cpu_seconds, http_client, machine, modelport_configured, table
+
+CHAT = "smollm2-135m-instruct"
+CONFIG = f'defaults = false\n[[models]]\nid = "{CHAT}"\nengine = "llamacpp"\n'
+SHORT, LONG = 8, 264  # tokens of a request; the difference is what a token costs
+
+
+async def request(client: Any, kind: str, stream: bool, index: int, tokens: int) -> None:
+    prompt = f"{index}. {STORY}"
+    common: dict[str, Any] = {"model": CHAT, "max_tokens": tokens, "logit_bias": NO_EOS, "temperature": 0}
+    if kind == "chat":
+        messages = [{"role": "user", "content": prompt}]
+        answer = await client.chat.completions.create(messages=messages, stream=stream, **common)
+    else:
+        answer = await client.completions.create(prompt=prompt, stream=stream, **common)
+    if stream:
+        async for _ in answer:
+            pass
+
+
+async def measure(rounds: int, profile: str | None) -> list[list[object]]:
+    """The table's rows; or, with `profile`, py-spy's record of the same requests and no rows (py-spy stops
+    the process at every sample, which its CPU time would count)."""
+    rows: list[list[object]] = []
+    with modelport_configured(CONFIG) as (url, pid):
+        client = http_client(url)
+        await request(client, "chat", True, 0, SHORT)  # the model loaded, the prompt path warm
+        if profile is not None:
+            beside = str(Path(sys.executable).parent)  # the virtual environment's, when it is not on PATH
+            spy_binary = shutil.which("py-spy", path=beside) or shutil.which("py-spy")
+            assert spy_binary, "py-spy is not installed (it is one of the dev extra's)"
+            recording = ["record", "-p", str(pid), "-r", "1000", "-f", "raw", "-o", profile, "--threads"]
+            quiet = asyncio.subprocess.DEVNULL
+            spy = await asyncio.create_subprocess_exec(spy_binary, *recording, stdout=quiet, stderr=quiet)
+            for kind in ("chat", "completion"):
+                for stream in (True, False):
+                    for i in range(rounds):
+                        await request(client, kind, stream, i + 1, LONG)
+            spy.send_signal(signal.SIGINT)
+            await asyncio.wait_for(spy.wait(), 60)
+            return rows
+        await asyncio.sleep(2)
+        before = cpu_seconds(pid, pid)
+        await asyncio.sleep(10)
+        idle = (cpu_seconds(pid, pid) - before) / 10  # CPU-seconds a second, doing nothing
+        rows.append(["idle", f"{idle * 1000:.1f} ms a second", "", ""])
+        for kind in ("chat", "completion"):
+            for stream in (True, False):
+                spent = {}
+                for tokens in (SHORT, LONG):
+                    before, start = cpu_seconds(pid, pid), time.perf_counter()
+                    for i in range(rounds):
+                        await request(client, kind, stream, 1000 * tokens + i, tokens)
+                    wall = time.perf_counter() - start
+                    spent[tokens] = (cpu_seconds(pid, pid) - before - idle * wall) / rounds
+                per_token = (spent[LONG] - spent[SHORT]) / (LONG - SHORT)
+                rate = rounds * LONG / wall
+                name = f"{kind}, {'streamed' if stream else 'whole'}"
+                rows.append([name, spent[SHORT] * 1000, per_token * 1000, f"{per_token * rate * 100:.1f}%"])
+    return rows
+
+
+def top(path: str, thread: str = "MainThread", count: int = 25) -> None:
+    """The busiest frames of one thread in a raw py-spy profile: by their own samples and with callees."""
+    own: collections.Counter[str] = collections.Counter()
+    within: collections.Counter[str] = collections.Counter()
+    total = 0
+    with open(path) as lines:
+        for line in lines:
+            stack, _, samples = line.rstrip().rpartition(" ")
+            frames = stack.split(";")
+            if thread not in frames[0] or len(frames) < 2:
+                continue
+            total += int(samples)
+            own[frames[-1]] += int(samples)
+            for frame in set(frames[1:]):
+                within[frame] += int(samples)
+    for title, counter in (("own samples", own), ("with callees", within)):
+        rows = [[f"{n / total:.1%}", frame] for frame, n in counter.most_common(count)]
+        print(table(f"{thread}: {total} samples, by {title}", ["share", "frame"], rows))
+
+
+def main(rounds: int, profile: str | None) -> None:
+    print(
+        f"# The serving thread's CPU, {rounds} requests of {SHORT} and of {LONG} tokens each\n\n{machine()}"
+    )
+    rows = asyncio.run(measure(rounds, profile))
+    if profile is not None:
+        top(profile)
+        return
+    headers = ["path", "per request ms", "per token ms", "of a core at this rate"]
+    print(table("Serving thread (the event loop's), CPU", headers, rows))
+    print("\nTarget (issue 58): ≤ 0.1 ms a token, ≤ 3% of a core at single-stream speed.")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5, help="requests of each length on each path")
+    parser.add_argument("--profile", help="record the serving thread's stacks with py-spy into this file")
+    parser.add_argument("--top", help="print a recorded profile's busiest frames, and measure nothing")
+    arguments = parser.parse_args()
+    if arguments.top:
+        top(arguments.top)
+    else:
+        main(arguments.rounds, arguments.profile)
