@@ -12,8 +12,10 @@ from modelport.settings import (
     DEFAULT_REALTIME,
     DEFAULT_SPEECH,
     DEFAULT_TRANSCRIPTION,
+    AuthSettings,
     ModelConfig,
     Settings,
+    StoreSettings,
 )
 from tests.support.faces import Faces, faces
 
@@ -26,6 +28,19 @@ VOICE_MODELS = [
     ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
     ModelConfig(id=DEFAULT_REALTIME, engine="realtime"),
 ]
+
+
+def listening_settings(database: str, key_cache_seconds: float | None = None) -> Settings:
+    """Transcription sessions only (Whisper and the realtime pipeline, no chat or speech model), storing in
+    `database`, for the tests of keys and projects; keys checked again every `key_cache_seconds` if given."""
+    models = [
+        ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
+        ModelConfig(id=DEFAULT_REALTIME, engine="realtime"),
+    ]
+    settings = Settings(defaults=False, models=models, store=StoreSettings(url=database))
+    if key_cache_seconds is not None:
+        settings.auth = AuthSettings(key_cache_seconds=key_cache_seconds)
+    return settings
 
 
 @pytest.fixture(scope="package")

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openai.types.realtime.realtime_client_event_param import RealtimeClientEventParam
 
-from modelport.settings import DEFAULT_REALTIME, DEFAULT_TRANSCRIPTION, ModelConfig, Settings, StoreSettings
+from tests.server.conftest import listening_settings
 from tests.server.test_fuzz_shapes import JSON, shapes
 from tests.server.test_realtime import SERVER_EVENT
 from tests.support.faces import Faces, faces
@@ -31,11 +31,7 @@ EVENTS = shapes(RealtimeClientEventParam)
 @pytest.fixture(scope="module")
 def listening(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Faces]:
     database = str(tmp_path_factory.mktemp("fuzz-realtime") / "state.db")
-    models = [
-        ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
-        ModelConfig(id=DEFAULT_REALTIME, engine="realtime"),
-    ]
-    with faces(Settings(defaults=False, models=models, store=StoreSettings(url=database))) as served:
+    with faces(listening_settings(database)) as served:
         yield served
 
 

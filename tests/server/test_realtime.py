@@ -25,12 +25,10 @@ from modelport.settings import (
     DEFAULT_CHAT,
     DEFAULT_REALTIME,
     DEFAULT_TRANSCRIPTION,
-    AuthSettings,
     ModelConfig,
     Settings,
-    StoreSettings,
 )
-from tests.server.conftest import QUESTION
+from tests.server.conftest import QUESTION, listening_settings
 from tests.service.test_audio import word_error_rate
 from tests.support.faces import Faces, faces
 from tests.support.live import health_probed
@@ -493,16 +491,7 @@ def test_a_revoked_key_ends_its_open_session(tmp_path: Path) -> None:
 
     database = str(tmp_path / "state.db")
     key_id, key = revocable_key(database, "voice")
-    models = [
-        ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
-        ModelConfig(id=DEFAULT_REALTIME, engine="realtime"),
-    ]
-    settings = Settings(
-        defaults=False,
-        models=models,
-        store=StoreSettings(url=database),
-        auth=AuthSettings(key_cache_seconds=0.5),
-    )
+    settings = listening_settings(database, key_cache_seconds=0.5)
     with faces(settings, api_key=key) as served:
         url = served.url.replace("http", "ws") + "/v1/realtime?intent=transcription"
 

@@ -31,15 +31,9 @@ from aiortc.mediastreams import MediaStreamError
 
 from modelport.service.access import client_secrets
 from modelport.settings import (
-    DEFAULT_REALTIME,
     DEFAULT_SPEECH,
-    DEFAULT_TRANSCRIPTION,
-    AuthSettings,
-    ModelConfig,
-    Settings,
-    StoreSettings,
 )
-from tests.server.conftest import QUESTION
+from tests.server.conftest import QUESTION, listening_settings
 from tests.server.test_realtime import SERVER_EVENT, WEATHER
 from tests.service.test_audio import word_error_rate
 from tests.support.faces import Faces, faces
@@ -294,16 +288,7 @@ def test_client_secrets_open_realtime_only_until_they_expire_and_only_for_their_
     cli("projects", "create", "two", "--database", database)
     _, one = made_key(database, "one")
     _, two = made_key(database, "two")
-    models = [
-        ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
-        ModelConfig(id=DEFAULT_REALTIME, engine="realtime"),
-    ]
-    settings = Settings(
-        defaults=False,
-        models=models,
-        store=StoreSettings(url=database),
-        auth=AuthSettings(key_cache_seconds=0),
-    )
+    settings = listening_settings(database, key_cache_seconds=0)
     with faces(settings, api_key=one) as served:
         secret = mint(served, one, **{"type": "transcription"})
         as_key = openai.OpenAI(base_url=f"{served.url}/v1", api_key=secret, max_retries=0)
@@ -374,11 +359,7 @@ def test_client_secret_mints_count_against_the_project_s_rate_and_bound_instruct
     database = str(tmp_path / "state.db")
     cli("projects", "create", "slow", "--database", database, "--rpm", "1")
     _, key = made_key(database, "slow")
-    models = [
-        ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
-        ModelConfig(id=DEFAULT_REALTIME, engine="realtime"),
-    ]
-    settings = Settings(defaults=False, models=models, store=StoreSettings(url=database))
+    settings = listening_settings(database)
     with faces(settings, api_key=key) as served:
         client = openai.OpenAI(base_url=f"{served.url}/v1", api_key=key, max_retries=0)
         too_long = "x" * (settings.limits.input_chars + 1)
@@ -396,16 +377,7 @@ def test_a_revoked_key_ends_its_call(tmp_path: Path) -> None:
 
     database = str(tmp_path / "state.db")
     key_id, key = revocable_key(database, "calls")
-    models = [
-        ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
-        ModelConfig(id=DEFAULT_REALTIME, engine="realtime"),
-    ]
-    settings = Settings(
-        defaults=False,
-        models=models,
-        store=StoreSettings(url=database),
-        auth=AuthSettings(key_cache_seconds=0.5),
-    )
+    settings = listening_settings(database, key_cache_seconds=0.5)
     with faces(settings, api_key=key) as served:
 
         async def run() -> tuple[Any, str, float]:
