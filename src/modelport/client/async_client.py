@@ -10,9 +10,6 @@ from typing import Any, TypeVar
 
 import httpx2
 import openai
-from openai._base_client import _AsyncStreamT
-from openai._models import FinalRequestOptions
-from openai._utils import is_given
 from pydantic import BaseModel
 
 from modelport.client.arguments import build_service
@@ -21,6 +18,7 @@ from modelport.client.realtime_pipes import LocalAsyncRealtime
 from modelport.client.sdk_errors import sdk_errors
 from modelport.client.streams import LocalAsyncStream
 from modelport.protocol.answers import Binary, Events
+from modelport.protocol.sdk_private import AsyncStreamT, FinalRequestOptions, is_given
 from modelport.settings import Settings
 
 ResponseT = TypeVar("ResponseT")
@@ -63,7 +61,7 @@ class AsyncOpenAI(openai.AsyncOpenAI):
         options: FinalRequestOptions,
         *,
         stream: bool = False,
-        stream_cls: type[_AsyncStreamT] | None = None,
+        stream_cls: type[AsyncStreamT] | None = None,
     ) -> Any:
         """The SDK's one chokepoint: answered by the service."""
         cast_to = self._maybe_override_cast_to(cast_to, options)

@@ -13,9 +13,6 @@ from typing import Any
 
 import httpx2
 import orjson
-from openai._constants import RAW_RESPONSE_HEADER
-from openai._models import FinalRequestOptions
-from openai._qs import Querystring
 
 from modelport import context
 from modelport.client.arguments import read_file
@@ -24,6 +21,7 @@ from modelport.client.sdk_errors import sdk_errors
 from modelport.context import RequestContext
 from modelport.errors import PermissionDeniedError
 from modelport.protocol.answers import Binary, Events, ListPage, whole_bytes
+from modelport.protocol.sdk_private import RAW_RESPONSE_HEADER, FinalRequestOptions, Querystring
 from modelport.service import Service
 from modelport.service.access import acting_as
 from modelport.service.operation_table import OPERATIONS

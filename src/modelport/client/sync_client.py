@@ -11,8 +11,6 @@ from functools import cached_property
 from typing import Any, TypeVar
 
 import openai
-from openai._base_client import _StreamT
-from openai._models import FinalRequestOptions
 
 from modelport.client.arguments import build_service
 from modelport.client.async_client import parsed
@@ -21,6 +19,7 @@ from modelport.client.realtime_pipes import LocalRealtime
 from modelport.client.sdk_errors import sdk_errors
 from modelport.client.streams import LocalStream
 from modelport.protocol.answers import Binary, Events
+from modelport.protocol.sdk_private import FinalRequestOptions, StreamT
 from modelport.settings import Settings
 
 T = TypeVar("T")
@@ -116,7 +115,7 @@ class OpenAI(openai.OpenAI):
         options: FinalRequestOptions,
         *,
         stream: bool = False,
-        stream_cls: type[_StreamT] | None = None,
+        stream_cls: type[StreamT] | None = None,
     ) -> Any:
         """The SDK's one chokepoint: answered by the service, on its loop."""
         cast_to = self._maybe_override_cast_to(cast_to, options)

@@ -12,7 +12,6 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
-from openai._models import construct_type
 from openai.types import Completion, CreateEmbeddingResponse
 from openai.types.audio import Transcription, TranscriptionVerbose
 from openai.types.chat import ChatCompletion
@@ -25,6 +24,7 @@ from modelport.predictors.manager import LoadedModel
 from modelport.predictors.relay import Relay, Reply, Upload
 from modelport.protocol.answers import Binary, Event, EventKind, Events, listed
 from modelport.protocol.requests import OpenAIRequest
+from modelport.protocol.sdk_private import loosely
 from modelport.service import calls
 from modelport.service.audio.speech import SPEECH_EVENTS
 from modelport.service.audio.transcription import TRANSCRIPT_EVENTS
@@ -171,4 +171,4 @@ def _typed(cls: type[M], data: dict[str, Any], origin: str) -> M:
                 f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
             ) from None
         # A few fields missing (servers leave out `created` and the like), or base64 embeddings: as the SDK.
-        return cast(M, construct_type(type_=cls, value=data))
+        return cast(M, loosely(cls, data))

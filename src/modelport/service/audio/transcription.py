@@ -7,7 +7,6 @@ from collections.abc import AsyncGenerator, Iterator
 from typing import Any
 
 import anyio
-from openai._models import construct_type
 from openai.types.audio import Transcription, TranscriptionStreamEvent, TranscriptionVerbose
 
 from modelport import metrics
@@ -18,6 +17,7 @@ from modelport.predictors.relay import Upload
 from modelport.predictors.transcript import Segment, Transcript
 from modelport.protocol.answers import Binary, EventKind, Events
 from modelport.protocol.requests import TranscriptionRequest
+from modelport.protocol.sdk_private import loosely
 from modelport.service import calls
 from modelport.service.audio import codec as audio_codec
 from modelport.settings import Limits
@@ -26,7 +26,7 @@ TEXT = "text/plain; charset=utf-8"  # `text`, `srt` and `vtt` answers
 # `transcript.text.delta` events, then `transcript.text.done`, whose text is the whole transcript.
 TRANSCRIPT_EVENTS: EventKind[Transcription] = EventKind(
     "transcript.text",
-    event=lambda data: construct_type(type_=TranscriptionStreamEvent, value=data),
+    event=lambda data: loosely(TranscriptionStreamEvent, data),
     whole=lambda done: Transcription.model_validate(
         {"text": done.get("text", ""), "usage": done.get("usage")}
     ),

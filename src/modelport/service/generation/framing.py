@@ -7,7 +7,6 @@ import time
 from collections.abc import AsyncGenerator, Iterable
 from typing import Any, TypeVar, cast
 
-from openai._models import construct_type
 from openai.types import Completion
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from pydantic import BaseModel, ValidationError
@@ -17,6 +16,7 @@ from modelport.errors import PredictorError
 from modelport.ids import new_id
 from modelport.predictors.contract import Predictor
 from modelport.protocol.answers import EventKind
+from modelport.protocol.sdk_private import loosely
 from modelport.service.generation.accumulate import ChatFold, CompletionFold, chunks_of
 
 M = TypeVar("M", bound=BaseModel)
@@ -87,7 +87,7 @@ async def checked(
 
 
 def chunk(cls: type[Any], data: dict[str, Any]) -> Any:
-    """One typed chunk. pydantic-core validates one in microseconds where `construct_type` (the SDK's way,
+    """One typed chunk. pydantic-core validates one in microseconds where `loosely` (the SDK's own way,
     which tolerates anything) takes ~20× longer, which a 2-core machine pays out of its decode rate. A
     legacy completion chunk's `finish_reason` is null until the end, which the strict type refuses: it is
     validated as "length" and set back."""
@@ -105,7 +105,7 @@ def chunk(cls: type[Any], data: dict[str, Any]) -> Any:
     for choice in open_choices:
         choice["finish_reason"] = None
     if typed is None:
-        return construct_type(type_=cls, value=data)
+        return loosely(cls, data)
     for model, raw in zip(typed.choices, data["choices"], strict=True):
         if raw.get("finish_reason") is None:
             model.finish_reason = None
@@ -119,7 +119,7 @@ def validate(cls: type[M], data: dict[str, Any], predictor: Predictor) -> M:
         # A scored prompt's first token has null log-probabilities, as OpenAI sends them, where the SDK's
         # type says floats: the SDK's own loose construction carries them.
         if all("logprobs" in e["loc"] and e["input"] is None for e in error.errors()):
-            return cast(M, construct_type(type_=cls, value=data))
+            return cast(M, loosely(cls, data))
         raise PredictorError(
             f"predictor `{predictor.name}` returned a malformed {cls.__name__}: "
             f"{error.errors()[0]['loc']}: {error.errors()[0]['msg']}"
@@ -132,7 +132,7 @@ def loose(cls: type[M], data: dict[str, Any]) -> M:
     try:
         return cls.model_validate(data)
     except ValidationError:
-        return cast(M, construct_type(type_=cls, value=data))
+        return cast(M, loosely(cls, data))
 
 
 CHAT_CHUNKS: EventKind[ChatCompletion] = EventKind(

@@ -6,13 +6,13 @@ from __future__ import annotations
 import time
 from typing import Any, cast
 
-from openai._models import construct_type
 from openai.types.conversations import Conversation, ConversationDeletedResource, ConversationItem
 
 from modelport import context
 from modelport.errors import ConversationFullError, InvalidRequestError, NotFoundError, StoreDisabledError
 from modelport.ids import new_id
 from modelport.protocol.answers import ListPage
+from modelport.protocol.sdk_private import loosely
 from modelport.service.responses.items import checked_items
 from modelport.service.state.listing import bounded_limit, checked_order
 from modelport.settings import Limits
@@ -96,7 +96,7 @@ class Conversations:
         if found is None:
             raise NotFoundError(f"No item found with id '{item_id}'.", param="item_id")
         # Built as stored: the items were checked as they came in (`checked_items`).
-        return cast(ConversationItem, construct_type(type_=ConversationItem, value=found))
+        return cast(ConversationItem, loosely(ConversationItem, found))
 
     async def delete_item(self, conversation_id: str, item_id: str) -> Conversation:
         """`DELETE /v1/conversations/{id}/items/{item_id}`: the conversation, without that item."""

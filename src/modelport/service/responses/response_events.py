@@ -18,7 +18,6 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
-from openai._models import construct_type
 from openai.types.responses import (
     Response,
     ResponseCompletedEvent,
@@ -67,6 +66,7 @@ from openai.types.responses.response_text_done_event import Logprob as DoneLogpr
 
 from modelport.protocol.answers import EventKind, LastEvent
 from modelport.protocol.response_object import ResponseObject
+from modelport.protocol.sdk_private import loosely
 from modelport.service.generation.accumulate import ChatFold
 from modelport.service.responses.client_tools import ClientTools
 from modelport.service.responses.items import new_item_id
@@ -91,7 +91,7 @@ class _Snapshot(LastEvent):
 RESPONSE_EVENTS: EventKind[Response] = EventKind(
     "response",
     fold=_Snapshot,
-    event=lambda data: construct_type(type_=ResponseStreamEvent, value=data),
+    event=lambda data: loosely(ResponseStreamEvent, data),
     whole=ResponseObject.model_validate,
     named=True,
 )

@@ -8,13 +8,13 @@ from collections.abc import AsyncGenerator
 from typing import Any, cast
 
 import anyio
-from openai._models import construct_type
 from openai.types.chat import ChatCompletion, ChatCompletionDeleted, ChatCompletionStoreMessage
 
 from modelport import context
 from modelport.errors import NotFoundError, StoreDisabledError
 from modelport.protocol.answers import Events, ListPage
 from modelport.protocol.requests import ChatCompletionRequest
+from modelport.protocol.sdk_private import loosely
 from modelport.service.generation.accumulate import ChatFold
 from modelport.service.state.listing import bounded_limit, checked_order
 from modelport.settings import StoreSettings
@@ -177,7 +177,7 @@ def _store_message(completion_id: str, index: int, message: dict[str, Any]) -> C
         content = "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
     data = {**message, "id": f"{completion_id}-{index}", "content": content, "content_parts": parts}
     # The SDK types a stored message like an assistant's; user and system ones break that, so no validation.
-    return cast(ChatCompletionStoreMessage, construct_type(type_=ChatCompletionStoreMessage, value=data))
+    return cast(ChatCompletionStoreMessage, loosely(ChatCompletionStoreMessage, data))
 
 
 def _missing(completion_id: str) -> NotFoundError:
