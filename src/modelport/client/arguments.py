@@ -1,25 +1,16 @@
-"""What the in-process clients take: SDK keyword arguments validated into request models (as the server
-validates a body), an SDK `file` argument read into an upload, and the service a client runs."""
+"""What the in-process clients take: an SDK `file` argument read into an upload, and the service a client
+runs."""
 
 from __future__ import annotations
 
 import io
 import os
 from pathlib import Path
-from typing import Any, TypeVar
-
-import openai
-from pydantic import BaseModel
+from typing import Any
 
 from modelport.errors import InvalidRequestError
-from modelport.protocol.validation import parse
 from modelport.service import Service, Upload
 from modelport.settings import Settings
-
-R = TypeVar("R", bound=BaseModel)
-
-# Transport options of the SDK that have no meaning without HTTP.
-_TRANSPORT = {"extra_headers", "extra_query", "timeout", "extra_body"}
 
 
 def build_service(
@@ -32,17 +23,6 @@ def build_service(
         settings = Settings.from_toml(config) if config is not None else Settings()
         settings = settings.model_copy(update={"preload": preload})
     return Service.from_settings(settings)
-
-
-def request(cls: type[R], params: dict[str, Any]) -> R:
-    """Validate SDK-style keyword arguments into a request model, as the server validates a body."""
-    extra = params.get("extra_body") or {}
-    body = {k: v for k, v in params.items() if k not in _TRANSPORT and _given(v)}
-    return parse(cls, {**body, **extra})
-
-
-def _given(value: Any) -> bool:
-    return not isinstance(value, openai.NotGiven | openai.Omit) and value is not openai.NOT_GIVEN
 
 
 def read_file(file: Any) -> Upload:
