@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from modelport.engines.llamacpp.repetition import LEAST_SPAN, SAMPLED_SPAN, Repetition, watched
+from modelport.engines.llamacpp.repetition import LEAST_SPAN, SAMPLED_SPAN, Repetition, watch_of
 
 
 def first_stop(pieces: list[str], watch: Repetition | None = None) -> int | None:
@@ -33,7 +33,7 @@ def test_answers_that_do_not_repeat_are_never_stopped() -> None:
 
 
 def test_sampled_answers_are_stopped_only_well_past_what_text_repeats() -> None:
-    sampled = watched({"temperature": 1.0})
+    sampled = watch_of({"temperature": 1.0})
     assert sampled is not None
     assert sampled.least_span == SAMPLED_SPAN
     sentence = [f"s{i}" for i in range(20)]  # "[1] The server returned a response…", over and over
@@ -41,12 +41,12 @@ def test_sampled_answers_are_stopped_only_well_past_what_text_repeats() -> None:
     assert stopped is not None
     assert 30 + SAMPLED_SPAN <= stopped <= 30 + SAMPLED_SPAN + 8
     rows = [piece for n in range(40) for piece in ("| ", "row", " |", " x", "\n")]  # five rows' worth
-    assert first_stop(rows * 3 + [f"e{i}" for i in range(500)], watched({})) is None
-    greedy = watched({"temperature": 0})
+    assert first_stop(rows * 3 + [f"e{i}" for i in range(500)], watch_of({})) is None
+    greedy = watch_of({"temperature": 0})
     assert greedy is not None
     assert greedy.least_span == LEAST_SPAN
 
 
 def test_answers_that_asked_for_their_whole_length_are_not_watched() -> None:
-    assert watched({"top_k": 1, "temperature": 0.8}) is not None
-    assert watched({"temperature": 0, "ignore_eos": True}) is None
+    assert watch_of({"top_k": 1, "temperature": 0.8}) is not None
+    assert watch_of({"temperature": 0, "ignore_eos": True}) is None

@@ -95,7 +95,7 @@ async def forward(
         # An upstream that ignored `stream`: its whole answer as the chunks OpenAI would have sent.
         pieces = chunks_of(whole) if relay.capability is Capability.CHAT else [whole]
         return Events(_ours(listed(pieces), model, origin, True), endpoint.events)
-    return _typed(endpoint.whole(request), whole, origin)
+    return _relayed_as(endpoint.whole(request), whole, origin)
 
 
 async def _started(model: LoadedModel, relay: Relay, request: OpenAIRequest, upload: Upload | None) -> Reply:
@@ -159,7 +159,7 @@ def _object(body: Any, origin: str, key: str | None, model: LoadedModel | None) 
     return body
 
 
-def _typed(cls: type[M], data: dict[str, Any], origin: str) -> M:
+def _relayed_as(cls: type[M], data: dict[str, Any], origin: str) -> M:
     """The answer as the SDK's type; an answer that is not of that shape is the upstream's fault."""
     try:
         return cls.model_validate(data)

@@ -139,7 +139,7 @@ class Operation:
             inputs[BODY] = body if model is None or isinstance(body, model) else parse(model, body or {})
         for name in self.query_names():
             if values and name in values and values[name] is not None:
-                inputs[name] = _typed(self.adapters[name], values[name], name)
+                inputs[name] = _validated(self.adapters[name], values[name], name)
         if QUERY in self.inputs:
             inputs[QUERY] = query or []
         if UPLOAD in self.inputs:
@@ -159,7 +159,7 @@ FORM_ROOM = 1024 * 1024
 _INT64 = range(-(2**63), 2**63)
 
 
-def _typed(adapter: TypeAdapter[Any], value: Any, name: str) -> Any:
+def _validated(adapter: TypeAdapter[Any], value: Any, name: str) -> Any:
     try:
         typed = adapter.validate_python(value)
     except ValidationError as error:

@@ -37,7 +37,7 @@ def stream_chunks(handle: ChunkHandler, request: dict[str, Any], ended: Ended | 
     llama.cpp said (a request with `verbose`) and whether it completed without error; what it returns
     is called after the stream's end. A generation is watched for repetition (`repetition`)."""
     request = {**request, "stream": True, "stream_options": {"include_usage": True}}
-    watch = repetition.watched(request)
+    watch = repetition.watch_of(request)
     if watch is not None:
         request["timings_per_token"] = True  # the usage so far, should the repetition stop end it early
     stream = ChunkStream(watch)

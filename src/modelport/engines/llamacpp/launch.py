@@ -136,7 +136,7 @@ def start_server(
     params.api_keys = [api_key or secrets.token_urlsafe(32)]
     if pin != "auto":
         return xllamacpp.Server(params)
-    with thread_binding.watched(params.cpuparams.n_threads):
+    with thread_binding.bound_while_busy(params.cpuparams.n_threads):
         return xllamacpp.Server(params)
 
 

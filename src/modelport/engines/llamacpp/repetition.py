@@ -20,7 +20,7 @@ SAMPLED_REPEATS = 8  # times a sampled answer's longer run must occur back to ba
 _EVERY = 8  # tokens between looks: a loop is found at most this late
 
 
-def watched(request: dict[str, Any]) -> Repetition | None:
+def watch_of(request: dict[str, Any]) -> Repetition | None:
     """The watch of a request's answer: a greedy one's (where a repetition never ends by chance), or a
     sampled one's; none when it asked for its whole length whatever it holds (`ignore_eos`, as benchmarks
     do)."""

@@ -44,7 +44,7 @@ def one_per_cpu(n_threads: int) -> list[int]:
 
 
 @contextlib.contextmanager
-def watched(n_threads: int) -> Iterator[None]:
+def bound_while_busy(n_threads: int) -> Iterator[None]:
     """Watch the native threads (not Python's) that an engine of `n_threads` starts within the block:
     bound while other processes are busy, until they have all ended. Nothing when `one_per_cpu` says the
     threads cannot be bound, or when the block fails."""

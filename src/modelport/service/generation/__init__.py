@@ -22,7 +22,13 @@ from modelport.service import calls
 from modelport.service.generation import decoding, formats, planning, token_ids, tool_plan
 from modelport.service.generation.accumulate import ChatFold, CompletionFold
 from modelport.service.generation.formats import effort, harmony, reading
-from modelport.service.generation.framing import CHAT_CHUNKS, COMPLETION_CHUNKS, checked, framed, validate
+from modelport.service.generation.framing import (
+    CHAT_CHUNKS,
+    COMPLETION_CHUNKS,
+    framed,
+    validate,
+    with_choices,
+)
 from modelport.service.generation.logprobs import legacy_logprobs, scored_only, top_logprobs_cut
 from modelport.service.generation.planning import TOOLS, choices_per_input
 
@@ -131,7 +137,7 @@ async def _delivered(
     which the best `n` of `best_of` candidates are kept."""
     if request.stream:
         framed_chunks = framed(chunks, model.spec.id, request.include_usage, shape.prefix)
-        return Events(await calls.eager(checked(framed_chunks, predictor)), shape.events)
+        return Events(await calls.eager(with_choices(framed_chunks, predictor)), shape.events)
     fold = shape.events.fold()
     async for chunk in framed(chunks, model.spec.id, True, shape.prefix):
         fold.add(chunk)

@@ -71,7 +71,7 @@ async def framed(
         await chunks.aclose()
 
 
-async def checked(
+async def with_choices(
     chunks: AsyncGenerator[dict[str, Any], None], predictor: Predictor
 ) -> AsyncGenerator[dict[str, Any], None]:
     """The chunks, each verified to have a `choices` list (a predictor's breach is a 500 naming it)."""

@@ -102,7 +102,7 @@ class Responses:
         response = _skeleton(request, model_id, store)
         if conversation is not None:
             response.conversation = ResponseConversation(id=conversation)
-        row = _row(request, turn, response) if store else None
+        row = _new_row(request, turn, response) if store else None
         ended = _Ending(row, turn, conversation, context.current().project, earlier)
         if request.background:
             assert self.jobs is not None
@@ -141,7 +141,7 @@ class Responses:
         if self.jobs is not None:
             row = await self.jobs.reap(row)
         if not stream:
-            return _typed(row["response"])
+            return _response_of(row["response"])
         if row["background"]:
             assert self.jobs is not None
             after = starting_after if starting_after is not None else -1
@@ -163,7 +163,7 @@ class Responses:
         assert self.jobs is not None
         if row["status"] in UNFINISHED:  # cancelling again answers with the final object
             await self.jobs.cancel(response_id, row["response"])
-        return _typed((await self._row(response_id))["response"])
+        return _response_of((await self._row(response_id))["response"])
 
     async def input_tokens(self, given: InputTokensRequest) -> InputTokenCountResponse:
         """`POST /v1/responses/input_tokens`: the input tokens the same `POST /v1/responses` would use,
@@ -547,7 +547,7 @@ def _skeleton(request: ResponseRequest, model_id: str, store: bool) -> ResponseO
     )
 
 
-def _row(request: ResponseRequest, turn: list[dict[str, Any]], response: Response) -> dict[str, Any]:
+def _new_row(request: ResponseRequest, turn: list[dict[str, Any]], response: Response) -> dict[str, Any]:
     """The stored row of a turn, with its response as it starts."""
     return {
         "id": response.id,
@@ -616,7 +616,7 @@ def _text_config(given: dict[str, Any] | None) -> dict[str, Any]:
     return shown
 
 
-def _typed(response: dict[str, Any]) -> ResponseObject:
+def _response_of(response: dict[str, Any]) -> ResponseObject:
     return ResponseObject.model_validate(response)
 
 

@@ -91,7 +91,7 @@ class StoredCompletions:
     async def retrieve(self, completion_id: str) -> ChatCompletion:
         """`GET /v1/chat/completions/{id}`: the answer, its `metadata`, and the request's messages as
         `input_messages`."""
-        return _typed(await self._row(completion_id))
+        return _completion_of(await self._row(completion_id))
 
     async def list(
         self,
@@ -111,7 +111,7 @@ class StoredCompletions:
             model=model,
             metadata=metadata or {},
         )
-        return ListPage([_typed(row) for row in page.rows], page.has_more)
+        return ListPage([_completion_of(row) for row in page.rows], page.has_more)
 
     async def update(self, completion_id: str, metadata: dict[str, str] | None) -> ChatCompletion:
         """`POST /v1/chat/completions/{id}`: replace its metadata."""
@@ -158,7 +158,7 @@ class StoredCompletions:
         return row
 
 
-def _typed(row: dict[str, Any]) -> ChatCompletion:
+def _completion_of(row: dict[str, Any]) -> ChatCompletion:
     data = {
         **row["completion"],
         "metadata": row["metadata"],

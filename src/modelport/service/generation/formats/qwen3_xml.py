@@ -173,7 +173,8 @@ class XmlReader(Stepped):
             value = value[:-1] if value.endswith("\n") else value
             self.pending, self.state = pending[end + len(_END_PARAMETER) :], "parameters"
             schema = ((self.parameters.get(self.function) or {}).get("properties") or {}).get(self.key) or {}
-            piece = ("{" if not self.written else ", ") + f"{json.dumps(self.key)}: {_typed(value, schema)}"
+            typed = _as_schema_type(value, schema)
+            piece = ("{" if not self.written else ", ") + f"{json.dumps(self.key)}: {typed}"
             self.written += 1
             return [arguments_delta(self.calls - 1, piece)]
         # closing: past </function>, before </tool_call>
@@ -193,7 +194,7 @@ class XmlReader(Stepped):
         return []
 
 
-def _typed(value: str, schema: dict[str, Any]) -> str:
+def _as_schema_type(value: str, schema: dict[str, Any]) -> str:
     """A parameter's text as the JSON value its schema says it is (text where it does not parse)."""
     if schema.get("type") == "string":
         if value.startswith('"'):  # a string the grammar held to JSON (under a pattern or a format)
