@@ -1,8 +1,8 @@
-"""What one client's flood of WebSocket messages costs everyone else: `/health`'s latency, probed from a
-process of its own every 20 ms, while one connection sends N messages as fast as it can — realtime
-`conversation.item.create` with ids of its own (past the conversation's cap of items: the rest refused),
-and Responses WebSocket turns on lanes of their own (past the connection's cap of lanes) — beside the same
-probe with nobody flooding, in the same run.
+"""Benchmark: what one client's flood of WebSocket messages costs everyone else: `/health`'s latency, probed
+from a process of its own every 20 ms, while one connection sends N messages as fast as it can — realtime
+`conversation.item.create` with ids of its own (past the conversation's cap of items: the rest refused), and
+Responses WebSocket turns on lanes of their own (past the connection's cap of lanes) — beside the same probe
+with nobody flooding, in the same run.
 
     .venv/bin/python -m bench.flood [--messages 20000]
 """

@@ -1,8 +1,8 @@
-"""Recovery from kill -9: each kind of stored work — a vector store file's ingest, a batch, a background
-response — run once to its end, then again killed with SIGKILL at points through it and started again on
-the same store and data folder (the defaults' leases and timeouts). For each: the seconds from the restart
-(the new server ready) to the work's end, beside the whole unkilled run; and what the restarted server did
-again, counted by its own token counters (`/metrics`): chunks' tokens embedded against the file's, lines
+"""Benchmark: recovery from kill -9: each kind of stored work — a vector store file's ingest, a batch, a
+background response — run once to its end, then again killed with SIGKILL at points through it and started
+again on the same store and data folder (the defaults' leases and timeouts). For each: the seconds from the
+restart (the new server ready) to the work's end, beside the whole unkilled run; and what the restarted server
+did again, counted by its own token counters (`/metrics`): chunks' tokens embedded against the file's, lines
 answered against those the store had not yet kept.
 
     .venv/bin/python -m bench.recovery [--paragraphs 1500] [--lines 48]

@@ -1,11 +1,11 @@
-"""The serving thread's CPU on the plain paths (chat and legacy completions, streamed and not; no tools, no
-logprobs): `modelport serve`'s event-loop thread (its main one, which does all of the server's Python work
-per request and per token), measured from /proc while requests of 8 and of 264 tokens run one at a time.
-Per request is what an 8-token request costs; per token is the difference over the 256 tokens more, so a
+"""Benchmark: the serving thread's CPU on the plain paths (chat and legacy completions, streamed and not; no
+tools, no logprobs): `modelport serve`'s event-loop thread (its main one, which does all of the server's
+Python work per request and per token), measured from /proc while requests of 8 and of 264 tokens run one at a
+time. Per request is what an 8-token request costs; per token is the difference over the 256 tokens more, so a
 request's own costs (admission, usage, the store) do not hide in it. The thread's idle cost (timers,
-background looks) is measured first and taken out. With `--profile FILE`, py-spy records the thread's
-stacks over the same requests instead (raw format), and its busiest frames are printed: no CPU figures
-then, since py-spy stops the process at every sample.
+background looks) is measured first and taken out. With `--profile FILE`, py-spy records the thread's stacks
+over the same requests instead (raw format), and its busiest frames are printed: no CPU figures then, since
+py-spy stops the process at every sample.
 
     .venv/bin/python -m bench.serving_cpu [--rounds 5] [--profile FILE]
     .venv/bin/python -m bench.serving_cpu --top FILE   # the profile's busiest frames, self and inclusive

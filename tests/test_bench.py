@@ -22,6 +22,12 @@ BENCHMARKS = [
     "access",
     "vector_stores",
     "reasoning",
+    "flood",
+    "recovery",
+    "serving_cpu",
+    "builds",
+    "first_start",
+    "workload",
 ]
 
 
