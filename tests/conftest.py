@@ -1,25 +1,20 @@
 """Fixtures: both faces of the default models (one service, served over HTTP in this process and called
-in-process), both faces of the tiny predictors, and PostgreSQL; and how the run shares the machine among
-its pytest-xdist workers (CONTRIBUTING.md). The helpers live in `tests.support`."""
+in-process), both faces of the tiny predictors, and PostgreSQL. How the run shares the machine among its
+pytest-xdist workers is the plugin `tests.support.workers` (CONTRIBUTING.md); the helpers live in
+`tests.support`."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
-import sys
 import tempfile
 import zlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
-from xdist.scheduler import LoadScopeScheduling
 
 import modelport
-from modelport import machine
 from modelport.settings import Settings
 from tests.support.configs import tiny_settings
 from tests.support.faces import Faces, faces
@@ -34,6 +29,7 @@ if _WORKER or "MODELPORT_DATA_DIR" not in os.environ:
 # (minutes of compiling beside the tests); tests/engines/test_engine_build.py sets its own.
 os.environ.setdefault("MODELPORT_LLAMACPP_BUILD", "cached")
 FACES = ["http", "in-process"]
+pytest_plugins = ["tests.support.workers"]
 
 
 @pytest.fixture(scope="session")
@@ -120,93 +116,3 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if _LOADING & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.models)
-
-
-# Several workers (pytest-xdist, `-n auto` in pyproject.toml): each is given its share of the CPUs, so that
-# the engines of one never spin against another's at llama.cpp's barriers (two workers' 2-thread decodes on 2
-# CPUs crawl), and a worker waiting on a server's start leaves its CPU to the other.
-_MACHINE_CPUS = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set()
-
-
-class _ByFile(LoadScopeScheduling):
-    """One worker runs a whole file (its module fixtures start once), and every Ray test (one Ray instance
-    a machine). (xdist's own `loadgroup` cannot say so under pytest 9: it renames items by a field pytest no
-    longer reads.)"""
-
-    def _split_scope(self, nodeid: str) -> str:
-        path = nodeid.split("::")[0]
-        return "ray" if path.startswith("tests/cluster/") else path
-
-
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> _ByFile:
-    return _ByFile(config, log)
-
-
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto`: a worker a CPU, as many as memory holds (each loads the default models: 8 GiB a worker
-    leaves room for the servers and replicas the tests start), at most 8."""
-    return max(1, min(machine.usable_cpus(), machine.total_memory() // (8 << 30), 8))
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    if _WORKER and _MACHINE_CPUS and count > 1:
-        cpus, index = sorted(_MACHINE_CPUS), int(_WORKER.removeprefix("gw"))
-        os.sched_setaffinity(0, cpus[index % len(cpus) :: count] or cpus)
-
-
-# The workers' turns on the machine: lock files of the run, made where it starts (its workers inherit this).
-if "MODELPORT_TEST_TURNS" not in os.environ:
-    os.environ["MODELPORT_TEST_TURNS"] = tempfile.mkdtemp(prefix="modelport-test-turns-")
-_TURNS = Path(os.environ["MODELPORT_TEST_TURNS"])
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item) -> Iterator[object]:
-    """A `whole_machine` test (thread placement, a 2-CPU Ray instance) runs on every CPU of the machine,
-    whatever its worker's share (what it starts keeps them); an `alone` test, with no other test running."""
-    alone = item.get_closest_marker("alone") is not None
-    share = os.sched_getaffinity(0) if _MACHINE_CPUS else set()
-    wide = alone or item.get_closest_marker("whole_machine") is not None
-    widen = wide and share not in (set(), _MACHINE_CPUS)
-    with _turn(alone) if _WORKER else contextlib.nullcontext():
-        if widen:
-            os.sched_setaffinity(0, _MACHINE_CPUS)
-        try:
-            return (yield)
-        finally:
-            if widen:
-                os.sched_setaffinity(0, share)
-
-
-@contextlib.contextmanager
-def _turn(alone: bool) -> Iterator[None]:
-    """A readers-writer lock over the workers, with a turnstile so that an `alone` test waiting for the
-    machine is not passed by the other workers' next tests: they each hold `machine` shared while a test
-    runs, an `alone` test holds it exclusively. POSIX record locks, which are the process's own: a `flock`
-    lives as long as its file's descriptor, which a process forked during the test (a pool's worker) keeps
-    open after the test, holding the machine for ever."""
-    with open(_TURNS / "gate", "a+") as gate, open(_TURNS / "machine", "a+") as room:
-        fcntl.lockf(gate, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
-        fcntl.lockf(room, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
-        if not alone:
-            fcntl.lockf(gate, fcntl.LOCK_UN)
-        yield
-
-
-_EXIT_STATUS: list[int] = []
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    _EXIT_STATUS.append(int(exitstatus))
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_unconfigure(config: pytest.Config) -> None:
-    """Leave without finalising the interpreter: a llama.cpp request thread still inside C++ when Python
-    finalises is unwound by `pthread_exit` through a `catch (...)`, and the process aborts (`FATAL:
-    exception not rethrown`, exit 134) after every test has passed — seen in some runs of several test
-    files together."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(_EXIT_STATUS[-1] if _EXIT_STATUS else 0)
