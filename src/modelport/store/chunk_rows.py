@@ -4,6 +4,7 @@ vectors held in memory on SQLite) and by words (PostgreSQL's `tsvector`, SQLite'
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -65,14 +66,20 @@ class ChunkRows:
         """Keep chunks of a file being ingested (from position `start`) as they are embedded, unless it is no
         longer in progress (cancelled, taken out) or another replica kept these places first (one took the
         file up from this one, which had only stalled): then False, and nothing is kept."""
+        files = vector_store_files.c
         try:
             async with self.database.transaction() as connection:
-                status = await connection.scalar(
-                    select(vector_store_files.c.status).where(
-                        vector_store_files.c.vector_store_id == store_id, vector_store_files.c.id == file_id
+                # The check is a write (a heartbeat: the file is being worked on), so it holds the file's row
+                # (PostgreSQL) or the database (SQLite, where a read before the first write is outside the
+                # transaction) until the drafts are in: a cancel cannot land between the two.
+                alive = await connection.execute(
+                    update(vector_store_files)
+                    .where(
+                        files.vector_store_id == store_id, files.id == file_id, files.status == "in_progress"
                     )
+                    .values(heartbeat=int(time.time()))
                 )
-                if status != "in_progress":
+                if not alive.rowcount:
                     return False
                 await connection.execute(
                     insert(vector_chunk_drafts),
