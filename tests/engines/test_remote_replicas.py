@@ -15,6 +15,7 @@ import httpx
 import openai
 import pytest
 
+from tests.support.configs import NO_EOS
 from tests.support.live import ROOT, LiveServer, free_port
 
 pytestmark = pytest.mark.slow
@@ -39,7 +40,6 @@ engine = "piper"
 id = "whisper-tiny-en"
 engine = "faster-whisper"
 """
-NO_EOS = {"0": -100, "2": -100}
 
 
 def front_config(workers: list[str]) -> str:

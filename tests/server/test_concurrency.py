@@ -16,11 +16,11 @@ import openai
 import pytest
 
 from modelport.settings import Settings
+from tests.support.configs import NO_EOS
 from tests.support.faces import Faces, faces
 
 pytestmark = pytest.mark.models  # real models: not the unit tier
 
-NO_EOS = {"0": -100, "2": -100}  # SmolLM2's end tokens: every stream runs to max_tokens
 ONE_SLOT = """
 defaults = false
 

@@ -9,10 +9,10 @@ import openai
 import pytest
 
 from modelport.engines import llamacpp
+from tests.support.configs import NO_EOS
 from tests.support.faces import Faces
 
 PROMPT = "The capital of France is Paris."
-NO_EOS = {"0": -100, "2": -100}
 
 
 @pytest.mark.one_face

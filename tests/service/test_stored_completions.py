@@ -13,10 +13,8 @@ import openai
 import pytest
 
 import modelport
-from tests.support.configs import tiny_settings
+from tests.support.configs import NO_EOS, tiny_settings
 from tests.support.faces import Faces, faces
-
-NO_EOS = {"0": -100, "2": -100}
 
 
 def ask(client: Any, text: str, **extra: Any) -> Any:

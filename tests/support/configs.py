@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from modelport.settings import ModelConfig, Settings, StoreSettings
 
+# SmolLM2's end-of-text and end-of-turn tokens banned (`logit_bias`): an answer runs to its `max_tokens`,
+# whatever the model would have chosen.
+NO_EOS = {"0": -100, "2": -100}
+
 # `reverse` answers with its last message's words reversed; `recall` with the conversation it was given.
 TINY = """
 defaults = false
