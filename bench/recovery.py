@@ -21,12 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import openai
-from prometheus_client.parser import text_string_to_metric_families
 
 from bench.common import NO_EOS, machine, table
-from tests.support.live import ROOT, LiveServer
+from tests.support.live import ROOT, LiveServer, tokens_counted
 
 CHAT = "smollm2-135m-instruct"
 EMBEDDING = "all-minilm-l6-v2"
@@ -124,19 +122,6 @@ def sdk(live: LiveServer) -> openai.OpenAI:
     return openai.OpenAI(base_url=f"{live.url}/v1", api_key="bench", max_retries=0, timeout=120)
 
 
-def tokens(live: LiveServer, counter: tuple[str, str]) -> float:
-    """What `modelport_tokens_total` counts for (model, kind) on this server so far."""
-    text = httpx.get(f"{live.url}/metrics", timeout=30).text
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if (
-                sample.name == "modelport_tokens_total"
-                and (sample.labels.get("model"), sample.labels.get("kind")) == counter
-            ):
-                return sample.value
-    return 0.0
-
-
 def until_ended(client: openai.OpenAI, work: Work, handle: Any) -> str:
     deadline = time.monotonic() + WAIT
     while (status := work.ended(client, handle)) is None:
@@ -153,7 +138,7 @@ def unkilled(work: Work) -> tuple[float, float, str]:
         client = sdk(live)
         begun = time.monotonic()
         status = until_ended(client, work, work.begin(client))
-        return time.monotonic() - begun, tokens(live, work.counter), status
+        return time.monotonic() - begun, tokens_counted(live.url, *work.counter), status
     finally:
         live.stop()
 
@@ -166,7 +151,7 @@ def killed(work: Work, after: float, whole: float) -> list[object]:
     client = sdk(first)
     handle = work.begin(client)
     time.sleep(after)
-    before = tokens(first, work.counter)
+    before = tokens_counted(first.url, *work.counter)
     os.kill(first.pid, signal.SIGKILL)
     first.process.wait()
     first.stop()
@@ -176,7 +161,7 @@ def killed(work: Work, after: float, whole: float) -> list[object]:
         ready = time.monotonic() - restarted
         status = until_ended(sdk(second), work, handle)
         finished = time.monotonic() - restarted
-        done = tokens(second, work.counter)
+        done = tokens_counted(second.url, *work.counter)
     finally:
         second.stop()
     twice = max(0.0, before + done - whole)

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 
 from modelport.settings import DEFAULT_EMBEDDING, ModelConfig, Settings, StoreSettings
 from tests.support.faces import faces
+from tests.support.live import tokens_counted
 
 NOTES = b"The lighthouse keeper rings the brass bell at dawn. The ferry leaves at noon from pier four."
 
@@ -77,9 +77,9 @@ def test_a_file_attached_by_requests_sent_together_is_put_in_and_ingested_once(
 def attached_together(url: str, client: Any) -> None:
     file = client.files.create(file=("notes.txt", NOTES), purpose="assistants")
     alone = client.vector_stores.create(name="alone")
-    before = embedded(url)
+    before = tokens_counted(url, DEFAULT_EMBEDDING, "prompt")
     client.vector_stores.files.create_and_poll(file.id, vector_store_id=alone.id)
-    once = embedded(url) - before
+    once = tokens_counted(url, DEFAULT_EMBEDDING, "prompt") - before
     made = client.vector_stores.create(name="together")
 
     async def attach() -> list[httpx.Response]:
@@ -87,22 +87,11 @@ def attached_together(url: str, client: Any) -> None:
             path = f"/vector_stores/{made.id}/files"
             return await asyncio.gather(*(http.post(path, json={"file_id": file.id}) for _ in range(20)))
 
-    before = embedded(url)
+    before = tokens_counted(url, DEFAULT_EMBEDDING, "prompt")
     answers = asyncio.run(attach())
     assert [a.status_code for a in answers] == [200] * 20
     assert {a.json()["id"] for a in answers} == {file.id}
     assert ready(client, made.id).file_counts.model_dump() == {
         "cancelled": 0, "completed": 1, "failed": 0, "in_progress": 0, "total": 1
     }  # fmt: skip
-    assert embedded(url) - before == once > 0
-
-
-def embedded(url: str) -> float:
-    """The tokens the embedding model has embedded in this process so far (`/metrics`)."""
-    for family in text_string_to_metric_families(httpx.get(f"{url}/metrics").text):
-        for sample in family.samples:
-            if sample.name == "modelport_tokens_total" and sample.labels == {
-                "model": DEFAULT_EMBEDDING, "kind": "prompt"
-            }:  # fmt: skip
-                return sample.value
-    return 0.0
+    assert tokens_counted(url, DEFAULT_EMBEDDING, "prompt") - before == once > 0

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import uvicorn
+from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_SECONDS = 180.0
@@ -134,6 +135,15 @@ def configured_server(
         yield live
     finally:
         live.stop()
+
+
+def tokens_counted(url: str, model: str, kind: str) -> float:
+    """What a server's `modelport_tokens_total` counts for `model` and `kind` (prompt, completion) so far."""
+    for family in text_string_to_metric_families(httpx.get(f"{url}/metrics", timeout=30).text):
+        for sample in family.samples:
+            if sample.name == "modelport_tokens_total" and sample.labels == {"model": model, "kind": kind}:
+                return sample.value
+    return 0.0
 
 
 @contextmanager
