@@ -21,7 +21,6 @@ from modelport import cluster
 from modelport.cluster.ingress import ReplicaSet
 from modelport.cluster.replica import END, ModelReplica
 from modelport.errors import PredictorContractError
-from modelport.predictors.contract import Capability
 from modelport.service import Service
 from modelport.settings import ModelConfig, Settings
 
@@ -125,7 +124,7 @@ def dying(after: int) -> ReplicaSet:
 async def test_a_stream_cut_by_a_dead_replica_is_an_error_not_an_answer() -> None:
     replicas = dying(after=3)
     body = {"model": "reverse", "messages": [{"role": "user", "content": "a b c d e"}], "stream": True}
-    reply = await replicas.send(Capability.CHAT, body, None)
+    reply = await replicas.send("/chat/completions", body, None)
     received: list[Any] = []
 
     async def read() -> None:
@@ -141,6 +140,6 @@ async def test_a_stream_cut_by_a_dead_replica_is_an_error_not_an_answer() -> Non
 async def test_a_request_no_replica_began_is_sent_again() -> None:
     replicas = dying(after=0)
     body = {"model": "reverse", "messages": [{"role": "user", "content": "x y"}]}
-    reply = await replicas.send(Capability.CHAT, body, None)
+    reply = await replicas.send("/chat/completions", body, None)
     assert reply.answer["choices"][0]["message"]["content"] == "y x"
     assert DyingReplica.calls == 2

@@ -10,7 +10,8 @@ from typing import Any
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from modelport.protocol.answers import Binary, EventKind, Events, listed
-from modelport.service.generation.framing import CHAT_CHUNKS, framed
+from modelport.protocol.event_kinds import CHAT_CHUNKS
+from modelport.service.generation.framing import framed
 from modelport.service.generation.vllm_generate import FRAMES
 from modelport.service.responses.response_events import RESPONSE_EVENTS
 

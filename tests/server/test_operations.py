@@ -11,7 +11,7 @@ import io
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import httpx
@@ -20,10 +20,11 @@ import pytest
 from openai.types.chat import ChatCompletion, ChatCompletionChunk, ParsedChatCompletion
 
 import modelport
+from modelport.predictors.contract import Capability
 from modelport.server import create_app
 from modelport.service import Service
 from modelport.service.operation_table import OPERATIONS
-from modelport.service.operations import BODY, FORM_ROOM, UPLOAD, Operation
+from modelport.service.operations import BODY, FORM_ROOM, UPLOAD, Operation, OperationTable
 from modelport.settings import AuthSettings, Limits
 from tests.server.test_projects import cli, new_key
 from tests.support.configs import tiny_settings
@@ -40,16 +41,9 @@ def test_the_app_serves_the_rows_of_the_table_and_nothing_else(tmp_path: Path) -
         if path.startswith("/v1/")
         for method in methods
     }
-    # Beside the rows, only the transports of realtime sessions (a WebRTC call's offer and hang-up; the
-    # WebSockets of `/v1/realtime` and `/v1/responses` are not in an OpenAPI document): a session is not a
-    # request the in-process client, a batch line or Ray could make.
-    calls = {
-        ("POST", "/v1/realtime/calls"),
-        *{
-            ("POST", f"/v1/realtime/calls/{{call_id}}/{action}")
-            for action in ("hangup", "accept", "reject", "refer")
-        },
-    }
+    # Beside the rows, only the transport of a realtime session: a WebRTC call's offer (the WebSockets of
+    # `/v1/realtime` and `/v1/responses` are not in an OpenAPI document). Ending a call is a row.
+    calls = {("POST", "/v1/realtime/calls")}
     assert documented == {(op.method, op.route) for op in OPERATIONS} | calls
     assert {op.route for op in OPERATIONS if op.batchable} == {
         "/v1/chat/completions",
@@ -57,6 +51,33 @@ def test_the_app_serves_the_rows_of_the_table_and_nothing_else(tmp_path: Path) -
         "/v1/embeddings",
         "/v1/responses",
     }
+
+
+def test_each_capability_is_relayed_by_the_one_row_that_says_so() -> None:
+    relayed = {op.capability: op.name for op in OPERATIONS if op.relayed is not None}
+    assert relayed == {
+        Capability.CHAT: "chat.completions.create",
+        Capability.COMPLETION: "completions.create",
+        Capability.EMBEDDING: "embeddings.create",
+        Capability.SPEECH: "audio.speech.create",
+        Capability.TRANSCRIPTION: "audio.transcriptions.create",
+        Capability.TRANSLATION: "audio.translations.create",
+    }
+    assert all(OPERATIONS.relayed(c).name == name for c, name in relayed.items())
+    chat = OPERATIONS.by_name("chat.completions.create")
+    with pytest.raises(ValueError, match="one operation relays each"):
+        OperationTable([chat, replace(chat, name="again")])  # a second row relaying chat
+    with pytest.raises(ValueError, match="names its capability"):
+        OperationTable([replace(chat, capability=None)])
+
+
+def test_a_call_is_ended_through_its_row_on_every_face(tiny_served: Faces) -> None:
+    for client in (tiny_served.http, tiny_served.inprocess):
+        with pytest.raises(openai.NotFoundError) as unknown:
+            client.realtime.calls.hangup("rtc_nope")
+        assert unknown.value.param == "call_id"
+        with pytest.raises(openai.NotFoundError):
+            client.realtime.calls.reject("rtc_nope")
 
 
 def test_openai_s_own_prefix_reaches_the_same_rows(tiny: openai.OpenAI, tiny_faces: Faces) -> None:

@@ -265,12 +265,12 @@ def test_hangup_ends_the_call_and_sip_actions_are_refused(voice: Faces) -> None:
     assert state == "closed"
     # Every call these tests made has ended, and the server holds none of them (past `max_calls` held,
     # it would refuse new ones).
-    calls = voice.app.state.calls.calls
+    calls = voice.app.state.service.realtime.calls
     for _ in range(50):
-        if not calls:
+        if not calls.ids():
             break
         time.sleep(0.1)
-    assert list(calls) == []
+    assert calls.ids() == []
     sdp = {"Content-Type": "application/sdp"}
     for offer in ("v=0\r\n", "v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF x\r\na=rtpmap:nonsense\r\n", ""):
         answer = httpx.post(f"{voice.url}/v1/realtime/calls", content=offer, headers=sdp)
@@ -395,7 +395,7 @@ def test_a_revoked_key_ends_its_call(tmp_path: Path) -> None:
         closed_within(revoked, "a WebRTC call")
         assert error.error.code == "invalid_api_key"
         assert state == "closed"
-        assert list(served.app.state.calls.calls) == []
+        assert served.app.state.service.realtime.calls.ids() == []
 
 
 def test_a_client_that_leaves_mid_offer_is_a_499_not_a_500(voice: Faces) -> None:
@@ -434,7 +434,7 @@ def test_a_call_whose_client_never_connects_is_freed(voice: Faces) -> None:
         start, status = time.monotonic(), answer.status_code
         call_id = answer.headers["location"].rsplit("/", 1)[-1]
         for _ in range(300):
-            if call_id not in voice.app.state.calls.calls:
+            if call_id not in voice.app.state.service.realtime.calls.ids():
                 break
             time.sleep(0.1)
         seconds = time.monotonic() - start

@@ -11,7 +11,7 @@ from typing import Any
 from openai.types.chat import ChatCompletion
 
 from modelport.protocol.answers import listed
-from modelport.service.generation.accumulate import ChatFold, CompletionFold, chunks_of, merge_delta
+from modelport.protocol.chunk_folds import ChatFold, CompletionFold, chunks_of, merge_delta
 from modelport.service.generation.formats.json_answer import AnswerParser
 from modelport.service.generation.formats.reading import read
 from modelport.service.generation.tool_plan import ToolPlan

@@ -11,8 +11,8 @@ from typing import Any
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
+from modelport.protocol.chunk_folds import ChatFold
 from modelport.protocol.response_object import ResponseObject
-from modelport.service.generation.accumulate import ChatFold
 from modelport.service.responses.client_tools import ClientTools
 from modelport.service.responses.output import completion_output
 from modelport.service.responses.response_events import ResponseEvents, replayed, wire

@@ -29,9 +29,6 @@ from modelport.service.operations import FilePart, Operation
 
 BASE_URL = "http://modelport.in-process/v1"
 NO_KEY = "in-process"  # what the SDK holds as its key when none is given (it asks for one)
-# Content parts naming local files (`file://`), which only the in-process client reads: by operation, the
-# body field that holds them.
-_LOCAL_FILES = {"chat.completions.create": "messages", "responses.create": "input"}
 _QS = Querystring(array_format="brackets")  # as the SDK writes a query string
 
 
@@ -63,9 +60,10 @@ class Dispatch:
             body = _body(options)
             upload = _upload(options)
             self._check_size(operation, body, upload)
-            if body is not None and operation.name in _LOCAL_FILES:
+            if body is not None and operation.local_files is not None:
+                # Content parts naming local files (`file://`), which only the in-process client reads.
                 limit = self.service.settings.limits.fetch_bytes
-                body = await inlined(body, _LOCAL_FILES[operation.name], limit)
+                body = await inlined(body, operation.local_files, limit)
             values = dict(options.params) if isinstance(options.params, dict) else {}
             query = _QS.stringify_items(values) if values else []
             outer = context.current()

@@ -5,7 +5,6 @@ are the ones a plain `modelport serve` has. Ray is imported only here, and only 
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import time
@@ -179,9 +178,7 @@ def _spec(model: ModelConfig, replicas: ReplicaSet, found: dict[str, Any]) -> Mo
     name = f"ray deployment `{model.id}`"
     voices = tuple(found.get("voices") or ())
     predictors = [
-        Relay(
-            functools.partial(replicas.send, c), f"{name} ({c})", c, voices if c is Capability.SPEECH else ()
-        )
+        Relay(replicas.send, f"{name} ({c})", c, voices if c is Capability.SPEECH else ())
         for c in capabilities
     ]
     # The ingress lets as many calls through as the replicas take together; each replica queues its own.

@@ -12,7 +12,6 @@ from typing import Any
 
 from modelport.cluster.replica import BYTES, END, ERROR, EVENTS, JSON
 from modelport.errors import ModelportError, RelayedError, UpstreamError, UpstreamUnavailableError
-from modelport.predictors.contract import Capability
 from modelport.predictors.relay import Reply, Upload
 from modelport.protocol.answers import RELAYED, Binary, Events
 
@@ -28,13 +27,13 @@ class ReplicaSet:
         self.handle = handle.options(stream=True)
         self.origin = f"a Ray replica of `{model_id}`"
 
-    async def send(self, capability: Capability, body: dict[str, Any], upload: Upload | None) -> Reply:
+    async def send(self, path: str, body: dict[str, Any], upload: Upload | None) -> Reply:
         """The replica's reply, its first item in hand."""
         body = {**body, "model": self.model_id}  # an alias the client used is this id on the replica
         file = (upload.name, upload.content) if upload is not None else None
         failure: BaseException | None = None
         for _ in range(ATTEMPTS):
-            items = self.handle.call.remote(str(capability), body, file)
+            items = self.handle.call.remote(path, body, file)
             try:
                 kind, value = await anext(items)
             except Exception as error:  # the replica died (or was gone) before it began

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from modelport.errors import ModelportError
+from modelport.errors import InvalidRequestError, ModelportError
 from modelport.predictors.contract import Capability
 from modelport.protocol.answers import Binary, Events
 from modelport.service import Service
@@ -31,21 +31,22 @@ class ModelReplica:
         await self.service.manager.load_all()
 
     async def call(
-        self, capability: str, body: dict[str, Any], upload: tuple[str, bytes] | None = None
+        self, path: str, body: dict[str, Any], upload: tuple[str, bytes] | None = None
     ) -> AsyncGenerator[Item, None]:
-        """The answer to one request, as `(kind, value)` items ending with `(END, None)`."""
+        """The answer to one request of the operation at `path` (below `/v1`), as `(kind, value)` items
+        ending with `(END, None)`."""
         try:
-            async for item in items(await self._answer(Capability(capability), body, upload)):
+            async for item in items(await self._answer(path, body, upload)):
                 yield item
         except ModelportError as error:
             yield ERROR, (error.status, error.body(), error.retry_after)
         yield END, None
 
-    async def _answer(
-        self, capability: Capability, body: dict[str, Any], upload: tuple[str, bytes] | None
-    ) -> Any:
-        """Through the operation that asks for `capability` (the relay's own), as a live request runs."""
-        operation = OPERATIONS.for_capability(capability)
+    async def _answer(self, path: str, body: dict[str, Any], upload: tuple[str, bytes] | None) -> Any:
+        """Through the operation the relay sent (one its row says a relay serves), as a live request runs."""
+        operation, _ = OPERATIONS.get("POST", path)
+        if operation.relayed is None:
+            raise InvalidRequestError(f"A replica does not serve {operation.route}.")
         return await operation.invoke(
             self.service, {}, body=body, upload=FilePart.of(*upload) if upload else None
         )

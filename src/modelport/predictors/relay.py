@@ -32,13 +32,15 @@ class Reply:
     origin: str
 
 
-RelayFunction = Callable[[dict[str, Any], Upload | None], Awaitable[Reply]]
+# The path of the operation below `/v1` (its row's), the body, the upload: the reply begun.
+RelayFunction = Callable[[str, dict[str, Any], Upload | None], Awaitable[Reply]]
 
 
 @dataclass(frozen=True)
 class Relay:
-    """A model's capability served elsewhere: `send(body, upload)` forwards a request and begins its
-    answer. Dispatched by the service in one place, beside the checked predictors of local models."""
+    """A model's capability served elsewhere: `send(path, body, upload)` forwards a request of the
+    operation at `path` and begins its answer. Dispatched by the service in one place, beside the checked
+    predictors of local models."""
 
     send: RelayFunction
     name: str

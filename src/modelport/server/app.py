@@ -54,8 +54,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
             yield
         finally:
             loading.cancel()
-            if getattr(app.state, "calls", None) is not None:
-                await app.state.calls.close()
+            await service.realtime.calls.close()
             await service.close()
             # The metrics' registry is the process's: read from this service no more, nor keep it alive.
             metrics.SLOTS.sources.remove(slots)

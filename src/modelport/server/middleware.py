@@ -17,9 +17,14 @@ from modelport.errors import ModelportError, PayloadTooLargeError
 from modelport.metrics import LATENCY, REQUESTS
 from modelport.service.access import Access, acting_as
 from modelport.service.operation_table import OPERATIONS
+from modelport.service.operations import Operation
 from modelport.settings import Settings
 
 access_log = logging.getLogger("modelport.access")
+_OPERATION = "operation"  # the scope state's key for the request's row
+# The WebRTC offers (`/realtime` is where OpenAI took them before `/realtime/calls`): a transport, as the
+# realtime WebSocket is, so not rows; a client secret may make them.
+WEBRTC_OFFERS = ("/realtime/calls", "/realtime")
 
 
 async def _reply(send: Send, error: ModelportError) -> None:
@@ -55,11 +60,13 @@ class Authenticate:
             await self.app(scope, receive, send)
             return
         given = dict(scope["headers"]).get(b"authorization")
-        admin = path.removeprefix("/v1/openai").startswith("/v1/organization") or (
-            metrics and not self.protect_metrics
-        )
-        # A realtime client secret opens WebRTC calls (and WebSocket sessions, which do not pass here).
-        realtime = _below_v1(path).startswith("/realtime/calls")
+        operation = operation_of(scope)
+        admin = (operation is not None and operation.admin) or (metrics and not self.protect_metrics)
+        # A realtime client secret opens WebRTC calls and ends them (WebSocket sessions do not pass here).
+        if operation is not None:
+            realtime = operation.session
+        else:
+            realtime = scope["method"] == "POST" and _below_v1(path) in WEBRTC_OFFERS
         try:
             principal = await self.access.identify(
                 given.decode("latin-1") if given else None, admin=admin, realtime=realtime
@@ -96,9 +103,9 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        found = OPERATIONS.find(scope["method"], _below_v1(scope["path"]))
-        if found is not None:
-            limit, too_large = found[0].body_limit(self.settings), found[0].too_large(self.settings)
+        operation = operation_of(scope)
+        if operation is not None:
+            limit, too_large = operation.body_limit(self.settings), operation.too_large(self.settings)
         else:
             limit = self.settings.limits.body_bytes
             too_large = PayloadTooLargeError(f"The request body is over the limit of {limit} bytes.")
@@ -199,6 +206,7 @@ class RequestRecords:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        operation = operation_of(scope)  # matched once, here, for every later step
         given = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
         request_id = context.request_id(given)
         scope.setdefault("state", {})["request_id"] = request_id
@@ -220,7 +228,7 @@ class RequestRecords:
             seconds = time.perf_counter() - start
             if scope["state"].get("client_gone"):
                 status = 499  # the client closed the connection before its answer was complete
-            route = route_of(scope["method"], scope["path"])
+            route = _route(scope["path"], operation)
             REQUESTS.labels(route, scope["method"], str(status)).inc()
             LATENCY.labels(route).observe(seconds)
             access_log.info(
@@ -246,10 +254,20 @@ def _below_v1(path: str) -> str:
     return path
 
 
-def route_of(method: str, path: str) -> str:
+def operation_of(scope: Scope) -> Operation | None:
+    """The row of the operation table an HTTP request names: matched once, by the outermost middleware
+    (`RequestRecords`), and kept in the scope for every later step."""
+    state = scope.setdefault("state", {})
+    if _OPERATION not in state:
+        found = OPERATIONS.find(scope["method"], _below_v1(scope["path"]))
+        state[_OPERATION] = found[0] if found is not None else None
+    operation: Operation | None = state[_OPERATION]
+    return operation
+
+
+def _route(path: str, operation: Operation | None) -> str:
     """The route a request belongs to, for metric labels: its operation's route template, never the raw
     path, whose values are unbounded."""
     if path in ("/generate", "/health", "/metrics", "/v1/realtime"):
         return path
-    found = OPERATIONS.find(method, _below_v1(path))
-    return found[0].route if found is not None else "other"
+    return operation.route if operation is not None else "other"

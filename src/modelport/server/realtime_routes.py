@@ -181,25 +181,3 @@ async def _offer(request: Request) -> tuple[str, dict[str, Any] | None]:
                 "'session' is a JSON object (a session configuration).", param="session"
             )
     return sdp, session
-
-
-@router.post("/realtime/calls/{call_id}/hangup", response_class=Response)
-async def hangup_call(request: Request, call_id: str) -> Response:
-    """End a WebRTC call."""
-    await calls_of(request).find(call_id, context.current().project).end()
-    return Response(status_code=200)
-
-
-async def _sip_only(request: Request, call_id: str) -> Response:
-    """`accept`, `reject` and `refer` are for incoming SIP calls, which this server does not take."""
-    calls_of(request).find(call_id, context.current().project)
-    action = request.url.path.rstrip("/").rsplit("/", 1)[-1]
-    raise InvalidRequestError(
-        f"'{action}' is for incoming SIP calls; this server takes WebRTC calls only (end one with "
-        f"POST /v1/realtime/calls/{call_id}/hangup).",
-        code="unsupported_call_action",
-    )
-
-
-for _action in ("accept", "reject", "refer"):
-    router.add_api_route(f"/realtime/calls/{{call_id}}/{_action}", _sip_only, methods=["POST"])

@@ -33,7 +33,7 @@ from aiortc import (
 )
 from aiortc.mediastreams import MediaStreamError
 
-from modelport.errors import CapacityError, InvalidRequestError, NotFoundError
+from modelport.errors import CapacityError, InvalidRequestError
 from modelport.ids import new_id
 from modelport.service import Service
 from modelport.service.realtime import RealtimeSession
@@ -151,12 +151,13 @@ class Call:
 
 
 class Calls:
-    """The calls in progress, by id."""
+    """Opens calls: each one's peer connection, wired to its session, is kept in the service's book of calls
+    in progress (`service.realtime.calls`), where the hang-up operation finds it."""
 
     def __init__(self, service: Service) -> None:
         self.service = service
         self.settings = service.settings.webrtc
-        self.calls: dict[str, Call] = {}
+        self.held = service.realtime.calls
         # aioice has no option for which addresses it gathers on.
         aioice.ice.get_host_addresses = _host_addresses(self.settings)  # type: ignore[assignment]
 
@@ -170,7 +171,7 @@ class Calls:
     ) -> tuple[Call, str]:
         """A new call answering the SDP `offer`: the call, and the SDP answer. `watch` ends it at its
         session's limits."""
-        if len(self.calls) >= self.settings.max_calls:
+        if len(self.held) >= self.settings.max_calls:
             raise CapacityError(
                 f"This server holds {self.settings.max_calls} WebRTC calls at most ([webrtc] max_calls); "
                 "try again when one has ended."
@@ -185,8 +186,8 @@ class Calls:
         peer = RTCPeerConnection(RTCConfiguration(iceServers=servers))  # [], not None: no default STUN
         call = Call(new_id("rtc", "_"), project, peer)
         # Counted as it is checked, with no await between: offers sent together cannot all pass the check.
-        self.calls[call.id] = call
-        call.on_end = partial(self.calls.pop, call.id, None)
+        self.held.add(call)
+        call.on_end = partial(self.held.forget, call.id)
         self._wire(call)
         try:
             await peer.setRemoteDescription(RTCSessionDescription(offer, "offer"))
@@ -261,17 +262,6 @@ class Calls:
                 call.connected.set()
             if peer.connectionState in ("failed", "closed"):
                 await call.end()
-
-    def find(self, call_id: str, project: str) -> Call:
-        """A call of `project`'s in progress; a 404 for any other."""
-        call = self.calls.get(call_id)
-        if call is None or call.project != project:
-            raise NotFoundError(f"No call in progress with id '{call_id}'.", param="call_id")
-        return call
-
-    async def close(self) -> None:
-        """End every call (the server stops)."""
-        await asyncio.gather(*(call.end() for call in list(self.calls.values())), return_exceptions=True)
 
 
 async def _awaited(work: Awaitable[None]) -> None:

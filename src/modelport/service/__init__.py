@@ -376,16 +376,18 @@ class Service:
         """The request's model, once the caller's limits admit it, loaded, answers: through its relay if it
         is served elsewhere, else through `local` with its checked predictor. What it used is counted
         against the caller's project."""
+        operation = OPERATIONS.relayed(capability)  # its row says how it is relayed and counted
         caller = await self.access.admit(self.manager.registry.resolve(request.model).id)
         model = await self.manager.get(request.model)
         predictor = model.predictor(capability)
         tally = metrics.Tally()
         with metrics.Tallied(tally):
             if isinstance(predictor, Relay):
-                answer = await forwarding.forward(model, predictor, request, upload)
+                answer = await forwarding.forward(operation, model, predictor, request, upload)
             else:
                 answer = await local(model, predictor)
-        kind = _USAGE[capability]
+        kind = operation.usage
+        assert kind is not None, f"{operation.name} names no usage kind"
         if isinstance(answer, Events):
             return Events(self.access.metered(answer.items, caller, model.spec.id, kind, tally), answer.kind)
         characters = len(request.input) if isinstance(request, SpeechRequest) else 0
@@ -434,14 +436,3 @@ class Service:
         return Model.model_validate(
             {"id": spec.id, "created": self._created, "object": "model", "owned_by": spec.owned_by, **extra}
         )
-
-
-# The Usage API's kinds of usage, by what a model was asked for.
-_USAGE = {
-    Capability.CHAT: "completions",
-    Capability.COMPLETION: "completions",
-    Capability.EMBEDDING: "embeddings",
-    Capability.SPEECH: "audio_speeches",
-    Capability.TRANSCRIPTION: "audio_transcriptions",
-    Capability.TRANSLATION: "audio_transcriptions",
-}

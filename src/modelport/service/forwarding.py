@@ -9,12 +9,8 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
-from openai.types import Completion, CreateEmbeddingResponse
-from openai.types.audio import Transcription, TranscriptionVerbose
-from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ValidationError
 
 from modelport import metrics
@@ -22,56 +18,29 @@ from modelport.errors import UpstreamError
 from modelport.predictors.contract import Capability
 from modelport.predictors.manager import LoadedModel
 from modelport.predictors.relay import Relay, Reply, Upload
-from modelport.protocol.answers import Binary, Event, EventKind, Events, listed
+from modelport.protocol.answers import Binary, Event, Events, listed
+from modelport.protocol.chunk_folds import chunks_of
 from modelport.protocol.requests import OpenAIRequest
 from modelport.protocol.sdk_private import loosely
 from modelport.service import calls
-from modelport.service.audio.speech import SPEECH_EVENTS
-from modelport.service.audio.transcription import TRANSCRIPT_EVENTS
-from modelport.service.generation.accumulate import chunks_of
-from modelport.service.generation.framing import CHAT_CHUNKS, COMPLETION_CHUNKS
+from modelport.service.operations import Operation
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class _Endpoint:
-    """What an endpoint may answer: JSON of a type (per response format, for transcripts), events of a
-    kind, bytes; and whether its events are chunks with choices (folded into the whole answer when it was
-    not streamed; a whole answer streamed as chunks when it was)."""
-
-    whole: Callable[[OpenAIRequest], type[BaseModel]] | None  # None: a JSON answer is the upstream's fault
-    key: str = ""  # the field a JSON answer must hold
-    events: EventKind[Any] | None = None  # None: a stream is the upstream's fault
-    binary: bool = False
-    chunks: bool = False
-    named_model: bool = True  # the answer says which model made it (ours replaces the upstream's)
-
-
-def _transcript_type(request: OpenAIRequest) -> type[BaseModel]:
-    return (
-        TranscriptionVerbose if getattr(request, "response_format", None) == "verbose_json" else Transcription
-    )
-
-
-_TRANSCRIPT = _Endpoint(_transcript_type, "text", TRANSCRIPT_EVENTS, binary=True, named_model=False)
-_ENDPOINTS = {
-    Capability.CHAT: _Endpoint(lambda _: ChatCompletion, "choices", CHAT_CHUNKS, chunks=True),
-    Capability.COMPLETION: _Endpoint(lambda _: Completion, "choices", COMPLETION_CHUNKS, chunks=True),
-    Capability.EMBEDDING: _Endpoint(lambda _: CreateEmbeddingResponse, "data"),
-    Capability.SPEECH: _Endpoint(None, events=SPEECH_EVENTS, binary=True),
-    Capability.TRANSCRIPTION: _TRANSCRIPT,
-    Capability.TRANSLATION: _TRANSCRIPT,
-}
-
-
 async def forward(
-    model: LoadedModel, relay: Relay, request: OpenAIRequest, upload: Upload | None = None
+    operation: Operation,
+    model: LoadedModel,
+    relay: Relay,
+    request: OpenAIRequest,
+    upload: Upload | None = None,
 ) -> Any:
-    """The relay's answer to `request`: a whole object of the endpoint's type, its events, or bytes."""
-    endpoint = _ENDPOINTS[relay.capability]
-    reply = await _started(model, relay, request, upload)
+    """The relay's answer to `request` of `operation`: a whole object of the type its row names, its
+    events, or bytes."""
+    endpoint = operation.relayed
+    assert endpoint is not None, f"{operation.name} is not served by relays"
+    reply = await _started(operation, model, relay, request, upload)
     answer, origin = reply.answer, reply.origin
     if isinstance(answer, Binary):
         if not endpoint.binary:
@@ -98,7 +67,9 @@ async def forward(
     return _relayed_as(endpoint.whole(request), whole, origin)
 
 
-async def _started(model: LoadedModel, relay: Relay, request: OpenAIRequest, upload: Upload | None) -> Reply:
+async def _started(
+    operation: Operation, model: LoadedModel, relay: Relay, request: OpenAIRequest, upload: Upload | None
+) -> Reply:
     """The relay's reply, begun within one of the model's slots. A whole answer frees the slot at once; a
     stream holds it until it ends or is closed."""
     body = request.model_dump(mode="json", exclude_unset=True)
@@ -106,7 +77,7 @@ async def _started(model: LoadedModel, relay: Relay, request: OpenAIRequest, upl
     await stack.enter_async_context(model.slots.hold())
     try:
         with calls.predictor_errors(relay):
-            reply = await relay.send(body, upload)
+            reply = await relay.send(operation.path, body, upload)
     except BaseException:
         await stack.aclose()
         raise

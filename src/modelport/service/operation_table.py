@@ -7,6 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from openai.types import Completion, CreateEmbeddingResponse
+from openai.types.audio import Transcription, TranscriptionVerbose
+from openai.types.chat import ChatCompletion
+from pydantic import BaseModel
+
 from modelport.errors import InvalidRequestError
 from modelport.predictors.contract import Capability
 from modelport.predictors.relay import Upload
@@ -17,7 +22,13 @@ from modelport.protocol.admin_requests import (
     ProjectModify,
     RateLimitUpdate,
 )
-from modelport.protocol.answers import ListPage
+from modelport.protocol.answers import Binary, ListPage
+from modelport.protocol.event_kinds import (
+    CHAT_CHUNKS,
+    COMPLETION_CHUNKS,
+    SPEECH_EVENTS,
+    TRANSCRIPT_EVENTS,
+)
 from modelport.protocol.organization import LimitedProject, ProjectKey
 from modelport.protocol.requests import (
     BatchCreate,
@@ -41,7 +52,14 @@ from modelport.protocol.vector_requests import (
     VectorStoreSearch,
     VectorStoreUpdate,
 )
-from modelport.service.operations import FilePart, Method, Operation, OperationTable, QueryItems
+from modelport.service.operations import (
+    FilePart,
+    Method,
+    Operation,
+    OperationTable,
+    QueryItems,
+    Relayed,
+)
 
 if TYPE_CHECKING:
     from modelport.service import Service
@@ -108,6 +126,27 @@ async def create_client_secret(service: Service, body: ClientSecretCreate) -> ob
     """A realtime client secret (`ek_…`) for the caller's project: a browser or phone opens a realtime
     session with it (a WebRTC call or a WebSocket), configured as `session` says, until it expires."""
     return await service.realtime.client_secret(body)
+
+
+async def hang_up_call(service: Service, call_id: str) -> Binary:
+    """End a WebRTC call of the caller's project (the caller may be the call's own client secret)."""
+    await service.realtime.calls.hang_up(call_id)
+    return Binary("text/plain; charset=utf-8")
+
+
+async def accept_call(service: Service, call_id: str) -> object:
+    """For an incoming SIP call, which this server does not take: a 400 that says so."""
+    service.realtime.calls.sip_only(call_id, "accept")
+
+
+async def reject_call(service: Service, call_id: str) -> object:
+    """For an incoming SIP call, which this server does not take: a 400 that says so."""
+    service.realtime.calls.sip_only(call_id, "reject")
+
+
+async def refer_call(service: Service, call_id: str) -> object:
+    """For an incoming SIP call, which this server does not take: a 400 that says so."""
+    service.realtime.calls.sip_only(call_id, "refer")
 
 
 async def create_transcription(service: Service, body: TranscriptionRequest, upload: FilePart) -> object:
@@ -549,6 +588,15 @@ async def usage(
     )
 
 
+def _transcript_type(request: TranscriptionRequest) -> type[BaseModel]:
+    return TranscriptionVerbose if request.response_format == "verbose_json" else Transcription
+
+
+# A transcript is JSON of the type its format asks for, its events, or text (`text`, `srt`, `vtt`); the
+# transcript's JSON does not name its model.
+_TRANSCRIPT = Relayed(_transcript_type, "text", TRANSCRIPT_EVENTS, binary=True, named_model=False)
+
+
 def _rows() -> list[Operation]:
     chat, completion, embedding = Capability.CHAT, Capability.COMPLETION, Capability.EMBEDDING
     get: Method = "GET"
@@ -558,8 +606,9 @@ def _rows() -> list[Operation]:
     return [
         Operation("models.list", get, "/models", list_models),
         Operation("models.retrieve", get, "/models/{model_id:path}", retrieve_model),
-        Operation("chat.completions.create", post, "/chat/completions", create_chat_completion,
-                  chat, batchable=True, stored=True),
+        Operation("chat.completions.create", post, "/chat/completions", create_chat_completion, chat,
+                  relayed=Relayed(lambda _: ChatCompletion, "choices", CHAT_CHUNKS, chunks=True),
+                  usage="completions", batchable=True, stored=True, local_files="messages"),
         Operation("chat.completions.list", get, "/chat/completions", list_chat_completions, stored=True),
         Operation("chat.completions.retrieve", get, "/chat/completions/{completion_id}",
                   retrieve_chat_completion, stored=True),
@@ -569,16 +618,29 @@ def _rows() -> list[Operation]:
                   update_chat_completion, stored=True),
         Operation("chat.completions.delete", delete, "/chat/completions/{completion_id}",
                   delete_chat_completion, stored=True),
-        Operation("completions.create", post, "/completions", create_completion, completion, batchable=True),
-        Operation("embeddings.create", post, "/embeddings", create_embeddings, embedding, batchable=True),
-        Operation("audio.speech.create", post, "/audio/speech", create_speech, Capability.SPEECH),
+        Operation("completions.create", post, "/completions", create_completion, completion,
+                  relayed=Relayed(lambda _: Completion, "choices", COMPLETION_CHUNKS, chunks=True),
+                  usage="completions", batchable=True),
+        Operation("embeddings.create", post, "/embeddings", create_embeddings, embedding,
+                  relayed=Relayed(lambda _: CreateEmbeddingResponse, "data"), usage="embeddings",
+                  batchable=True),
+        Operation("audio.speech.create", post, "/audio/speech", create_speech, Capability.SPEECH,
+                  relayed=Relayed(None, events=SPEECH_EVENTS, binary=True), usage="audio_speeches"),
         Operation("audio.voices.list", get, "/audio/voices", list_voices),
         Operation("realtime.client_secrets.create", post, "/realtime/client_secrets", create_client_secret),
+        Operation("realtime.calls.hangup", post, "/realtime/calls/{call_id}/hangup", hang_up_call,
+                  session=True),
+        Operation("realtime.calls.accept", post, "/realtime/calls/{call_id}/accept", accept_call,
+                  session=True),
+        Operation("realtime.calls.reject", post, "/realtime/calls/{call_id}/reject", reject_call,
+                  session=True),
+        Operation("realtime.calls.refer", post, "/realtime/calls/{call_id}/refer", refer_call, session=True),
         Operation("audio.transcriptions.create", post, "/audio/transcriptions", create_transcription,
-                  Capability.TRANSCRIPTION, bound="audio"),
+                  Capability.TRANSCRIPTION, relayed=_TRANSCRIPT, usage="audio_transcriptions", bound="audio"),
         Operation("audio.translations.create", post, "/audio/translations", create_translation,
-                  Capability.TRANSLATION, bound="audio"),
-        Operation("responses.create", post, "/responses", create_response, chat, batchable=True, stored=True),
+                  Capability.TRANSLATION, relayed=_TRANSCRIPT, usage="audio_transcriptions", bound="audio"),
+        Operation("responses.create", post, "/responses", create_response, chat, batchable=True, stored=True,
+                  local_files="input"),
         Operation("responses.input_tokens.count", post, "/responses/input_tokens", count_input_tokens, chat),
         Operation("responses.compact", post, "/responses/compact", compact_response, chat),
         Operation("responses.retrieve", get, "/responses/{response_id}", retrieve_response, stored=True),

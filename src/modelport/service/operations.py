@@ -20,6 +20,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from modelport.errors import InvalidRequestError, NotFoundError, PayloadTooLargeError
 from modelport.predictors.contract import Capability
+from modelport.protocol.answers import EventKind
 from modelport.protocol.validation import invalid, parse
 
 if TYPE_CHECKING:
@@ -35,6 +36,24 @@ Bound = Literal["body", "files", "audio"]
 # query string's items, a multipart file, and whether the face reads the answer whole (in-process and batch
 # lines; over HTTP an answer streams as it is made).
 BODY, QUERY, UPLOAD, WHOLE = "body", "query", "upload", "whole"
+# The Usage API's kinds (`/organization/usage/{kind}`): what a model's answer to an operation is counted as.
+UsageKind = Literal["completions", "embeddings", "audio_speeches", "audio_transcriptions"]
+
+
+@dataclass(frozen=True)
+class Relayed:
+    """How a relay (an upstream server, a Ray replica) serves an operation, and what its answer must be to
+    be passed on: JSON of a type (which may hang on the request, as a transcript's on its format) holding a
+    main field, events of a kind, or bytes; whether the events are chunks with choices (folded into the
+    whole answer when it was not streamed, a whole answer streamed as chunks when it was); and whether the
+    answer names its model (ours replaces the upstream's)."""
+
+    whole: Callable[[Any], type[BaseModel]] | None  # None: a JSON answer is the upstream's fault
+    key: str = ""  # the field a JSON answer must hold
+    events: EventKind[Any] | None = None  # None: a stream is the upstream's fault
+    binary: bool = False
+    chunks: bool = False
+    named_model: bool = True
 
 
 @dataclass(frozen=True)
@@ -58,10 +77,14 @@ class Operation:
     method: Method
     path: str  # below `/v1`, with `{name}` for path parameters (`{name:path}` where it may hold `/`)
     call: Callable[..., Awaitable[object]]
-    capability: Capability | None = None  # the model capability it asks for (relays and Ray serve these)
+    capability: Capability | None = None  # the model capability it asks for
+    relayed: Relayed | None = None  # a relay serves it (one row per capability): what it forwards
+    usage: UsageKind | None = None  # what a model's answer to it counts as
     batchable: bool = False  # a Batch API line may name it
     stored: bool = False  # it reaches objects stored for a project
     admin: bool = False  # the organization API: admin keys only
+    session: bool = False  # a realtime client secret may call it (the WebRTC calls of its session)
+    local_files: str | None = None  # the body field whose content parts may name `file://` paths (in-process)
     bound: Bound = "body"
     pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
     inputs: dict[str, inspect.Parameter] = field(init=False, repr=False, compare=False)
@@ -179,6 +202,10 @@ class OperationTable:
         duplicated = {name for name in names if names.count(name) > 1}
         if duplicated:
             raise ValueError(f"operations named twice: {sorted(duplicated)}")
+        relayed = [op.capability for op in operations if op.relayed is not None]
+        if None in relayed or len(set(relayed)) < len(relayed):
+            raise ValueError("a relayed operation names its capability, and one operation relays each")
+        self._relayed = {op.capability: op for op in operations if op.relayed is not None}
 
     def __iter__(self) -> typing.Iterator[Operation]:
         return iter(self.operations)
@@ -204,9 +231,9 @@ class OperationTable:
         """The row named `name`."""
         return next(op for op in self.operations if op.name == name)
 
-    def for_capability(self, capability: Capability) -> Operation:
-        """The first operation that asks a model for `capability`: the one a relay of it forwards."""
-        return next(op for op in self.operations if op.capability is capability)
+    def relayed(self, capability: Capability) -> Operation:
+        """The operation a relay of `capability` serves (its row says so)."""
+        return self._relayed[capability]
 
     def batch_endpoint(self, url: str) -> Operation | None:
         """The batchable operation a Batch API `url` (`/v1/chat/completions`) names."""

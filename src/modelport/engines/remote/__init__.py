@@ -7,7 +7,6 @@ one model, or (`discover = true`) every model those replicas list.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -46,8 +45,7 @@ def add_remote(
     ) -> ModelSpec:
         remote = RemoteModel(pool, model, upstream_model)
         predictors = [
-            Relay(functools.partial(remote.send, c), f"remote {upstream_model} ({c}) at {where}", c)
-            for c in capabilities
+            Relay(remote.send, f"remote {upstream_model} ({c}) at {where}", c) for c in capabilities
         ]
         return ModelSpec(
             model,

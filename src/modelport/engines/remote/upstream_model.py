@@ -19,18 +19,9 @@ from httpx_sse import EventSource, ServerSentEvent
 from modelport.context import current
 from modelport.engines.remote.pool import Failure, Replica, ReplicaPool, check_status, describe
 from modelport.errors import ModelportError, RelayedError, UpstreamError
-from modelport.predictors.contract import Capability
 from modelport.predictors.relay import Reply, Upload
 from modelport.protocol.answers import RELAYED, Binary, Events
 
-PATHS = {
-    Capability.CHAT: "/chat/completions",
-    Capability.COMPLETION: "/completions",
-    Capability.EMBEDDING: "/embeddings",
-    Capability.SPEECH: "/audio/speech",
-    Capability.TRANSCRIPTION: "/audio/transcriptions",
-    Capability.TRANSLATION: "/audio/translations",
-}
 _PREFIX_CHARS = 256  # of a completion prompt, for prefix routing
 
 
@@ -42,9 +33,9 @@ class RemoteModel:
         self.model_id = model_id
         self.upstream_model = upstream_model
 
-    async def send(self, capability: Capability, body: dict[str, Any], upload: Upload | None) -> Reply:
-        """Send `body` (as the client sent it, but for the model's name) and return the started answer."""
-        path = PATHS[capability]
+    async def send(self, path: str, body: dict[str, Any], upload: Upload | None) -> Reply:
+        """Send `body` (as the client sent it, but for the model's name) to the replica's `path` (below
+        `/v1`, as the operation's row names it) and return the started answer."""
         body = {**body, "model": self.upstream_model}
 
         async def start(replica: Replica, client: httpx.AsyncClient) -> Reply:

@@ -15,7 +15,8 @@ import numpy as np
 from modelport.errors import InvalidRequestError, PredictorError
 from modelport.predictors.contract import Predictor
 from modelport.predictors.manager import LoadedModel
-from modelport.protocol.answers import Binary, EventKind, Events
+from modelport.protocol.answers import Binary, Events
+from modelport.protocol.event_kinds import SPEECH_EVENTS
 from modelport.protocol.requests import SpeechRequest
 from modelport.service import calls
 from modelport.service.audio import codec as audio_codec
@@ -26,10 +27,6 @@ OPENAI_VOICES = (
 )  # fmt: skip
 _SENTENCE_END = re.compile(r"(?<=[.!?;:。！？])\s+|\n{2,}")
 _MAX_PIECE = 400  # characters; longer sentences are cut at commas, then spaces
-
-
-# `speech.audio.delta` events, then `speech.audio.done` with the usage: the last one closes the answer.
-SPEECH_EVENTS: EventKind[dict[str, Any]] = EventKind("speech.audio")
 
 
 async def speech(

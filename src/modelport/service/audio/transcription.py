@@ -7,7 +7,7 @@ from collections.abc import AsyncGenerator, Iterator
 from typing import Any
 
 import anyio
-from openai.types.audio import Transcription, TranscriptionStreamEvent, TranscriptionVerbose
+from openai.types.audio import Transcription, TranscriptionVerbose
 
 from modelport import metrics
 from modelport.errors import InvalidRequestError, PayloadTooLargeError, PredictorError
@@ -15,23 +15,14 @@ from modelport.predictors.contract import Predictor
 from modelport.predictors.manager import LoadedModel
 from modelport.predictors.relay import Upload
 from modelport.predictors.transcript import Segment, Transcript
-from modelport.protocol.answers import Binary, EventKind, Events
+from modelport.protocol.answers import Binary, Events
+from modelport.protocol.event_kinds import TRANSCRIPT_EVENTS
 from modelport.protocol.requests import TranscriptionRequest
-from modelport.protocol.sdk_private import loosely
 from modelport.service import calls
 from modelport.service.audio import codec as audio_codec
 from modelport.settings import Limits
 
 TEXT = "text/plain; charset=utf-8"  # `text`, `srt` and `vtt` answers
-# `transcript.text.delta` events, then `transcript.text.done`, whose text is the whole transcript.
-TRANSCRIPT_EVENTS: EventKind[Transcription] = EventKind(
-    "transcript.text",
-    event=lambda data: loosely(TranscriptionStreamEvent, data),
-    whole=lambda done: Transcription.model_validate(
-        {"text": done.get("text", ""), "usage": done.get("usage")}
-    ),
-    done=True,
-)
 Transcribed = Transcription | TranscriptionVerbose | Binary | Events[Transcription]
 
 

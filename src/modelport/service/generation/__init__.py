@@ -17,14 +17,13 @@ from modelport.predictors.chat_format import PLAIN
 from modelport.predictors.contract import Predictor
 from modelport.predictors.manager import LoadedModel
 from modelport.protocol.answers import EventKind, Events, listed
+from modelport.protocol.chunk_folds import ChatFold, CompletionFold
+from modelport.protocol.event_kinds import CHAT_CHUNKS, COMPLETION_CHUNKS
 from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
 from modelport.service import calls
 from modelport.service.generation import decoding, formats, planning, token_ids, tool_plan
-from modelport.service.generation.accumulate import ChatFold, CompletionFold
 from modelport.service.generation.formats import effort, harmony, reading
 from modelport.service.generation.framing import (
-    CHAT_CHUNKS,
-    COMPLETION_CHUNKS,
     framed,
     validate,
     with_choices,

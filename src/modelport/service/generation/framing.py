@@ -7,17 +7,14 @@ import time
 from collections.abc import AsyncGenerator, Iterable
 from typing import Any, TypeVar, cast
 
-from openai.types import Completion
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from pydantic import BaseModel, ValidationError
 
 from modelport import metrics
 from modelport.errors import PredictorError
 from modelport.ids import new_id
 from modelport.predictors.contract import Predictor
-from modelport.protocol.answers import EventKind
+from modelport.protocol.chunk_folds import chunks_of
 from modelport.protocol.sdk_private import loosely
-from modelport.service.generation.accumulate import ChatFold, CompletionFold, chunks_of
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -86,32 +83,6 @@ async def with_choices(
         await chunks.aclose()
 
 
-def chunk(cls: type[Any], data: dict[str, Any]) -> Any:
-    """One typed chunk. pydantic-core validates one in microseconds where `loosely` (the SDK's own way,
-    which tolerates anything) takes ~20× longer, which a 2-core machine pays out of its decode rate. A
-    legacy completion chunk's `finish_reason` is null until the end, which the strict type refuses: it is
-    validated as "length" and set back."""
-    open_choices = [
-        c
-        for c in data["choices"]
-        if cls is Completion and isinstance(c, dict) and c.get("finish_reason") is None
-    ]
-    for choice in open_choices:
-        choice["finish_reason"] = "length"
-    try:
-        typed = cls.model_validate(data)
-    except ValidationError:
-        typed = None
-    for choice in open_choices:
-        choice["finish_reason"] = None
-    if typed is None:
-        return loosely(cls, data)
-    for model, raw in zip(typed.choices, data["choices"], strict=True):
-        if raw.get("finish_reason") is None:
-            model.finish_reason = None
-    return typed
-
-
 def validate(cls: type[M], data: dict[str, Any], predictor: Predictor) -> M:
     try:
         return cls.model_validate(data)
@@ -124,28 +95,3 @@ def validate(cls: type[M], data: dict[str, Any], predictor: Predictor) -> M:
             f"predictor `{predictor.name}` returned a malformed {cls.__name__}: "
             f"{error.errors()[0]['loc']}: {error.errors()[0]['msg']}"
         ) from error
-
-
-def loose(cls: type[M], data: dict[str, Any]) -> M:
-    """A whole answer as its `openai` type: validated, or built as loosely as the SDK builds what a server
-    sent (a scored prompt's first token has null log-probabilities, which the SDK's type calls floats)."""
-    try:
-        return cls.model_validate(data)
-    except ValidationError:
-        return cast(M, loosely(cls, data))
-
-
-CHAT_CHUNKS: EventKind[ChatCompletion] = EventKind(
-    "chat.completion.chunk",
-    fold=ChatFold,
-    event=lambda data: chunk(ChatCompletionChunk, data),
-    whole=lambda data: loose(ChatCompletion, data),
-    done=True,
-)
-COMPLETION_CHUNKS: EventKind[Completion] = EventKind(
-    "text_completion",
-    fold=CompletionFold,
-    event=lambda data: chunk(Completion, data),
-    whole=lambda data: loose(Completion, data),
-    done=True,
-)

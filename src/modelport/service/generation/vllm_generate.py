@@ -15,11 +15,11 @@ from modelport.errors import InvalidRequestError
 from modelport.predictors.contract import Capability, Predictor
 from modelport.predictors.manager import ModelManager
 from modelport.protocol.answers import EventKind, Events, listed
+from modelport.protocol.chunk_folds import CompletionFold
 from modelport.protocol.generate_request import GenerateRequest
 from modelport.protocol.requests import CompletionRequest
 from modelport.protocol.validation import parse
 from modelport.service.generation import tool_plan
-from modelport.service.generation.accumulate import CompletionFold
 
 Complete = Callable[[CompletionRequest], Awaitable[Completion | Events[Completion]]]
 Frame = dict[str, Any]

@@ -25,6 +25,7 @@ from modelport.protocol.requests import ClientSecretCreate, TranscriptionRequest
 from modelport.service.access.client_secrets import ClientSecrets
 from modelport.service.realtime import config
 from modelport.service.realtime.audio import LISTEN_RATE
+from modelport.service.realtime.held_calls import HeldCalls
 from modelport.service.realtime.realtime_events import ClientEventError, Event
 from modelport.service.realtime.responses import Pipes
 from modelport.service.realtime.session import RealtimeSession
@@ -51,6 +52,7 @@ class Realtime:
         self.pipelines = settings.pipelines()
         self._aliases = settings.all_aliases()
         self._chat, self._transcription, self._speak = chat, transcription, speak
+        self.calls = HeldCalls()  # the WebRTC calls in progress (the HTTP face opens them)
 
     def pipeline(self, name: str | None) -> RealtimePipeline:
         """The pipeline a `model` names (OpenAI's realtime model names are the default one); a 404

@@ -17,9 +17,9 @@ from typing import Any, Protocol
 from modelport.errors import ModelportError
 from modelport.ids import new_id
 from modelport.protocol.answers import Events
+from modelport.protocol.chunk_folds import ChatFold
 from modelport.protocol.requests import ChatCompletionRequest
 from modelport.service.audio.clauses import Clauses
-from modelport.service.generation.accumulate import ChatFold
 from modelport.service.generation.flat_tools import chat_choice, chat_function, chat_request
 from modelport.service.realtime import config
 from modelport.service.realtime.audio import Speaker

@@ -65,9 +65,9 @@ from openai.types.responses.response_text_delta_event import Logprob as DeltaLog
 from openai.types.responses.response_text_done_event import Logprob as DoneLogprob
 
 from modelport.protocol.answers import EventKind, LastEvent
+from modelport.protocol.chunk_folds import ChatFold
 from modelport.protocol.response_object import ResponseObject
 from modelport.protocol.sdk_private import loosely
-from modelport.service.generation.accumulate import ChatFold
 from modelport.service.responses.client_tools import ClientTools
 from modelport.service.responses.items import new_item_id
 from modelport.service.responses.output import (

@@ -13,9 +13,9 @@ from openai.types.chat import ChatCompletion, ChatCompletionDeleted, ChatComplet
 from modelport import context
 from modelport.errors import NotFoundError, StoreDisabledError
 from modelport.protocol.answers import Events, ListPage
+from modelport.protocol.chunk_folds import ChatFold
 from modelport.protocol.requests import ChatCompletionRequest
 from modelport.protocol.sdk_private import loosely
-from modelport.service.generation.accumulate import ChatFold
 from modelport.service.state.listing import bounded_limit, checked_order
 from modelport.settings import StoreSettings
 from modelport.store import Store

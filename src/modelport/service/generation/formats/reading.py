@@ -11,7 +11,7 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from modelport import context
-from modelport.service.generation.accumulate import merge_delta
+from modelport.protocol.chunk_folds import merge_delta
 from modelport.service.generation.formats.readers import MarkerFilter, Reader
 
 log = logging.getLogger("modelport.service")
