@@ -43,6 +43,7 @@ OPENAI_FAMILIES: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
         ("gpt-* (gpt-audio*, gpt-4o-audio-preview*), o1*, o3*, o4*, chatgpt-*, codex-*, davinci-002, "
          "babbage-002",
          r"gpt-(?!image).+|o[1-9](-.*)?|chatgpt-.*|codex-.*|davinci-002|babbage-002", DEFAULT_CHAT),
+        ("claude-* (Anthropic's, through the Messages API)", r"claude-.*", DEFAULT_CHAT),
     )
 )  # fmt: skip
 

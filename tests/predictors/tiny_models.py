@@ -189,3 +189,36 @@ def stuck_chat(messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     }
     STUCK.wait(60)
     yield {"choices": [{"index": 0, "delta": {"content": "ed"}, "finish_reason": "stop"}]}
+
+
+def ponder_chat(messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """A model that thinks: streams its thinking (`pondering` and the last user message's words, as
+    `reasoning_content`), then answers with the thinking of earlier turns it was given back (each
+    assistant message's `reasoning_content`), or `nothing given back`."""
+    text = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+    given = [
+        str(m["reasoning_content"])
+        for m in messages
+        if m["role"] == "assistant" and m.get("reasoning_content")
+    ]
+    base = {
+        "id": "chatcmpl-ponder",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": "x",
+    }
+    thinking = ["pondering", *str(text).split()]
+    answer = (" | ".join(given) or "nothing given back").split(" ")
+    yield {**base, "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}
+    for i, word in enumerate(thinking):
+        delta = {"reasoning_content": (" " if i else "") + word}
+        yield {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+    for i, word in enumerate(answer):
+        yield {
+            **base,
+            "choices": [{"index": 0, "delta": {"content": (" " if i else "") + word}, "finish_reason": None}],
+        }
+    yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    made = len(thinking) + len(answer)
+    usage = {"prompt_tokens": len(str(text).split()), "completion_tokens": made, "total_tokens": made}
+    yield {**base, "choices": [], "usage": usage}

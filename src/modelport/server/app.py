@@ -23,6 +23,7 @@ from modelport.server import (
     realtime_routes,
     responses_socket,
 )
+from modelport.server.anthropic import routes as anthropic_routes
 from modelport.server.middleware import Authenticate, BodyLimit, Disconnects, RequestRecords
 from modelport.service import Service
 from modelport.settings import Settings
@@ -66,6 +67,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     for router in (operation_routes.router(), realtime_routes.router, responses_socket.router):
         app.include_router(router, prefix="/v1")
         app.include_router(router, prefix="/v1/openai/v1", include_in_schema=False)
+    app.include_router(anthropic_routes.router, prefix="/v1")  # where Anthropic's SDKs send it
     app.include_router(generate_route.router)
     settings = service.settings
     if settings.ui:

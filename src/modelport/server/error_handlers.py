@@ -1,4 +1,5 @@
-"""Every error the HTTP face sends is OpenAI-shaped: `{"error": {"message", "type", "param", "code"}}`."""
+"""Every error the HTTP face sends is OpenAI-shaped (`{"error": {"message", "type", "param", "code"}}`), but
+for the Messages API's, which are Anthropic's (`error_shapes`)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
-from modelport.errors import ModelportError
+from modelport.errors import ModelportError, ServerError
 from modelport.protocol.validation import invalid
+from modelport.server.error_shapes import error_content
 
 log = logging.getLogger("modelport.server")
 
@@ -41,10 +43,11 @@ def install(app: FastAPI) -> None:
     """Map our errors, validation errors and Starlette's HTTP errors onto OpenAI's shape."""
 
     @app.exception_handler(ModelportError)
-    async def _modelport(_: Request, error: ModelportError) -> JSONResponse:
+    async def _modelport(request: Request, error: ModelportError) -> Response:
         if error.status >= 500:
             log.error("%s", error.message, exc_info=error.__cause__)
-        return JSONResponse(error.body(), error.status, headers=error.headers())
+        content = error_content(request.url.path, error)
+        return Response(content, error.status, headers=error.headers(), media_type="application/json")
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, error: RequestValidationError) -> JSONResponse:
@@ -76,6 +79,7 @@ def install(app: FastAPI) -> None:
         return Response(status_code=499)
 
     @app.exception_handler(Exception)
-    async def _unexpected(_: Request, error: Exception) -> JSONResponse:
+    async def _unexpected(request: Request, error: Exception) -> Response:
         log.exception("unexpected error")
-        return error_response(500, f"Internal error: {type(error).__name__}", "server_error")
+        content = error_content(request.url.path, ServerError(f"Internal error: {type(error).__name__}"))
+        return Response(content, 500, media_type="application/json")

@@ -15,6 +15,7 @@ from modelport import context
 from modelport.context import RequestContext
 from modelport.errors import ModelportError, PayloadTooLargeError
 from modelport.metrics import LATENCY, REQUESTS
+from modelport.server.error_shapes import error_content
 from modelport.service.access import Access, acting_as
 from modelport.service.operation_table import OPERATIONS
 from modelport.service.operations import Operation
@@ -27,8 +28,8 @@ _OPERATION = "operation"  # the scope state's key for the request's row
 WEBRTC_OFFERS = ("/realtime/calls", "/realtime")
 
 
-async def _reply(send: Send, error: ModelportError) -> None:
-    raw = json.dumps(error.body()).encode()
+async def _reply(send: Send, error: ModelportError, path: str) -> None:
+    raw = error_content(path, error)
     fields = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
     fields += [(k.lower().encode(), v.encode()) for k, v in error.headers().items()]
     await send({"type": "http.response.start", "status": error.status, "headers": fields})
@@ -59,7 +60,11 @@ class Authenticate:
         if not (path.startswith(("/v1", "/generate")) or metrics_closed):
             await self.app(scope, receive, send)
             return
-        given = dict(scope["headers"]).get(b"authorization")
+        headers = dict(scope["headers"])
+        # Anthropic's SDKs and Claude Code send the key as `x-api-key`.
+        given = headers.get(b"authorization") or (
+            b"Bearer " + headers[b"x-api-key"] if b"x-api-key" in headers else None
+        )
         operation = operation_of(scope)
         admin = (operation is not None and operation.admin) or (metrics and not self.protect_metrics)
         # A realtime client secret opens WebRTC calls and ends them (WebSocket sessions do not pass here).
@@ -72,7 +77,7 @@ class Authenticate:
                 given.decode("latin-1") if given else None, admin=admin, realtime=realtime
             )
         except ModelportError as error:
-            await _reply(send, error)
+            await _reply(send, error, path)
             return
         request = acting_as(principal, context.current())
         context.enter(request)
@@ -111,7 +116,7 @@ class BodyLimit:
             too_large = PayloadTooLargeError(f"The request body is over the limit of {limit} bytes.")
         length = dict(scope["headers"]).get(b"content-length")
         if length is not None and length.isdigit() and int(length) > limit:
-            await _reply(send, too_large)
+            await _reply(send, too_large, scope["path"])
             return
         seen = 0
         started = rejected = False
@@ -124,7 +129,7 @@ class BodyLimit:
                 if seen > limit:
                     rejected = True
                     if not started:
-                        await _reply(send, too_large)
+                        await _reply(send, too_large, scope["path"])
             # The app sees a client that left, and stops reading; the 413 is already on its way.
             return {"type": "http.disconnect"} if rejected else message
 

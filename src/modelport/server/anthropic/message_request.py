@@ -1,0 +1,154 @@
+"""The Messages API's request, as Anthropic's reference defines it: content blocks of the kinds a local
+model can read (text, images, documents, tool use and results, thinking), tools, tool choice, thinking and
+output configuration. Fields it does not use (`cache_control`, `service_tier`, …) are accepted and ignored,
+as a server without those features must."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+INT32 = 2**31 - 1
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="allow")  # `cache_control`, `citations`, …: nothing a local model reads
+
+
+class Base64Source(_Part):
+    type: Literal["base64"]
+    media_type: str
+    data: str
+
+
+class UrlSource(_Part):
+    type: Literal["url"]
+    url: str
+
+
+class PlainTextSource(_Part):
+    type: Literal["text"]
+    media_type: str = "text/plain"
+    data: str
+
+
+class TextIn(_Part):
+    type: Literal["text"]
+    text: str
+
+
+class ImageIn(_Part):
+    type: Literal["image"]
+    source: Annotated[Base64Source | UrlSource, Field(discriminator="type")]
+
+
+class ContentSource(_Part):
+    """A document given as content blocks (its text)."""
+
+    type: Literal["content"]
+    content: str | list[TextIn]
+
+
+class DocumentIn(_Part):
+    type: Literal["document"]
+    source: Annotated[Base64Source | UrlSource | PlainTextSource | ContentSource, Field(discriminator="type")]
+    title: str | None = None
+
+
+class ToolUseIn(_Part):
+    type: Literal["tool_use"]
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+class ToolResultIn(_Part):
+    type: Literal["tool_result"]
+    tool_use_id: str
+    content: str | list[Annotated[TextIn | ImageIn | DocumentIn, Field(discriminator="type")]] = ""
+    is_error: bool = False
+
+
+class ThinkingIn(_Part):
+    type: Literal["thinking"]
+    thinking: str
+    signature: str
+
+
+class RedactedThinkingIn(_Part):
+    type: Literal["redacted_thinking"]
+    data: str
+
+
+Block = Annotated[
+    TextIn | ImageIn | DocumentIn | ToolUseIn | ToolResultIn | ThinkingIn | RedactedThinkingIn,
+    Field(discriminator="type"),
+]
+
+
+class MessageIn(BaseModel):
+    role: Literal["user", "assistant"]
+    content: str | list[Block]
+
+
+class ToolIn(_Part):
+    """A client tool: a name, a description and the JSON schema of its input. Anthropic's server tools
+    (`web_search_…`, `bash_…`, with a dated `type`) run on Anthropic's servers; none runs here."""
+
+    name: str = Field(min_length=1, max_length=128)
+    description: str | None = None
+    input_schema: dict[str, Any]
+    type: Literal["custom"] | None = None
+
+
+class ToolChoice(BaseModel):
+    type: Literal["auto", "any", "tool", "none"]
+    name: str | None = None
+    disable_parallel_tool_use: bool | None = None
+
+
+class Thinking(BaseModel):
+    """`enabled` with a budget of thinking tokens, `disabled`, or `adaptive` (the model decides)."""
+
+    type: Literal["enabled", "disabled", "adaptive"]
+    budget_tokens: int | None = Field(default=None, ge=1, le=INT32)
+
+
+class JsonFormat(BaseModel):
+    type: Literal["json_schema"]
+    schema_: dict[str, Any] = Field(alias="schema")
+
+
+class OutputConfig(_Part):
+    effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
+    format: JsonFormat | None = None
+
+
+class Metadata(_Part):
+    user_id: str | None = None
+
+
+class MessagesRequest(_Part):
+    """`POST /v1/messages`; also `POST /v1/messages/count_tokens`, where `max_tokens` is not asked for."""
+
+    model: str = Field(min_length=1)
+    messages: list[MessageIn] = Field(min_length=1)
+    max_tokens: int = Field(ge=1, le=INT32)
+    system: str | list[TextIn] | None = None
+    stop_sequences: list[str] | None = None
+    stream: bool = False
+    temperature: float | None = Field(default=None, ge=0, le=1)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    top_k: int | None = Field(default=None, ge=0, le=INT32)
+    metadata: Metadata | None = None
+    tools: list[ToolIn] | None = None
+    tool_choice: ToolChoice | None = None
+    thinking: Thinking | None = None
+    output_config: OutputConfig | None = None
+
+
+class CountTokensRequest(MessagesRequest):
+    """`POST /v1/messages/count_tokens`: a Messages request without `max_tokens`."""
+
+    max_tokens: int = Field(default=1, ge=1, le=INT32)

@@ -1,0 +1,248 @@
+"""Anthropic's Messages API, through the `anthropic` SDK against `modelport serve`: whole and streamed
+messages (with the SDK's stream helpers), a tool round trip, structured output, thinking blocks signed and
+given back, token counts, the models' list, keys as `x-api-key`, and errors in Anthropic's shape. What is
+checked is what the server decides (shapes, stop reasons, grammar-bound output, what reaches a model), never
+a model's words: SmolLM2 for the grammar's checks, tiny predictors (`ponder` thinks) for the rest."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import anthropic
+import httpx
+import jsonschema
+import pytest
+from anthropic.types import Message, TextBlock, ThinkingBlock, ToolUseBlock
+
+from modelport.settings import ModelConfig, Settings, StoreSettings
+from tests.support.faces import Faces, faces
+
+WEATHER = {
+    "name": "get_weather",
+    "description": "The weather in a city.",
+    "input_schema": {
+        "type": "object",
+        "properties": {"city": {"type": "string", "maxLength": 20}, "days": {"type": "integer"}},
+        "required": ["city", "days"],
+    },
+}
+ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
+KEY = "sk-anthropic-face"
+GREEDY = {"temperature": 0}  # Anthropic's field, which its newest SDK no longer types
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Faces]:
+    """Tiny predictors (`ponder` thinks, `reverse` answers from its input) behind a key."""
+    folder = tmp_path_factory.mktemp("anthropic")
+    models = [
+        ModelConfig(id="ponder", predictor="tests.predictors.tiny_models:ponder_chat"),
+        ModelConfig(id="reverse", predictor="tests.predictors.tiny_models:reverse_chat"),
+    ]
+    settings = Settings(
+        defaults=False, models=models, store=StoreSettings(url=str(folder / "state.db")), api_keys=[KEY]
+    )
+    with faces(settings, api_key=KEY) as served:
+        yield served
+
+
+def sdk(served: Faces, key: str = KEY) -> anthropic.Anthropic:
+    """Anthropic's SDK pointed at the server, as `ANTHROPIC_BASE_URL` points Claude Code at it."""
+    return anthropic.Anthropic(base_url=served.url, api_key=key, max_retries=0, timeout=120)
+
+
+# SmolLM2 (the default chat model): what its grammar decides.
+
+
+def test_a_claude_model_name_reaches_the_default_chat_model_and_answers_a_message(server: Faces) -> None:
+    client = sdk(server, "unused")
+    answer = client.messages.create(
+        model="claude-sonnet-4-6", max_tokens=6, system="Answer briefly.", messages=ASK, extra_body=GREEDY
+    )
+    assert isinstance(answer, Message)
+    assert answer.model == "smollm2-135m-instruct"
+    assert answer.id.startswith("msg_")
+    assert answer.role == "assistant"
+    assert answer.stop_reason in ("end_turn", "max_tokens")
+    assert all(isinstance(block, TextBlock) for block in answer.content)
+    assert answer.usage.input_tokens > 0
+    assert 0 < answer.usage.output_tokens <= 6
+    raw = httpx.post(
+        f"{server.url}/v1/messages",
+        json={"model": "claude-haiku-4-5", "max_tokens": 2, "messages": ASK},
+        headers={"anthropic-version": "2023-06-01"},
+        timeout=60,
+    ).json()
+    # Anthropic's wire: the stop fields always present, nothing of OpenAI's.
+    assert raw["type"] == "message"
+    assert "stop_sequence" in raw
+    assert raw["stop_reason"] is not None
+    assert "choices" not in raw
+    assert "object" not in raw
+
+
+def test_a_streamed_message_is_anthropic_s_events_and_folds_into_the_whole(server: Faces) -> None:
+    client = sdk(server, "unused")
+    with client.messages.stream(
+        model="claude-sonnet-4-6", max_tokens=12, messages=ASK, extra_body=GREEDY
+    ) as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_message()
+    assert kinds[0] == "message_start"
+    assert kinds[-1] == "message_stop"
+    assert kinds[-2] == "message_delta"
+    assert kinds.count("content_block_start") == kinds.count("content_block_stop") == len(final.content)
+    assert final.stop_reason in ("end_turn", "max_tokens")
+    assert 0 < final.usage.output_tokens <= 12
+    assert final.usage.input_tokens > 0
+
+
+def test_a_tool_round_trip(server: Faces) -> None:
+    client = sdk(server, "unused")
+    forced = client.messages.create(
+        model="claude-sonnet-4-6", max_tokens=60, messages=ASK, tools=[WEATHER],
+        tool_choice={"type": "tool", "name": "get_weather"}, extra_body=GREEDY,
+    )  # fmt: skip
+    assert forced.stop_reason == "tool_use"
+    (call,) = [block for block in forced.content if isinstance(block, ToolUseBlock)]
+    assert call.name == "get_weather"
+    assert call.id
+    jsonschema.validate(call.input, WEATHER["input_schema"])
+    # The call and its result given back: the model answers in text, as `none` asks.
+    result = {"type": "tool_result", "tool_use_id": call.id, "content": "Sunny, 21 °C."}
+    turns = [*ASK, {"role": "assistant", "content": forced.content}, {"role": "user", "content": [result]}]
+    answered = client.messages.create(
+        model="claude-sonnet-4-6", max_tokens=8, tools=[WEATHER], tool_choice={"type": "none"},
+        messages=turns, extra_body=GREEDY,
+    )  # fmt: skip
+    assert answered.stop_reason in ("end_turn", "max_tokens")
+    assert not [block for block in answered.content if isinstance(block, ToolUseBlock)]
+    # Streamed, the call's input comes as JSON pieces that join into the whole.
+    with client.messages.stream(
+        model="claude-sonnet-4-6", max_tokens=60, messages=ASK, tools=[WEATHER],
+        tool_choice={"type": "any"}, extra_body=GREEDY,
+    ) as stream:  # fmt: skip
+        pieces = [
+            e.delta.partial_json
+            for e in stream
+            if e.type == "content_block_delta" and e.delta.type == "input_json_delta"
+        ]
+        final = stream.get_final_message()
+    (streamed,) = [block for block in final.content if isinstance(block, ToolUseBlock)]
+    assert json.loads("".join(pieces)) == streamed.input
+    jsonschema.validate(streamed.input, WEATHER["input_schema"])
+
+
+def test_output_config_s_format_holds_the_answer_to_its_schema(server: Faces) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string", "maxLength": 12}},
+        "required": ["city"],
+    }
+    answer = sdk(server, "unused").messages.create(
+        model="claude-sonnet-4-6", max_tokens=40, messages=ASK, extra_body=GREEDY,
+        output_config={"format": {"type": "json_schema", "schema": schema}},
+    )  # fmt: skip
+    (block,) = answer.content
+    assert isinstance(block, TextBlock)
+    jsonschema.validate(json.loads(block.text), schema)
+
+
+def test_count_tokens_is_what_the_message_would_use(server: Faces) -> None:
+    client = sdk(server, "unused")
+    asked = {"model": "claude-sonnet-4-6", "messages": ASK, "system": "Be brief.", "tools": [WEATHER]}
+    counted = client.messages.count_tokens(**asked)  # type: ignore[arg-type]
+    used = client.messages.create(max_tokens=1, **asked)  # type: ignore[arg-type]
+    # Anthropic counts the prompt read from the cache beside the rest: together, the count.
+    assert counted.input_tokens == used.usage.input_tokens + (used.usage.cache_read_input_tokens or 0) > 0
+    fewer = client.messages.count_tokens(model="claude-sonnet-4-6", messages=ASK)
+    assert fewer.input_tokens < counted.input_tokens  # the system prompt and the tool count
+
+
+# Tiny predictors: thinking, keys, errors, the models' list.
+
+
+def test_thinking_is_a_signed_block_given_back_to_the_model(tiny: Faces) -> None:
+    client = sdk(tiny)
+    thought = client.messages.create(
+        model="ponder", max_tokens=100, messages=[{"role": "user", "content": "two plus three"}],
+        thinking={"type": "enabled", "budget_tokens": 2048},
+    )  # fmt: skip
+    first, answer = thought.content
+    assert isinstance(first, ThinkingBlock)
+    assert isinstance(answer, TextBlock)
+    assert first.thinking == "pondering two plus three"
+    assert first.signature
+    assert answer.text == "nothing given back"
+    # Given back in the next turn, the thinking reaches the model as the assistant's reasoning.
+    turns = [
+        {"role": "user", "content": "two plus three"},
+        {"role": "assistant", "content": thought.content},
+        {"role": "user", "content": "and four"},
+    ]
+    again = client.messages.create(model="ponder", max_tokens=100, messages=turns)  # type: ignore[arg-type]
+    assert again.content[-1].text == "pondering two plus three"  # type: ignore[union-attr]
+    # A thinking block changed on the way is refused, naming it.
+    forged = {"type": "thinking", "thinking": "pondering something else", "signature": first.signature}
+    turns[1] = {"role": "assistant", "content": [forged, {"type": "text", "text": answer.text}]}
+    with pytest.raises(anthropic.BadRequestError) as refused:
+        client.messages.create(model="ponder", max_tokens=100, messages=turns)  # type: ignore[arg-type]
+    assert refused.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
+    assert "messages[1].content[0].signature" in refused.value.message
+
+
+def test_streamed_thinking_ends_with_its_signature(tiny: Faces) -> None:
+    with sdk(tiny).messages.stream(
+        model="ponder", max_tokens=100, messages=[{"role": "user", "content": "two plus three"}],
+        thinking={"type": "enabled", "budget_tokens": 2048},
+    ) as stream:  # fmt: skip
+        deltas = [(e.index, e.delta.type) for e in stream if e.type == "content_block_delta"]
+        final = stream.get_final_message()
+    kinds = [kind for _, kind in deltas]
+    # Thinking deltas, then the signature closing block 0, then the answer's text in block 1.
+    assert kinds.index("signature_delta") == kinds.count("thinking_delta")
+    assert {index for index, kind in deltas if kind == "text_delta"} == {1}
+    first = final.content[0]
+    assert isinstance(first, ThinkingBlock)
+    assert first.signature
+    assert first.thinking == "pondering two plus three"
+
+
+def test_keys_come_as_x_api_key_and_errors_in_anthropic_s_shape(tiny: Faces) -> None:
+    with pytest.raises(anthropic.AuthenticationError) as wrong:
+        sdk(tiny, "sk-wrong").messages.create(model="reverse", max_tokens=4, messages=ASK)
+    assert wrong.value.body == {
+        "type": "error",
+        "error": {"type": "authentication_error", "message": wrong.value.body["error"]["message"]},
+    }  # type: ignore[index]
+    with pytest.raises(anthropic.NotFoundError) as unknown:
+        sdk(tiny).messages.create(model="no-such-model", max_tokens=4, messages=ASK)
+    assert unknown.value.body["error"]["type"] == "not_found_error"  # type: ignore[index]
+    missing = httpx.post(
+        f"{tiny.url}/v1/messages", json={"model": "reverse", "messages": ASK}, headers={"x-api-key": KEY}
+    )
+    assert missing.status_code == 400
+    assert missing.json()["type"] == "error"
+    assert "max_tokens" in missing.json()["error"]["message"]
+    assert httpx.post(f"{tiny.url}/v1/messages", content=b"{", headers={"x-api-key": KEY}).status_code == 400
+    # The key as OpenAI's SDKs send it works too, and the OpenAI face keeps OpenAI's error shape.
+    bearer = httpx.post(
+        f"{tiny.url}/v1/messages",
+        json={"model": "reverse", "max_tokens": 4, "messages": ASK},
+        headers={"Authorization": f"Bearer {KEY}"},
+    )
+    assert bearer.status_code == 200
+    assert bearer.json()["content"][0]["text"] == "Paris? in weather the"
+    openai_shape = httpx.post(f"{tiny.url}/v1/chat/completions", json={}, headers={"x-api-key": KEY})
+    assert set(openai_shape.json()) == {"error"}
+
+
+def test_the_models_list_is_anthropic_s_when_asked_by_its_sdk(tiny: Faces) -> None:
+    client = sdk(tiny)
+    listed = client.models.list()
+    assert [m.id for m in listed.data] == ["ponder", "reverse"]
+    assert all(m.type == "model" for m in listed.data)
+    assert client.models.retrieve("reverse").display_name == "reverse"
+    # Without `anthropic-version`, OpenAI's list.
+    assert tiny.http.models.list().data[0].object == "model"
