@@ -76,6 +76,7 @@ class ModelManager:
         self._loaded: dict[str, LoadedModel] = {}
         self._loading: dict[str, asyncio.Future[LoadedModel]] = {}
         self._asked: dict[str, float] = {}  # model id → when a request last asked for it
+        self._kept: dict[str, float | None] = {}  # model id → a request's own keep_alive (None: forever)
         self._one_load: asyncio.Lock | None = None  # loads run one at a time, so each one's RSS is its own
 
     async def get(self, name: str) -> LoadedModel:
@@ -148,6 +149,12 @@ class ModelManager:
         """When the model was last asked for, or last finished a call (monotonic seconds)."""
         return max(self._asked.get(model.spec.id, 0.0), model.slots.last_release)
 
+    def keep(self, model_id: str, keep_alive: float | None) -> None:
+        """How long a loaded model stays once idle (seconds; None: until unloaded), in place of its
+        configuration's, as a request asked (Ollama's `keep_alive`), until it is unloaded."""
+        if model_id in self._loaded:
+            self._kept[model_id] = keep_alive
+
     async def unload(self, model_id: str, reason: str) -> bool:
         """Forget a loaded model so its memory is freed once the calls still holding it end; whether it
         was loaded. The next request loads it again."""
@@ -165,6 +172,7 @@ class ModelManager:
 
     def _forget(self, model_id: str, reason: str) -> bool:
         model = self._loaded.pop(model_id, None)
+        self._kept.pop(model_id, None)
         if model is None:
             return False
         self._loading.pop(model_id, None)
@@ -186,7 +194,7 @@ class ModelManager:
             await asyncio.sleep(REAP_EVERY)
             now = time.monotonic()
             for model in list(self._loaded.values()):
-                keep_alive = model.spec.keep_alive
+                keep_alive = self._kept.get(model.spec.id, model.spec.keep_alive)
                 if keep_alive is not None and model.slots.idle and now - self.last_used(model) >= keep_alive:
                     await self.unload(model.spec.id, "idle")
 

@@ -37,12 +37,12 @@ async def _reply(send: Send, error: ModelportError, path: str) -> None:
 
 
 class Authenticate:
-    """Every `/v1` route and `/generate` needs `Authorization: Bearer <key>` once the server has keys
-    (`--api-key`, or keys in the store); the organization API always needs an admin key, and so does
-    `/metrics` (which shows every project's usage) once projects have keys in the store, unless the operator
-    opens it (`--open-metrics`); `--protect-metrics` asks a key for it always. The caller's project goes
-    into the request context (and the caller into the scope's state), and the service's rate-limit headers
-    onto the answer."""
+    """Every `/v1` route, `/generate` and `/api` need `Authorization: Bearer <key>` (or `x-api-key`) once the
+    server has keys (`--api-key`, or keys in the store); the organization API always needs an admin key, and
+    so does `/metrics` (which shows every project's usage) once projects have keys in the store, unless the
+    operator opens it (`--open-metrics`); `--protect-metrics` asks a key for it always. The caller's project
+    goes into the request context (and the caller into the scope's state), and the service's rate-limit
+    headers onto the answer."""
 
     def __init__(self, app: ASGIApp, access: Access, protect_metrics: bool, open_metrics: bool) -> None:
         self.app = app
@@ -57,7 +57,7 @@ class Authenticate:
             metrics_closed = not self.open_metrics and await self.access.keys.stored()
         else:
             metrics_closed = metrics
-        if not (path.startswith(("/v1", "/generate")) or metrics_closed):
+        if not (path.startswith(("/v1", "/generate", "/api/")) or metrics_closed):
             await self.app(scope, receive, send)
             return
         headers = dict(scope["headers"])

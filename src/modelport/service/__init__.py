@@ -207,6 +207,17 @@ class Service:
             return self._pipeline(pipeline)
         return self._model(self._usable(name))
 
+    async def keep_alive(self, name: str, seconds: float | None) -> bool:
+        """A request's own `keep_alive` for a model it may use (Ollama's): 0 unloads it now, whether it was
+        loaded; otherwise it is loaded (if it is not), and stays that long once idle (None: until unloaded),
+        in place of its configuration's."""
+        model_id = self._usable(name)
+        if seconds == 0:
+            return await self.manager.unload(model_id, "keep_alive")
+        await self.manager.get(model_id)
+        self.manager.keep(model_id, seconds)
+        return True
+
     def _pipeline(self, name: str) -> Model:
         """A realtime pipeline as a model: what it chains, for `/v1/realtime?model=`."""
         pipeline = self.realtime.pipelines[name]

@@ -1,0 +1,165 @@
+"""Claude Code (`@anthropic-ai/claude-code`, installed from npm where npm is) against `modelport serve`, as a
+user points it at a local model: `ANTHROPIC_BASE_URL` at the server, a key in `ANTHROPIC_API_KEY`,
+non-interactive (`claude -p`), telemetry and other traffic off. Claude Code sends its whole Messages request
+unchanged: its system prompt in blocks with `cache_control`, its tools (Bash, Read, Edit, …) with their
+schemas, `metadata`, streaming, and its own small requests beside the turn (a title, a check of the key).
+
+What the model says is its own affair, so a relay between Claude Code and the server decides the turn's
+shape, as a user's `tool_choice` would: the first request of the turn must call `Bash`, the next (with the
+tool's result) must answer in text, greedily and briefly. Everything else reaches the server as Claude Code
+wrote it. The model is SmolLM2 with a training context of 32k tokens (its GGUF re-packed), since Claude
+Code's requests pass its 8k.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from tests.support.families import repack
+from tests.support.live import configured_server, serve_app
+
+pytestmark = pytest.mark.slow  # Claude Code from npm, a model of its own
+
+CLAUDE_VERSION = "2.1.332"
+CACHE = Path(os.environ.get("MODELPORT_CLAUDE_DIR", Path.home() / ".cache" / "modelport" / "claude-code"))
+# A command the grammar holds the call to, so what ran is known.
+COMMAND = {"type": "object", "properties": {"command": {"const": "ls"}}, "required": ["command"]}
+
+
+def claude() -> Path:
+    """Claude Code's command, installed from npm once into a cache folder; a skip saying why where it
+    cannot be."""
+    binary = CACHE / "node_modules" / ".bin" / "claude"
+    if binary.exists():
+        return binary
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("npm is not on this machine: Claude Code comes from npm's registry")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    installed = subprocess.run(
+        [npm, "install", "--prefix", str(CACHE), f"@anthropic-ai/claude-code@{CLAUDE_VERSION}"],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    if installed.returncode != 0 or not binary.exists():
+        pytest.skip(f"Claude Code did not install from npm: {installed.stderr[-500:]}")
+    return binary
+
+
+def answered(request: dict[str, Any]) -> bool:
+    """Whether the turns after the assistant's last one carry a tool's result."""
+    after: list[dict[str, Any]] = []
+    for message in reversed(request["messages"]):
+        if message["role"] == "assistant":
+            break
+        after.append(message)
+    blocks = [b for m in after if isinstance(m["content"], list) for b in m["content"]]
+    return any(block.get("type") == "tool_result" for block in blocks)
+
+
+class Relay:
+    """Between Claude Code and the server: each Messages request as Claude Code sent it, the turn's shape
+    set."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        self.sent: list[dict[str, Any]] = []  # what Claude Code sent, as it sent it
+        self.statuses: list[int] = []
+        self.client = httpx.AsyncClient(timeout=900)
+
+    async def handle(self, request: Request) -> Response:
+        body = await request.body()
+        headers = {k: v for k, v in request.headers.items() if k not in ("host", "content-length")}
+        if request.url.path.endswith("/messages") and request.method == "POST":
+            given = json.loads(body)
+            self.sent.append(given)
+            shaped = {**given, "temperature": 0}
+            tools = {tool.get("name") for tool in given.get("tools") or []}
+            if answered(given):
+                shaped["tool_choice"] = {"type": "none"}
+                shaped["max_tokens"] = 24
+            elif "Bash" in tools:
+                shaped["tool_choice"] = {"type": "tool", "name": "Bash"}
+                shaped["tools"] = [
+                    {**tool, "input_schema": COMMAND} if tool.get("name") == "Bash" else tool
+                    for tool in given["tools"]
+                ]
+            else:  # Claude Code's own small requests (a title, a topic): short
+                shaped["max_tokens"] = min(int(given.get("max_tokens", 24)), 24)
+            body = json.dumps(shaped).encode()
+        sent = self.client.build_request(
+            request.method, self.upstream + request.url.path, params=request.query_params, content=body,
+            headers=headers,
+        )  # fmt: skip
+        answer = await self.client.send(sent, stream=True)
+        self.statuses.append(answer.status_code)
+        passed = {k: v for k, v in answer.headers.items() if k not in ("content-length", "transfer-encoding")}
+        return StreamingResponse(answer.aiter_raw(), status_code=answer.status_code, headers=passed)
+
+
+@pytest.fixture(scope="module")
+def relayed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Relay]]:
+    folder = tmp_path_factory.mktemp("claude-code")
+    model = repack("smollm2", folder, context_length=32768)
+    config = (
+        f'[[models]]\nid = "smollm2-135m-instruct"\nengine = "llamacpp"\npath = "{model}"\nn_parallel = 1\n'
+    )
+    with configured_server(folder, config) as live:
+        relay = Relay(live.url)
+        routes = [Route("/{path:path}", relay.handle, methods=["GET", "POST", "DELETE", "HEAD"])]
+        with serve_app(Starlette(routes=routes)) as url:
+            yield url, relay
+
+
+def test_claude_code_runs_a_turn_that_calls_its_shell_and_ends(
+    relayed: tuple[str, Relay], tmp_path: Path
+) -> None:
+    url, relay = relayed
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    (work / "notes.txt").write_text("a file for ls to find\n")
+    quiet = {
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+    ran = subprocess.run(
+        [str(claude()), "-p", "List the files here.", "--output-format", "stream-json", "--verbose",
+         "--allowedTools", "Bash(ls)", "--model", "claude-sonnet-4-6", "--max-turns", "3"],
+        cwd=work, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
+        env={"PATH": os.environ["PATH"], "HOME": str(home), "ANTHROPIC_BASE_URL": url,
+             "ANTHROPIC_API_KEY": "unused", **quiet},
+    )  # fmt: skip
+    events = [json.loads(line) for line in ran.stdout.splitlines() if line.startswith("{")]
+    Path("/tmp/claude-sent.json").write_text(json.dumps(relay.sent))
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert set(relay.statuses) == {200}, relay.statuses
+    turn = [
+        request for request in relay.sent if "Bash" in {t.get("name") for t in request.get("tools") or []}
+    ]
+    first = turn[0]
+    # What Claude Code sent, taken as it sent it: its system prompt in blocks, its tools, streaming.
+    assert isinstance(first["system"], list)
+    assert first["stream"] is True
+    assert {"Bash", "Read", "Edit"} <= {tool["name"] for tool in first["tools"]}
+    # Its shell ran the call, the result went back, and the turn ended with the model's answer.
+    results = [block for block in turn[-1]["messages"][-1]["content"] if block.get("type") == "tool_result"]
+    assert results
+    assert "notes.txt" in json.dumps(results)  # `ls` ran in the work folder
+    final = events[-1]
+    assert final["type"] == "result"
+    assert final["subtype"] == "success"

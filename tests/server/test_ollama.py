@@ -1,0 +1,165 @@
+"""Ollama's API, through the `ollama` Python client against `modelport serve`: chat and generate (NDJSON
+streams and whole answers, thinking, tool turns given back, formats), embed and the older embeddings, the
+model listings (tags, show, ps, version), `keep_alive`, keys, and errors in Ollama's shape. What is checked is
+what the server decides, never a model's words: tiny predictors answer from their input, and SmolLM2 only
+where a grammar or a bound decides."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import httpx
+import jsonschema
+import ollama
+import pytest
+
+from modelport.settings import ModelConfig, Settings, StoreSettings
+from tests.support.faces import Faces, faces
+
+KEY = "sk-ollama-face"
+ASK = [{"role": "user", "content": "one two three"}]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Faces]:
+    folder = tmp_path_factory.mktemp("ollama")
+    models = [
+        ModelConfig(id="reverse", predictor="tests.predictors.tiny_models:reverse_chat"),
+        ModelConfig(id="recall", predictor="tests.predictors.tiny_models:recall_chat"),
+        ModelConfig(id="ponder", predictor="tests.predictors.tiny_models:ponder_chat"),
+        ModelConfig(id="trigram", predictor="tests.predictors.tiny_models:trigram_embed"),
+    ]
+    settings = Settings(
+        defaults=False, models=models, store=StoreSettings(url=str(folder / "state.db")), api_keys=[KEY]
+    )
+    with faces(settings, api_key=KEY) as served:
+        yield served
+
+
+def client(served: Faces, key: str = KEY) -> ollama.Client:
+    """Ollama's client pointed at the server (as `OLLAMA_HOST` points an app at it), with the key."""
+    return ollama.Client(host=served.url, headers={"Authorization": f"Bearer {key}"}, timeout=120)
+
+
+def test_chat_whole_and_streamed(tiny: Faces) -> None:
+    whole = client(tiny).chat(model="reverse", messages=ASK, stream=False)
+    assert whole.message.role == "assistant"
+    assert whole.message.content == "three two one"
+    assert whole.done
+    assert whole.done_reason == "stop"
+    assert (whole.prompt_eval_count, whole.eval_count) == (3, 3)
+    assert whole.total_duration is not None
+    lines = list(client(tiny).chat(model="reverse", messages=ASK, options={"num_predict": 2}, stream=True))
+    assert [line.done for line in lines] == [False] * (len(lines) - 1) + [True]
+    assert "".join(line.message.content for line in lines) == "three two"
+    assert lines[-1].done_reason == "length"
+    assert lines[-1].eval_count == 2
+
+
+def test_thinking_comes_apart_and_is_given_back(tiny: Faces) -> None:
+    thought = client(tiny).chat(model="ponder", messages=ASK, think=True, stream=False)
+    assert thought.message.thinking == "pondering one two three"
+    assert thought.message.content == "nothing given back"
+    streamed = list(client(tiny).chat(model="ponder", messages=ASK, think=True, stream=True))
+    assert "".join(line.message.thinking or "" for line in streamed) == "pondering one two three"
+    turns = [
+        *ASK,
+        {"role": "assistant", "content": "", "thinking": "earlier"},
+        {"role": "user", "content": "x"},
+    ]
+    assert client(tiny).chat(model="ponder", messages=turns, stream=False).message.content == "earlier"
+
+
+def test_a_tool_turn_reaches_the_model_as_calls_and_their_results(tiny: Faces) -> None:
+    call = {"function": {"name": "add", "arguments": {"a": 2, "b": 3}}}
+    turns = [
+        {"role": "user", "content": "add"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "content": "5", "tool_name": "add"},
+    ]
+    recalled = client(tiny).chat(model="recall", messages=turns, stream=False).message.content
+    # The call and its result, as the model's history shows them (this model reads no tool format).
+    assert recalled is not None
+    assert 'add {"a": 2, "b": 3}' in recalled
+    assert recalled.endswith("5")
+
+
+def test_generate_whole_streamed_and_raw(tiny: Faces, server: Faces) -> None:
+    whole = client(tiny).generate(model="reverse", prompt="a b c", stream=False)
+    assert whole.response == "c b a"
+    assert whole.done
+    assert (
+        "".join(line.response for line in client(tiny).generate(model="reverse", prompt="a b c", stream=True))
+        == "c b a"
+    )
+    # `raw` is the prompt as it is, a completion: bounded by `num_predict`.
+    raw = ollama.Client(host=server.url).generate(
+        model="smollm2-135m-instruct", prompt="def add(a, b):", raw=True, stream=False,
+        options={"num_predict": 5, "temperature": 0},
+    )  # fmt: skip
+    assert raw.done
+    assert raw.eval_count is not None
+    assert 0 < raw.eval_count <= 5
+
+
+def test_format_holds_the_answer_to_its_schema(server: Faces) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string", "maxLength": 12}},
+        "required": ["city"],
+    }
+    said = ollama.Client(host=server.url).chat(
+        model="smollm2-135m-instruct", messages=[{"role": "user", "content": "A city?"}], format=schema,
+        options={"temperature": 0, "num_predict": 40}, stream=False,
+    )  # fmt: skip
+    jsonschema.validate(json.loads(said.message.content or ""), schema)
+
+
+def test_embed_and_the_older_embeddings(tiny: Faces) -> None:
+    made = client(tiny).embed(model="trigram", input=["alpha", "beta"])
+    assert len(made.embeddings) == 2
+    assert {len(vector) for vector in made.embeddings} == {64}
+    one = client(tiny).embeddings(model="trigram", prompt="alpha")
+    assert list(one.embedding) == pytest.approx(list(made.embeddings[0]), abs=1e-6)
+
+
+def test_the_listings(tiny: Faces) -> None:
+    names = {m.model for m in client(tiny).list().models}
+    assert names == {"reverse", "recall", "ponder", "trigram"}
+    raw = httpx.get(f"{tiny.url}/api/tags", headers={"Authorization": f"Bearer {KEY}"}).json()
+    assert {m["name"] for m in raw["models"]} == names  # what Ollama's apps read
+    assert "embedding" in (client(tiny).show("trigram").capabilities or [])
+    assert "completion" in (client(tiny).show("reverse").capabilities or [])
+    client(tiny).chat(model="reverse", messages=ASK)
+    assert "reverse" in {m.model for m in client(tiny).ps().models}
+    assert httpx.get(f"{tiny.url}/api/version", headers={"Authorization": f"Bearer {KEY}"}).json()["version"]
+
+
+def test_keep_alive_zero_unloads_and_an_empty_request_loads(tiny: Faces) -> None:
+    loaded = client(tiny).generate(model="recall", keep_alive="10m")
+    assert loaded.done_reason == "load"
+    assert "recall" in {m.model for m in client(tiny).ps().models}
+    unloaded = client(tiny).chat(model="recall", messages=[], keep_alive=0)
+    assert unloaded.done_reason == "unload"
+    assert "recall" not in {m.model for m in client(tiny).ps().models}
+
+
+def test_errors_are_ollama_s_shape(tiny: Faces) -> None:
+    with pytest.raises(ollama.ResponseError) as unknown:
+        client(tiny).chat(model="no-such-model", messages=ASK, stream=False)
+    assert unknown.value.status_code == 404
+    with pytest.raises(ollama.ResponseError) as wrong:
+        client(tiny, "sk-wrong").list()
+    assert wrong.value.status_code == 401
+    for managed in (
+        lambda c: c.pull("llama3"),
+        lambda c: c.delete("reverse"),
+        lambda c: c.create("mine", from_="reverse"),
+    ):
+        with pytest.raises(ollama.ResponseError) as refused:
+            managed(client(tiny))
+        assert "modelport pull" in refused.value.error
+    bad = httpx.post(f"{tiny.url}/api/chat", content=b"{", headers={"Authorization": f"Bearer {KEY}"})
+    assert bad.status_code == 400
+    assert set(bad.json()) == {"error"}
