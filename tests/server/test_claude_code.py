@@ -37,6 +37,13 @@ CLAUDE_VERSION = "2.1.332"
 CACHE = Path(os.environ.get("MODELPORT_CLAUDE_DIR", Path.home() / ".cache" / "modelport" / "claude-code"))
 # A command the grammar holds the call to, so what ran is known.
 COMMAND = {"type": "object", "properties": {"command": {"const": "ls"}}, "required": ["command"]}
+# The answer after the call: short JSON, whose end the grammar decides (an answer cut by `max_tokens` is one
+# Claude Code asks to be continued).
+ANSWER = {
+    "type": "object",
+    "properties": {"answer": {"type": "string", "maxLength": 60}},
+    "required": ["answer"],
+}
 
 
 def claude() -> Path:
@@ -89,7 +96,7 @@ class Relay:
             tools = {tool.get("name") for tool in given.get("tools") or []}
             if answered(given):
                 shaped["tool_choice"] = {"type": "none"}
-                shaped["max_tokens"] = 24
+                shaped["output_config"] = {"format": {"type": "json_schema", "schema": ANSWER}}
             elif "Bash" in tools:
                 shaped["tool_choice"] = {"type": "tool", "name": "Bash"}
                 shaped["tools"] = [
@@ -97,7 +104,7 @@ class Relay:
                     for tool in given["tools"]
                 ]
             else:  # Claude Code's own small requests (a title, a topic): short
-                shaped["max_tokens"] = min(int(given.get("max_tokens", 24)), 24)
+                shaped["output_config"] = {"format": {"type": "json_schema", "schema": ANSWER}}
             body = json.dumps(shaped).encode()
         sent = self.client.build_request(
             request.method, self.upstream + request.url.path, params=request.query_params, content=body,
@@ -139,13 +146,12 @@ def test_claude_code_runs_a_turn_that_calls_its_shell_and_ends(
     }
     ran = subprocess.run(
         [str(claude()), "-p", "List the files here.", "--output-format", "stream-json", "--verbose",
-         "--allowedTools", "Bash(ls)", "--model", "claude-sonnet-4-6", "--max-turns", "3"],
+         "--allowedTools", "Bash(ls)", "--model", "claude-sonnet-4-6", "--max-turns", "2"],
         cwd=work, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
         env={"PATH": os.environ["PATH"], "HOME": str(home), "ANTHROPIC_BASE_URL": url,
              "ANTHROPIC_API_KEY": "unused", **quiet},
     )  # fmt: skip
     events = [json.loads(line) for line in ran.stdout.splitlines() if line.startswith("{")]
-    Path("/tmp/claude-sent.json").write_text(json.dumps(relay.sent))
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     assert set(relay.statuses) == {200}, relay.statuses
     turn = [

@@ -44,6 +44,12 @@ MODELS = {
     "/v1/audio/speech": "tts-1",
     "/v1/audio/transcriptions": "whisper-1",
     "/v1/audio/translations": "whisper-base",
+    "/v1/messages": "claude-sonnet-4-6",
+    "/v1/messages/count_tokens": "claude-haiku-4-5",
+    "/api/chat": "smollm2-135m-instruct",
+    "/api/generate": "smollm2-135m-instruct",
+    "/api/embed": "all-minilm-l6-v2",
+    "/api/embeddings": "all-minilm-l6-v2",
 }
 
 

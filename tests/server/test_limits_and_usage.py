@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anthropic
+import ollama
 import openai
 import pytest
 
@@ -139,6 +141,45 @@ def test_usage_totals_equal_the_answers_usage(limited: tuple[Faces, str]) -> Non
     printed = cli("usage", "--project", "metered", "--database", database)
     row = next(line for line in printed.splitlines() if line.startswith(project))
     assert row.split()[1:4] == ["reverse", "completions", "5"]
+
+
+def test_anthropic_s_and_ollama_s_faces_are_admitted_and_metered_as_openai_s(
+    limited: tuple[Faces, str],
+) -> None:
+    served, database = limited
+    start = int(time.time()) // 60 * 60
+    cli("projects", "create", "faces", "--models", "reverse", "--rpm", "3", "--database", database)
+    _, key = made_key(database, "faces")
+    claude = anthropic.Anthropic(base_url=served.url, api_key=key, max_retries=0)
+    local = ollama.Client(host=served.url, headers={"Authorization": f"Bearer {key}"})
+    said = [{"role": "user", "content": "one two three"}]
+    message = claude.messages.create(model="reverse", max_tokens=10, messages=said)  # type: ignore[arg-type]
+    chatted = local.chat(model="reverse", messages=said, stream=False)
+    with pytest.raises(anthropic.NotFoundError):  # a model the project may not use, as on OpenAI's face
+        claude.messages.create(model="recall", max_tokens=10, messages=said)  # type: ignore[arg-type]
+    with pytest.raises(ollama.ResponseError) as refused:
+        local.chat(model="recall", messages=said, stream=False)
+    assert refused.value.status_code == 404
+    generated = local.generate(model="reverse", prompt="four five", stream=False)
+    with pytest.raises(ollama.ResponseError) as limited_rate:  # the project's 3 requests a minute, spent
+        local.generate(model="reverse", prompt="six", stream=False)
+    assert limited_rate.value.status_code == 429
+    _, admin_key = made_key(database, "ops", "--admin")
+    admin = openai.OpenAI(base_url=f"{served.url}/v1", api_key=admin_key, max_retries=0)
+    project = cli("projects", "list", "--database", database).split("faces")[0].split()[-1]
+    for _ in range(50):  # usage is written every `usage_flush_seconds`
+        page: Any = admin.get(
+            "/organization/usage/completions",
+            options={"params": {"start_time": start, "group_by": ["project_id"], "bucket_width": "1m"}},
+            cast_to=object,
+        )
+        results = [r for bucket in page["data"] for r in bucket["results"] if r["project_id"] == project]
+        if sum(r["num_model_requests"] for r in results) >= 3:
+            break
+        time.sleep(0.1)
+    assert sum(r["num_model_requests"] for r in results) == 3
+    made = message.usage.output_tokens + (chatted.eval_count or 0) + (generated.eval_count or 0)
+    assert sum(r["output_tokens"] for r in results) == made
 
 
 def test_an_answer_with_no_bound_of_its_own_gets_the_operator_s_default_length(tmp_path: Path) -> None:

@@ -42,8 +42,9 @@ def test_the_app_serves_the_rows_of_the_table_and_nothing_else(tmp_path: Path) -
         for method in methods
     }
     # Beside the rows, only the transport of a realtime session: a WebRTC call's offer (the WebSockets of
-    # `/v1/realtime` and `/v1/responses` are not in an OpenAPI document). Ending a call is a row.
-    calls = {("POST", "/v1/realtime/calls")}
+    # `/v1/realtime` and `/v1/responses` are not in an OpenAPI document; ending a call is a row), and
+    # Anthropic's Messages API, a face over the chat row.
+    calls = {("POST", "/v1/realtime/calls"), ("POST", "/v1/messages"), ("POST", "/v1/messages/count_tokens")}
     assert documented == {(op.method, op.route) for op in OPERATIONS} | calls
     assert {op.route for op in OPERATIONS if op.batchable} == {
         "/v1/chat/completions",

@@ -102,6 +102,16 @@ def test_a_tool_call_is_shown_as_it_streams(page: Any, shots: Path) -> None:
     page.screenshot(path=shots / "tool-call.png", full_page=True)
 
 
+def test_the_chosen_model_is_shown_called_from_code_on_each_face(page: Any, server: Faces) -> None:
+    page.click("#chat-code summary")
+    code = page.locator("#chat-code code").inner_text()
+    model = page.locator("#chat-form select[name=model]").input_value()
+    assert f'OpenAI(base_url="{server.url}/v1"' in code
+    assert f'anthropic.Anthropic(base_url="{server.url}"' in code
+    assert f'ollama.Client(host="{server.url}")' in code
+    assert code.count(f'model="{model}"') == 3
+
+
 def test_json_mode_answers_json(page: Any) -> None:
     page.check("input[name=json]")
     page.fill("input[name=temperature]", "0")  # sampled, a 135M model may ramble in digits past max_tokens

@@ -50,9 +50,11 @@ def install(app: FastAPI) -> None:
         return Response(content, error.status, headers=error.headers(), media_type="application/json")
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(_: Request, error: RequestValidationError) -> JSONResponse:
+    async def _validation(request: Request, error: RequestValidationError) -> Response:
         refused = invalid(dict(error.errors()[0]))
-        return JSONResponse(refused.body(), refused.status)
+        return Response(
+            error_content(request.url.path, refused), refused.status, media_type="application/json"
+        )
 
     @app.exception_handler(HTTPException)
     async def _http(request: Request, error: HTTPException) -> JSONResponse:

@@ -5,10 +5,8 @@ The models' list in Anthropic's shape is rendered here too, for the `models` row
 from __future__ import annotations
 
 import datetime
-from typing import Any
 
-import orjson
-from anthropic.types import MessageTokensCount, ModelInfo
+from anthropic.types import Message, MessageTokensCount, ModelInfo
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from openai.types import Model
@@ -17,7 +15,6 @@ from pydantic import BaseModel
 
 from modelport.errors import InvalidRequestError
 from modelport.protocol.answers import Events
-from modelport.protocol.validation import parse
 from modelport.server.anthropic.from_chat import Seal, events, message
 from modelport.server.anthropic.message_request import CountTokensRequest, MessagesRequest
 from modelport.server.anthropic.to_chat import Verify, chat_request
@@ -31,11 +28,10 @@ CHAT = OPERATIONS.by_name("chat.completions.create")
 VERSION_HEADER = "anthropic-version"
 
 
-@router.post("/messages", response_class=Response)
-async def create_message(request: Request) -> Response:
+@router.post("/messages", response_class=Response, responses={200: {"model": Message}}, tags=["Anthropic"])
+async def create_message(request: Request, given: MessagesRequest) -> Response:
     """Anthropic's Messages API: a `Message`, or its events streamed (`"stream": true`)."""
     service: Service = request.app.state.service
-    given = parse(MessagesRequest, await _body(request))
     chat = chat_request(given, _verify(service), stream=given.stream)
     answer = await CHAT.invoke(service, {}, body=chat)
     seal = _seal(service)
@@ -45,25 +41,22 @@ async def create_message(request: Request) -> Response:
     return _json(message(answer, seal))
 
 
-@router.post("/messages/count_tokens", response_class=Response)
-async def count_message_tokens(request: Request) -> Response:
+@router.post(
+    "/messages/count_tokens",
+    response_class=Response,
+    responses={200: {"model": MessageTokensCount}},
+    tags=["Anthropic"],
+)
+async def count_message_tokens(request: Request, given: CountTokensRequest) -> Response:
     """The input tokens the same Messages request would use, counted by the model (its template, tools and
     history): the prompt is read and one token made."""
     service: Service = request.app.state.service
-    given = parse(CountTokensRequest, await _body(request))
     chat = chat_request(given, _verify(service), stream=False)
     chat.max_completion_tokens = 1
     answer = await CHAT.invoke(service, {}, body=chat)
     assert isinstance(answer, ChatCompletion)
     assert answer.usage is not None
     return _json(MessageTokensCount(input_tokens=answer.usage.prompt_tokens))
-
-
-async def _body(request: Request) -> Any:
-    try:
-        return orjson.loads(await request.body())
-    except orjson.JSONDecodeError as error:
-        raise InvalidRequestError(f"The request body is not JSON: {error}.") from None
 
 
 def _json(answer: BaseModel) -> Response:

@@ -30,7 +30,6 @@ from pydantic import BaseModel, ByteSize
 
 from modelport.errors import InvalidRequestError, ModelportError
 from modelport.protocol.answers import Events
-from modelport.protocol.validation import parse
 from modelport.server.ollama.ollama_request import (
     ChatMessage,
     ChatRequest,
@@ -82,11 +81,10 @@ class Version(BaseModel):
     version: str
 
 
-@router.post("/chat", response_class=Response)
-async def chat(request: Request) -> Response:
+@router.post("/chat", response_class=Response, responses={200: {"model": ChatResponse}}, tags=["Ollama"])
+async def chat(request: Request, given: ChatRequest) -> Response:
     """A chat turn: the assistant's message, streamed (NDJSON) unless `stream` is false."""
     service: Service = request.app.state.service
-    given = parse(ChatRequest, await _body(request))
     if not given.messages:
         return _json(await _load(service, given.model, given.keep_alive, ChatResponse, message=_empty()))
     body = {"model": given.model, "messages": _messages(given.messages), **_sampling(given)}
@@ -113,12 +111,13 @@ async def chat(request: Request) -> Response:
     return _json(ChatResponse(message=message, **done))
 
 
-@router.post("/generate", response_class=Response)
-async def generate(request: Request) -> Response:
+@router.post(
+    "/generate", response_class=Response, responses={200: {"model": GenerateResponse}}, tags=["Ollama"]
+)
+async def generate(request: Request, given: GenerateRequest) -> Response:
     """A completion of `prompt` (under the model's template, unless `raw`): streamed unless `stream` is
     false."""
     service: Service = request.app.state.service
-    given = parse(GenerateRequest, await _body(request))
     if not given.prompt and not given.images:
         return _json(await _load(service, given.model, given.keep_alive, GenerateResponse, response=""))
     sampling = _sampling(given)
@@ -146,11 +145,10 @@ async def generate(request: Request) -> Response:
     return _json(GenerateResponse(response=said.content or "", thinking=thinking, **done))
 
 
-@router.post("/embed", response_class=Response)
-async def embed(request: Request) -> Response:
+@router.post("/embed", response_class=Response, responses={200: {"model": EmbedResponse}}, tags=["Ollama"])
+async def embed(request: Request, given: EmbedRequest) -> Response:
     """Embeddings of `input` (one text or several)."""
     service: Service = request.app.state.service
-    given = parse(EmbedRequest, await _body(request))
     started = time.monotonic()
     body = {"model": given.model, "input": given.input, "dimensions": given.dimensions}
     answer = await EMBEDDING.invoke(service, {}, body={k: v for k, v in body.items() if v is not None})
@@ -167,18 +165,19 @@ async def embed(request: Request) -> Response:
     )
 
 
-@router.post("/embeddings", response_class=Response)
-async def embeddings(request: Request) -> Response:
+@router.post(
+    "/embeddings", response_class=Response, responses={200: {"model": EmbeddingsResponse}}, tags=["Ollama"]
+)
+async def embeddings(request: Request, given: EmbeddingsRequest) -> Response:
     """The embedding of one `prompt` (Ollama's older endpoint)."""
     service: Service = request.app.state.service
-    given = parse(EmbeddingsRequest, await _body(request))
     answer = await EMBEDDING.invoke(service, {}, body={"model": given.model, "input": given.prompt})
     assert isinstance(answer, CreateEmbeddingResponse)
     await _kept(service, given.model, given.keep_alive)
     return _json(EmbeddingsResponse(embedding=list(map(float, answer.data[0].embedding))))
 
 
-@router.get("/tags", response_class=Response)
+@router.get("/tags", response_class=Response, responses={200: {"model": Tags}}, tags=["Ollama"])
 async def tags(request: Request) -> Response:
     """The models the caller may use that Ollama's apps can: chat, completion and embedding models."""
     service: Service = request.app.state.service
@@ -200,7 +199,7 @@ async def tags(request: Request) -> Response:
     )
 
 
-@router.get("/ps", response_class=Response)
+@router.get("/ps", response_class=Response, responses={200: {"model": Running}}, tags=["Ollama"])
 async def running(request: Request) -> Response:
     """The models loaded now, and when each is unloaded if it stays idle."""
     service: Service = request.app.state.service
@@ -223,11 +222,11 @@ async def running(request: Request) -> Response:
     )
 
 
-@router.post("/show", response_class=Response)
-async def show(request: Request) -> Response:
+@router.post("/show", response_class=Response, responses={200: {"model": ShowResponse}}, tags=["Ollama"])
+async def show(request: Request, given: ModelRequest) -> Response:
     """One model: its details and what it can do (Ollama's capability names)."""
     service: Service = request.app.state.service
-    model = service.retrieve_model(parse(ModelRequest, await _body(request)).named)
+    model = service.retrieve_model(given.named)
     return _json(
         ShowResponse(
             modified_at=_created(model),
@@ -240,7 +239,7 @@ async def show(request: Request) -> Response:
     )
 
 
-@router.get("/version", response_class=Response)
+@router.get("/version", response_class=Response, responses={200: {"model": Version}}, tags=["Ollama"])
 async def version() -> Response:
     """The Ollama API version these shapes follow."""
     return _json(Version(version=VERSION))
@@ -262,18 +261,12 @@ for _path, _method in (
     ("/copy", "POST"),
     ("/delete", "DELETE"),
 ):
-    router.add_api_route(_path, _managed_elsewhere, methods=[_method], response_class=Response)
+    router.add_api_route(
+        _path, _managed_elsewhere, methods=[_method], response_class=Response, tags=["Ollama"]
+    )
 
 
 # Requests in.
-
-
-async def _body(request: Request) -> Any:
-    raw = await request.body()
-    try:
-        return orjson.loads(raw) if raw.strip() else {}
-    except orjson.JSONDecodeError as error:
-        raise InvalidRequestError(f"The request body is not JSON: {error}.") from None
 
 
 def _messages(given: list[ChatMessage]) -> list[dict[str, Any]]:

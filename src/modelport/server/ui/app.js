@@ -113,8 +113,39 @@ async function loadModels() {
     select.replaceChildren(...fit.map((m) => element("option", { value: m.id, textContent: m.id })));
   }
   showVoices();
+  showCode();
   return true;
 }
+
+// The chosen chat model called from code, as each client a user may have calls it: the server's three faces.
+function showCode() {
+  const model = $("#chat-form").model.value;
+  const origin = location.origin;
+  const key = apiKey ? "YOUR_KEY" : "unused";
+  const hi = '[{"role": "user", "content": "Hi!"}]';
+  $("#chat-code code").textContent = [
+    "# OpenAI's SDK",
+    "from openai import OpenAI",
+    `client = OpenAI(base_url="${origin}/v1", api_key="${key}")`,
+    `print(client.chat.completions.create(model="${model}", messages=${hi}).choices[0].message.content)`,
+    "",
+    "# Anthropic's SDK (Claude Code: ANTHROPIC_BASE_URL=" + origin + ")",
+    "import anthropic",
+    `client = anthropic.Anthropic(base_url="${origin}", api_key="${key}")`,
+    `print(client.messages.create(model="${model}", max_tokens=256, messages=${hi}).content[0].text)`,
+    "",
+    "# Ollama's client",
+    "import ollama",
+    `client = ollama.Client(host="${origin}"${apiKey ? ', headers={"Authorization": "Bearer YOUR_KEY"}' : ""})`,
+    `print(client.chat(model="${model}", messages=${hi}).message.content)`,
+    "",
+    "# curl",
+    `curl ${origin}/v1/chat/completions -H "Content-Type: application/json"` +
+      (apiKey ? ' -H "Authorization: Bearer YOUR_KEY"' : "") +
+      ` -d '{"model": "${model}", "messages": ${hi}}'`,
+  ].join("\n");
+}
+$("#chat-form").model.addEventListener("change", showCode);
 
 function showVoices() {
   const model = models.find((m) => m.id === $("#speech-form").model.value);
