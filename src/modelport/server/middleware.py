@@ -233,7 +233,7 @@ class RequestRecords:
             seconds = time.perf_counter() - start
             if scope["state"].get("client_gone"):
                 status = 499  # the client closed the connection before its answer was complete
-            route = _route(scope["path"], operation)
+            route = _route(scope, operation)
             REQUESTS.labels(route, scope["method"], str(status)).inc()
             LATENCY.labels(route).observe(seconds)
             access_log.info(
@@ -270,9 +270,16 @@ def operation_of(scope: Scope) -> Operation | None:
     return operation
 
 
-def _route(path: str, operation: Operation | None) -> str:
-    """The route a request belongs to, for metric labels: its operation's route template, never the raw
-    path, whose values are unbounded."""
-    if path in ("/generate", "/health", "/metrics", "/v1/realtime"):
-        return path
-    return operation.route if operation is not None else "other"
+def _route(scope: Scope, operation: Operation | None) -> str:
+    """The route a request belongs to, for metric labels: its operation's route template, else the template
+    of the route that served it (the other faces', the transports'), never the raw path, whose values are
+    unbounded."""
+    if operation is not None:
+        return operation.route
+    # The route that served it is known below its router's mount (`/v1`, `/api`): a route without parameters
+    # whose template ends the path is that path itself, one of a few.
+    template = getattr(scope.get("route"), "path", None)
+    path = str(scope["path"]).rstrip("/")
+    if isinstance(template, str) and "{" not in template and path.endswith(template.rstrip("/")):
+        return path or "/"
+    return "other"
