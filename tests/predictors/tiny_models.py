@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import json
 import os
 import threading
 import time
@@ -222,3 +223,48 @@ def ponder_chat(messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     made = len(thinking) + len(answer)
     usage = {"prompt_tokens": len(str(text).split()), "completion_tokens": made, "total_tokens": made}
     yield {**base, "choices": [], "usage": usage}
+
+
+def tool_chat(
+    messages: list[dict[str, Any]],
+    tools: Annotated[list[dict[str, Any]] | None, Parameter.ChatTools()] = None,
+) -> Iterator[dict[str, Any]]:
+    """A model that calls tools: given tools, it calls the first with the last user message as its `text`
+    (the name in one chunk, the arguments in two); after a tool's result, it answers with that result."""
+    base = {
+        "id": "chatcmpl-tool",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": "x",
+    }
+    last = messages[-1]
+    yield {**base, "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}
+    if tools and last["role"] != "tool":
+        name = tools[0]["function"]["name"]
+        arguments = json.dumps({"text": str(last.get("content") or "")})
+        head = {
+            "index": 0,
+            "id": "call_tiny",
+            "type": "function",
+            "function": {"name": name, "arguments": ""},
+        }
+        pieces = [head] + [
+            {"index": 0, "function": {"arguments": part}} for part in (arguments[:5], arguments[5:])
+        ]
+        for piece in pieces:
+            yield {**base, "choices": [{"index": 0, "delta": {"tool_calls": [piece]}, "finish_reason": None}]}
+        finish = "tool_calls"
+    else:
+        yield {
+            **base,
+            "choices": [
+                {"index": 0, "delta": {"content": str(last.get("content") or "")}, "finish_reason": None}
+            ],
+        }
+        finish = "stop"
+    yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+    yield {
+        **base,
+        "choices": [],
+        "usage": {"prompt_tokens": len(messages), "completion_tokens": 1, "total_tokens": len(messages) + 1},
+    }

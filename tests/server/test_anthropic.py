@@ -6,6 +6,7 @@ a model's words: SmolLM2 for the grammar's checks, tiny predictors (`ponder` thi
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 
@@ -16,6 +17,7 @@ import pytest
 from anthropic.types import Message, TextBlock, ThinkingBlock, ToolUseBlock
 
 from modelport.settings import ModelConfig, Settings, StoreSettings
+from tests.support import documents
 from tests.support.faces import Faces, faces
 
 WEATHER = {
@@ -39,6 +41,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Faces]:
     models = [
         ModelConfig(id="ponder", predictor="tests.predictors.tiny_models:ponder_chat"),
         ModelConfig(id="reverse", predictor="tests.predictors.tiny_models:reverse_chat"),
+        ModelConfig(id="recall", predictor="tests.predictors.tiny_models:recall_chat"),
     ]
     settings = Settings(
         defaults=False, models=models, store=StoreSettings(url=str(folder / "state.db")), api_keys=[KEY]
@@ -238,10 +241,27 @@ def test_keys_come_as_x_api_key_and_errors_in_anthropic_s_shape(tiny: Faces) -> 
     assert set(openai_shape.json()) == {"error"}
 
 
+def test_documents_reach_the_model_as_their_text(tiny: Faces) -> None:
+    pdf = base64.b64encode(documents.pdf("Invoice 4471 is due in March.")).decode()
+    blocks = [
+        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": pdf}},
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "Plain notes."}},
+        {"type": "text", "text": "Summarise."},
+    ]
+    recalled = sdk(tiny).messages.create(
+        model="recall",
+        max_tokens=200,
+        messages=[{"role": "user", "content": blocks}],  # type: ignore[list-item]
+    )
+    text = "".join(block.text for block in recalled.content if isinstance(block, TextBlock))
+    assert "Invoice 4471 is due in March." in text
+    assert "Plain notes." in text
+
+
 def test_the_models_list_is_anthropic_s_when_asked_by_its_sdk(tiny: Faces) -> None:
     client = sdk(tiny)
     listed = client.models.list()
-    assert [m.id for m in listed.data] == ["ponder", "reverse"]
+    assert [m.id for m in listed.data] == ["ponder", "reverse", "recall"]
     assert all(m.type == "model" for m in listed.data)
     assert client.models.retrieve("reverse").display_name == "reverse"
     # Without `anthropic-version`, OpenAI's list.

@@ -29,6 +29,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Faces]:
         ModelConfig(id="recall", predictor="tests.predictors.tiny_models:recall_chat"),
         ModelConfig(id="ponder", predictor="tests.predictors.tiny_models:ponder_chat"),
         ModelConfig(id="trigram", predictor="tests.predictors.tiny_models:trigram_embed"),
+        ModelConfig(id="caller", predictor="tests.predictors.tiny_models:tool_chat"),
     ]
     settings = Settings(
         defaults=False, models=models, store=StoreSettings(url=str(folder / "state.db")), api_keys=[KEY]
@@ -69,6 +70,25 @@ def test_thinking_comes_apart_and_is_given_back(tiny: Faces) -> None:
         {"role": "user", "content": "x"},
     ]
     assert client(tiny).chat(model="ponder", messages=turns, stream=False).message.content == "earlier"
+
+
+ADD = {
+    "type": "function",
+    "function": {"name": "add", "parameters": {"type": "object", "properties": {"text": {"type": "string"}}}},
+}
+
+
+def test_a_model_s_tool_call_comes_whole_with_its_arguments_as_an_object(tiny: Faces) -> None:
+    whole = client(tiny).chat(model="caller", messages=ASK, tools=[ADD], stream=False)
+    (call,) = whole.message.tool_calls or []
+    assert call.function.name == "add"
+    assert dict(call.function.arguments) == {"text": "one two three"}
+    # Streamed, the call's pieces are held until its arguments are whole: one line carries it.
+    lines = list(client(tiny).chat(model="caller", messages=ASK, tools=[ADD], stream=True))
+    called = [line.message.tool_calls for line in lines if line.message.tool_calls]
+    assert len(called) == 1
+    assert dict(called[0][0].function.arguments) == {"text": "one two three"}
+    assert lines[-1].done
 
 
 def test_a_tool_turn_reaches_the_model_as_calls_and_their_results(tiny: Faces) -> None:
@@ -126,7 +146,7 @@ def test_embed_and_the_older_embeddings(tiny: Faces) -> None:
 
 def test_the_listings(tiny: Faces) -> None:
     names = {m.model for m in client(tiny).list().models}
-    assert names == {"reverse", "recall", "ponder", "trigram"}
+    assert names == {"reverse", "recall", "ponder", "trigram", "caller"}
     raw = httpx.get(f"{tiny.url}/api/tags", headers={"Authorization": f"Bearer {KEY}"}).json()
     assert {m["name"] for m in raw["models"]} == names  # what Ollama's apps read
     assert "embedding" in (client(tiny).show("trigram").capabilities or [])
