@@ -15,19 +15,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
+from tests.support.agent_clis import Passing, installed
 from tests.support.families import repack
 from tests.support.live import configured_server, serve_app
 
@@ -47,22 +46,8 @@ ANSWER = {
 
 
 def claude() -> Path:
-    """Claude Code's command, installed from npm once into a cache folder; a skip saying why where it
-    cannot be."""
-    binary = CACHE / "node_modules" / ".bin" / "claude"
-    if binary.exists():
-        return binary
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.skip("npm is not on this machine: Claude Code comes from npm's registry")
-    CACHE.mkdir(parents=True, exist_ok=True)
-    installed = subprocess.run(
-        [npm, "install", "--prefix", str(CACHE), f"@anthropic-ai/claude-code@{CLAUDE_VERSION}"],
-        capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
-    if installed.returncode != 0 or not binary.exists():
-        pytest.skip(f"Claude Code did not install from npm: {installed.stderr[-500:]}")
-    return binary
+    """Claude Code's command, from npm (once)."""
+    return installed("@anthropic-ai/claude-code", CLAUDE_VERSION, "claude", CACHE)
 
 
 def answered(request: dict[str, Any]) -> bool:
@@ -76,19 +61,16 @@ def answered(request: dict[str, Any]) -> bool:
     return any(block.get("type") == "tool_result" for block in blocks)
 
 
-class Relay:
+class Relay(Passing):
     """Between Claude Code and the server: each Messages request as Claude Code sent it, the turn's shape
     set."""
 
     def __init__(self, upstream: str) -> None:
-        self.upstream = upstream
+        super().__init__(upstream)
         self.sent: list[dict[str, Any]] = []  # what Claude Code sent, as it sent it
-        self.statuses: list[int] = []
-        self.client = httpx.AsyncClient(timeout=900)
 
     async def handle(self, request: Request) -> Response:
         body = await request.body()
-        headers = {k: v for k, v in request.headers.items() if k not in ("host", "content-length")}
         if request.url.path.endswith("/messages") and request.method == "POST":
             given = json.loads(body)
             self.sent.append(given)
@@ -106,14 +88,7 @@ class Relay:
             else:  # Claude Code's own small requests (a title, a topic): short
                 shaped["output_config"] = {"format": {"type": "json_schema", "schema": ANSWER}}
             body = json.dumps(shaped).encode()
-        sent = self.client.build_request(
-            request.method, self.upstream + request.url.path, params=request.query_params, content=body,
-            headers=headers,
-        )  # fmt: skip
-        answer = await self.client.send(sent, stream=True)
-        self.statuses.append(answer.status_code)
-        passed = {k: v for k, v in answer.headers.items() if k not in ("content-length", "transfer-encoding")}
-        return StreamingResponse(answer.aiter_raw(), status_code=answer.status_code, headers=passed)
+        return await self.passed(request, body)
 
 
 @pytest.fixture(scope="module")

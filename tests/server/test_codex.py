@@ -16,19 +16,18 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
+from tests.support.agent_clis import Passing, installed
 from tests.support.families import repack
 from tests.support.live import configured_server, serve_app
 
@@ -50,21 +49,8 @@ INSTRUCTIONS = "You are a coding agent. Run shell commands with exec_command, th
 
 
 def codex() -> Path:
-    """Codex's command, installed from npm once into a cache folder; a skip saying why where it cannot be."""
-    binary = CACHE / "node_modules" / ".bin" / "codex"
-    if binary.exists():
-        return binary
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.skip("npm is not on this machine: Codex CLI comes from npm's registry")
-    CACHE.mkdir(parents=True, exist_ok=True)
-    installed = subprocess.run(
-        [npm, "install", "--prefix", str(CACHE), f"@openai/codex@{CODEX_VERSION}"],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    if installed.returncode != 0 or not binary.exists():
-        pytest.skip(f"Codex CLI did not install from npm: {installed.stderr[-500:]}")
-    return binary
+    """Codex's command, from npm (once)."""
+    return installed("@openai/codex", CODEX_VERSION, "codex", CACHE)
 
 
 OUTPUTS = ("function_call_output", "custom_tool_call_output")
@@ -96,18 +82,15 @@ def bounded(item: dict[str, Any]) -> dict[str, Any]:
     return {**item, "tools": narrowed}
 
 
-class Relay:
+class Relay(Passing):
     """Between Codex and the server: each Responses request as Codex sent it, with the turn's shape set."""
 
     def __init__(self, upstream: str) -> None:
-        self.upstream = upstream
+        super().__init__(upstream)
         self.sent: list[dict[str, Any]] = []  # what Codex sent, as it sent it
-        self.statuses: list[int] = []
-        self.client = httpx.AsyncClient(timeout=600)
 
     async def handle(self, request: Request) -> Response:
         body = await request.body()
-        headers = {k: v for k, v in request.headers.items() if k not in ("host", "content-length")}
         if request.url.path.endswith("/responses") and request.method == "POST":
             given = json.loads(body)
             self.sent.append(given)
@@ -119,12 +102,7 @@ class Relay:
             else:
                 shaped["input"] = [bounded(item) for item in given["input"]]
             body = json.dumps(shaped).encode()
-        sent = self.client.build_request(request.method, self.upstream + request.url.path, content=body,
-                                         headers=headers)  # fmt: skip
-        answer = await self.client.send(sent, stream=True)
-        self.statuses.append(answer.status_code)
-        passed = {k: v for k, v in answer.headers.items() if k not in ("content-length", "transfer-encoding")}
-        return StreamingResponse(answer.aiter_raw(), status_code=answer.status_code, headers=passed)
+        return await self.passed(request, body)
 
 
 @pytest.fixture(scope="module")

@@ -432,38 +432,60 @@ class _Usage(BaseModel):
     completion_tokens: int = 0
 
 
-async def _chat_lines(
-    answer: Events[Any], given: ChatRequest, service: Service
-) -> AsyncGenerator[bytes, None]:
-    """A streamed chat as Ollama's lines: text and thinking as they come, each tool call whole once its
-    arguments are, then the last line."""
-    started, first = time.monotonic(), None
-    calls: dict[int, dict[str, str]] = {}
-    finish, usage, model = None, _Usage(), given.model
-    try:
+class _Reading:
+    """A stream of chunks as it is read: its text and thinking piece by piece, and what the last line says
+    (the model, the usage, why it stopped, when the first token came), and the calls, held until whole."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.started = time.monotonic()
+        self.first: float | None = None  # when the first token came
+        self.finish: str | None = None
+        self.usage = _Usage()
+        self.calls: dict[int, dict[str, str]] = {}
+
+    async def pieces(self, answer: Events[Any]) -> AsyncGenerator[tuple[str, str | None], None]:
+        """(text, thinking) as they come."""
         async for chunk in answer.items:
-            model = str(chunk.get("model") or model)
+            self.model = str(chunk.get("model") or self.model)
             if chunk.get("usage"):
-                usage = _Usage.model_validate(chunk["usage"])
+                self.usage = _Usage.model_validate(chunk["usage"])
             for choice in chunk.get("choices") or ():
                 delta = choice.get("delta") or {}
                 for call in delta.get("tool_calls") or ():
-                    held = calls.setdefault(call.get("index", 0), {"name": "", "arguments": ""})
+                    held = self.calls.setdefault(call.get("index", 0), {"name": "", "arguments": ""})
                     function = call.get("function") or {}
                     held["name"] += function.get("name") or ""
                     held["arguments"] += function.get("arguments") or ""
-                text, thought = delta.get("content"), delta.get("reasoning_content")
+                text = choice.get("text") if "text" in choice else delta.get("content")  # a completion's
+                thought = delta.get("reasoning_content")
                 if text or thought:
-                    first = first or time.monotonic()
-                    said = Message(role="assistant", content=text or "", thinking=thought or None)
-                    yield _line(ChatResponse(model=model, created_at=_now(), message=said, done=False))
-                finish = choice.get("finish_reason") or finish
-        if calls:
-            tool_calls = [_tool_call(c["name"], c["arguments"]) for _, c in sorted(calls.items())]
-            said = Message(role="assistant", content="", tool_calls=tool_calls)
-            yield _line(ChatResponse(model=model, created_at=_now(), message=said, done=False))
+                    self.first = self.first or time.monotonic()
+                    yield text or "", thought or None
+                self.finish = choice.get("finish_reason") or self.finish
+
+    def tool_calls(self) -> list[Message.ToolCall]:
+        return [_tool_call(c["name"], c["arguments"]) for _, c in sorted(self.calls.items())]
+
+    def done(self) -> dict[str, Any]:
+        return _done(self.model, self.finish, self.usage, self.started, self.first)
+
+
+async def _chat_lines(
+    answer: Events[Any], given: ChatRequest, service: Service
+) -> AsyncGenerator[bytes, None]:
+    """A streamed chat as Ollama's lines: text and thinking as they come, the calls (each whole once its
+    arguments are), then the last line."""
+    reading = _Reading(given.model)
+    try:
+        async for text, thought in reading.pieces(answer):
+            said = Message(role="assistant", content=text, thinking=thought)
+            yield _line(ChatResponse(model=reading.model, created_at=_now(), message=said, done=False))
+        if reading.calls:
+            said = Message(role="assistant", content="", tool_calls=reading.tool_calls())
+            yield _line(ChatResponse(model=reading.model, created_at=_now(), message=said, done=False))
         await _kept(service, given.model, given.keep_alive)
-        yield _line(ChatResponse(message=_empty(), **_done(model, finish, usage, started, first)))
+        yield _line(ChatResponse(message=_empty(), **reading.done()))
     except ModelportError as error:
         yield orjson.dumps({"error": error.message}) + b"\n"
     finally:
@@ -474,30 +496,15 @@ async def _generate_lines(
     answer: Events[Any], given: GenerateRequest, service: Service
 ) -> AsyncGenerator[bytes, None]:
     """A streamed generation (of a chat or a raw completion) as Ollama's lines."""
-    started, first = time.monotonic(), None
-    finish, usage, model = None, _Usage(), given.model
+    reading = _Reading(given.model)
     try:
-        async for chunk in answer.items:
-            model = str(chunk.get("model") or model)
-            if chunk.get("usage"):
-                usage = _Usage.model_validate(chunk["usage"])
-            for choice in chunk.get("choices") or ():
-                delta = choice.get("delta") or {}
-                text = choice.get("text") if "text" in choice else delta.get("content")
-                thought = delta.get("reasoning_content")
-                if text or thought:
-                    first = first or time.monotonic()
-                    piece = GenerateResponse(
-                        model=model,
-                        created_at=_now(),
-                        response=text or "",
-                        thinking=thought or None,
-                        done=False,
-                    )
-                    yield _line(piece)
-                finish = choice.get("finish_reason") or finish
+        async for text, thought in reading.pieces(answer):
+            piece = GenerateResponse(
+                model=reading.model, created_at=_now(), response=text, thinking=thought, done=False
+            )
+            yield _line(piece)
         await _kept(service, given.model, given.keep_alive)
-        yield _line(GenerateResponse(response="", **_done(model, finish, usage, started, first)))
+        yield _line(GenerateResponse(response="", **reading.done()))
     except ModelportError as error:
         yield orjson.dumps({"error": error.message}) + b"\n"
     finally:

@@ -1,0 +1,54 @@
+"""What the agent CLI tests share: the CLI installed from npm once into a cache folder (a skip saying why
+where it cannot be), and a relay between the CLI and the server that passes each request on, as the test
+shaped it, and its answer back as it streams."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+
+
+def installed(package: str, version: str, command: str, cache: Path) -> Path:
+    """The command `command` of npm's `package@version`, installed into `cache` once."""
+    binary = cache / "node_modules" / ".bin" / command
+    if binary.exists():
+        return binary
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip(f"npm is not on this machine: {package} comes from npm's registry")
+    cache.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        [npm, "install", "--prefix", str(cache), f"{package}@{version}"],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    if done.returncode != 0 or not binary.exists():
+        pytest.skip(f"{package} did not install from npm: {done.stderr[-500:]}")
+    return binary
+
+
+class Passing:
+    """Requests passed on to `upstream` as given (but for the body, which the test may have shaped), their
+    statuses recorded."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        self.statuses: list[int] = []
+        self.client = httpx.AsyncClient(timeout=900)
+
+    async def passed(self, request: Request, body: bytes) -> StreamingResponse:
+        """`request` sent on with `body`; its answer as it streams."""
+        headers = {k: v for k, v in request.headers.items() if k not in ("host", "content-length")}
+        sent = self.client.build_request(
+            request.method, self.upstream + request.url.path, params=request.query_params, content=body,
+            headers=headers,
+        )  # fmt: skip
+        answer = await self.client.send(sent, stream=True)
+        self.statuses.append(answer.status_code)
+        passed = {k: v for k, v in answer.headers.items() if k not in ("content-length", "transfer-encoding")}
+        return StreamingResponse(answer.aiter_raw(), status_code=answer.status_code, headers=passed)
