@@ -8,17 +8,14 @@ import os
 from functools import cached_property
 from typing import Any, TypeVar
 
-import httpx2
 import openai
-from pydantic import BaseModel
 
 from modelport.client.arguments import build_service
-from modelport.client.dispatch import BASE_URL, NO_KEY, Dispatch, http_response, whole
+from modelport.client.dispatch import BASE_URL, NO_KEY, Dispatch
 from modelport.client.realtime_pipes import LocalAsyncRealtime
 from modelport.client.sdk_errors import sdk_errors
 from modelport.client.streams import LocalAsyncStream
-from modelport.protocol.answers import Binary, Events
-from modelport.protocol.sdk_private import AsyncStreamT, FinalRequestOptions, is_given
+from modelport.protocol.sdk_private import AsyncStreamT, FinalRequestOptions
 from modelport.settings import Settings
 
 ResponseT = TypeVar("ResponseT")
@@ -66,16 +63,18 @@ class AsyncOpenAI(openai.AsyncOpenAI):
         """The SDK's one chokepoint: answered by the service."""
         cast_to = self._maybe_override_cast_to(cast_to, options)
         answer, headers = await self._dispatch.answer(options)
-        raw = self._dispatch.raw(options)
-        path = self._dispatch.path(options)
-        if not raw and isinstance(answer, Events):
-            return LocalAsyncStream(answer, path, self, cast_to)
-        if not raw and not isinstance(answer, Binary):
-            return parsed(self, whole(answer), cast_to, options)
-        response = http_response(answer, options, headers)
-        with sdk_errors(path):
+        shaped = self._dispatch.shaped(self, answer, headers, options, cast_to)
+        if shaped.events is not None:
+            return LocalAsyncStream(shaped.events, shaped.path, self, cast_to)
+        if shaped.response is None:
+            return shaped.value
+        with sdk_errors(shaped.path):
             return await self._process_response(
-                cast_to=cast_to, options=options, response=response, stream=stream, stream_cls=stream_cls
+                cast_to=cast_to,
+                options=options,
+                response=shaped.response,
+                stream=stream,
+                stream_cls=stream_cls,
             )
 
     async def close(self) -> None:
@@ -84,19 +83,3 @@ class AsyncOpenAI(openai.AsyncOpenAI):
         if self._owns_service:
             await self.service.close()
         await super().close()
-
-
-def parsed(client: Any, data: Any, cast_to: Any, options: FinalRequestOptions) -> Any:
-    """A whole answer as `cast_to`, as the SDK makes it from a body (the service's own object when it
-    already is one), then through the request's `post_parser` (pages, `.parse()`)."""
-    if isinstance(cast_to, type) and isinstance(data, cast_to):
-        result = data
-    else:
-        if isinstance(data, BaseModel) and not isinstance(data, openai.BaseModel):
-            # A type of ours (a page, say) that the SDK reads as one of its own: from its JSON, as over HTTP.
-            data = data.model_dump(mode="json", warnings=False, by_alias=True)
-        response = httpx2.Response(200, request=httpx2.Request(options.method, BASE_URL + options.url))
-        result = client._process_response_data(data=data, cast_to=cast_to, response=response)
-    if is_given(options.post_parser):
-        result = options.post_parser(result)
-    return result

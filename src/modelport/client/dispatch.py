@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx2
+import openai
 import orjson
+from pydantic import BaseModel
 
 from modelport import context
 from modelport.client.arguments import read_file
@@ -21,7 +23,7 @@ from modelport.client.sdk_errors import sdk_errors
 from modelport.context import RequestContext
 from modelport.errors import PermissionDeniedError
 from modelport.protocol.answers import Binary, Events, ListPage, whole_bytes
-from modelport.protocol.sdk_private import RAW_RESPONSE_HEADER, FinalRequestOptions, Querystring
+from modelport.protocol.sdk_private import RAW_RESPONSE_HEADER, FinalRequestOptions, Querystring, is_given
 from modelport.service import Service
 from modelport.service.access import acting_as
 from modelport.service.operation_table import OPERATIONS
@@ -30,6 +32,18 @@ from modelport.service.operations import FilePart, Operation
 BASE_URL = "http://modelport.in-process/v1"
 NO_KEY = "in-process"  # what the SDK holds as its key when none is given (it asks for one)
 _QS = Querystring(array_format="brackets")  # as the SDK writes a query string
+
+
+@dataclass(frozen=True)
+class Shaped:
+    """An answer as the SDK's `request()` hands it back, but for what takes the client's own I/O: `events`
+    (for its stream class) or an HTTP `response` (for its `_process_response`); else `value`, the parsed
+    object."""
+
+    path: str
+    events: Events[Any] | None = None
+    response: httpx2.Response | None = None
+    value: Any = None
 
 
 class Dispatch:
@@ -83,6 +97,25 @@ class Dispatch:
                 return answer, {**called.headers, "x-request-id": request_id}
             finally:
                 context.enter(outer)
+
+    def shaped(
+        self,
+        client: Any,
+        answer: object,
+        headers: dict[str, str],
+        options: FinalRequestOptions,
+        cast_to: Any,
+        pull: Any = None,
+    ) -> Shaped:
+        """How the sync and async clients' `request()` hand `answer` back: its events as the SDK's stream,
+        its object parsed as the SDK would, or what the SDK must read as a response (raw responses, bytes)
+        rendered to HTTP. `pull` runs one step of an async iterator, for a blocking client."""
+        path, raw = self.path(options), self.raw(options)
+        if not raw and isinstance(answer, Events):
+            return Shaped(path, events=answer)
+        if not raw and not isinstance(answer, Binary):
+            return Shaped(path, value=parsed(client, whole(answer), cast_to, options))
+        return Shaped(path, response=http_response(answer, options, headers, pull=pull))
 
     async def _caller(self, operation: Operation, outer: RequestContext) -> RequestContext:
         """Who calls: the key this client was given, checked as a bearer key is over HTTP (when the service
@@ -206,3 +239,19 @@ class _SyncBytes(httpx2.SyncByteStream):
 
     def close(self) -> None:
         self.pull(self.pieces.aclose())
+
+
+def parsed(client: Any, data: Any, cast_to: Any, options: FinalRequestOptions) -> Any:
+    """A whole answer as `cast_to`, as the SDK makes it from a body (the service's own object when it
+    already is one), then through the request's `post_parser` (pages, `.parse()`)."""
+    if isinstance(cast_to, type) and isinstance(data, cast_to):
+        result = data
+    else:
+        if isinstance(data, BaseModel) and not isinstance(data, openai.BaseModel):
+            # A type of ours (a page, say) that the SDK reads as one of its own: from its JSON, as over HTTP.
+            data = data.model_dump(mode="json", warnings=False, by_alias=True)
+        response = httpx2.Response(200, request=httpx2.Request(options.method, BASE_URL + options.url))
+        result = client._process_response_data(data=data, cast_to=cast_to, response=response)
+    if is_given(options.post_parser):
+        result = options.post_parser(result)
+    return result

@@ -13,12 +13,10 @@ from typing import Any, TypeVar
 import openai
 
 from modelport.client.arguments import build_service
-from modelport.client.async_client import parsed
-from modelport.client.dispatch import BASE_URL, NO_KEY, Dispatch, http_response, whole
+from modelport.client.dispatch import BASE_URL, NO_KEY, Dispatch
 from modelport.client.realtime_pipes import LocalRealtime
 from modelport.client.sdk_errors import sdk_errors
 from modelport.client.streams import LocalStream
-from modelport.protocol.answers import Binary, Events
 from modelport.protocol.sdk_private import FinalRequestOptions, StreamT
 from modelport.settings import Settings
 
@@ -120,16 +118,18 @@ class OpenAI(openai.OpenAI):
         """The SDK's one chokepoint: answered by the service, on its loop."""
         cast_to = self._maybe_override_cast_to(cast_to, options)
         answer, headers = self._loop.run(self._dispatch.answer(options))
-        raw = self._dispatch.raw(options)
-        path = self._dispatch.path(options)
-        if not raw and isinstance(answer, Events):
-            return LocalStream(answer, path, self, cast_to, self._loop)
-        if not raw and not isinstance(answer, Binary):
-            return parsed(self, whole(answer), cast_to, options)
-        response = http_response(answer, options, headers, pull=self._loop.run)
-        with sdk_errors(path):
+        shaped = self._dispatch.shaped(self, answer, headers, options, cast_to, pull=self._loop.run)
+        if shaped.events is not None:
+            return LocalStream(shaped.events, shaped.path, self, cast_to, self._loop)
+        if shaped.response is None:
+            return shaped.value
+        with sdk_errors(shaped.path):
             return self._process_response(
-                cast_to=cast_to, options=options, response=response, stream=stream, stream_cls=stream_cls
+                cast_to=cast_to,
+                options=options,
+                response=shaped.response,
+                stream=stream,
+                stream_cls=stream_cls,
             )
 
     def close(self) -> None:
