@@ -268,6 +268,13 @@ REACHES_NONE = {
         ("post", f"/v1/realtime/calls/{{call_id}}/{action}")
         for action in ("hangup", "accept", "reject", "refer")
     },
+    # Anthropic's and Ollama's faces: requests of the rows above, and models by name.
+    ("post", "/v1/messages"),
+    ("post", "/v1/messages/count_tokens"),
+    *{("post", f"/api/{name}") for name in ("chat", "generate", "embed", "embeddings", "show")},
+    *{("get", f"/api/{name}") for name in ("tags", "ps", "version")},
+    *{("post", f"/api/{name}") for name in ("pull", "push", "create", "copy")},
+    ("delete", "/api/delete"),
 }
 
 
