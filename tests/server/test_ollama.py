@@ -51,6 +51,7 @@ def test_chat_whole_and_streamed(tiny: Faces) -> None:
     assert whole.done_reason == "stop"
     assert (whole.prompt_eval_count, whole.eval_count) == (3, 3)
     assert whole.total_duration is not None
+    assert whole.total_duration > 0  # from the request's start
     lines = list(client(tiny).chat(model="reverse", messages=ASK, options={"num_predict": 2}, stream=True))
     assert [line.done for line in lines] == [False] * (len(lines) - 1) + [True]
     assert "".join(line.message.content for line in lines) == "three two"

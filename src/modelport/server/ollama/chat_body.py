@@ -1,0 +1,96 @@
+"""An Ollama request as the chat (or completion) request it stands for: its messages (images as content
+parts, the assistant's calls given ids that the tool messages after them answer), and its `options`,
+`format`, `think` and `stream` as sampling, output format and reasoning effort."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from modelport.server.ollama.ollama_request import ChatMessage, ChatRequest, GenerateRequest, Options
+
+_IMAGE_KINDS = {"iVBOR": "image/png", "/9j/": "image/jpeg", "R0lG": "image/gif", "UklG": "image/webp"}
+
+
+def messages(given: list[ChatMessage]) -> list[dict[str, Any]]:
+    """Ollama's messages as chat messages: images as content parts, the assistant's calls with ids (Ollama
+    gives none) that the tool messages after them answer, in order."""
+    out: list[dict[str, Any]] = []
+    waiting: list[str] = []  # the ids of the last assistant's calls not yet answered
+    for i, message in enumerate(given):
+        if message.role == "assistant":
+            said: dict[str, Any] = {"role": "assistant", "content": message.content}
+            if message.thinking:
+                said["reasoning_content"] = message.thinking
+            if message.tool_calls:
+                ids = [f"call_{i}_{j}" for j in range(len(message.tool_calls))]
+                said["tool_calls"] = [
+                    {
+                        "id": id_,
+                        "type": "function",
+                        "function": {"name": c.function.name, "arguments": json.dumps(c.function.arguments)},
+                    }
+                    for id_, c in zip(ids, message.tool_calls, strict=True)
+                ]
+                waiting = ids
+            out.append(said)
+        elif message.role == "tool":
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": waiting.pop(0) if waiting else f"call_{i}",
+                    "content": message.content,
+                }
+            )
+        elif message.images:
+            parts: list[dict[str, Any]] = (
+                [{"type": "text", "text": message.content}] if message.content else []
+            )
+            parts += [
+                {"type": "image_url", "image_url": {"url": _data_url(image)}} for image in message.images
+            ]
+            out.append({"role": message.role, "content": parts})
+        else:
+            out.append({"role": message.role, "content": message.content})
+    return out
+
+
+def _data_url(image: str) -> str:
+    """An image as Ollama sends it (base64, no media type) as a data URL; one given as a data URL is kept."""
+    if image.startswith("data:"):
+        return image
+    kind = next((k for prefix, k in _IMAGE_KINDS.items() if image.startswith(prefix)), "image/png")
+    return f"data:{kind};base64,{image}"
+
+
+def sampling(given: ChatRequest | GenerateRequest) -> dict[str, Any]:
+    """What a request's `options`, `format`, `think` and `stream` ask of the generation."""
+    options = given.options or Options()
+    body: dict[str, Any] = {"stream": given.stream}
+    if given.stream:
+        body["stream_options"] = {"include_usage": True}
+    same = {
+        "temperature": options.temperature,
+        "top_p": options.top_p,
+        "top_k": options.top_k,
+        "min_p": options.min_p,
+        "seed": options.seed,
+        "stop": options.stop,
+        "presence_penalty": options.presence_penalty,
+        "frequency_penalty": options.frequency_penalty,
+        "repetition_penalty": options.repeat_penalty,
+    }
+    body.update({name: value for name, value in same.items() if value is not None})
+    if options.num_predict is not None and options.num_predict > 0:
+        body["max_tokens"] = options.num_predict
+    if given.format == "json":
+        body["response_format"] = {"type": "json_object"}
+    elif isinstance(given.format, dict):
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "format", "schema": given.format},
+        }
+    if given.think is not None:
+        think = given.think
+        body["reasoning_effort"] = ("medium" if think else "none") if isinstance(think, bool) else think
+    return body

@@ -1,0 +1,185 @@
+"""Answers in Ollama's shapes: a whole chat or generation as one object, or a stream as NDJSON lines, one
+object a line, the last with `done: true`, the stop reason and the counts (durations in nanoseconds, as
+Ollama gives them). Tool calls come whole, their arguments an object."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Any
+
+import orjson
+from ollama import ChatResponse, GenerateResponse, Message
+from openai.types import Completion
+from openai.types.chat import ChatCompletion
+from pydantic import BaseModel
+
+from modelport.errors import ModelportError
+from modelport.protocol.answers import Events
+
+# What runs once an answer is made (a request's `keep_alive` applied).
+After = Callable[[], Awaitable[None]]
+
+
+def line(answer: BaseModel) -> bytes:
+    """One object of a stream."""
+    return answer.model_dump_json(exclude_none=True, by_alias=True).encode() + b"\n"
+
+
+def chat_whole(answer: ChatCompletion, started: float) -> ChatResponse:
+    """A whole chat completion as Ollama's chat answer (to a request begun at `started`)."""
+    said = answer.choices[0].message
+    message = Message(
+        role="assistant",
+        content=said.content or "",
+        thinking=getattr(said, "reasoning_content", None) or None,
+        tool_calls=[
+            tool_call(c.function.name, c.function.arguments)
+            for c in said.tool_calls or []
+            if c.type == "function"
+        ]
+        or None,
+    )
+    return ChatResponse(
+        message=message,
+        **_done(answer.model, answer.choices[0].finish_reason, answer.usage, started),
+    )
+
+
+def generate_whole(answer: ChatCompletion | Completion, started: float) -> GenerateResponse:
+    """A whole chat completion or completion as Ollama's generation (to a request begun at `started`)."""
+    if isinstance(answer, Completion):
+        choice = answer.choices[0]
+        return GenerateResponse(
+            response=choice.text, **_done(answer.model, choice.finish_reason, answer.usage, started)
+        )
+    said = answer.choices[0].message
+    thinking = getattr(said, "reasoning_content", None) or None
+    done = _done(answer.model, answer.choices[0].finish_reason, answer.usage, started)
+    return GenerateResponse(response=said.content or "", thinking=thinking, **done)
+
+
+def empty() -> Message:
+    """The assistant's message with nothing in it (the last line's, a load's)."""
+    return Message(role="assistant", content="")
+
+
+def now() -> str:
+    """Ollama's `created_at`."""
+    return datetime.datetime.now(datetime.UTC).isoformat().replace("+00:00", "Z")
+
+
+def nanoseconds(since: float) -> int:
+    """The time since `since` (monotonic seconds), as Ollama counts durations."""
+    return int((time.monotonic() - since) * 1e9)
+
+
+def tool_call(name: str, arguments: str) -> Message.ToolCall:
+    try:
+        parsed = json.loads(arguments or "{}")
+    except ValueError:
+        parsed = {}
+    return Message.ToolCall(
+        function=Message.ToolCall.Function(name=name, arguments=parsed if isinstance(parsed, dict) else {})
+    )
+
+
+def _done(
+    model: str, finish: str | None, usage: Any, started: float, first: float | None = None
+) -> dict[str, Any]:
+    """The fields of the last object: why it stopped and what it counted."""
+    ended = time.monotonic()
+    first = first or ended
+    return {
+        "model": model,
+        "created_at": now(),
+        "done": True,
+        "done_reason": "length" if finish == "length" else "stop",
+        "prompt_eval_count": getattr(usage, "prompt_tokens", None) if usage is not None else None,
+        "eval_count": getattr(usage, "completion_tokens", None) if usage is not None else None,
+        "total_duration": int((ended - started) * 1e9),
+        "prompt_eval_duration": int((first - started) * 1e9),
+        "eval_duration": int((ended - first) * 1e9),
+    }
+
+
+class _Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class _Reading:
+    """A stream of chunks as it is read: its text and thinking piece by piece, and what the last line says
+    (the model, the usage, why it stopped, when the first token came), and the calls, held until whole."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.started = time.monotonic()
+        self.first: float | None = None  # when the first token came
+        self.finish: str | None = None
+        self.usage = _Usage()
+        self.calls: dict[int, dict[str, str]] = {}
+
+    async def pieces(self, answer: Events[Any]) -> AsyncGenerator[tuple[str, str | None], None]:
+        """(text, thinking) as they come."""
+        async for chunk in answer.items:
+            self.model = str(chunk.get("model") or self.model)
+            if chunk.get("usage"):
+                self.usage = _Usage.model_validate(chunk["usage"])
+            for choice in chunk.get("choices") or ():
+                delta = choice.get("delta") or {}
+                for call in delta.get("tool_calls") or ():
+                    held = self.calls.setdefault(call.get("index", 0), {"name": "", "arguments": ""})
+                    function = call.get("function") or {}
+                    held["name"] += function.get("name") or ""
+                    held["arguments"] += function.get("arguments") or ""
+                text = choice.get("text") if "text" in choice else delta.get("content")  # a completion's
+                thought = delta.get("reasoning_content")
+                if text or thought:
+                    self.first = self.first or time.monotonic()
+                    yield text or "", thought or None
+                self.finish = choice.get("finish_reason") or self.finish
+
+    def tool_calls(self) -> list[Message.ToolCall]:
+        return [tool_call(c["name"], c["arguments"]) for _, c in sorted(self.calls.items())]
+
+    def done(self) -> dict[str, Any]:
+        return _done(self.model, self.finish, self.usage, self.started, self.first)
+
+
+async def chat_lines(answer: Events[Any], model: str, after: After) -> AsyncGenerator[bytes, None]:
+    """A streamed chat as Ollama's lines: text and thinking as they come, the calls (each whole once its
+    arguments are), then the last line."""
+    reading = _Reading(model)
+    try:
+        async for text, thought in reading.pieces(answer):
+            said = Message(role="assistant", content=text, thinking=thought)
+            yield line(ChatResponse(model=reading.model, created_at=now(), message=said, done=False))
+        if reading.calls:
+            said = Message(role="assistant", content="", tool_calls=reading.tool_calls())
+            yield line(ChatResponse(model=reading.model, created_at=now(), message=said, done=False))
+        await after()
+        yield line(ChatResponse(message=empty(), **reading.done()))
+    except ModelportError as error:
+        yield orjson.dumps({"error": error.message}) + b"\n"
+    finally:
+        await answer.aclose()
+
+
+async def generate_lines(answer: Events[Any], model: str, after: After) -> AsyncGenerator[bytes, None]:
+    """A streamed generation (of a chat or a raw completion) as Ollama's lines."""
+    reading = _Reading(model)
+    try:
+        async for text, thought in reading.pieces(answer):
+            piece = GenerateResponse(
+                model=reading.model, created_at=now(), response=text, thinking=thought, done=False
+            )
+            yield line(piece)
+        await after()
+        yield line(GenerateResponse(response="", **reading.done()))
+    except ModelportError as error:
+        yield orjson.dumps({"error": error.message}) + b"\n"
+    finally:
+        await answer.aclose()

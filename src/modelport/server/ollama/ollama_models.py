@@ -1,0 +1,117 @@
+"""The models as Ollama's listings show them: `/api/tags`, `/api/ps`, `/api/show` and `/api/version`, with
+Ollama's capability names for what each model can do."""
+
+from __future__ import annotations
+
+import datetime
+
+from ollama import ListResponse, ProcessResponse, ShowResponse
+from ollama._types import ModelDetails
+from openai.types import Model
+from pydantic import BaseModel, ByteSize
+
+# The Ollama API version whose shapes these are (clients check it before using newer fields).
+VERSION = "0.13.0"
+
+
+class TaggedModel(ListResponse.Model):
+    """A model of `/api/tags`: Ollama's, with the `name` its apps read beside `model`."""
+
+    name: str
+
+
+class RunningModel(ProcessResponse.Model):
+    """A model of `/api/ps`."""
+
+    name: str
+
+
+class Tags(BaseModel):
+    """`/api/tags` (Ollama's `ListResponse`, its models with their `name`)."""
+
+    models: list[TaggedModel]
+
+
+class Running(BaseModel):
+    """`/api/ps` (Ollama's `ProcessResponse`, its models with their `name`)."""
+
+    models: list[RunningModel]
+
+
+class Version(BaseModel):
+    version: str
+
+
+def tagged(model: Model) -> TaggedModel:
+    """A model as `/api/tags` lists it."""
+    return TaggedModel(
+        name=model.id,
+        model=model.id,
+        modified_at=_created(model),
+        size=_size(model),
+        digest="",
+        details=_details(model),
+    )
+
+
+def running(model: Model) -> RunningModel:
+    """A loaded model as `/api/ps` lists it."""
+    return RunningModel(
+        name=model.id,
+        model=model.id,
+        size=_size(model),
+        size_vram=ByteSize(0),
+        digest="",
+        details=_details(model),
+        expires_at=_expiry(model),
+    )
+
+
+def shown(model: Model) -> ShowResponse:
+    """A model as `/api/show` tells of it."""
+    return ShowResponse(
+        modified_at=_created(model),
+        details=_details(model),
+        capabilities=abilities(model),
+        model_info={},
+        parameters="",
+        template="",
+    )
+
+
+def abilities(model: Model) -> list[str]:
+    """What a model can do, in Ollama's capability names (none for what Ollama's apps cannot use)."""
+    held = set(getattr(model, "capabilities", None) or ())
+    names = []
+    if held & {"chat", "completion"}:
+        names.append("completion")
+    if "chat" in held:
+        names += ["tools", "thinking"] if getattr(model, "chat_format", None) else ["tools"]
+    if "completion" in held:
+        names.append("insert")
+    if "vision" in held:
+        names.append("vision")
+    if "embedding" in held:
+        names.append("embedding")
+    return names
+
+
+def _details(model: Model) -> ModelDetails:
+    return ModelDetails(
+        format="gguf" if "chat" in (getattr(model, "capabilities", None) or ()) else "", family=model.owned_by
+    )
+
+
+def _created(model: Model) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(model.created, datetime.UTC)
+
+
+def _size(model: Model) -> ByteSize:
+    return ByteSize(int(getattr(model, "memory_bytes", 0) or 0))
+
+
+def _expiry(model: Model) -> datetime.datetime | None:
+    keep_alive, idle = getattr(model, "keep_alive", None), getattr(model, "idle_seconds", 0.0)
+    if not isinstance(keep_alive, int | float):
+        return None
+    return datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=max(0.0, keep_alive - idle))
