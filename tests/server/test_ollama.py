@@ -158,9 +158,13 @@ def test_the_listings(tiny: Faces) -> None:
 
 
 def test_keep_alive_zero_unloads_and_an_empty_request_loads(tiny: Faces) -> None:
-    loaded = client(tiny).generate(model="recall", keep_alive="10m")
+    loaded = client(tiny).generate(model="recall")
     assert loaded.done_reason == "load"
     assert "recall" in {m.model for m in client(tiny).ps().models}
+    kept = client(tiny).generate(model="recall", keep_alive="10m")
+    assert kept.done_reason == "load"
+    (shown,) = [m for m in client(tiny).ps().models if m.model == "recall"]
+    assert shown.expires_at is not None  # ten minutes from its last use
     unloaded = client(tiny).chat(model="recall", messages=[], keep_alive=0)
     assert unloaded.done_reason == "unload"
     assert "recall" not in {m.model for m in client(tiny).ps().models}

@@ -155,6 +155,11 @@ class ModelManager:
         if model_id in self._loaded:
             self._kept[model_id] = keep_alive
 
+    def keep_alive_of(self, model: LoadedModel) -> float | None:
+        """How long the model stays once idle (seconds; None: until unloaded): a request's own, else its
+        configuration's."""
+        return self._kept.get(model.spec.id, model.spec.keep_alive)
+
     async def unload(self, model_id: str, reason: str) -> bool:
         """Forget a loaded model so its memory is freed once the calls still holding it end; whether it
         was loaded. The next request loads it again."""
@@ -194,7 +199,7 @@ class ModelManager:
             await asyncio.sleep(REAP_EVERY)
             now = time.monotonic()
             for model in list(self._loaded.values()):
-                keep_alive = self._kept.get(model.spec.id, model.spec.keep_alive)
+                keep_alive = self.keep_alive_of(model)
                 if keep_alive is not None and model.slots.idle and now - self.last_used(model) >= keep_alive:
                     await self.unload(model.spec.id, "idle")
 

@@ -207,15 +207,20 @@ class Service:
             return self._pipeline(pipeline)
         return self._model(self._usable(name))
 
+    async def load(self, name: str) -> str:
+        """Load a model the caller may use, if it is not loaded (as Ollama's requests with nothing to make
+        ask); its id."""
+        model_id = self._usable(name)
+        await self.manager.get(model_id)
+        return model_id
+
     async def keep_alive(self, name: str, seconds: float | None) -> bool:
         """A request's own `keep_alive` for a model it may use (Ollama's): 0 unloads it now, whether it was
         loaded; otherwise it is loaded (if it is not), and stays that long once idle (None: until unloaded),
         in place of its configuration's."""
-        model_id = self._usable(name)
         if seconds == 0:
-            return await self.manager.unload(model_id, "keep_alive")
-        await self.manager.get(model_id)
-        self.manager.keep(model_id, seconds)
+            return await self.manager.unload(self._usable(name), "keep_alive")
+        self.manager.keep(await self.load(name), seconds)
         return True
 
     def _pipeline(self, name: str) -> Model:
@@ -431,7 +436,8 @@ class Service:
         if loaded is not None:
             # What `modelport ps` shows: memory, idle time, and how long until an idle unload.
             idle = round(time.monotonic() - self.manager.last_used(loaded), 1) if loaded.slots.idle else 0.0
-            extra.update(memory_bytes=loaded.memory, idle_seconds=idle, keep_alive=spec.keep_alive)
+            keep_alive = self.manager.keep_alive_of(loaded)
+            extra.update(memory_bytes=loaded.memory, idle_seconds=idle, keep_alive=keep_alive)
             if spec.source.startswith("engine llamacpp"):
                 extra["engine_build"] = xllamacpp_loader.running().describe()
             chat = loaded.predictors.get(Capability.CHAT)

@@ -175,11 +175,15 @@ async def _load(
     service: Service, model: str, keep_alive: Any, shape: type[BaseModel], **fields: Any
 ) -> BaseModel:
     """A request with nothing to generate: the model loaded (or, `keep_alive: 0`, unloaded), as Ollama
-    does it."""
-    seconds = keep_alive_seconds(keep_alive) if keep_alive is not None else 300.0
-    await service.keep_alive(model, seconds)
+    does it. Without `keep_alive` the model keeps its configuration's (Ollama's own default, five minutes,
+    would cut short a model this server keeps loaded)."""
+    seconds = keep_alive_seconds(keep_alive) if keep_alive is not None else None
+    if keep_alive is None:
+        await service.load(model)
+    else:
+        await service.keep_alive(model, seconds)
     named = service.retrieve_model(model).id
-    reason = "unload" if seconds == 0 else "load"
+    reason = "unload" if keep_alive is not None and seconds == 0 else "load"
     return shape(model=named, created_at=ollama_lines.now(), done=True, done_reason=reason, **fields)
 
 
