@@ -16,8 +16,8 @@ import jsonschema
 import pytest
 from anthropic.types import Message, TextBlock, ThinkingBlock, ToolUseBlock
 
-from modelport.settings import ModelConfig, Settings, StoreSettings
 from tests.support import documents
+from tests.support.configs import tiny_models
 from tests.support.faces import Faces, faces
 
 WEATHER = {
@@ -37,15 +37,8 @@ GREEDY = {"temperature": 0}  # Anthropic's field, which its newest SDK no longer
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Faces]:
     """Tiny predictors (`ponder` thinks, `reverse` answers from its input) behind a key."""
-    folder = tmp_path_factory.mktemp("anthropic")
-    models = [
-        ModelConfig(id="ponder", predictor="tests.predictors.tiny_models:ponder_chat"),
-        ModelConfig(id="reverse", predictor="tests.predictors.tiny_models:reverse_chat"),
-        ModelConfig(id="recall", predictor="tests.predictors.tiny_models:recall_chat"),
-    ]
-    settings = Settings(
-        defaults=False, models=models, store=StoreSettings(url=str(folder / "state.db")), api_keys=[KEY]
-    )
+    database = str(tmp_path_factory.mktemp("anthropic") / "state.db")
+    settings = tiny_models(database, KEY, ponder="ponder_chat", reverse="reverse_chat", recall="recall_chat")
     with faces(settings, api_key=KEY) as served:
         yield served
 

@@ -14,7 +14,7 @@ import jsonschema
 import ollama
 import pytest
 
-from modelport.settings import ModelConfig, Settings, StoreSettings
+from tests.support.configs import tiny_models
 from tests.support.faces import Faces, faces
 
 KEY = "sk-ollama-face"
@@ -23,17 +23,11 @@ ASK = [{"role": "user", "content": "one two three"}]
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Faces]:
-    folder = tmp_path_factory.mktemp("ollama")
-    models = [
-        ModelConfig(id="reverse", predictor="tests.predictors.tiny_models:reverse_chat"),
-        ModelConfig(id="recall", predictor="tests.predictors.tiny_models:recall_chat"),
-        ModelConfig(id="ponder", predictor="tests.predictors.tiny_models:ponder_chat"),
-        ModelConfig(id="trigram", predictor="tests.predictors.tiny_models:trigram_embed"),
-        ModelConfig(id="caller", predictor="tests.predictors.tiny_models:tool_chat"),
-    ]
-    settings = Settings(
-        defaults=False, models=models, store=StoreSettings(url=str(folder / "state.db")), api_keys=[KEY]
-    )
+    database = str(tmp_path_factory.mktemp("ollama") / "state.db")
+    settings = tiny_models(
+        database, KEY, reverse="reverse_chat", recall="recall_chat", ponder="ponder_chat",
+        trigram="trigram_embed", caller="tool_chat",
+    )  # fmt: skip
     with faces(settings, api_key=KEY) as served:
         yield served
 

@@ -20,6 +20,13 @@ predictor = "tests.predictors.tiny_models:recall_chat"
 """
 
 
+def tiny_models(database: str, key: str, **functions: str) -> Settings:
+    """Settings serving only tiny predictors (id = a function of `tests.predictors.tiny_models`), storing in
+    `database`, behind `key`."""
+    models = [ModelConfig(id=i, predictor=f"tests.predictors.tiny_models:{f}") for i, f in functions.items()]
+    return Settings(defaults=False, models=models, store=StoreSettings(url=database), api_keys=[key])
+
+
 def tiny_settings(database: str) -> Settings:
     """`TINY` as settings, storing in `database`."""
     models = [
