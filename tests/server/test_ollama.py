@@ -159,6 +159,10 @@ def test_keep_alive_zero_unloads_and_an_empty_request_loads(tiny: Faces) -> None
     assert kept.done_reason == "load"
     (shown,) = [m for m in client(tiny).ps().models if m.model == "recall"]
     assert shown.expires_at is not None  # ten minutes from its last use
+    # Longer than a date can say is until unloaded (the fuzzer's 1e308 seconds made /api/ps a 500).
+    client(tiny).generate(model="recall", keep_alive=1e308)
+    (forever,) = [m for m in client(tiny).ps().models if m.model == "recall"]
+    assert forever.expires_at is None
     unloaded = client(tiny).chat(model="recall", messages=[], keep_alive=0)
     assert unloaded.done_reason == "unload"
     assert "recall" not in {m.model for m in client(tiny).ps().models}

@@ -6,9 +6,10 @@ from __future__ import annotations
 import datetime
 
 from ollama import ListResponse, ProcessResponse, ShowResponse
-from ollama._types import ModelDetails
 from openai.types import Model
-from pydantic import BaseModel, ByteSize
+from pydantic import BaseModel
+
+from modelport.server.ollama.ollama_request import FOREVER_AFTER
 
 # The Ollama API version whose shapes these are (clients check it before using newer fields).
 VERSION = "0.13.0"
@@ -44,38 +45,44 @@ class Version(BaseModel):
 
 def tagged(model: Model) -> TaggedModel:
     """A model as `/api/tags` lists it."""
-    return TaggedModel(
-        name=model.id,
-        model=model.id,
-        modified_at=_created(model),
-        size=_size(model),
-        digest="",
-        details=_details(model),
+    return TaggedModel.model_validate(
+        {
+            "name": model.id,
+            "model": model.id,
+            "modified_at": _created(model),
+            "size": _size(model),
+            "digest": "",
+            "details": _details(model),
+        }
     )
 
 
 def running(model: Model) -> RunningModel:
     """A loaded model as `/api/ps` lists it."""
-    return RunningModel(
-        name=model.id,
-        model=model.id,
-        size=_size(model),
-        size_vram=ByteSize(0),
-        digest="",
-        details=_details(model),
-        expires_at=_expiry(model),
+    return RunningModel.model_validate(
+        {
+            "name": model.id,
+            "model": model.id,
+            "size": _size(model),
+            "size_vram": 0,
+            "digest": "",
+            "details": _details(model),
+            "expires_at": _expiry(model),
+        }
     )
 
 
 def shown(model: Model) -> ShowResponse:
     """A model as `/api/show` tells of it."""
-    return ShowResponse(
-        modified_at=_created(model),
-        details=_details(model),
-        capabilities=abilities(model),
-        model_info={},
-        parameters="",
-        template="",
+    return ShowResponse.model_validate(
+        {
+            "modified_at": _created(model),
+            "details": _details(model),
+            "capabilities": abilities(model),
+            "model_info": {},
+            "parameters": "",
+            "template": "",
+        }
     )
 
 
@@ -96,22 +103,22 @@ def abilities(model: Model) -> list[str]:
     return names
 
 
-def _details(model: Model) -> ModelDetails:
-    return ModelDetails(
-        format="gguf" if "chat" in (getattr(model, "capabilities", None) or ()) else "", family=model.owned_by
-    )
+def _details(model: Model) -> dict[str, str]:
+    """Ollama's `details` (its `ModelDetails`, which the package keeps private: validated from this)."""
+    chat = "chat" in (getattr(model, "capabilities", None) or ())
+    return {"format": "gguf" if chat else "", "family": model.owned_by}
 
 
 def _created(model: Model) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(model.created, datetime.UTC)
 
 
-def _size(model: Model) -> ByteSize:
-    return ByteSize(int(getattr(model, "memory_bytes", 0) or 0))
+def _size(model: Model) -> int:
+    return int(getattr(model, "memory_bytes", 0) or 0)
 
 
 def _expiry(model: Model) -> datetime.datetime | None:
     keep_alive, idle = getattr(model, "keep_alive", None), getattr(model, "idle_seconds", 0.0)
-    if not isinstance(keep_alive, int | float):
-        return None
+    if not isinstance(keep_alive, int | float) or keep_alive - idle > FOREVER_AFTER:
+        return None  # kept until unloaded (a time that far off is past what a date can say)
     return datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=max(0.0, keep_alive - idle))

@@ -3,6 +3,7 @@ Ollama itself does."""
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Literal
 
@@ -110,19 +111,22 @@ class ModelRequest(_Loose):
         return str(self.model or self.name)
 
 
+# Seconds past which a keep_alive is forever (Go's durations, which Ollama's are, reach 292 years).
+FOREVER_AFTER = 10 * 365 * 86400.0
 _DURATION = re.compile(r"(-?\d+(?:\.\d+)?)(ms|s|m|h)?")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 
 def keep_alive_seconds(given: KeepAlive) -> float | None:
-    """Ollama's `keep_alive` (seconds, or a duration like `5m`; negative: forever) as seconds, None for
-    forever; a 400 for anything else."""
+    """Ollama's `keep_alive` (seconds, or a duration like `5m`; negative, or longer than anyone waits:
+    forever) as seconds, None for forever; a 400 for anything else."""
     if isinstance(given, int | float):
-        return None if given < 0 else float(given)
-    found = _DURATION.fullmatch(str(given).strip())
-    if found is None:
-        raise InvalidRequestError(
-            f"keep_alive is a duration such as 5m or 30s, not {given!r}.", param="keep_alive"
-        )
-    seconds = float(found[1]) * _UNIT[found[2]]
-    return None if seconds < 0 else seconds
+        seconds = float(given)
+    else:
+        found = _DURATION.fullmatch(str(given).strip())
+        if found is None:
+            raise InvalidRequestError(
+                f"keep_alive is a duration such as 5m or 30s, not {given!r}.", param="keep_alive"
+            )
+        seconds = float(found[1]) * _UNIT[found[2]]
+    return seconds if math.isfinite(seconds) and 0 <= seconds <= FOREVER_AFTER else None
