@@ -186,3 +186,6 @@ def test_errors_are_ollama_s_shape(tiny: Faces) -> None:
     bad = httpx.post(f"{tiny.url}/api/chat", content=b"{", headers={"Authorization": f"Bearer {KEY}"})
     assert bad.status_code == 400
     assert set(bad.json()) == {"error"}
+    unknown_path = httpx.get(f"{tiny.url}/api/nothing", headers={"Authorization": f"Bearer {KEY}"})
+    assert unknown_path.status_code == 404  # the router's refusal, in the face's shape too
+    assert set(unknown_path.json()) == {"error"}

@@ -1,5 +1,5 @@
 """Every error the HTTP face sends is OpenAI-shaped (`{"error": {"message", "type", "param", "code"}}`), but
-for the Messages API's, which are Anthropic's (`error_shapes`)."""
+for the Messages API's and Ollama's API's, which are theirs (`error_shapes`): the router's refusals too."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import logging
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
@@ -26,38 +25,31 @@ _HTTP_TYPES = {
 }
 
 
-def error_response(
-    status: int,
-    message: str,
-    type_: str,
-    param: str | None = None,
-    code: str | None = None,
-    headers: dict[str, str] | None = None,
-) -> JSONResponse:
-    """A JSON error response in OpenAI's shape."""
-    body = {"error": {"message": message, "type": type_, "param": param, "code": code}}
-    return JSONResponse(body, status, headers=headers)
+def _shaped(request: Request, error: ModelportError, headers: dict[str, str] | None = None) -> Response:
+    """`error` as the face of `request`'s path shapes it."""
+    return Response(
+        error_content(request.url.path, error),
+        error.status,
+        headers={**error.headers(), **(headers or {})},
+        media_type="application/json",
+    )
 
 
 def install(app: FastAPI) -> None:
-    """Map our errors, validation errors and Starlette's HTTP errors onto OpenAI's shape."""
+    """Map our errors, validation errors and Starlette's HTTP errors onto each face's shape."""
 
     @app.exception_handler(ModelportError)
     async def _modelport(request: Request, error: ModelportError) -> Response:
         if error.status >= 500:
             log.error("%s", error.message, exc_info=error.__cause__)
-        content = error_content(request.url.path, error)
-        return Response(content, error.status, headers=error.headers(), media_type="application/json")
+        return _shaped(request, error)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, error: RequestValidationError) -> Response:
-        refused = invalid(dict(error.errors()[0]))
-        return Response(
-            error_content(request.url.path, refused), refused.status, media_type="application/json"
-        )
+        return _shaped(request, invalid(dict(error.errors()[0])))
 
     @app.exception_handler(HTTPException)
-    async def _http(request: Request, error: HTTPException) -> JSONResponse:
+    async def _http(request: Request, error: HTTPException) -> Response:
         message = str(error.detail)
         where = f"{request.method} {request.url.path}"
         # The router's own refusals: say what was asked for, in OpenAI's words for an unknown URL.
@@ -66,12 +58,12 @@ def install(app: FastAPI) -> None:
         elif error.status_code == 405 and message == "Method Not Allowed":
             allowed = (error.headers or {}).get("Allow", "")
             message = f"Method not allowed ({where}): this endpoint takes {allowed or 'other methods'}."
-        return error_response(
+        refused = ModelportError(message)
+        refused.status, refused.type = (
             error.status_code,
-            message,
             _HTTP_TYPES.get(error.status_code, "invalid_request_error"),
-            headers=dict(error.headers or {}),
         )
+        return _shaped(request, refused, dict(error.headers or {}))
 
     @app.exception_handler(ClientDisconnect)
     async def _gone(request: Request, _: ClientDisconnect) -> Response:
@@ -83,5 +75,4 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, error: Exception) -> Response:
         log.exception("unexpected error")
-        content = error_content(request.url.path, ServerError(f"Internal error: {type(error).__name__}"))
-        return Response(content, 500, media_type="application/json")
+        return _shaped(request, ServerError(f"Internal error: {type(error).__name__}"))

@@ -11,7 +11,6 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any, Literal
 
 from anthropic.types import (
-    ErrorResponse,
     InputJSONDelta,
     Message,
     MessageDeltaUsage,
@@ -35,6 +34,7 @@ from pydantic import BaseModel
 
 from modelport.errors import ModelportError
 from modelport.protocol.answers import Events
+from modelport.server.error_shapes import anthropic_error
 
 Seal = Callable[[str], str]  # a thinking block's signature: this server's seal of its text ("" if none)
 StopReason = Literal["end_turn", "max_tokens", "stop_sequence", "tool_use", "refusal"]
@@ -44,16 +44,6 @@ _STOP: dict[str | None, StopReason] = {
     "tool_calls": "tool_use",
     "function_call": "tool_use",
     "content_filter": "refusal",
-}
-_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "invalid_request_error",
-    429: "rate_limit_error",
-    503: "overloaded_error",
-    504: "timeout_error",
 }
 
 
@@ -139,14 +129,6 @@ def frame(event: BaseModel) -> bytes:
     )
 
 
-def error_body(error: ModelportError) -> ErrorResponse:
-    """An error in Anthropic's shape: its type by the status, our message after the field at fault (as
-    Anthropic names it first: its shape has no `param`)."""
-    kind = _ERROR_TYPES.get(error.status, "api_error" if error.status >= 500 else "invalid_request_error")
-    said = f"{error.param}: {error.message}" if error.param else error.message
-    return ErrorResponse.model_validate({"type": "error", "error": {"type": kind, "message": said}})
-
-
 class _Blocks:
     """The block being streamed: which kind, at which index, and a thinking block's text so far."""
 
@@ -203,7 +185,7 @@ async def events(answer: Events[ChatCompletion], model: str, seal: Seal) -> Asyn
         yield frame(RawMessageDeltaEvent(type="message_delta", delta=delta, usage=final))
         yield frame(RawMessageStopEvent(type="message_stop"))
     except ModelportError as error:
-        yield frame(error_body(error))
+        yield frame(anthropic_error(error))
     finally:
         await answer.aclose()
 

@@ -10,7 +10,6 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
-import orjson
 from ollama import ChatResponse, GenerateResponse, Message
 from openai.types import Completion
 from openai.types.chat import ChatCompletion
@@ -18,6 +17,7 @@ from pydantic import BaseModel
 
 from modelport.errors import ModelportError
 from modelport.protocol.answers import Events
+from modelport.server.error_shapes import ollama_error
 
 # What runs once an answer is made (a request's `keep_alive` applied).
 After = Callable[[], Awaitable[None]]
@@ -163,7 +163,7 @@ async def chat_lines(answer: Events[Any], model: str, after: After) -> AsyncGene
         await after()
         yield line(ChatResponse(message=empty(), **reading.done()))
     except ModelportError as error:
-        yield orjson.dumps({"error": error.message}) + b"\n"
+        yield ollama_error(error) + b"\n"
     finally:
         await answer.aclose()
 
@@ -180,6 +180,6 @@ async def generate_lines(answer: Events[Any], model: str, after: After) -> Async
         await after()
         yield line(GenerateResponse(response="", **reading.done()))
     except ModelportError as error:
-        yield orjson.dumps({"error": error.message}) + b"\n"
+        yield ollama_error(error) + b"\n"
     finally:
         await answer.aclose()
