@@ -108,14 +108,16 @@ def test_generate_whole_streamed_and_raw(tiny: Faces, server: Faces) -> None:
         "".join(line.response for line in client(tiny).generate(model="reverse", prompt="a b c", stream=True))
         == "c b a"
     )
-    # `raw` is the prompt as it is, a completion: bounded by `num_predict`.
+    # `raw` is the prompt as it is, a completion: bounded by `num_predict`, held by `format` (whose grammar
+    # makes its first token, whatever the model would have said).
     raw = ollama.Client(host=server.url).generate(
-        model="smollm2-135m-instruct", prompt="def add(a, b):", raw=True, stream=False,
+        model="smollm2-135m-instruct", prompt="def add(a, b):", raw=True, stream=False, format="json",
         options={"num_predict": 5, "temperature": 0},
     )  # fmt: skip
     assert raw.done
     assert raw.eval_count is not None
     assert 0 < raw.eval_count <= 5
+    assert raw.response.startswith("{")
 
 
 def test_format_holds_the_answer_to_its_schema(server: Faces) -> None:

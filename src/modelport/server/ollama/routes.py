@@ -73,7 +73,11 @@ async def generate(request: Request, given: GenerateRequest) -> Response:
     asked = sampling(given)
     if given.raw or given.suffix is not None:  # the prompt as it is (and what follows it): a completion
         asked.pop("reasoning_effort", None)
-        asked.pop("response_format", None)
+        shape = asked.pop("response_format", None)
+        if shape is not None:  # `format` holds a completion as vLLM's `guided_json` does
+            asked["guided_json"] = (
+                shape["json_schema"]["schema"] if "json_schema" in shape else {"type": "object"}
+            )
         body = {"model": given.model, "prompt": given.prompt, "suffix": given.suffix, **asked}
         answer = await COMPLETION.invoke(service, {}, body={k: v for k, v in body.items() if v is not None})
     else:
