@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import anthropic
 import httpx
@@ -32,6 +33,11 @@ WEATHER = {
 ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
 KEY = "sk-anthropic-face"
 GREEDY = {"temperature": 0}  # Anthropic's field, which its newest SDK no longer types
+# An answer held to JSON: its grammar makes the first tokens, so every answer has some, whatever the model
+# would have said (an answer ended at once would have none).
+BRIEF: Any = {
+    "format": {"type": "json_schema", "schema": {"type": "object", "properties": {"a": {"type": "string"}}}}
+}
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +60,9 @@ def sdk(served: Faces, key: str = KEY) -> anthropic.Anthropic:
 def test_a_claude_model_name_reaches_the_default_chat_model_and_answers_a_message(server: Faces) -> None:
     client = sdk(server, "unused")
     answer = client.messages.create(
-        model="claude-sonnet-4-6", max_tokens=6, system="Answer briefly.", messages=ASK, extra_body=GREEDY
-    )
+        model="claude-sonnet-4-6", max_tokens=6, system="Answer briefly.", messages=ASK, extra_body=GREEDY,
+        output_config=BRIEF,
+    )  # fmt: skip
     assert isinstance(answer, Message)
     assert answer.model == "smollm2-135m-instruct"
     assert answer.id.startswith("msg_")
@@ -81,7 +88,7 @@ def test_a_claude_model_name_reaches_the_default_chat_model_and_answers_a_messag
 def test_a_streamed_message_is_anthropic_s_events_and_folds_into_the_whole(server: Faces) -> None:
     client = sdk(server, "unused")
     with client.messages.stream(
-        model="claude-sonnet-4-6", max_tokens=12, messages=ASK, extra_body=GREEDY
+        model="claude-sonnet-4-6", max_tokens=12, messages=ASK, extra_body=GREEDY, output_config=BRIEF
     ) as stream:
         kinds = [event.type for event in stream]
         final = stream.get_final_message()
