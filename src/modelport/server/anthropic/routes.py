@@ -73,10 +73,9 @@ def _verify(service: Service) -> Verify:
     sealer = service.responses.sealer
     if sealer is None:
         return None
-    opener = sealer
 
     def verify(signature: str, thinking: str, param: str) -> None:
-        if opener.open(signature, param) != thinking:
+        if sealer.open(signature, param) != thinking:
             raise InvalidRequestError(
                 "The thinking block was changed since this server signed it.",
                 param=param,

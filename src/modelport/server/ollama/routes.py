@@ -181,13 +181,14 @@ async def _load(
     """A request with nothing to generate: the model loaded (or, `keep_alive: 0`, unloaded), as Ollama
     does it. Without `keep_alive` the model keeps its configuration's (Ollama's own default, five minutes,
     would cut short a model this server keeps loaded)."""
-    seconds = keep_alive_seconds(keep_alive) if keep_alive is not None else None
     if keep_alive is None:
         await service.load(model)
+        reason = "load"
     else:
+        seconds = keep_alive_seconds(keep_alive)
         await service.keep_alive(model, seconds)
+        reason = "unload" if seconds == 0 else "load"
     named = service.retrieve_model(model).id
-    reason = "unload" if keep_alive is not None and seconds == 0 else "load"
     return shape(model=named, created_at=ollama_lines.now(), done=True, done_reason=reason, **fields)
 
 
