@@ -10,6 +10,7 @@ import asyncio
 import base64
 import json
 import time
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,7 +19,7 @@ import numpy as np
 import openai
 import pytest
 from openai.types.beta.realtime import RealtimeServerEvent as BetaServerEvent
-from openai.types.realtime import RealtimeServerEvent
+from openai.types.realtime import RealtimeClientEvent, RealtimeServerEvent
 from pydantic import TypeAdapter
 
 from modelport.settings import (
@@ -410,6 +411,24 @@ def test_bad_client_events_get_error_events_and_the_session_goes_on(
     error, after = asyncio.run(run())
     assert error.error.code == code
     assert after[-1].session.instructions == "Be brief."
+
+
+def test_every_client_event_of_the_sdk_has_its_handler(voice: Faces) -> None:
+    """A client event the openai package defines and no handler serves would pass validation and then fail:
+    the session's table is keyed by the very classes the events are read through."""
+
+    async def sent(event: Any) -> None:
+        pass
+
+    async def run() -> set[type[Any]]:
+        session = await voice.service.realtime.open(None, None, sent)
+        try:
+            return set(session.handlers)
+        finally:
+            await session.close()
+
+    union = typing.get_args(typing.get_args(RealtimeClientEvent)[0])  # Annotated[Union[...], discriminator]
+    assert union and asyncio.run(run()) == set(union)
 
 
 def test_an_oversized_message_is_an_error_event(voice: Faces) -> None:

@@ -280,4 +280,4 @@ async def _listen(track: MediaStreamTrack, call: Call) -> None:
         assert isinstance(frame, av.AudioFrame)
         pieces = [f.to_ndarray().reshape(-1) for f in resampler.resample(frame)]
         if pieces:
-            await session.hear(np.concatenate(pieces))
+            await session.input_audio.hear(np.concatenate(pieces))
