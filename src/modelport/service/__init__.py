@@ -110,8 +110,8 @@ class Service:
         embedder = Embedder(self._embed, self._reader, self._usable)
         self.vector_stores = VectorStores(self.store, self.files, embedder, self.documents, DEFAULT_EMBEDDING)
         self.responses = Responses(
-            self.chat_completion,
-            lambda name: registry.resolve(name).id,
+            self,
+            registry,
             self.store,
             self.vector_stores,
             fetcher,

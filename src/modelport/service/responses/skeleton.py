@@ -1,0 +1,73 @@
+"""The `Response` of a turn before any output: every field as the request gave it, checked as the
+`Response` type takes them. Each streamed event's snapshot, the stored row and the whole answer start
+from it."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from modelport.protocol.response_object import ResponseObject
+from modelport.protocol.response_request import ResponseRequest
+from modelport.service.responses import items
+from modelport.service.responses.tool_specs import redacted, with_defaults
+
+
+def skeleton(request: ResponseRequest, model_id: str, store: bool) -> ResponseObject:
+    """The `Response` before any output: what every event's snapshot starts from. Its fields as the request
+    gave them (checked as the `Response` type takes them)."""
+    return ResponseObject.model_validate(
+        {
+            "id": items.new_item_id("resp"),
+            "object": "response",
+            "created_at": int(time.time()),
+            # Required in every snapshot (the OpenResponses specification), set at the end.
+            "completed_at": None,
+            "status": "queued" if request.background else "in_progress",
+            "background": request.background,
+            "error": None,
+            "incomplete_details": None,
+            "instructions": request.instructions,
+            "max_output_tokens": request.max_output_tokens,
+            "max_tool_calls": request.max_tool_calls,
+            "model": model_id,
+            "output": [],
+            "parallel_tool_calls": request.parallel_tool_calls is not False,
+            "previous_response_id": request.previous_response_id,
+            # Echoed as asked (a model that does not think ignores it): effort, summary, and the fields
+            # beside them (`context`, `mode`) as they were sent.
+            "reasoning": {
+                **{k: v for k, v in (request.reasoning or {}).items() if k != "generate_summary"},
+                "effort": (request.reasoning or {}).get("effort"),
+                "summary": (request.reasoning or {}).get("summary")
+                or (request.reasoning or {}).get("generate_summary"),
+            },
+            "service_tier": "default",  # the tier used, as OpenAI echoes it: here there is one
+            "store": store,
+            "temperature": request.temperature if request.temperature is not None else 1.0,
+            "presence_penalty": request.presence_penalty or 0.0,
+            "frequency_penalty": request.frequency_penalty or 0.0,
+            "text": _text_config(request.text),
+            "tool_choice": request.tool_choice if request.tool_choice is not None else "auto",
+            "tools": [with_defaults(tool) for tool in redacted(request.tools or [])],
+            "top_logprobs": request.top_logprobs or 0,
+            "top_p": request.top_p if request.top_p is not None else 1.0,
+            "truncation": request.truncation or "disabled",
+            "usage": None,
+            "user": request.user,
+            "metadata": request.metadata or {},
+            "safety_identifier": request.safety_identifier,
+            "prompt_cache_key": request.prompt_cache_key,
+        }
+    )
+
+
+def _text_config(given: dict[str, Any] | None) -> dict[str, Any]:
+    """`text` as the response echoes it: its format (plain text unless given; a JSON schema's `description`
+    and `strict` always there, as the specification requires them), and `verbosity` only where it was given
+    (optional: absent, never null)."""
+    text = {key: value for key, value in (given or {}).items() if value is not None}
+    shown = {"format": {"type": "text"}, **text}
+    if isinstance(shown["format"], dict) and shown["format"].get("type") == "json_schema":
+        shown["format"] = {"description": None, "strict": False, **shown["format"]}
+    return shown

@@ -1,0 +1,250 @@
+"""One Responses turn run: the chat request it stands for, its chat answer (the oldest turns dropped
+until it fits, with `truncation: auto`), and its events, round after round while the model calls tools
+the server runs; the turn stored as it ends, before its closing event goes out."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncGenerator, Callable
+from typing import Any, Protocol
+
+import anyio
+from openai.types.chat import ChatCompletion
+from openai.types.responses import Response, ResponseStreamEvent
+
+from modelport.errors import InvalidRequestError, ModelportError
+from modelport.protocol.answers import Events
+from modelport.protocol.requests import ChatCompletionRequest, ChatMessage
+from modelport.protocol.response_object import ResponseObject
+from modelport.protocol.response_request import ResponseRequest
+from modelport.service.generation.flat_tools import chat_request
+from modelport.service.responses import items
+from modelport.service.responses.client_tools import ClientTools
+from modelport.service.responses.response_events import ResponseEvents
+from modelport.service.responses.sealing import Sealer
+from modelport.service.responses.server_tools import SERVED, ServerTools, answered
+from modelport.service.responses.storing import Ending, StoredTurns
+
+_TRUNCATION_TRIES = 8  # `truncation: auto` drops the oldest turn this many times at most
+_ROUNDS = 8  # chat answers in one turn at most: the last one may not call a server-run tool
+
+
+class ChatAnswers(Protocol):
+    """What a turn asks of the service: a chat completion, whole or streamed as the request says,
+    admitted and metered as any other."""
+
+    async def chat_completion(
+        self, request: ChatCompletionRequest
+    ) -> ChatCompletion | Events[ChatCompletion]: ...
+
+
+class TurnLoop:
+    """Runs turns on the chat models `models` serves, storing each in `stored` as it ends; `sealer` seals
+    the reasoning a client asks back and opens what it gives back."""
+
+    def __init__(self, models: ChatAnswers, stored: StoredTurns, sealer: Sealer | None) -> None:
+        self.models, self.stored, self.sealer = models, stored, sealer
+
+    async def events(
+        self,
+        chat: ChatCompletionRequest,
+        request: ResponseRequest,
+        response: ResponseObject,
+        ended: Ending,
+        tools: ServerTools,
+        client: ClientTools,
+    ) -> AsyncGenerator[ResponseStreamEvent, None]:
+        """The events of one turn; a stored turn is committed before its closing event goes out. An error
+        before any output (an unknown model, a schema the decoder cannot enforce) is raised as it is.
+        While the model calls tools the server runs, they run and the model is asked again (at most
+        `max_tool_calls` calls, then it must answer)."""
+        response.status = "in_progress"  # a background turn was queued until its job began this
+        builder = ResponseEvents(
+            response, client, tools.names, tools.annotate, summarised(request), self.sealing(request)
+        )
+        opening = builder.start()
+        if tools:
+            async for event in tools.prepare(builder, ended.earlier, ended.turn):
+                opening.append(event)
+            tools.offer(chat, request.tool_choice)
+            builder.hosted = tools.names
+            chat.messages += _messages(answered(tools.approvals, None, tools.outputs))
+            if tools.approvals and _forced(request):
+                _answer_now(chat, tools.names)  # the approved call met the forced choice
+        chunks = await self.answer(chat, request.truncation == "auto", ended.turn)
+        for event in opening:
+            yield event
+        spent = False
+        try:
+            ran = 0
+            for round_number in range(1, _ROUNDS + 1):
+                assert isinstance(chunks, Events)
+                try:
+                    async for chunk in chunks.items:
+                        for event in builder.feed(chunk):
+                            yield event
+                finally:
+                    await chunks.aclose()
+                hosted = builder.hosted_calls()
+                said = builder.fold.choice(0)["message"].get("content")
+                if (
+                    not hosted
+                    or builder.client_calls()
+                    or builder.fold.choice(0)["finish_reason"] == "length"
+                ):
+                    break
+                for event in builder.next_round():
+                    yield event
+                for call in hosted:
+                    async for event in tools.run(call, builder):
+                        yield event
+                ran += len(hosted)
+                if tools.waiting:
+                    break  # a call waits for the user's approval: the turn ends with the request
+                chat.messages += _messages(answered(hosted, said, tools.outputs))
+                # `max_output_tokens` bounds the whole response, every round together (OpenAI: "an upper
+                # bound for the number of tokens that can be generated for a response").
+                left = _tokens_left(request, response)
+                if left is not None and left <= 0:
+                    spent = True
+                    break
+                if left is not None:
+                    chat.max_completion_tokens, chat.max_tokens = left, None
+                # A tool choice that forced a call is met; after the last call allowed, the model answers.
+                last = round_number + 1 == _ROUNDS or (request.max_tool_calls or _ROUNDS) <= ran
+                if _forced(request) or last:
+                    _answer_now(chat, tools.names)
+                else:
+                    chat.tool_choice = "auto"
+                chunks = await self.models.chat_completion(chat)
+            cut = builder.fold.choice(0)["finish_reason"] == "length"
+            closing = builder.finish(spent, [tools.unran(c) for c in builder.hosted_calls()] if cut else [])
+        except ModelportError as error:
+            closing = builder.fail(error.body()["error"])
+        except BaseException:
+            # The client left mid-stream (or the job was cancelled): what was produced is kept.
+            builder.left(request.background)
+            with anyio.CancelScope(shield=True):
+                await self.stored.finish(ended, response)
+            raise
+        for event in closing[:-1]:
+            yield event
+        await self.stored.finish(ended, response)
+        yield closing[-1]
+
+    async def answer(
+        self, chat: ChatCompletionRequest, truncate: bool, turn: list[dict[str, Any]]
+    ) -> ChatCompletion | Events[ChatCompletion]:
+        """The turn's chat answer (whole, or streamed as the request says); with `truncation: auto`, the
+        oldest turns go until it fits. A 400 about a part of the turn's input names it as `input[i]…`."""
+        try:
+            for _ in range(_TRUNCATION_TRIES):
+                try:
+                    return await self.models.chat_completion(chat)
+                except InvalidRequestError as error:
+                    if not truncate or error.code != "context_length_exceeded" or not _drop_oldest(chat):
+                        raise
+            return await self.models.chat_completion(chat)
+        except InvalidRequestError as error:
+            _name_input(error, len(chat.messages), turn)
+            raise
+
+    def sealing(self, request: ResponseRequest) -> Callable[[str], str] | None:
+        """How the turn's reasoning is sealed for the client, when it asks for it back
+        (`include: ["reasoning.encrypted_content"]`)."""
+        if "reasoning.encrypted_content" not in (request.include or []):
+            return None
+        if self.sealer is None:
+            raise InvalidRequestError(
+                "This server keeps no key to seal reasoning with.", param="include", code="unsupported_value"
+            )
+        return self.sealer.seal
+
+    def open_sealed(self, blob: str, param: str) -> str:
+        if self.sealer is None:
+            raise InvalidRequestError("This server keeps no key to open sealed reasoning with.", param=param)
+        return self.sealer.open(blob, param)
+
+
+def turn_chat(
+    request: ResponseRequest,
+    history: list[dict[str, Any]],
+    turn: list[dict[str, Any]],
+    stream: bool,
+    tools: ServerTools,
+    client: ClientTools,
+) -> ChatCompletionRequest:
+    chosen = request.tool_choice
+    # A choice of a server-run tool is put in once the tools are known (`ServerTools.offer`).
+    served = tools and isinstance(chosen, dict) and chosen.get("type") in SERVED
+    fields = items.chat_fields(request, client, choice="auto" if served else None)
+    messages = history + items.messages(turn)
+    if (request.reasoning or {}).get("context") == "current_turn":
+        messages = _this_turns_thinking(messages)
+    return chat_request(request.model, request.instructions, messages, fields, stream=stream, param="input")
+
+
+def _messages(messages: list[dict[str, Any]]) -> list[ChatMessage]:
+    return [ChatMessage.model_validate(message) for message in messages]
+
+
+def _this_turns_thinking(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with the thinking of turns before the last user message left out
+    (`reasoning.context: current_turn`)."""
+    last = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=-1)
+    return [
+        {k: v for k, v in m.items() if k != "reasoning_content"} if i < last else m
+        for i, m in enumerate(messages)
+    ]
+
+
+def summarised(request: ResponseRequest) -> bool:
+    """Whether the reasoning items carry a summary (`reasoning.summary`, or the older `generate_summary`)."""
+    reasoning = request.reasoning or {}
+    return bool(reasoning.get("summary") or reasoning.get("generate_summary"))
+
+
+def _forced(request: ResponseRequest) -> bool:
+    return request.tool_choice not in (None, "auto", "none")
+
+
+def _tokens_left(request: ResponseRequest, response: Response) -> int | None:
+    """What of the response's `max_output_tokens` the rounds so far have left (None: no bound asked)."""
+    if request.max_output_tokens is None:
+        return None
+    return request.max_output_tokens - (response.usage.output_tokens if response.usage else 0)
+
+
+def _answer_now(chat: ChatCompletionRequest, served: frozenset[str]) -> None:
+    """The next round answers: the server-run tools are no longer offered (a model shown a tool it may
+    not call tends to write the call as text)."""
+    kept = [tool for tool in chat.tools or [] if (tool.get("function") or {}).get("name") not in served]
+    chat.tools = kept or None
+    chat.tool_choice = "none" if kept else None
+
+
+def _name_input(error: InvalidRequestError, sent: int, turn: list[dict[str, Any]]) -> None:
+    """Rename `messages[k]…` in a chat error to the turn's `input[i]…` it came from: the turn's messages
+    are the last ones sent (truncation drops the oldest)."""
+    found = re.match(r"messages\[(\d+)\]", error.param or "")
+    if found is None:
+        return
+    position = int(found[1]) - (sent - len(items.messages(turn)))
+    for i, item in enumerate(turn):
+        if item.get("type", "message") == "message" and len(items.messages(turn[: i + 1])) - 1 == position:
+            named = f"input[{i}]"
+            error.param = named + (error.param or "")[found.end() :]
+            error.message = error.message.replace(found[0], named)
+            return
+
+
+def _drop_oldest(chat: ChatCompletionRequest) -> bool:
+    """Drop the oldest message after the instructions (and the tool results that answer a dropped call);
+    whether anything was left to drop."""
+    first = 1 if chat.messages and chat.messages[0].role == "system" else 0
+    if len(chat.messages) - first <= 1:
+        return False
+    del chat.messages[first]
+    while len(chat.messages) > first + 1 and chat.messages[first].role == "tool":
+        del chat.messages[first]
+    return True
