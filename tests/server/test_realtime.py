@@ -428,7 +428,8 @@ def test_every_client_event_of_the_sdk_has_its_handler(voice: Faces) -> None:
             await session.close()
 
     union = typing.get_args(typing.get_args(RealtimeClientEvent)[0])  # Annotated[Union[...], discriminator]
-    assert union and asyncio.run(run()) == set(union)
+    assert union
+    assert asyncio.run(run()) == set(union)
 
 
 def test_an_oversized_message_is_an_error_event(voice: Faces) -> None:

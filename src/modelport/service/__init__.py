@@ -106,7 +106,7 @@ class Service:
         )
         self.inputs = Inputs(self.files, fetcher, bounds, self.documents)
         self.images = Images(self.files, fetcher, bounds)
-        self.spoken = SpokenAnswers(self._spoken)
+        self.spoken = SpokenAnswers(self.pcm_speech)
         embedder = Embedder(self._embed, self._reader, self._usable)
         self.vector_stores = VectorStores(self.store, self.files, embedder, self.documents, DEFAULT_EMBEDDING)
         self.responses = Responses(
@@ -122,11 +122,8 @@ class Service:
         self.realtime = Realtime(
             self.settings,
             self.manager,
-            self.chat_completion,
-            self.transcription,
-            self._spoken,
-            self.access.secrets,
-            self.access.admit,
+            self,
+            self.access,
         )
         batching = self.settings.batches
         runner = BatchRunner(
@@ -345,7 +342,9 @@ class Service:
                 code="model_not_multimodal",
             ) from None
 
-    async def _spoken(self, text: str, voice: str, model: str = DEFAULT_SPEECH, speed: float = 1.0) -> bytes:
+    async def pcm_speech(
+        self, text: str, voice: str, model: str = DEFAULT_SPEECH, speed: float = 1.0
+    ) -> bytes:
         """`text` said by a speech model (the server's, unless named): raw 16-bit PCM, mono at 24 kHz."""
         request = SpeechRequest(model=model, input=text, voice=voice, response_format="pcm", speed=speed)
         answer = await self.speech(request, whole=True)

@@ -1,33 +1,29 @@
 """OpenAI's Realtime API on the models modelport serves: a pipeline (`engine = "realtime"` in models.toml)
-chains speech detection, a transcription model, a chat model and a speech model. `Realtime.open` starts a
-session for a connection once the pipeline's models are loaded; the session (`session`) takes the
-client's events, the response (`responses`) streams the answer, `conversation` holds the items, `turns`
-finds where speech starts and stops, `audio` converts the formats, `config` merges `session.update`s,
-`events` checks every event against the openai package's types."""
+chains speech detection, a transcription model, a chat model and a speech model (reached through
+`pipes`). `Realtime.open` starts a session for a connection once the pipeline's models are loaded; the
+session (`session`) serves the client's events by family (`input_audio`, `item_events`, `responding`),
+the response (`responses`) streams the answer, `conversation` holds the items, `turns` finds where speech
+starts and stops, `audio` converts the formats, `config` merges `session.update`s, `realtime_events`
+checks every event against the openai package's types."""
 
 from __future__ import annotations
 
 import asyncio
-import io
-import wave
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import numpy as np
 from openai.types.realtime import ClientSecretCreateResponse
 
 from modelport import context
 from modelport.errors import InvalidRequestError, ModelNotFoundError
 from modelport.ids import new_id
 from modelport.predictors.manager import ModelManager
-from modelport.predictors.relay import Upload
-from modelport.protocol.requests import ClientSecretCreate, TranscriptionRequest
-from modelport.service.access.client_secrets import ClientSecrets
+from modelport.protocol.requests import ClientSecretCreate
+from modelport.service.access import Access
 from modelport.service.realtime import config
-from modelport.service.realtime.audio import LISTEN_RATE
 from modelport.service.realtime.held_calls import HeldCalls
+from modelport.service.realtime.pipes import Pipes, VoiceModels
 from modelport.service.realtime.realtime_events import ClientEventError, Event
-from modelport.service.realtime.responses import Pipes
 from modelport.service.realtime.session import RealtimeSession
 from modelport.settings import DEFAULT_REALTIME, RealtimePipeline, Settings
 
@@ -41,17 +37,13 @@ class Realtime:
         self,
         settings: Settings,
         manager: ModelManager,
-        chat: Callable[[Any], Awaitable[Any]],
-        transcription: Callable[[TranscriptionRequest, Upload], Awaitable[Any]],
-        speak: Callable[[str, str, str, float], Awaitable[bytes]],
-        secrets: ClientSecrets,
-        admit: Callable[[str], Awaitable[Any]],
+        models: VoiceModels,
+        access: Access,
     ) -> None:
-        self.settings, self.manager, self.secrets = settings, manager, secrets
-        self._admit = admit  # a request for a model, under the caller's limits
+        self.settings, self.manager, self.models = settings, manager, models
+        self.access, self.secrets = access, access.secrets
         self.pipelines = settings.pipelines()
         self._aliases = settings.all_aliases()
-        self._chat, self._transcription, self._speak = chat, transcription, speak
         self.calls = HeldCalls()  # the WebRTC calls in progress (the HTTP face opens them)
 
     def pipeline(self, name: str | None) -> RealtimePipeline:
@@ -91,7 +83,9 @@ class Realtime:
                 param="session.instructions",
             )
         pipeline = self.pipeline(session.get("model") if session.get("type") != "transcription" else None)
-        await self._admit(pipeline.transcription if session.get("type") == "transcription" else pipeline.chat)
+        await self.access.admit(
+            pipeline.transcription if session.get("type") == "transcription" else pipeline.chat
+        )
         seconds = body.expires_after.seconds if body.expires_after is not None else 600
         value, expires_at = await self.secrets.mint(context.current(), session, seconds)
         shown = {**session, "id": new_id("sess", "_"), "object": "realtime.session"}
@@ -122,19 +116,7 @@ class Realtime:
         ]  # fmt: skip
         await asyncio.gather(*(self.manager.get(name) for name in needed))
 
-        async def transcribe(samples: np.ndarray, given: dict[str, Any]) -> str:
-            request = TranscriptionRequest(
-                model=given.get("model") or pipeline.transcription,
-                language=given.get("language"),
-                prompt=given.get("prompt"),
-            )
-            answer = await self._transcription(request, Upload("speech.wav", _wav(samples)))
-            return str(getattr(answer, "text", "")).strip()
-
-        async def speak(text: str, voice: str, speed: float) -> bytes:
-            return await self._speak(text, voice, pipeline.speech, speed)
-
-        pipes = Pipes(chat=self._chat, transcribe=transcribe, speak=speak)
+        pipes = Pipes(self.models, pipeline)
         session = RealtimeSession(
             pipeline, kind, model or pipeline.id, pipes, self.settings.limits, send, beta_protocol, media
         )
@@ -142,13 +124,3 @@ class Realtime:
             session.configure(given)
         await session.start()
         return session
-
-
-def _wav(samples: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    with wave.open(out, "wb") as file:
-        file.setnchannels(1)
-        file.setsampwidth(2)
-        file.setframerate(LISTEN_RATE)
-        file.writeframes((np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
-    return out.getvalue()

@@ -10,7 +10,6 @@ import asyncio
 import base64
 import contextlib
 import json
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -24,21 +23,12 @@ from modelport.service.generation.flat_tools import chat_choice, chat_function, 
 from modelport.service.realtime import config
 from modelport.service.realtime.audio import Speaker
 from modelport.service.realtime.conversation import Conversation, Entry, Spoken
+from modelport.service.realtime.pipes import Pipes
 from modelport.service.realtime.playout import Playout
 from modelport.service.realtime.realtime_events import ClientEventError, Event, error_event, server_event
 from modelport.settings import RealtimePipeline
 
 _PIECE_SECONDS = 0.1  # audio deltas carry about this much each
-
-
-@dataclass
-class Pipes:
-    """What a realtime session asks of the rest of the service: a streamed chat answer, a transcript of
-    16 kHz float audio (with the session's transcription settings), and speech (16-bit PCM at 24 kHz)."""
-
-    chat: Callable[[ChatCompletionRequest], Awaitable[Any]]
-    transcribe: Callable[[Any, dict[str, Any]], Awaitable[str]]
-    speak: Callable[[str, str, float], Awaitable[bytes]]
 
 
 class Host(Protocol):

@@ -34,6 +34,7 @@ from modelport.service.realtime import beta, config
 from modelport.service.realtime.conversation import Conversation
 from modelport.service.realtime.input_audio import InputAudio
 from modelport.service.realtime.item_events import ItemEvents
+from modelport.service.realtime.pipes import Pipes
 from modelport.service.realtime.playout import Playout
 from modelport.service.realtime.realtime_events import (
     ClientEventError,
@@ -43,7 +44,6 @@ from modelport.service.realtime.realtime_events import (
     server_event,
 )
 from modelport.service.realtime.responding import Responding
-from modelport.service.realtime.responses import Pipes
 from modelport.settings import Limits, RealtimePipeline
 
 log = logging.getLogger("modelport.realtime")
