@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from modelport.engines.llamacpp import engine_build
+from modelport.engine_build import background, compiling
+from modelport.engines.llamacpp import cpu_builds
 from modelport.engines.llamacpp.launch import default_gguf
 from tests.support.live import free_port
 
@@ -30,7 +31,7 @@ print(build.native, build.path)
 @pytest.fixture
 def engines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("MODELPORT_ENGINE_DIR", str(tmp_path))
-    monkeypatch.setenv(engine_build.VARIABLE, "cached")
+    monkeypatch.setenv(cpu_builds.VARIABLE, "cached")
     return tmp_path
 
 
@@ -60,19 +61,19 @@ def which(env: dict[str, str] | None = None) -> tuple[bool, str]:
 
 
 def test_a_process_runs_this_cpus_build_when_there_is_one_and_only_for_this_cpu(engines: Path) -> None:
-    version = engine_build.wheel_version()
+    version = cpu_builds.wheel_version()
     assert version is not None
     assert which() == (False, which()[1])  # none yet: the wheel
 
-    other = fake_build(engines / engine_build.key(version).replace(engine_build.key(version)[-12:], "0" * 12))
+    other = fake_build(engines / cpu_builds.key(version).replace(cpu_builds.key(version)[-12:], "0" * 12))
     assert not which()[0], f"a build for another CPU ({other}) was run here"
 
-    site = fake_build(engines / engine_build.key(version))
+    site = fake_build(engines / cpu_builds.key(version))
     native, path = which()
     assert native
     assert path == str(site / "xllamacpp")
-    assert engine_build.state().state == "built"
-    assert which({engine_build.VARIABLE: "portable"})[0] is False
+    assert cpu_builds.state().state == "built"
+    assert which({cpu_builds.VARIABLE: "portable"})[0] is False
 
 
 COMPILER = pytest.mark.skipif(
@@ -84,23 +85,23 @@ def test_without_a_compiler_nothing_is_built_and_the_state_says_why(
     engines: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", str(engines))  # no c++ there
-    monkeypatch.setenv(engine_build.VARIABLE, "auto")
-    now = engine_build.state()
+    monkeypatch.setenv(cpu_builds.VARIABLE, "auto")
+    now = cpu_builds.state()
     assert now.state == "unbuildable"
     assert "no C++ compiler" in now.detail
-    assert not engine_build.should_build()
+    assert not background.should_build()
     with pytest.raises(RuntimeError, match="no C\\+\\+ compiler"):
-        engine_build.build()
+        compiling.build()
 
 
 @COMPILER
 def test_where_a_build_stands(engines: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    place = engine_build.folder()
+    place = cpu_builds.folder()
     assert place is not None
-    assert engine_build.state().state == "none"
-    assert not engine_build.should_build(), "the cached mode started a build"
-    monkeypatch.setenv(engine_build.VARIABLE, "auto")
-    assert engine_build.should_build()
+    assert cpu_builds.state().state == "none"
+    assert not background.should_build(), "the cached mode started a build"
+    monkeypatch.setenv(cpu_builds.VARIABLE, "auto")
+    assert background.should_build()
 
     place.mkdir(parents=True)
     holder = subprocess.Popen(
@@ -111,24 +112,24 @@ def test_where_a_build_stands(engines: Path, monkeypatch: pytest.MonkeyPatch) ->
     try:
         assert holder.stdout is not None
         assert holder.stdout.readline().strip() == "held"
-        assert engine_build.state().state == "building"
-        assert not engine_build.should_build(), "a second build was started beside one under way"
+        assert cpu_builds.state().state == "building"
+        assert not background.should_build(), "a second build was started beside one under way"
     finally:
         holder.kill()
         holder.wait()
 
     (place / "failed.json").write_text(json.dumps({"reason": "no space left on device"}))
-    now = engine_build.state()
+    now = cpu_builds.state()
     assert now.state == "failed"
     assert "no space left on device" in now.detail
-    assert not engine_build.should_build(), "a build that failed an hour ago was tried again at once"
-    day_ago = time.time() - engine_build.RETRY_AFTER - 60
+    assert not background.should_build(), "a build that failed an hour ago was tried again at once"
+    day_ago = time.time() - background.RETRY_AFTER - 60
     os.utime(place / "failed.json", (day_ago, day_ago))
-    assert engine_build.should_build()
+    assert background.should_build()
 
-    monkeypatch.setenv(engine_build.VARIABLE, "sometimes")
+    monkeypatch.setenv(cpu_builds.VARIABLE, "sometimes")
     with pytest.raises(ValueError, match="MODELPORT_LLAMACPP_BUILD must be one of auto, cached, portable"):
-        engine_build.mode()
+        cpu_builds.mode()
 
 
 def builders(engines: Path) -> Iterator[int]:
@@ -154,7 +155,7 @@ def builders(engines: Path) -> Iterator[int]:
 )
 def test_serve_builds_in_the_background_and_ends_the_build_with_itself(engines: Path, ending: int) -> None:
     port = free_port()
-    env = {**os.environ, engine_build.VARIABLE: "auto", "MODELPORT_ENGINE_DIR": str(engines)}
+    env = {**os.environ, cpu_builds.VARIABLE: "auto", "MODELPORT_ENGINE_DIR": str(engines)}
     server = subprocess.Popen(
         [sys.executable, "-m", "modelport.cli", "serve", "--lazy", "--no-defaults", "--port", str(port),
          "--model", f"chat=llamacpp:{default_gguf()}"],
@@ -165,9 +166,9 @@ def test_serve_builds_in_the_background_and_ends_the_build_with_itself(engines: 
     try:
         assert any("building llama.cpp for this CPU in the background" in line for line in said), said
         deadline = time.monotonic() + 30
-        while engine_build.state().state != "building" and time.monotonic() < deadline:
+        while cpu_builds.state().state != "building" and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert engine_build.state().state == "building"
+        assert cpu_builds.state().state == "building"
         build = [pid for pid in builders(engines) if pid != server.pid]
         assert build, "no build process"
         policy = os.sched_getscheduler(build[0])
@@ -178,8 +179,8 @@ def test_serve_builds_in_the_background_and_ends_the_build_with_itself(engines: 
     # A process's memory (and so its environment) goes before its files (and so its lock) as it exits.
     deadline = time.monotonic() + 15
     while (
-        list(builders(engines)) or engine_build.state().state == "building"
+        list(builders(engines)) or cpu_builds.state().state == "building"
     ) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not list(builders(engines)), "the build went on after its server ended"
-    assert engine_build.state().state == "none"
+    assert cpu_builds.state().state == "none"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from modelport.engines.llamacpp import engine_build
+from modelport.engine_build import compiling
+from modelport.engines.llamacpp import cpu_builds
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -16,7 +17,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description="Without a subcommand: which llama.cpp build `serve` runs and where this CPU's own "
         "build stands. `modelport serve` builds one by itself in the background while it serves on PyPI's "
         "portable wheel (at idle priority, paused while it answers) and runs it from its next start; "
-        f"{engine_build.VARIABLE}=cached never starts a build, =portable runs the wheel.",
+        f"{cpu_builds.VARIABLE}=cached never starts a build, =portable runs the wheel.",
     )
     actions = engine.add_subparsers(dest="action")
     build = actions.add_parser(
@@ -38,16 +39,16 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def run(args: argparse.Namespace) -> int:
     """`engine` (where the build stands) and `engine build`."""
     try:
-        engine_build.mode()
+        cpu_builds.mode()
     except ValueError as error:
         print(f"modelport: error: {error}", file=sys.stderr)
         return 2
     if args.action == "build":
         if args.idle:
-            engine_build.idle_priority()
-            engine_build.follow_server()
+            compiling.idle_priority()
+            compiling.follow_server()
         try:
-            site = engine_build.build(args.jobs, say=lambda line: print(f"modelport: {line}", flush=True))
+            site = compiling.build(args.jobs, say=lambda line: print(f"modelport: {line}", flush=True))
         except RuntimeError as error:
             print(f"modelport: error: llama.cpp was not built for this CPU: {error}", file=sys.stderr)
             return 1
@@ -55,10 +56,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from modelport.engines.llamacpp import xllamacpp_loader
 
-    now = engine_build.state()
+    now = cpu_builds.state()
     print(f"runs:       {xllamacpp_loader.running().describe()}")
     print(f"this CPU:   {now.state}: {now.detail}")
     if now.place is not None:
         print(f"folder:     {now.place}")
-    print(f"mode:       {engine_build.mode()} ({engine_build.VARIABLE})")
+    print(f"mode:       {cpu_builds.mode()} ({cpu_builds.VARIABLE})")
     return 0

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from modelport import __version__, hub
+from modelport.engine_build import background
 from modelport.engines import engine_names
-from modelport.engines.llamacpp import engine_build
+from modelport.engines.llamacpp import cpu_builds
 from modelport.engines.recognise import model_id as recognised_id
 from modelport.engines.recognise import recognise
 from modelport.predictors.registry import ModelRegistry
@@ -125,7 +126,7 @@ def serve(service: Service, log_level: str, *, on_ray: bool = False) -> int:
         )
     finally:
         if builder is not None:
-            engine_build.stop(builder)
+            background.stop(builder)
     if on_ray:
         from modelport import cluster
 
@@ -135,17 +136,17 @@ def serve(service: Service, log_level: str, *, on_ray: bool = False) -> int:
 
 def _build_engine(service: Service) -> subprocess.Popen[bytes] | None:
     """Start building llama.cpp for this CPU in the background when a llama.cpp model is served on PyPI's
-    portable wheel (see `engine_build`); a thread says when it is done."""
+    portable wheel (see `modelport.engine_build`); a thread says when it is done."""
     if not any(spec.source.startswith("engine llamacpp") for spec in service.manager.registry.specs):
         return None
     try:
-        child = engine_build.start_background()
+        child = background.start_background()
     except (OSError, ValueError) as error:
         print(f"modelport: warning: llama.cpp is not being built for this CPU: {error}", file=sys.stderr)
         return None
     if child is None:
         return None
-    place = engine_build.folder()
+    place = cpu_builds.folder()
     print(
         "modelport: building llama.cpp for this CPU in the background while no request is being answered "
         f"(about 7 min on 2 cores; log: {place and place / 'build.log'}); the next start runs it",
@@ -159,15 +160,15 @@ def _build_engine(service: Service) -> subprocess.Popen[bytes] | None:
         """Compilers beside a generating llama.cpp took 40-55% of its decode speed on 2 cores even at idle
         priority (caches and memory bandwidth are shared): the build runs only while nothing is loaded or
         answered."""
-        paused, quiet_since = engine_build.order(child, "pause"), time.monotonic()
+        paused, quiet_since = background.order(child, "pause"), time.monotonic()
         while child.poll() is None:
             now = time.monotonic()
             if busy():
                 quiet_since = now
                 if not paused:
-                    paused = engine_build.order(child, "pause")
+                    paused = background.order(child, "pause")
             elif paused and now - quiet_since >= BUILD_AFTER_IDLE_SECONDS:
-                paused = not engine_build.order(child, "go")
+                paused = not background.order(child, "go")
             time.sleep(0.1)
         if child.returncode == 0:
             logging.getLogger("modelport").info(

@@ -10,7 +10,7 @@ short spin to 1000 iterations (87-97 tok/s with two instances), and `GOMP_SPINCO
 libgomp's default (ACTIVE alone spins for minutes after each step, so an idle server would keep its CPUs
 busy). libgomp reads them once, when it loads; a user's own setting of either is left alone.
 
-Which llama.cpp it imports: this CPU's own build when there is one (see `engine_build`), else PyPI's
+Which llama.cpp it imports: this CPU's own build when there is one (see `cpu_builds`), else PyPI's
 portable wheel; the loader says once which.
 """
 
@@ -22,7 +22,7 @@ import os
 from typing import Any
 
 from modelport import metrics
-from modelport.engines.llamacpp import engine_build
+from modelport.engines.llamacpp import cpu_builds
 
 _SPIN = {"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": "300000"}
 log = logging.getLogger("modelport.llamacpp")
@@ -30,7 +30,7 @@ log = logging.getLogger("modelport.llamacpp")
 
 def load() -> Any:
     """The xllamacpp module (it has no type stubs): this CPU's build when there is one."""
-    engine_build.choose()
+    cpu_builds.choose()
     ours = {} if any(name in os.environ for name in _SPIN) else _SPIN
     os.environ.update(ours)
     try:
@@ -42,20 +42,20 @@ def load() -> Any:
     return xllamacpp
 
 
-def running() -> engine_build.EngineBuild:
+def running() -> cpu_builds.EngineBuild:
     """The llama.cpp this process runs (imported now if it was not)."""
     return _say_which(load())
 
 
 @functools.cache
-def _say_which(module: Any) -> engine_build.EngineBuild:
+def _say_which(module: Any) -> cpu_builds.EngineBuild:
     """What `module` is, said once (the log and the metric) and kept."""
-    build = engine_build.running(module)
+    build = cpu_builds.running(module)
     log.info("engine: %s", build.describe())
     kind = "native" if build.native else "portable"
     metrics.ENGINE_BUILD.labels("llama.cpp", kind, build.version, build.features).set(1)
-    if not build.native and engine_build.mode() == "auto":
-        now = engine_build.state()
+    if not build.native and cpu_builds.mode() == "auto":
+        now = cpu_builds.state()
         if now.state == "building":
             log.info("llama.cpp is being built for this CPU at idle priority; the next start runs it")
         elif now.state == "none":  # an in-process client: only `modelport serve` starts a build

@@ -1,32 +1,14 @@
-"""llama.cpp built for the CPU it runs on: where such a build lives, whether it fits this machine, which
-build a process runs, and making one.
-
-PyPI's xllamacpp wheel is a portable build (AVX2, GCC 10) so that it runs on any x86-64 Linux; the same
-llama.cpp compiled here with `GGML_NATIVE` (every instruction this CPU has, this machine's compiler)
-decodes faster (docs/benchmarks.md). A build takes minutes (about 7 on 2 cores), so `modelport serve`
-does not wait for one: it serves on the wheel at once, builds beside it at idle priority (`SCHED_IDLE`:
-the build gets only CPU time nothing else wants) and paused while the server answers, and its next start
-runs the build.
-
-A build lives outside the virtual environment, in `<cache>/engine/<key>/`: the key names the xllamacpp
-version, the machine and a hash of the CPU's feature flags, so a cache copied to another CPU is not used
-there (an instruction that CPU lacks would kill the process). Its `site/` goes first on `sys.path` before
-xllamacpp is imported. It counts only once `engine.json` is written, after a process of its own has
-loaded it and generated with it. Its sources stay in `work/` until then, so a build stopped with its
-server goes on from where it was at the next start. Sources come from the package index only (xllamacpp's
-sdist; llguidance, the grammar engine tools and JSON outputs use, linked from its wheel rather than built
-with Cargo, which would fetch from GitHub and crates.io).
-"""
+"""The build itself: the xllamacpp and llguidance sources from the package index, llama.cpp compiled with
+`GGML_NATIVE` in steps a server can pause, checked in a process of its own, and written whole or not at
+all; at idle priority when a server started it, following that server's orders and ending with it."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import io
 import json
 import os
-import platform
 import shutil
 import signal
 import subprocess
@@ -38,211 +20,12 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from modelport.engines.packaged import cache_dir
+from modelport.engines.llamacpp.cpu_builds import LOCK, VARIABLE, folder, missing_tool, wheel_version
 
-VARIABLE = "MODELPORT_LLAMACPP_BUILD"
-# auto: run this CPU's build if there is one, else run the wheel and build one in the background;
-# cached: run this CPU's build if there is one, never start one (the tests); portable: run the wheel.
-MODES = ("auto", "cached", "portable")
 LLGUIDANCE = "1.9.1"  # the version xllamacpp's llama.cpp is written against
-RETRY_AFTER = 24 * 3600  # an automatic build that failed is not tried again before this (seconds)
-# The machines llama.cpp's CMake knows native flags for; elsewhere the wheel (or its absence) stays.
-MACHINES = ("x86_64", "amd64", "aarch64", "arm64")
-
-
-_NOT_INSTRUCTIONS = ("OPENMP", "REPACK", "LLAMAFILE")  # what llama.cpp's system info lists beside the CPU's
-
-
-@dataclass(frozen=True)
-class EngineBuild:
-    """The llama.cpp a process runs."""
-
-    version: str  # xllamacpp's
-    native: bool  # built on this machine for its CPU
-    path: str  # the xllamacpp package imported
-    features: str  # what llama.cpp says it was built with (its system info, CPU part)
-
-    def describe(self) -> str:
-        """One line for the log, `modelport ps` and `/metrics`."""
-        built = "built for this CPU" if self.native else "PyPI's portable build"
-        return f"llama.cpp of xllamacpp {self.version}, {built} ({self.features})"
-
-
-def mode() -> str:
-    """`MODELPORT_LLAMACPP_BUILD` (see `MODES`)."""
-    value = os.environ.get(VARIABLE, "auto").strip().lower() or "auto"
-    if value not in MODES:
-        raise ValueError(f"{VARIABLE} must be one of {', '.join(MODES)}, not {value!r}")
-    return value
-
-
-def home() -> Path:
-    """Where builds live: `MODELPORT_ENGINE_DIR`, else `engine/` in modelport's cache folder."""
-    given = os.environ.get("MODELPORT_ENGINE_DIR")
-    return Path(given) if given else cache_dir() / "engine"
-
-
-def wheel_version() -> str | None:
-    """The xllamacpp version installed beside modelport (what a build compiles)."""
-    try:
-        return metadata.version("xllamacpp")
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def cpu_flags() -> str:
-    """The CPU's feature flags as the kernel lists them (x86 `flags`, Arm `Features`)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return platform.processor()
-    for line in text.splitlines():
-        name, _, value = line.partition(":")
-        if name.strip() in ("flags", "Features"):
-            return " ".join(sorted(value.split()))
-    return platform.processor()
-
-
-def key(version: str) -> str:
-    """The folder name of a build of this xllamacpp version for this machine and CPU."""
-    fingerprint = hashlib.sha256(f"{platform.machine()} {cpu_flags()}".encode()).hexdigest()[:12]
-    return f"xllamacpp-{version}-{platform.machine().lower()}-{fingerprint}"
-
-
-def folder(version: str | None = None) -> Path | None:
-    """This machine's build folder (complete or not) for the installed xllamacpp."""
-    version = version or wheel_version()
-    return home() / key(version) if version else None
-
-
-def ready() -> Path | None:
-    """The `site/` of a complete build for this CPU, if there is one."""
-    place = folder()
-    return place / "site" if place is not None and (place / "engine.json").is_file() else None
-
-
-def choose() -> Path | None:
-    """Put this CPU's build first on `sys.path` when there is one and the mode allows (before xllamacpp
-    is imported); the folder chosen, or None for the wheel."""
-    if mode() == "portable" or "xllamacpp" in sys.modules:
-        return None
-    site = ready()
-    if site is not None and str(site) not in sys.path:
-        sys.path.insert(0, str(site))
-    return site
-
-
-def running(module: Any) -> EngineBuild:
-    """What the imported xllamacpp `module` is."""
-    path = os.path.dirname(os.path.abspath(module.__file__))
-    info = str(module.get_system_info())
-    flags = [part.split("=") for part in info.partition(":")[2].split("|") if part.count("=") == 1]
-    features = " ".join(
-        name.strip() for name, on in flags if on.strip() == "1" and name.strip() not in _NOT_INSTRUCTIONS
-    )
-    native = path.startswith(os.path.abspath(home()) + os.sep) or not _portable_wheel()
-    return EngineBuild(wheel_version() or "?", native, path, features or info.strip())
-
-
-def _portable_wheel() -> bool:
-    """Whether the xllamacpp installed beside modelport is PyPI's wheel (`manylinux`) rather than one
-    built on this machine (`linux_x86_64`, as `pip install --no-binary` makes)."""
-    try:
-        return "manylinux" in (metadata.distribution("xllamacpp").read_text("WHEEL") or "")
-    except metadata.PackageNotFoundError:  # imported from a source tree
-        return False
-
-
-@dataclass(frozen=True)
-class BuildState:
-    """Where this machine's build stands: `built`, `building`, `failed`, `unbuildable` or `none`."""
-
-    state: str
-    detail: str
-    place: Path | None
-
-
-def state() -> BuildState:
-    """Whether this CPU has its build, one is under way, the last one failed, or none can be made."""
-    place = folder()
-    if place is None:
-        return BuildState("unbuildable", "xllamacpp is not installed", None)
-    if (place / "engine.json").is_file():
-        return BuildState("built", json.loads((place / "engine.json").read_text()).get("features", ""), place)
-    if _locked(place):
-        return BuildState("building", f"log: {place / 'build.log'}", place)
-    failed = place / "failed.json"
-    if failed.is_file():
-        reason = json.loads(failed.read_text())
-        return BuildState("failed", f"{reason['reason']} (log: {place / 'build.log'})", place)
-    missing = _missing_tool()
-    if missing:
-        return BuildState("unbuildable", missing, place)
-    return BuildState("none", "not built yet", place)
-
-
-def _missing_tool() -> str | None:
-    if platform.machine().lower() not in MACHINES:
-        return f"llama.cpp has no native build here ({platform.machine()})"
-    if not shutil.which("c++"):
-        return "no C++ compiler (Debian: apt-get install build-essential)"
-    return None
-
-
-def should_build() -> bool:
-    """Whether `modelport serve` starts a build in the background: the mode is `auto`, this CPU has no
-    build, none is under way, one can be made, and none failed in the last day."""
-    if mode() != "auto":
-        return False
-    now = state()
-    if now.state == "failed" and now.place is not None:
-        return time.time() - (now.place / "failed.json").stat().st_mtime > RETRY_AFTER
-    return now.state == "none"
-
-
-def start_background() -> subprocess.Popen[bytes] | None:
-    """`modelport engine build --idle` in a session of its own (stopped with `stop`), its output in the
-    build's log; None when there is nothing to build."""
-    if not should_build():
-        return None
-    place = folder()
-    assert place is not None
-    place.mkdir(parents=True, exist_ok=True)
-    with (place / "build.log").open("ab") as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "modelport.cli", "engine", "build", "--idle"],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.PIPE,  # `pause` and `go` (see `follow_server`); closed, the build ends
-            start_new_session=True,
-        )
-
-
-def order(child: subprocess.Popen[bytes], word: str) -> bool:
-    """Tell a background build to `pause` or `go`; False once it has ended."""
-    try:
-        assert child.stdin is not None
-        child.stdin.write(f"{word}\n".encode())
-        child.stdin.flush()
-    except (BrokenPipeError, ValueError):
-        return False
-    return True
-
-
-def stop(child: subprocess.Popen[bytes], wait: float = 10) -> None:
-    """End a background build and every compiler it runs (the next one goes on from its objects)."""
-    if child.stdin is not None:
-        with contextlib.suppress(BrokenPipeError):
-            child.stdin.close()
-    try:
-        child.wait(wait)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
 
 
 class _Steps:
@@ -318,7 +101,7 @@ def build(jobs: int | None = None, say: Any = print) -> Path:
     version = wheel_version()
     if version is None:
         raise RuntimeError("xllamacpp is not installed")
-    missing = _missing_tool()
+    missing = missing_tool()
     if missing:
         raise RuntimeError(missing)
     place = folder(version)
@@ -403,7 +186,7 @@ _CHECK = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
 import xllamacpp
-from modelport.engines.llamacpp import engine_build, launch
+from modelport.engines.llamacpp import cpu_builds, launch
 try:
     launch.default_gguf()
 except FileNotFoundError:  # the default model is not installed: loading is the check
@@ -412,7 +195,7 @@ else:
     server = launch.start_server(n_parallel=1, n_ctx=512, speculative="none", pin=False)
     ask = {"prompt": "The capital of France is", "max_tokens": 8, "temperature": 0}
     assert server.handle_completions(ask)["choices"][0]["text"].strip()
-print(json.dumps(engine_build.running(xllamacpp).features))
+print(json.dumps(cpu_builds.running(xllamacpp).features))
 """
 
 
@@ -468,23 +251,9 @@ def _write(path: Path, content: dict[str, Any]) -> None:
 @contextmanager
 def _lock(place: Path) -> Iterator[None]:
     """Hold this build's lock; a second builder waits for the first (then finds its build)."""
-    with (place / "build.lock").open("a") as handle:
+    with (place / LOCK).open("a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _locked(place: Path) -> bool:
-    """Whether a build holds the lock now."""
-    lock = place / "build.lock"
-    if not lock.is_file():
-        return False
-    with lock.open("a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        return False
