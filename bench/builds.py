@@ -22,7 +22,7 @@ from bench import workload_data
 from bench.common import http_client, machine, modelport_server, table
 from bench.decode import CHAT, CONFIG
 from bench.workload import on_the_wheel
-from modelport.engines.llamacpp import engine_build
+from modelport.engines.llamacpp import cpu_builds
 
 PASSES = [("portable", 1), ("portable", 8), ("built", 1), ("built", 8)]
 
@@ -64,7 +64,7 @@ def shared_prefix(a: str, b: str) -> int:
 
 
 def main(tokens: int) -> None:
-    if engine_build.ready() is None:
+    if cpu_builds.ready() is None:
         raise SystemExit("this CPU has no llama.cpp build: run `modelport engine build` first")
     asks = prompts()
     print(f"# Greedy answers on each llama.cpp build\n\n{machine()}\n\n{len(asks)} prompts, {tokens} tokens")

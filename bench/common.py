@@ -20,7 +20,7 @@ from typing import Any
 
 import openai
 
-from modelport.engines.llamacpp import engine_build
+from modelport.engines.llamacpp import cpu_builds
 from tests.support.live import Served, free_port, serving
 
 THREADS = os.cpu_count() or 1
@@ -47,7 +47,7 @@ def machine() -> str:
     for package in ("modelport", "xllamacpp", "openai", "onnxruntime", "faster-whisper", "piper-tts"):
         with suppress(metadata.PackageNotFoundError):
             versions.append(f"{package} {metadata.version(package)}")
-    built = engine_build.ready() is not None and engine_build.mode() != "portable"
+    built = cpu_builds.ready() is not None and cpu_builds.mode() != "portable"
     engine = "llama.cpp built for this CPU" if built else "PyPI's portable llama.cpp"
     return f"{cpu}, {THREADS} threads, Python {platform.python_version()}; {engine}; " + ", ".join(versions)
 

@@ -23,7 +23,7 @@ import httpx
 import openai
 
 from bench.common import machine, table
-from modelport.engines.llamacpp import engine_build
+from modelport.engines.llamacpp import cpu_builds
 from tests.support.live import free_port
 
 
@@ -32,7 +32,7 @@ def start(mode: str, engines: str) -> list[object]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     began = time.monotonic()
-    variables = {engine_build.VARIABLE: mode, "MODELPORT_ENGINE_DIR": engines}
+    variables = {cpu_builds.VARIABLE: mode, "MODELPORT_ENGINE_DIR": engines}
     with mock.patch.dict("os.environ", variables):
         server = subprocess.Popen(
             [sys.executable, "-m", "modelport.cli", "serve", "--port", str(port), "--log-level", "warning"],
@@ -63,7 +63,7 @@ def start(mode: str, engines: str) -> list[object]:
                     times.append(time.perf_counter())
             rates.append((len(times) - 1) / (times[-1] - times[0]))
         with mock.patch.dict("os.environ", variables):
-            building = engine_build.state().state == "building"
+            building = cpu_builds.state().state == "building"
     finally:
         server.terminate()
         server.wait(30)

@@ -31,7 +31,7 @@ from bench import references, workload_data
 from bench.common import THREADS, http_client, llama_server, machine, modelport_server, table
 from bench.decode import CHAT, CONFIG, N_CTX, SLOTS
 from modelport.engines import llamacpp
-from modelport.engines.llamacpp import engine_build
+from modelport.engines.llamacpp import cpu_builds
 from tests.support.live import free_port, serving
 
 BEST_FLAGS = ["--spec-type", "ngram-mod"]
@@ -197,7 +197,7 @@ def llama_server_bare(binary: Any, gguf: Any) -> Iterator[str]:
 @contextmanager
 def on_the_wheel(config: str) -> Iterator[str]:
     """modelport on PyPI's portable llama.cpp even where this CPU has its own build."""
-    with mock.patch.dict(os.environ, {engine_build.VARIABLE: "portable"}), modelport_server(config) as url:
+    with mock.patch.dict(os.environ, {cpu_builds.VARIABLE: "portable"}), modelport_server(config) as url:
         yield url
 
 
