@@ -178,9 +178,7 @@ def test_serve_builds_in_the_background_and_ends_the_build_with_itself(engines: 
         server.wait(30)
     # A process's memory (and so its environment) goes before its files (and so its lock) as it exits.
     deadline = time.monotonic() + 15
-    while (
-        list(builders(engines)) or cpu_builds.state().state == "building"
-    ) and time.monotonic() < deadline:
+    while (list(builders(engines)) or cpu_builds.state().state == "building") and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not list(builders(engines)), "the build went on after its server ended"
     assert cpu_builds.state().state == "none"

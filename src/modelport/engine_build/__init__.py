@@ -19,4 +19,3 @@ server goes on from where it was at the next start. Sources come from the packag
 sdist; llguidance, the grammar engine tools and JSON outputs use, linked from its wheel rather than built
 with Cargo, which would fetch from GitHub and crates.io).
 """
-

@@ -38,37 +38,6 @@ class Capability(enum.StrEnum):
     TRANSLATION = "translation"
 
 
-# Which optional annotated parameters each capability can receive (by denotation).
-_OPTIONS: dict[Capability, frozenset[str]] = {
-    Capability.CHAT: frozenset(
-        {
-            "openai.chat.completions.temperature",
-            "openai.chat.completions.top_p",
-            "openai.chat.completions.max_output_tokens",
-            "openai.chat.completions.presence_penalty",
-            "openai.chat.completions.frequency_penalty",
-            "openai.chat.completions.response_format",
-            "openai.chat.completions.tools",
-            "modelport.generation_options",
-        }
-    ),
-    Capability.EMBEDDING: frozenset({"openai.embeddings.dims"}),
-    Capability.SPEECH: frozenset({"openai.audio.speech.speed"}),
-    Capability.TRANSCRIPTION: frozenset(
-        {
-            "openai.audio.transcriptions.language",
-            "openai.audio.transcriptions.prompt",
-            "openai.audio.transcriptions.timestamp_granularities",
-            "openai.chat.completions.temperature",
-        }
-    ),
-}
-_OPTIONS[Capability.TRANSLATION] = _OPTIONS[Capability.TRANSCRIPTION] - {
-    "openai.audio.transcriptions.language"
-}
-_OPTIONS[Capability.COMPLETION] = _OPTIONS[Capability.CHAT] - {"openai.chat.completions.tools"}
-
-
 @dataclass(frozen=True)
 class Predictor:
     """A checked predictor: the function plus what each of its parameters receives."""
@@ -133,7 +102,7 @@ def check_predictor(fn: Callable[..., Any], capability: Capability | str | None 
     returns = _parameter_of(hints.get("return"), name, "the return value")
 
     cap = Capability(capability) if capability is not None else _infer(name, required, hints, returns)
-    checked = _CHECKS[cap](fn, name, required, optional, hints, returns)
+    checked = _checked(_Signature(fn, name, cap, required, optional, hints, returns))
     return dataclasses.replace(
         checked,
         template=fn if cap is Capability.CHAT and isinstance(fn, ChatTemplate) else None,
@@ -171,72 +140,225 @@ def _infer(
     )
 
 
-def _check_chat_like(cap: Capability) -> Callable[..., Predictor]:
-    def check(
-        fn: Callable[..., Any],
-        name: str,
-        required: list[inspect.Parameter],
-        optional: list[inspect.Parameter],
-        hints: dict[str, Any],
-        returns: Parameter | None,
-    ) -> Predictor:
-        wanted, wanted_text = (list, "a `list` of messages") if cap is Capability.CHAT else (str, "a `str`")
-        if len(required) != 1:
-            raise PredictorContractError(
-                f"predictor `{name}`: a {cap} predictor takes exactly one required parameter, "
-                f"{wanted_text}; it has {_names(required)}"
-            )
-        primary = required[0]
-        base = _strip(hints.get(primary.name))
-        token_prompts = cap is Capability.COMPLETION and _is_token_prompt(base)
-        if (
-            base is not None
-            and base is not wanted
-            and typing.get_origin(base) is not wanted
-            and not token_prompts
-        ):
-            raise PredictorContractError(
-                f"predictor `{name}`: parameter `{primary.name}` must be {wanted_text}"
-                f"{' (or `str | list[int]` to take token ids too)' if cap is Capability.COMPLETION else ''}, "
-                f"not {_show(base)}"
-            )
-        if returns is not None:
-            raise PredictorContractError(
-                f"predictor `{name}`: a {cap} predictor returns chunks or a whole completion, "
-                f"not `{returns.denotation}`"
-            )
-        options = _options(name, cap, optional, hints)
-        form = fn.chat_format if cap is Capability.CHAT and isinstance(fn, ChatFormatted) else PLAIN
-        tools = options.get("openai.chat.completions.tools")
-        marker = _parameter_of(hints.get(tools), name, f"parameter `{tools}`") if tools else None
-        tool_format = marker.tool_format if marker else None
-        if tools and tool_format is None and isinstance(fn, ChatTemplate):
-            # Its template shows tools in this format, or shows none: then modelport describes the tools
-            # in the prompt and the predictor never receives them.
-            tool_format = fn.tool_format
-            if tool_format is None:
-                del options["openai.chat.completions.tools"]
-        if tool_format is not None and tool_format not in TOOL_FORMATS:
-            raise PredictorContractError(
-                f"predictor `{name}`: parameter `{tools}` has tool format `{tool_format}`; "
-                f"modelport knows {', '.join(TOOL_FORMATS)}"
-            )
-        if tools is None or tool_format is None:
-            form = dataclasses.replace(form, calls=None)  # it never sees the tools: modelport describes them
-        else:
-            form = dataclasses.replace(form, calls=tool_format)
-        return Predictor(
-            fn,
-            name,
-            cap,
-            primary.name,
-            options,
-            tool_format=tool_format,
-            chat_format=form,
-            token_prompts=token_prompts,
-        )
+@dataclass(frozen=True)
+class _Signature:
+    """What a predictor's signature says, read once."""
 
-    return check
+    fn: Callable[..., Any]
+    name: str
+    cap: Capability
+    required: list[inspect.Parameter]
+    optional: list[inspect.Parameter]
+    hints: dict[str, Any]
+    returns: Parameter | None
+
+    def error(self, problem: str) -> PredictorContractError:
+        return PredictorContractError(f"predictor `{self.name}`: {problem}")
+
+    def base(self, param: str | None) -> Any:
+        return _strip(self.hints.get(param)) if param is not None else None
+
+    def marker(self, p: inspect.Parameter) -> Parameter | None:
+        return _parameter_of(self.hints.get(p.name), self.name, f"parameter `{p.name}`")
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """A capability's predictor: its one input (a speech predictor has a voice beside it), what it
+    returns, and the options it may receive, each with the type its parameter must have (None: any).
+    `finish` reads what is particular to the capability (tools, voices, sample rates) into the
+    `Predictor` the common checks made."""
+
+    takes: str  # the input as errors name it
+    fits: Callable[[Any], bool]  # whether the input's type (under `Annotated` and `| None`) is it
+    must_be: str  # what the input must be, when it is not
+    returns: str | None  # the denotation it returns; None: chunks or a whole completion
+    returns_text: str
+    options: Mapping[str, type | None]
+    voiced: bool = False
+    input_marker: str | None = None  # the denotation the input is annotated with
+    returns_anything: bool = False  # a transcript's shape is the predictor's (text, or segments too)
+    finish: Callable[[_Signature, Predictor], Predictor] = lambda _, predictor: predictor  # nothing more
+
+
+def _chat_finish(signature: _Signature, predictor: Predictor) -> Predictor:
+    """A chat predictor's tool format (its tools parameter's, or its template's) and how its model writes
+    thinking and calls; a completion predictor's token-id prompts."""
+    fn, options = signature.fn, dict(predictor.options)
+    if signature.cap is Capability.COMPLETION:
+        return dataclasses.replace(
+            predictor, token_prompts=_is_token_prompt(signature.base(predictor.input_param))
+        )
+    form = fn.chat_format if isinstance(fn, ChatFormatted) else PLAIN
+    tools = options.get("openai.chat.completions.tools")
+    marker = (
+        _parameter_of(signature.hints.get(tools), signature.name, f"parameter `{tools}`") if tools else None
+    )
+    tool_format = marker.tool_format if marker else None
+    if tools and tool_format is None and isinstance(fn, ChatTemplate):
+        # Its template shows tools in this format, or shows none: then modelport describes the tools
+        # in the prompt and the predictor never receives them.
+        tool_format = fn.tool_format
+        if tool_format is None:
+            del options["openai.chat.completions.tools"]
+    if tool_format is not None and tool_format not in TOOL_FORMATS:
+        raise signature.error(
+            f"parameter `{tools}` has tool format `{tool_format}`; modelport knows {', '.join(TOOL_FORMATS)}"
+        )
+    # It never sees the tools unless it takes them in a format it names: modelport describes them.
+    form = dataclasses.replace(form, calls=tool_format if tools is not None else None)
+    return dataclasses.replace(predictor, options=options, tool_format=tool_format, chat_format=form)
+
+
+def _speech_finish(signature: _Signature, predictor: Predictor) -> Predictor:
+    """Its voices (a `Literal` or `StrEnum`, or what its object declares once loaded) and sample rate."""
+    assert predictor.voice_param is not None
+    voice_type = signature.base(predictor.voice_param)
+    declared = signature.fn if isinstance(signature.fn, Voices) else None
+    if voice_type is str and declared is not None:
+        voices = tuple(declared.voices)  # known once loaded (a voice file's), declared by the object
+    else:
+        voices = _voices(signature.name, predictor.voice_param, voice_type)
+    assert signature.returns is not None
+    sample_rate = signature.returns.sample_rate or (declared.sample_rate if declared is not None else None)
+    if sample_rate is None:
+        raise signature.error(
+            "the return value uses `Parameter.Audio` without its required arguments: give `sample_rate=...` "
+            "(or declare `sample_rate` and `voices` on the predictor object)"
+        )
+    return dataclasses.replace(predictor, voices=voices, voice_type=voice_type, sample_rate=sample_rate)
+
+
+def _heard_finish(signature: _Signature, predictor: Predictor) -> Predictor:
+    """The sample rate of the audio it takes."""
+    primary = next(p for p in signature.required if p.name == predictor.input_param)
+    marker = signature.marker(primary)
+    assert marker is not None
+    if marker.sample_rate is None:
+        raise signature.error(
+            f"parameter `{primary.name}` uses `Parameter.Audio` without its required arguments: give "
+            "`sample_rate=...`"
+        )
+    return dataclasses.replace(predictor, sample_rate=marker.sample_rate)
+
+
+_GENERATION: dict[str, type | None] = {
+    "openai.chat.completions.temperature": None,
+    "openai.chat.completions.top_p": None,
+    "openai.chat.completions.max_output_tokens": None,
+    "openai.chat.completions.presence_penalty": None,
+    "openai.chat.completions.frequency_penalty": None,
+    "openai.chat.completions.response_format": None,
+    "modelport.generation_options": None,
+}
+_HEARING: dict[str, type | None] = {
+    "openai.audio.transcriptions.prompt": None,
+    "openai.audio.transcriptions.timestamp_granularities": None,
+    "openai.chat.completions.temperature": None,
+}
+_AUDIO_IN = "`Annotated[np.ndarray, Parameter.Audio(sample_rate=...)]`"
+_SHAPES: dict[Capability, _Shape] = {
+    Capability.CHAT: _Shape(
+        "a `list` of messages",
+        lambda base: base is None or base is list or typing.get_origin(base) is list,
+        "a `list` of messages",
+        None,
+        "chunks or a whole completion",
+        {**_GENERATION, "openai.chat.completions.tools": None},
+        finish=_chat_finish,
+    ),
+    Capability.COMPLETION: _Shape(
+        "a `str`",
+        lambda base: base is None or base is str or _is_token_prompt(base),
+        "a `str` (or `str | list[int]` to take token ids too)",
+        None,
+        "chunks or a whole completion",
+        _GENERATION,
+        finish=_chat_finish,
+    ),
+    Capability.EMBEDDING: _Shape(
+        "a `list[str]`",
+        lambda base: typing.get_origin(base) is list and typing.get_args(base) == (str,),
+        "`list[str]`",
+        "embedding",
+        "`Annotated[np.ndarray, Parameter.Embedding]`",
+        {"openai.embeddings.dims": int},
+    ),
+    Capability.SPEECH: _Shape(
+        "the input `str` and a voice annotated `Parameter.AudioVoice`",
+        lambda base: base in (str, None),
+        "the input `str`",
+        "audio",
+        "`Annotated[np.ndarray, Parameter.Audio(sample_rate=...)]`",
+        {"openai.audio.speech.speed": float},
+        voiced=True,
+        finish=_speech_finish,
+    ),
+    Capability.TRANSCRIPTION: _Shape(
+        _AUDIO_IN,
+        lambda base: base is np.ndarray,
+        "`np.ndarray`",
+        None,
+        "",
+        {**_HEARING, "openai.audio.transcriptions.language": None},
+        input_marker="audio",
+        returns_anything=True,
+        finish=_heard_finish,
+    ),
+    Capability.TRANSLATION: _Shape(
+        _AUDIO_IN,
+        lambda base: base is np.ndarray,
+        "`np.ndarray`",
+        None,
+        "",
+        _HEARING,
+        input_marker="audio",
+        returns_anything=True,
+        finish=_heard_finish,
+    ),
+}
+
+
+def _checked(signature: _Signature) -> Predictor:
+    """The predictor `signature` describes, checked against its capability's shape."""
+    shape, cap, required = _SHAPES[signature.cap], signature.cap, signature.required
+    voice = (
+        [p for p in required if _is(signature.marker(p), "openai.audio.speech.voice")] if shape.voiced else []
+    )
+    count = 2 if shape.voiced else 1
+    inputs = [p for p in required if p not in voice]
+    marked = (
+        [p for p in inputs if _is(signature.marker(p), shape.input_marker)] if shape.input_marker else inputs
+    )
+    wanted = "two required parameters" if shape.voiced else "one required parameter"
+    wrong_count = signature.error(
+        f"a {cap} predictor takes exactly {wanted}, {shape.takes}; it has {_names(required)}"
+    )
+    if len(required) != count:
+        raise wrong_count
+    if shape.voiced and len(voice) != 1:
+        raise signature.error("exactly one required parameter must be annotated `Parameter.AudioVoice`")
+    if len(marked) != 1:
+        raise wrong_count
+    primary = marked[0]
+    if not shape.fits(signature.base(primary.name)):
+        raise signature.error(
+            f"parameter `{primary.name}` must be {shape.must_be}, not {_show(signature.base(primary.name))}"
+        )
+    returns = signature.returns
+    if shape.returns is None and not shape.returns_anything and returns is not None:
+        raise signature.error(f"a {cap} predictor returns {shape.returns_text}, not `{returns.denotation}`")
+    if shape.returns is not None and (
+        returns is None
+        or returns.denotation != shape.returns
+        or _strip(signature.hints["return"]) is not np.ndarray
+    ):
+        raise signature.error(f"a {cap} predictor must return {shape.returns_text}")
+    options = _options(signature, shape)
+    predictor = Predictor(
+        signature.fn, signature.name, cap, primary.name, options, voice_param=voice[0].name if voice else None
+    )
+    return shape.finish(signature, predictor)
 
 
 def _is_token_prompt(annotation: Any) -> bool:
@@ -247,155 +369,32 @@ def _is_token_prompt(annotation: Any) -> bool:
     return args == {str, list[int]}
 
 
-def _check_embedding(
-    fn: Callable[..., Any],
-    name: str,
-    required: list[inspect.Parameter],
-    optional: list[inspect.Parameter],
-    hints: dict[str, Any],
-    returns: Parameter | None,
-) -> Predictor:
-    if len(required) != 1:
-        raise PredictorContractError(
-            f"predictor `{name}`: an embedding predictor takes exactly one required parameter, "
-            f"a `list[str]`; it has {_names(required)}"
-        )
-    primary = required[0]
-    base = _strip(hints.get(primary.name))
-    if typing.get_origin(base) is not list or typing.get_args(base) != (str,):
-        raise PredictorContractError(
-            f"predictor `{name}`: parameter `{primary.name}` must be `list[str]`, not {_show(base)}"
-        )
-    if returns is None or returns.denotation != "embedding" or _strip(hints["return"]) is not np.ndarray:
-        raise PredictorContractError(
-            f"predictor `{name}`: an embedding predictor must return "
-            "`Annotated[np.ndarray, Parameter.Embedding]`"
-        )
-    options = _options(name, Capability.EMBEDDING, optional, hints)
-    if "openai.embeddings.dims" in options:
-        _require_type(name, options["openai.embeddings.dims"], hints, int, "`int`")
-    return Predictor(fn, name, Capability.EMBEDDING, primary.name, options)
-
-
-def _check_speech(
-    fn: Callable[..., Any],
-    name: str,
-    required: list[inspect.Parameter],
-    optional: list[inspect.Parameter],
-    hints: dict[str, Any],
-    returns: Parameter | None,
-) -> Predictor:
-    if len(required) != 2:
-        raise PredictorContractError(
-            f"predictor `{name}`: a speech predictor takes exactly two required parameters, the input "
-            f"`str` and a voice annotated `Parameter.AudioVoice`; it has {_names(required)}"
-        )
-    voice = [p for p in required if _marker(name, hints, p, "openai.audio.speech.voice")]
-    if len(voice) != 1:
-        raise PredictorContractError(
-            f"predictor `{name}`: exactly one required parameter must be annotated `Parameter.AudioVoice`"
-        )
-    text = next(p for p in required if p is not voice[0])
-    if _strip(hints.get(text.name)) not in (str, None):
-        raise PredictorContractError(
-            f"predictor `{name}`: parameter `{text.name}` must be the input `str`, "
-            f"not {_show(_strip(hints.get(text.name)))}"
-        )
-    voice_type = _strip(hints.get(voice[0].name))
-    declared = fn if isinstance(fn, Voices) else None
-    if voice_type is str and declared is not None:
-        voices = tuple(declared.voices)  # known once loaded (a voice file's), declared by the object
-    else:
-        voices = _voices(name, voice[0].name, voice_type)
-    if returns is None or returns.denotation != "audio" or _strip(hints["return"]) is not np.ndarray:
-        raise PredictorContractError(
-            f"predictor `{name}`: a speech predictor must return "
-            "`Annotated[np.ndarray, Parameter.Audio(sample_rate=...)]`"
-        )
-    sample_rate = returns.sample_rate or (declared.sample_rate if declared is not None else None)
-    if sample_rate is None:
-        raise PredictorContractError(
-            f"predictor `{name}`: the return value uses `Parameter.Audio` without its required arguments: "
-            "give `sample_rate=...` (or declare `sample_rate` and `voices` on the predictor object)"
-        )
-    options = _options(name, Capability.SPEECH, optional, hints)
-    if "openai.audio.speech.speed" in options:
-        _require_type(name, options["openai.audio.speech.speed"], hints, float, "`float`")
-    return Predictor(
-        fn,
-        name,
-        Capability.SPEECH,
-        text.name,
-        options,
-        voice_param=voice[0].name,
-        voices=voices,
-        voice_type=voice_type,
-        sample_rate=sample_rate,
-    )
-
-
-def _check_audio_to_text(cap: Capability) -> Callable[..., Predictor]:
-    def check(
-        fn: Callable[..., Any],
-        name: str,
-        required: list[inspect.Parameter],
-        optional: list[inspect.Parameter],
-        hints: dict[str, Any],
-        returns: Parameter | None,
-    ) -> Predictor:
-        audio = [p for p in required if _marker(name, hints, p, "audio")]
-        if len(required) != 1 or len(audio) != 1:
-            raise PredictorContractError(
-                f"predictor `{name}`: a {cap} predictor takes exactly one required parameter, "
-                f"`Annotated[np.ndarray, Parameter.Audio(sample_rate=...)]`; it has {_names(required)}"
-            )
-        if _strip(hints.get(audio[0].name)) is not np.ndarray:
-            raise PredictorContractError(
-                f"predictor `{name}`: parameter `{audio[0].name}` must be `np.ndarray`"
-            )
-        marker = _parameter_of(hints.get(audio[0].name), name, f"parameter `{audio[0].name}`")
-        assert marker is not None
-        if marker.sample_rate is None:
-            raise PredictorContractError(
-                f"predictor `{name}`: parameter `{audio[0].name}` uses `Parameter.Audio` without its "
-                "required arguments: give `sample_rate=...`"
-            )
-        options = _options(name, cap, optional, hints)
-        return Predictor(fn, name, cap, audio[0].name, options, sample_rate=marker.sample_rate)
-
-    return check
-
-
-_CHECKS: dict[Capability, Callable[..., Predictor]] = {
-    Capability.CHAT: _check_chat_like(Capability.CHAT),
-    Capability.COMPLETION: _check_chat_like(Capability.COMPLETION),
-    Capability.EMBEDDING: _check_embedding,
-    Capability.SPEECH: _check_speech,
-    Capability.TRANSCRIPTION: _check_audio_to_text(Capability.TRANSCRIPTION),
-    Capability.TRANSLATION: _check_audio_to_text(Capability.TRANSLATION),
-}
-
-
-def _options(
-    name: str, cap: Capability, optional: list[inspect.Parameter], hints: dict[str, Any]
-) -> dict[str, str]:
+def _options(signature: _Signature, shape: _Shape) -> dict[str, str]:
+    """The optional parameters annotated with an OpenAI argument, by denotation; each one the capability
+    takes, once, of the type the table says."""
     options: dict[str, str] = {}
-    for p in optional:
-        marker = _parameter_of(hints.get(p.name), name, f"parameter `{p.name}`")
+    for p in signature.optional:
+        marker = signature.marker(p)
         if marker is None:
             continue  # an unannotated optional parameter keeps its default
-        if marker.denotation not in _OPTIONS.get(cap, frozenset()):
-            raise PredictorContractError(
-                f"predictor `{name}`: parameter `{p.name}` is annotated `{marker.denotation}`, "
-                f"which a {cap} predictor cannot receive"
+        if marker.denotation not in shape.options:
+            raise signature.error(
+                f"parameter `{p.name}` is annotated `{marker.denotation}`, which a {signature.cap} predictor "
+                "cannot receive"
             )
         if marker.denotation in options:
-            raise PredictorContractError(
-                f"predictor `{name}`: parameters `{options[marker.denotation]}` and `{p.name}` "
-                f"both receive `{marker.denotation}`"
+            raise signature.error(
+                f"parameters `{options[marker.denotation]}` and `{p.name}` both receive `{marker.denotation}`"
             )
+        wanted, base = shape.options[marker.denotation], signature.base(p.name)
+        if wanted is not None and base is not None and base is not wanted:
+            raise signature.error(f"parameter `{p.name}` must be `{wanted.__name__}`, not {_show(base)}")
         options[marker.denotation] = p.name
     return options
+
+
+def _is(marker: Parameter | None, denotation: str | None) -> bool:
+    return marker is not None and marker.denotation == denotation
 
 
 def _voices(name: str, param: str, voice_type: Any) -> tuple[str, ...]:
@@ -409,19 +408,6 @@ def _voices(name: str, param: str, voice_type: Any) -> tuple[str, ...]:
         f"predictor `{name}`: parameter `{param}` must be a `Literal[...]` of voice names or a `StrEnum`, "
         f"not {_show(voice_type)}"
     )
-
-
-def _require_type(name: str, param: str, hints: dict[str, Any], wanted: type, text: str) -> None:
-    base = _strip(hints.get(param))
-    if base is not None and base is not wanted:
-        raise PredictorContractError(
-            f"predictor `{name}`: parameter `{param}` must be {text}, not {_show(base)}"
-        )
-
-
-def _marker(name: str, hints: dict[str, Any], p: inspect.Parameter, denotation: str) -> bool:
-    marker = _parameter_of(hints.get(p.name), name, f"parameter `{p.name}`")
-    return marker is not None and marker.denotation == denotation
 
 
 def _parameter_of(annotation: Any, name: str, where: str) -> Parameter | None:
