@@ -114,7 +114,7 @@ class Dispatch:
         if not raw and isinstance(answer, Events):
             return Shaped(path, events=answer)
         if not raw and not isinstance(answer, Binary):
-            return Shaped(path, value=parsed(client, whole(answer), cast_to, options))
+            return Shaped(path, value=parsed(client, sdk_data(answer), cast_to, options))
         return Shaped(path, response=http_response(answer, options, headers, pull=pull))
 
     async def _caller(self, operation: Operation, outer: RequestContext) -> RequestContext:
@@ -163,7 +163,7 @@ def _upload(options: FinalRequestOptions) -> FilePart | None:
     return None
 
 
-def whole(answer: object) -> Any:
+def sdk_data(answer: object) -> Any:
     """A whole answer as the data the SDK builds its type from: an object as it is, a page with its
     objects."""
     if isinstance(answer, ListPage):

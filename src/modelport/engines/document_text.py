@@ -59,7 +59,7 @@ class _Text:
             raise UnreadableError(f"a document of over {self.bounds.chars} characters of text")
         self.parts.append(text.strip())
 
-    def whole(self) -> str:
+    def joined(self) -> str:
         text = "\n\n".join(self.parts).strip()
         if not text:
             raise UnreadableError("a PDF with no text in it (pages that are images are not read here)")
@@ -77,7 +77,7 @@ def _pdfium_text(data: bytes, bounds: Bounds) -> str:
         text.pages(len(document))
         for page in document:
             text.add(page.get_textpage().get_text_range())
-        return text.whole()
+        return text.joined()
     finally:
         document.close()
 
@@ -94,7 +94,7 @@ def document_text(name: str, data: bytes, bounds: Bounds = Bounds()) -> str:
             text.pages(len(pages))
             for page in pages:
                 text.add(page.extract_text() or "")
-            return text.whole()
+            return text.joined()
         except UnreadableError:
             raise
         except Exception:  # any of pypdf's refusals (errors, limits, recursion): the tolerant reader next

@@ -265,7 +265,7 @@ class Service:
                 return answer
             if isinstance(answer, Events):
                 return Events(await calls.eager(self.spoken.stream(answer.items, voice)), answer.kind)
-            return await self.spoken.whole(answer, voice)
+            return await self.spoken.voiced(answer, voice)
 
         answer: ChatCompletion | Events[ChatCompletion] = await self._answer(Capability.CHAT, request, local)
         return await self.stored.keep(given, answer) if stored else answer

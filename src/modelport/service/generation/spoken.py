@@ -71,7 +71,7 @@ class SpokenAnswers:
             messages[i] = type(messages[i])(role="assistant", content=kept[0], **extra)
         return request.model_copy(update={"messages": messages})
 
-    async def whole(self, answer: ChatCompletion, audio: ChatAudio) -> ChatCompletion:
+    async def voiced(self, answer: ChatCompletion, audio: ChatAudio) -> ChatCompletion:
         """Each choice's text spoken as one `message.audio`; its `content` moves into the transcript."""
         for choice in answer.choices:
             text = choice.message.content

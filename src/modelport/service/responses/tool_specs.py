@@ -107,7 +107,7 @@ async def file_search_spec(tool: dict[str, Any], where: str, vector_stores: Vect
         )
     rule = tool.get("filters")
     if rule is not None:
-        filters.checked(rule, f"{where}.filters")
+        filters.checked_filter(rule, f"{where}.filters")
     # The rest as the SDK types it (a string `ranking_options`: a 400, not a 500).
     check_as(TOOLS, tool, where)
     return FileSearchSpec(store_ids, rule, limit, tool.get("ranking_options"), where)

@@ -336,7 +336,7 @@ class VectorStores:
     ) -> list[StoreHit]:
         """The best `limit` results over the caller's stores for the queries, as search results (also what
         `file_search` gives the model)."""
-        rule = filters.checked(given_filters, f"{param}filters") if given_filters is not None else None
+        rule = filters.checked_filter(given_filters, f"{param}filters") if given_filters is not None else None
         threshold, weights = ranking(ranking_options, f"{param}ranking_options")
         results: list[tuple[Found, str, dict[str, Any], str]] = []
         for store_id in store_ids:

@@ -13,7 +13,7 @@ _COMPOUNDS = ("and", "or")
 _DEPTH = 8
 
 
-def checked(given: Any, param: str = "filters", depth: int = 0) -> dict[str, Any]:
+def checked_filter(given: Any, param: str = "filters", depth: int = 0) -> dict[str, Any]:
     """The filter, or a 400 naming the part that is not one."""
     if not isinstance(given, dict):
         raise _bad(param, "must be an object")
@@ -26,7 +26,7 @@ def checked(given: Any, param: str = "filters", depth: int = 0) -> dict[str, Any
             raise _bad(param, f"nests filters more than {_DEPTH} deep")
         return {
             "type": kind,
-            "filters": [checked(p, f"{param}.filters[{i}]", depth + 1) for i, p in enumerate(parts)],
+            "filters": [checked_filter(p, f"{param}.filters[{i}]", depth + 1) for i, p in enumerate(parts)],
         }
     if kind not in _COMPARISONS:
         raise _bad(f"{param}.type", f"must be one of {', '.join(_COMPARISONS + _COMPOUNDS)}, not {kind!r}")
