@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 
 import openai
 import pytest
@@ -10,6 +12,7 @@ from openai.types import CreateEmbeddingResponse, Model
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 import modelport
+from tests.support.configs import NO_EOS
 
 
 def test_models_are_an_sdk_page(inprocess_client: modelport.OpenAI) -> None:
@@ -59,6 +62,34 @@ def test_closing_a_stream_early_frees_the_slot(inprocess_client: modelport.OpenA
         model="smollm2-135m-instruct", messages=[{"role": "user", "content": "Hi"}], max_tokens=2
     )
     assert reply.choices
+
+
+LEAVES_MID_STREAM = """
+import modelport
+client = modelport.OpenAI()
+for _ in range(2):  # two generations under way, neither read to its end nor closed
+    stream = client.chat.completions.create(
+        model="smollm2-135m-instruct",
+        messages=[{"role": "user", "content": "Count to a thousand."}],
+        max_tokens=4000,
+        logit_bias=%r,
+        stream=True,
+    )
+    next(iter(stream))
+print("left", flush=True)
+"""
+
+
+def test_a_program_that_ends_mid_stream_exits_cleanly() -> None:
+    """A program may end while its streams still generate: they are closed while the client's loop runs,
+    and llama.cpp's threads stopped and waited for, where they were once unwound inside llama.cpp as Python
+    finalised and the process aborted (exit 134)."""
+    done = subprocess.run(
+        [sys.executable, "-c", LEAVES_MID_STREAM % (NO_EOS,)], capture_output=True, text=True, timeout=300
+    )
+    assert done.stdout.strip() == "left", done.stderr[-2000:]
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]  # the streams closed, not torn down
 
 
 @pytest.mark.slow

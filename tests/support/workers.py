@@ -1,13 +1,12 @@
 """How the suite's workers (pytest-xdist, `-n auto` in pyproject.toml) share the machine, as a plugin that
 tests/conftest.py loads: how many workers, which CPUs each runs on, which tests one worker runs together,
-the turns of `whole_machine` and `alone` tests, and how a worker's process ends."""
+and the turns of `whole_machine` and `alone` tests."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import os
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -90,21 +89,3 @@ def _turn(alone: bool) -> Iterator[None]:
         if not alone:
             fcntl.lockf(gate, fcntl.LOCK_UN)
         yield
-
-
-_EXIT_STATUS: list[int] = []
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    _EXIT_STATUS.append(int(exitstatus))
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_unconfigure(config: pytest.Config) -> None:
-    """Leave without finalising the interpreter: a llama.cpp request thread still inside C++ when Python
-    finalises is unwound by `pthread_exit` through a `catch (...)`, and the process aborts (`FATAL:
-    exception not rethrown`, exit 134) after every test has passed — seen in some runs of several test
-    files together."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(_EXIT_STATUS[-1] if _EXIT_STATUS else 0)

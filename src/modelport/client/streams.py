@@ -5,7 +5,9 @@ on them unchanged."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Iterator
+import atexit
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Generator
 from typing import Any, Protocol, TypeVar
 
 import httpx2
@@ -91,9 +93,11 @@ class LocalStream(Stream[T]):
         self._events = events
         self._path = path
         self._runner = runner
-        self._iterator = self.__stream__()
+        self._generator = self.__stream__()
+        self._iterator = self._generator
+        _OPEN.add(self)
 
-    def __stream__(self) -> Iterator[T]:
+    def __stream__(self) -> Generator[T, None, None]:
         typed = self._events.typed()
         try:
             while True:
@@ -105,3 +109,15 @@ class LocalStream(Stream[T]):
                 yield item
         finally:
             self._runner.settle(typed.aclose())
+
+
+# The blocking streams not yet read to their end or closed. A program may end with some open: they are
+# closed at exit, while the client's loop still runs, so that what each holds (a generation, its usage)
+# ends as a closed stream's does; left to the interpreter's finalising, their loop would be gone.
+_OPEN: weakref.WeakSet[LocalStream[Any]] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open() -> None:
+    for stream in list(_OPEN):
+        stream._generator.close()

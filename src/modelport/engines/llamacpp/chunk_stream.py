@@ -2,14 +2,21 @@
 a thread of its own; `ChunkStream` hands the chunks on, to blocking or async readers, and its `close()`
 stops the generation at the next token and frees the slot. llama.cpp's refusals become typed errors, but
 one: where llama.cpp reads the model's format itself and the model strayed from it, the answer ends as it
-stands (a warning, not a 500)."""
+stands (a warning, not a 500).
+
+A process that ends while a generation runs stops it and waits for its thread first (`stop_all`, at exit):
+a thread still inside llama.cpp when Python finalises is unwound by `pthread_exit` as it takes the GIL for
+its next chunk, through llama.cpp's `catch (...)`, and the process aborts (`FATAL: exception not
+rethrown`, exit 134) — an application that left a stream unread, or a test run, after all had gone well."""
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
 import re
 import threading
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
@@ -29,6 +36,10 @@ _DONE: Any = object()
 _TEMPLATE_REFUSAL = re.compile(r"Jinja Exception: (.+)")
 # llama.cpp's reading of a chat answer in the model's format, refusing what the model wrote.
 _STRAYED = "does not match the expected"
+_EXIT_WAIT = 30.0  # seconds a process that ends waits for its generations to stop (a long prompt's prefill)
+_LIVE: set[ChunkStream] = set()  # generations whose thread has not ended
+_LIVE_LOCK = threading.Lock()
+_EXITING = threading.Event()
 
 
 def stream_chunks(handle: ChunkHandler, request: dict[str, Any], ended: Ended | None = None) -> ChunkStream:
@@ -41,6 +52,8 @@ def stream_chunks(handle: ChunkHandler, request: dict[str, Any], ended: Ended | 
     if watch is not None:
         request["timings_per_token"] = True  # the usage so far, should the repetition stop end it early
     stream = ChunkStream(watch)
+    with _LIVE_LOCK:
+        _LIVE.add(stream)
 
     def run() -> None:
         completed = False
@@ -54,16 +67,41 @@ def stream_chunks(handle: ChunkHandler, request: dict[str, Any], ended: Ended | 
             stream.put(error)
         finally:
             try:  # before the end is told: a caller's next turn may not take the slot before it is saved
-                if ended is not None:
+                if ended is not None and not _EXITING.is_set():  # the process ends: nothing to keep
                     after = ended(stream.slot, completed)
             finally:
                 stream.put(_DONE)
-                if after is not None:
-                    after()
+                try:
+                    if after is not None:
+                        after()
+                finally:
+                    with _LIVE_LOCK:
+                        _LIVE.discard(stream)
 
     # Validation errors (a bad grammar, an over-long prompt) surface on the first chunk, before any text.
-    threading.Thread(target=run, name="llamacpp-request", daemon=True).start()
+    # A daemon: a process does not wait for a generation nobody reads; `stop_all` ends them at exit.
+    stream.thread = threading.Thread(target=run, name="llamacpp-request", daemon=True)
+    stream.thread.start()
     return stream
+
+
+@atexit.register
+def stop_all(wait: float = _EXIT_WAIT) -> None:
+    """Stop every generation under way at its next token and wait (`wait` seconds at most) for their
+    threads to leave llama.cpp. What a generation's end would keep (its conversation's cache) is not kept:
+    the process ends."""
+    _EXITING.set()
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for stream in live:
+        stream.close()
+    deadline = time.monotonic() + wait
+    for stream in live:
+        if stream.thread is not None:
+            stream.thread.join(max(0.0, deadline - time.monotonic()))
+    left = sum(1 for stream in live if stream.thread is not None and stream.thread.is_alive())
+    if left:
+        log.warning("%d llama.cpp generations did not stop within %.0f s of the process ending", left, wait)
 
 
 class ChunkStream:
@@ -83,6 +121,7 @@ class ChunkStream:
         self.failed = False
         self._last: dict[str, Any] | None = None  # the last chunk, for an answer that ends as it stands
         self.strayed: str | None = None  # what llama.cpp said of an answer that strayed from its format
+        self.thread: threading.Thread | None = None  # the generation's, calling `on_chunk`
 
     def on_chunk(self, chunk: dict[str, Any]) -> bool:
         """llama.cpp's callback: keep the chunk; True tells llama.cpp to stop this generation."""
