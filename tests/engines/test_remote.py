@@ -28,6 +28,7 @@ from modelport.service import Service
 from modelport.settings import ModelConfig, Settings
 from tests.predictors.tiny_models import loudness_transcriber, reverse_chat, tone_speech, trigram_embed
 from tests.support.live import serve_app, wait_healthy
+from tests.support.machine_load import slack
 
 KEY = "sk-upstream-secret-0123456789"
 CROWD = 120  # more streams at once than aiohttp's default cap of 100 connections
@@ -260,7 +261,7 @@ def test_a_hanging_replica_is_skipped_and_all_hanging_is_a_504(front: str) -> No
     start = time.perf_counter()
     response = ask(front, "hang@a")
     assert response.status_code == 200  # a hung on one try at most; b answered
-    assert time.perf_counter() - start < 3
+    assert time.perf_counter() - start < 3 * slack()
     response = ask(front, "hang")
     assert response.status_code == 504
     error = response.json()["error"]

@@ -18,6 +18,7 @@ import pytest
 from modelport.settings import Settings
 from tests.support.configs import NO_EOS
 from tests.support.faces import Faces, faces
+from tests.support.machine_load import slack
 
 pytestmark = pytest.mark.models  # real models: not the unit tier
 
@@ -82,7 +83,7 @@ def test_a_client_that_leaves_frees_the_only_slot_at_once(one_slot: openai.OpenA
     start = time.perf_counter()
     reply = one_slot.completions.create(model="one-slot", prompt="Hi", max_tokens=1)
     assert reply.choices
-    assert time.perf_counter() - start < 2
+    assert time.perf_counter() - start < 2 * slack()
 
 
 def test_an_abandoned_non_streaming_request_frees_the_slot_at_once(one_slot: openai.OpenAI) -> None:
@@ -105,10 +106,10 @@ def test_an_abandoned_non_streaming_request_frees_the_slot_at_once(one_slot: ope
         left = time.perf_counter()
         while active() and time.perf_counter() - left < 5:
             time.sleep(0.01)
-        assert time.perf_counter() - left < 0.5, "the slot stayed busy after its client left"
+        assert time.perf_counter() - left < 0.5 * slack(), "the slot stayed busy after its client left"
     start = time.perf_counter()
     assert one_slot.completions.create(model="one-slot", prompt="Hi", max_tokens=1).choices
-    assert time.perf_counter() - start < 2
+    assert time.perf_counter() - start < 2 * slack()
 
 
 def test_past_the_queue_bound_a_request_gets_429_with_retry_after(one_slot: openai.OpenAI) -> None:

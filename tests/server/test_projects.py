@@ -23,6 +23,7 @@ from modelport.service.operation_table import OPERATIONS
 from modelport.settings import DEFAULT_EMBEDDING, AuthSettings, ModelConfig
 from tests.support.configs import tiny_settings
 from tests.support.faces import Faces, faces
+from tests.support.machine_load import slack
 
 pytestmark = pytest.mark.models  # real models: not the unit tier
 
@@ -76,7 +77,7 @@ def closed_within(revoked: float, transport: str) -> None:
     s); printed (`-s`) for the measurement of revocation to close."""
     seconds = time.monotonic() - revoked
     print(f"{transport} closed {seconds:.2f} s after its key was revoked")
-    assert seconds < 3
+    assert seconds < 3 * slack()
 
 
 def made_key(database: str, project: str, *extra: str) -> tuple[str, str]:

@@ -33,6 +33,7 @@ from tests.server.conftest import QUESTION, listening_settings
 from tests.service.test_audio import word_error_rate
 from tests.support.faces import Faces, faces
 from tests.support.live import health_probed
+from tests.support.machine_load import slack
 
 pytestmark = pytest.mark.models  # real models: not the unit tier
 
@@ -463,7 +464,7 @@ def test_a_client_that_vanishes_mid_answer_frees_the_pipeline(voice: Faces) -> N
         model=DEFAULT_CHAT, messages=[{"role": "user", "content": "Hi"}], max_tokens=4
     )
     assert answer.choices[0].message.content is not None
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 10 * slack()
     loaded = voice.service.manager.loaded(DEFAULT_CHAT)
     assert loaded is not None
     deadline = time.monotonic() + 5
@@ -765,4 +766,4 @@ def test_a_flood_of_items_is_capped_and_the_server_stays_responsive(voice: Faces
     assert len(full) == sent - cap
     assert full[0].error.param == "item"
     assert waits
-    assert sorted(waits)[len(waits) // 2] < 0.1  # the median: the loop is never held by the flood
+    assert sorted(waits)[len(waits) // 2] < 0.1 * slack()  # the median: the loop is never held by the flood

@@ -21,6 +21,7 @@ from tests.service.test_responses import WEATHER
 from tests.support.configs import tiny_settings
 from tests.support.faces import Faces, faces
 from tests.support.live import health_probed
+from tests.support.machine_load import slack
 
 EVENT: TypeAdapter[Any] = TypeAdapter(BetaResponsesServerEvent)
 
@@ -164,4 +165,4 @@ def test_a_flood_of_lanes_is_bounded_and_the_connection_goes_on(tiny_faces: Face
     assert {e.error.param for e in refused} == {"stream_id"}
     assert after[-1].type == "response.completed"  # a lane it holds still serves
     assert waits
-    assert sorted(waits)[len(waits) // 2] < 0.1  # the median: the loop is never held by the flood
+    assert sorted(waits)[len(waits) // 2] < 0.1 * slack()  # the median: the loop is never held by the flood

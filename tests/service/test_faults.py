@@ -17,6 +17,7 @@ from modelport import Parameter
 from modelport.predictors.registry import ModelRegistry
 from modelport.service import Service
 from tests.predictors.tiny_models import trigram_embed
+from tests.support.machine_load import slack
 
 RELEASE = threading.Event()
 
@@ -52,7 +53,7 @@ def test_a_hung_call_is_a_504_and_other_models_keep_serving(sdk: modelport.OpenA
     assert caught.value.status_code == 504
     assert caught.value.body["code"] == "timeout"  # type: ignore[index]
     assert "stuck_embed" in caught.value.message
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 5 * slack()
     assert sdk.embeddings.create(model="fine", input="x").data
 
 
