@@ -14,7 +14,7 @@ from modelport.protocol.answers import listed
 from modelport.protocol.chunk_folds import ChatFold, CompletionFold, chunks_of, merge_delta
 from modelport.service.generation.formats.json_answer import AnswerParser
 from modelport.service.generation.formats.reading import read
-from modelport.service.generation.tool_plan import ToolPlan
+from modelport.service.generation.tools.plan import ToolPlan
 
 HEAD = {"id": "chatcmpl-1", "created": 1, "model": "m", "object": "chat.completion.chunk"}
 

@@ -20,7 +20,7 @@ from modelport.service.generation import formats
 from modelport.service.generation.formats import effort
 from modelport.service.generation.formats.readers import Reader
 from modelport.service.generation.formats.reading import read
-from modelport.service.generation.tool_plan import ToolPlan
+from modelport.service.generation.tools.plan import ToolPlan
 from modelport.service.responses import items
 from modelport.service.responses.sealing import Sealer
 from tests.service.test_tool_formats import rebuild

@@ -20,7 +20,7 @@ import modelport
 from modelport.predictors.chat_format import call_syntax
 from modelport.service.generation.formats import SYNTAXES
 from modelport.service.generation.formats.json_answer import AnswerParser
-from modelport.service.generation.tool_plan import ToolPlan
+from modelport.service.generation.tools.plan import ToolPlan
 from modelport.settings import ModelConfig, Settings
 from tests.service.test_tools import ASK, SCHEMAS, TOOLS, assert_valid_calls
 

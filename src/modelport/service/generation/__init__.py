@@ -21,7 +21,7 @@ from modelport.protocol.chunk_folds import ChatFold, CompletionFold
 from modelport.protocol.event_kinds import CHAT_CHUNKS, COMPLETION_CHUNKS
 from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
 from modelport.service import calls
-from modelport.service.generation import decoding, formats, planning, token_ids, tool_plan
+from modelport.service.generation import decoding, formats, planning, token_ids
 from modelport.service.generation.formats import effort, harmony, reading
 from modelport.service.generation.framing import (
     framed,
@@ -30,6 +30,8 @@ from modelport.service.generation.framing import (
 )
 from modelport.service.generation.logprobs import legacy_logprobs, scored_only, top_logprobs_cut
 from modelport.service.generation.planning import TOOLS, choices_per_input
+from modelport.service.generation.tools import plan as tool_plan
+from modelport.service.generation.tools.render import render_history
 
 
 async def chat(
@@ -50,7 +52,7 @@ async def chat(
     if not predictor.accepts(TOOLS) or predictor.tool_format:  # modelport runs tool calling
         plan = tool_plan.plan(request)
         shown = predictor.tool_format is not None and not (plan and plan.legacy)
-        messages = tool_plan.render_history(messages, plan, native=shown)
+        messages = render_history(messages, plan, native=shown)
         syntax = formats.SYNTAXES.get(form.calls or "") if shown or plan is None else None
         if syntax is not None:  # calls and results in the history, as the family's template takes them
             messages = syntax.history(messages)

@@ -10,9 +10,10 @@ from typing import Any
 from modelport.errors import InvalidRequestError
 from modelport.predictors.contract import Predictor
 from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
-from modelport.service.generation import formats, grammar, tool_plan
+from modelport.service.generation import formats, grammar
 from modelport.service.generation.formats.effort import Thinking
 from modelport.service.generation.schema import check_enforceable, json_grammar
+from modelport.service.generation.tools import plan as tool_plan
 
 log = logging.getLogger("modelport.service")
 

@@ -19,7 +19,7 @@ from modelport.protocol.answers import Events
 from modelport.protocol.chunk_folds import ChatFold
 from modelport.protocol.requests import ChatCompletionRequest
 from modelport.service.audio.clauses import Clauses
-from modelport.service.generation.flat_tools import chat_choice, chat_function, chat_request
+from modelport.service.generation.tools.flat import chat_choice, chat_function, chat_request
 from modelport.service.realtime import config
 from modelport.service.realtime.audio import Speaker
 from modelport.service.realtime.conversation import Conversation, Entry, Spoken

@@ -24,8 +24,8 @@ from openai.types.responses import ResponseCustomToolCall, ResponseFunctionToolC
 from modelport import ids
 from modelport.errors import InvalidRequestError
 from modelport.protocol.validation import check_as
-from modelport.service.generation.flat_tools import chat_choice
 from modelport.service.generation.lark_regex import to_regex
+from modelport.service.generation.tools.flat import chat_choice
 from modelport.service.responses.tool_specs import TOOLS, with_defaults
 
 log = logging.getLogger("modelport.service")

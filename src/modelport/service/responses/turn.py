@@ -17,7 +17,7 @@ from modelport.protocol.answers import Events
 from modelport.protocol.requests import ChatCompletionRequest, ChatMessage
 from modelport.protocol.response_object import ResponseObject
 from modelport.protocol.response_request import ResponseRequest
-from modelport.service.generation.flat_tools import chat_request
+from modelport.service.generation.tools.flat import chat_request
 from modelport.service.responses import items
 from modelport.service.responses.client_tools import ClientTools
 from modelport.service.responses.response_events import ResponseEvents

@@ -22,7 +22,7 @@ from modelport.service.generation.formats.json_calls import Hermes, Llama3, Mist
 from modelport.service.generation.formats.lark import ANY, Grammar, regex
 from modelport.service.generation.formats.qwen3_xml import Qwen3Xml
 from modelport.service.generation.formats.readers import Reader, TextReader, ThinkingReader
-from modelport.service.generation.tool_plan import ToolPlan
+from modelport.service.generation.tools.plan import ToolPlan
 
 
 class CallSyntax(Protocol):

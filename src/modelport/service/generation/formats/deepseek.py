@@ -19,7 +19,7 @@ from modelport.service.generation.formats.readers import (
     call_delta,
     until,
 )
-from modelport.service.generation.tool_plan import ToolPlan
+from modelport.service.generation.tools.plan import ToolPlan
 
 BEGIN, END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
 CALL, SEP, CALL_END = "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>"

@@ -26,7 +26,7 @@ from modelport.service.generation.formats.readers import (
     call_delta,
     held,
 )
-from modelport.service.generation.tool_plan import ToolPlan
+from modelport.service.generation.tools.plan import ToolPlan
 
 _START, _END, _MESSAGE, _CHANNEL = HARMONY["start"], HARMONY["end"], HARMONY["message"], HARMONY["channel"]
 _CONSTRAIN, _RETURN, _CALL = HARMONY["constrain"], HARMONY["return"], HARMONY["call"]

@@ -15,7 +15,7 @@ from typing import Any
 from modelport.service.generation.formats.json_answer import AnswerParser
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import Delta, until
-from modelport.service.generation.tool_plan import ToolPlan
+from modelport.service.generation.tools.plan import ToolPlan
 
 
 class JsonCalls:

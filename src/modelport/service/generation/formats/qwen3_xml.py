@@ -15,7 +15,7 @@ from typing import Any
 
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import Delta, Stepped, arguments_delta, call_delta, until
-from modelport.service.generation.tool_plan import ToolPlan
+from modelport.service.generation.tools.plan import ToolPlan
 
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
 _FUNCTION, _END_FUNCTION = "<function=", "</function>"
