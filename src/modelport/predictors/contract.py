@@ -256,7 +256,6 @@ _HEARING: dict[str, type | None] = {
     "openai.audio.transcriptions.timestamp_granularities": None,
     "openai.chat.completions.temperature": None,
 }
-_AUDIO_IN = "`Annotated[np.ndarray, Parameter.Audio(sample_rate=...)]`"
 _SHAPES: dict[Capability, _Shape] = {
     Capability.CHAT: _Shape(
         "a `list` of messages",
@@ -295,7 +294,7 @@ _SHAPES: dict[Capability, _Shape] = {
         finish=_speech_finish,
     ),
     Capability.TRANSCRIPTION: _Shape(
-        _AUDIO_IN,
+        "`Annotated[np.ndarray, Parameter.Audio(sample_rate=...)]`",
         lambda base: base is np.ndarray,
         "`np.ndarray`",
         None,
@@ -305,18 +304,9 @@ _SHAPES: dict[Capability, _Shape] = {
         returns_anything=True,
         finish=_heard_finish,
     ),
-    Capability.TRANSLATION: _Shape(
-        _AUDIO_IN,
-        lambda base: base is np.ndarray,
-        "`np.ndarray`",
-        None,
-        "",
-        _HEARING,
-        input_marker="audio",
-        returns_anything=True,
-        finish=_heard_finish,
-    ),
 }
+# A translation's predictor is a transcription's, but that the language is always English.
+_SHAPES[Capability.TRANSLATION] = dataclasses.replace(_SHAPES[Capability.TRANSCRIPTION], options=_HEARING)
 
 
 def _checked(signature: _Signature) -> Predictor:
