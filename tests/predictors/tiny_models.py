@@ -113,6 +113,28 @@ def count_chat(messages: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def seed_chat(
+    messages: list[dict[str, Any]],
+    options: Annotated[dict[str, Any] | None, Parameter.GenerationOptions] = None,
+) -> dict[str, Any]:
+    """Answers with the sampling seed it was handed (`none` without one): what the server decided each
+    choice samples with."""
+    seed = (options or {}).get("seed")
+    return {
+        "id": "chatcmpl-seed",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": "x",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "none" if seed is None else str(seed)},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+
+
 def wrong_dtype_embed(texts: list[str]) -> Annotated[np.ndarray, Parameter.Embedding]:
     """Breaks the contract at call time: float64."""
     return trigram_embed(texts).astype(np.float64)
