@@ -141,8 +141,10 @@ class OpenAI(openai.OpenAI):
             )
 
     def close(self) -> None:
-        """Close upstream connections (of a service this client built) and stop its event loop thread."""
-        if self._owns_service:
+        """Close the service (one this client built, or one that runs on this client's own event loop,
+        which nothing else runs once it stops: its pending usage is written, its connections closed) and
+        stop the loop's thread."""
+        if self._owns_service or self._loop.own:
             self._loop.run(self.service.close())
         self._loop.close()
         super().close()
