@@ -23,11 +23,7 @@ from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
 from modelport.service import calls
 from modelport.service.generation import decoding, formats, planning, token_ids
 from modelport.service.generation.formats import effort, harmony, reading
-from modelport.service.generation.framing import (
-    framed,
-    validate,
-    with_choices,
-)
+from modelport.service.generation.framing import framed, validate
 from modelport.service.generation.logprobs import legacy_logprobs, scored_only, top_logprobs_cut
 from modelport.service.generation.planning import TOOLS, choices_per_input
 from modelport.service.generation.tools import plan as tool_plan
@@ -105,7 +101,10 @@ async def completion(
         if request.max_tokens != 0
         else listed(scored_only(scored or [], width))
     )
-    chunks = legacy_logprobs(generated, texts, width, echo=bool(request.echo), scored=scored)
+    # Rewritten only where there is something to rewrite (asked for, or ranking `best_of`): a layer per
+    # token otherwise.
+    rewrite = bool(request.echo or request.logprobs is not None or scored or width != request.n)
+    chunks = legacy_logprobs(generated, texts, width, bool(request.echo), scored) if rewrite else generated
     answer: Completion | Events[Completion] = await _delivered(chunks, model, predictor, request, _COMPLETION)
     return answer
 
@@ -137,10 +136,10 @@ async def _delivered(
     """The answer as asked: its framed chunks as they come (`stream`), or folded into the whole answer, of
     which the best `n` of `best_of` candidates are kept."""
     if request.stream:
-        framed_chunks = framed(chunks, model.spec.id, request.include_usage, shape.prefix)
-        return Events(await calls.eager(with_choices(framed_chunks, predictor)), shape.events)
+        framed_chunks = framed(chunks, model.spec.id, request.include_usage, shape.prefix, predictor)
+        return Events(await calls.eager(framed_chunks), shape.events)
     fold = shape.events.fold()
-    async for chunk in framed(chunks, model.spec.id, True, shape.prefix):
+    async for chunk in framed(chunks, model.spec.id, True, shape.prefix, predictor):
         fold.add(chunk)
     return validate(shape.whole, decoding.best(fold.whole(), request, shape.scores), predictor)
 

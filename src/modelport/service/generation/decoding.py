@@ -106,7 +106,7 @@ async def beam_search(
 Read = Callable[[AsyncGenerator[dict[str, Any], None]], AsyncGenerator[dict[str, Any], None]]
 
 
-async def choices(
+def choices(
     model: LoadedModel,
     predictor: Predictor,
     inputs: list[Any],
@@ -126,12 +126,7 @@ async def choices(
                 own = {**options, ALL: {**options[ALL], "seed": request.seed + j}}
             stream = _one_choice(model, predictor, primary, own, k * width + j, count_prompt=j == 0)
             streams.append(read(stream) if read is not None else stream)
-    merged = calls.merge(streams)
-    try:
-        async for chunk in merged:
-            yield chunk
-    finally:
-        await merged.aclose()
+    return calls.merge(streams)
 
 
 async def _one_choice(

@@ -33,14 +33,23 @@ def as_chunks(item: Any, predictor: Predictor) -> Iterable[dict[str, Any]]:
 
 
 async def framed(
-    chunks: AsyncGenerator[dict[str, Any], None], model_id: str, include_usage: bool, prefix: str
+    chunks: AsyncGenerator[dict[str, Any], None],
+    model_id: str,
+    include_usage: bool,
+    prefix: str,
+    predictor: Predictor,
 ) -> AsyncGenerator[dict[str, Any], None]:
     """One id of our own and our model id on every chunk (choices may come from several predictor calls);
-    usage only in its own final chunk, when asked for."""
+    usage only in its own final chunk, when asked for. Each chunk must have a `choices` list (a predictor's
+    breach is a 500 naming it)."""
     request_id = new_id(prefix)
     usage: dict[str, Any] = {}
     try:
         async for chunk in chunks:
+            if not isinstance(chunk.get("choices", []), list):
+                raise PredictorError(
+                    f"predictor `{predictor.name}` returned a chunk without a `choices` list"
+                )
             chunk["id"], chunk["model"] = request_id, model_id
             chunk.setdefault("created", int(time.time()))
             if chunk.get("usage"):
@@ -64,21 +73,6 @@ async def framed(
             metrics.count_tokens(model_id, usage)
         if include_usage and usage:
             yield {**chunk, "id": request_id, "model": model_id, "choices": [], "usage": usage}
-    finally:
-        await chunks.aclose()
-
-
-async def with_choices(
-    chunks: AsyncGenerator[dict[str, Any], None], predictor: Predictor
-) -> AsyncGenerator[dict[str, Any], None]:
-    """The chunks, each verified to have a `choices` list (a predictor's breach is a 500 naming it)."""
-    try:
-        async for data in chunks:
-            if not isinstance(data.get("choices"), list):
-                raise PredictorError(
-                    f"predictor `{predictor.name}` returned a chunk without a `choices` list"
-                )
-            yield data
     finally:
         await chunks.aclose()
 
