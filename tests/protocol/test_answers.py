@@ -77,7 +77,7 @@ def test_usage_comes_summed_in_a_closing_chunk_of_its_own() -> None:
     pieces = [{**CHUNK, "usage": usage}, {**second, "usage": {"prompt_tokens": 0, "completion_tokens": 4}}]
 
     async def run() -> list[dict[str, Any]]:
-        return [chunk async for chunk in framed(listed(pieces), "ours", True, "chatcmpl")]
+        return [chunk async for chunk in framed(listed(pieces), "ours", True, "chatcmpl", "tests.tiny")]
 
     out = asyncio.run(run())
     assert {c["id"] for c in out} == {out[0]["id"]}

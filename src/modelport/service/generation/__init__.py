@@ -136,10 +136,10 @@ async def _delivered(
     """The answer as asked: its framed chunks as they come (`stream`), or folded into the whole answer, of
     which the best `n` of `best_of` candidates are kept."""
     if request.stream:
-        framed_chunks = framed(chunks, model.spec.id, request.include_usage, shape.prefix, predictor)
+        framed_chunks = framed(chunks, model.spec.id, request.include_usage, shape.prefix, predictor.name)
         return Events(await calls.eager(framed_chunks), shape.events)
     fold = shape.events.fold()
-    async for chunk in framed(chunks, model.spec.id, True, shape.prefix, predictor):
+    async for chunk in framed(chunks, model.spec.id, True, shape.prefix, predictor.name):
         fold.add(chunk)
     return validate(shape.whole, decoding.best(fold.whole(), request, shape.scores), predictor)
 

@@ -37,19 +37,17 @@ async def framed(
     model_id: str,
     include_usage: bool,
     prefix: str,
-    predictor: Predictor,
+    predictor: str,
 ) -> AsyncGenerator[dict[str, Any], None]:
     """One id of our own and our model id on every chunk (choices may come from several predictor calls);
-    usage only in its own final chunk, when asked for. Each chunk must have a `choices` list (a predictor's
-    breach is a 500 naming it)."""
+    usage only in its own final chunk, when asked for. Each chunk must have a `choices` list (a breach is a
+    500 naming the `predictor` that made it)."""
     request_id = new_id(prefix)
     usage: dict[str, Any] = {}
     try:
         async for chunk in chunks:
             if not isinstance(chunk.get("choices", []), list):
-                raise PredictorError(
-                    f"predictor `{predictor.name}` returned a chunk without a `choices` list"
-                )
+                raise PredictorError(f"predictor `{predictor}` returned a chunk without a `choices` list")
             chunk["id"], chunk["model"] = request_id, model_id
             chunk.setdefault("created", int(time.time()))
             if chunk.get("usage"):
