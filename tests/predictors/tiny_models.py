@@ -95,22 +95,23 @@ def reverse_chat(
     }
 
 
-def count_chat(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    """Answers with a whole ChatCompletion: how many messages and words it was sent."""
-    words = sum(len(str(m.get("content", "")).split()) for m in messages)
+def _completion(name: str, content: str) -> dict[str, Any]:
+    """A whole ChatCompletion saying `content`."""
     return {
-        "id": "chatcmpl-count",
+        "id": f"chatcmpl-{name}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": "x",
         "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": f"{len(messages)} messages, {words} words"},
-                "finish_reason": "stop",
-            }
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
         ],
     }
+
+
+def count_chat(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """Answers with a whole ChatCompletion: how many messages and words it was sent."""
+    words = sum(len(str(m.get("content", "")).split()) for m in messages)
+    return _completion("count", f"{len(messages)} messages, {words} words")
 
 
 def seed_chat(
@@ -120,19 +121,7 @@ def seed_chat(
     """Answers with the sampling seed it was handed (`none` without one): what the server decided each
     choice samples with."""
     seed = (options or {}).get("seed")
-    return {
-        "id": "chatcmpl-seed",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": "x",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": "none" if seed is None else str(seed)},
-                "finish_reason": "stop",
-            }
-        ],
-    }
+    return _completion("seed", "none" if seed is None else str(seed))
 
 
 def wrong_dtype_embed(texts: list[str]) -> Annotated[np.ndarray, Parameter.Embedding]:
