@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import threading
 from collections.abc import Awaitable, Coroutine
 from functools import cached_property
@@ -52,14 +51,7 @@ class _Loop:
         return asyncio.run_coroutine_threadsafe(_awaited(awaitable), self.loop).result()
 
     def settle(self, awaitable: Awaitable[object]) -> None:
-        """Run `awaitable` to its end, or (called from the loop itself: a stream collected there) soon; or,
-        the interpreter finalising (a stream left open until the program's end), not at all: the loop's
-        daemon thread runs no more, and waiting for it would hang the exit (the engines stop their own
-        work at exit)."""
-        if sys.is_finalizing():
-            if isinstance(awaitable, Coroutine):
-                awaitable.close()
-            return
+        """Run `awaitable` to its end, or (called from the loop itself: a stream collected there) soon."""
         try:
             in_loop = asyncio.get_running_loop() is self.loop
         except RuntimeError:

@@ -41,7 +41,7 @@ class Realtime:
         access: Access,
     ) -> None:
         self.settings, self.manager, self.models = settings, manager, models
-        self.access, self.secrets = access, access.secrets
+        self.access = access
         self.pipelines = settings.pipelines()
         self._aliases = settings.all_aliases()
         self.calls = HeldCalls()  # the WebRTC calls in progress (the HTTP face opens them)
@@ -87,7 +87,7 @@ class Realtime:
             pipeline.transcription if session.get("type") == "transcription" else pipeline.chat
         )
         seconds = body.expires_after.seconds if body.expires_after is not None else 600
-        value, expires_at = await self.secrets.mint(context.current(), session, seconds)
+        value, expires_at = await self.access.secrets.mint(context.current(), session, seconds)
         shown = {**session, "id": new_id("sess", "_"), "object": "realtime.session"}
         return ClientSecretCreateResponse.model_validate(
             {"value": value, "expires_at": expires_at, "session": shown}
