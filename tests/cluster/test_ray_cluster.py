@@ -76,11 +76,19 @@ def test_a_real_cluster_serves_streams_and_survives_a_killed_replica(tmp_path: P
         with pytest.raises(openai.RateLimitError):
             narrow.embeddings.create(model="embed", input="a dog")
         client = openai.OpenAI(base_url=f"{live.url}/v1", api_key=key, max_retries=0, timeout=60)
+        # The end of sequence barred: how soon the model stops is its choice (once "*No*", 3 pieces); the
+        # server's part is to stream the 20 tokens it was held to, piece by piece, and count them.
         stream = client.chat.completions.create(
-            model="chat", messages=[{"role": "user", "content": "Count to five."}], max_tokens=20, stream=True
-        )
-        pieces = [c.choices[0].delta.content for c in stream if c.choices and c.choices[0].delta.content]
+            model="chat", messages=[{"role": "user", "content": "Count to five."}], max_tokens=20,
+            logit_bias=NO_EOS, stream=True, stream_options={"include_usage": True},
+        )  # fmt: skip
+        chunks = list(stream)
+        pieces = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
         assert len(pieces) > 3
+        ends = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+        assert ends == ["length"]
+        assert chunks[-1].usage is not None
+        assert chunks[-1].usage.completion_tokens == 20
 
         first = replica_pids("embed")
         assert len(first) == 2, first
