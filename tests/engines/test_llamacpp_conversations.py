@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
@@ -113,6 +114,42 @@ def test_a_completion_reuses_a_long_prompt_it_shares_with_an_earlier_one_though_
             complete(other)
         prompt, cached = complete(shots.replace("the ladder", "the broom"))
     assert first - 12 <= cached < prompt
+
+
+def test_a_turn_reuses_a_long_system_prompt_another_turn_extended(tmp_path: Path) -> None:
+    """Offered tools are described at the end of the system prompt where a call may be made, and not
+    where `tool_choice` is `none` (as an agent asks for its last answer): the turn that bars calls shares
+    the system prompt's beginning, not the whole message, with the turn before it, and still reuses it."""
+    tools: Any = [{"type": "function", "function": {"name": "shelf", "parameters": {"type": "object"}}}]
+    asked: Any = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Where is item 7?"}]
+    with client(tmp_path, 1024) as model:
+        model.chat.completions.create(
+            model="m", messages=asked, tools=tools, tool_choice="required", max_tokens=16
+        )
+        model.completions.create(model="m", prompt="Once upon a time " * 60, max_tokens=4)  # takes a slot
+        usage = model.chat.completions.create(
+            model="m", messages=asked, tools=tools, tool_choice="none", max_tokens=4
+        ).usage
+    assert usage is not None
+    assert usage.prompt_tokens_details is not None
+    assert usage.prompt_tokens - 24 <= (usage.prompt_tokens_details.cached_tokens or 0) < usage.prompt_tokens
+
+
+def test_names_of_messages_are_shared_as_far_as_the_messages_are() -> None:
+    """A prefix's name stands for the same beginning of the prompt wherever it comes from: two requests
+    share the names of the pieces of a long message they share, and a message's end is never a piece of
+    a longer one."""
+    long, other = "a" * 2000, "b" * 10
+
+    def names(*contents: str) -> list[str]:
+        messages = [{"role": "system", "content": content} for content in contents]
+        return conversation_cache.message_names({"messages": messages})
+
+    whole, extended = names(long), names(long + "and the tools")
+    assert whole[:3] == extended[:3]
+    assert whole[-1] not in extended
+    assert set(names(long, other)) & set(names(long + other)) == set(whole[:3])
+    assert names(long, other)[: len(whole)] == whole
 
 
 @pytest.mark.slow

@@ -304,8 +304,18 @@ class ConversationCache:
 
 def message_names(request: dict[str, Any]) -> list[str]:
     """A name for each prefix of a chat request's messages, shortest first, each depending on what else
-    shapes the prompt (template variables such as the tools)."""
-    pieces = (json.dumps(message, sort_keys=True) for message in request["messages"])
+    shapes the prompt (template variables such as the tools): at the end of each message, and within a
+    long one every `PROMPT_PIECE` characters. A message may share a long beginning with another: a system
+    prompt with the tools' description added at its end (where a call is asked for, not where it is
+    barred), or the day's date; whole messages alone found nothing to restore, and such a turn processed
+    its whole prompt again where llama.cpp reuses every token two prompts share. A message is written role
+    first, as templates render it, and ends with what closes it, so that no message's end is a beginning
+    of another."""
+    pieces = []
+    for message in request["messages"]:
+        rest = {key: value for key, value in message.items() if key not in ("role", "content")}
+        text = json.dumps([message.get("role"), message.get("content"), rest], sort_keys=True)
+        pieces.extend(text[at : at + PROMPT_PIECE] for at in range(0, len(text), PROMPT_PIECE))
     return _names(json.dumps(request.get("chat_template_kwargs"), sort_keys=True), pieces)
 
 
