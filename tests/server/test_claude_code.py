@@ -1,8 +1,9 @@
 """Claude Code (`@anthropic-ai/claude-code`, installed from npm where npm is) against `modelport serve`, as a
 user points it at a local model: `ANTHROPIC_BASE_URL` at the server, a key in `ANTHROPIC_API_KEY`,
-non-interactive (`claude -p`), telemetry and other traffic off. Claude Code sends its whole Messages request
-unchanged: its system prompt in blocks with `cache_control`, its tools (Bash, Read, Edit, …) with their
-schemas, `metadata`, streaming, and its own small requests beside the turn (a title, a check of the key).
+non-interactive (`claude -p`), telemetry and other traffic off, a short system prompt of the user's
+(`--system-prompt`; Claude Code's own is 28 KB). Claude Code sends its whole Messages request unchanged:
+its system prompt in blocks with `cache_control`, its tools (Bash, Read, Edit, …) with their schemas,
+`metadata`, streaming, and its own small requests beside the turn (a title, a check of the key).
 
 What the model says is its own affair, so a relay between Claude Code and the server decides the turn's
 shape, as a user's `tool_choice` would: the first request of the turn must call `Bash`, the next (with the
@@ -34,6 +35,9 @@ pytestmark = pytest.mark.slow  # Claude Code from npm, a model of its own
 
 CLAUDE_VERSION = "2.1.332"
 CACHE = Path(os.environ.get("MODELPORT_CLAUDE_DIR", Path.home() / ".cache" / "modelport" / "claude-code"))
+# Claude Code's own system prompt is 28 KB (7k tokens; its first request took 230 s on 2 cores): a short one,
+# as a user gives it (`--system-prompt`), keeps the tiny model's prompt short; its blocks are sent as ever.
+SYSTEM_PROMPT = "You are a coding agent. Run shell commands with Bash, then answer in one sentence."
 # A command the grammar holds the call to, so what ran is known.
 COMMAND = {"type": "object", "properties": {"command": {"const": "ls"}}, "required": ["command"]}
 # The answer after the call: short JSON, whose end the grammar decides (an answer cut by `max_tokens` is one
@@ -121,7 +125,8 @@ def test_claude_code_runs_a_turn_that_calls_its_shell_and_ends(
     }
     ran = subprocess.run(
         [str(claude()), "-p", "List the files here.", "--output-format", "stream-json", "--verbose",
-         "--allowedTools", "Bash(ls)", "--model", "claude-sonnet-4-6", "--max-turns", "2"],
+         "--allowedTools", "Bash(ls)", "--model", "claude-sonnet-4-6", "--max-turns", "2",
+         "--system-prompt", SYSTEM_PROMPT],
         cwd=work, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
         env={"PATH": os.environ["PATH"], "HOME": str(home), "ANTHROPIC_BASE_URL": url,
              "ANTHROPIC_API_KEY": "unused", **quiet},
@@ -135,6 +140,8 @@ def test_claude_code_runs_a_turn_that_calls_its_shell_and_ends(
     first = turn[0]
     # What Claude Code sent, taken as it sent it: its system prompt in blocks, its tools, streaming.
     assert isinstance(first["system"], list)
+    assert any(block.get("cache_control") for block in first["system"])
+    assert SYSTEM_PROMPT in json.dumps(first["system"])
     assert first["stream"] is True
     assert {"Bash", "Read", "Edit"} <= {tool["name"] for tool in first["tools"]}
     # Its shell ran the call, the result went back, and the turn ended with the model's answer.
