@@ -10,7 +10,7 @@ from typing import Any
 from modelport.protocol.response_object import ResponseObject
 from modelport.protocol.response_request import ResponseRequest
 from modelport.service.responses import items
-from modelport.service.responses.tool_specs import redacted, with_defaults
+from modelport.service.responses.tool_specs import echoed
 
 
 def skeleton(request: ResponseRequest, model_id: str, store: bool) -> ResponseObject:
@@ -49,7 +49,7 @@ def skeleton(request: ResponseRequest, model_id: str, store: bool) -> ResponseOb
             "frequency_penalty": request.frequency_penalty or 0.0,
             "text": _text_config(request.text),
             "tool_choice": request.tool_choice if request.tool_choice is not None else "auto",
-            "tools": [with_defaults(tool) for tool in redacted(request.tools or [])],
+            "tools": echoed(request.tools or []),
             "top_logprobs": request.top_logprobs or 0,
             "top_p": request.top_p if request.top_p is not None else 1.0,
             "truncation": request.truncation or "disabled",

@@ -16,7 +16,7 @@ from modelport.protocol.response_object import ResponseObject
 from modelport.protocol.response_request import ResponseRequest
 from modelport.service.responses import items
 from modelport.service.responses.conversations import Conversations
-from modelport.service.responses.tool_specs import redacted, with_defaults
+from modelport.service.responses.tool_specs import echoed
 from modelport.store import Store
 
 
@@ -121,7 +121,7 @@ def new_row(request: ResponseRequest, turn: list[dict[str, Any]], response: Resp
         "metadata": request.metadata or {},
         "request": {
             **request.model_dump(mode="json", exclude_unset=True, exclude={"input"}),
-            "tools": [with_defaults(tool) for tool in redacted(request.tools or [])],
+            "tools": echoed(request.tools or []),
         },
         "input_items": turn,
         "response": response.to_dict(mode="json"),

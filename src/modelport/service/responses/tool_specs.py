@@ -79,11 +79,12 @@ def with_defaults(tool: dict[str, Any]) -> dict[str, Any]:
     return {"filters": None, **tool, "max_num_results": limit, "ranking_options": ranking}
 
 
-def redacted(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Tools as a response shows and stores them: an MCP server's credentials (`headers`, `authorization`)
-    left out."""
+def echoed(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tools as a response shows and stores them: with the defaults they ran with (`with_defaults`), an MCP
+    server's credentials (`headers`, `authorization`) left out."""
     return [
-        {k: v for k, v in t.items() if k not in _CREDENTIALS} if t.get("type") == "mcp" else t for t in tools
+        with_defaults({k: v for k, v in t.items() if k not in _CREDENTIALS} if t.get("type") == "mcp" else t)
+        for t in tools
     ]
 
 
