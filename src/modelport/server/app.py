@@ -69,6 +69,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         app.include_router(router, prefix="/v1")
         app.include_router(router, prefix="/v1/openai/v1", include_in_schema=False)
     app.include_router(anthropic_routes.router, prefix="/v1")  # where Anthropic's SDKs send it
+    anthropic_routes.documented(app, "/v1")
     app.include_router(ollama_routes.router, prefix="/api")  # where Ollama's apps send it
     app.include_router(generate_route.router)
     settings = service.settings

@@ -5,10 +5,14 @@ with an error in the same shapes (`anthropic_error`, `ollama_error`)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import orjson
-from anthropic.types import ErrorResponse
 
 from modelport.errors import ModelportError
+
+if TYPE_CHECKING:
+    from anthropic.types import ErrorResponse
 
 ANTHROPIC_PATHS = ("/v1/messages",)
 OLLAMA_PATHS = ("/api/",)
@@ -36,6 +40,8 @@ def error_content(path: str, error: ModelportError) -> bytes:
 
 def anthropic_error(error: ModelportError) -> ErrorResponse:
     """An error in Anthropic's shape: its type by the status, our message."""
+    from anthropic.types import ErrorResponse  # where the face is used: see `anthropic.routes`
+
     kind = _ANTHROPIC_TYPES.get(error.status, "api_error" if error.status >= 500 else "invalid_request_error")
     return ErrorResponse.model_validate({"type": "error", "error": {"type": kind, "message": _said(error)}})
 

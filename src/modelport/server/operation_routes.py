@@ -13,7 +13,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel
 from starlette.datastructures import UploadFile
 
-from modelport.server.anthropic.routes import VERSION_HEADER, models_shaped
+from modelport.server.anthropic.routes import VERSION_HEADER
 from modelport.server.http_render import render
 from modelport.service import Service
 from modelport.service.operation_table import OPERATIONS
@@ -56,6 +56,8 @@ def _endpoint(operation: Operation) -> Endpoint:
         items = list(request.query_params.multi_items()) if takes_query else None
         answer = await operation.invoke(service, path, body=given.get(BODY), values=values, query=items)
         if VERSION_HEADER in request.headers:  # Anthropic's SDKs list models in their own shape
+            from modelport.server.anthropic.model_pages import models_shaped
+
             answer = models_shaped(operation.name, answer)
         return render(answer)
 

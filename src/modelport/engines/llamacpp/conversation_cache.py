@@ -311,7 +311,7 @@ def message_names(request: dict[str, Any]) -> list[str]:
     its whole prompt again where llama.cpp reuses every token two prompts share. A message is written role
     first, as templates render it, and ends with what closes it, so that no message's end is a beginning
     of another."""
-    pieces = []
+    pieces: list[str] = []
     for message in request["messages"]:
         rest = {key: value for key, value in message.items() if key not in ("role", "content")}
         text = json.dumps([message.get("role"), message.get("content"), rest], sort_keys=True)

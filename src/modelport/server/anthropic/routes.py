@@ -1,26 +1,30 @@
 """The Messages API's routes (`/v1/messages`, `/v1/messages/count_tokens`): each translates its request,
 calls the `chat.completions.create` row as every face does, and renders the answer in Anthropic's shape.
-The models' list in Anthropic's shape is rendered here too, for the `models` rows."""
+
+Anthropic's types (the `anthropic` package: 2 s of a 2-core machine's start, a quarter of the server's
+imports) are imported when the face is first used: by its first request, and by the OpenAPI document,
+which `documented` completes with them when it is first asked for."""
 
 from __future__ import annotations
 
-import datetime
+from typing import TYPE_CHECKING, Any
 
-from anthropic.types import Message, MessageTokensCount, ModelInfo
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import Response
-from openai.types import Model
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
 
 from modelport.errors import InvalidRequestError
 from modelport.protocol.answers import Events
-from modelport.server.anthropic.from_chat import Seal, events, message
 from modelport.server.anthropic.message_request import CountTokensRequest, MessagesRequest
 from modelport.server.anthropic.to_chat import Verify, chat_request
 from modelport.server.streaming import EventStream
 from modelport.service import Service
 from modelport.service.operation_table import OPERATIONS
+
+if TYPE_CHECKING:
+    from modelport.server.anthropic.from_chat import Seal
 
 router = APIRouter()
 CHAT = OPERATIONS.by_name("chat.completions.create")
@@ -28,9 +32,11 @@ CHAT = OPERATIONS.by_name("chat.completions.create")
 VERSION_HEADER = "anthropic-version"
 
 
-@router.post("/messages", response_class=Response, responses={200: {"model": Message}}, tags=["Anthropic"])
+@router.post("/messages", response_class=Response, tags=["Anthropic"])
 async def create_message(request: Request, given: MessagesRequest) -> Response:
     """Anthropic's Messages API: a `Message`, or its events streamed (`"stream": true`)."""
+    from modelport.server.anthropic.from_chat import events, message
+
     service: Service = request.app.state.service
     chat = chat_request(given, _verify(service), stream=given.stream)
     answer = await CHAT.invoke(service, {}, body=chat)
@@ -41,15 +47,12 @@ async def create_message(request: Request, given: MessagesRequest) -> Response:
     return _json(message(answer, seal))
 
 
-@router.post(
-    "/messages/count_tokens",
-    response_class=Response,
-    responses={200: {"model": MessageTokensCount}},
-    tags=["Anthropic"],
-)
+@router.post("/messages/count_tokens", response_class=Response, tags=["Anthropic"])
 async def count_message_tokens(request: Request, given: CountTokensRequest) -> Response:
     """The input tokens the same Messages request would use, counted by the model (its template, tools and
     history): the prompt is read and one token made."""
+    from anthropic.types import MessageTokensCount
+
     service: Service = request.app.state.service
     chat = chat_request(given, _verify(service), stream=False)
     chat.max_completion_tokens = 1
@@ -85,31 +88,30 @@ def _verify(service: Service) -> Verify:
     return verify
 
 
-class ModelPage(BaseModel):
-    """`GET /v1/models` as Anthropic lists models."""
+def documented(app: FastAPI, prefix: str) -> None:
+    """The routes' answers (a `Message`, a `MessageTokensCount`) in `app`'s OpenAPI document, under
+    `prefix`: added as the document is first made, Anthropic's schemas named `Anthropic…` beside OpenAI's."""
+    made = app.openapi
 
-    data: list[ModelInfo]
-    has_more: bool
-    first_id: str | None
-    last_id: str | None
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        from anthropic.types import Message, MessageTokensCount
 
-
-def models_shaped(operation: str, answer: object) -> object:
-    """The `models` rows' answers as Anthropic's `ModelInfo` (for a request that carries
-    `anthropic-version`); any other answer as it is."""
-    if operation == "models.retrieve" and isinstance(answer, Model):
-        return _model_info(answer)
-    if operation == "models.list" and isinstance(answer, dict):
-        infos = [_model_info(m) for m in answer.get("data", []) if isinstance(m, Model)]
-        return ModelPage(
-            data=infos,
-            has_more=False,
-            first_id=infos[0].id if infos else None,
-            last_id=infos[-1].id if infos else None,
+        document = made()
+        answers: dict[str, type[BaseModel]] = {
+            "/messages": Message,
+            "/messages/count_tokens": MessageTokensCount,
+        }
+        refs, schemas = models_json_schema(
+            [(model, "serialization") for model in answers.values()],
+            ref_template="#/components/schemas/Anthropic{model}",
         )
-    return answer
+        kept = document.setdefault("components", {}).setdefault("schemas", {})
+        kept.update({f"Anthropic{name}": schema for name, schema in schemas.get("$defs", {}).items()})
+        for path, model in answers.items():
+            answer = {"application/json": {"schema": refs[(model, "serialization")]}}
+            document["paths"][prefix + path]["post"]["responses"]["200"]["content"] = answer
+        return document
 
-
-def _model_info(model: Model) -> ModelInfo:
-    created = datetime.datetime.fromtimestamp(model.created, datetime.UTC)
-    return ModelInfo(type="model", id=model.id, display_name=model.id, created_at=created, lifecycle="active")
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's way to complete its document

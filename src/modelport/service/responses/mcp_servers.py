@@ -10,18 +10,17 @@ import json
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import httpx2
-from mcp import ClientSession
-from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
 from openai.types.responses import McpToolCallError
 from openai.types.responses.mcp_tool_call_error import HTTPError, McpProtocolError, McpToolExecutionError
 
 from modelport.service.fetching import Pin
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
 
 T = TypeVar("T")
 
@@ -120,6 +119,11 @@ class McpServer:
 
     async def _open(self, transport: str) -> tuple[AsyncExitStack, ClientSession]:
         """An initialised session over `transport`, and what closes it."""
+        # The `mcp` client, imported when a turn first reaches a server (it is 1 s of the server's start).
+        from mcp import ClientSession
+        from mcp.client.sse import sse_client
+        from mcp.client.streamable_http import streamable_http_client
+
         stack = AsyncExitStack()
         try:
             if transport == "streamable":
@@ -175,6 +179,8 @@ class _Pinned(httpx2.AsyncBaseTransport):
 
 def _failure(url: str, error: BaseException) -> McpError:
     """An error the MCP client raised, as the turn shows it."""
+    from mcp.shared.exceptions import MCPError
+
     inner = _innermost(error)
     if isinstance(inner, McpError):
         return inner  # raised by the work itself, inside the transport's task group
