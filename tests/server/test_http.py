@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import httpx
 import openai
@@ -114,7 +115,10 @@ def test_health_and_openapi(server: Faces) -> None:
     health = httpx.get(f"{server.url}/health").json()
     assert health["status"] == "ok"
     assert health["store"]["state"] == "up"
-    paths = httpx.get(f"{server.url}/openapi.json").json()["paths"]
+    document = httpx.get(f"{server.url}/openapi.json").json()
+    named = set(re.findall(r'"#/components/schemas/([^"]+)"', json.dumps(document)))
+    assert named <= set(document["components"]["schemas"])  # no reference dangles
+    paths = document["paths"]
     for path in (
         "/v1/chat/completions",
         "/v1/completions",

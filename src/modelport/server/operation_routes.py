@@ -115,8 +115,22 @@ def _form_schema(operation: Operation) -> dict[str, Any]:
     model = operation.body_model
     assert model is not None
     assert issubclass(model, BaseModel)
-    schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
-    schema.pop("$defs", None)
+    # Its sub-models inlined: the document's components are made from the routes' own models, which
+    # this schema (given as it is, `openapi_extra`) is not among; a reference to one there would dangle.
+    schema = model.model_json_schema()
+    schema = _inlined(schema, schema.pop("$defs", {}))
     schema["properties"] = {**schema.get("properties", {}), "file": {"type": "string", "format": "binary"}}
     schema["required"] = [*schema.get("required", []), "file"]
     return {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": schema}}}}
+
+
+def _inlined(node: Any, defs: dict[str, Any]) -> Any:
+    """A JSON schema with its references to `defs` (`#/$defs/...`) replaced by what they name."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return _inlined(defs[ref.removeprefix("#/$defs/")], defs)
+        return {key: _inlined(value, defs) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_inlined(value, defs) for value in node]
+    return node
