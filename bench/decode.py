@@ -2,7 +2,7 @@
 directly (alone, and beside a second idle instance in its process), modelport in-process and over HTTP, and
 llama.cpp's own llama-server — same threads and slots.
 
-    .venv/bin/python -m bench.decode [--runs 5] [--tokens 128]
+    .venv/bin/python -m bench.decode [--runs 5] [--tokens 128] [--model smollm2|gemma3-270m]
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from bench import references
 from bench.common import (
     NO_EOS,
     STORY,
+    BenchModel,
     Stream,
+    bench_model,
     cpu_seconds,
     http_client,
     llama_server,
@@ -41,7 +43,12 @@ CONFIG = f'defaults = false\n[[models]]\nid = "{CHAT}"\nengine = "llamacpp"\n'
 SLOTS, N_CTX = 8, 32768  # the engine's defaults, given to llama-server too
 
 
-def engine_stream(server: Any, prompt: str, max_tokens: int) -> Stream:
+def config(model: BenchModel) -> str:
+    """The models.toml of a server of `model` alone."""
+    return f'defaults = false\n[[models]]\nid = "{model.id}"\nengine = "llamacpp"\npath = "{model.gguf}"\n'
+
+
+def engine_stream(server: Any, prompt: str, max_tokens: int, no_eos: dict[str, int] = NO_EOS) -> Stream:
     """xllamacpp's server called directly, as modelport's engine calls it, timing its callback."""
     times: list[float] = []
 
@@ -51,7 +58,7 @@ def engine_stream(server: Any, prompt: str, max_tokens: int) -> Stream:
         return False
 
     request = {
-        "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "logit_bias": NO_EOS, "stream": True,
+        "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "logit_bias": no_eos, "stream": True,
     }  # fmt: skip
     start = time.perf_counter()
     server.handle_completions(request, on_chunk)
@@ -61,28 +68,29 @@ def engine_stream(server: Any, prompt: str, max_tokens: int) -> Stream:
 Measure = Callable[[str], Awaitable[Stream]]
 
 
-async def worker(case: str, tokens: int) -> None:
+async def worker(case: str, tokens: int, model: BenchModel) -> None:
     """The engine, or modelport in-process, in a process of its own (a second llama.cpp instance in one
     process skews the first's timings): one stream per prompt read from stdin, one JSON line out."""
     if case.startswith("engine"):
-        server = llamacpp.start_server()
+        server = llamacpp.start_server(str(model.gguf))
         if case == "engine beside another":
             # A second instance, idle (a second model, or the one that scores prompts), used to make the
             # OpenMP runtime they share put the first's threads to sleep at every barrier.
-            idle = llamacpp.start_server()  # noqa: F841
-        one: Measure = lambda p: asyncio.to_thread(engine_stream, server, p, tokens)  # noqa: E731
+            idle = llamacpp.start_server(str(model.gguf))  # noqa: F841
+        one: Measure = lambda p: asyncio.to_thread(engine_stream, server, p, tokens, model.no_eos)  # noqa: E731
     else:
-        settings = Settings(defaults=False, models=[ModelConfig(id=CHAT, engine="llamacpp")])
-        inprocess = modelport.AsyncOpenAI(settings=settings)
-        one = lambda p: stream_completion(inprocess, CHAT, p, tokens)  # noqa: E731
+        given = ModelConfig(id=model.id, engine="llamacpp", path=str(model.gguf))  # type: ignore[call-arg]
+        inprocess = modelport.AsyncOpenAI(settings=Settings(defaults=False, models=[given]))
+        one = lambda p: stream_completion(inprocess, model.id, p, tokens, model.no_eos)  # noqa: E731
     print("ready", flush=True)
     for line in sys.stdin:
         print(json.dumps(dataclasses.asdict(await one(line.strip()))), flush=True)
 
 
 @asynccontextmanager
-async def worker_process(case: str, tokens: int) -> AsyncIterator[Measure]:
+async def worker_process(case: str, tokens: int, model: str) -> AsyncIterator[Measure]:
     command = [sys.executable, "-m", "bench.decode", "--case", case, "--tokens", str(tokens)]
+    command += ["--model", model]
     process = await asyncio.create_subprocess_exec(
         *command,
         stdin=asyncio.subprocess.PIPE,
@@ -108,26 +116,32 @@ async def worker_process(case: str, tokens: int) -> AsyncIterator[Measure]:
         await process.wait()
 
 
-async def main(runs: int, tokens: int) -> None:
-    print(f"# Single-stream decode, {tokens} tokens, median of {runs} interleaved rounds\n\n{machine()}")
+async def main(runs: int, tokens: int, name: str) -> None:
+    model = bench_model(name)
+    print(
+        f"# Single-stream decode, {model.gguf.name}, {tokens} tokens, median of {runs} interleaved rounds"
+        f"\n\n{machine()}"
+    )
     async with AsyncExitStack() as stack:
         cases: dict[str, Measure] = {
             "engine called directly (xllamacpp)": await stack.enter_async_context(
-                worker_process("engine", tokens)
+                worker_process("engine", tokens, name)
             ),
-            "modelport in-process": await stack.enter_async_context(worker_process("in-process", tokens)),
+            "modelport in-process": await stack.enter_async_context(
+                worker_process("in-process", tokens, name)
+            ),
             "engine beside a second, idle instance": await stack.enter_async_context(
-                worker_process("engine beside another", tokens)
+                worker_process("engine beside another", tokens, name)
             ),
         }
-        url, pid = stack.enter_context(modelport_configured(CONFIG))
+        url, pid = stack.enter_context(modelport_configured(config(model)))
         client = http_client(url)
         serving_cpu = [0.0]
 
         async def over_http(prompt: str) -> Stream:
             # The event loop's thread (the main one) does all of the server's Python work per chunk.
             before = cpu_seconds(pid, pid)
-            stream = await stream_completion(client, CHAT, prompt, tokens)
+            stream = await stream_completion(client, model.id, prompt, tokens, model.no_eos)
             serving_cpu[0] += cpu_seconds(pid, pid) - before
             return stream
 
@@ -136,10 +150,10 @@ async def main(runs: int, tokens: int) -> None:
         if binary is None:
             print("\nllama-server: not built (python -m bench.references, ~25 min); its row is absent.")
         else:
-            server = http_client(
-                stack.enter_context(llama_server(binary, llamacpp.default_gguf(), SLOTS, N_CTX))
+            server = http_client(stack.enter_context(llama_server(binary, model.gguf, SLOTS, N_CTX)))
+            cases["llama-server HTTP"] = lambda p: stream_completion(
+                server, model.id, p, tokens, model.no_eos
             )
-            cases["llama-server HTTP"] = lambda p: stream_completion(server, CHAT, p, tokens)
         # Round by round, every case once, so that a machine getting slower or faster affects all alike.
         results: dict[str, list[Stream]] = {name: [] for name in cases}
         for one in cases.values():
@@ -181,11 +195,12 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--model", choices=["smollm2", "gemma3-270m"], default="smollm2")
     cases = ["engine", "engine beside another", "in-process"]
     parser.add_argument("--case", choices=cases, help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     threading.excepthook = lambda _: None  # xllamacpp's worker threads may complain at interpreter exit
     if arguments.case:
-        asyncio.run(worker(arguments.case, arguments.tokens))
+        asyncio.run(worker(arguments.case, arguments.tokens, bench_model(arguments.model)))
     else:
-        asyncio.run(main(arguments.runs, arguments.tokens))
+        asyncio.run(main(arguments.runs, arguments.tokens, arguments.model))
