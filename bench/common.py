@@ -20,6 +20,7 @@ from typing import Any
 
 import openai
 
+from modelport.engines import llamacpp
 from modelport.engines.llamacpp import cpu_builds
 from tests.support.live import Served, free_port, serving
 
@@ -48,8 +49,6 @@ def bench_model(name: str) -> BenchModel:
     """`smollm2` (the default chat model) or `gemma3-270m` (Gemma 3 270M, a base model: completions only,
     from the `bench` extra's package, assembled once into the benchmarks' cache), so that a ratio is not one
     model's."""
-    from modelport.engines import llamacpp
-
     if name == "smollm2":
         return BenchModel("smollm2-135m-instruct", llamacpp.default_gguf(), NO_EOS)
     try:
