@@ -29,7 +29,7 @@ from modelport.settings import (
     ModelConfig,
     Settings,
 )
-from tests.server.conftest import QUESTION, listening_settings
+from tests.server.conftest import QUESTION, VOICE_MODELS, listening_settings
 from tests.service.test_audio import word_error_rate
 from tests.support.faces import Faces, faces
 from tests.support.live import health_probed
@@ -767,3 +767,36 @@ def test_a_flood_of_items_is_capped_and_the_server_stays_responsive(voice: Faces
     assert full[0].error.param == "item"
     assert waits
     assert sorted(waits)[len(waits) // 2] < 0.1 * slack()  # the median: the loop is never held by the flood
+
+
+@pytest.mark.parametrize("fmt", ["audio/pcm", "audio/pcma"])
+def test_a_clause_spoken_as_nothing_leaves_the_answer_whole(fmt: str) -> None:
+    # Piper makes no samples of "...": the answer's other clauses are still spoken and the response completes
+    # (an empty piece failed in FFmpeg's resampler and ended the answer). The chat model says the user's
+    # words back reversed, so the clause is the test's, not a model's.
+    models = [
+        ModelConfig(id="reverse", predictor="tests.predictors.tiny_models:reverse_chat"),
+        *VOICE_MODELS[1:3],
+        ModelConfig.model_validate({"id": "echo-voice", "engine": "realtime", "chat": "reverse"}),
+    ]
+
+    async def run(served: Faces) -> list[Any]:
+        async with connect(served, model="echo-voice") as connection:
+            await until(connection, "session.created")
+            audio = {"output": {"format": {"type": fmt}}}
+            await connection.session.update(session={"type": "realtime", "audio": audio})
+            await until(connection, "session.updated")
+            content = [{"type": "input_text", "text": "Fine. ... Fine."}]
+            await connection.conversation.item.create(
+                item={"type": "message", "role": "user", "content": content}
+            )
+            await connection.response.create()
+            return await until(connection, "response.done")
+
+    with faces(Settings(defaults=False, models=models)) as served:
+        events = asyncio.run(run(served))
+    assert events[-1].response.status == "completed"
+    assert "error" not in kinds(events)
+    spoken = b"".join(base64.b64decode(e.delta) for e in events if e.type == "response.output_audio.delta")
+    seconds = len(spoken) / (RATE * 2 if fmt == "audio/pcm" else 8000)
+    assert seconds > 0.5

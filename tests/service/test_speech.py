@@ -107,6 +107,19 @@ def test_input_over_4096_characters_is_a_400(client: openai.OpenAI) -> None:
     assert caught.value.param == "input"
 
 
+def test_a_sentence_spoken_as_nothing_is_skipped_in_every_format(client: openai.OpenAI) -> None:
+    # Piper makes no samples of "...": the sentences around it are still spoken (it was a 500 from FFmpeg).
+    for fmt in ("wav", "pcm", "mp3", "opus", "aac", "flac"):
+        audio = client.audio.speech.create(
+            model="tts-1",
+            voice="alloy",
+            input="Fine. ... Fine.",
+            response_format=fmt,  # type: ignore[arg-type]
+        )
+        seconds = len(audio.content) / 48_000 if fmt == "pcm" else decoded_seconds(audio.content)
+        assert 0.5 < seconds < 4, (fmt, seconds)
+
+
 @pytest.mark.one_face
 def test_instructions_are_accepted(client: openai.OpenAI) -> None:
     audio = client.audio.speech.create(

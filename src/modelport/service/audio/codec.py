@@ -88,6 +88,8 @@ class Encoder:
     def encode(self, pcm: np.ndarray) -> bytes:
         """Add a piece; return the bytes that are ready (always empty unless streaming)."""
         mono = pcm.mean(axis=1) if pcm.ndim == 2 else pcm
+        if not mono.size:  # a piece spoken as nothing ("..."): FFmpeg's resampler fails on an empty frame
+            return self._take()
         frame = av.AudioFrame.from_ndarray(
             np.ascontiguousarray(mono, np.float32)[None, :], format="flt", layout="mono"
         )

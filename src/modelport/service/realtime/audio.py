@@ -88,7 +88,7 @@ class Speaker:
 
     def encode(self, pcm: bytes) -> bytes:
         """`pcm` in this format (a resampled format holds a few samples back until `flush`)."""
-        if self._resampler is None:
+        if self._resampler is None or not pcm:  # FFmpeg's resampler fails on an empty frame
             return pcm
         return self._coded(self._resampler.resample(_frame(np.frombuffer(pcm, "<i2"), OUTPUT_RATE)))
 

@@ -10,10 +10,11 @@ import asyncio
 import base64
 import contextlib
 import json
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from modelport.errors import ModelportError
+from modelport.errors import ModelportError, ServerError
 from modelport.ids import new_id
 from modelport.protocol.answers import Events
 from modelport.protocol.chunk_folds import ChatFold
@@ -27,6 +28,8 @@ from modelport.service.realtime.pipes import Pipes
 from modelport.service.realtime.playout import Playout
 from modelport.service.realtime.realtime_events import ClientEventError, Event, error_event, server_event
 from modelport.settings import RealtimePipeline
+
+log = logging.getLogger("modelport.realtime")
 
 _PIECE_SECONDS = 0.1  # audio deltas carry about this much each
 
@@ -138,8 +141,13 @@ class RealtimeResponse:
                 status, details = "incomplete", {"type": "incomplete", "reason": "max_output_tokens"}
         except asyncio.CancelledError:
             status, details = "cancelled", {"type": "cancelled", "reason": self.reason}
-        except (ClientEventError, ModelportError) as error:
-            # A model's failure, or a request it refused, ends the response, not the session.
+        except Exception as caught:
+            # A model's failure, a request it refused, or a fault of the server's own ends the response (with
+            # the `response.done` its client waits for), not the session.
+            error = caught if isinstance(caught, (ClientEventError, ModelportError)) else None
+            if error is None:
+                log.error("realtime response %s failed", self.id, exc_info=caught)
+                error = ServerError(f"Internal error: {type(caught).__name__}")
             event = error_event(error)
             status = "failed"
             details = {"type": "failed", "error": {k: event["error"].get(k) for k in ("type", "code")}}
