@@ -6,19 +6,28 @@ pytest-xdist workers is the plugin `tests.support.workers` (CONTRIBUTING.md); th
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import zlib
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
 import pytest
 
-import modelport
-from modelport.settings import Settings
-from tests.support.configs import tiny_settings
-from tests.support.faces import Faces, faces
-from tests.support.postgres import Postgres, has_pgvector, postgres_binaries
+# The server and the SDK are imported by the fixtures that start them: pytest-xdist's controller loads this
+# file too, and runs no test (the workers start only once it has loaded).
+if TYPE_CHECKING:
+    import openai
+
+    import modelport
+    from tests.support.faces import Faces
+    from tests.support.postgres import Postgres
+
+# Where the environment says not to write bytecode (this machine's image sets PYTHONDONTWRITEBYTECODE), every
+# process of a run would compile the sources again, and pytest rewrite every test module again: 6 s and more
+# a worker, and 2 s for each server or command a test starts. The run writes the caches (`__pycache__`,
+# ignored by git); what it starts reads them.
+sys.dont_write_bytecode = False
 
 # Everything the tests' servers and clients store goes to a folder of this run (of this worker, when the
 # run has several), not the user's data directory.
@@ -35,6 +44,9 @@ pytest_plugins = ["tests.support.workers"]
 @pytest.fixture(scope="session")
 def server() -> Iterator[Faces]:
     """The default models, loaded once, behind both faces."""
+    from modelport.settings import Settings
+    from tests.support.faces import faces
+
     with faces(Settings()) as served:
         yield served
 
@@ -73,6 +85,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture(scope="session")
 def tiny_faces(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Faces]:
     """The tiny predictors (`tests.support.configs.TINY`), storing in a database of their own."""
+    from tests.support.configs import tiny_settings
+    from tests.support.faces import faces
+
     with faces(tiny_settings(str(tmp_path_factory.mktemp("tiny") / "state.db"))) as served:
         yield served
 
@@ -87,6 +102,8 @@ def tiny(request: pytest.FixtureRequest, tiny_faces: Faces) -> Any:
 def postgres() -> Iterator[Postgres]:
     """PostgreSQL 15 from Debian's packages with pgvector (`.ci/run` installs both); skipped where either is
     missing, unless MODELPORT_REQUIRE_POSTGRES is set (as CI sets it), where its absence is a failure."""
+    from tests.support.postgres import Postgres, has_pgvector, postgres_binaries
+
     binaries = postgres_binaries()
     missing = None
     if binaries is None:

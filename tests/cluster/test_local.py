@@ -12,10 +12,6 @@ import numpy as np
 import openai
 import pytest
 
-pytest.importorskip("ray.serve", reason="the ray extra is not installed")
-
-from ray import serve
-
 import modelport
 from modelport import cluster
 from modelport.cluster.ingress import ReplicaSet
@@ -110,6 +106,8 @@ class DyingReplica(ModelReplica):
 
 
 def dying(after: int) -> ReplicaSet:
+    from ray import serve
+
     DyingReplica.calls = 0
     alone = Settings.model_validate(
         {"defaults": False, "store": {"url": "none"}, "models": [SETTINGS.models[0].model_dump()]}

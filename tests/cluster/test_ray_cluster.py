@@ -22,7 +22,6 @@ from tests.support.live import ROOT, LiveServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.whole_machine]  # a Ray instance
 
-pytest.importorskip("ray.serve", reason="the ray extra is not installed")
 
 CONFIG = """
 defaults = false

@@ -17,7 +17,6 @@ from modelport.cluster import _check_fit, _cpus
 from modelport.settings import ModelConfig, Settings
 from tests.support.live import ROOT, LiveServer
 
-pytest.importorskip("ray.serve", reason="the ray extra is not installed")
 pytestmark = pytest.mark.whole_machine  # a local Ray instance of the machine's CPUs
 
 

@@ -22,7 +22,6 @@ from tests.support.live import ROOT, LiveServer, free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.whole_machine]  # two Ray nodes and three replicas
 
-pytest.importorskip("ray.serve", reason="the ray extra is not installed")
 
 CONFIG = """
 defaults = false

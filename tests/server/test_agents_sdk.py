@@ -8,15 +8,6 @@ import asyncio
 
 import openai
 import pytest
-from agents import (
-    Agent,
-    FileSearchTool,
-    ModelSettings,
-    OpenAIConversationsSession,
-    OpenAIResponsesModel,
-    Runner,
-    set_tracing_disabled,
-)
 
 from tests.support.faces import Faces
 
@@ -25,6 +16,16 @@ MODEL = "smollm2-135m-instruct"
 
 @pytest.mark.slow
 def test_an_agent_remembers_through_a_conversations_session(server: Faces) -> None:
+    # The SDK is imported by each test: 1.7 s of imports on every worker that collects the file.
+    from agents import (
+        Agent,
+        ModelSettings,
+        OpenAIConversationsSession,
+        OpenAIResponsesModel,
+        Runner,
+        set_tracing_disabled,
+    )
+
     set_tracing_disabled(True)  # traces would go to OpenAI's servers
 
     async def run() -> None:
@@ -50,6 +51,15 @@ def test_an_agent_remembers_through_a_conversations_session(server: Faces) -> No
 
 @pytest.mark.slow
 def test_an_agent_searches_a_vector_store_the_server_keeps(server: Faces) -> None:
+    from agents import (
+        Agent,
+        FileSearchTool,
+        ModelSettings,
+        OpenAIResponsesModel,
+        Runner,
+        set_tracing_disabled,
+    )
+
     set_tracing_disabled(True)
     note = b"The spare key of the boathouse hangs behind the blue door."
     file = server.http.files.create(file=("house.txt", note), purpose="assistants")
@@ -77,7 +87,14 @@ def test_an_agent_searches_a_vector_store_the_server_keeps(server: Faces) -> Non
 def test_an_agent_with_the_sdk_s_default_model_and_settings_answers(server: Faces) -> None:
     # No model named: the SDK's default (a gpt-5 name) with its default settings, which send
     # `reasoning.effort` and `text.verbosity`; only a bound on the answer's length is added.
-    from agents import set_default_openai_api, set_default_openai_client
+    from agents import (
+        Agent,
+        ModelSettings,
+        Runner,
+        set_default_openai_api,
+        set_default_openai_client,
+        set_tracing_disabled,
+    )
     from agents.models import get_default_model, get_default_model_settings
 
     set_tracing_disabled(True)

@@ -14,12 +14,11 @@ import openai
 import pytest
 
 from modelport.service.documents import Bounds, DocumentReader, UnreadableError
-from tests.support.documents import hostile_pdfs, pdf
+from tests.support.documents import HOSTILE_PDF_NAMES, hostile_pdfs, pdf
 from tests.support.machine_load import slack
 
 # Worker processes started and stopped, and seconds of hostile reading: the slow tier, not the unit one.
 pytestmark = pytest.mark.slow
-HOSTILE = hostile_pdfs()
 # Read within their bounds (PDFium reads a string of 32,767 characters at most): answered.
 READABLE = {"a /Length of 99999999999", "200 MB of text in 200 KB"}
 
@@ -39,9 +38,9 @@ def children_cpu_seconds() -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-@pytest.mark.parametrize("name", sorted(HOSTILE))
+@pytest.mark.parametrize("name", sorted(HOSTILE_PDF_NAMES))
 def test_a_hostile_pdf_is_a_400_naming_the_part_in_bounded_time(tiny: Any, name: str) -> None:
-    data = base64.b64encode(HOSTILE[name]).decode()
+    data = base64.b64encode(hostile_pdfs()[name]).decode()
     part = {"type": "file", "file": {"file_data": f"data:application/pdf;base64,{data}", "filename": "x.pdf"}}
     messages = [{"role": "user", "content": [{"type": "text", "text": "Read this."}, part]}]
     started = time.monotonic()
@@ -60,7 +59,7 @@ def test_a_read_past_its_seconds_is_stopped() -> None:
     try:
         started = time.monotonic()
         with pytest.raises(UnreadableError, match="takes over 1 s"):
-            asyncio.run(reader.text("big.pdf", HOSTILE["20,000 pages"]))
+            asyncio.run(reader.text("big.pdf", hostile_pdfs()["20,000 pages"]))
         assert time.monotonic() - started < 10 * slack()  # a worker's start, then one second
     finally:
         reader.close()
@@ -70,7 +69,7 @@ def test_a_read_whose_caller_leaves_stops_at_once() -> None:
     reader = DocumentReader(Bounds(pages=100_000, seconds=120.0))
 
     async def leave_after_a_second() -> None:
-        reading = asyncio.ensure_future(reader.text("big.pdf", HOSTILE["20,000 pages"] * 1))
+        reading = asyncio.ensure_future(reader.text("big.pdf", hostile_pdfs()["20,000 pages"] * 1))
         await asyncio.sleep(3.0)  # the worker started and is reading
         reading.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -91,7 +90,7 @@ def test_a_worker_is_held_to_its_memory() -> None:
     reader = DocumentReader(Bounds(memory_mb=128, chars=10**10))
     try:
         with pytest.raises(UnreadableError, match="128 MiB"):
-            asyncio.run(reader.text("bomb.pdf", HOSTILE["200 MB of text in 200 KB"]))
+            asyncio.run(reader.text("bomb.pdf", hostile_pdfs()["200 MB of text in 200 KB"]))
         assert asyncio.run(reader.text("q.pdf", pdf("hello"))) == "hello"  # a new worker took its place
     finally:
         reader.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 
 def pdf(text: str) -> bytes:
     """A one-page PDF showing `text`, written out by hand (offsets computed) so no PDF writer is needed."""
@@ -50,8 +52,23 @@ def pdf_of_pages(count: int, text: str = "page") -> bytes:
     return _assembled(objects + [page] * count)
 
 
+HOSTILE_PDF_NAMES = (
+    "nested 5,000 deep",
+    "a flate bomb",
+    "a /Length of 99999999999",
+    "20,000 pages",
+    "encrypted",
+    "200 MB of text in 200 KB",
+    "zero bytes",
+    "a header only",
+)
+
+
+@functools.cache
 def hostile_pdfs() -> dict[str, bytes]:
-    """PDFs built to make a reader recurse, inflate, overread or give up, by what each does."""
+    """PDFs built to make a reader recurse, inflate, overread or give up, by what each does (named by
+    `HOSTILE_PDF_NAMES`, which tests parametrize over: building them is 5 s of compressing, done once a
+    process and only where a test reads them)."""
     import re
     import zlib
 
@@ -95,13 +112,14 @@ def hostile_pdfs() -> dict[str, bytes]:
         ],
         trailer=b"/Encrypt 5 0 R /ID [<%s> <%s>] " % (b"0123456789abcdef" * 2, b"0123456789abcdef" * 2),
     )
-    return {
-        "nested 5,000 deep": deep,
-        "a flate bomb": bomb,
-        "a /Length of 99999999999": re.sub(rb"/Length \d+", b"/Length 99999999999", one),
-        "20,000 pages": pdf_of_pages(20_000),
-        "encrypted": encrypted,
-        "200 MB of text in 200 KB": text_bomb,
-        "zero bytes": b"",
-        "a header only": b"%PDF-1.7\n",
-    }
+    built = (
+        deep,
+        bomb,
+        re.sub(rb"/Length \d+", b"/Length 99999999999", one),
+        pdf_of_pages(20_000),
+        encrypted,
+        text_bomb,
+        b"",
+        b"%PDF-1.7\n",
+    )
+    return dict(zip(HOSTILE_PDF_NAMES, built, strict=True))
