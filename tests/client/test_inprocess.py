@@ -80,6 +80,7 @@ print("left", flush=True)
 """
 
 
+@pytest.mark.models  # SmolLM2, in the program the test runs
 def test_a_program_that_ends_mid_stream_exits_cleanly() -> None:
     """A program may end while its streams still generate: they are closed while the client's loop runs,
     and llama.cpp's threads stopped and waited for, where they were once unwound inside llama.cpp as Python

@@ -15,6 +15,7 @@ import modelport
 from modelport.settings import Limits, ModelConfig, Settings
 from tests.support.faces import Faces, faces
 
+# Tiny predictors: what is checked here is the server's (keys, CORS, bounds, metrics), not a model's.
 CONFIG = """
 defaults = false
 cors_origins = ["https://app.example"]
@@ -25,13 +26,12 @@ body_bytes = 65536
 
 [[models]]
 id = "chat"
-engine = "llamacpp"
-n_parallel = 2
-n_ctx_per_slot = 1024
+predictor = "tests.predictors.tiny_models:reverse_chat"
+concurrency = 2
 
 [[models]]
 id = "embed"
-engine = "onnx-embedding"
+predictor = "tests.predictors.tiny_models:trigram_embed"
 """
 CHAT = {"model": "chat", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}
 KEYS = ["key-one", "key-from-file", "key-env-a", "key-env-b"]

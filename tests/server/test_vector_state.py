@@ -18,8 +18,13 @@ from tests.support.live import tokens_counted
 NOTES = b"The lighthouse keeper rings the brass bell at dawn. The ferry leaves at noon from pier four."
 
 
-def settings(database: str) -> Settings:
-    models = [ModelConfig(id=DEFAULT_EMBEDDING, engine="onnx-embedding")]
+def settings(database: str, *, tiny: bool = False) -> Settings:
+    """The default embedding model, or (`tiny`) a tiny one under its name where what is checked is the
+    server's, not the search's."""
+    embedder = (
+        {"predictor": "tests.predictors.tiny_models:trigram_embed"} if tiny else {"engine": "onnx-embedding"}
+    )
+    models = [ModelConfig.model_validate({"id": DEFAULT_EMBEDDING, **embedder})]
     return Settings(defaults=False, models=models, store=StoreSettings(url=database))
 
 
@@ -51,7 +56,7 @@ def test_a_store_outlives_its_server_and_is_shared_by_replicas(tmp_path: Path, p
 
 def test_a_file_left_in_progress_is_taken_up_at_the_next_start(tmp_path: Path) -> None:
     database = str(tmp_path / "state.db")
-    with faces(settings(database)) as first:
+    with faces(settings(database, tiny=True)) as first:
         file = first.http.files.create(file=("notes.txt", NOTES), purpose="assistants")
         made = first.http.vector_stores.create(file_ids=[file.id])
         ready(first.http, made.id)
@@ -59,7 +64,7 @@ def test_a_file_left_in_progress_is_taken_up_at_the_next_start(tmp_path: Path) -
     with sqlite3.connect(database) as db:
         db.execute("UPDATE vector_store_files SET status = 'in_progress', heartbeat = 0")
         db.execute("DELETE FROM vector_chunks")
-    with faces(settings(database)) as again:
+    with faces(settings(database, tiny=True)) as again:
         assert ready(again.http, made.id).file_counts.completed == 1
         assert again.http.vector_stores.search(made.id, query="bell").data
 

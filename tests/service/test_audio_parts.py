@@ -22,7 +22,7 @@ def listening() -> Iterator[Faces]:
         ModelConfig(id="recall", predictor="tests.predictors.tiny_models:recall_chat"),
         ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
     ]
-    with faces(Settings(defaults=False, models=models)) as served:
+    with faces(Settings(defaults=False, preload=False, models=models)) as served:
         yield served
 
 
