@@ -197,14 +197,15 @@ def serve_app(app: Any, seconds: float = 30) -> Iterator[str]:
 def wait_healthy(url: str, seconds: float = STARTUP_SECONDS) -> None:
     """Wait until a modelport app's `/health` is 200 (its models loaded, its store migrated)."""
     deadline = time.monotonic() + seconds
-    while True:
-        try:  # what it says of itself: still loading, a model that failed, the store
-            answer = httpx.get(f"{url}/health", timeout=5)
-            if answer.status_code == 200:
-                return
-            said = f"{answer.status_code}: {answer.text[:2000]}"
-        except httpx.HTTPError as error:
-            said = repr(error)
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{url} was not healthy in {seconds:.0f} s (last answer: {said})")
-        time.sleep(0.1)
+    with httpx.Client(timeout=5) as client:  # one client: each makes a TLS context, 50 ms
+        while True:
+            try:  # what it says of itself: still loading, a model that failed, the store
+                answer = client.get(f"{url}/health")
+                if answer.status_code == 200:
+                    return
+                said = f"{answer.status_code}: {answer.text[:2000]}"
+            except httpx.HTTPError as error:
+                said = repr(error)
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{url} was not healthy in {seconds:.0f} s (last answer: {said})")
+            time.sleep(0.02)
