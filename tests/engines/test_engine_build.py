@@ -182,3 +182,27 @@ def test_serve_builds_in_the_background_and_ends_the_build_with_itself(engines: 
         time.sleep(0.2)
     assert not list(builders(engines)), "the build went on after its server ended"
     assert cpu_builds.state().state == "none"
+
+
+@COMPILER
+@pytest.mark.skipif("amx_tile" not in cpu_builds.cpu_flags().split(), reason="this CPU lists no AMX")
+def test_a_build_without_amx_takes_it_from_what_march_native_gives() -> None:
+    # The flags of a build that died of SIGILL on a CPU listing AMX, put before `-march=native` as CMake's
+    # order puts them: GCC keeps an instruction set given explicitly.
+    def defined(*flags: str) -> set[str]:
+        done = subprocess.run(
+            ["cc", *flags, "-dM", "-E", "-"], input="", capture_output=True, text=True, check=True
+        )
+        return {line.split()[1] for line in done.stdout.splitlines() if "__AMX" in line}
+
+    assert defined("-march=native") >= {"__AMX_TILE__", "__AMX_INT8__"}
+    assert defined(*compiling.NO_AMX, "-march=native") == set()
+    assert (
+        "__AVX512F__"
+        in subprocess.run(
+            ["cc", *compiling.NO_AMX, "-march=native", "-dM", "-E", "-"],
+            input="",
+            capture_output=True,
+            text=True,
+        ).stdout
+    )

@@ -23,7 +23,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from modelport.engines.llamacpp.cpu_builds import LOCK, VARIABLE, folder, missing_tool, wheel_version
+from modelport.engines.llamacpp.cpu_builds import (
+    LOCK,
+    VARIABLE,
+    cpu_flags,
+    folder,
+    missing_tool,
+    wheel_version,
+)
 
 LLGUIDANCE = "1.9.1"  # the version xllamacpp's llama.cpp is written against
 
@@ -160,17 +167,46 @@ def _compile(version: str, place: Path, jobs: int, say: Any) -> str:
     # The extension module leaves Python's symbols to the interpreter that loads it; CMake's test
     # programs, linked with these flags too, are never run.
     env["LDFLAGS"] = f"-Wl,--no-as-needed {library} -Wl,--allow-shlib-undefined"
+    try:
+        return _native(version, env, include, source, site, pip, say)
+    except _Faulted:
+        if "amx_tile" not in cpu_flags().split():
+            raise
+    say("the build died with SIGILL on a CPU that lists AMX: building it again without AMX")
+    return _native(version, env, include, source, site, pip, say, without=NO_AMX)
+
+
+class _Faulted(RuntimeError):
+    """The build's check died of SIGILL: the build uses an instruction this machine does not run."""
+
+
+def _native(
+    version: str,
+    env: dict[str, str],
+    include: Path,
+    source: Path,
+    site: Path,
+    pip: list[str],
+    say: Any,
+    without: tuple[str, ...] = (),
+) -> str:
+    """Compile llama.cpp with `GGML_NATIVE` less the flags `without`, install it into `site` and check it;
+    the features it reports."""
+    taken = " ".join(without)
     # GGML_NATIVE is xllamacpp's default for a source build; BoringSSL only serves llama.cpp's downloads.
+    env = dict(env)
     env["CMAKE_ARGS"] = (
         "-DLLAMA_BUILD_BORINGSSL=OFF -DLLAMA_LLGUIDANCE=OFF "
-        f"'-DCMAKE_CXX_FLAGS=-DLLAMA_USE_LLGUIDANCE -I{include}'"
+        f"'-DCMAKE_C_FLAGS={taken}' '-DCMAKE_CXX_FLAGS=-DLLAMA_USE_LLGUIDANCE -I{include} {taken}'"
     )
-    say(f"compiling llama.cpp for this CPU with {jobs} jobs (logged as it goes)")
+    less = f", less {taken}" if taken else ""
+    say(f"compiling llama.cpp for this CPU with {env['NPROC']} jobs{less} (logged as it goes)")
     # A folder is built in place: llama.cpp's objects stay in `source` for a build that was stopped.
-    wheels = work / "wheel"
+    wheels = source.parent / "wheel"
+    shutil.rmtree(wheels, ignore_errors=True)
     _STEPS.run(
-        [python, "-m", "pip", "--disable-pip-version-check", "wheel", "--quiet", "--no-deps", "--wheel-dir",
-         str(wheels), str(source)],
+        [sys.executable, "-m", "pip", "--disable-pip-version-check", "wheel", "--quiet", "--no-deps",
+         "--wheel-dir", str(wheels), str(source)],
         env=env,
     )  # fmt: skip
     built = next(wheels.glob(f"xllamacpp-{version}-*.whl"), None)
@@ -178,6 +214,13 @@ def _compile(version: str, place: Path, jobs: int, say: Any) -> str:
         raise RuntimeError(f"the build made no xllamacpp {version} wheel")
     _STEPS.run([*pip, "--target", str(site), str(built)])
     return _check(site)
+
+
+# What `-march=native` gives that a build may have to do without: ggml's AMX kernels die with SIGILL on some
+# machines that list AMX and grant a process its tile state (this llama.cpp's, on a 2-core Intel Xeon VM where
+# a program of its own configures and uses tiles on many threads). GCC keeps an ISA flag given explicitly,
+# whichever comes first on the command line.
+NO_AMX = ("-mno-amx-tile", "-mno-amx-int8", "-mno-amx-bf16")
 
 
 # Loads the build in a process of its own and decodes a few tokens greedily: an instruction the CPU
@@ -202,6 +245,8 @@ print(json.dumps(cpu_builds.running(xllamacpp).features))
 def _check(site: Path) -> str:
     env = dict(os.environ, **{VARIABLE: "portable"})  # the check imports from `site` itself
     done = _STEPS.run([sys.executable, "-c", _CHECK, str(site)], env=env, capture=True)
+    if done.returncode == -signal.SIGILL:
+        raise _Faulted(f"the build died with SIGILL as it generated: {done.stderr[-2000:]}")
     if done.returncode != 0 or not done.stdout.strip():
         raise RuntimeError(
             f"the build did not load and generate (exit status {done.returncode}): {done.stderr[-2000:]}"
