@@ -3,6 +3,7 @@ engine alone (`bench.engine`: what modelport adds, apart from what the engine's 
 with the same slots vs llama-cpp-python's server.
 
     .venv/bin/python -m bench.concurrency [--tokens 64] [--streams 1 4 8 16] [--speculative ngram-mod …]
+        [--model smollm2|gemma3-270m]
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ from contextlib import AbstractContextManager, ExitStack
 
 from bench import references
 from bench.common import (
+    NO_EOS,
     STORY,
+    BenchModel,
+    bench_model,
     http_client,
     llama_cpp_python_server,
     llama_server,
@@ -26,22 +30,23 @@ from bench.common import (
     stream_completion,
     table,
 )
-from bench.decode import CHAT, CONFIG, N_CTX, SLOTS
+from bench.decode import N_CTX, SLOTS, config
 from bench.engine import engine_server
-from modelport.engines import llamacpp
 
 ENGINE = "modelport's engine alone"
 
 
-async def aggregate(url: str, model: str, streams: int, tokens: int) -> tuple[float, float]:
+async def aggregate(
+    url: str, model: str, streams: int, tokens: int, no_eos: dict[str, int] = NO_EOS
+) -> tuple[float, float]:
     """Tokens per second over all streams (first request sent to last token), and the slowest stream's
-    time over the fastest's."""
+    time over the fastest's; the end tokens barred by `no_eos` (SmolLM2's by default)."""
     client = http_client(url)
-    await stream_completion(client, model, f"0. {STORY}", 4)  # warm-up
+    await stream_completion(client, model, f"0. {STORY}", 4, no_eos)  # warm-up
     start = time.perf_counter()
 
     async def one(i: int) -> tuple[int, float]:
-        result = await stream_completion(client, model, f"{i + 1}. {STORY}", tokens)
+        result = await stream_completion(client, model, f"{i + 1}. {STORY}", tokens, no_eos)
         return result.tokens, time.perf_counter() - start
 
     results = await asyncio.gather(*(one(i) for i in range(streams)))
@@ -50,10 +55,13 @@ async def aggregate(url: str, model: str, streams: int, tokens: int) -> tuple[fl
     return sum(n for n, _ in results) / wall, wall / min(end for _, end in results)
 
 
-def servers(speculation: list[str]) -> Iterator[tuple[str, Callable[[], AbstractContextManager[str]]]]:
-    yield "modelport HTTP", lambda: modelport_server(CONFIG)
-    yield ENGINE, engine_server
-    gguf = llamacpp.default_gguf()
+def servers(
+    model: BenchModel, speculation: list[str]
+) -> Iterator[tuple[str, Callable[[], AbstractContextManager[str]]]]:
+    served = config(model)
+    yield "modelport HTTP", lambda: modelport_server(served)
+    yield ENGINE, lambda: engine_server(model.gguf)
+    gguf = model.gguf
     binary = references.llama_server()
     if binary is None:
         print("\nllama-server: not built (python -m bench.references); its column is absent.")
@@ -67,21 +75,23 @@ def servers(speculation: list[str]) -> Iterator[tuple[str, Callable[[], Abstract
     for kind in speculation:  # modelport with another speculation than its default, to compare
         yield (
             f"modelport speculative={kind}",
-            lambda kind=kind: modelport_server(f'{CONFIG}speculative = "{kind}"\n'),
+            lambda kind=kind: modelport_server(f'{served}speculative = "{kind}"\n'),
         )
 
 
-def main(counts: list[int], tokens: int, rounds: int, speculation: list[str]) -> None:
-    title = f"# Aggregate decode, {tokens} tokens per stream, median of {rounds} interleaved rounds"
-    print(f"{title}\n\n{machine()}")
+def main(counts: list[int], tokens: int, rounds: int, speculation: list[str], name: str) -> None:
+    model = bench_model(name)
+    title = f"# Aggregate decode, {model.gguf.name}, {tokens} tokens a stream"
+    print(f"{title}, median of {rounds} interleaved rounds\n\n{machine()}")
     with ExitStack() as stack:
-        urls = {name: stack.enter_context(start()) for name, start in servers(speculation)}
+        urls = {name: stack.enter_context(start()) for name, start in servers(model, speculation)}
         # Round by round, every server in turn, so that the machine's drift affects all alike.
         samples: dict[str, dict[int, list[tuple[float, float]]]] = {n: defaultdict(list) for n in urls}
         for count in counts:
             for _ in range(rounds):
                 for name, url in urls.items():
-                    samples[name][count].append(asyncio.run(aggregate(url, CHAT, count, tokens)))
+                    rate = aggregate(url, model.id, count, tokens, model.no_eos)
+                    samples[name][count].append(asyncio.run(rate))
     rates = {
         name: {
             count: (median([r for r, _ in runs]), median([s for _, s in runs])) for count, runs in by.items()
@@ -130,5 +140,6 @@ if __name__ == "__main__":
     parser.add_argument(
         "--speculative", nargs="+", default=[], metavar="KIND", help="also modelport with these speculations"
     )
+    parser.add_argument("--model", choices=["smollm2", "gemma3-270m"], default="smollm2")
     arguments = parser.parse_args()
-    main(arguments.streams, arguments.tokens, arguments.rounds, arguments.speculative)
+    main(arguments.streams, arguments.tokens, arguments.rounds, arguments.speculative, arguments.model)

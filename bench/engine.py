@@ -3,7 +3,7 @@ speculation modelport gives it; not modelport's conversation cache, which is mod
 answering over llama.cpp's own HTTP listener: beside modelport's server in a benchmark, it tells what
 modelport adds to its engine apart from what the engine's build costs against llama-server's.
 
-    .venv/bin/python -m bench.engine     # prints the listener's URL, then serves until stdin closes
+    .venv/bin/python -m bench.engine [GGUF]    # prints the listener's URL, then serves until stdin closes
 """
 
 from __future__ import annotations
@@ -12,17 +12,17 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 KEY = "bench"  # what bench.common.http_client sends
 
 
 @contextmanager
-def engine_server() -> Iterator[str]:
+def engine_server(gguf: Path | None = None) -> Iterator[str]:
     """The engine in a process of its own (two llama.cpp instances in one process skew each other's
     timings); yields its listener's URL."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", "bench.engine"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
+    command = [sys.executable, "-m", "bench.engine", *([str(gguf)] if gguf is not None else [])]
+    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert child.stdin is not None
     assert child.stdout is not None
     try:
@@ -38,7 +38,7 @@ def engine_server() -> Iterator[str]:
 def main() -> None:
     from modelport.engines import llamacpp
 
-    server = llamacpp.start_server(api_key=KEY)
+    server = llamacpp.start_server(*sys.argv[1:2], api_key=KEY)  # the GGUF given, or the default one
     print(server.listening_address, flush=True)
     sys.stdin.read()
 
