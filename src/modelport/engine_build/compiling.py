@@ -190,8 +190,8 @@ def _native(
     say: Any,
     without: tuple[str, ...] = (),
 ) -> str:
-    """Compile llama.cpp with `GGML_NATIVE` less the flags `without`, install it into `site` and check it;
-    the features it reports."""
+    """Compile llama.cpp with `GGML_NATIVE` and the compiler flags `without` (what to leave out of it),
+    install it into `site` and check it; the features it reports."""
     taken = " ".join(without)
     # GGML_NATIVE is xllamacpp's default for a source build; BoringSSL only serves llama.cpp's downloads.
     env = dict(env)
@@ -199,8 +199,8 @@ def _native(
         "-DLLAMA_BUILD_BORINGSSL=OFF -DLLAMA_LLGUIDANCE=OFF "
         f"'-DCMAKE_C_FLAGS={taken}' '-DCMAKE_CXX_FLAGS=-DLLAMA_USE_LLGUIDANCE -I{include} {taken}'"
     )
-    less = f", less {taken}" if taken else ""
-    say(f"compiling llama.cpp for this CPU with {env['NPROC']} jobs{less} (logged as it goes)")
+    flags = f" and {taken}" if taken else ""
+    say(f"compiling llama.cpp for this CPU with {env['NPROC']} jobs{flags} (logged as it goes)")
     # A folder is built in place: llama.cpp's objects stay in `source` for a build that was stopped.
     wheels = source.parent / "wheel"
     shutil.rmtree(wheels, ignore_errors=True)
@@ -216,10 +216,10 @@ def _native(
     return _check(site)
 
 
-# What `-march=native` gives that a build may have to do without: ggml's AMX kernels die with SIGILL on some
-# machines that list AMX and grant a process its tile state (this llama.cpp's, on a 2-core Intel Xeon VM where
-# a program of its own configures and uses tiles on many threads). GCC keeps an ISA flag given explicitly,
-# whichever comes first on the command line.
+# What `-march=native` gives that a build may have to do without: this llama.cpp's AMX kernels die with SIGILL
+# on some machines that list AMX and grant a process its tile state (a 2-core Intel Xeon VM, where a small
+# program configures and uses tiles on several threads without fault). GCC keeps an instruction set given
+# explicitly, whichever comes first on the command line.
 NO_AMX = ("-mno-amx-tile", "-mno-amx-int8", "-mno-amx-bf16")
 
 
