@@ -1,6 +1,7 @@
-"""The build itself: the xllamacpp and llguidance sources from the package index, llama.cpp compiled with
-`GGML_NATIVE` in steps a server can pause, checked in a process of its own, and written whole or not at
-all; at idle priority when a server started it, following that server's orders and ending with it."""
+"""The build itself: the xllamacpp and llguidance sources from the package index, llama.cpp compiled for
+the instruction sets this CPU lists in steps a server can pause, checked in a process of its own, and
+written whole or not at all; at idle priority when a server started it, following that server's orders and
+ending with it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import fcntl
 import io
 import json
 import os
+import platform
 import shutil
 import signal
 import subprocess
@@ -167,46 +169,17 @@ def _compile(version: str, place: Path, jobs: int, say: Any) -> str:
     # The extension module leaves Python's symbols to the interpreter that loads it; CMake's test
     # programs, linked with these flags too, are never run.
     env["LDFLAGS"] = f"-Wl,--no-as-needed {library} -Wl,--allow-shlib-undefined"
-    try:
-        return _native(version, env, include, source, site, pip, say)
-    except _Faulted:
-        if "amx_tile" not in cpu_flags().split():
-            raise
-    say("the build died with SIGILL on a CPU that lists AMX: building it again without AMX")
-    return _native(version, env, include, source, site, pip, say, without=NO_AMX)
-
-
-class _Faulted(RuntimeError):
-    """The build's check died of SIGILL: the build uses an instruction this machine does not run."""
-
-
-def _native(
-    version: str,
-    env: dict[str, str],
-    include: Path,
-    source: Path,
-    site: Path,
-    pip: list[str],
-    say: Any,
-    without: tuple[str, ...] = (),
-) -> str:
-    """Compile llama.cpp with `GGML_NATIVE` and the compiler flags `without` (what to leave out of it),
-    install it into `site` and check it; the features it reports."""
-    taken = " ".join(without)
-    # GGML_NATIVE is xllamacpp's default for a source build; BoringSSL only serves llama.cpp's downloads.
-    env = dict(env)
+    # BoringSSL only serves llama.cpp's downloads.
     env["CMAKE_ARGS"] = (
-        "-DLLAMA_BUILD_BORINGSSL=OFF -DLLAMA_LLGUIDANCE=OFF "
-        f"'-DCMAKE_C_FLAGS={taken}' '-DCMAKE_CXX_FLAGS=-DLLAMA_USE_LLGUIDANCE -I{include} {taken}'"
+        f"-DLLAMA_BUILD_BORINGSSL=OFF -DLLAMA_LLGUIDANCE=OFF {' '.join(instruction_sets())} "
+        f"'-DCMAKE_CXX_FLAGS=-DLLAMA_USE_LLGUIDANCE -I{include}'"
     )
-    flags = f" and {taken}" if taken else ""
-    say(f"compiling llama.cpp for this CPU with {env['NPROC']} jobs{flags} (logged as it goes)")
+    say(f"compiling llama.cpp for this CPU with {jobs} jobs (logged as it goes)")
     # A folder is built in place: llama.cpp's objects stay in `source` for a build that was stopped.
-    wheels = source.parent / "wheel"
-    shutil.rmtree(wheels, ignore_errors=True)
+    wheels = work / "wheel"
     _STEPS.run(
-        [sys.executable, "-m", "pip", "--disable-pip-version-check", "wheel", "--quiet", "--no-deps",
-         "--wheel-dir", str(wheels), str(source)],
+        [python, "-m", "pip", "--disable-pip-version-check", "wheel", "--quiet", "--no-deps", "--wheel-dir",
+         str(wheels), str(source)],
         env=env,
     )  # fmt: skip
     built = next(wheels.glob(f"xllamacpp-{version}-*.whl"), None)
@@ -216,11 +189,35 @@ def _native(
     return _check(site)
 
 
-# What `-march=native` gives that a build may have to do without: this llama.cpp's AMX kernels die with SIGILL
-# on some machines that list AMX and grant a process its tile state (a 2-core Intel Xeon VM, where a small
-# program configures and uses tiles on several threads without fault). GCC keeps an instruction set given
-# explicitly, whichever comes first on the command line.
-NO_AMX = ("-mno-amx-tile", "-mno-amx-int8", "-mno-amx-bf16")
+# ggml's options for the x86 instruction sets it has kernels for, by the names the kernel lists them under.
+# AMX is not among them: this llama.cpp's AMX kernels die with SIGILL on machines that list AMX and grant a
+# process its tile state (a 2-core Intel Xeon VM, where a small program uses tiles on several threads
+# without fault).
+X86_SETS = {
+    "GGML_SSE42": ("sse4_2",),
+    "GGML_AVX": ("avx",),
+    "GGML_AVX2": ("avx2",),
+    "GGML_FMA": ("fma",),
+    "GGML_F16C": ("f16c",),
+    "GGML_BMI2": ("bmi2",),
+    "GGML_AVX_VNNI": ("avx_vnni",),
+    "GGML_AVX512": ("avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw"),
+    "GGML_AVX512_VBMI": ("avx512vbmi",),
+    "GGML_AVX512_VNNI": ("avx512_vnni",),
+    "GGML_AVX512_BF16": ("avx512_bf16",),
+}
+
+
+def instruction_sets() -> list[str]:
+    """CMake definitions for the instruction sets to build for: on x86, each set ggml has kernels for
+    that this CPU lists, named one by one (the way ggml's own per-CPU variants are built: on a 2-core
+    Intel Xeon VM, `GGML_NATIVE`'s `-march=native` decoded 11–15% slower, and with AMX did not run at
+    all); elsewhere `GGML_NATIVE`, xllamacpp's default for a source build."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return ["-DGGML_NATIVE=ON"]
+    listed = set(cpu_flags().split())
+    chosen = [option for option, needs in X86_SETS.items() if listed.issuperset(needs)]
+    return ["-DGGML_NATIVE=OFF", *(f"-D{option}=ON" for option in chosen)]
 
 
 # Loads the build in a process of its own and decodes a few tokens greedily: an instruction the CPU
@@ -245,8 +242,6 @@ print(json.dumps(cpu_builds.running(xllamacpp).features))
 def _check(site: Path) -> str:
     env = dict(os.environ, **{VARIABLE: "portable"})  # the check imports from `site` itself
     done = _STEPS.run([sys.executable, "-c", _CHECK, str(site)], env=env, capture=True)
-    if done.returncode == -signal.SIGILL:
-        raise _Faulted(f"the build died with SIGILL as it generated: {done.stderr[-2000:]}")
     if done.returncode != 0 or not done.stdout.strip():
         raise RuntimeError(
             f"the build did not load and generate (exit status {done.returncode}): {done.stderr[-2000:]}"
