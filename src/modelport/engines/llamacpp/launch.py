@@ -206,10 +206,20 @@ class SideDoor:
 
     def get(self, route: str) -> Any:
         """The JSON of `GET route`."""
-        reply = self._client.get(route)
+        reply = self._send("GET", route)
         reply.raise_for_status()
         return reply.json()
 
     def post(self, route: str, body: dict[str, Any]) -> httpx.Response:
         """`POST route` with a JSON body (the caller reads the status)."""
-        return self._client.post(route, json=body)
+        return self._send("POST", route, json=body)
+
+    def _send(self, method: str, route: str, **options: Any) -> httpx.Response:
+        try:
+            return self._client.request(method, route, **options)
+        except RuntimeError as error:
+            if not self._client.is_closed:
+                raise
+            # The process is ending (the client is closed at exit) while a generation's thread still tidies
+            # its slot: an HTTP error, which every caller takes as "not done".
+            raise httpx.TransportError("llama.cpp's listener is closed: the process is ending") from error
