@@ -193,4 +193,8 @@ def test_the_build_asks_ggml_for_each_instruction_set_this_cpu_lists_and_never_a
     assert ("-DGGML_AVX2=ON" in asked) == ("avx2" in listed)
     assert ("-DGGML_AVX512=ON" in asked) == {"avx512f", "avx512bw", "avx512vl"}.issubset(listed)
     assert ("-DGGML_AVX512_VNNI=ON" in asked) == ("avx512_vnni" in listed)
-    assert not [option for option in asked if "AMX" in option]
+    assert [option for option in asked if "AMX" in option] == [f"-D{o}=OFF" for o in compiling.NO_AMX]
+    # every set said either way: ggml turns some on by default without GGML_NATIVE
+    assert {option.split("=")[0] for option in asked[1:]} == {
+        f"-D{o}" for o in [*compiling.X86_SETS, *compiling.NO_AMX]
+    }

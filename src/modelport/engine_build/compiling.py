@@ -206,6 +206,7 @@ X86_SETS = {
     "GGML_AVX512_VNNI": ("avx512_vnni",),
     "GGML_AVX512_BF16": ("avx512_bf16",),
 }
+NO_AMX = ("GGML_AMX_TILE", "GGML_AMX_INT8", "GGML_AMX_BF16")
 
 
 def instruction_sets() -> list[str]:
@@ -216,8 +217,11 @@ def instruction_sets() -> list[str]:
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return ["-DGGML_NATIVE=ON"]
     listed = set(cpu_flags().split())
-    chosen = [option for option, needs in X86_SETS.items() if listed.issuperset(needs)]
-    return ["-DGGML_NATIVE=OFF", *(f"-D{option}=ON" for option in chosen)]
+    # Each set said either way: without GGML_NATIVE, ggml turns AVX, AVX2, FMA, F16C and BMI2 on unless told.
+    named = [
+        f"-D{option}={'ON' if listed.issuperset(needs) else 'OFF'}" for option, needs in X86_SETS.items()
+    ]
+    return ["-DGGML_NATIVE=OFF", *named, *(f"-D{option}=OFF" for option in NO_AMX)]
 
 
 # Loads the build in a process of its own and decodes a few tokens greedily: an instruction the CPU
