@@ -45,6 +45,9 @@ class BenchModel:
     no_eos: dict[str, int]
 
 
+MODELS = ("smollm2", "gemma3-270m")  # what `bench_model` knows, for the benchmarks' `--model`
+
+
 def bench_model(name: str) -> BenchModel:
     """`smollm2` (the default chat model) or `gemma3-270m` (Gemma 3 270M, a base model: completions only,
     from the `bench` extra's package, assembled once into the benchmarks' cache), so that a ratio is not one

@@ -17,6 +17,7 @@ from contextlib import AbstractContextManager, ExitStack
 
 from bench import references
 from bench.common import (
+    MODELS,
     NO_EOS,
     STORY,
     BenchModel,
@@ -140,6 +141,6 @@ if __name__ == "__main__":
     parser.add_argument(
         "--speculative", nargs="+", default=[], metavar="KIND", help="also modelport with these speculations"
     )
-    parser.add_argument("--model", choices=["smollm2", "gemma3-270m"], default="smollm2")
+    parser.add_argument("--model", choices=MODELS, default=MODELS[0])
     arguments = parser.parse_args()
     main(arguments.streams, arguments.tokens, arguments.rounds, arguments.speculative, arguments.model)

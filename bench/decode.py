@@ -21,6 +21,7 @@ from typing import Any
 import modelport
 from bench import references
 from bench.common import (
+    MODELS,
     NO_EOS,
     STORY,
     BenchModel,
@@ -195,7 +196,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=128)
-    parser.add_argument("--model", choices=["smollm2", "gemma3-270m"], default="smollm2")
+    parser.add_argument("--model", choices=MODELS, default=MODELS[0])
     cases = ["engine", "engine beside another", "in-process"]
     parser.add_argument("--case", choices=cases, help=argparse.SUPPRESS)
     arguments = parser.parse_args()

@@ -21,10 +21,8 @@ NOTES = b"The lighthouse keeper rings the brass bell at dawn. The ferry leaves a
 def settings(database: str, *, tiny: bool = False) -> Settings:
     """The default embedding model, or (`tiny`) a tiny one under its name where what is checked is the
     server's, not the search's."""
-    embedder = (
-        {"predictor": "tests.predictors.tiny_models:trigram_embed"} if tiny else {"engine": "onnx-embedding"}
-    )
-    models = [ModelConfig.model_validate({"id": DEFAULT_EMBEDDING, **embedder})]
+    tiny_embedder = ModelConfig(id=DEFAULT_EMBEDDING, predictor="tests.predictors.tiny_models:trigram_embed")
+    models = [tiny_embedder if tiny else ModelConfig(id=DEFAULT_EMBEDDING, engine="onnx-embedding")]
     return Settings(defaults=False, models=models, store=StoreSettings(url=database))
 
 

@@ -171,10 +171,10 @@ class ModelManager:
     async def close(self) -> None:
         """Forget every loaded model, the service being closed: an in-process client or a server stopped
         in a process that goes on (a test, an application) gives their memory back."""
-        held = [model.memory for model in self._loaded.values()]
+        holds_memory = any(model.memory for model in self._loaded.values())
         for model_id in list(self._loaded):
             self._forget(model_id, "closed")
-        if any(held):
+        if holds_memory:
             await self._collect()
         else:  # functions alone: nothing worth a full collection now (0.2 s and more), but collectable
             gc.unfreeze()
