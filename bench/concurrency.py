@@ -89,10 +89,14 @@ def main(counts: list[int], tokens: int, rounds: int, speculation: list[str], na
         # Round by round, every server in turn, so that the machine's drift affects all alike.
         samples: dict[str, dict[int, list[tuple[float, float]]]] = {n: defaultdict(list) for n in urls}
         for count in counts:
-            for _ in range(rounds):
+            for round_ in range(rounds):
                 for name, url in urls.items():
                     rate = aggregate(url, model.id, count, tokens, model.no_eos)
-                    samples[name][count].append(asyncio.run(rate))
+                    try:
+                        samples[name][count].append(asyncio.run(rate))
+                    except Exception as error:  # a dropped connection says nothing of whose it was
+                        failed = f"{name}, {count} streams, round {round_ + 1}: {error!r}"
+                        raise RuntimeError(failed) from error
     rates = {
         name: {
             count: (median([r for r, _ in runs]), median([s for _, s in runs])) for count, runs in by.items()

@@ -4,6 +4,7 @@ measured in docs/benchmarks.md, not here.)"""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import platform
@@ -11,14 +12,15 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from modelport.engine_build import background, compiling
-from modelport.engines.llamacpp import cpu_builds
+from modelport.engine_build import background, compiling, patches
+from modelport.engines.llamacpp import cpu_builds, launch
 from modelport.engines.llamacpp.launch import default_gguf
 from tests.support.live import free_port
 
@@ -26,6 +28,10 @@ WHICH = """
 from modelport.engines.llamacpp import xllamacpp_loader
 build = xllamacpp_loader.running()
 print(build.native, build.path)
+"""
+SPECULATION = """
+from modelport.engines.llamacpp import launch
+print(launch.default_speculative())
 """
 
 
@@ -36,7 +42,7 @@ def engines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def fake_build(place: Path) -> Path:
+def fake_build(place: Path, source_edits: tuple[str, ...] = ()) -> Path:
     """A complete build folder whose xllamacpp is the wheel's own files (linked), as a build would be."""
     import importlib.util
 
@@ -45,7 +51,7 @@ def fake_build(place: Path) -> Path:
     assert spec.origin is not None
     (place / "site").mkdir(parents=True)
     (place / "site" / "xllamacpp").symlink_to(Path(spec.origin).parent)
-    (place / "engine.json").write_text(json.dumps({"features": "AVX2"}))
+    (place / "engine.json").write_text(json.dumps({"features": "AVX2", "source_edits": list(source_edits)}))
     return place / "site"
 
 
@@ -68,6 +74,8 @@ def test_a_process_runs_this_cpus_build_when_there_is_one_and_only_for_this_cpu(
 
     other = fake_build(engines / cpu_builds.key(version).replace(cpu_builds.key(version)[-12:], "0" * 12))
     assert not which()[0], f"a build for another CPU ({other}) was run here"
+    older = fake_build(engines / cpu_builds.key(version).replace(f"-r{cpu_builds.RECIPE}-", "-r1-"))
+    assert not which()[0], f"a build of an older recipe ({older}) was run here"
 
     site = fake_build(engines / cpu_builds.key(version))
     native, path = which()
@@ -198,3 +206,72 @@ def test_the_build_asks_ggml_for_each_instruction_set_this_cpu_lists_and_never_a
     assert {option.split("=")[0] for option in asked[1:]} == {
         f"-D{o}" for o in [*compiling.X86_SETS, *compiling.NO_AMX]
     }
+
+
+def default_speculation(env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", SPECULATION],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **(env or {})},
+    )
+    return done.stdout.strip()
+
+
+def test_speculation_is_on_by_default_only_in_a_build_that_carries_the_edit_that_makes_it_safe(
+    engines: Path,
+) -> None:
+    version = cpu_builds.wheel_version()
+    assert version is not None
+    assert default_speculation() == "none"  # PyPI's wheel: its ngram-map-k drafting can abort the process
+    place = engines / cpu_builds.key(version)
+    fake_build(place)
+    assert default_speculation() == "none"  # a build made without the edit
+    shutil.rmtree(place)
+    fake_build(place, (cpu_builds.NGRAM_MAP_RESYNC,))
+    assert default_speculation() == launch.SPECULATIVE == "ngram-map-k"
+    assert default_speculation({cpu_builds.VARIABLE: "portable"}) == "none"
+
+
+NGRAM_DRAFT = """void draft() {
+    if (map.idx_last_check > cur_len) {
+        // Should not happen because of common_ngram_map_begin().
+        GGML_ABORT("%s: map.idx_last_check > cur_len: %zu > %zu", __func__, map.idx_last_check, cur_len);
+    }
+}
+"""
+
+
+def test_a_source_edit_is_made_once_and_one_that_does_not_fit_fails_the_build_naming_it(
+    tmp_path: Path,
+) -> None:
+    edit = patches.RESYNC_NGRAM_MAP
+    file = tmp_path / edit.path
+    file.parent.mkdir(parents=True)
+    file.write_text(NGRAM_DRAFT)
+    assert patches.apply(tmp_path) == [cpu_builds.NGRAM_MAP_RESYNC]
+    edited = file.read_text()
+    assert "GGML_ABORT" not in edited
+    assert "common_ngram_map_begin(map, {});" in edited
+    patches.apply(tmp_path)  # a build that goes on finds it made
+    assert file.read_text() == edited
+    file.write_text(NGRAM_DRAFT.replace("cur_len) {", "cur_len + 1) {", 1))  # a version that moved
+    with pytest.raises(
+        RuntimeError, match=f"source patch '{cpu_builds.NGRAM_MAP_RESYNC}'.*common/ngram-map.cpp"
+    ):
+        patches.apply(tmp_path)
+
+
+@pytest.mark.slow
+def test_each_source_edit_fits_the_installed_xllamacpp(tmp_path: Path) -> None:
+    """Against the source a build compiles (fetched from the package index as the build fetches it): an
+    xllamacpp release that moved the text an edit replaces fails here, not on a user's machine."""
+    version = cpu_builds.wheel_version()
+    with tarfile.open(fileobj=io.BytesIO(compiling._sdist("xllamacpp", f"{version}"))) as archive:
+        for edit in patches.EDITS:
+            member = archive.extractfile(f"xllamacpp-{version}/{edit.path}")
+            assert member is not None, edit.path
+            (tmp_path / edit.path).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / edit.path).write_bytes(member.read())
+    assert patches.apply(tmp_path) == [edit.name for edit in patches.EDITS]

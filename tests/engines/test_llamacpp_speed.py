@@ -53,7 +53,8 @@ def drafts() -> tuple[float, float]:
 
 @pytest.fixture(scope="module")
 def speculating() -> Iterator[modelport.OpenAI]:
-    """A model asked to speculate with n-grams (off by default) that has copied the code twice."""
+    """A model asked to speculate with n-grams (on by default only in this CPU's build) that has copied the
+    code twice."""
     with client(n_parallel=2, speculative="ngram-map-k") as speculating:
         for _ in range(2):
             speculating.chat.completions.create(model="m", messages=COPY, max_tokens=96, temperature=0)  # type: ignore[arg-type]
@@ -117,7 +118,7 @@ def test_ngram_speculation_keeps_greedy_answers_token_for_token() -> None:
     """Drafts are verified by the model: on a copy it is sure of, greedy output is the same with and without
     them (where two tokens are all but equally likely, the verifying batch's last bits can flip it)."""
     plain = greedy_copies({"speculative": "none"}, 2, 96)
-    drafted = greedy_copies({}, 2, 96)  # the defaults' drafts come from the prompt
+    drafted = greedy_copies({"speculative": "ngram-map-k"}, 2, 96)  # drafts from the prompt
     shared = greedy_copies({"speculative": "ngram-mod"}, 2, 96)  # the second time, drafts are taken
     assert len(set(plain + drafted + shared)) == 1
 
@@ -129,7 +130,8 @@ def test_the_default_speculation_keeps_greedy_answers_that_change_what_they_copy
         [{"role": "user", "content": f"Return this code with f3 renamed to g3:\n\n{CODE}"}],
         [{"role": "user", "content": "Write a short story about a lighthouse keeper."}],
     ]
-    assert greedy_answers({}, asked, 128) == greedy_answers({"speculative": "none"}, asked, 128)
+    drafted = greedy_answers({"speculative": "ngram-map-k"}, asked, 128)
+    assert drafted == greedy_answers({"speculative": "none"}, asked, 128)
 
 
 @pytest.mark.slow

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from modelport.engine_build import patches
 from modelport.engines.llamacpp.cpu_builds import (
     LOCK,
     VARIABLE,
@@ -122,7 +123,7 @@ def build(jobs: int | None = None, say: Any = print) -> Path:
         (place / "failed.json").unlink(missing_ok=True)
         started, jobs = time.monotonic(), jobs or os.cpu_count() or 2
         try:
-            features = _compile(version, place, jobs, say)
+            features, edits = _compile(version, place, jobs, say)
         except (OSError, subprocess.CalledProcessError, RuntimeError) as error:
             reason = _reason(error)
             _write(place / "failed.json", {"reason": reason, "at": time.time()})
@@ -130,7 +131,14 @@ def build(jobs: int | None = None, say: Any = print) -> Path:
         seconds = round(time.monotonic() - started)
         _write(
             place / "engine.json",
-            {"xllamacpp": version, "features": features, "seconds": seconds, "jobs": jobs, "at": time.time()},
+            {
+                "xllamacpp": version,
+                "features": features,
+                "source_edits": edits,
+                "seconds": seconds,
+                "jobs": jobs,
+                "at": time.time(),
+            },
         )
         shutil.rmtree(place / "work", ignore_errors=True)
         say(f"llama.cpp built for this CPU in {seconds // 60} min {seconds % 60} s: {features}")
@@ -143,14 +151,15 @@ def _reason(error: BaseException) -> str:
     return str(error)
 
 
-def _compile(version: str, place: Path, jobs: int, say: Any) -> str:
-    """The steps of a build; the features the built llama.cpp reports."""
+def _compile(version: str, place: Path, jobs: int, say: Any) -> tuple[str, list[str]]:
+    """The steps of a build; the features the built llama.cpp reports and the source edits it carries."""
     work, site = place / "work", place / "site"
     python = sys.executable
     source = work / f"xllamacpp-{version}"
     if not (source / "setup.py").is_file():
         say(f"fetching xllamacpp {version}'s source")
         _unpack(_sdist("xllamacpp", version), work, f"xllamacpp-{version}/")
+    edits = patches.apply(source)  # before any object is compiled, and again on a build that goes on
     include = work / "include"
     if not (include / "llguidance.h").is_file():
         # The wheel exports llguidance's C API but ships no header: take it from the same version's source.
@@ -186,7 +195,7 @@ def _compile(version: str, place: Path, jobs: int, say: Any) -> str:
     if built is None:
         raise RuntimeError(f"the build made no xllamacpp {version} wheel")
     _STEPS.run([*pip, "--target", str(site), str(built)])
-    return _check(site)
+    return _check(site), edits
 
 
 # ggml's options for the x86 instruction sets it has kernels for, by the names the kernel lists them under.

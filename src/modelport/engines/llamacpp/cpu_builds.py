@@ -3,10 +3,10 @@ where this CPU's build stands: what the runtime needs to choose its llama.cpp. M
 `modelport.engine_build`'s, outside the runtime path.
 
 A build lives outside the virtual environment, in `<cache>/engine/<key>/`: the key names the xllamacpp
-version, the machine and a hash of the CPU's feature flags, so a cache copied to another CPU is not used
-there (an instruction that CPU lacks would kill the process). Its `site/` goes first on `sys.path` before
-xllamacpp is imported. It counts only once `engine.json` is written, after a process of its own has
-loaded it and generated with it.
+version, the recipe, the machine and a hash of the CPU's feature flags, so a cache copied to another CPU
+is not used there (an instruction that CPU lacks would kill the process). Its `site/` goes first on
+`sys.path` before xllamacpp is imported. It counts only once `engine.json` is written, after a process of
+its own has loaded it and generated with it.
 """
 
 from __future__ import annotations
@@ -32,6 +32,12 @@ MODES = ("auto", "cached", "portable")
 # The machines llama.cpp's CMake knows native flags for; elsewhere the wheel (or its absence) stays.
 MACHINES = ("x86_64", "amd64", "aarch64", "arm64")
 LOCK = "build.lock"  # held by the build under way (`modelport.engine_build`)
+# What a build makes, in the name of its folder: raised whenever `modelport.engine_build` changes what it
+# compiles (its flags, its source edits), so that a build made the old way is not run and one is made anew.
+RECIPE = 2
+# The source edit that stops `ngram-map-k` drafting from aborting the process
+# (`modelport.engine_build.patches`): speculation is on by default only in a build that carries it.
+NGRAM_MAP_RESYNC = "ngram-map-resync"
 
 
 _NOT_INSTRUCTIONS = ("OPENMP", "REPACK", "LLAMAFILE")  # what llama.cpp's system info lists beside the CPU's
@@ -45,6 +51,7 @@ class EngineBuild:
     native: bool  # built on this machine for its CPU
     path: str  # the xllamacpp package imported
     features: str  # what llama.cpp says it was built with (its system info, CPU part)
+    source_edits: tuple[str, ...] = ()  # the changes this machine's build made to llama.cpp's source
 
     def describe(self) -> str:
         """One line for the log, `modelport ps` and `/metrics`."""
@@ -90,7 +97,7 @@ def cpu_flags() -> str:
 def key(version: str) -> str:
     """The folder name of a build of this xllamacpp version for this machine and CPU."""
     fingerprint = hashlib.sha256(f"{platform.machine()} {cpu_flags()}".encode()).hexdigest()[:12]
-    return f"xllamacpp-{version}-{platform.machine().lower()}-{fingerprint}"
+    return f"xllamacpp-{version}-r{RECIPE}-{platform.machine().lower()}-{fingerprint}"
 
 
 def folder(version: str | None = None) -> Path | None:
@@ -124,8 +131,19 @@ def running(module: Any) -> EngineBuild:
     features = " ".join(
         name.strip() for name, on in flags if on.strip() == "1" and name.strip() not in _NOT_INSTRUCTIONS
     )
-    native = path.startswith(os.path.abspath(home()) + os.sep) or not _portable_wheel()
-    return EngineBuild(wheel_version() or "?", native, path, features or info.strip())
+    ours = path.startswith(os.path.abspath(home()) + os.sep)
+    native = ours or not _portable_wheel()
+    edits = tuple(_recorded(Path(path).parent.parent).get("source_edits", ())) if ours else ()
+    return EngineBuild(wheel_version() or "?", native, path, features or info.strip(), edits)
+
+
+def _recorded(place: Path) -> dict[str, Any]:
+    """A complete build's `engine.json` (empty when there is none)."""
+    try:
+        recorded: dict[str, Any] = json.loads((place / "engine.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return recorded
 
 
 def _portable_wheel() -> bool:
@@ -152,7 +170,7 @@ def state() -> BuildState:
     if place is None:
         return BuildState("unbuildable", "xllamacpp is not installed", None)
     if (place / "engine.json").is_file():
-        return BuildState("built", json.loads((place / "engine.json").read_text()).get("features", ""), place)
+        return BuildState("built", _recorded(place).get("features", ""), place)
     if _locked(place):
         return BuildState("building", f"log: {place / 'build.log'}", place)
     failed = place / "failed.json"

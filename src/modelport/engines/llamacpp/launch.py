@@ -12,22 +12,21 @@ from typing import Any, Literal
 import httpx
 
 from modelport import machine
-from modelport.engines.llamacpp import gguf_header, thread_binding, xllamacpp_loader
+from modelport.engines.llamacpp import cpu_builds, gguf_header, thread_binding, xllamacpp_loader
 from modelport.engines.packaged import package_dir
 
 SLOTS = 8  # requests decoding together by default (`n_parallel`)
-# No speculation by default, chosen on `bench.workload`'s table with llama.cpp built for the CPU
-# (docs/benchmarks.md, 2026-11-27). `ngram-mod` (one n-gram table all requests share: a 24-token key seen
-# before drafts the 48-64 tokens that followed, verified by the model) gave 1.04x on agent sessions, 1.08x
-# on a code edit, 1.05x on RAG quotes and 0.96-0.98x on free chat in aggregate tok/s, within this machine's
-# run-to-run noise, but 0.82x on 8 similar streams (each drafts from the others' text), and a greedy answer
-# asked again came back different (its drafts come from the first answer, and a verifying batch rounds
-# otherwise than one token does): repeatable greedy answers are worth more than a few percent.
-# `ngram-map-k` (each request's own context) drafted a code edit fastest, but this llama.cpp aborts the
-# whole process on an assertion in `common_ngram_map_draft` ("map.idx_last_check > cur_len") within
-# minutes of mixed concurrent traffic (`bench.soak --clients 16` killed the server within 150 s). Both stay
+# `ngram-map-k` by default (each request drafts from its own context: a 12-token key seen before drafts what
+# followed it, verified by the model) where the engine carries the source edit that keeps its drafting from
+# aborting the process: this CPU's build (`modelport.engine_build.patches`). PyPI's wheel lacks it, and
+# there its drafting aborted the whole process within minutes of mixed concurrent traffic
+# (`bench.soak --clients 16`, within 150 s), so there speculation is off. Measured on `bench.workload`
+# (docs/benchmarks.md, 2026-11-27 and 2026-11-29): on against off, a code edit 1.30x aggregate, RAG quotes
+# 1.06x, free chat 1.06x, agent sessions 1.16x, 8 streams within noise. `ngram-mod` (one n-gram table all
+# requests share) is not the default: 0.82x on 8 similar streams (each drafts from the others' text), and a
+# greedy answer asked again came back different (its drafts come from the first answer). Both stay
 # per-model options (`speculative` in models.toml).
-SPECULATIVE = "none"
+SPECULATIVE = "ngram-map-k"
 # Tokens one `ngram-map-k` draft holds (llama.cpp's default: 48). Measured on a code edit and on RAG quotes
 # (bench.workload): 16 accepted 82% and 67% of its drafts and decoded fastest; 48 wasted its longer tails.
 MAP_DRAFT_TOKENS = 16
@@ -49,7 +48,7 @@ def start_server(
     n_gpu_layers: int = -1,
     chat_template: str | None = None,
     cache_ram_mib: int = 1024,
-    speculative: str = SPECULATIVE,
+    speculative: str | None = None,
     draft: str | None = None,
     mmproj: str | None = None,
     image_max_tokens: int = 1024,
@@ -70,7 +69,8 @@ def start_server(
     (llama.cpp's `poll` is not offered: xllamacpp's llama.cpp waits at barriers in OpenMP, which ignores
     it; see `xllamacpp_loader`.)
     `speculative` drafts tokens without a draft model (`ngram-mod`, `ngram-map-k`, `ngram-simple`,
-    `ngram-cache`: llama.cpp's n-gram lookups, verified by the model) or not (`none`, the default).
+    `ngram-cache`: llama.cpp's n-gram lookups, verified by the model) or not (`none`); by default
+    `default_speculative()`.
     `draft` is a smaller GGUF of the same vocabulary that drafts where the n-grams offer nothing.
     `slot_save_path` is the folder slots are saved to and restored from (see `conversations`).
     `raw_chat` hands a chat answer over as the model wrote it (its thinking markers and calls in the
@@ -112,7 +112,7 @@ def start_server(
         params.chat_template = chat_template
     params.force_pure_content_parser = raw_chat
     params.special = special_text
-    params.speculative.types = _speculators(xllamacpp, speculative, draft)
+    params.speculative.types = _speculators(xllamacpp, speculative or default_speculative(), draft)
     params.speculative.ngram_map_k.size_m = MAP_DRAFT_TOKENS
     if draft:
         if not Path(draft).is_file():
@@ -157,9 +157,16 @@ def _speculators(xllamacpp: Any, speculative: str, draft: str | None) -> list[An
     return found
 
 
+def default_speculative() -> str:
+    """`SPECULATIVE` where the llama.cpp this process runs carries the edit that makes its drafting safe
+    under concurrent traffic, else `none`."""
+    safe = cpu_builds.NGRAM_MAP_RESYNC in xllamacpp_loader.running().source_edits
+    return SPECULATIVE if safe else "none"
+
+
 def speculates(options: dict[str, Any]) -> bool:
     """Whether a model started with these options drafts tokens."""
-    return options.get("speculative", SPECULATIVE) != "none" or bool(options.get("draft"))
+    return (options.get("speculative") or default_speculative()) != "none" or bool(options.get("draft"))
 
 
 def image_tokens(projector: Path) -> int:

@@ -1,0 +1,67 @@
+"""Changes this build makes to the llama.cpp that xllamacpp vendors, each with its reason: exact text
+replaced by exact text, so that a source that moved fails the build by name instead of compiling something
+nobody read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from modelport.engines.llamacpp.cpu_builds import NGRAM_MAP_RESYNC
+
+
+@dataclass(frozen=True)
+class SourceEdit:
+    """One replacement in one file of xllamacpp's source tree."""
+
+    name: str
+    path: str  # inside the unpacked `xllamacpp-<version>/`
+    before: str
+    after: str
+    why: str
+
+
+# `ngram-map-k` drafting aborts the whole process (GGML_ABORT) when a slot's history is shorter than the
+# history the slot's n-gram map last drafted from: `bench.soak --clients 16` with it on killed the server
+# within 150 s of mixed traffic. Since the history changed in a way the map was not told of, none of its
+# entries can be trusted to point inside it (reading them is what the abort guards): the map is emptied,
+# as `common_ngram_map_begin` empties it for an empty prompt, and the draft goes on from the whole history.
+# A draft is only ever a guess the model verifies, so the worst left is a draft not taken. Upstream
+# llama.cpp has since bounded the same reads (ggml-org/llama.cpp#23936).
+RESYNC_NGRAM_MAP = SourceEdit(
+    name=NGRAM_MAP_RESYNC,
+    path="thirdparty/llama.cpp/common/ngram-map.cpp",
+    before="""    if (map.idx_last_check > cur_len) {
+        // Should not happen because of common_ngram_map_begin().
+        GGML_ABORT("%s: map.idx_last_check > cur_len: %zu > %zu", __func__, map.idx_last_check, cur_len);
+    }
+""",
+    after="""    if (map.idx_last_check > cur_len || map.size_last_begin > cur_len) {
+        // History cut back without a begin: empty the map and draft from the whole history (modelport).
+        LOG_WRN("%s: history shorter than the map's (%zu < %zu, begun at %zu): map emptied\\n", __func__,
+                cur_len, map.idx_last_check, map.size_last_begin);
+        common_ngram_map_begin(map, {});
+    }
+""",
+    why="ngram-map-k drafting aborted the process on a history shorter than its map's",
+)
+
+EDITS = (RESYNC_NGRAM_MAP,)
+
+
+def apply(source: Path, edits: tuple[SourceEdit, ...] = EDITS) -> list[str]:
+    """Make each edit in the unpacked source at `source` (an edit already made is left as it is) and
+    return their names. Raises `RuntimeError` naming the edit and the file when the text it replaces is
+    not there exactly once."""
+    for edit in edits:
+        path = source / edit.path
+        text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        if edit.after in text:
+            continue
+        if text.count(edit.before) != 1:
+            raise RuntimeError(
+                f"the source patch {edit.name!r} ({edit.why}) does not fit {edit.path} of this xllamacpp: "
+                "its text to replace is not there once; the patch must be written again for this version"
+            )
+        path.write_text(text.replace(edit.before, edit.after), encoding="utf-8")
+    return [edit.name for edit in edits]
