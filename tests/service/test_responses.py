@@ -148,6 +148,22 @@ def test_reasoning_and_verbosity_are_accepted_and_echoed_as_clients_send_them(re
     assert response.text.verbosity == "low"
 
 
+def test_reasoning_s_older_and_newer_fields_are_read_and_echoed(recall: Any) -> None:
+    """`generate_summary` (the older name of `summary`) is shown as `summary`; `context` and a field
+    OpenAI may add later are echoed as sent."""
+    response = recall.responses.create(
+        model="recall",
+        input="hi",
+        reasoning={"generate_summary": "concise", "context": "current_turn", "mode": "deep"},  # type: ignore[typeddict-unknown-key]
+    )
+    assert response.reasoning is not None
+    shown = response.reasoning.to_dict()
+    assert shown["summary"] == "concise"
+    assert "generate_summary" not in shown
+    assert shown["context"] == "current_turn"
+    assert shown["mode"] == "deep"
+
+
 def test_the_object_has_every_required_field_and_no_null_optional_one(recall_http: openai.OpenAI) -> None:
     # As the OpenResponses specification's schema requires them (its compliance suite checks each object).
     url = f"{recall_http.base_url}responses"

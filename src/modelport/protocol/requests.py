@@ -32,6 +32,10 @@ def _bounded_metadata(value: dict[str, str] | None) -> dict[str, str] | None:
 Metadata = Annotated[dict[str, str] | None, AfterValidator(_bounded_metadata)]
 
 
+# The efforts OpenAI defines, on both APIs (`reasoning_effort`, `reasoning.effort`).
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
+
+
 class OpenAIRequest(BaseModel):
     """Accepts fields it does not know (clients send vendor extras) and keeps them in `model_extra`."""
 
@@ -131,7 +135,7 @@ class ChatCompletionRequest(_GenerationRequest):
     metadata: Metadata = None
     # How long a model that thinks may think (see `service/generation/formats/effort.py`): accepted on every
     # model, as OpenAI does; a model that does not think ignores it.
-    reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = None
+    reasoning_effort: ReasoningEffort | None = None
 
     @field_validator("response_format")
     @classmethod

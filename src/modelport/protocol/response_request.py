@@ -4,9 +4,39 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from modelport.protocol.requests import INT32, Metadata, OpenAIRequest
+from modelport.protocol.requests import INT32, Metadata, OpenAIRequest, ReasoningEffort
+
+Summary = Literal["auto", "concise", "detailed"]
+
+
+class ReasoningOptions(BaseModel):
+    """`reasoning`, as OpenAI defines it. Accepted and echoed on every model, as Chat Completions'
+    `reasoning_effort` is: a model that thinks is steered by the effort and its thinking summarised as
+    asked; on one that does not, they change nothing (clients such as the OpenAI Agents SDK send them by
+    default). A field OpenAI adds later is kept as sent, and echoed."""
+
+    model_config = ConfigDict(extra="allow")
+
+    effort: ReasoningEffort | None = None
+    summary: Summary | None = None
+    generate_summary: Summary | None = None  # the older name of `summary`
+    context: Literal["auto", "current_turn", "all_turns"] | None = None
+
+    def summary_asked(self) -> Summary | None:
+        """The summary asked for, by either name."""
+        return self.summary or self.generate_summary
+
+
+class TextOptions(BaseModel):
+    """`text`: the answer's format (checked where it becomes a chat `response_format`) and its verbosity (a
+    hint that changes nothing on these models, accepted as `reasoning` is)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    format: dict[str, Any] | None = None
+    verbosity: Literal["low", "medium", "high"] | None = None
 
 
 class ResponseRequest(OpenAIRequest):
@@ -28,12 +58,12 @@ class ResponseRequest(OpenAIRequest):
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
     max_tool_calls: int | None = Field(default=None, ge=1, le=INT32)
-    text: dict[str, Any] | None = None
+    text: TextOptions | None = None
     truncation: Literal["auto", "disabled"] | None = None
     user: str | None = None
     stream: bool = False
     background: bool = False
-    reasoning: dict[str, Any] | None = None
+    reasoning: ReasoningOptions | None = None
     include: list[str] | None = None
     conversation: str | dict[str, Any] | None = None
     prompt: dict[str, Any] | None = None
@@ -55,8 +85,8 @@ class InputTokensRequest(OpenAIRequest):
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
-    text: dict[str, Any] | None = None
-    reasoning: dict[str, Any] | None = None
+    text: TextOptions | None = None
+    reasoning: ReasoningOptions | None = None
     truncation: Literal["auto", "disabled"] | None = None
 
 

@@ -229,44 +229,23 @@ def chat_fields(request: ResponseRequest, tools: ClientTools, choice: str | None
             fields[name] = value
     if request.max_output_tokens is not None:
         fields["max_completion_tokens"] = request.max_output_tokens
-    effort = (request.reasoning or {}).get("effort")
-    if effort is not None:
-        fields["reasoning_effort"] = effort
+    if request.reasoning is not None and request.reasoning.effort is not None:
+        fields["reasoning_effort"] = request.reasoning.effort
     if request.top_logprobs or "message.output_text.logprobs" in (request.include or []):
         fields.update(logprobs=True, top_logprobs=request.top_logprobs or 0)
     if tools.chat:
         fields["tools"] = tools.chat
     if request.tool_choice is not None:
         fields["tool_choice"] = choice or tools.choice(request.tool_choice)
-    response_format = _chat_format((request.text or {}).get("format"))
+    response_format = _chat_format(request.text.format if request.text is not None else None)
     if response_format is not None:
         fields["response_format"] = response_format
     return fields
 
 
-# What `reasoning` and `text.verbosity` may be, as OpenAI defines them. They are accepted and echoed on
-# every model, as Chat Completions' `reasoning_effort` and `verbosity` are: a model that thinks is steered by
-# the effort and its thinking summarised as asked; on one that does not, they change nothing (clients such as
-# the OpenAI Agents SDK send them by default).
-_REASONING = {
-    "effort": ("none", "minimal", "low", "medium", "high", "xhigh", "max"),
-    "summary": ("auto", "concise", "detailed"),
-    "generate_summary": ("auto", "concise", "detailed"),
-    "context": ("auto", "current_turn", "all_turns"),
-}
-_VERBOSITY = ("low", "medium", "high")
-
-
 def refuse_unsupported(request: ResponseRequest) -> None:
-    """A 400 naming each parameter a local model cannot honour, or whose value OpenAI would refuse."""
-    reasoning = request.reasoning or {}
-    for name, allowed in _REASONING.items():
-        if reasoning.get(name) is not None and reasoning[name] not in allowed:
-            raise InvalidRequestError(
-                f"reasoning.{name} must be one of {', '.join(allowed)}, not {reasoning[name]!r}.",
-                param=f"reasoning.{name}",
-                code="invalid_value",
-            )
+    """A 400 naming each parameter a local model cannot honour, or that contradicts another (the values of
+    each are the request type's to check)."""
     if request.conversation is not None and request.previous_response_id is not None:
         raise InvalidRequestError(
             "conversation and previous_response_id cannot both be given: a turn continues one or the other.",
@@ -274,13 +253,6 @@ def refuse_unsupported(request: ResponseRequest) -> None:
         )
     if request.prompt is not None:
         raise InvalidRequestError("Stored prompt templates (prompt) are not supported.", param="prompt")
-    verbosity = (request.text or {}).get("verbosity")
-    if verbosity is not None and verbosity not in _VERBOSITY:
-        raise InvalidRequestError(
-            f"text.verbosity must be one of {', '.join(_VERBOSITY)}, not {verbosity!r}.",
-            param="text.verbosity",
-            code="invalid_value",
-        )
 
 
 def output_items(response: dict[str, Any]) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from modelport.protocol.response_object import ResponseObject
-from modelport.protocol.response_request import ResponseRequest
+from modelport.protocol.response_request import ReasoningOptions, ResponseRequest, TextOptions
 from modelport.service.responses import items
 from modelport.service.responses.tool_specs import echoed
 
@@ -36,12 +36,7 @@ def skeleton(request: ResponseRequest, model_id: str, store: bool) -> ResponseOb
             "previous_response_id": request.previous_response_id,
             # Echoed as asked (a model that does not think ignores it): effort, summary, and the fields
             # beside them (`context`, `mode`) as they were sent.
-            "reasoning": {
-                **{k: v for k, v in (request.reasoning or {}).items() if k != "generate_summary"},
-                "effort": (request.reasoning or {}).get("effort"),
-                "summary": (request.reasoning or {}).get("summary")
-                or (request.reasoning or {}).get("generate_summary"),
-            },
+            "reasoning": _reasoning(request.reasoning or ReasoningOptions()),
             "service_tier": "default",  # the tier used, as OpenAI echoes it: here there is one
             "store": store,
             "temperature": request.temperature if request.temperature is not None else 1.0,
@@ -62,11 +57,18 @@ def skeleton(request: ResponseRequest, model_id: str, store: bool) -> ResponseOb
     )
 
 
-def _text_config(given: dict[str, Any] | None) -> dict[str, Any]:
+def _reasoning(given: ReasoningOptions) -> dict[str, Any]:
+    """`reasoning` as the response echoes it: effort and summary (by either name the request gave it) always
+    there, and the fields beside them (`context`, a newer one) as they were sent."""
+    sent = given.model_dump(exclude_unset=True, exclude={"generate_summary"})
+    return {**sent, "effort": given.effort, "summary": given.summary_asked()}
+
+
+def _text_config(given: TextOptions | None) -> dict[str, Any]:
     """`text` as the response echoes it: its format (plain text unless given; a JSON schema's `description`
     and `strict` always there, as the specification requires them), and `verbosity` only where it was given
     (optional: absent, never null)."""
-    text = {key: value for key, value in (given or {}).items() if value is not None}
+    text = given.model_dump(exclude_none=True) if given is not None else {}
     shown = {"format": {"type": "text"}, **text}
     if isinstance(shown["format"], dict) and shown["format"].get("type") == "json_schema":
         shown["format"] = {"description": None, "strict": False, **shown["format"]}

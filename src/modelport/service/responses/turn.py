@@ -179,7 +179,7 @@ def turn_chat(
     served = tools and isinstance(chosen, dict) and chosen.get("type") in SERVED
     fields = items.chat_fields(request, client, choice="auto" if served else None)
     messages = history + items.messages(turn)
-    if (request.reasoning or {}).get("context") == "current_turn":
+    if request.reasoning is not None and request.reasoning.context == "current_turn":
         messages = _this_turns_thinking(messages)
     return chat_request(request.model, request.instructions, messages, fields, stream=stream, param="input")
 
@@ -200,8 +200,7 @@ def _this_turns_thinking(messages: list[dict[str, Any]]) -> list[dict[str, Any]]
 
 def summarised(request: ResponseRequest) -> bool:
     """Whether the reasoning items carry a summary (`reasoning.summary`, or the older `generate_summary`)."""
-    reasoning = request.reasoning or {}
-    return bool(reasoning.get("summary") or reasoning.get("generate_summary"))
+    return request.reasoning is not None and request.reasoning.summary_asked() is not None
 
 
 def _forced(request: ResponseRequest) -> bool:
