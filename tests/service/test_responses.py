@@ -124,6 +124,8 @@ def test_an_unstored_response_is_not_kept(recall: Any) -> None:
         ({"text": {"format": {"type": "yaml"}}}, "text.format.type"),
         ({"tool_choice": {"type": "file_search"}}, "tool_choice"),
         ({"conversation": "conv_1", "previous_response_id": "resp_1"}, "conversation"),
+        ({"conversation": ""}, "conversation"),
+        ({"conversation": {"id": ""}}, "conversation"),
     ],
 )
 def test_what_a_local_model_cannot_honour_is_a_400_naming_it(

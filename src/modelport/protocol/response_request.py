@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -39,6 +39,15 @@ class TextOptions(BaseModel):
     verbosity: Literal["low", "medium", "high"] | None = None
 
 
+ConversationId = Annotated[str, Field(min_length=1)]
+
+
+class ConversationRef(BaseModel):
+    """`conversation` given as `{"id": …}` rather than the id alone."""
+
+    id: str = Field(min_length=1)
+
+
 class ResponseRequest(OpenAIRequest):
     """`POST /v1/responses`. Fields beyond OpenAI's (vLLM's `top_k`, a `seed`) reach the model as they do
     on chat completions."""
@@ -65,7 +74,7 @@ class ResponseRequest(OpenAIRequest):
     background: bool = False
     reasoning: ReasoningOptions | None = None
     include: list[str] | None = None
-    conversation: str | dict[str, Any] | None = None
+    conversation: ConversationId | ConversationRef | None = Field(default=None, union_mode="left_to_right")
     prompt: dict[str, Any] | None = None
     service_tier: str | None = None
     stream_options: dict[str, Any] | None = None
@@ -81,7 +90,7 @@ class InputTokensRequest(OpenAIRequest):
     input: str | list[dict[str, Any]] = Field(default_factory=list)
     instructions: str | None = None
     previous_response_id: str | None = None
-    conversation: str | dict[str, Any] | None = None
+    conversation: ConversationId | ConversationRef | None = Field(default=None, union_mode="left_to_right")
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
@@ -98,3 +107,8 @@ class CompactRequest(OpenAIRequest):
     instructions: str | None = None
     previous_response_id: str | None = None
     max_output_tokens: int | None = Field(default=None, ge=16, le=INT32)
+
+
+def conversation_id(given: str | ConversationRef | None) -> str | None:
+    """`conversation` as the id it names, whichever way it was given."""
+    return given.id if isinstance(given, ConversationRef) else given

@@ -82,13 +82,19 @@ _OPENAI_CODES = {
 def validation_param(error: dict[str, Any]) -> str | None:
     """The request parameter a pydantic error is about, as OpenAI names it (`messages[0].role`)."""
     loc = [part for part in error.get("loc", ()) if part not in ("body", "form", "query", "path")]
-    # pydantic adds the union member's type to the path (`str`, `list[str]`, a model's class name such as
-    # `AudioPCM`); OpenAI's names have none, and none of theirs starts with a capital.
+    # pydantic adds the union member's type to the path (`str`, `list[str]`, `constrained-str`, a model's
+    # class name such as `AudioPCM`); OpenAI's names have none, and none of theirs starts with a capital.
     loc = [
         part
         for part in loc
         if not (
-            isinstance(part, str) and ("[" in part or part in ("str", "int", "float") or part[:1].isupper())
+            isinstance(part, str)
+            and (
+                "[" in part
+                or part in ("str", "int", "float")
+                or part.startswith("constrained-")  # a member with bounds: `constrained-str`
+                or part[:1].isupper()
+            )
         )
     ]
     param = ""

@@ -26,7 +26,12 @@ from modelport.predictors.registry import ModelRegistry
 from modelport.protocol.answers import Events, ListPage, ResponseDeleted
 from modelport.protocol.requests import ChatCompletionRequest
 from modelport.protocol.response_object import ResponseObject
-from modelport.protocol.response_request import CompactRequest, InputTokensRequest, ResponseRequest
+from modelport.protocol.response_request import (
+    CompactRequest,
+    InputTokensRequest,
+    ResponseRequest,
+    conversation_id,
+)
 from modelport.protocol.validation import parse
 from modelport.service import calls
 from modelport.service.fetching import Fetcher
@@ -76,7 +81,7 @@ class Responses:
         """A whole `Response`, its events (`stream`), or at once a queued one (`background`)."""
         store = self.stored.storing(request)
         model_id = self.registry.resolve(request.model).id
-        conversation = _conversation_id(request.conversation)
+        conversation = conversation_id(request.conversation)
         if conversation is not None and request.previous_response_id is not None:
             items.refuse_unsupported(request)  # the 400 that says why
         earlier: list[dict[str, Any]] = []
@@ -171,7 +176,7 @@ class Responses:
             ResponseRequest,
             {**given.model_dump(exclude_none=True), "model": given.model or DEFAULT_CHAT, "store": False},
         )
-        conversation = _conversation_id(request.conversation)
+        conversation = conversation_id(request.conversation)
         if conversation is not None:
             history = items.messages(await self.conversations.history(conversation))
         else:
@@ -246,16 +251,6 @@ class Responses:
             listed = listed[ids.index(after) + 1 :]
         size = bounded_limit(limit)
         return ListPage(listed[:size], len(listed) > size)
-
-
-def _conversation_id(given: str | dict[str, Any] | None) -> str | None:
-    """`conversation` as an id or `{"id": …}`."""
-    if given is None:
-        return None
-    found = given.get("id") if isinstance(given, dict) else given
-    if not isinstance(found, str) or not found:
-        raise InvalidRequestError('conversation must be an id or {"id": …}.', param="conversation")
-    return found
 
 
 def _response_of(response: dict[str, Any]) -> ResponseObject:
