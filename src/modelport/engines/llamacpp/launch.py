@@ -19,13 +19,13 @@ SLOTS = 8  # requests decoding together by default (`n_parallel`)
 # `ngram-map-k` by default (each request drafts from its own context: a 12-token key seen before drafts what
 # followed it, verified by the model) where the engine carries the source edit that keeps its drafting from
 # aborting the process: this CPU's build (`modelport.engine_build.patches`). PyPI's wheel lacks it, and
-# there its drafting aborted the whole process within minutes of mixed concurrent traffic
-# (`bench.soak --clients 16`, within 150 s), so there speculation is off. Measured on `bench.workload`
-# (docs/benchmarks.md, 2026-11-27 and 2026-11-29): on against off, a code edit 1.30x aggregate, RAG quotes
-# 1.06x, free chat 1.06x, agent sessions 1.16x, 8 streams within noise. `ngram-mod` (one n-gram table all
+# there its drafting aborted the whole process within minutes of mixed concurrent traffic (`bench.soak
+# --clients 16`, within 150 s), so there speculation is off. On against off (docs/benchmarks.md, 2026-11-29,
+# fourth): a code edit 1.17x aggregate (1.36x a stream), free chat 1.03x, RAG quotes 1.02x, 8 streams 1.04x
+# (SmolLM2) and 1.18x (Gemma 3 270M); agent sessions 1.16x (2026-11-27). `ngram-mod` (one n-gram table all
 # requests share) is not the default: 0.82x on 8 similar streams (each drafts from the others' text), and a
-# greedy answer asked again came back different (its drafts come from the first answer). Both stay
-# per-model options (`speculative` in models.toml).
+# greedy answer asked again came back different (its drafts come from the first answer). Both stay per-model
+# options (`speculative` in models.toml).
 SPECULATIVE = "ngram-map-k"
 # Tokens one `ngram-map-k` draft holds (llama.cpp's default: 48). Measured on a code edit and on RAG quotes
 # (bench.workload): 16 accepted 82% and 67% of its drafts and decoded fastest; 48 wasted its longer tails.
