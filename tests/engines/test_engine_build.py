@@ -55,15 +55,20 @@ def fake_build(place: Path, source_edits: tuple[str, ...] = ()) -> Path:
     return place / "site"
 
 
-def which(env: dict[str, str] | None = None) -> tuple[bool, str]:
+def said(script: str, env: dict[str, str] | None = None) -> str:
+    """What `script` prints in a process of its own (which imports xllamacpp afresh)."""
     done = subprocess.run(
-        [sys.executable, "-c", WHICH],
+        [sys.executable, "-c", script],
         capture_output=True,
         text=True,
         check=True,
         env={**os.environ, **(env or {})},
     )
-    native, path = done.stdout.split()
+    return done.stdout.strip()
+
+
+def which(env: dict[str, str] | None = None) -> tuple[bool, str]:
+    native, path = said(WHICH, env).split()
     return native == "True", path
 
 
@@ -208,30 +213,19 @@ def test_the_build_asks_ggml_for_each_instruction_set_this_cpu_lists_and_never_a
     }
 
 
-def default_speculation(env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", SPECULATION],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, **(env or {})},
-    )
-    return done.stdout.strip()
-
-
 def test_speculation_is_on_by_default_only_in_a_build_that_carries_the_edit_that_makes_it_safe(
     engines: Path,
 ) -> None:
     version = cpu_builds.wheel_version()
     assert version is not None
-    assert default_speculation() == "none"  # PyPI's wheel: its ngram-map-k drafting can abort the process
+    assert said(SPECULATION) == "none"  # PyPI's wheel: its ngram-map-k drafting can abort the process
     place = engines / cpu_builds.key(version)
     fake_build(place)
-    assert default_speculation() == "none"  # a build made without the edit
+    assert said(SPECULATION) == "none"  # a build made without the edit
     shutil.rmtree(place)
     fake_build(place, (cpu_builds.NGRAM_MAP_RESYNC,))
-    assert default_speculation() == launch.SPECULATIVE == "ngram-map-k"
-    assert default_speculation({cpu_builds.VARIABLE: "portable"}) == "none"
+    assert said(SPECULATION) == launch.SPECULATIVE == "ngram-map-k"
+    assert said(SPECULATION, {cpu_builds.VARIABLE: "portable"}) == "none"
 
 
 NGRAM_DRAFT = """void draft() {
