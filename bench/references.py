@@ -2,13 +2,14 @@
 
 - `llama-server`: llama.cpp's own server, compiled for this CPU from the llama.cpp that modelport's engine
   is built from (the sources vendored in the installed xllamacpp version's sdist: PyPI is the only source
-  this machine can reach), so that a ratio compares the servers and not two llama.cpp versions. ~6 minutes
-  on 2 cores.
+  this machine can reach) with the instruction sets modelport's build names, so that a ratio compares the
+  servers and not two llama.cpp versions or builds. ~6 minutes on 2 cores.
 - llama-cpp-python's server: the same sdist built as a wheel, installed into its own virtual environment
   so its pins never touch modelport's.
 
-`python -m bench.references` builds both; each benchmark calls `llama_server()` / `llama_cpp_python()` and
-says clearly when one is absent instead of building it in the middle of a measurement.
+`python -m bench.references [--llama-server]` builds both (or llama-server alone); each benchmark calls
+`llama_server()` / `llama_cpp_python()` and says clearly when one is absent instead of building it in the
+middle of a measurement.
 """
 
 from __future__ import annotations
@@ -64,7 +65,11 @@ def _sdist(name: str = "llama-cpp-python", version: str = LLAMA_CPP_PYTHON) -> P
 
 
 def build_llama_server() -> Path:
-    """Compile `llama-server` (CPU, native instructions, no curl) from xllamacpp's vendored llama.cpp."""
+    """Compile `llama-server` (CPU, no curl) from xllamacpp's vendored llama.cpp, for the instruction sets
+    modelport's own build asks for on this CPU (`engine_build.compiling.instruction_sets`): the same
+    sources and the same flags, so that a ratio compares the servers and not two builds."""
+    from modelport.engine_build.compiling import instruction_sets
+
     found = llama_server()
     if found:
         return found
@@ -78,7 +83,7 @@ def build_llama_server() -> Path:
     subprocess.run(
         ["cmake", "-S", str(source), "-B", str(build), "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
          "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
-         "-DLLAMA_BUILD_SERVER=ON", "-DGGML_NATIVE=ON", "-DLLAMA_BUILD_BORINGSSL=OFF"],
+         "-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_BUILD_BORINGSSL=OFF", *instruction_sets()],
         check=True,
     )  # fmt: skip
     subprocess.run(["cmake", "--build", str(build), "--target", "llama-server"], check=True)
@@ -109,4 +114,5 @@ def build_llama_cpp_python() -> Path:
 
 if __name__ == "__main__":
     print("llama-server:", build_llama_server())
-    print("llama-cpp-python:", build_llama_cpp_python())
+    if "--llama-server" not in sys.argv[1:]:  # llama-cpp-python's build takes as long again
+        print("llama-cpp-python:", build_llama_cpp_python())
