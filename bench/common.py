@@ -214,6 +214,14 @@ def http_client(url: str, retries: int = 0) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="bench", max_retries=retries, timeout=600)
 
 
+def rotated(names: Sequence[str], round_: int) -> list[str]:
+    """The servers in the order a round runs them: each round starts one further along, so that no server
+    is always the first after a pause (on a VM, a round's first requests were seen up to 30% slower) and
+    the machine's drift falls on each alike."""
+    shift = round_ % len(names) if names else 0
+    return [*names[shift:], *names[:shift]]
+
+
 def median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else float("nan")
 

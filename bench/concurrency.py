@@ -28,6 +28,7 @@ from bench.common import (
     machine,
     median,
     modelport_server,
+    rotated,
     stream_completion,
     table,
 )
@@ -42,16 +43,19 @@ async def aggregate(
 ) -> tuple[float, float]:
     """Tokens per second over all streams (first request sent to last token), and the slowest stream's
     time over the fastest's; the end tokens barred by `no_eos` (SmolLM2's by default)."""
-    client = http_client(url)
-    await stream_completion(client, model, f"0. {STORY}", 4, no_eos)  # warm-up
+    # A connection of its own for every request: llama.cpp's HTTP listener (llama-server's, and the engine
+    # alone's) now and then closed a kept-alive connection as the next request went out on it ("Server
+    # disconnected without sending a response"), which ended the whole run.
+    async with http_client(url) as client:
+        await stream_completion(client, model, f"0. {STORY}", 4, no_eos)  # warm-up
     start = time.perf_counter()
 
     async def one(i: int) -> tuple[int, float]:
-        result = await stream_completion(client, model, f"{i + 1}. {STORY}", tokens, no_eos)
+        async with http_client(url) as client:
+            result = await stream_completion(client, model, f"{i + 1}. {STORY}", tokens, no_eos)
         return result.tokens, time.perf_counter() - start
 
     results = await asyncio.gather(*(one(i) for i in range(streams)))
-    await client.close()
     wall = max(end for _, end in results)
     return sum(n for n, _ in results) / wall, wall / min(end for _, end in results)
 
@@ -86,17 +90,23 @@ def main(counts: list[int], tokens: int, rounds: int, speculation: list[str], na
     print(f"{title}, median of {rounds} interleaved rounds\n\n{machine()}")
     with ExitStack() as stack:
         urls = {name: stack.enter_context(start()) for name, start in servers(model, speculation)}
-        # Round by round, every server in turn, so that the machine's drift affects all alike.
+        # Round by round, every server in turn (`rotated`), so that the machine's drift affects all alike.
         samples: dict[str, dict[int, list[tuple[float, float]]]] = {n: defaultdict(list) for n in urls}
+
+        def measured(name: str, count: int, round_: str) -> tuple[float, float]:
+            try:
+                return asyncio.run(aggregate(urls[name], model.id, count, tokens, model.no_eos))
+            except Exception as error:  # a dropped connection says nothing of whose it was
+                raise RuntimeError(f"{name}, {count} streams, {round_}: {error!r}") from error
+
         for count in counts:
+            # A round not counted: each server's first batch of this many streams was seen up to 40% slower
+            # than the next on every server (buffers sized for the larger batch, the VM's clock).
+            for name in urls:
+                measured(name, count, "the round not counted")
             for round_ in range(rounds):
-                for name, url in urls.items():
-                    rate = aggregate(url, model.id, count, tokens, model.no_eos)
-                    try:
-                        samples[name][count].append(asyncio.run(rate))
-                    except Exception as error:  # a dropped connection says nothing of whose it was
-                        failed = f"{name}, {count} streams, round {round_ + 1}: {error!r}"
-                        raise RuntimeError(failed) from error
+                for name in rotated(list(urls), round_):
+                    samples[name][count].append(measured(name, count, f"round {round_ + 1}"))
     rates = {
         name: {
             count: (median([r for r, _ in runs]), median([s for _, s in runs])) for count, runs in by.items()

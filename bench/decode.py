@@ -33,6 +33,7 @@ from bench.common import (
     machine,
     median,
     modelport_configured,
+    rotated,
     stream_completion,
     table,
 )
@@ -155,14 +156,15 @@ async def main(runs: int, tokens: int, name: str) -> None:
             cases["llama-server HTTP"] = lambda p: stream_completion(
                 server, model.id, p, tokens, model.no_eos
             )
-        # Round by round, every case once, so that a machine getting slower or faster affects all alike.
+        # Round by round, every case once (`rotated`), so that a machine getting slower or faster affects
+        # all alike.
         results: dict[str, list[Stream]] = {name: [] for name in cases}
         for one in cases.values():
             await one(f"0. {STORY}")  # warm-up
         serving_cpu[0] = 0.0
         for i in range(runs):
-            for name, one in cases.items():
-                results[name].append(await one(f"{i + 1}. {name} {STORY}"))
+            for name in rotated(list(cases), i):
+                results[name].append(await cases[name](f"{i + 1}. {name} {STORY}"))
 
     engine = results["engine called directly (xllamacpp)"]
     engine_rate = median([s.tokens_per_second for s in engine])
