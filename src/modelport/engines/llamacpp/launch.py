@@ -21,7 +21,7 @@ SLOTS = 8  # requests decoding together by default (`n_parallel`)
 # aborting the process: this CPU's build (`modelport.engine_build.patches`). PyPI's wheel lacks it, and
 # there its drafting aborted the whole process within minutes of mixed concurrent traffic (`bench.soak
 # --clients 16`, within 150 s), so there speculation is off. On against off (docs/benchmarks.md, 2026-11-29,
-# fourth): a code edit 1.17x aggregate (1.36x a stream), free chat 1.03x, RAG quotes 1.02x, 8 streams 1.04x
+# fourth): a code edit 1.17x aggregate (1.36x a stream), free chat 1.03x, RAG quotes 1.02x, 8 streams 1.00x
 # (SmolLM2) and 1.18x (Gemma 3 270M); agent sessions 1.16x (2026-11-27). `ngram-mod` (one n-gram table all
 # requests share) is not the default: 0.82x on 8 similar streams (each drafts from the others' text), and a
 # greedy answer asked again came back different (its drafts come from the first answer). Both stay per-model
