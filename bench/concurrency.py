@@ -63,10 +63,9 @@ async def aggregate(
 def servers(
     model: BenchModel, speculation: list[str]
 ) -> Iterator[tuple[str, Callable[[], AbstractContextManager[str]]]]:
-    served = config(model)
+    served, gguf = config(model), model.gguf
     yield "modelport HTTP", lambda: modelport_server(served)
-    yield ENGINE, lambda: engine_server(model.gguf)
-    gguf = model.gguf
+    yield ENGINE, lambda: engine_server(gguf)
     binary = references.llama_server()
     if binary is None:
         print("\nllama-server: not built (python -m bench.references); its column is absent.")

@@ -33,11 +33,13 @@ def invalid(error: dict[str, Any], within: str | None = None) -> InvalidRequestE
         return InvalidRequestError(f"Missing required parameter: '{param}'.", param=param, code="missing")
     if kind == "extra_forbidden":
         return InvalidRequestError(f"Unknown field '{param}'.", param=param, code="unknown_field")
+    code: str | None
     if kind == "literal_error":  # a value outside a set: OpenAI's code for it
-        return InvalidRequestError(
-            f"Invalid value for '{param}': {error.get('msg')}", param=param, code="invalid_value"
-        )
-    code = _OPENAI_CODES.get(str(kind), kind) if isinstance(error.get("input"), int) else kind
+        code = "invalid_value"
+    elif isinstance(error.get("input"), int):
+        code = _OPENAI_CODES.get(str(kind), kind)
+    else:
+        code = kind
     return InvalidRequestError(f"Invalid value for '{param}': {error.get('msg')}", param=param, code=code)
 
 
