@@ -7,7 +7,7 @@ background looks) is measured first and taken out. With `--profile FILE`, py-spy
 over the same requests instead (raw format), and its busiest frames are printed: no CPU figures then, since
 py-spy stops the process at every sample.
 
-    .venv/bin/python -m bench.serving_cpu [--rounds 5] [--profile FILE]
+    .venv/bin/python -m bench.serving_cpu [--rounds 5] [--profile FILE] [--path "chat, streamed" ...]
     .venv/bin/python -m bench.serving_cpu --top FILE   # the profile's busiest frames, self and inclusive
 """
 
@@ -43,7 +43,14 @@ async def request(client: Any, kind: str, stream: bool, index: int, tokens: int)
             pass
 
 
-async def measure(rounds: int, profile: str | None) -> list[list[object]]:
+PATHS = [(kind, stream) for kind in ("chat", "completion") for stream in (True, False)]
+
+
+def path_name(kind: str, stream: bool) -> str:
+    return f"{kind}, {'streamed' if stream else 'whole'}"
+
+
+async def measure(rounds: int, profile: str | None, paths: list[tuple[str, bool]]) -> list[list[object]]:
     """The table's rows; or, with `profile`, py-spy's record of the same requests and no rows (py-spy stops
     the process at every sample, which its CPU time would count)."""
     rows: list[list[object]] = []
@@ -57,10 +64,9 @@ async def measure(rounds: int, profile: str | None) -> list[list[object]]:
             recording = ["record", "-p", str(pid), "-r", "1000", "-f", "raw", "-o", profile, "--threads"]
             quiet = asyncio.subprocess.DEVNULL
             spy = await asyncio.create_subprocess_exec(spy_binary, *recording, stdout=quiet, stderr=quiet)
-            for kind in ("chat", "completion"):
-                for stream in (True, False):
-                    for i in range(rounds):
-                        await request(client, kind, stream, i + 1, LONG)
+            for kind, stream in paths:
+                for i in range(rounds):
+                    await request(client, kind, stream, i + 1, LONG)
             spy.send_signal(signal.SIGINT)
             await asyncio.wait_for(spy.wait(), 60)
             return rows
@@ -69,19 +75,18 @@ async def measure(rounds: int, profile: str | None) -> list[list[object]]:
         await asyncio.sleep(10)
         idle = (cpu_seconds(pid, pid) - before) / 10  # CPU-seconds a second, doing nothing
         rows.append(["idle", f"{idle * 1000:.1f} ms a second", "", ""])
-        for kind in ("chat", "completion"):
-            for stream in (True, False):
-                spent = {}
-                for tokens in (SHORT, LONG):
-                    before, start = cpu_seconds(pid, pid), time.perf_counter()
-                    for i in range(rounds):
-                        await request(client, kind, stream, 1000 * tokens + i, tokens)
-                    wall = time.perf_counter() - start
-                    spent[tokens] = (cpu_seconds(pid, pid) - before - idle * wall) / rounds
-                per_token = (spent[LONG] - spent[SHORT]) / (LONG - SHORT)
-                rate = rounds * LONG / wall
-                name = f"{kind}, {'streamed' if stream else 'whole'}"
-                rows.append([name, spent[SHORT] * 1000, per_token * 1000, f"{per_token * rate * 100:.1f}%"])
+        for kind, stream in paths:
+            spent = {}
+            for tokens in (SHORT, LONG):
+                before, start = cpu_seconds(pid, pid), time.perf_counter()
+                for i in range(rounds):
+                    await request(client, kind, stream, 1000 * tokens + i, tokens)
+                wall = time.perf_counter() - start
+                spent[tokens] = (cpu_seconds(pid, pid) - before - idle * wall) / rounds
+            per_token = (spent[LONG] - spent[SHORT]) / (LONG - SHORT)
+            rate = rounds * LONG / wall
+            row = [path_name(kind, stream), spent[SHORT] * 1000, per_token * 1000]
+            rows.append([*row, f"{per_token * rate * 100:.1f}%"])
     return rows
 
 
@@ -105,11 +110,11 @@ def top(path: str, thread: str = "MainThread", count: int = 25) -> None:
         print(table(f"{thread}: {total} samples, by {title}", ["share", "frame"], rows))
 
 
-def main(rounds: int, profile: str | None) -> None:
+def main(rounds: int, profile: str | None, paths: list[tuple[str, bool]]) -> None:
     print(
         f"# The serving thread's CPU, {rounds} requests of {SHORT} and of {LONG} tokens each\n\n{machine()}"
     )
-    rows = asyncio.run(measure(rounds, profile))
+    rows = asyncio.run(measure(rounds, profile, paths))
     if profile is not None:
         top(profile)
         return
@@ -123,8 +128,11 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=5, help="requests of each length on each path")
     parser.add_argument("--profile", help="record the serving thread's stacks with py-spy into this file")
     parser.add_argument("--top", help="print a recorded profile's busiest frames, and measure nothing")
+    names = [path_name(kind, stream) for kind, stream in PATHS]
+    parser.add_argument("--path", action="append", choices=names, help="only this path (again for more)")
     arguments = parser.parse_args()
+    chosen = [path for path in PATHS if arguments.path is None or path_name(*path) in arguments.path]
     if arguments.top:
         top(arguments.top)
     else:
-        main(arguments.rounds, arguments.profile)
+        main(arguments.rounds, arguments.profile, chosen)
