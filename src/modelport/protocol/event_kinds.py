@@ -53,17 +53,18 @@ def loose(cls: type[M], data: dict[str, Any]) -> M:
         return cast(M, loosely(cls, data))
 
 
-CHAT_CHUNKS: EventKind[ChatCompletion] = EventKind(
+# Chunks are typed once, where a stream leaves the generation (or a relay), and passed on as they are.
+CHAT_CHUNKS: EventKind[ChatCompletion, ChatCompletionChunk] = EventKind(
     "chat.completion.chunk",
     fold=ChatFold,
-    event=lambda data: chunk(ChatCompletionChunk, data),
+    parse=lambda data: chunk(ChatCompletionChunk, data),
     whole=lambda data: loose(ChatCompletion, data),
     done=True,
 )
-COMPLETION_CHUNKS: EventKind[Completion] = EventKind(
+COMPLETION_CHUNKS: EventKind[Completion, Completion] = EventKind(
     "text_completion",
     fold=CompletionFold,
-    event=lambda data: chunk(Completion, data),
+    parse=lambda data: chunk(Completion, data),
     whole=lambda data: loose(Completion, data),
     done=True,
 )
