@@ -8,12 +8,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from openai.types.chat import ChatCompletionChunk
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from modelport.protocol.chunk_folds import ChatFold
-from modelport.protocol.event_kinds import CHAT_CHUNKS
 from modelport.protocol.response_object import ResponseObject
 from modelport.service.responses.client_tools import ClientTools
 from modelport.service.responses.output import completion_output
@@ -36,19 +34,15 @@ def call(**piece: Any) -> dict[str, Any]:
     return {"tool_calls": [{"index": 0, **piece}]}
 
 
-# Typed as the chat path passes its chunks on.
-CHUNKS: list[ChatCompletionChunk] = [
-    CHAT_CHUNKS.parse(piece)
-    for piece in [
-        chunk({"role": "assistant", "content": None}),
-        chunk({"content": "I will "}, logprobs=scored("I will ")),
-        chunk({"content": "add."}, logprobs=scored("add.")),
-        chunk(call(id="call_a", type="function", function={"name": "add", "arguments": ""})),
-        chunk(call(function={"arguments": '{"a": '})),
-        chunk(call(function={"arguments": "1}"})),
-        chunk({}, finish_reason="tool_calls"),
-        {**HEAD, "choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 6, "total_tokens": 10}},
-    ]
+CHUNKS: list[dict[str, Any]] = [
+    chunk({"role": "assistant", "content": None}),
+    chunk({"content": "I will "}, logprobs=scored("I will ")),
+    chunk({"content": "add."}, logprobs=scored("add.")),
+    chunk(call(id="call_a", type="function", function={"name": "add", "arguments": ""})),
+    chunk(call(function={"arguments": '{"a": '})),
+    chunk(call(function={"arguments": "1}"})),
+    chunk({}, finish_reason="tool_calls"),
+    {**HEAD, "choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 6, "total_tokens": 10}},
 ]
 
 

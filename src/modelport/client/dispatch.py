@@ -41,7 +41,7 @@ class Shaped:
     object."""
 
     path: str
-    events: Events[Any, Any] | None = None
+    events: Events[Any] | None = None
     response: httpx2.Response | None = None
     value: Any = None
 
@@ -200,7 +200,7 @@ def _headers(options: FinalRequestOptions) -> dict[str, str]:
     return {k: v for k, v in headers.items() if isinstance(v, str)}
 
 
-async def _frames(events: Events[Any, Any]) -> AsyncGenerator[bytes, None]:
+async def _frames(events: Events[Any]) -> AsyncGenerator[bytes, None]:
     try:
         async for event in events.items:
             yield events.kind.frame(event)

@@ -35,7 +35,7 @@ class Runner(Protocol):
 class _Closer(httpx2.AsyncByteStream, httpx2.SyncByteStream):
     """The stream's `response` body: closing it (as the SDK closes a stream) stops the work behind it."""
 
-    def __init__(self, events: Events[Any, Any], runner: Runner | None) -> None:
+    def __init__(self, events: Events[Any], runner: Runner | None) -> None:
         self.events = events
         self.runner = runner
 
@@ -47,7 +47,7 @@ class _Closer(httpx2.AsyncByteStream, httpx2.SyncByteStream):
         self.runner.settle(self.events.aclose())
 
 
-def _response(events: Events[Any, Any], path: str, runner: Runner | None) -> httpx2.Response:
+def _response(events: Events[Any], path: str, runner: Runner | None) -> httpx2.Response:
     return httpx2.Response(
         200,
         headers={"content-type": "text/event-stream"},
@@ -59,7 +59,7 @@ def _response(events: Events[Any, Any], path: str, runner: Runner | None) -> htt
 class LocalAsyncStream(AsyncStream[T]):
     """`openai.AsyncStream` over the service's events."""
 
-    def __init__(self, events: Events[Any, Any], path: str, client: Any, cast_to: type[T]) -> None:
+    def __init__(self, events: Events[Any], path: str, client: Any, cast_to: type[T]) -> None:
         self.response = _response(events, path, None)
         self._cast_to = cast_to
         self._client = client
@@ -85,9 +85,7 @@ class LocalAsyncStream(AsyncStream[T]):
 class LocalStream(Stream[T]):
     """`openai.Stream` over the service's events, each pulled from the loop the service runs on."""
 
-    def __init__(
-        self, events: Events[Any, Any], path: str, client: Any, cast_to: type[T], runner: Runner
-    ) -> None:
+    def __init__(self, events: Events[Any], path: str, client: Any, cast_to: type[T], runner: Runner) -> None:
         self.response = _response(events, path, runner)
         self._cast_to = cast_to
         self._client = client

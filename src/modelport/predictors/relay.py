@@ -28,7 +28,7 @@ class Reply:
     arrived), or its bytes; and who answered, for error messages. A stream that breaks off raises a
     `ModelportError` instead of ending."""
 
-    answer: Any | Events[Any, Any] | Binary
+    answer: Any | Events[Any] | Binary
     origin: str
 
 

@@ -11,8 +11,6 @@ import copy
 import time
 from typing import Any
 
-from pydantic import BaseModel
-
 from modelport.ids import new_id
 
 # Keys whose value is replaced, never joined: they name a thing (list entries are found by `index`, unions
@@ -74,10 +72,8 @@ class _Fold:
         self.choices: dict[int, dict[str, Any]] = {}
         self.usage: dict[str, Any] | None = None
 
-    def add(self, chunk: dict[str, Any] | BaseModel) -> None:
-        """Take one chunk (typed, or as the wire carries it)."""
-        if isinstance(chunk, BaseModel):  # the fields it was given, as the wire would carry them
-            chunk = chunk.model_dump(exclude_unset=True, warnings=False)
+    def add(self, chunk: dict[str, Any]) -> None:
+        """Take one chunk."""
         if not self.head:
             self.head = {k: chunk.get(k) for k in ("id", "created", "model", "system_fingerprint")}
         self.usage = chunk.get("usage") or self.usage

@@ -53,18 +53,17 @@ def loose(cls: type[M], data: dict[str, Any]) -> M:
         return cast(M, loosely(cls, data))
 
 
-# Chunks are typed once, where a stream leaves the generation (or a relay), and passed on as they are.
-CHAT_CHUNKS: EventKind[ChatCompletion, ChatCompletionChunk] = EventKind(
+CHAT_CHUNKS: EventKind[ChatCompletion] = EventKind(
     "chat.completion.chunk",
     fold=ChatFold,
-    parse=lambda data: chunk(ChatCompletionChunk, data),
+    event=lambda data: chunk(ChatCompletionChunk, data),
     whole=lambda data: loose(ChatCompletion, data),
     done=True,
 )
-COMPLETION_CHUNKS: EventKind[Completion, Completion] = EventKind(
+COMPLETION_CHUNKS: EventKind[Completion] = EventKind(
     "text_completion",
     fold=CompletionFold,
-    parse=lambda data: chunk(Completion, data),
+    event=lambda data: chunk(Completion, data),
     whole=lambda data: loose(Completion, data),
     done=True,
 )

@@ -23,7 +23,7 @@ PING = b": ping\n\n"
 PING_SECONDS = 15.0
 
 
-async def frames(events: Events[Any, Any]) -> AsyncGenerator[bytes, None]:
+async def frames(events: Events[Any]) -> AsyncGenerator[bytes, None]:
     """Each event as its kind frames it, then what ends a complete stream (`[DONE]` for chat); an error
     after the headers went out travels as a frame in OpenAI's shape (which the openai SDK raises as
     `APIError`), and nothing follows it."""

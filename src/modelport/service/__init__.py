@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 from openai.types import Completion, CreateEmbeddingResponse, Model
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.chat import ChatCompletion
 
 from modelport import context, metrics
 from modelport.engines import assemble
@@ -242,7 +242,7 @@ class Service:
 
     async def chat_completion(
         self, request: ChatCompletionRequest
-    ) -> ChatCompletion | Events[ChatCompletion, ChatCompletionChunk]:
+    ) -> ChatCompletion | Events[ChatCompletion]:
         """`POST /v1/chat/completions`; stored if it asks (`store`) or the settings say always."""
         limits.check_generation(request, self.settings.limits)
         stored = self.stored.wanted(request)
@@ -253,9 +253,7 @@ class Service:
         if request is not given:
             limits.check_generation(request, self.settings.limits)
 
-        async def local(
-            model: LoadedModel, predictor: Predictor
-        ) -> ChatCompletion | Events[ChatCompletion, ChatCompletionChunk]:
+        async def local(model: LoadedModel, predictor: Predictor) -> ChatCompletion | Events[ChatCompletion]:
             # A relay passes images and audio on; here audio is transcribed and images need a projector,
             # and an answer asked for as audio is said by the speech model.
             voice = check_spoken(request, await self._speech_voices()) if request.spoken else None
@@ -269,15 +267,13 @@ class Service:
                 return Events(await calls.eager(self.spoken.stream(answer.items, voice)), answer.kind)
             return await self.spoken.voiced(answer, voice)
 
-        answer: ChatCompletion | Events[ChatCompletion, ChatCompletionChunk] = await self._answer(
-            Capability.CHAT, request, local
-        )
+        answer: ChatCompletion | Events[ChatCompletion] = await self._answer(Capability.CHAT, request, local)
         return await self.stored.keep(given, answer) if stored else answer
 
-    async def completion(self, request: CompletionRequest) -> Completion | Events[Completion, Completion]:
+    async def completion(self, request: CompletionRequest) -> Completion | Events[Completion]:
         """`POST /v1/completions`."""
         limits.check_generation(request, self.settings.limits)
-        answer: Completion | Events[Completion, Completion] = await self._answer(
+        answer: Completion | Events[Completion] = await self._answer(
             Capability.COMPLETION,
             request,
             lambda model, predictor: generation.completion(model, predictor, request),

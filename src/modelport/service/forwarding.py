@@ -54,8 +54,7 @@ async def forward(
         if endpoint.events is None:
             await answer.aclose()
             raise UpstreamError(f"The upstream {origin} answered with a stream where JSON was expected.")
-        kind = endpoint.events
-        events = Events(_ours(answer.items, model, origin, endpoint.chunks, kind.parse), kind)
+        events = Events(_ours(answer.items, model, origin, endpoint.chunks), endpoint.events)
         return await events.whole() if endpoint.chunks and not streamed else events
     if endpoint.whole is None:
         raise UpstreamError(f"The upstream {origin} answered a speech request with JSON, not audio.")
@@ -64,8 +63,7 @@ async def forward(
     if streamed and endpoint.events is not None and endpoint.chunks:
         # An upstream that ignored `stream`: its whole answer as the chunks OpenAI would have sent.
         pieces = chunks_of(whole) if relay.capability is Capability.CHAT else [whole]
-        kind = endpoint.events
-        return Events(_ours(listed(pieces), model, origin, True, kind.parse), kind)
+        return Events(_ours(listed(pieces), model, origin, True), endpoint.events)
     return _relayed_as(endpoint.whole(request), whole, origin)
 
 
@@ -105,14 +103,9 @@ async def _releasing(
 
 
 async def _ours(
-    events: AsyncGenerator[Event, None],
-    model: LoadedModel,
-    origin: str,
-    chunks: bool,
-    parse: Callable[[Event], Any],
-) -> AsyncGenerator[Any, None]:
-    """The upstream's events, typed as their kind passes them on; chunks checked to have `choices`, with
-    our model id and counted."""
+    events: AsyncGenerator[Event, None], model: LoadedModel, origin: str, chunks: bool
+) -> AsyncGenerator[Event, None]:
+    """The upstream's events; chunks checked to have `choices`, with our model id and counted."""
     try:
         async for event in events:
             if chunks:
@@ -121,7 +114,7 @@ async def _ours(
                 event["model"] = model.spec.id
                 if event.get("usage"):
                     metrics.count_tokens(model.spec.id, event["usage"])
-            yield parse(event)
+            yield event
     finally:
         await events.aclose()
 

@@ -50,7 +50,7 @@ class Relayed:
 
     whole: Callable[[Any], type[BaseModel]] | None  # None: a JSON answer is the upstream's fault
     key: str = ""  # the field a JSON answer must hold
-    events: EventKind[Any, Any] | None = None  # None: a stream is the upstream's fault
+    events: EventKind[Any] | None = None  # None: a stream is the upstream's fault
     binary: bool = False
     chunks: bool = False
     named_model: bool = True

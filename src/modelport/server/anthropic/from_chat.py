@@ -29,14 +29,11 @@ from anthropic.types import (
     Usage,
 )
 from anthropic.types.raw_message_delta_event import Delta
-from openai.types import CompletionUsage
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
-from openai.types.chat.chat_completion_chunk import ChoiceDelta
+from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 
 from modelport.errors import ModelportError
 from modelport.protocol.answers import Events
-from modelport.protocol.chat_extras import thinking
 from modelport.server.error_shapes import anthropic_error
 
 Seal = Callable[[str], str]  # a thinking block's signature: this server's seal of its text ("" if none)
@@ -142,9 +139,7 @@ class _Blocks:
         self.thinking: list[str] = []
 
 
-async def events(
-    answer: Events[ChatCompletion, ChatCompletionChunk], model: str, seal: Seal
-) -> AsyncGenerator[bytes, None]:
+async def events(answer: Events[ChatCompletion], model: str, seal: Seal) -> AsyncGenerator[bytes, None]:
     """A streamed chat completion as Anthropic's stream, framed."""
     start = Message(
         id="msg_",
@@ -158,32 +153,32 @@ async def events(
     )
     blocks = _Blocks()
     finish: str | None = None
-    usage: CompletionUsage | None = None
+    usage: dict[str, Any] = {}
     started = False
     try:
         async for chunk in answer.items:
             if not started:
-                start.id = message_id(chunk.id)
-                start.model = chunk.model or model
+                start.id = message_id(str(chunk.get("id", "")))
+                start.model = str(chunk.get("model") or model)
                 yield frame(RawMessageStartEvent(type="message_start", message=start))
                 yield frame(Ping())
                 started = True
-            usage = chunk.usage or usage
-            for choice in chunk.choices:
-                if choice.index != 0:
+            usage = chunk.get("usage") or usage
+            for choice in chunk.get("choices") or ():
+                if choice.get("index", 0) != 0:
                     continue
-                for piece in _pieces(choice.delta, blocks, seal):
+                for piece in _pieces(choice.get("delta") or {}, blocks, seal):
                     yield piece
-                finish = choice.finish_reason or finish
+                finish = choice.get("finish_reason") or finish
         if not started:
             yield frame(RawMessageStartEvent(type="message_start", message=start))
         for piece in _close(blocks, seal):
             yield piece
-        details = usage.prompt_tokens_details if usage is not None else None
-        cached = (details.cached_tokens if details is not None else None) or 0
+        details = usage.get("prompt_tokens_details") or {}
+        cached = int(details.get("cached_tokens") or 0)
         final = MessageDeltaUsage(
-            input_tokens=(usage.prompt_tokens if usage is not None else 0) - cached,
-            output_tokens=usage.completion_tokens if usage is not None else 0,
+            input_tokens=int(usage.get("prompt_tokens", 0)) - cached,
+            output_tokens=int(usage.get("completion_tokens", 0)),
             cache_read_input_tokens=cached,
         )
         delta = Delta(stop_reason=_STOP.get(finish, "end_turn"), stop_sequence=None)
@@ -195,30 +190,31 @@ async def events(
         await answer.aclose()
 
 
-def _pieces(delta: ChoiceDelta, blocks: _Blocks, seal: Seal) -> list[bytes]:
+def _pieces(delta: dict[str, Any], blocks: _Blocks, seal: Seal) -> list[bytes]:
     """The events one chat delta makes: a block opened where its kind changes, then its deltas."""
     out: list[bytes] = []
-    thought = thinking(delta)
+    thought = delta.get("reasoning_content")
     if thought:
         if blocks.kind != "thinking":
             out += _open(blocks, "thinking", ThinkingBlock(type="thinking", thinking="", signature=""), seal)
         blocks.thinking.append(thought)
         out.append(_delta(blocks, ThinkingDelta(type="thinking_delta", thinking=thought)))
-    text = delta.content
+    text = delta.get("content")
     if text:
         if blocks.kind != "text":
             out += _open(blocks, "text", TextBlock(type="text", text=""), seal)
         out.append(_delta(blocks, TextDelta(type="text_delta", text=text)))
-    for call in delta.tool_calls or ():
-        function = call.function
-        if blocks.kind != "tool_use" or call.index != blocks.tool:
-            name = (function.name if function is not None else None) or ""
-            begun = ToolUseBlock(type="tool_use", id=call.id or "", name=name, input={})
+    for call in delta.get("tool_calls") or ():
+        function = call.get("function") or {}
+        if blocks.kind != "tool_use" or call.get("index", 0) != blocks.tool:
+            begun = ToolUseBlock(
+                type="tool_use", id=str(call.get("id") or ""), name=str(function.get("name") or ""), input={}
+            )
             out += _open(blocks, "tool_use", begun, seal)
-            blocks.tool = call.index
-        if function is not None and function.arguments:
+            blocks.tool = call.get("index", 0)
+        if function.get("arguments"):
             out.append(
-                _delta(blocks, InputJSONDelta(type="input_json_delta", partial_json=function.arguments))
+                _delta(blocks, InputJSONDelta(type="input_json_delta", partial_json=function["arguments"]))
             )
     return out
 

@@ -11,13 +11,12 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from ollama import ChatResponse, GenerateResponse, Message
-from openai.types import Completion, CompletionChoice
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types import Completion
+from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 
 from modelport.errors import ModelportError
 from modelport.protocol.answers import Events
-from modelport.protocol.chat_extras import thinking
 from modelport.server.error_shapes import ollama_error
 
 # What runs once an answer is made (a request's `keep_alive` applied).
@@ -123,32 +122,25 @@ class _Reading:
         self.usage = _Usage()
         self.calls: dict[int, dict[str, str]] = {}
 
-    async def pieces(
-        self, answer: Events[Any, ChatCompletionChunk] | Events[Any, Completion]
-    ) -> AsyncGenerator[tuple[str, str | None], None]:
-        """(text, thinking) as they come, of a chat's chunks or a completion's."""
-        chunk: ChatCompletionChunk | Completion
+    async def pieces(self, answer: Events[Any]) -> AsyncGenerator[tuple[str, str | None], None]:
+        """(text, thinking) as they come."""
         async for chunk in answer.items:
-            self.model = chunk.model or self.model
-            if chunk.usage is not None:
-                self.usage = _Usage(
-                    prompt_tokens=chunk.usage.prompt_tokens, completion_tokens=chunk.usage.completion_tokens
-                )
-            for choice in chunk.choices:
-                text: str | None
-                if isinstance(choice, CompletionChoice):
-                    text, thought = choice.text, None
-                else:
-                    for call in choice.delta.tool_calls or ():
-                        held = self.calls.setdefault(call.index, {"name": "", "arguments": ""})
-                        if call.function is not None:
-                            held["name"] += call.function.name or ""
-                            held["arguments"] += call.function.arguments or ""
-                    text, thought = choice.delta.content, thinking(choice.delta)
+            self.model = str(chunk.get("model") or self.model)
+            if chunk.get("usage"):
+                self.usage = _Usage.model_validate(chunk["usage"])
+            for choice in chunk.get("choices") or ():
+                delta = choice.get("delta") or {}
+                for call in delta.get("tool_calls") or ():
+                    held = self.calls.setdefault(call.get("index", 0), {"name": "", "arguments": ""})
+                    function = call.get("function") or {}
+                    held["name"] += function.get("name") or ""
+                    held["arguments"] += function.get("arguments") or ""
+                text = choice.get("text") if "text" in choice else delta.get("content")  # a completion's
+                thought = delta.get("reasoning_content")
                 if text or thought:
                     self.first = self.first or time.monotonic()
                     yield text or "", thought or None
-                self.finish = choice.finish_reason or self.finish
+                self.finish = choice.get("finish_reason") or self.finish
 
     def tool_calls(self) -> list[Message.ToolCall]:
         return [tool_call(c["name"], c["arguments"]) for _, c in sorted(self.calls.items())]
@@ -157,9 +149,7 @@ class _Reading:
         return _done(self.model, self.finish, self.usage, self.started, self.first)
 
 
-async def chat_lines(
-    answer: Events[Any, ChatCompletionChunk], model: str, after: After
-) -> AsyncGenerator[bytes, None]:
+async def chat_lines(answer: Events[Any], model: str, after: After) -> AsyncGenerator[bytes, None]:
     """A streamed chat as Ollama's lines: text and thinking as they come, the calls (each whole once its
     arguments are), then the last line."""
     reading = _Reading(model)
@@ -178,9 +168,7 @@ async def chat_lines(
         await answer.aclose()
 
 
-async def generate_lines(
-    answer: Events[Any, Completion], model: str, after: After
-) -> AsyncGenerator[bytes, None]:
+async def generate_lines(answer: Events[Any], model: str, after: After) -> AsyncGenerator[bytes, None]:
     """A streamed generation (of a chat or a raw completion) as Ollama's lines."""
     reading = _Reading(model)
     try:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from openai.types import Completion
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.chat import ChatCompletion
 
 from modelport.errors import InvalidRequestError
 from modelport.predictors.chat_format import PLAIN
@@ -32,7 +32,7 @@ from modelport.service.generation.tools.render import render_history
 
 async def chat(
     model: LoadedModel, predictor: Predictor, request: ChatCompletionRequest
-) -> ChatCompletion | Events[ChatCompletion, ChatCompletionChunk]:
+) -> ChatCompletion | Events[ChatCompletion]:
     """Answer a chat completion request: a whole `ChatCompletion`, or its chunks as they come."""
     messages = [m.model_dump(exclude_none=True) for m in request.messages]
     form = predictor.chat_format
@@ -69,7 +69,7 @@ async def chat(
     chunks = decoding.choices(model, predictor, [messages], request, options, read)
     if request.logprobs:
         chunks = top_logprobs_cut(chunks, request.top_logprobs or 0)
-    answer: ChatCompletion | Events[ChatCompletion, ChatCompletionChunk] = await _delivered(
+    answer: ChatCompletion | Events[ChatCompletion] = await _delivered(
         chunks, model, predictor, request, _CHAT
     )
     return answer
@@ -77,7 +77,7 @@ async def chat(
 
 async def completion(
     model: LoadedModel, predictor: Predictor, request: CompletionRequest
-) -> Completion | Events[Completion, Completion]:
+) -> Completion | Events[Completion]:
     """Answer a legacy completion request; a list of prompts gives `n` choices per prompt, in order."""
     prompts = token_ids.inputs(request.prompt)
     vocabulary = predictor.vocabulary
@@ -105,9 +105,7 @@ async def completion(
     # token otherwise.
     rewrite = bool(request.echo or request.logprobs is not None or scored or width != request.n)
     chunks = legacy_logprobs(generated, texts, width, bool(request.echo), scored) if rewrite else generated
-    answer: Completion | Events[Completion, Completion] = await _delivered(
-        chunks, model, predictor, request, _COMPLETION
-    )
+    answer: Completion | Events[Completion] = await _delivered(chunks, model, predictor, request, _COMPLETION)
     return answer
 
 
@@ -116,7 +114,7 @@ class _Shape:
     """A generation endpoint's answer: its events, its whole type, its ids' prefix, and each choice's token
     log-probabilities (to keep the best of `best_of`)."""
 
-    events: EventKind[Any, Any]
+    events: EventKind[Any]
     whole: type[ChatCompletion] | type[Completion]
     prefix: str
     scores: Callable[[dict[str, Any]], list[Any] | None]
@@ -138,9 +136,7 @@ async def _delivered(
     """The answer as asked: its framed chunks as they come (`stream`), or folded into the whole answer, of
     which the best `n` of `best_of` candidates are kept."""
     if request.stream:
-        framed_chunks = framed(
-            chunks, model.spec.id, request.include_usage, shape.prefix, predictor.name, shape.events.parse
-        )
+        framed_chunks = framed(chunks, model.spec.id, request.include_usage, shape.prefix, predictor.name)
         return Events(await calls.eager(framed_chunks), shape.events)
     fold = shape.events.fold()
     async for chunk in framed(chunks, model.spec.id, True, shape.prefix, predictor.name):

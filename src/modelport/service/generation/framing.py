@@ -4,7 +4,7 @@ of chat and legacy completion streams (how they are typed in-process, and folded
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, Callable, Iterable
+from collections.abc import AsyncGenerator, Iterable
 from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
@@ -38,12 +38,10 @@ async def framed(
     include_usage: bool,
     prefix: str,
     predictor: str,
-    parse: Callable[[dict[str, Any]], Any] | None = None,
-) -> AsyncGenerator[Any, None]:
+) -> AsyncGenerator[dict[str, Any], None]:
     """One id of our own and our model id on every chunk (choices may come from several predictor calls);
     usage only in its own final chunk, when asked for. Each chunk must have a `choices` list (a breach is a
-    500 naming the `predictor` that made it). With `parse`, each leaves typed (a stream's chunks, typed
-    once here, as every face passes them on); without, as the dicts a fold joins into the whole answer."""
+    500 naming the `predictor` that made it)."""
     request_id = new_id(prefix)
     usage: dict[str, Any] = {}
     try:
@@ -68,12 +66,11 @@ async def framed(
                     details["reasoning_tokens"] += int(thought)
             chunk.pop("usage", None)
             if chunk.get("choices"):
-                yield chunk if parse is None else parse(chunk)
+                yield chunk
         if usage:
             metrics.count_tokens(model_id, usage)
         if include_usage and usage:
-            last = {**chunk, "id": request_id, "model": model_id, "choices": [], "usage": usage}
-            yield last if parse is None else parse(last)
+            yield {**chunk, "id": request_id, "model": model_id, "choices": [], "usage": usage}
     finally:
         await chunks.aclose()
 

@@ -22,12 +22,11 @@ from typing import Any
 
 import anyio
 import numpy as np
-from openai.types.chat import ChatCompletion, ChatCompletionAudio, ChatCompletionChunk
+from openai.types.chat import ChatCompletion, ChatCompletionAudio
 
 from modelport import context
 from modelport.errors import InvalidRequestError
 from modelport.ids import new_id
-from modelport.protocol.event_kinds import CHAT_CHUNKS
 from modelport.protocol.requests import ChatAudio, ChatCompletionRequest
 from modelport.service import calls
 from modelport.service.audio import codec
@@ -91,21 +90,11 @@ class SpokenAnswers:
         return answer
 
     async def stream(
-        self, chunks: AsyncGenerator[ChatCompletionChunk, None], audio: ChatAudio
-    ) -> AsyncGenerator[ChatCompletionChunk, None]:
-        """The chunks with each choice's text as `delta.audio.transcript` and its audio as `delta.audio.data`
-        pieces, spoken while the text goes on; the chunks that end choices (and the usage) come after the
-        audio. (Rewritten as the JSON they carry, since `delta.audio` is no field of the chunk's type: the
-        synthesis, not this, is what a spoken answer's time goes to.)"""
-        try:
-            async for chunk in self._spoken(_wire(chunks), audio):
-                yield CHAT_CHUNKS.parse(chunk)
-        finally:
-            await chunks.aclose()
-
-    async def _spoken(
         self, chunks: AsyncGenerator[dict[str, Any], None], audio: ChatAudio
     ) -> AsyncGenerator[dict[str, Any], None]:
+        """The chunks with each choice's text as `delta.audio.transcript` and its audio as `delta.audio.data`
+        pieces, spoken while the text goes on; the chunks that end choices (and the usage) come after the
+        audio."""
         voices: dict[int, _Voice] = {}
         clauses: asyncio.Queue[tuple[_Voice, str] | None] = asyncio.Queue()
         held: list[dict[str, Any]] = []
@@ -165,11 +154,6 @@ class SpokenAnswers:
         while len(self._transcripts) > _REMEMBERED:
             self._transcripts.popitem(last=False)
         return expires
-
-
-async def _wire(chunks: AsyncGenerator[ChatCompletionChunk, None]) -> AsyncGenerator[dict[str, Any], None]:
-    async for chunk in chunks:
-        yield CHAT_CHUNKS.wire(chunk)
 
 
 def check_spoken(request: ChatCompletionRequest, voices: list[str]) -> ChatAudio:

@@ -21,7 +21,7 @@ from modelport.protocol.requests import CompletionRequest
 from modelport.protocol.validation import parse
 from modelport.service.generation.tools.render import render_history
 
-Complete = Callable[[CompletionRequest], Awaitable[Completion | Events[Completion, Completion]]]
+Complete = Callable[[CompletionRequest], Awaitable[Completion | Events[Completion]]]
 Frame = dict[str, Any]
 # Each frame holds every output so far: the last one is the whole answer.
 FRAMES: EventKind[Frame] = EventKind("generate", framing="nul")
@@ -77,12 +77,12 @@ async def _rendered(
     return prompt, list(template.stops)
 
 
-async def _frames(prompt: str, n: int, chunks: Events[Completion, Completion]) -> AsyncGenerator[Frame, None]:
+async def _frames(prompt: str, n: int, chunks: Events[Completion]) -> AsyncGenerator[Frame, None]:
     fold = CompletionFold()
     try:
         async for chunk in chunks.items:
             fold.add(chunk)
-            if any(choice.text for choice in chunk.choices):
+            if any(choice.get("text") for choice in chunk.get("choices") or []):
                 texts = [prompt] * n
                 for choice in fold.whole()["choices"]:
                     texts[choice["index"]] = prompt + choice["text"]

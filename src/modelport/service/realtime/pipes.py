@@ -9,7 +9,7 @@ import wave
 from typing import Any, Protocol
 
 import numpy as np
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.chat import ChatCompletion
 
 from modelport.predictors.relay import Upload
 from modelport.protocol.answers import Events
@@ -24,7 +24,7 @@ class VoiceModels(Protocol):
 
     async def chat_completion(
         self, request: ChatCompletionRequest
-    ) -> ChatCompletion | Events[ChatCompletion, ChatCompletionChunk]: ...
+    ) -> ChatCompletion | Events[ChatCompletion]: ...
 
     async def transcription(self, request: TranscriptionRequest, file: Upload) -> Transcribed: ...
 
@@ -37,9 +37,7 @@ class Pipes:
     def __init__(self, models: VoiceModels, pipeline: RealtimePipeline) -> None:
         self.models, self.pipeline = models, pipeline
 
-    async def chat(
-        self, request: ChatCompletionRequest
-    ) -> ChatCompletion | Events[ChatCompletion, ChatCompletionChunk]:
+    async def chat(self, request: ChatCompletionRequest) -> ChatCompletion | Events[ChatCompletion]:
         return await self.models.chat_completion(request)
 
     async def transcribe(self, samples: np.ndarray, given: dict[str, Any]) -> str:

@@ -14,9 +14,6 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from openai.types import CompletionUsage
-from openai.types.chat.chat_completion_chunk import ChoiceDelta
-
 from modelport.errors import ModelportError, ServerError
 from modelport.ids import new_id
 from modelport.protocol.answers import Events
@@ -77,7 +74,7 @@ class RealtimeResponse:
         self.speed = float(((session.get("audio") or {}).get("output") or {}).get("speed") or 1.0)
         self.in_conversation = params.get("conversation", "auto") != "none"
         self.outputs: list[_Output] = []
-        self.usage: CompletionUsage | None = None
+        self.usage: dict[str, Any] = {}
         self.task: asyncio.Task[None] | None = None
         # Set as `response.done` goes out: a client may create the next response as soon as it reads it,
         # before this one's task has returned to the session.
@@ -128,10 +125,10 @@ class RealtimeResponse:
             try:
                 async for chunk in answer.items:
                     self.fold.add(chunk)
-                    self.usage = chunk.usage or self.usage
-                    for choice in chunk.choices:
-                        await self._take(choice.delta, clauses)
-                        finish = choice.finish_reason or finish
+                    self.usage = chunk.get("usage") or self.usage
+                    for choice in chunk.get("choices") or []:
+                        await self._take(choice.get("delta") or {}, clauses)
+                        finish = choice.get("finish_reason") or finish
             finally:
                 await answer.items.aclose()
             for output in self.outputs:
@@ -200,8 +197,8 @@ class RealtimeResponse:
             self.host.pipeline.chat, instructions, messages, fields, stream=True, param="response"
         )
 
-    async def _take(self, delta: ChoiceDelta, clauses: asyncio.Queue[tuple[_Output, str] | None]) -> None:
-        text = delta.content
+    async def _take(self, delta: dict[str, Any], clauses: asyncio.Queue[tuple[_Output, str] | None]) -> None:
+        text = delta.get("content")
         if text:
             output = self._message() or await self._open_message()
             output.text += text
@@ -210,8 +207,8 @@ class RealtimeResponse:
             if "audio" in self.modalities:
                 for clause in output.clauses.add(text):
                     clauses.put_nowait((output, clause))
-        for call in delta.tool_calls or []:
-            index = call.index
+        for call in delta.get("tool_calls") or []:
+            index = call.get("index", 0)
             whole = self._whole_call(index)
             output = next((o for o in self.outputs if o.call_index == index), None) or await self._open(
                 {
@@ -222,10 +219,10 @@ class RealtimeResponse:
                 }
             )
             output.call_index = index
-            arguments = call.function.arguments if call.function is not None else None
+            function = call.get("function") or {}
             output.entry.item["name"] = (whole.get("function") or {}).get("name") or ""
             output.entry.item["arguments"] = (whole.get("function") or {}).get("arguments") or ""
-            if arguments:
+            if function.get("arguments"):
                 await self.host.send(
                     server_event(
                         "response.function_call_arguments.delta",
@@ -233,7 +230,7 @@ class RealtimeResponse:
                         item_id=output.entry.item["id"],
                         output_index=output.index,
                         call_id=output.entry.item["call_id"],
-                        delta=arguments,
+                        delta=function["arguments"],
                     )
                 )
 
@@ -341,7 +338,7 @@ class RealtimeResponse:
         done = self._shape(status)
         if details is not None:
             done["status_details"] = details
-        if self.usage is not None:
+        if self.usage:
             done["usage"] = _usage(self.usage)
         if self.host.playout is not None:
             self.host.playout.finished(self.id)
@@ -368,10 +365,9 @@ class RealtimeResponse:
         await self.host.send(server_event("response.content_part.done", **self._where(output), part=part))
 
 
-def _usage(usage: CompletionUsage) -> dict[str, Any]:
-    prompt, completion = usage.prompt_tokens, usage.completion_tokens
-    details = usage.prompt_tokens_details
-    cached = (details.cached_tokens if details is not None else None) or 0
+def _usage(usage: dict[str, Any]) -> dict[str, Any]:
+    prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+    cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
     return {
         "input_tokens": prompt,
         "output_tokens": completion,

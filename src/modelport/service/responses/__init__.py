@@ -123,7 +123,7 @@ class Responses:
         sealing = self.turns.sealing(request)
         response.output = [*completion_output(choice, client, summarised(request), sealing)]
         response.completed_at = int(time.time())
-        response.usage = usage(answer.usage) if answer.usage is not None else None
+        response.usage = usage(whole["usage"]) if whole.get("usage") else None
         if choice.get("finish_reason") == "length":
             response.status = "incomplete"
             response.incomplete_details = IncompleteDetails(reason="max_output_tokens")
@@ -226,7 +226,7 @@ class Responses:
             object="response.compaction",
             created_at=int(time.time()),
             output=[*compaction.user_messages(conversation), ResponseCompactionItem.model_validate(kept)],
-            usage=usage(answer.usage),
+            usage=usage(answer.usage.model_dump(exclude_unset=True)),
         )
 
     async def input_items(

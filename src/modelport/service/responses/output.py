@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from openai.types import CompletionUsage
 from openai.types.responses import (
     ResponseCustomToolCall,
     ResponseFunctionToolCall,
@@ -23,11 +22,17 @@ from openai.types.responses.response_reasoning_item import Content as ReasoningT
 from openai.types.responses.response_reasoning_item import Summary
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
-from modelport.protocol.chat_extras import thinking
 from modelport.service.responses.client_tools import ClientTools
 from modelport.service.responses.items import new_item_id
 
 Status = Literal["in_progress", "completed", "incomplete"]
+
+
+def thought(delta: dict[str, Any]) -> str | None:
+    """The thinking a chat delta (or message) carries: `reasoning_content` (llama-server, DeepSeek, vLLM
+    before 0.10, modelport) or `reasoning` (vLLM since)."""
+    text = delta.get("reasoning_content") or delta.get("reasoning")
+    return text if isinstance(text, str) else None
 
 
 def reasoning_item(
@@ -69,7 +74,7 @@ def completion_output(
     status: Status = "incomplete" if choice.get("finish_reason") == "length" else "completed"
     message = choice.get("message") or {}
     items: list[Output] = []
-    text = thinking(message)
+    text = thought(message)
     if text:
         sealed = seal(text) if seal is not None else None
         items.append(reasoning_item(new_item_id("rs"), text, status, summary, sealed))
@@ -82,17 +87,16 @@ def completion_output(
     return items
 
 
-def usage(chat: CompletionUsage) -> ResponseUsage:
+def usage(chat: dict[str, Any]) -> ResponseUsage:
     """A chat completion's usage, as a response's."""
-    given, spent = chat.prompt_tokens_details, chat.completion_tokens_details
-    cached = (given.cached_tokens if given is not None else None) or 0
-    thought_tokens = (spent.reasoning_tokens if spent is not None else None) or 0
+    cached = (chat.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    thought_tokens = (chat.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
     return ResponseUsage(
-        input_tokens=chat.prompt_tokens,
-        input_tokens_details=InputTokensDetails(cached_tokens=cached, cache_write_tokens=0),
-        output_tokens=chat.completion_tokens,
-        output_tokens_details=OutputTokensDetails(reasoning_tokens=thought_tokens),
-        total_tokens=chat.total_tokens,
+        input_tokens=int(chat.get("prompt_tokens") or 0),
+        input_tokens_details=InputTokensDetails(cached_tokens=int(cached), cache_write_tokens=0),
+        output_tokens=int(chat.get("completion_tokens") or 0),
+        output_tokens_details=OutputTokensDetails(reasoning_tokens=int(thought_tokens)),
+        total_tokens=int(chat.get("total_tokens") or 0),
     )
 
 

@@ -18,7 +18,6 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
-from openai.types.chat import ChatCompletionChunk
 from openai.types.responses import (
     Response,
     ResponseCompletedEvent,
@@ -66,7 +65,6 @@ from openai.types.responses.response_text_delta_event import Logprob as DeltaLog
 from openai.types.responses.response_text_done_event import Logprob as DoneLogprob
 
 from modelport.protocol.answers import EventKind, LastEvent
-from modelport.protocol.chat_extras import thinking
 from modelport.protocol.chunk_folds import ChatFold
 from modelport.protocol.response_object import ResponseObject
 from modelport.protocol.sdk_private import loosely
@@ -77,6 +75,7 @@ from modelport.service.responses.output import (
     logprob,
     message_item,
     reasoning_item,
+    thought,
     usage,
 )
 
@@ -164,23 +163,23 @@ class ResponseEvents:
         )
         return [created, going]
 
-    def feed(self, chunk: ChatCompletionChunk) -> list[ResponseStreamEvent]:
+    def feed(self, chunk: dict[str, Any]) -> list[ResponseStreamEvent]:
         """The events of one chat chunk (as the chat path streams it)."""
         self.fold.add(chunk)
-        if chunk.usage is not None:
-            self.response.usage = added_usage(self._earlier, usage(chunk.usage))
+        if chunk.get("usage"):
+            self.response.usage = added_usage(self._earlier, usage(chunk["usage"]))
         events: list[ResponseStreamEvent] = []
-        for piece in chunk.choices:
-            delta = piece.delta
-            said = thinking(delta)
+        for piece in chunk.get("choices") or []:
+            delta = piece.get("delta") or {}
+            said = thought(delta)
             if said:
                 events += self._reasoning(said)
-            if delta.content:
-                given = piece.logprobs.content if piece.logprobs is not None else None
-                tokens = [logprob(e.model_dump()) for e in given or []]
-                events += self._text(delta.content, tokens)
-            for call in delta.tool_calls or []:
-                events += self._call(call.index, call.function.arguments if call.function else None)
+            text = delta.get("content")
+            if text:
+                tokens = [logprob(e) for e in (piece.get("logprobs") or {}).get("content") or []]
+                events += self._text(text, tokens)
+            for call in delta.get("tool_calls") or []:
+                events += self._call(call)
         return events
 
     def hosted_calls(self) -> list[dict[str, Any]]:
@@ -299,7 +298,7 @@ class ResponseEvents:
         events: list[ResponseStreamEvent] = []
         if self._open is None or not self._open.reasoning:
             events += self._close(False)
-            written = len(thinking(self.fold.choice(0)["message"]) or "") - len(text)
+            written = len(thought(self.fold.choice(0)["message"]) or "") - len(text)
             self._open = _Open(new_item_id("rs"), len(self.response.output), start=written, reasoning=True)
             events += self._open_reasoning(self._open.id, self._open.output_index)
         return [*events, self._reasoning_delta(self._open.id, self._open.output_index, text)]
@@ -321,9 +320,9 @@ class ResponseEvents:
             delta=text, sequence_number=self._next(),
         )  # fmt: skip
 
-    def _call(self, index: int, arguments: str | None) -> list[ResponseStreamEvent]:
-        """The events of a piece of the call at `index` (`arguments`: the piece of them it carries)."""
+    def _call(self, delta: dict[str, Any]) -> list[ResponseStreamEvent]:
         events: list[ResponseStreamEvent] = []
+        index = delta.get("index", 0)
         if (self._whole_call(index).get("function") or {}).get("name") in self.hosted:
             return []  # the server runs it: its own item comes when it does
         if self._open is None or self._open.call != index:
@@ -334,6 +333,7 @@ class ResponseEvents:
             self._open = _Open(item.id, len(self.response.output), index, item.call_id, custom=custom)
             emptied = {"input": ""} if custom else {"arguments": ""}
             events.append(self._added(self._open.output_index, item.model_copy(update=emptied)))
+        arguments = (delta.get("function") or {}).get("arguments")
         if arguments and not self._open.custom:  # a custom call's input is its arguments' one string
             events.append(self._arguments_delta(self._open.id, self._open.output_index, arguments))
         return events
@@ -345,7 +345,7 @@ class ResponseEvents:
             return []
         status: Literal["completed", "incomplete"] = "incomplete" if cut else "completed"
         if opened.reasoning:
-            text = (thinking(self.fold.choice(0)["message"]) or "")[opened.start :]
+            text = (thought(self.fold.choice(0)["message"]) or "")[opened.start :]
             sealed = self.seal(text) if self.seal is not None else None
             return self._close_reasoning(reasoning_item(opened.id, text, status, self.summary, sealed))
         if opened.call is not None:

@@ -9,7 +9,7 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any, Protocol
 
 import anyio
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.chat import ChatCompletion
 from openai.types.responses import Response, ResponseStreamEvent
 
 from modelport.errors import InvalidRequestError, ModelportError
@@ -35,7 +35,7 @@ class ChatAnswers(Protocol):
 
     async def chat_completion(
         self, request: ChatCompletionRequest
-    ) -> ChatCompletion | Events[ChatCompletion, ChatCompletionChunk]: ...
+    ) -> ChatCompletion | Events[ChatCompletion]: ...
 
 
 class TurnLoop:
@@ -134,7 +134,7 @@ class TurnLoop:
 
     async def answer(
         self, chat: ChatCompletionRequest, truncate: bool, turn: list[dict[str, Any]]
-    ) -> ChatCompletion | Events[ChatCompletion, ChatCompletionChunk]:
+    ) -> ChatCompletion | Events[ChatCompletion]:
         """The turn's chat answer (whole, or streamed as the request says); with `truncation: auto`, the
         oldest turns go until it fits. A 400 about a part of the turn's input names it as `input[i]…`."""
         try:

@@ -8,12 +8,7 @@ from collections.abc import AsyncGenerator
 from typing import Any, cast
 
 import anyio
-from openai.types.chat import (
-    ChatCompletion,
-    ChatCompletionChunk,
-    ChatCompletionDeleted,
-    ChatCompletionStoreMessage,
-)
+from openai.types.chat import ChatCompletion, ChatCompletionDeleted, ChatCompletionStoreMessage
 
 from modelport import context
 from modelport.errors import NotFoundError, StoreDisabledError
@@ -50,10 +45,8 @@ class StoredCompletions:
             await self.store.ping()
 
     async def keep(
-        self,
-        request: ChatCompletionRequest,
-        answer: ChatCompletion | Events[ChatCompletion, ChatCompletionChunk],
-    ) -> ChatCompletion | Events[ChatCompletion, ChatCompletionChunk]:
+        self, request: ChatCompletionRequest, answer: ChatCompletion | Events[ChatCompletion]
+    ) -> ChatCompletion | Events[ChatCompletion]:
         """Store a whole answer now; a streamed one as its last chunk passes, before `[DONE]`. Either is
         the project's of the request in hand (a stream may be read in another task)."""
         project = context.current().project
@@ -65,9 +58,9 @@ class StoredCompletions:
     async def _kept(
         self,
         request: ChatCompletionRequest,
-        chunks: AsyncGenerator[ChatCompletionChunk, None],
+        chunks: AsyncGenerator[dict[str, Any], None],
         project: str,
-    ) -> AsyncGenerator[ChatCompletionChunk, None]:
+    ) -> AsyncGenerator[dict[str, Any], None]:
         fold = ChatFold()
         try:
             async for chunk in chunks:
