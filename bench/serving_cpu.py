@@ -1,11 +1,11 @@
-"""Benchmark: the serving thread's CPU on the plain paths (chat and legacy completions, streamed and not; no
-tools, no logprobs): `modelport serve`'s event-loop thread (its main one, which does all of the server's
-Python work per request and per token), measured from /proc while requests of 8 and of 264 tokens run one at a
-time. Per request is what an 8-token request costs; per token is the difference over the 256 tokens more, so a
-request's own costs (admission, usage, the store) do not hide in it. The thread's idle cost (timers,
-background looks) is measured first and taken out. With `--profile FILE`, py-spy records the thread's stacks
-over the same requests instead (raw format), and its busiest frames are printed: no CPU figures then, since
-py-spy stops the process at every sample.
+"""Benchmark: the serving thread's CPU on the plain paths (chat, legacy completions and the Responses API,
+streamed and not; no tools, no logprobs): `modelport serve`'s event-loop thread (its main one, which does all
+of the server's Python work per request and per token), measured from /proc while requests of 16 and of 272
+tokens run one at a time. Per request is what a 16-token request costs; per token is the difference over the
+256 tokens more, so a request's own costs (admission, usage, the store) do not hide in it. The thread's idle
+cost (timers, background looks) is measured first and taken out. With `--profile FILE`, py-spy records the
+thread's stacks over the same requests instead (raw format), and its busiest frames are printed: no CPU
+figures then, since py-spy stops the process at every sample.
 
     .venv/bin/python -m bench.serving_cpu [--rounds 5] [--profile FILE] [--path "chat, streamed" ...]
     .venv/bin/python -m bench.serving_cpu --top FILE   # the profile's busiest frames, self and inclusive
@@ -27,7 +27,8 @@ from bench.common import NO_EOS, STORY, cpu_seconds, http_client, machine, model
 
 CHAT = "smollm2-135m-instruct"
 CONFIG = f'defaults = false\n[[models]]\nid = "{CHAT}"\nengine = "llamacpp"\n'
-SHORT, LONG = 8, 264  # tokens of a request; the difference is what a token costs
+# Tokens of a request; the difference is what a token costs. 16 at least: the Responses API's bound.
+SHORT, LONG = 16, 272
 
 
 async def request(client: Any, kind: str, stream: bool, index: int, tokens: int) -> None:
@@ -36,6 +37,11 @@ async def request(client: Any, kind: str, stream: bool, index: int, tokens: int)
     if kind == "chat":
         messages = [{"role": "user", "content": prompt}]
         answer = await client.chat.completions.create(messages=messages, stream=stream, **common)
+    elif kind == "responses":
+        answer = await client.responses.create(
+            model=CHAT, input=prompt, stream=stream, max_output_tokens=tokens, store=False, temperature=0,
+            extra_body={"logit_bias": NO_EOS},
+        )  # fmt: skip
     else:
         answer = await client.completions.create(prompt=prompt, stream=stream, **common)
     if stream:
@@ -43,7 +49,7 @@ async def request(client: Any, kind: str, stream: bool, index: int, tokens: int)
             pass
 
 
-PATHS = [(kind, stream) for kind in ("chat", "completion") for stream in (True, False)]
+PATHS = [(kind, stream) for kind in ("chat", "completion", "responses") for stream in (True, False)]
 
 
 def path_name(kind: str, stream: bool) -> str:
@@ -76,6 +82,7 @@ async def measure(rounds: int, profile: str | None, paths: list[tuple[str, bool]
         idle = (cpu_seconds(pid, pid) - before) / 10  # CPU-seconds a second, doing nothing
         rows.append(["idle", f"{idle * 1000:.1f} ms a second", "", ""])
         for kind, stream in paths:
+            await request(client, kind, stream, 0, SHORT)  # its first answer imports what the path needs
             spent = {}
             for tokens in (SHORT, LONG):
                 before, start = cpu_seconds(pid, pid), time.perf_counter()

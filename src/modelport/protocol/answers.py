@@ -12,20 +12,24 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol
 
 import orjson
 from pydantic import BaseModel
+from typing_extensions import TypeVar
 
-W = TypeVar("W")
 Event = dict[str, Any]  # one event as the wire carries it: a JSON object
+W = TypeVar("W")  # the whole object a stream completes into
+# An event as the service passes it on: the `openai` type it is (a chat chunk), or, for the kinds that have
+# none of their own here, the JSON object the wire carries.
+E = TypeVar("E", default=Event)
 
 
 class Fold(Protocol):
     """Takes a stream's events one by one and gives the whole object they make (as the wire carries it)."""
 
-    def add(self, event: Event) -> None:
-        """Take one event."""
+    def add(self, event: Any) -> None:
+        """Take one event (as its kind passes it on)."""
         ...
 
     def whole(self) -> Event:
@@ -48,33 +52,48 @@ class LastEvent:
         return self.last
 
 
-def _as_is(event: Event) -> Any:
+def _as_is(event: Any) -> Any:
     return event
 
 
 @dataclass(frozen=True)
-class EventKind(Generic[W]):
+class EventKind(Generic[W, E]):
     """How one endpoint's events look: on the wire as server-sent events (an `event:` line naming each, as
     the Responses API sends them; `data: [DONE]` after the last, as chat completions end) or as JSON objects
-    each followed by a NUL byte (vLLM's `/generate`); in-process as `event(...)` makes them; and the whole
-    object that `fold` and `whole(...)` make of them."""
+    each followed by a NUL byte (vLLM's `/generate`); as the service passes them on (`E`: typed once by
+    `parse` where the stream's events are made, or JSON objects); in-process as `event(...)` makes them (the
+    typed ones as they are); and the whole object that `fold` and `whole(...)` make of them."""
 
     name: str
     fold: Callable[[], Fold] = LastEvent
-    event: Callable[[Event], Any] = _as_is
+    parse: Callable[[Event], E] = _as_is
+    event: Callable[[E], Any] = _as_is
     whole: Callable[[Event], W] = _as_is
     framing: Literal["sse", "nul"] = "sse"
     named: bool = False
     done: bool = False
 
-    def frame(self, event: Event) -> bytes:
-        """One event as the wire carries it."""
-        data = orjson.dumps(event)
+    def frame(self, event: E) -> bytes:
+        """One event as the wire carries it: a typed one written by pydantic-core as it was made (the fields
+        it was given, none it was not), a JSON object by orjson."""
+        if isinstance(event, BaseModel):
+            data = event.__pydantic_serializer__.to_json(
+                event, by_alias=True, exclude_unset=True, warnings=False
+            )
+        else:
+            data = orjson.dumps(event)
         if self.framing == "nul":
             return data + b"\0"
         if self.named:
-            return b"event: " + str(event["type"]).encode() + b"\ndata: " + data + b"\n\n"
+            fields = event if isinstance(event, dict) else vars(event)
+            return b"event: " + str(fields["type"]).encode() + b"\ndata: " + data + b"\n\n"
         return b"data: " + data + b"\n\n"
+
+    def wire(self, event: E) -> Event:
+        """One event as the JSON object the wire carries (for a face that sends objects, not bytes)."""
+        if isinstance(event, BaseModel):
+            return event.model_dump(mode="json", by_alias=True, exclude_unset=True, warnings=False)
+        return event  # type: ignore[return-value]
 
     def error_frame(self, body: Event) -> bytes:
         """An error that came after the stream began, as its last frame (the openai SDK raises it)."""
@@ -92,12 +111,12 @@ RELAYED: EventKind[Event] = EventKind("relayed")
 
 
 @dataclass(frozen=True)
-class Events(Generic[W]):
-    """An answer as a stream of events of one `kind`, as the wire carries them. Closing it stops the work
-    that makes them: a generation stops at its next token and frees its slot."""
+class Events(Generic[W, E]):
+    """An answer as a stream of events of one `kind`, each as the kind passes it on (`E`). Closing it stops
+    the work that makes them: a generation stops at its next token and frees its slot."""
 
-    items: AsyncGenerator[Event, None]
-    kind: EventKind[W]
+    items: AsyncGenerator[E, None]
+    kind: EventKind[W, E]
 
     async def typed(self) -> AsyncGenerator[Any, None]:
         """Each event as its `openai` object."""
