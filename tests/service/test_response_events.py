@@ -8,14 +8,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import orjson
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
+from modelport.protocol.answers import Events, listed
 from modelport.protocol.chunk_folds import ChatFold
 from modelport.protocol.response_object import ResponseObject
 from modelport.service.responses.client_tools import ClientTools
 from modelport.service.responses.output import completion_output
-from modelport.service.responses.response_events import ResponseEvents, replayed, wire
+from modelport.service.responses.response_events import RESPONSE_EVENTS, ResponseEvents, replayed, wire
 from tests.support import openresponses
 
 EVENTS = TypeAdapter(ResponseStreamEvent)
@@ -119,6 +121,26 @@ def test_chunks_become_the_events_the_sdk_expects_in_its_order() -> None:
     added = [e["item"]["id"] for e in events if e["type"] == "response.output_item.added"]
     done = [e["item"]["id"] for e in events if e["type"] == "response.output_item.done"]
     assert added == done  # each item keeps its id from announcement to close
+
+
+def test_events_pass_on_typed_and_are_written_as_the_store_keeps_them() -> None:
+    # The HTTP face writes each event from its type; the store keeps `wire`'s JSON; a background job's
+    # events read back from the store come typed again: all three say the same.
+    built = _built()
+    for event, kept in zip(built, asyncio.run(_sent(built)), strict=True):
+        head, _, data = RESPONSE_EVENTS.frame(event).partition(b"\ndata: ")
+        assert head == b"event: " + event.type.encode()
+        assert orjson.loads(data) == kept == RESPONSE_EVENTS.wire(event)
+        again = RESPONSE_EVENTS.parse(kept)
+        assert type(again) is type(event)
+        assert RESPONSE_EVENTS.wire(again) == kept
+    created = orjson.loads(RESPONSE_EVENTS.frame(built[0]).partition(b"data: ")[2])
+    assert type(created["response"]["created_at"]) is int  # the lifecycle's response as its own type
+
+    async def handed() -> list[Any]:
+        return [event async for event in Events(listed(list(built)), RESPONSE_EVENTS).typed()]
+
+    assert all(a is b for a, b in zip(asyncio.run(handed()), built, strict=True))  # in-process: as built
 
 
 def test_the_streamed_response_holds_what_a_whole_answer_makes() -> None:

@@ -64,7 +64,7 @@ async def items(answer: object) -> AsyncGenerator[Item, None]:
         yield EVENTS, None
         try:
             async for event in answer.items:
-                yield EVENTS, event
+                yield EVENTS, answer.kind.wire(event)  # as the wire carries it: the ingress relays JSON
         finally:
             await answer.aclose()
     elif isinstance(answer, Binary):

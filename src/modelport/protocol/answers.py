@@ -32,8 +32,8 @@ class Fold(Protocol):
         """Take one event (as its kind passes it on)."""
         ...
 
-    def whole(self) -> Event:
-        """The whole object, from the events taken so far."""
+    def whole(self) -> Any:
+        """The whole object, from the events taken so far (as the wire carries it, or typed)."""
         ...
 
 
@@ -60,25 +60,29 @@ def _as_is(event: Any) -> Any:
 class EventKind(Generic[W, E]):
     """How one endpoint's events look: on the wire as server-sent events (an `event:` line naming each, as
     the Responses API sends them; `data: [DONE]` after the last, as chat completions end) or as JSON objects
-    each followed by a NUL byte (vLLM's `/generate`); as the service passes them on (`E`: typed once by
-    `parse` where the stream's events are made, or JSON objects); in-process as `event(...)` makes them (the
-    typed ones as they are); and the whole object that `fold` and `whole(...)` make of them."""
+    each followed by a NUL byte (vLLM's `/generate`); as the service passes them on (`E`: the `openai` type
+    they were built as, or the JSON objects the wire carries, which `parse` types where they are read back);
+    in-process as `event(...)` makes them; and the whole object that `fold` and `whole(...)` make of them.
+
+    Chat and completion chunks stay the engine's JSON objects: typed one by one, they cost the serving
+    thread 0.08 ms more a streamed token (docs/benchmarks.md), and are typed where a face hands them out."""
 
     name: str
     fold: Callable[[], Fold] = LastEvent
     parse: Callable[[Event], E] = _as_is
     event: Callable[[E], Any] = _as_is
-    whole: Callable[[Event], W] = _as_is
+    whole: Callable[[Any], W] = _as_is
     framing: Literal["sse", "nul"] = "sse"
     named: bool = False
     done: bool = False
 
     def frame(self, event: E) -> bytes:
         """One event as the wire carries it: a typed one written by pydantic-core as it was made (the fields
-        it was given, none it was not), a JSON object by orjson."""
+        it was given, none it was not; an object in a field as its own type, as a `Response` subclass with
+        whole-second times), a JSON object by orjson."""
         if isinstance(event, BaseModel):
             data = event.__pydantic_serializer__.to_json(
-                event, by_alias=True, exclude_unset=True, warnings=False
+                event, by_alias=True, exclude_unset=True, serialize_as_any=True, warnings=False
             )
         else:
             data = orjson.dumps(event)
@@ -92,7 +96,9 @@ class EventKind(Generic[W, E]):
     def wire(self, event: E) -> Event:
         """One event as the JSON object the wire carries (for a face that sends objects, not bytes)."""
         if isinstance(event, BaseModel):
-            return event.model_dump(mode="json", by_alias=True, exclude_unset=True, warnings=False)
+            return event.model_dump(
+                mode="json", by_alias=True, exclude_unset=True, serialize_as_any=True, warnings=False
+            )
         return event  # type: ignore[return-value]
 
     def error_frame(self, body: Event) -> bytes:

@@ -146,7 +146,8 @@ async def _turn(service: Service, event: dict[str, Any], lane: str | None, send:
     assert isinstance(answer, Events)
     try:
         async for item in answer.items:
-            await send({**item, "stream_id": lane} if lane is not None else item)
+            sent = answer.kind.wire(item)
+            await send({**sent, "stream_id": lane} if lane is not None else sent)
     finally:
         await answer.aclose()
 

@@ -8,6 +8,7 @@ stored of it in `storing`, the `Response` it starts from in `skeleton`."""
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from openai.types.chat import ChatCompletion
@@ -16,6 +17,7 @@ from openai.types.responses import (
     InputTokenCountResponse,
     Response,
     ResponseCompactionItem,
+    ResponseStreamEvent,
 )
 from openai.types.responses.response import Conversation as ResponseConversation
 from openai.types.responses.response import IncompleteDetails
@@ -77,7 +79,7 @@ class Responses:
         self.turns = TurnLoop(models, self.stored, sealer)
         self.jobs = Jobs(store, background_timeout) if store is not None else None
 
-    async def create(self, request: ResponseRequest) -> Response | Events[Response]:
+    async def create(self, request: ResponseRequest) -> Response | Events[Response, ResponseStreamEvent]:
         """A whole `Response`, its events (`stream`), or at once a queued one (`background`)."""
         store = self.stored.storing(request)
         model_id = self.registry.resolve(request.model).id
@@ -108,9 +110,13 @@ class Responses:
             assert row is not None
             queued = response.model_copy(deep=True)  # as it was queued: the job goes on with `response`
             await self.jobs.start(row, wire(self.turns.events(chat, request, response, ended, tools, client)))
-            return Events(self.jobs.follow(row["id"], -1), RESPONSE_EVENTS) if request.stream else queued
+            return (
+                Events(_read_back(self.jobs.follow(row["id"], -1)), RESPONSE_EVENTS)
+                if request.stream
+                else queued
+            )
         if request.stream:
-            events = await calls.eager(wire(self.turns.events(chat, request, response, ended, tools, client)))
+            events = await calls.eager(self.turns.events(chat, request, response, ended, tools, client))
             return Events(events, RESPONSE_EVENTS)
         if tools:
             async for _ in self.turns.events(chat, request, response, ended, tools, client):
@@ -134,7 +140,7 @@ class Responses:
 
     async def retrieve(
         self, response_id: str, stream: bool = False, starting_after: int | None = None
-    ) -> Response | Events[Response]:
+    ) -> Response | Events[Response, ResponseStreamEvent]:
         """A stored response, or (`stream`) its events after `starting_after`: a background one's as they
         happened and as they go on; any other's rebuilt from what was stored."""
         row = await self.stored.row(response_id)
@@ -145,8 +151,8 @@ class Responses:
         if row["background"]:
             assert self.jobs is not None
             after = starting_after if starting_after is not None else -1
-            return Events(self.jobs.follow(response_id, after), RESPONSE_EVENTS)
-        return Events(wire(replayed(row["response"], starting_after)), RESPONSE_EVENTS)
+            return Events(_read_back(self.jobs.follow(response_id, after)), RESPONSE_EVENTS)
+        return Events(replayed(row["response"], starting_after), RESPONSE_EVENTS)
 
     async def delete(self, response_id: str) -> ResponseDeleted:
         """`DELETE /v1/responses/{id}`."""
@@ -255,3 +261,14 @@ class Responses:
 
 def _response_of(response: dict[str, Any]) -> ResponseObject:
     return ResponseObject.model_validate(response)
+
+
+async def _read_back(
+    events: AsyncGenerator[dict[str, Any], None],
+) -> AsyncGenerator[ResponseStreamEvent, None]:
+    """A background job's events as the store keeps them (JSON), typed as the stream passes them on."""
+    try:
+        async for event in events:
+            yield RESPONSE_EVENTS.parse(event)
+    finally:
+        await events.aclose()

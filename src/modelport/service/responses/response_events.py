@@ -16,7 +16,7 @@ import time
 import typing
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, cast
 
 from openai.types.responses import (
     Response,
@@ -64,7 +64,7 @@ from openai.types.responses.response_reasoning_summary_part_done_event import Pa
 from openai.types.responses.response_text_delta_event import Logprob as DeltaLogprob
 from openai.types.responses.response_text_done_event import Logprob as DoneLogprob
 
-from modelport.protocol.answers import EventKind, LastEvent
+from modelport.protocol.answers import EventKind
 from modelport.protocol.chunk_folds import ChatFold
 from modelport.protocol.response_object import ResponseObject
 from modelport.protocol.sdk_private import loosely
@@ -80,19 +80,36 @@ from modelport.service.responses.output import (
 )
 
 
-class _Snapshot(LastEvent):
+class _Snapshot:
     """The response a stream of Responses events makes: the one its last lifecycle event carries."""
 
-    def add(self, event: dict[str, Any]) -> None:
-        if "response" in event:
-            self.last = event["response"]
+    def __init__(self) -> None:
+        self.last: Response | None = None
+
+    def add(self, event: ResponseStreamEvent) -> None:
+        """Keep the response a lifecycle event carries."""
+        response = getattr(event, "response", None)
+        if isinstance(response, Response):
+            self.last = response
+
+    def whole(self) -> Response | None:
+        """The last response carried."""
+        return self.last
 
 
-RESPONSE_EVENTS: EventKind[Response] = EventKind(
+def _event(data: dict[str, Any]) -> ResponseStreamEvent:
+    """An event read back as the wire carried it (a background job's, from the store), typed as the SDK
+    types what a server sent."""
+    return cast(ResponseStreamEvent, loosely(ResponseStreamEvent, data))
+
+
+# Built as the SDK's types and passed on as they are, to the in-process client too; written to JSON only
+# at a face that sends bytes (and for the store, `wire`).
+RESPONSE_EVENTS: EventKind[Response, ResponseStreamEvent] = EventKind(
     "response",
     fold=_Snapshot,
-    event=lambda data: loosely(ResponseStreamEvent, data),
-    whole=ResponseObject.model_validate,
+    parse=_event,
+    whole=lambda response: response,
     named=True,
 )
 
