@@ -171,8 +171,15 @@ def test_the_first_answer_after_a_start_is_the_one_a_start_without_the_cache_giv
 
 def test_a_short_prompt_sent_again_is_kept_from_its_second_sending_on(tmp_path: Path) -> None:
     """A lone request is not saved the first time (most are never sent again), but one sent again is, and
-    the next sending reuses its prompt though other prompts took both slots in between."""
-    with client(tmp_path, 1024) as model:
+    the next sending reuses its prompt though other prompts took both slots in between; a sending restored
+    from the file that holds it does not save it again."""
+    with configured_server(tmp_path, CONFIG.format(mib=1024)) as live:
+        model = openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=120)
+        kept = [
+            *Path("/dev/shm").glob(f"modelport-slots-{live.pid}-*"),
+            *Path(tempfile.gettempdir()).glob(f"modelport-slots-{live.pid}-*"),
+        ]
+        assert len(kept) == 1
 
         def cached(prompt: str) -> int:
             usage = model.completions.create(model="m", prompt=prompt, max_tokens=4, temperature=0).usage
@@ -181,10 +188,15 @@ def test_a_short_prompt_sent_again_is_kept_from_its_second_sending_on(tmp_path: 
             return usage.prompt_tokens_details.cached_tokens or 0
 
         ask = "List three rivers of Europe and the seas they flow into, with one fact about each."
-        reused = []
-        for _ in range(3):
+        reused, saved = [], []
+        for _ in range(4):
             reused.append(cached(ask))
             cached("Once upon a time there was a lighthouse.")
             cached("def main():\n    return 42\n")
+            saved.append({file.name: file.stat().st_mtime_ns for file in kept[0].glob("*.bin")})
     assert reused[:2] == [0, 0]
     assert reused[2] > 10
+    assert reused[3] == reused[2]
+    assert saved[0] == {}
+    assert len(saved[1]) == 3  # each of the three prompts, at its second sending
+    assert saved[3] == saved[2] == saved[1]  # then restored twice, and not written again

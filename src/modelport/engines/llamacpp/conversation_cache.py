@@ -98,7 +98,11 @@ class Turn:
             slot = reported
         try:
             idle = self._cache.idle(slot)  # llama.cpp would wait for a slot another request took
-            if idle and completed and self.names:
+            # The same messages sent again (a retry, a prompt used over and over) were restored from the
+            # file that holds them: saved again, every such answer's end waited for a copy of what is kept
+            # already (at 8 streams, 28 ms an answer through llama.cpp's loop).
+            again = bool(self.names) and self.restored == self.names[-1]
+            if idle and completed and self.names and not again:
                 # The file restored is this conversation's earlier turn only if its messages lead here.
                 earlier = self.restored if self.restored in self.names else None
                 self._cache.save(slot, self.names, superseded=earlier)
