@@ -3,11 +3,13 @@ own whole history, whichever conversations ran in between."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -69,6 +71,36 @@ def test_every_later_turn_reuses_its_whole_history_though_others_took_its_slot(t
         turns = interleaved(model, conversations=3, turns=3)
     for earlier, prompt, cached in turns[3:]:
         assert earlier <= cached < prompt  # the earlier prompt (and more: part of the answer) was reused
+
+
+def test_a_turn_sent_as_the_last_answer_ends_reuses_that_answer_while_another_conversation_runs(
+    tmp_path: Path,
+) -> None:
+    """An answer's slot is saved after its end has been told: a next turn sent at once, while another
+    conversation holds the other slot, finds the history it continues (waiting for its save if it must)."""
+    with client(tmp_path, 1024) as model:
+
+        def converse(label: str) -> list[tuple[int, int]]:
+            history = [{"role": "system", "content": SYSTEM}]
+            seen = []
+            for turn in range(4):
+                history.append(
+                    {"role": "user", "content": f"{label}, question {turn}: where is item {turn}?"}
+                )
+                reply = model.chat.completions.create(
+                    model="m", messages=history, max_tokens=8, temperature=0
+                )  # type: ignore[arg-type]
+                history.append({"role": "assistant", "content": reply.choices[0].message.content or ""})
+                assert reply.usage is not None
+                assert reply.usage.prompt_tokens_details is not None
+                seen.append((reply.usage.prompt_tokens, reply.usage.prompt_tokens_details.cached_tokens or 0))
+            return seen
+
+        with ThreadPoolExecutor(2) as pool:
+            both = list(pool.map(converse, ["Conversation A", "Conversation B"]))
+    for seen in both:
+        for (earlier, _), (prompt, cached) in itertools.pairwise(seen):
+            assert earlier <= cached < prompt
 
 
 def test_without_the_conversation_cache_a_later_turn_reuses_only_what_all_share(tmp_path: Path) -> None:
@@ -189,10 +221,12 @@ def test_a_short_prompt_sent_again_is_kept_from_its_second_sending_on(tmp_path: 
 
         ask = "List three rivers of Europe and the seas they flow into, with one fact about each."
         reused, saved = [], []
-        for _ in range(4):
+        for i in range(4):
             reused.append(cached(ask))
             cached("Once upon a time there was a lighthouse.")
             cached("def main():\n    return 42\n")
+            # Saves come after an answer's end; a request that finds none running waits for them.
+            cached(f"A question asked once: {i}?")
             saved.append({file.name: file.stat().st_mtime_ns for file in kept[0].glob("*.bin")})
     assert reused[:2] == [0, 0]
     assert reused[2] > 10

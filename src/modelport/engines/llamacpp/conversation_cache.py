@@ -9,9 +9,10 @@ of ~1,700 prompt tokens). Here each request (a chat, or a completion) is pinned 
 which the saved turn sharing the longest prefix with it (whole messages, or whole pieces of the prompt) is
 restored; when it ends, its slot is saved to a file (llama.cpp's slot save, a copy) named by that prefix,
 and emptied, so that no idle slot holds tokens that every request's attention would span in the shared
-KV cache (which also made seeded answers depend on what ran before). The emptying comes after the
-answer's end has been told, and a request that finds no other running waits for it, so that it decodes
-beside nobody's tokens as before while no answer's end waits for more than its save. llama.cpp reuses the
+KV cache (which also made seeded answers depend on what ran before). The save and the emptying come after
+the answer's end has been told (a next turn of the conversation that comes first waits for the save), and a
+request that finds no other running waits for them, so that it decodes beside nobody's tokens as before
+while no answer's end waits for either. llama.cpp reuses the
 longest prefix a restored slot's tokens share with the new prompt, so a stale or mismatched file costs
 speed, never correctness.
 """
@@ -25,6 +26,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -41,6 +43,7 @@ _PREFIX = "modelport-slots-"  # then the process id, a dash and a random tail
 PROMPT_PIECE = 512  # characters (or token ids) of a completion's prompt per name
 LONE_SEEN = 1024  # lone requests remembered, so that one sent again is kept from then on
 EMPTYING_WAIT = 5.0  # seconds a request alone waits for ended turns' slots to be emptied, at most
+SAVE_WAIT = 5.0  # seconds a turn waits for the save of the turn it continues, at most
 
 
 def folder(budget: int) -> Path:
@@ -86,9 +89,9 @@ class Turn:
         self.stays = stays  # what it leaves in its slot stays there (llama.cpp cannot save it)
 
     def ended(self, reported: int | None, completed: bool) -> Callable[[], None]:
-        """Save the slot the turn ran in, if it completed (called off the reader's path, before the stream
-        ends, so that a caller's next turn finds it saved); what it returns, to be called once the end
-        has been told, empties the slot and frees it."""
+        """Called as the turn's generation ends, before its stream does; what it returns, to be called once
+        the end has been told, saves the slot the turn ran in (if it completed), empties it and frees it. A
+        next turn of the conversation that comes before the save is done waits for it (`place`)."""
         slot = self.slot
         if slot is None:
             self._cache.left_ended(reported, self.stays)
@@ -102,14 +105,24 @@ class Turn:
             # file that holds them: saved again, every such answer's end waited for a copy of what is kept
             # already (at 8 streams, 28 ms an answer through llama.cpp's loop).
             again = bool(self.names) and self.restored == self.names[-1]
+            kept = None
             if idle and completed and self.names and not again:
                 # The file restored is this conversation's earlier turn only if its messages lead here.
-                earlier = self.restored if self.restored in self.names else None
-                self._cache.save(slot, self.names, superseded=earlier)
+                kept = Kept(self.names, self.restored if self.restored in self.names else None)
         except BaseException:
             self._cache.finished(slot, empty=False)()
             raise
-        return self._cache.finished(slot, empty=idle)
+        return self._cache.finished(slot, empty=idle, kept=kept)
+
+
+class Kept:
+    """A turn to be saved once its answer's end has been told: its names, the file it supersedes (its
+    conversation's earlier turn), and whether the save is done (a next turn may be waiting for it)."""
+
+    def __init__(self, names: list[str], superseded: str | None) -> None:
+        self.names = names
+        self.superseded = superseded
+        self.done = threading.Event()
 
 
 class ConversationCache:
@@ -131,7 +144,8 @@ class ConversationCache:
         self._holding: set[int] = set()  # slots where such requests left what they held
         self._lone: OrderedDict[str, None] = OrderedDict()  # lone requests seen, least recently first
         self._running = 0  # turns begun and not yet ended
-        self._emptying = 0  # ended turns whose slots are still to be emptied
+        self._emptying = 0  # ended turns whose slots are still to be saved or emptied
+        self._saving: dict[str, Kept] = {}  # a prefix's name -> the turn being saved under it
         self._lock = threading.Lock()
         self._emptied = threading.Condition(self._lock)
         weakref.finalize(self, shutil.rmtree, where, ignore_errors=True)
@@ -159,17 +173,28 @@ class ConversationCache:
                 self._emptied.wait_for(lambda: not self._emptying, timeout=EMPTYING_WAIT)
             self._running += 1
 
-    def finished(self, slot: int | None, empty: bool) -> Callable[[], None]:
-        """Count a turn out; what is left to do once its answer's end has been told: empty the slot it
-        held (if `empty`) and free it."""
+    def finished(self, slot: int | None, empty: bool, kept: Kept | None = None) -> Callable[[], None]:
+        """Count a turn out; what is left to do once its answer's end has been told: save the slot it held
+        (`kept`: an answer's end never waits for its copy), empty it (if `empty`) and free it."""
         with self._lock:
             self._running -= 1
             if slot is None:
                 return lambda: None
             self._emptying += 1
+            if kept is not None:
+                self._saving.update(dict.fromkeys(kept.names, kept))
 
         def tidy() -> None:
             try:
+                if kept is not None:
+                    try:
+                        self.save(slot, kept.names, kept.superseded)
+                    finally:
+                        with self._lock:
+                            for name in kept.names:
+                                if self._saving.get(name) is kept:
+                                    del self._saving[name]
+                        kept.done.set()
                 if empty:
                     self.erase(slot)
             finally:
@@ -203,6 +228,10 @@ class ConversationCache:
         request["id_slot"] = slot
         if not names or request.get("cache_prompt") is False:  # a seeded request processes its whole prompt
             return Turn(self, names, slot, None)
+        with self._lock:  # the turn this continues, if its save is still under way
+            saving = next((self._saving[name] for name in reversed(names) if name in self._saving), None)
+        if saving is not None:
+            saving.done.wait(SAVE_WAIT)
         with self._lock:
             held = (self._holders.get(name) for name in reversed(names))
             found = next((file for file in held if file in self._files), None)
@@ -225,17 +254,25 @@ class ConversationCache:
 
     def _take(self) -> int | None:
         """An idle slot no turn holds, now held: an empty one first, since a slot that holds tokens holds
-        what llama.cpp keeps for requests left to it (a conversation with images)."""
-        idle = self._idle_slots() if self._others else None
-        with self._lock:
-            if idle is None:  # every slot not held by a turn is idle, and empty unless a left request's stays
-                idle = {slot: int(slot in self._holding) for slot in range(self._slots)}
-            free = sorted((held, slot) for slot, held in idle.items() if slot not in self._reserved)
-            if not free:
-                return None
-            slot = free[0][1]
-            self._reserved.add(slot)
-            return slot
+        what llama.cpp keeps for requests left to it (a conversation with images). While every slot runs a
+        turn or is being saved and emptied, it waits for one to be freed: left to llama.cpp, the turn would
+        land in a slot whose save is under way, and find none of its history (a conversation that sends its
+        next turn as its answer ends, beside another in the other slot)."""
+        deadline = time.monotonic() + EMPTYING_WAIT
+        while True:
+            idle = self._idle_slots() if self._others else None
+            with self._emptied:
+                if idle is None:  # every slot not held by a turn is idle, and empty unless a left one's stays
+                    idle = {slot: int(slot in self._holding) for slot in range(self._slots)}
+                free = sorted((held, slot) for slot, held in idle.items() if slot not in self._reserved)
+                if free:
+                    slot = free[0][1]
+                    self._reserved.add(slot)
+                    return slot
+                left = deadline - time.monotonic()
+                if not self._emptying or left <= 0:
+                    return None
+                self._emptied.wait(left)
 
     def idle(self, slot: int) -> bool:
         """Whether a slot held by a turn is idle: unless a request left to llama.cpp runs, it is."""
