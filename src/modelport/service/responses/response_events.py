@@ -561,11 +561,10 @@ def replayed(stored: dict[str, Any], after: int | None) -> AsyncGenerator[Respon
 
 
 async def wire(events: AsyncGenerator[ResponseStreamEvent, None]) -> AsyncGenerator[dict[str, Any], None]:
-    """The events as the wire carries them (and the store keeps a background job's): JSON objects, each
-    made as it goes out, before the work that follows it changes what it tells. The response a lifecycle
-    event carries is written as its own type (`ResponseObject`), not as the event's field declares it."""
+    """A background job's events as the store keeps them: JSON objects, each made as it goes out, before
+    the work that follows it changes what it tells (`RESPONSE_EVENTS.wire`)."""
     try:
         async for event in events:
-            yield event.model_dump(mode="json", by_alias=True, exclude_unset=True, serialize_as_any=True)
+            yield RESPONSE_EVENTS.wire(event)
     finally:
         await events.aclose()
