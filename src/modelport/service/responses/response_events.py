@@ -12,6 +12,7 @@ increases by one per event.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import typing
 from collections.abc import AsyncGenerator, Callable
@@ -63,11 +64,13 @@ from openai.types.responses.response_reasoning_summary_part_added_event import P
 from openai.types.responses.response_reasoning_summary_part_done_event import Part as DoneSummary
 from openai.types.responses.response_text_delta_event import Logprob as DeltaLogprob
 from openai.types.responses.response_text_done_event import Logprob as DoneLogprob
+from pydantic import ValidationError
 
 from modelport.protocol.answers import EventKind
 from modelport.protocol.chunk_folds import ChatFold
 from modelport.protocol.response_object import ResponseObject
 from modelport.protocol.sdk_private import loosely
+from modelport.protocol.validation import by_type
 from modelport.service.responses.client_tools import ClientTools
 from modelport.service.responses.items import new_item_id
 from modelport.service.responses.output import (
@@ -98,9 +101,23 @@ class _Snapshot:
 
 
 def _event(data: dict[str, Any]) -> ResponseStreamEvent:
-    """An event read back as the wire carried it (a background job's, from the store), typed as the SDK
-    types what a server sent."""
+    """An event read back as the wire carried it (a background job's, from the store): validated as the
+    model its `type` names (microseconds), else typed as loosely as the SDK types what a server sent (the
+    union tried member by member: 140 µs an event, warm)."""
+    response = data.get("response")
+    if isinstance(response, dict):  # a lifecycle event's, as its own type (its times whole seconds)
+        with contextlib.suppress(ValidationError):
+            data = {**data, "response": ResponseObject.model_validate(response)}
+    kind = _EVENT_TYPES.get(str(data.get("type")))
+    if kind is not None:
+        try:
+            return cast(ResponseStreamEvent, kind.model_validate(data))
+        except ValidationError:
+            pass
     return cast(ResponseStreamEvent, loosely(ResponseStreamEvent, data))
+
+
+_EVENT_TYPES = by_type(ResponseStreamEvent)
 
 
 # Built as the SDK's types and passed on as they are, to the in-process client too; written to JSON only
