@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from modelport.protocol.answers import EventKind
 from modelport.protocol.chunk_folds import ChatFold, CompletionFold
 from modelport.protocol.sdk_private import loosely
+from modelport.protocol.validation import by_type
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -44,6 +45,19 @@ def chunk(cls: type[Any], data: dict[str, Any]) -> Any:
     return typed
 
 
+def one_of(kinds: dict[str, type[BaseModel]], union: Any, data: dict[str, Any]) -> Any:
+    """An event of an `openai` union of types (`kinds`: its members by their `type`, `by_type`): validated
+    as the member its `type` names, in microseconds; else built as loosely as the SDK builds what a server
+    sent (the union tried member by member, ~140 µs an event warm, ~0.8 ms cold)."""
+    kind = kinds.get(str(data.get("type")))
+    if kind is not None:
+        try:
+            return kind.model_validate(data)
+        except ValidationError:
+            pass
+    return loosely(union, data)
+
+
 def loose(cls: type[M], data: dict[str, Any]) -> M:
     """A whole answer as its `openai` type: validated, or built as loosely as the SDK builds what a server
     sent (a scored prompt's first token has null log-probabilities, which the SDK's type calls floats)."""
@@ -72,9 +86,10 @@ COMPLETION_CHUNKS: EventKind[Completion] = EventKind(
 # `speech.audio.delta` events, then `speech.audio.done` with the usage: the last one closes the answer.
 SPEECH_EVENTS: EventKind[dict[str, Any]] = EventKind("speech.audio")
 # `transcript.text.delta` events, then `transcript.text.done`, whose text is the whole transcript.
+_TRANSCRIPT_TYPES = by_type(TranscriptionStreamEvent)
 TRANSCRIPT_EVENTS: EventKind[Transcription] = EventKind(
     "transcript.text",
-    event=lambda data: loosely(TranscriptionStreamEvent, data),
+    event=lambda data: one_of(_TRANSCRIPT_TYPES, TranscriptionStreamEvent, data),
     whole=lambda done: Transcription.model_validate(
         {"text": done.get("text", ""), "usage": done.get("usage")}
     ),
