@@ -62,7 +62,10 @@ async def measure(rounds: int, profile: str | None, paths: list[tuple[str, bool]
     rows: list[list[object]] = []
     with modelport_configured(CONFIG) as (url, pid):
         client = http_client(url)
-        await request(client, "chat", True, 0, SHORT)  # the model loaded, the prompt path warm
+        # The model loaded, and each path answered once: a path's first answer imports what it needs (the
+        # Responses types), which would count in its figures, or its profile.
+        for kind, stream in paths:
+            await request(client, kind, stream, 0, SHORT)
         if profile is not None:
             beside = str(Path(sys.executable).parent)  # the virtual environment's, when it is not on PATH
             spy_binary = shutil.which("py-spy", path=beside) or shutil.which("py-spy")
@@ -82,7 +85,6 @@ async def measure(rounds: int, profile: str | None, paths: list[tuple[str, bool]
         idle = (cpu_seconds(pid, pid) - before) / 10  # CPU-seconds a second, doing nothing
         rows.append(["idle", f"{idle * 1000:.1f} ms a second", "", ""])
         for kind, stream in paths:
-            await request(client, kind, stream, 0, SHORT)  # its first answer imports what the path needs
             spent = {}
             for tokens in (SHORT, LONG):
                 before, start = cpu_seconds(pid, pid), time.perf_counter()

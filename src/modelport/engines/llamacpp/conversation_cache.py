@@ -102,8 +102,8 @@ class Turn:
         try:
             idle = self._cache.idle(slot)  # llama.cpp would wait for a slot another request took
             # The same messages sent again (a retry, a prompt used over and over) were restored from the
-            # file that holds them: saved again, every such answer's end waited for a copy of what is kept
-            # already (at 8 streams, 28 ms an answer through llama.cpp's loop).
+            # file that holds them: saved again, each such turn copied what is kept already through
+            # llama.cpp's loop, between its decode steps (at 8 streams, 28 ms a turn).
             again = bool(self.names) and self.restored == self.names[-1]
             kept = None
             if idle and completed and self.names and not again:
