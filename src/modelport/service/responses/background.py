@@ -45,6 +45,13 @@ class _Job:
         self.changed.set()
         self.changed = asyncio.Event()
 
+    def stop(self) -> None:
+        """Cancel the task, once: the cancelled turn then stores what it made in a shielded step, and a
+        second `Task.cancel` (a cancel asked again, or the writer reading the first) would pass through
+        anyio's shield and lose it (it did under load: a cancelled response kept no output)."""
+        if self.task is not None and not self.task.done() and not self.task.cancelling():
+            self.task.cancel()
+
 
 class Jobs:
     """The background responses of one service."""
@@ -68,7 +75,7 @@ class Jobs:
         await self.store.responses.cancel(response_id, {**response, "status": "cancelled"})
         job = self._jobs.get(response_id)
         if job is not None and job.task is not None:
-            job.task.cancel()
+            job.stop()
             with contextlib.suppress(asyncio.CancelledError):
                 await job.task
 
@@ -163,8 +170,8 @@ class Jobs:
                 continue
             job.written += len(pending)
             beat = time.monotonic()
-            if status == "cancelled" and not job.done and job.task is not None:
-                job.task.cancel()
+            if status == "cancelled" and not job.done:
+                job.stop()
 
 
 async def _ended(job: _Job) -> None:
