@@ -24,7 +24,9 @@ QUESTION = "What is the weather like in Paris today?"
 
 VOICE_MODELS = [
     ModelConfig(id=DEFAULT_CHAT, engine="llamacpp"),
-    ModelConfig(id=DEFAULT_SPEECH, engine="piper"),
+    # Without Piper's variation: the question the tests ask is the same sound every run (drawn afresh, about
+    # one in ten soundings was heard "pairs" for "Paris", and once "I can pair us" for "like in Paris").
+    ModelConfig(id=DEFAULT_SPEECH, engine="piper", noise_scale=0, noise_w_scale=0),
     ModelConfig(id=DEFAULT_TRANSCRIPTION, engine="faster-whisper"),
     ModelConfig(id=DEFAULT_REALTIME, engine="realtime"),
 ]

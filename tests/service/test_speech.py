@@ -238,3 +238,27 @@ def test_two_in_process_clients_both_get_espeak_audio(inprocess_client: openai.O
     assert before > 4800  # over 0.1 s at 24 kHz, 16-bit
     assert abs(ours - before) < before / 10
     assert abs(theirs - before) < before / 10
+
+
+@pytest.mark.models  # loads Piper itself, with no shared fixture to mark it
+def test_a_piper_voice_without_variation_says_a_text_the_same_way_every_time() -> None:
+    import modelport
+    from modelport.settings import ModelConfig, Settings
+
+    models = [
+        ModelConfig(id="steady", engine="piper", noise_scale=0, noise_w_scale=0),
+        ModelConfig(id="lively", engine="piper"),
+        ModelConfig(id="wrong", engine="piper", noise_scale=-1),
+    ]
+
+    def said(client: openai.OpenAI, model: str) -> bytes:
+        return client.audio.speech.create(
+            model=model, voice="alloy", input="Hello there.", response_format="pcm"
+        ).content
+
+    with modelport.OpenAI(settings=Settings(defaults=False, models=models)) as client:
+        assert said(client, "steady") == said(client, "steady")
+        assert said(client, "lively") != said(client, "lively")  # drawn afresh for every call
+        with pytest.raises(openai.APIStatusError) as refused:
+            said(client, "wrong")
+    assert "`noise_scale` is -1" in refused.value.message

@@ -16,9 +16,17 @@ from modelport.predictors.parameter import Parameter
 class PiperSpeaker:
     """One Piper voice file: its speakers are the voices, its rate the sample rate (`Voices`)."""
 
-    def __init__(self, voice: Any, speakers: dict[str, int], voices: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        voice: Any,
+        speakers: dict[str, int],
+        voices: tuple[str, ...],
+        noise_scale: float | None = None,
+        noise_w_scale: float | None = None,
+    ) -> None:
         self._voice = voice
         self._speakers = speakers
+        self._noise = (noise_scale, noise_w_scale)
         self.voices = voices
         self.sample_rate = int(voice.config.sample_rate)
 
@@ -30,15 +38,33 @@ class PiperSpeaker:
     ) -> Annotated[np.ndarray, Parameter.Audio]:
         from piper import SynthesisConfig
 
-        synthesis = SynthesisConfig(speaker_id=self._speakers.get(voice), length_scale=1.0 / speed)
+        noise_scale, noise_w_scale = self._noise
+        synthesis = SynthesisConfig(
+            speaker_id=self._speakers.get(voice),
+            length_scale=1.0 / speed,
+            noise_scale=noise_scale,
+            noise_w_scale=noise_w_scale,
+        )
         pieces = [chunk.audio_float_array for chunk in self._voice.synthesize(text, synthesis)]
         return np.concatenate(pieces).astype(np.float32) if pieces else np.zeros(0, np.float32)
 
 
 def load(
-    model: str | None = None, config: str | None = None, use_cuda: bool = False
+    model: str | None = None,
+    config: str | None = None,
+    use_cuda: bool = False,
+    noise_scale: float | None = None,
+    noise_w_scale: float | None = None,
 ) -> Sequence[PiperSpeaker]:
-    """Load a Piper voice (`en_US-joe-medium` by default) and return its speech predictor."""
+    """Load a Piper voice (`en_US-joe-medium` by default) and return its speech predictor.
+
+    `noise_scale` and `noise_w_scale` scale the random variation of the voice's sound and of its sounds'
+    lengths (default: the voice file's own); drawn afresh for every call, it makes a text sound a little
+    different each time, and both at 0 say it the same way every time.
+    """
+    for name, scale in (("noise_scale", noise_scale), ("noise_w_scale", noise_w_scale)):
+        if scale is not None and scale < 0:
+            raise ValueError(f"Piper's `{name}` is {scale}: a scale of the variation is 0 or more")
     try:
         from piper import PiperVoice
     except ImportError as error:
@@ -57,7 +83,7 @@ def load(
     speakers: dict[str, int] = json.loads(config_path.read_text()).get("speaker_id_map") or {}
     # A single-speaker file is one voice, named after the file (en_US-joe-medium → joe).
     names = list(speakers) or [model_path.stem.split("-")[1] if "-" in model_path.stem else model_path.stem]
-    return [PiperSpeaker(voice, speakers, tuple(names))]
+    return [PiperSpeaker(voice, speakers, tuple(names), noise_scale, noise_w_scale)]
 
 
 def recognise(path: Path) -> Options | None:
