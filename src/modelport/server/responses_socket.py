@@ -96,7 +96,10 @@ async def responses(websocket: WebSocket) -> None:
     finally:
         watcher.cancel()
         for worker in workers:
-            worker.cancel()  # a turn under way stops: its generation frees its slot
+            # A turn under way stops (its generation frees its slot), once: cancelled again (after a revoked
+            # key), asyncio's cancel would pass anyio's shield around the step storing what it made.
+            if not worker.cancelling():
+                worker.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
 
 
