@@ -44,19 +44,21 @@ def test_callers_wanting_one_key_share_one_read() -> None:
     asyncio.run(run())
 
 
-def test_past_half_its_life_a_value_is_served_at_once_and_read_again_beside(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # The cache's clock, moved by the test: slept through on a busy machine, 0.12 s of a 0.2-s life once
-    # overshot the whole of it, and the value was (rightly) waited for.
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The cache's clock, which the test moves: slept through on a busy machine, 0.12 s of a 0.2-s life
+    once overshot the whole of it, and the value was (rightly) waited for."""
     now = [100.0]
     monkeypatch.setattr(cached_reads, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    return now
 
+
+def test_past_half_its_life_a_value_is_served_at_once_and_read_again_beside(clock: list[float]) -> None:
     async def run() -> None:
         store = Store()
         cache = ReadAhead(store.read, lambda: 0.2, cap=100)
         assert await cache.get("k") == "k:first"
-        now[0] += 0.12  # past half of 0.2 s
+        clock[0] += 0.12  # past half of 0.2 s
         store.value, store.reads = "second", 0
         store.open.clear()  # the store is slow now: a value waited for would not come
         assert await asyncio.wait_for(cache.get("k"), 1.0) == "k:first"
@@ -99,15 +101,18 @@ def test_a_read_begun_before_forget_is_not_kept_after_it() -> None:
     asyncio.run(run())
 
 
-def test_a_failed_read_beside_keeps_the_value_until_its_time_then_the_error_is_seen() -> None:
+def test_a_failed_read_beside_keeps_the_value_until_its_time_then_the_error_is_seen(
+    clock: list[float],
+) -> None:
     async def run() -> None:
         store = Store()
         cache = ReadAhead(store.read, lambda: 0.2, cap=100)
         assert await cache.get("k") == "k:first"
-        await asyncio.sleep(0.12)
+        clock[0] += 0.12
         store.fail = True
         assert await cache.get("k") == "k:first"  # the read beside it fails, unseen
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.01)
+        clock[0] += 0.1
         with pytest.raises(OSError, match="down"):
             await cache.get("k")
 
