@@ -244,17 +244,17 @@ def test_a_source_edit_is_made_once_and_one_that_does_not_fit_fails_the_build_na
     file = tmp_path / edit.path
     file.parent.mkdir(parents=True)
     file.write_text(NGRAM_DRAFT)
-    assert patches.apply(tmp_path) == [cpu_builds.NGRAM_MAP_RESYNC]
+    assert patches.apply(tmp_path, (edit,)) == [cpu_builds.NGRAM_MAP_RESYNC]
     edited = file.read_text()
     assert "GGML_ABORT" not in edited
     assert "common_ngram_map_begin(map, {});" in edited
-    patches.apply(tmp_path)  # a build that goes on finds it made
+    patches.apply(tmp_path, (edit,))  # a build that goes on finds it made
     assert file.read_text() == edited
     file.write_text(NGRAM_DRAFT.replace("cur_len) {", "cur_len + 1) {", 1))  # a version that moved
     with pytest.raises(
         RuntimeError, match=f"source patch '{cpu_builds.NGRAM_MAP_RESYNC}'.*common/ngram-map.cpp"
     ):
-        patches.apply(tmp_path)
+        patches.apply(tmp_path, (edit,))
 
 
 @pytest.mark.slow
@@ -268,4 +268,4 @@ def test_each_source_edit_fits_the_installed_xllamacpp(tmp_path: Path) -> None:
             assert member is not None, edit.path
             (tmp_path / edit.path).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / edit.path).write_bytes(member.read())
-    assert patches.apply(tmp_path) == [edit.name for edit in patches.EDITS]
+    assert patches.apply(tmp_path) == list(dict.fromkeys(edit.name for edit in patches.EDITS))

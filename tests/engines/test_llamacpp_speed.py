@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from prometheus_client import REGISTRY
 
 import modelport
 from modelport.engines import llamacpp
+from modelport.engines.llamacpp import cpu_builds, xllamacpp_loader
 from modelport.settings import ModelConfig, Settings
 
 pytestmark = pytest.mark.models  # real models: not the unit tier
@@ -55,7 +57,7 @@ def drafts() -> tuple[float, float]:
 def speculating() -> Iterator[modelport.OpenAI]:
     """A model asked to speculate with n-grams (on by default only in this CPU's build) that has copied the
     code twice."""
-    with client(n_parallel=2, speculative="ngram-map-k") as speculating:
+    with client(n_parallel=3, speculative="ngram-map-k") as speculating:
         for _ in range(2):
             speculating.chat.completions.create(model="m", messages=COPY, max_tokens=96, temperature=0)  # type: ignore[arg-type]
         yield speculating
@@ -72,6 +74,30 @@ def test_a_model_asked_to_speculate_does_and_a_copy_takes_its_drafts(
     # (about half of the 96 tokens when written; the first tokens of each line are the model's own).
     assert accepted >= 24
     assert accepted <= drafted
+
+
+def test_a_slot_drafts_while_few_generate_and_not_beside_many(speculating: modelport.OpenAI) -> None:
+    """Alone, a copy takes drafts; three copies at once, where drafts would widen every step of a busy
+    machine for nothing, draft less all together than the one alone did (only while the others' prompts
+    are still being read)."""
+    if cpu_builds.DRAFTING_WHILE_FEW not in xllamacpp_loader.running().source_edits:
+        pytest.skip(
+            "the llama.cpp running is no build of modelport's with the edit (`modelport engine build`)"
+        )
+
+    def copy() -> int:
+        reply = speculating.chat.completions.create(model="m", messages=COPY, max_tokens=96, temperature=0)  # type: ignore[arg-type]
+        return reply.usage.completion_tokens  # type: ignore[union-attr]
+
+    def drafted(at_once: int) -> float:
+        before = drafts()[0]
+        with ThreadPoolExecutor(at_once) as pool:
+            assert list(pool.map(lambda _: copy(), range(at_once))) == [96] * at_once
+        return drafts()[0] - before
+
+    alone = drafted(1)
+    assert alone >= 24
+    assert drafted(3) < alone
 
 
 def test_every_token_has_its_logprobs_although_the_model_speculates(speculating: modelport.OpenAI) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from modelport.engines.llamacpp.cpu_builds import NGRAM_MAP_RESYNC
+from modelport.engines.llamacpp.cpu_builds import DRAFTING_WHILE_FEW, NGRAM_MAP_RESYNC
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,44 @@ RESYNC_NGRAM_MAP = SourceEdit(
     why="ngram-map-k drafting aborted the process on a history shorter than its map's",
 )
 
-EDITS = (RESYNC_NGRAM_MAP,)
+# A draft is compute spent on a guess: while one slot generates, a step is bound by reading the weights, and
+# verifying a draft of several tokens costs about what one token does, so a single stream copying text gains
+# (a code edit 1.24x llama-server per stream). With more slots generating, the step is already as wide as
+# the CPU computes at once and every drafted token widens it, the refused ones for nothing: with speculation
+# on, free chat 8 at a time made 0.95x llama-server and RAG quotes 4 at a time 0.90x, where modelport without
+# it made 1.06x and 0.97x (docs/benchmarks.md). llama.cpp decides each slot's draft alone and reads no
+# speculative setting from a request, so a slot drafts here only while at most `DRAFTING_SLOTS` generate.
+DRAFTING_SLOTS = 2
+DRAFT_WHILE_FEW_GENERATE = SourceEdit(
+    name=DRAFTING_WHILE_FEW,
+    path="thirdparty/llama.cpp/tools/server/server-context.cpp",
+    before="""        // determine which slots are generating and drafting
+        iterate(slots, [&](server_slot & slot) {
+""",
+    after=f"""        // modelport: drafts only while at most {DRAFTING_SLOTS} slots generate (with more,
+        // a step has no compute to spare for guesses)
+        int n_generating = 0;
+        for (const auto & other : slots) {{
+            n_generating += other.state == SLOT_STATE_GENERATING;
+        }}
+
+        // determine which slots are generating and drafting
+        iterate(slots, [&](server_slot & slot) {{
+""",
+    why="drafts widened every step of a busy server for nothing",
+)
+DRAFT_MAX_WHILE_FEW_GENERATE = SourceEdit(
+    name=DRAFTING_WHILE_FEW,
+    path="thirdparty/llama.cpp/tools/server/server-context.cpp",
+    before="""                const int n_draft_max = slot.get_n_draft_max();
+""",
+    after=f"""                const int n_draft_max =
+                    n_generating <= {DRAFTING_SLOTS} ? slot.get_n_draft_max() : 0;
+""",
+    why="drafts widened every step of a busy server for nothing",
+)
+
+EDITS = (RESYNC_NGRAM_MAP, DRAFT_WHILE_FEW_GENERATE, DRAFT_MAX_WHILE_FEW_GENERATE)
 
 
 def apply(source: Path, edits: tuple[SourceEdit, ...] = EDITS) -> list[str]:
@@ -64,4 +101,4 @@ def apply(source: Path, edits: tuple[SourceEdit, ...] = EDITS) -> list[str]:
                 "its text to replace is not there once; the patch must be written again for this version"
             )
         path.write_text(text.replace(edit.before, edit.after), encoding="utf-8")
-    return [edit.name for edit in edits]
+    return list(dict.fromkeys(edit.name for edit in edits))  # an edit of several replacements, once
