@@ -23,6 +23,8 @@ W = TypeVar("W")  # the whole object a stream completes into
 # An event as the service passes it on: the `openai` type it is (a chat chunk), or, for the kinds that have
 # none of their own here, the JSON object the wire carries.
 E = TypeVar("E", default=Event)
+T = TypeVar("T")
+U = TypeVar("U")
 
 
 class Fold(Protocol):
@@ -124,13 +126,9 @@ class Events(Generic[W, E]):
     items: AsyncGenerator[E, None]
     kind: EventKind[W, E]
 
-    async def typed(self) -> AsyncGenerator[Any, None]:
+    def typed(self) -> AsyncGenerator[Any, None]:
         """Each event as its `openai` object."""
-        try:
-            async for event in self.items:
-                yield self.kind.event(event)
-        finally:
-            await self.items.aclose()
+        return mapped(self.items, self.kind.event)
 
     async def whole(self) -> W:
         """Read the stream to its end; the whole object it completes into."""
@@ -145,6 +143,15 @@ class Events(Generic[W, E]):
     async def aclose(self) -> None:
         """Stop the stream and the work behind it."""
         await self.items.aclose()
+
+
+async def mapped(items: AsyncGenerator[T, None], each: Callable[[T], U]) -> AsyncGenerator[U, None]:
+    """`each(item)` of the items, made as each comes; closing it closes them (and stops the work behind)."""
+    try:
+        async for item in items:
+            yield each(item)
+    finally:
+        await items.aclose()
 
 
 @dataclass(frozen=True)
@@ -214,9 +221,6 @@ def listed(items: list[Event]) -> AsyncGenerator[Event, None]:
             yield item
 
     return events()
-
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)

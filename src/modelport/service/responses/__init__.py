@@ -8,7 +8,6 @@ stored of it in `storing`, the `Response` it starts from in `skeleton`."""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator
 from typing import Any
 
 from openai.types.chat import ChatCompletion
@@ -25,7 +24,7 @@ from openai.types.responses.response import IncompleteDetails
 from modelport import context
 from modelport.errors import InvalidRequestError, NotFoundError
 from modelport.predictors.registry import ModelRegistry
-from modelport.protocol.answers import Events, ListPage, ResponseDeleted
+from modelport.protocol.answers import Events, ListPage, ResponseDeleted, mapped
 from modelport.protocol.requests import ChatCompletionRequest
 from modelport.protocol.response_object import ResponseObject
 from modelport.protocol.response_request import (
@@ -110,11 +109,7 @@ class Responses:
             assert row is not None
             queued = response.model_copy(deep=True)  # as it was queued: the job goes on with `response`
             await self.jobs.start(row, wire(self.turns.events(chat, request, response, ended, tools, client)))
-            return (
-                Events(_read_back(self.jobs.follow(row["id"], -1)), RESPONSE_EVENTS)
-                if request.stream
-                else queued
-            )
+            return self._followed(row["id"], -1) if request.stream else queued
         if request.stream:
             events = await calls.eager(self.turns.events(chat, request, response, ended, tools, client))
             return Events(events, RESPONSE_EVENTS)
@@ -149,10 +144,15 @@ class Responses:
         if not stream:
             return _response_of(row["response"])
         if row["background"]:
-            assert self.jobs is not None
             after = starting_after if starting_after is not None else -1
-            return Events(_read_back(self.jobs.follow(response_id, after)), RESPONSE_EVENTS)
+            return self._followed(response_id, after)
         return Events(replayed(row["response"], starting_after), RESPONSE_EVENTS)
+
+    def _followed(self, response_id: str, after: int) -> Events[Response, ResponseStreamEvent]:
+        """A background job's events after sequence number `after`, as the store keeps them (JSON) typed
+        as the stream passes them on."""
+        assert self.jobs is not None
+        return Events(mapped(self.jobs.follow(response_id, after), RESPONSE_EVENTS.parse), RESPONSE_EVENTS)
 
     async def delete(self, response_id: str) -> ResponseDeleted:
         """`DELETE /v1/responses/{id}`."""
@@ -261,14 +261,3 @@ class Responses:
 
 def _response_of(response: dict[str, Any]) -> ResponseObject:
     return ResponseObject.model_validate(response)
-
-
-async def _read_back(
-    events: AsyncGenerator[dict[str, Any], None],
-) -> AsyncGenerator[ResponseStreamEvent, None]:
-    """A background job's events as the store keeps them (JSON), typed as the stream passes them on."""
-    try:
-        async for event in events:
-            yield RESPONSE_EVENTS.parse(event)
-    finally:
-        await events.aclose()

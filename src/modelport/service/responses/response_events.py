@@ -66,7 +66,7 @@ from openai.types.responses.response_text_delta_event import Logprob as DeltaLog
 from openai.types.responses.response_text_done_event import Logprob as DoneLogprob
 from pydantic import ValidationError
 
-from modelport.protocol.answers import EventKind
+from modelport.protocol.answers import EventKind, mapped
 from modelport.protocol.chunk_folds import ChatFold
 from modelport.protocol.event_kinds import one_of
 from modelport.protocol.response_object import ResponseObject
@@ -570,11 +570,7 @@ def replayed(stored: dict[str, Any], after: int | None) -> AsyncGenerator[Respon
     return events()
 
 
-async def wire(events: AsyncGenerator[ResponseStreamEvent, None]) -> AsyncGenerator[dict[str, Any], None]:
+def wire(events: AsyncGenerator[ResponseStreamEvent, None]) -> AsyncGenerator[dict[str, Any], None]:
     """A background job's events as the store keeps them: JSON objects, each made as it goes out, before
     the work that follows it changes what it tells (`RESPONSE_EVENTS.wire`)."""
-    try:
-        async for event in events:
-            yield RESPONSE_EVENTS.wire(event)
-    finally:
-        await events.aclose()
+    return mapped(events, RESPONSE_EVENTS.wire)
