@@ -268,4 +268,4 @@ def test_each_source_edit_fits_the_installed_xllamacpp(tmp_path: Path) -> None:
             assert member is not None, edit.path
             (tmp_path / edit.path).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / edit.path).write_bytes(member.read())
-    assert patches.apply(tmp_path) == list(dict.fromkeys(edit.name for edit in patches.EDITS))
+    assert patches.apply(tmp_path) == [edit.name for edit in patches.EDITS]

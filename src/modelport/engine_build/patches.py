@@ -12,12 +12,11 @@ from modelport.engines.llamacpp.cpu_builds import DRAFTING_WHILE_FEW, NGRAM_MAP_
 
 @dataclass(frozen=True)
 class SourceEdit:
-    """One replacement in one file of xllamacpp's source tree."""
+    """One change to one file of xllamacpp's source tree: exact texts, each replaced by another."""
 
     name: str
     path: str  # inside the unpacked `xllamacpp-<version>/`
-    before: str
-    after: str
+    replacements: tuple[tuple[str, str], ...]  # (before, after)
     why: str
 
 
@@ -31,18 +30,22 @@ class SourceEdit:
 RESYNC_NGRAM_MAP = SourceEdit(
     name=NGRAM_MAP_RESYNC,
     path="thirdparty/llama.cpp/common/ngram-map.cpp",
-    before="""    if (map.idx_last_check > cur_len) {
+    replacements=(
+        (
+            """    if (map.idx_last_check > cur_len) {
         // Should not happen because of common_ngram_map_begin().
         GGML_ABORT("%s: map.idx_last_check > cur_len: %zu > %zu", __func__, map.idx_last_check, cur_len);
     }
 """,
-    after="""    if (map.idx_last_check > cur_len || map.size_last_begin > cur_len) {
+            """    if (map.idx_last_check > cur_len || map.size_last_begin > cur_len) {
         // History cut back without a begin: empty the map and draft from the whole history (modelport).
         LOG_WRN("%s: history shorter than the map's (%zu < %zu, begun at %zu): map emptied\\n", __func__,
                 cur_len, map.idx_last_check, map.size_last_begin);
         common_ngram_map_begin(map, {});
     }
 """,
+        ),
+    ),
     why="ngram-map-k drafting aborted the process on a history shorter than its map's",
 )
 
@@ -57,10 +60,12 @@ DRAFTING_SLOTS = 2
 DRAFT_WHILE_FEW_GENERATE = SourceEdit(
     name=DRAFTING_WHILE_FEW,
     path="thirdparty/llama.cpp/tools/server/server-context.cpp",
-    before="""        // determine which slots are generating and drafting
+    replacements=(
+        (
+            """        // determine which slots are generating and drafting
         iterate(slots, [&](server_slot & slot) {
 """,
-    after=f"""        // modelport: drafts only while at most {DRAFTING_SLOTS} slots generate (with more,
+            f"""        // modelport: drafts only while at most {DRAFTING_SLOTS} slots generate (with more,
         // a step has no compute to spare for guesses)
         int n_generating = 0;
         for (const auto & other : slots) {{
@@ -70,20 +75,19 @@ DRAFT_WHILE_FEW_GENERATE = SourceEdit(
         // determine which slots are generating and drafting
         iterate(slots, [&](server_slot & slot) {{
 """,
-    why="drafts widened every step of a busy server for nothing",
-)
-DRAFT_MAX_WHILE_FEW_GENERATE = SourceEdit(
-    name=DRAFTING_WHILE_FEW,
-    path="thirdparty/llama.cpp/tools/server/server-context.cpp",
-    before="""                const int n_draft_max = slot.get_n_draft_max();
+        ),
+        (
+            """                const int n_draft_max = slot.get_n_draft_max();
 """,
-    after=f"""                const int n_draft_max =
+            f"""                const int n_draft_max =
                     n_generating <= {DRAFTING_SLOTS} ? slot.get_n_draft_max() : 0;
 """,
+        ),
+    ),
     why="drafts widened every step of a busy server for nothing",
 )
 
-EDITS = (RESYNC_NGRAM_MAP, DRAFT_WHILE_FEW_GENERATE, DRAFT_MAX_WHILE_FEW_GENERATE)
+EDITS = (RESYNC_NGRAM_MAP, DRAFT_WHILE_FEW_GENERATE)
 
 
 def apply(source: Path, edits: tuple[SourceEdit, ...] = EDITS) -> list[str]:
@@ -93,12 +97,15 @@ def apply(source: Path, edits: tuple[SourceEdit, ...] = EDITS) -> list[str]:
     for edit in edits:
         path = source / edit.path
         text = path.read_text(encoding="utf-8") if path.is_file() else ""
-        if edit.after in text:
-            continue
-        if text.count(edit.before) != 1:
-            raise RuntimeError(
-                f"the source patch {edit.name!r} ({edit.why}) does not fit {edit.path} of this xllamacpp: "
-                "its text to replace is not there once; the patch must be written again for this version"
-            )
-        path.write_text(text.replace(edit.before, edit.after), encoding="utf-8")
-    return list(dict.fromkeys(edit.name for edit in edits))  # an edit of several replacements, once
+        for before, after in edit.replacements:
+            if after in text:
+                continue
+            if text.count(before) != 1:
+                raise RuntimeError(
+                    f"the source patch {edit.name!r} ({edit.why}) does not fit {edit.path} of this "
+                    "xllamacpp: its text to replace is not there once; the patch must be written again for "
+                    "this version"
+                )
+            text = text.replace(before, after)
+        path.write_text(text, encoding="utf-8")
+    return [edit.name for edit in edits]

@@ -12,9 +12,8 @@ and emptied, so that no idle slot holds tokens that every request's attention wo
 KV cache (which also made seeded answers depend on what ran before). The save and the emptying come after
 the answer's end has been told (a next turn of the conversation that comes first waits for the save), and a
 request that finds no other running waits for them, so that it decodes beside nobody's tokens as before
-while no answer's end waits for either. llama.cpp reuses the
-longest prefix a restored slot's tokens share with the new prompt, so a stale or mismatched file costs
-speed, never correctness.
+while no answer's end waits for either. llama.cpp reuses the longest prefix a restored slot's tokens share
+with the new prompt, so a stale or mismatched file costs speed, never correctness.
 """
 
 from __future__ import annotations
