@@ -19,13 +19,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from openai.types.responses import ResponseCustomToolCall, ResponseFunctionToolCall
+from openai.types.responses import (
+    ResponseCustomToolCall,
+    ResponseFunctionToolCall,
+    ToolChoiceCustom,
+    ToolChoiceFunction,
+)
 
 from modelport import ids
 from modelport.errors import InvalidRequestError
+from modelport.protocol.response_request import ToolChoice
 from modelport.protocol.validation import check_as
 from modelport.service.generation.lark_regex import to_regex
-from modelport.service.generation.tools.flat import chat_choice
 from modelport.service.responses.tool_specs import TOOLS, with_defaults
 
 log = logging.getLogger("modelport.service")
@@ -72,30 +77,25 @@ class ClientTools:
     chat: list[dict[str, Any]] = field(default_factory=list)
     named: dict[str, Offered] = field(default_factory=dict)
 
-    def choice(self, choice: str | dict[str, Any]) -> str | dict[str, Any]:
+    def choice(self, choice: ToolChoice) -> str | dict[str, Any]:
         """A Responses `tool_choice` as chat's; a 400 for one that forces a hosted tool this server does
         not run, or names a tool the request does not offer."""
-        if isinstance(choice, dict):
-            kind = choice.get("type")
-            if kind in HOSTED:
+        if isinstance(choice, str):
+            return choice
+        if choice.type in HOSTED:
+            raise InvalidRequestError(
+                f"tool_choice forces `{choice.type}`, which this server does not run: {HOSTED[choice.type]}.",
+                param="tool_choice",
+            )
+        if isinstance(choice, ToolChoiceFunction | ToolChoiceCustom):
+            name = chat_name(choice.name, getattr(choice, "namespace", None))
+            if name not in self.named:
                 raise InvalidRequestError(
-                    f"tool_choice forces `{kind}`, which this server does not run: {HOSTED[str(kind)]}.",
-                    param="tool_choice",
+                    f"tool_choice names `{choice.name}`, which is not among the tools.", param="tool_choice"
                 )
-            if kind in ("function", "custom") and isinstance(choice.get("name"), str):
-                name = chat_name(choice["name"], choice.get("namespace"))
-                if name not in self.named:
-                    raise InvalidRequestError(
-                        f"tool_choice names `{choice['name']}`, which is not among the tools.",
-                        param="tool_choice",
-                    )
-                return {"type": "function", "function": {"name": name}}
-        chosen = chat_choice(choice)
-        if chosen is not None:
-            return chosen
-        kind = choice.get("type") if isinstance(choice, dict) else choice
+            return {"type": "function", "function": {"name": name}}
         raise InvalidRequestError(
-            f"tool_choice of type `{kind}` is not supported; use none, auto, required or "
+            f"tool_choice of type `{choice.type}` is not supported; use none, auto, required or "
             '{"type": "function" or "custom", "name": ...}.',
             param="tool_choice",
         )

@@ -30,6 +30,8 @@ from openai.types.responses import (
     ResponseMcpListToolsFailedEvent,
     ResponseMcpListToolsInProgressEvent,
     ResponseStreamEvent,
+    ToolChoiceMcp,
+    ToolChoiceTypes,
 )
 from openai.types.responses.response_file_search_tool_call import Result
 from openai.types.responses.response_output_item import (
@@ -41,6 +43,7 @@ from openai.types.responses.response_output_item import (
 from openai.types.responses.response_output_text import AnnotationFileCitation
 
 from modelport.errors import InvalidRequestError, NotFoundError
+from modelport.protocol.response_request import ToolChoice
 from modelport.service.fetching import Fetcher
 from modelport.service.responses.items import new_item_id
 from modelport.service.responses.mcp_servers import McpError
@@ -104,31 +107,29 @@ class ServerTools:
             functions.append({"type": "function", "function": described})
         return functions
 
-    def offer(self, chat: Any, choice: str | dict[str, Any] | None) -> None:
+    def offer(self, chat: Any, choice: ToolChoice | None) -> None:
         """Put the tools (an MCP server's once listed) into the chat request, with the tool choice that
         names one of them."""
         kept = [t for t in chat.tools or [] if (t.get("function") or {}).get("name") not in self.names]
         chat.tools = kept + self.functions or None
-        if isinstance(choice, dict) and choice.get("type") in SERVED:
+        if isinstance(choice, ToolChoiceTypes | ToolChoiceMcp) and choice.type in SERVED:
             chosen = self.chat_choice(choice)
             if chosen is None:
+                named = choice.server_label if isinstance(choice, ToolChoiceMcp) else choice.type
+                tool = getattr(choice, "name", None)
                 raise InvalidRequestError(
-                    f"tool_choice names {choice.get('server_label') or choice.get('type')}"
-                    f"{'.' + choice['name'] if choice.get('name') else ''}, which no tool offers.",
+                    f"tool_choice names {named}{'.' + tool if tool else ''}, which no tool offers.",
                     param="tool_choice",
                 )
             chat.tool_choice = chosen
 
-    def chat_choice(self, choice: dict[str, Any]) -> dict[str, Any] | None:
+    def chat_choice(self, choice: ToolChoiceTypes | ToolChoiceMcp) -> dict[str, Any] | None:
         """A `tool_choice` naming one of these tools, as a chat tool choice (None if it names none)."""
-        if choice.get("type") == FILE_SEARCH and self.file_search is not None:
+        if choice.type == FILE_SEARCH and self.file_search is not None:
             return {"type": "function", "function": {"name": FILE_SEARCH}}
-        if choice.get("type") == "mcp":
+        if isinstance(choice, ToolChoiceMcp):
             for name, (served, tool_name) in self._named.items():
-                if served.server.label == choice.get("server_label") and choice.get("name") in (
-                    None,
-                    tool_name,
-                ):
+                if served.server.label == choice.server_label and choice.name in (None, tool_name):
                     return {"type": "function", "function": {"name": name}}
         return None
 

@@ -176,7 +176,7 @@ def turn_chat(
 ) -> ChatCompletionRequest:
     chosen = request.tool_choice
     # A choice of a server-run tool is put in once the tools are known (`ServerTools.offer`).
-    served = tools and isinstance(chosen, dict) and chosen.get("type") in SERVED
+    served = tools and chosen is not None and not isinstance(chosen, str) and chosen.type in SERVED
     fields = items.chat_fields(request, client, choice="auto" if served else None)
     messages = history + items.messages(turn)
     if request.reasoning is not None and request.reasoning.context == "current_turn":
