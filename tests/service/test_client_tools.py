@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 import pytest
+from openai.types.responses import ToolChoiceCustom, ToolChoiceTypes
 
 from modelport.errors import InvalidRequestError
 from modelport.protocol.response_object import ResponseObject
@@ -77,13 +78,14 @@ def test_codex_tools_are_offered_as_chat_functions_and_hosted_ones_left_out(
     assert patch["required"] == ["input"]
     assert patch["properties"]["input"]["pattern"] == to_regex(APPLY_PATCH)
     assert "pattern" not in offered.chat[3]["function"]["parameters"]["properties"]["input"]
-    assert offered.choice({"type": "custom", "name": "apply_patch"}) == {
+    assert offered.choice(ToolChoiceCustom(type="custom", name="apply_patch")) == {
         "type": "function",
         "function": {"name": "apply_patch"},
     }
     with pytest.raises(InvalidRequestError) as forced:
-        offered.choice({"type": "web_search"})
+        offered.choice(ToolChoiceTypes(type="web_search_preview"))
     assert forced.value.param == "tool_choice"
+    assert "does not run" in forced.value.message
     with pytest.raises(InvalidRequestError) as unknown:
         client_tools([{"type": "hologram"}], [], SERVED)
     assert unknown.value.param == "tools[0].type"
