@@ -91,7 +91,12 @@ async function start(secret) {
     transport,
     config: {
       toolChoice: "required",
+      parallelToolCalls: false,  // one call a response: three would not fit the answer's bound
       audio: { input: { transcription: { model: "whisper-1", language: "en" } } },
+      // Answers of a few seconds, whatever the model would say: Chromium's fake microphone plays its file
+      // again once it ends (the question, then a minute of silence), and an answer spoken past that minute
+      // was interrupted by the question asked again.
+      providerData: { max_output_tokens: 60 },
     },
   });
   window.session = session;
