@@ -11,10 +11,11 @@ import re
 from typing import Any
 
 import pytest
-from openai.types.responses import ToolChoiceCustom, ToolChoiceTypes
+from openai.types.responses import Tool, ToolChoiceCustom, ToolChoiceTypes
 
 from modelport.errors import InvalidRequestError
 from modelport.protocol.response_object import ResponseObject
+from modelport.protocol.response_request import tool_of
 from modelport.service.generation.lark_regex import to_regex
 from modelport.service.responses import items
 from modelport.service.responses.client_tools import added_tools, client_tools
@@ -63,6 +64,11 @@ def test_a_lark_grammar_without_recursion_is_one_regex() -> None:
     assert to_regex('start: "a"i ~ 2 "b"') == "^((([aA])){2,2}(b))$"
 
 
+def typed(tools: list[dict[str, Any]]) -> list[Tool]:
+    """Tools as a request's `tools` holds them."""
+    return [tool_of(tool, f"tools[{i}]") for i, tool in enumerate(tools)]
+
+
 def test_codex_tools_are_offered_as_chat_functions_and_hosted_ones_left_out(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -70,7 +76,7 @@ def test_codex_tools_are_offered_as_chat_functions_and_hosted_ones_left_out(
     adding = {"type": "additional_tools", "role": "developer", "tools": [{"type": "custom", "name": "note"}]}
     added = added_tools(items.checked_items([adding], "input"))
     with caplog.at_level("INFO", "modelport.service"):
-        offered = client_tools(tools, added, SERVED)
+        offered = client_tools(typed(tools), added, SERVED)
     names = [t["function"]["name"] for t in offered.chat]
     assert names == ["exec_command", "multi_agent_v1__close_agent", "apply_patch", "note"]
     assert "tools[3] (`web_search`) is not offered" in caplog.text
@@ -87,12 +93,12 @@ def test_codex_tools_are_offered_as_chat_functions_and_hosted_ones_left_out(
     assert forced.value.param == "tool_choice"
     assert "does not run" in forced.value.message
     with pytest.raises(InvalidRequestError) as unknown:
-        client_tools([{"type": "hologram"}], [], SERVED)
+        typed([{"type": "hologram"}])
     assert unknown.value.param == "tools[0].type"
 
 
 def test_calls_come_back_as_their_kinds_items_and_events() -> None:
-    offered = client_tools([SHELL, NAMESPACE, CUSTOM], [], SERVED)
+    offered = client_tools(typed([SHELL, NAMESPACE, CUSTOM]), [], SERVED)
     patch = "*** Begin Patch\n*** Add File: a\n+x\n*** End Patch\n"
     chunks = [
         chunk({"role": "assistant", "content": None}),

@@ -93,9 +93,9 @@ def test_an_unstored_response_is_not_kept(recall: Any) -> None:
     ("params", "param"),
     [
         ({"tools": [{"type": "telepathy"}]}, "tools[0].type"),
-        ({"tools": [{"type": "web_search"}], "tool_choice": {"type": "web_search"}}, "tool_choice"),
+        ({"tools": [{"type": "web_search"}], "tool_choice": {"type": "web_search"}}, "tool_choice.type"),
         (
-            {"tools": [{"type": "namespace", "name": "n", "tools": [{"type": "mcp"}]}]},
+            {"tools": [{"type": "namespace", "name": "n", "description": "d", "tools": [{"type": "mcp"}]}]},
             "tools[0].tools[0].type",
         ),
         (
@@ -108,7 +108,7 @@ def test_an_unstored_response_is_not_kept(recall: Any) -> None:
                     }
                 ]
             },
-            "tools[0].format.definition",
+            "tools[0].format.syntax",
         ),
         ({"reasoning": {"effort": "extreme"}}, "reasoning.effort"),
         ({"text": {"verbosity": "chatty"}}, "text.verbosity"),
@@ -124,7 +124,7 @@ def test_an_unstored_response_is_not_kept(recall: Any) -> None:
         ({"text": {"format": {"type": "yaml"}}}, "text.format.type"),
         ({"tool_choice": {"type": "file_search"}}, "tool_choice"),
         ({"tool_choice": {"type": "function"}}, "tool_choice.name"),
-        ({"tool_choice": {"type": "telepathy"}}, "tool_choice"),
+        ({"tool_choice": {"type": "telepathy"}}, "tool_choice.type"),
         ({"tool_choice": {"type": "mcp", "server_label": "nowhere"}}, "tool_choice"),
         ({"conversation": "conv_1", "previous_response_id": "resp_1"}, "conversation"),
         ({"conversation": ""}, "conversation"),

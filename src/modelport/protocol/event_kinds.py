@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 from modelport.protocol.answers import EventKind
 from modelport.protocol.chunk_folds import ChatFold, CompletionFold
 from modelport.protocol.sdk_private import loosely
-from modelport.protocol.validation import by_type
+from modelport.protocol.tagged_unions import by_type
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import typing
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+from openai.types.responses import Tool as SDKTool
 from openai.types.responses.response import ToolChoice as SDKToolChoice
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from modelport.protocol.requests import INT32, Metadata, OpenAIRequest, ReasoningEffort
+from modelport.protocol.tagged_unions import tagged
+from modelport.protocol.validation import invalid, telling
 
 Summary = Literal["auto", "concise", "detailed"]
 
@@ -43,47 +45,22 @@ class TextOptions(BaseModel):
 
 ConversationId = Annotated[str, Field(min_length=1)]
 
-_MODE = "Mode"  # the tag of a mode (`auto`, …); a capital, so that a 400's `param` leaves it out
-# Each kind of tool choice the `openai` package knows (its `Response.tool_choice`), by the `type` it
-# carries: `function`, `custom` (with Codex's `namespace`, kept as an extra field), `mcp`, `allowed_tools`,
-# the hosted tools' (`file_search`, `web_search_preview`, …).
-_CHOICES = {
-    name: kind
-    for kind in typing.get_args(SDKToolChoice)
-    if isinstance(kind, type) and issubclass(kind, BaseModel)
-    for name in typing.get_args(kind.model_fields["type"].annotation)
-}
-
-
-def _choice_kind(given: Any) -> str | None:
-    """The member of the union a `tool_choice` is: a mode, or the class its `type` names (None: a 400
-    naming `tool_choice`)."""
-    if isinstance(given, str):
-        return _MODE
-    kind = given.get("type") if isinstance(given, dict) else getattr(given, "type", None)
-    chosen = _CHOICES.get(kind) if isinstance(kind, str) else None
-    return chosen.__name__ if chosen is not None else None
-
-
 if TYPE_CHECKING:
     ToolChoice = SDKToolChoice
+    RequestTool = SDKTool
 else:
-    # The SDK's union, told apart by `type` (its own union is untagged: pydantic would try each member, and a
-    # function choice without its `name` would be refused as "not 'none', 'auto' or 'required'").
-    ToolChoice = Annotated[
-        Union[  # a union built from a tuple at run time
-            (
-                Annotated[typing.get_args(SDKToolChoice)[0], Tag(_MODE)],
-                *(Annotated[kind, Tag(kind.__name__)] for kind in dict.fromkeys(_CHOICES.values())),
-            )
-        ],
-        Discriminator(
-            _choice_kind,
-            custom_error_type="invalid_value",
-            custom_error_message="a tool choice is none, auto, required or an object whose `type` is one of "
-            + ", ".join(sorted(_CHOICES)),
-        ),
-    ]
+    ToolChoice = tagged(SDKToolChoice, "a tool choice other than none, auto or required")
+    RequestTool = tagged(SDKTool, "a tool")
+_TOOL: TypeAdapter[RequestTool] = TypeAdapter(RequestTool)
+
+
+def tool_of(given: Any, where: str) -> RequestTool:
+    """A tool given elsewhere than in `tools` (an input item's), checked as `tools` are; a 400 names the
+    part at fault within `where`."""
+    try:
+        return _TOOL.validate_python(given)
+    except ValidationError as error:
+        raise invalid(telling(error.errors()), within=where) from None
 
 
 class ConversationRef(BaseModel):
@@ -107,7 +84,7 @@ class ResponseRequest(OpenAIRequest):
     top_logprobs: int | None = Field(default=None, ge=0, le=20)
     presence_penalty: float | None = Field(default=None, ge=-2, le=2)  # the OpenResponses specification's
     frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
-    tools: list[dict[str, Any]] | None = None
+    tools: list[RequestTool] | None = None
     tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None
     max_tool_calls: int | None = Field(default=None, ge=1, le=INT32)
@@ -135,7 +112,7 @@ class InputTokensRequest(OpenAIRequest):
     instructions: str | None = None
     previous_response_id: str | None = None
     conversation: ConversationId | ConversationRef | None = Field(default=None, union_mode="left_to_right")
-    tools: list[dict[str, Any]] | None = None
+    tools: list[RequestTool] | None = None
     tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None
     text: TextOptions | None = None

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-import typing
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from modelport.errors import InvalidRequestError
+from modelport.protocol.tagged_unions import UNKNOWN_TYPE
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -18,7 +19,19 @@ def parse(cls: type[R], body: Any) -> R:
     try:
         return cls.model_validate(body)
     except ValidationError as error:
-        raise invalid(dict(error.errors()[0])) from None
+        raise invalid(telling(error.errors())) from None
+
+
+def telling(errors: Sequence[Any]) -> dict[str, Any]:
+    """Of pydantic's errors, the one that says what is wrong. Within a union it tries each member of, the
+    first error of a member whose `type` the value has (the others' say only that it is not them), or, when
+    no member has it, that the `type` is wrong."""
+    wrong = [e for e in errors if e["type"] == "literal_error" and e["loc"][-1:] == ("type",)]
+    others = {tuple(e["loc"][:-1]) for e in wrong}
+    for error in errors:
+        if not any(tuple(error["loc"][: len(loc)]) == loc for loc in others):
+            return dict(error)
+    return dict(wrong[0] if wrong else errors[0])
 
 
 def invalid(error: dict[str, Any], within: str | None = None) -> InvalidRequestError:
@@ -31,6 +44,11 @@ def invalid(error: dict[str, Any], within: str | None = None) -> InvalidRequestE
         return InvalidRequestError(f"We could not parse the JSON body of your request: {error.get('msg')}")
     if kind == "missing":
         return InvalidRequestError(f"Missing required parameter: '{param}'.", param=param, code="missing")
+    if kind == UNKNOWN_TYPE:  # a tagged union's member, by a `type` none of its members has
+        param = f"{param}.type" if param else "type"
+        return InvalidRequestError(
+            f"Invalid value for '{param}': {error.get('msg')}.", param=param, code="invalid_value"
+        )
     if kind == "extra_forbidden":
         return InvalidRequestError(f"Unknown field '{param}'.", param=param, code="unknown_field")
     code: str | None
@@ -41,18 +59,6 @@ def invalid(error: dict[str, Any], within: str | None = None) -> InvalidRequestE
     else:
         code = kind
     return InvalidRequestError(f"Invalid value for '{param}': {error.get('msg')}", param=param, code=code)
-
-
-def by_type(union: Any) -> dict[str, type[BaseModel]]:
-    """The models of an annotated union of the `openai` package's types (its tools, its input items), by the
-    literal `type` each carries."""
-    return {
-        name: kind
-        for kind in typing.get_args(typing.get_args(union)[0])
-        if isinstance(kind, type) and issubclass(kind, BaseModel) and "type" in kind.model_fields
-        for name in typing.get_args(kind.model_fields["type"].annotation)
-        if isinstance(name, str)
-    }
 
 
 def check_as(
@@ -69,7 +75,7 @@ def check_as(
     except ValidationError as error:
         wrong = [e for e in error.errors() if required or e["type"] != "missing"]
         if wrong:
-            raise invalid(dict(wrong[0]), within=where) from None
+            raise invalid(telling(wrong), within=where) from None
 
 
 # OpenAI's codes for a number out of its bounds.

@@ -12,7 +12,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 from modelport.errors import ModelportError, ServerError
-from modelport.protocol.validation import invalid
+from modelport.protocol.validation import invalid, telling
 from modelport.server.error_shapes import error_content
 
 log = logging.getLogger("modelport.server")
@@ -46,7 +46,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, error: RequestValidationError) -> Response:
-        return _shaped(request, invalid(dict(error.errors()[0])))
+        return _shaped(request, invalid(telling(error.errors())))
 
     @app.exception_handler(HTTPException)
     async def _http(request: Request, error: HTTPException) -> Response:

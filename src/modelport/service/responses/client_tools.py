@@ -20,18 +20,22 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from openai.types.responses import (
+    CustomTool,
+    FunctionTool,
+    NamespaceTool,
     ResponseCustomToolCall,
     ResponseFunctionToolCall,
+    Tool,
     ToolChoiceCustom,
     ToolChoiceFunction,
 )
+from openai.types.responses.namespace_tool import ToolFunction
+from openai.types.shared.custom_tool_input_format import Grammar, Text
 
 from modelport import ids
 from modelport.errors import InvalidRequestError
-from modelport.protocol.response_request import ToolChoice
-from modelport.protocol.validation import check_as
+from modelport.protocol.response_request import ToolChoice, tool_of
 from modelport.service.generation.lark_regex import to_regex
-from modelport.service.responses.tool_specs import TOOLS, with_defaults
 
 log = logging.getLogger("modelport.service")
 
@@ -133,50 +137,41 @@ def chat_name(name: str, namespace: str | None) -> str:
     return _NAME.sub("_", full)[:64]
 
 
-def client_tools(
-    tools: list[dict[str, Any]], added: list[tuple[str, dict[str, Any]]], served: tuple[str, ...]
-) -> ClientTools:
+def client_tools(tools: list[Tool], added: list[tuple[str, Tool]], served: tuple[str, ...]) -> ClientTools:
     """The client-run tools among a request's `tools` and those its input `added`; the tool types in
     `served` are the server's own (left out here); a hosted tool this server cannot run is left out with a
-    line in the log; any other type is a 400 naming it."""
+    line in the log."""
     gathered = ClientTools()
     for where, tool in [*((f"tools[{i}]", t) for i, t in enumerate(tools)), *added]:
-        if not isinstance(tool, dict):
-            raise InvalidRequestError(f"{where} must be a tool (an object).", param=where)
-        kind = tool.get("type")
-        if kind in served:
+        if tool.type in served:
             continue
-        if kind in HOSTED:
-            check_as(TOOLS, tool, where)
-            log.info("%s (`%s`) is not offered to the model: %s", where, kind, HOSTED[str(kind)])
-        elif kind == "namespace":
-            namespace = tool.get("name")
-            if not isinstance(namespace, str) or not namespace or not isinstance(tool.get("tools"), list):
-                raise InvalidRequestError(
-                    f"{where} needs a `name` and a list of `tools`.", param=f"{where}.tools"
-                )
-            for j, inner in enumerate(tool["tools"]):
-                _add(gathered, inner, f"{where}.tools[{j}]", namespace)
-        elif kind in ("function", "custom"):
+        if tool.type in HOSTED:
+            log.info("%s (`%s`) is not offered to the model: %s", where, tool.type, HOSTED[tool.type])
+        elif isinstance(tool, NamespaceTool):
+            if not tool.name:
+                raise InvalidRequestError(f"{where}.name is required.", param=f"{where}.name")
+            for j, inner in enumerate(tool.tools):
+                _add(gathered, inner, f"{where}.tools[{j}]", tool.name)
+        elif isinstance(tool, FunctionTool | CustomTool):
             _add(gathered, tool, where, None)
-        else:
+        else:  # a kind of tool an `openai` release newer than this server's code knows
             raise InvalidRequestError(
-                f"{where} is `{kind}`, a tool type this server does not know. It runs function, custom "
+                f"{where} is `{tool.type}`, a tool type this server does not know. It runs function, custom "
                 "(and those in a namespace), file_search and mcp tools.",
                 param=f"{where}.type",
             )
-        # Echoed as given (with its defaults): past the checks above, it must be a tool OpenAI would take.
-        check_as(TOOLS, with_defaults(tool), where)
     return gathered
 
 
-def added_tools(items: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+def added_tools(items: list[dict[str, Any]]) -> list[tuple[str, Tool]]:
     """The tools that this turn's input items add (`additional_tools`, a client-run `tool_search`'s output),
-    each with where it is."""
+    each with where it is, checked as a request's `tools` are."""
     found = []
     for i, item in enumerate(items):
         if item.get("type") in ("additional_tools", "tool_search_output"):
-            found += [(f"input[{i}].tools[{j}]", t) for j, t in enumerate(item.get("tools") or [])]
+            for j, given in enumerate(item.get("tools") or []):
+                where = f"input[{i}].tools[{j}]"
+                found.append((where, tool_of(given, where)))
     return found
 
 
@@ -193,60 +188,53 @@ def custom_input(arguments: str, offered: Offered, status: Status) -> str:
     return text
 
 
-def _add(gathered: ClientTools, tool: Any, where: str, namespace: str | None) -> None:
-    if not isinstance(tool, dict) or tool.get("type") not in ("function", "custom"):
-        kind = tool.get("type") if isinstance(tool, dict) else type(tool).__name__
-        raise InvalidRequestError(
-            f"{where} is `{kind}`; a namespace holds function and custom tools.", param=f"{where}.type"
-        )
-    name = tool.get("name")
-    if not isinstance(name, str) or not name:
+def _add(
+    gathered: ClientTools, tool: FunctionTool | ToolFunction | CustomTool, where: str, namespace: str | None
+) -> None:
+    if not tool.name:
         raise InvalidRequestError(f"{where}.name is required.", param=f"{where}.name")
-    called = chat_name(name, namespace)
+    called = chat_name(tool.name, namespace)
     if called in gathered.named:
-        raise InvalidRequestError(f"{where}: a tool named `{name}` is offered twice.", param=f"{where}.name")
-    if tool["type"] == "function":
-        gathered.named[called] = Offered(name, namespace, custom=False)
-        function = {k: tool[k] for k in ("description", "parameters", "strict") if tool.get(k) is not None}
+        raise InvalidRequestError(
+            f"{where}: a tool named `{tool.name}` is offered twice.", param=f"{where}.name"
+        )
+    if not isinstance(tool, CustomTool):
+        gathered.named[called] = Offered(tool.name, namespace, custom=False)
+        described = {"description": tool.description, "parameters": tool.parameters, "strict": tool.strict}
+        function = {k: v for k, v in described.items() if v is not None}
         gathered.chat.append({"type": "function", "function": {"name": called, **function}})
         return
-    pattern, described = _custom_format(tool.get("format"), f"{where}.format")
-    gathered.named[called] = Offered(name, namespace, custom=True, pattern=pattern)
-    text: dict[str, Any] = {"type": "string", "description": described}
+    pattern, told = _custom_format(tool.format, f"{where}.format")
+    gathered.named[called] = Offered(tool.name, namespace, custom=True, pattern=pattern)
+    text: dict[str, Any] = {"type": "string", "description": told}
     if pattern is not None:
         text["pattern"] = pattern
     parameters = {"type": "object", "properties": {INPUT: text}, "required": [INPUT]}
-    description = tool.get("description") or ""
     gathered.chat.append(
         {
             "type": "function",
-            "function": {"name": called, "description": description, "parameters": parameters},
+            "function": {"name": called, "description": tool.description or "", "parameters": parameters},
         }
     )
 
 
-def _custom_format(given: Any, where: str) -> tuple[str | None, str]:
+def _custom_format(given: Text | Grammar | None, where: str) -> tuple[str | None, str]:
     """A custom tool's input format: the regex its input is held to (None: free text), and how the model
     is told of it."""
-    if given is None or (isinstance(given, dict) and given.get("type") == "text"):
+    if not isinstance(given, Grammar):
         return None, "The tool's input, as free text."
-    if not isinstance(given, dict) or given.get("type") != "grammar":
-        raise InvalidRequestError(f"{where}.type must be text or grammar.", param=f"{where}.type")
-    syntax, definition = given.get("syntax"), given.get("definition")
-    if syntax not in ("lark", "regex") or not isinstance(definition, str) or not definition:
-        raise InvalidRequestError(
-            f"{where} needs a `syntax` (lark or regex) and a `definition`.", param=f"{where}.definition"
-        )
-    told = f"The tool's input, written in this {syntax} grammar:\n{definition}"
-    if syntax == "regex":
+    if not given.definition:
+        raise InvalidRequestError(f"{where}.definition is empty.", param=f"{where}.definition")
+    told = f"The tool's input, written in this {given.syntax} grammar:\n{given.definition}"
+    if given.syntax == "regex":
         try:
-            re.compile(definition)
+            re.compile(given.definition)
         except re.error as error:
             raise InvalidRequestError(
                 f"{where}.definition is not a regex: {error}.", param=f"{where}.definition"
             ) from None
-        return f"^({definition})$", told
-    pattern = to_regex(definition)
+        return f"^({given.definition})$", told
+    pattern = to_regex(given.definition)
     if pattern is None:
         log.info("%s: the grammar recurses or goes past what a regex says; its input is free text", where)
     return pattern, told

@@ -15,7 +15,8 @@ from openai.types.responses import ResponseInputItem
 from modelport import ids
 from modelport.errors import InvalidRequestError
 from modelport.protocol.response_request import ResponseRequest
-from modelport.protocol.validation import by_type, check_as
+from modelport.protocol.tagged_unions import by_type
+from modelport.protocol.validation import check_as
 from modelport.service.responses.client_tools import INPUT, ClientTools, chat_name
 
 _ROLES = ("user", "system", "developer", "assistant")

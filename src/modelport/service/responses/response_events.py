@@ -70,7 +70,7 @@ from modelport.protocol.answers import EventKind, mapped
 from modelport.protocol.chunk_folds import ChatFold
 from modelport.protocol.event_kinds import one_of
 from modelport.protocol.response_object import ResponseObject
-from modelport.protocol.validation import by_type
+from modelport.protocol.tagged_unions import by_type
 from modelport.service.responses.client_tools import ClientTools
 from modelport.service.responses.items import new_item_id
 from modelport.service.responses.output import (

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openai.types.responses import (
+    FileSearchTool,
+    FunctionTool,
     ResponseFileSearchCallCompletedEvent,
     ResponseFileSearchCallInProgressEvent,
     ResponseFileSearchCallSearchingEvent,
@@ -30,6 +32,7 @@ from openai.types.responses import (
     ResponseMcpListToolsFailedEvent,
     ResponseMcpListToolsInProgressEvent,
     ResponseStreamEvent,
+    Tool,
     ToolChoiceMcp,
     ToolChoiceTypes,
 )
@@ -41,6 +44,7 @@ from openai.types.responses.response_output_item import (
     McpListToolsTool,
 )
 from openai.types.responses.response_output_text import AnnotationFileCitation
+from openai.types.responses.tool import Mcp
 
 from modelport.errors import InvalidRequestError, NotFoundError
 from modelport.protocol.response_request import ToolChoice
@@ -348,7 +352,7 @@ class ServerTools:
 
 
 async def server_tools(
-    tools: list[dict[str, Any]],
+    tools: list[Tool],
     include: list[str],
     vector_stores: VectorStores,
     fetcher: Fetcher,
@@ -362,13 +366,13 @@ async def server_tools(
     labels: set[str] = set()
     for i, tool in enumerate(tools):
         where = f"tools[{i}]"
-        if tool.get("type") == "function" and isinstance(tool.get("name"), str):
-            served.taken.add(tool["name"])
-        elif tool.get("type") == FILE_SEARCH:
+        if isinstance(tool, FunctionTool):
+            served.taken.add(tool.name)
+        elif isinstance(tool, FileSearchTool):
             if served.file_search is not None:
                 raise InvalidRequestError(f"{where}: a request may have one file_search tool.", param=where)
             served.file_search = await file_search_spec(tool, where, vector_stores)
-        elif tool.get("type") == "mcp":
+        elif isinstance(tool, Mcp):
             found = await mcp_spec(tool, where, fetcher, mcp_seconds, mcp_chars)
             if found.server.label in labels:
                 raise InvalidRequestError(
@@ -403,7 +407,7 @@ def _reusable(served: McpSpec, earlier: list[dict[str, Any]]) -> list[dict[str, 
         same = any(
             t.get("type") == "mcp" and t.get("server_label") == served.server.label
             and t.get("server_url") == served.server.url
-            and t.get("allowed_tools") == served.spec.get("allowed_tools")
+            and t.get("allowed_tools") == served.allowed_sent
             for t in response.get("tools") or []
         )  # fmt: skip
         if not same:

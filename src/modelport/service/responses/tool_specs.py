@@ -7,10 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from openai.types.responses import Tool
+from openai.types.responses import FileSearchTool, FunctionTool, Tool
+from openai.types.responses.file_search_tool import RankingOptions
+from openai.types.responses.tool import Mcp
+from openai.types.responses.tool import McpAllowedToolsMcpToolFilter as McpToolFilter
+from openai.types.responses.tool import McpRequireApprovalMcpToolApprovalFilter as McpToolApprovalFilter
+from pydantic import BaseModel
 
 from modelport.errors import InvalidRequestError, NotFoundError
-from modelport.protocol.validation import by_type, check_as
 from modelport.service.fetching import Fetcher
 from modelport.service.responses.mcp_servers import McpServer
 from modelport.service.vectors import VectorStores, filters
@@ -39,16 +43,15 @@ class McpSpec:
     server: McpServer
     allowed: list[str] | None
     read_only: bool
-    approval: str | dict[str, Any]
-    spec: dict[str, Any]
+    approval: McpToolApprovalFilter | str
+    allowed_sent: Any  # `allowed_tools` as the request wrote it (a later turn reuses a listing for the same)
     tools: list[dict[str, Any]] = field(default_factory=list)
 
     def needs_approval(self, name: str) -> bool:
         if isinstance(self.approval, str):
             return self.approval != "never"
-        for answer in ("never", "always"):
-            names = (self.approval.get(answer) or {}).get("tool_names") or []
-            if name in names:
+        for answer, rule in (("never", self.approval.never), ("always", self.approval.always)):
+            if rule is not None and name in (rule.tool_names or []):
                 return answer == "always"
         return True  # OpenAI's default: a tool not named is asked about
 
@@ -60,103 +63,94 @@ class McpSpec:
         return kept
 
 
-_CREDENTIALS = ("headers", "authorization")
-# Each tool type's model in the `openai` package, by its `type`.
-TOOLS = by_type(Tool)
+_CREDENTIALS = {"headers", "authorization"}
 
 
-def with_defaults(tool: dict[str, Any]) -> dict[str, Any]:
+def with_defaults(tool: Tool) -> Tool:
     """A tool as a response echoes it, with the defaults it ran with filled in: a function's `strict` (its
     calls are held to the schema here whatever it says, as OpenAI's default `true` promises), its
     `description` and `parameters` as null when not given; a `file_search` tool's limits, ranking and
     `filters` (required by the OpenResponses schema, null when none)."""
-    if tool.get("type") == "function":
-        return {"description": None, "parameters": None, "strict": True, **tool}
-    if tool.get("type") != "file_search":
+    if isinstance(tool, FunctionTool):
+        strict = True if tool.strict is None else tool.strict
+        given = {"description": tool.description, "parameters": tool.parameters, "strict": strict}
+        return tool.model_copy(update=given)  # set, so that the echo has them (null when not given)
+    if not isinstance(tool, FileSearchTool):
         return tool
-    ranking = {"ranker": "auto", "score_threshold": 0.0, **(tool.get("ranking_options") or {})}
-    limit = tool.get("max_num_results") or _DEFAULT_RESULTS
-    return {"filters": None, **tool, "max_num_results": limit, "ranking_options": ranking}
+    ranking = RankingOptions.model_validate(
+        {"ranker": "auto", "score_threshold": 0.0, **_sent(tool.ranking_options)}
+    )
+    limit = tool.max_num_results or _DEFAULT_RESULTS
+    return tool.model_copy(
+        update={"filters": tool.filters, "max_num_results": limit, "ranking_options": ranking}
+    )
 
 
-def echoed(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def echoed(tools: list[Tool]) -> list[Tool]:
     """Tools as a response shows and stores them: with the defaults they ran with (`with_defaults`), an MCP
     server's credentials (`headers`, `authorization`) left out."""
-    return [
-        with_defaults({k: v for k, v in t.items() if k not in _CREDENTIALS} if t.get("type") == "mcp" else t)
-        for t in tools
-    ]
+    return [with_defaults(_without_credentials(t) if isinstance(t, Mcp) else t) for t in tools]
 
 
-async def file_search_spec(tool: dict[str, Any], where: str, vector_stores: VectorStores) -> FileSearchSpec:
-    store_ids = tool.get("vector_store_ids")
-    if not isinstance(store_ids, list) or not store_ids or not all(isinstance(s, str) for s in store_ids):
+def _without_credentials(tool: Mcp) -> Mcp:
+    return Mcp.model_validate(_sent(tool, exclude=_CREDENTIALS))
+
+
+def _sent(given: BaseModel | None, exclude: set[str] | None = None) -> dict[str, Any]:
+    """What a request gave of a part of it, as it gave it (none: nothing)."""
+    if given is None:
+        return {}
+    return given.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude=exclude)
+
+
+async def file_search_spec(tool: FileSearchTool, where: str, vector_stores: VectorStores) -> FileSearchSpec:
+    if not tool.vector_store_ids:
         raise InvalidRequestError(
             f"{where}.vector_store_ids must be a non-empty list of vector store ids.",
             param=f"{where}.vector_store_ids",
         )
-    for store_id in store_ids:
+    for store_id in tool.vector_store_ids:
         try:
             await vector_stores.retrieve(store_id)
         except NotFoundError as error:
             error.param = f"{where}.vector_store_ids"
             raise
-    limit = tool.get("max_num_results", _DEFAULT_RESULTS)
-    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 50:
+    limit = tool.max_num_results if tool.max_num_results is not None else _DEFAULT_RESULTS
+    if not 1 <= limit <= 50:
         raise InvalidRequestError(
             f"{where}.max_num_results must be from 1 to 50.", param=f"{where}.max_num_results"
         )
-    rule = tool.get("filters")
+    rule = _sent(tool.filters) if tool.filters is not None else None
     if rule is not None:
         filters.checked_filter(rule, f"{where}.filters")
-    # The rest as the SDK types it (a string `ranking_options`: a 400, not a 500).
-    check_as(TOOLS, tool, where)
-    return FileSearchSpec(store_ids, rule, limit, tool.get("ranking_options"), where)
+    ranking = _sent(tool.ranking_options) if tool.ranking_options is not None else None
+    return FileSearchSpec(list(tool.vector_store_ids), rule, limit, ranking, where)
 
 
-async def mcp_spec(tool: dict[str, Any], where: str, fetcher: Fetcher, seconds: float, chars: int) -> McpSpec:
-    label, url = tool.get("server_label"), tool.get("server_url")
-    if tool.get("connector_id"):
+async def mcp_spec(tool: Mcp, where: str, fetcher: Fetcher, seconds: float, chars: int) -> McpSpec:
+    if tool.connector_id:
         raise InvalidRequestError(
             f"{where}.connector_id names one of OpenAI's hosted connectors, which this server cannot reach; "
             "give the server_url of an MCP server instead.",
             param=f"{where}.connector_id",
         )
-    if not isinstance(label, str) or not label:
+    if not tool.server_label:
         raise InvalidRequestError(f"{where}.server_label is required.", param=f"{where}.server_label")
-    if not isinstance(url, str) or not url:
+    if not tool.server_url:
         raise InvalidRequestError(f"{where}.server_url is required.", param=f"{where}.server_url")
-    headers = tool.get("headers") or {}
-    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
-        raise InvalidRequestError(f"{where}.headers must map names to strings.", param=f"{where}.headers")
-    authorization = tool.get("authorization")
-    if authorization is not None:
-        if not isinstance(authorization, str) or not authorization.strip():
+    headers = dict(tool.headers or {})
+    if tool.authorization is not None:
+        if not tool.authorization.strip():
             raise InvalidRequestError(
                 f"{where}.authorization must be an access token (a string).", param=f"{where}.authorization"
             )
         # OpenAI: "an OAuth access token that can be used with a remote MCP server", sent as a bearer token.
-        headers = {**headers, "Authorization": f"Bearer {authorization.strip()}"}
-    allowed = tool.get("allowed_tools")
-    read_only = False
-    if isinstance(allowed, dict):
-        read_only = bool(allowed.get("read_only"))
-        allowed = allowed.get("tool_names")
-    if allowed is not None and (
-        not isinstance(allowed, list) or not all(isinstance(n, str) for n in allowed)
-    ):
-        raise InvalidRequestError(
-            f"{where}.allowed_tools must be a list of tool names or {{tool_names, read_only}}.",
-            param=f"{where}.allowed_tools",
-        )
-    approval = tool.get("require_approval", "always")
-    if approval is None:
-        approval = "always"
-    if not (approval in ("always", "never") or isinstance(approval, dict)):
-        raise InvalidRequestError(
-            f"{where}.require_approval must be always, never or {{always, never}} with tool_names.",
-            param=f"{where}.require_approval",
-        )
-    pin = await fetcher.pin(url, f"{where}.server_url")
-    server = McpServer(label, url, headers, pin, seconds, chars)
-    return McpSpec(server, allowed, read_only, approval, tool)
+        headers = {**headers, "Authorization": f"Bearer {tool.authorization.strip()}"}
+    allowed, read_only = tool.allowed_tools, False
+    if isinstance(allowed, McpToolFilter):
+        read_only, allowed = bool(allowed.read_only), allowed.tool_names
+    approval = tool.require_approval if tool.require_approval is not None else "always"
+    pin = await fetcher.pin(tool.server_url, f"{where}.server_url")
+    server = McpServer(tool.server_label, tool.server_url, headers, pin, seconds, chars)
+    sent = _sent(tool).get("allowed_tools")
+    return McpSpec(server, list(allowed) if allowed is not None else None, read_only, approval, sent)
