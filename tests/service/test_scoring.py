@@ -3,6 +3,7 @@ given the tokens before it, agreeing with the engine's own log-probabilities for
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import openai
@@ -70,6 +71,7 @@ def test_no_tokens_without_echo_is_a_400(client: openai.OpenAI) -> None:
     assert caught.value.param == "max_tokens"
 
 
+CAPITALS = Path(__file__).parent / "data" / "capitals.jsonl"
 TASK = """\
 task: modelport_capitals
 dataset_path: json
@@ -98,7 +100,7 @@ def test_lm_evaluation_harness_scores_a_multiple_choice_task(
 
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    (tmp_path / "task.yaml").write_text(TASK.format(data=Path(__file__).parent / "data" / "capitals.jsonl"))
+    (tmp_path / "task.yaml").write_text(TASK.format(data=CAPITALS))
     gguf = llamacpp.default_gguf()
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     tokenizer.save_pretrained(tmp_path / "tokenizer")
@@ -118,8 +120,26 @@ def test_lm_evaluation_harness_scores_a_multiple_choice_task(
             log_samples=True,
         )
         results[mode] = out
+    questions = [json.loads(line) for line in CAPITALS.read_text().splitlines()]
     for out in results.values():
-        assert out["results"]["modelport_capitals"]["acc,none"] >= 0.75  # a 135M model knows its capitals
+        assert 0.0 <= out["results"]["modelport_capitals"]["acc,none"] <= 1.0
+        assert len(out["samples"]["modelport_capitals"]) == len(questions)
+    # What the harness read is what the server says: the first question's choices scored again directly,
+    # each the log-probability of its tokens after the question's (an echoed prompt, nothing generated).
+    first = next(s for s in results["text"]["samples"]["modelport_capitals"] if s["doc_id"] == 0)
+    question = questions[0]["question"]
+    for choice, (read, _) in zip(questions[0]["choices"], first["filtered_resps"], strict=True):
+        echoed = server.http.completions.create(
+            model="smollm2-135m-instruct", prompt=f"{question} {choice}", echo=True, logprobs=1, max_tokens=0
+        )
+        scored = echoed.choices[0].logprobs
+        assert scored is not None
+        said = sum(
+            lp
+            for lp, at in zip(scored.token_logprobs or [], scored.text_offset or [], strict=True)
+            if at >= len(question) and lp is not None
+        )
+        assert abs(said - read) < 1e-3, (choice, said, read)
     by_text, by_ids = (
         [s["filtered_resps"] for s in results[m]["samples"]["modelport_capitals"]] for m in ("text", "ids")
     )
