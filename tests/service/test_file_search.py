@@ -130,3 +130,23 @@ def test_a_bad_file_search_tool_is_a_4xx_naming_it(
             model=MODEL, input="hi", tools=[{"type": "file_search", "vector_store_ids": [store], **tool}]
         )
     assert caught.value.body["param"] == param
+
+
+@pytest.mark.one_face
+def test_allowed_tools_can_allow_the_search_beside_a_function_it_leaves_out(client: Any, store: str) -> None:
+    weather = {
+        "type": "function",
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    }
+    answer = client.responses.create(
+        model=MODEL,
+        input="What does a rocket engine burn?",
+        tools=[weather, {"type": "file_search", "vector_store_ids": [store]}],
+        tool_choice={"type": "allowed_tools", "mode": "required", "tools": [{"type": "file_search"}]},
+        temperature=0,
+        max_output_tokens=64,
+    )
+    kinds = [item.type for item in answer.output]
+    assert kinds[0] == "file_search_call"  # `required` over what it allows: the search, run by the server
+    assert "function_call" not in kinds

@@ -394,6 +394,52 @@ def test_a_function_tool_round_trip(client: Any) -> None:
     assert answered.output_text
 
 
+@pytest.mark.one_face
+@pytest.mark.slow
+def test_allowed_tools_narrow_what_a_turn_may_call_of_the_tools_given(client: Any) -> None:
+    clock = {
+        "type": "function",
+        "name": "get_time",
+        "description": "The current time in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    }
+    allowed = {
+        "type": "allowed_tools",
+        "mode": "required",
+        "tools": [{"type": "function", "name": "get_time"}],
+    }
+    asked = client.responses.create(
+        model="smollm2-135m-instruct",
+        instructions=BRIEF,
+        input="What is the weather in Paris?",
+        tools=[WEATHER, clock],
+        tool_choice=allowed,
+        max_output_tokens=80,
+    )
+    calls = [item for item in asked.output if item.type == "function_call"]
+    assert [call.name for call in calls] == ["get_time"] * len(calls)  # the one it allows, though asked
+    assert calls  # `required`: a call
+    assert asked.tool_choice.type == "allowed_tools"  # echoed as given
+    assert [tool.name for tool in asked.tools] == ["get_weather", "get_time"]
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.responses.create(
+            model="smollm2-135m-instruct",
+            input="x",
+            tools=[WEATHER],
+            tool_choice={**allowed, "tools": [{"type": "function", "name": "nowhere"}]},
+        )
+    assert caught.value.body["param"] == "tool_choice"
+    assert "allows none" in caught.value.body["message"]
+    unforced = client.responses.create(
+        model="smollm2-135m-instruct",
+        input="What is the weather in Paris?",
+        tools=[WEATHER],
+        tool_choice={**allowed, "mode": "auto", "tools": []},
+        max_output_tokens=16,
+    )
+    assert [item.type for item in unforced.output] == ["message"]  # nothing allowed, nothing called
+
+
 @pytest.mark.slow
 def test_a_streamed_tool_round_trip_through_the_sdks_stream_helper(client: Any) -> None:
     with client.responses.stream(

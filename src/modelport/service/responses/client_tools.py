@@ -26,6 +26,7 @@ from openai.types.responses import (
     ResponseCustomToolCall,
     ResponseFunctionToolCall,
     Tool,
+    ToolChoiceAllowed,
     ToolChoiceCustom,
     ToolChoiceFunction,
 )
@@ -91,6 +92,8 @@ class ClientTools:
                 f"tool_choice forces `{choice.type}`, which this server does not run: {HOSTED[choice.type]}.",
                 param="tool_choice",
             )
+        if isinstance(choice, ToolChoiceAllowed):
+            return choice.mode  # over the tools it allows (`offered`)
         if isinstance(choice, ToolChoiceFunction | ToolChoiceCustom):
             name = chat_name(choice.name, getattr(choice, "namespace", None))
             if name not in self.named:
@@ -103,6 +106,19 @@ class ClientTools:
             '{"type": "function" or "custom", "name": ...}.',
             param="tool_choice",
         )
+
+    def offered(self, choice: ToolChoice | None) -> list[dict[str, Any]]:
+        """The chat tools the model is offered: every one, or those an `allowed_tools` choice names (a
+        client keeps its whole list in `tools` and narrows what one turn may call; the others are not shown
+        to the model that turn, so its prompt is not the one a turn with them would have)."""
+        if not isinstance(choice, ToolChoiceAllowed):
+            return self.chat
+        named = set()
+        for tool in choice.tools:
+            name, namespace = tool.get("name"), tool.get("namespace")
+            if tool.get("type") in ("function", "custom") and isinstance(name, str):
+                named.add(chat_name(name, namespace if isinstance(namespace, str) else None))
+        return [tool for tool in self.chat if tool["function"]["name"] in named]
 
     def item(
         self, item_id: str, call: dict[str, Any], status: Status

@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from openai.types.responses import ResponseInputItem
+from openai.types.responses import ResponseInputItem, ToolChoiceAllowed
 
 from modelport import ids
 from modelport.errors import InvalidRequestError
@@ -24,6 +24,10 @@ _TEXT_PARTS = ("input_text", "output_text", "text")
 _PARTS = (*_TEXT_PARTS, "refusal", "input_file", "input_image", "input_audio")
 # Items a turn may be given back that no chat message stands for: the items of tools the server ran.
 _SERVER_ITEMS = ("file_search_call", "mcp_list_tools", "mcp_call", "mcp_approval_request", "tool_search_call")
+# An `allowed_tools` choice of mode `required` that names none of the request's tools.
+NONE_ALLOWED = (
+    "tool_choice allows none of the request's tools (allowed_tools names each by its type and name)."
+)
 # How a compaction item (what `responses.compact` made of the turns it replaced) reaches the model.
 SUMMARY_PREFIX = "Summary of the conversation so far (what the user said is above it):"
 
@@ -234,9 +238,14 @@ def chat_fields(request: ResponseRequest, tools: ClientTools, choice: str | None
         fields["reasoning_effort"] = request.reasoning.effort
     if request.top_logprobs or "message.output_text.logprobs" in (request.include or []):
         fields.update(logprobs=True, top_logprobs=request.top_logprobs or 0)
-    if tools.chat:
-        fields["tools"] = tools.chat
-    if request.tool_choice is not None:
+    offered = tools.offered(request.tool_choice)
+    if offered:
+        fields["tools"] = offered
+    allowed = request.tool_choice if isinstance(request.tool_choice, ToolChoiceAllowed) else None
+    if allowed is not None and not offered and choice is None:  # and no tool the server runs
+        if allowed.mode == "required":
+            raise InvalidRequestError(NONE_ALLOWED, param="tool_choice")
+    elif request.tool_choice is not None:
         fields["tool_choice"] = choice or tools.choice(request.tool_choice)
     response_format = _chat_format(request.text.format if request.text is not None else None)
     if response_format is not None:

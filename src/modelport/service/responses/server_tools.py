@@ -33,6 +33,7 @@ from openai.types.responses import (
     ResponseMcpListToolsInProgressEvent,
     ResponseStreamEvent,
     Tool,
+    ToolChoiceAllowed,
     ToolChoiceMcp,
     ToolChoiceTypes,
 )
@@ -49,7 +50,7 @@ from openai.types.responses.tool import Mcp
 from modelport.errors import InvalidRequestError, NotFoundError
 from modelport.protocol.response_request import ToolChoice
 from modelport.service.fetching import Fetcher
-from modelport.service.responses.items import new_item_id
+from modelport.service.responses.items import NONE_ALLOWED, new_item_id
 from modelport.service.responses.mcp_servers import McpError
 from modelport.service.responses.response_events import ResponseEvents
 from modelport.service.responses.tool_specs import FileSearchSpec, McpSpec, file_search_spec, mcp_spec
@@ -115,7 +116,14 @@ class ServerTools:
         """Put the tools (an MCP server's once listed) into the chat request, with the tool choice that
         names one of them."""
         kept = [t for t in chat.tools or [] if (t.get("function") or {}).get("name") not in self.names]
-        chat.tools = kept + self.functions or None
+        functions = self.functions
+        if isinstance(choice, ToolChoiceAllowed):
+            functions = [f for f in functions if self._allowed(f["function"]["name"], choice.tools)]
+        chat.tools = kept + functions or None
+        if isinstance(choice, ToolChoiceAllowed):  # its mode, over the tools it allows of both kinds
+            if chat.tools is None and choice.mode == "required":
+                raise InvalidRequestError(NONE_ALLOWED, param="tool_choice")
+            chat.tool_choice = choice.mode if chat.tools else None
         if isinstance(choice, ToolChoiceTypes | ToolChoiceMcp) and choice.type in SERVED:
             chosen = self.chat_choice(choice)
             if chosen is None:
@@ -126,6 +134,18 @@ class ServerTools:
                     param="tool_choice",
                 )
             chat.tool_choice = chosen
+
+    def _allowed(self, function: str, allowed: list[dict[str, object]]) -> bool:
+        """Whether an `allowed_tools` choice's list names the tool a function stands for: `file_search`,
+        or an MCP server's tool (`{"type": "mcp", "server_label"}`, all its tools; with `name`, that one)."""
+        if function == FILE_SEARCH:
+            return any(tool.get("type") == FILE_SEARCH for tool in allowed)
+        served, tool_name = self._named[function]
+        return any(
+            tool.get("type") == "mcp" and tool.get("server_label") == served.server.label
+            and tool.get("name") in (None, tool_name)
+            for tool in allowed
+        )  # fmt: skip
 
     def chat_choice(self, choice: ToolChoiceTypes | ToolChoiceMcp) -> dict[str, Any] | None:
         """A `tool_choice` naming one of these tools, as a chat tool choice (None if it names none)."""

@@ -10,7 +10,13 @@ from typing import Any, Protocol
 
 import anyio
 from openai.types.chat import ChatCompletion
-from openai.types.responses import Response, ResponseStreamEvent
+from openai.types.responses import (
+    Response,
+    ResponseStreamEvent,
+    ToolChoiceAllowed,
+    ToolChoiceMcp,
+    ToolChoiceTypes,
+)
 
 from modelport.errors import InvalidRequestError, ModelportError
 from modelport.protocol.answers import Events
@@ -175,9 +181,13 @@ def turn_chat(
     client: ClientTools,
 ) -> ChatCompletionRequest:
     chosen = request.tool_choice
-    # A choice of a server-run tool is put in once the tools are known (`ServerTools.offer`).
-    served = tools and chosen is not None and not isinstance(chosen, str) and chosen.type in SERVED
-    fields = items.chat_fields(request, client, choice="auto" if served else None)
+    # A choice of a server-run tool, or `allowed_tools` beside tools the server runs, is put in once the
+    # tools are known (`ServerTools.offer`).
+    later = bool(tools) and (
+        isinstance(chosen, ToolChoiceAllowed)
+        or (isinstance(chosen, ToolChoiceTypes | ToolChoiceMcp) and chosen.type in SERVED)
+    )
+    fields = items.chat_fields(request, client, choice="auto" if later else None)
     messages = history + items.messages(turn)
     if request.reasoning is not None and request.reasoning.context == "current_turn":
         messages = _this_turns_thinking(messages)
@@ -204,6 +214,10 @@ def summarised(request: ResponseRequest) -> bool:
 
 
 def _forced(request: ResponseRequest) -> bool:
+    """Whether the tool choice makes the model call a tool: `required`, one named, or `allowed_tools` whose
+    mode is `required`."""
+    if isinstance(request.tool_choice, ToolChoiceAllowed):
+        return request.tool_choice.mode == "required"
     return request.tool_choice not in (None, "auto", "none")
 
 
