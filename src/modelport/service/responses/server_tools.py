@@ -114,7 +114,7 @@ class ServerTools:
 
     def offer(self, chat: Any, choice: ToolChoice | None) -> None:
         """Put the tools (an MCP server's once listed) into the chat request, with the tool choice that
-        names one of them."""
+        names one of them; under an `allowed_tools` choice, those it allows, in its mode."""
         kept = [t for t in chat.tools or [] if (t.get("function") or {}).get("name") not in self.names]
         functions = self.functions
         if isinstance(choice, ToolChoiceAllowed):
