@@ -125,6 +125,7 @@ def test_an_unstored_response_is_not_kept(recall: Any) -> None:
         ({"tool_choice": {"type": "file_search"}}, "tool_choice"),
         ({"tool_choice": {"type": "function"}}, "tool_choice.name"),
         ({"tool_choice": {"type": "telepathy"}}, "tool_choice.type"),
+        ({"tools": ["web_search"]}, "tools[0].type"),  # a tool is an object, its type one of the kinds
         ({"tool_choice": {"type": "mcp", "server_label": "nowhere"}}, "tool_choice"),
         ({"conversation": "conv_1", "previous_response_id": "resp_1"}, "conversation"),
         ({"conversation": ""}, "conversation"),

@@ -15,15 +15,20 @@ UNKNOWN_TYPE = "unknown_type"
 _PLAIN = "Plain"  # the tag of a member that is not a model (a tool choice's mode); a capital: no `param`
 
 
+def _members(union: Any) -> tuple[Any, ...]:
+    """The members of a union, or of an annotated one (`Annotated[Union[…], PropertyInfo(…)]`)."""
+    members = typing.get_args(union)
+    if members and typing.get_origin(members[0]) is Union:
+        return typing.get_args(members[0])
+    return members
+
+
 def by_type(union: Any) -> dict[str, type[BaseModel]]:
     """The models of a union (or an annotated union) of the `openai` package's types, by the literal `type`
     each carries."""
-    members = typing.get_args(union)
-    if members and typing.get_origin(members[0]) is Union:  # `Annotated[Union[…], PropertyInfo(…)]`
-        members = typing.get_args(members[0])
     return {
         name: kind
-        for kind in members
+        for kind in _members(union)
         if isinstance(kind, type) and issubclass(kind, BaseModel) and "type" in kind.model_fields
         for name in typing.get_args(kind.model_fields["type"].annotation)
         if isinstance(name, str)
@@ -34,7 +39,7 @@ def tagged(union: Any, what: str) -> Any:
     """`union` told apart by `type` (its one member that is not a model, a literal, by being a string);
     `what` names a value of it in the 400 for a `type` none of its members has."""
     kinds = by_type(union)
-    plain = [m for m in typing.get_args(union) if not (isinstance(m, type) and issubclass(m, BaseModel))]
+    plain = [m for m in _members(union) if not (isinstance(m, type) and issubclass(m, BaseModel))]
 
     def member(given: Any) -> str | None:
         if isinstance(given, str) and plain:
@@ -50,6 +55,6 @@ def tagged(union: Any, what: str) -> Any:
         Discriminator(
             member,
             custom_error_type=UNKNOWN_TYPE,
-            custom_error_message=f"{what}'s `type` is one of {', '.join(sorted(kinds))}",
+            custom_error_message=f"{what} is an object whose `type` is one of {', '.join(sorted(kinds))}",
         ),
     ]
