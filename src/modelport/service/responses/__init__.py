@@ -180,7 +180,11 @@ class Responses:
         # naming the one at fault: the fuzzer's `service_tier: [null, 634119]` was a 500).
         request = parse(
             ResponseRequest,
-            {**given.model_dump(exclude_none=True), "model": given.model or DEFAULT_CHAT, "store": False},
+            {
+                **given.model_dump(exclude_none=True, by_alias=True),  # a tool's `async`, not `async_`
+                "model": given.model or DEFAULT_CHAT,
+                "store": False,
+            },
         )
         conversation = conversation_id(request.conversation)
         if conversation is not None:
