@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+from openai.types.responses import ResponseFormatTextConfig
 from openai.types.responses import Tool as SDKTool
 from openai.types.responses.response import ToolChoice as SDKToolChoice
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -13,6 +14,16 @@ from modelport.protocol.tagged_unions import tagged
 from modelport.protocol.validation import invalid, telling
 
 Summary = Literal["auto", "concise", "detailed"]
+
+
+if TYPE_CHECKING:
+    ToolChoice = SDKToolChoice
+    RequestTool = SDKTool
+    TextFormat = ResponseFormatTextConfig
+else:
+    ToolChoice = tagged(SDKToolChoice, "a tool choice other than none, auto or required")
+    RequestTool = tagged(SDKTool, "a tool")
+    TextFormat = tagged(ResponseFormatTextConfig, "a text format")
 
 
 class ReasoningOptions(BaseModel):
@@ -34,23 +45,17 @@ class ReasoningOptions(BaseModel):
 
 
 class TextOptions(BaseModel):
-    """`text`: the answer's format (checked where it becomes a chat `response_format`) and its verbosity (a
-    hint that changes nothing on these models, accepted as `reasoning` is)."""
+    """`text`: the answer's format (plain text, a JSON object, or one a JSON schema holds) and its verbosity
+    (a hint that changes nothing on these models, accepted as `reasoning` is)."""
 
     model_config = ConfigDict(extra="allow")
 
-    format: dict[str, Any] | None = None
+    format: TextFormat | None = None
     verbosity: Literal["low", "medium", "high"] | None = None
 
 
 ConversationId = Annotated[str, Field(min_length=1)]
 
-if TYPE_CHECKING:
-    ToolChoice = SDKToolChoice
-    RequestTool = SDKTool
-else:
-    ToolChoice = tagged(SDKToolChoice, "a tool choice other than none, auto or required")
-    RequestTool = tagged(SDKTool, "a tool")
 _TOOL: TypeAdapter[RequestTool] = TypeAdapter(RequestTool)
 
 

@@ -10,11 +10,16 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from openai.types.responses import ResponseInputItem, ToolChoiceAllowed
+from openai.types.responses import (
+    ResponseFormatTextJSONSchemaConfig,
+    ResponseInputItem,
+    ToolChoiceAllowed,
+)
+from openai.types.shared import ResponseFormatJSONObject, ResponseFormatText
 
 from modelport import ids
 from modelport.errors import InvalidRequestError
-from modelport.protocol.response_request import ResponseRequest
+from modelport.protocol.response_request import ResponseRequest, TextFormat
 from modelport.protocol.tagged_unions import by_type
 from modelport.protocol.validation import check_as
 from modelport.service.responses.client_tools import INPUT, ClientTools, chat_name
@@ -271,20 +276,17 @@ def output_items(response: dict[str, Any]) -> list[dict[str, Any]]:
     return [item for item in response.get("output") or [] if item.get("type") in kept]
 
 
-def _chat_format(form: dict[str, Any] | None) -> dict[str, Any] | None:
-    if form is None or form.get("type") == "text":
+def _chat_format(form: TextFormat | None) -> dict[str, Any] | None:
+    """`text.format` as chat's `response_format` (None: plain text)."""
+    if form is None or isinstance(form, ResponseFormatText):
         return None
-    if form.get("type") == "json_object":
+    if isinstance(form, ResponseFormatJSONObject):
         return {"type": "json_object"}
-    if form.get("type") == "json_schema":
-        if not isinstance(form.get("schema"), dict):
-            raise InvalidRequestError(
-                "text.format.schema must be a JSON schema object.", param="text.format.schema"
-            )
-        spec = {k: form[k] for k in ("name", "schema", "strict", "description") if k in form}
-        return {"type": "json_schema", "json_schema": {"name": "output", **spec}}
-    raise InvalidRequestError(
-        f"text.format.type must be text, json_object or json_schema, not {form.get('type')!r}.",
+    if isinstance(form, ResponseFormatTextJSONSchemaConfig):
+        spec = form.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude={"type"})
+        return {"type": "json_schema", "json_schema": spec}
+    raise InvalidRequestError(  # a format an `openai` release newer than this server's code knows
+        f"text.format.type must be text, json_object or json_schema, not {form.type!r}.",
         param="text.format.type",
     )
 

@@ -68,7 +68,7 @@ def _text_config(given: TextOptions | None) -> dict[str, Any]:
     """`text` as the response echoes it: its format (plain text unless given; a JSON schema's `description`
     and `strict` always there, as the specification requires them), and `verbosity` only where it was given
     (optional: absent, never null)."""
-    text = given.model_dump(exclude_none=True) if given is not None else {}
+    text = given.model_dump(mode="json", exclude_none=True, by_alias=True) if given is not None else {}
     shown = {"format": {"type": "text"}, **text}
     if isinstance(shown["format"], dict) and shown["format"].get("type") == "json_schema":
         shown["format"] = {"description": None, "strict": False, **shown["format"]}

@@ -120,7 +120,7 @@ def new_row(request: ResponseRequest, turn: list[dict[str, Any]], response: Resp
         "heartbeat": int(time.time()),
         "metadata": request.metadata or {},
         "request": {
-            **request.model_dump(mode="json", exclude_unset=True, exclude={"input"}),
+            **request.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude={"input"}),
             "tools": [
                 tool.model_dump(mode="json", by_alias=True, exclude_unset=True)
                 for tool in echoed(request.tools or [])
