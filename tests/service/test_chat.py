@@ -21,14 +21,6 @@ def test_chat_answers_with_the_default_model_through_an_openai_alias(client: ope
     assert reply.model == "smollm2-135m-instruct"
     assert reply.choices[0].message.content
     assert reply.choices[0].finish_reason in ("stop", "length")
-    # The alias is the model: its greedy answer by its own id is the same.
-    direct = client.chat.completions.create(
-        model="smollm2-135m-instruct",
-        messages=[SYSTEM, {"role": "user", "content": "Which animal says meow?"}],
-        max_tokens=40,
-        temperature=0,
-    )
-    assert direct.choices[0].message.content == reply.choices[0].message.content
     assert reply.usage is not None
     assert reply.usage.completion_tokens > 0
     assert reply.usage.total_tokens == reply.usage.prompt_tokens + reply.usage.completion_tokens
