@@ -283,8 +283,8 @@ def _chat_format(form: TextFormat | None) -> dict[str, Any] | None:
     if isinstance(form, ResponseFormatJSONObject):
         return {"type": "json_object"}
     if isinstance(form, ResponseFormatTextJSONSchemaConfig):
-        fields = {"name", "schema_", "description", "strict"}  # what chat's `json_schema` has of it
-        spec = form.model_dump(mode="json", by_alias=True, exclude_unset=True, include=fields)
+        sent = form.to_dict(mode="json")  # as the request gave it: chat's `json_schema` has these of it
+        spec = {k: sent[k] for k in ("name", "schema", "description", "strict") if k in sent}
         return {"type": "json_schema", "json_schema": spec}
     raise InvalidRequestError(  # a format an `openai` release newer than this server's code knows
         f"text.format.type must be text, json_object or json_schema, not {form.type!r}.",

@@ -121,10 +121,7 @@ def new_row(request: ResponseRequest, turn: list[dict[str, Any]], response: Resp
         "metadata": request.metadata or {},
         "request": {
             **request.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude={"input"}),
-            "tools": [
-                tool.model_dump(mode="json", by_alias=True, exclude_unset=True)
-                for tool in echoed(request.tools or [])
-            ],
+            "tools": [tool.to_dict(mode="json") for tool in echoed(request.tools or [])],
         },
         "input_items": turn,
         "response": response.to_dict(mode="json"),

@@ -12,7 +12,6 @@ from openai.types.responses.file_search_tool import RankingOptions
 from openai.types.responses.tool import Mcp
 from openai.types.responses.tool import McpAllowedToolsMcpToolFilter as McpToolFilter
 from openai.types.responses.tool import McpRequireApprovalMcpToolApprovalFilter as McpToolApprovalFilter
-from pydantic import BaseModel
 
 from modelport.errors import InvalidRequestError, NotFoundError
 from modelport.service.fetching import Fetcher
@@ -77,9 +76,8 @@ def with_defaults(tool: Tool) -> Tool:
         return tool.model_copy(update=given)  # set, so that the echo has them (null when not given)
     if not isinstance(tool, FileSearchTool):
         return tool
-    ranking = RankingOptions.model_validate(
-        {"ranker": "auto", "score_threshold": 0.0, **_sent(tool.ranking_options)}
-    )
+    sent = tool.ranking_options.to_dict(mode="json") if tool.ranking_options is not None else {}
+    ranking = RankingOptions.model_validate({"ranker": "auto", "score_threshold": 0.0, **sent})
     limit = tool.max_num_results or _DEFAULT_RESULTS
     return tool.model_copy(
         update={"filters": tool.filters, "max_num_results": limit, "ranking_options": ranking}
@@ -93,14 +91,8 @@ def echoed(tools: list[Tool]) -> list[Tool]:
 
 
 def _without_credentials(tool: Mcp) -> Mcp:
-    return Mcp.model_validate(_sent(tool, exclude=_CREDENTIALS))
-
-
-def _sent(given: BaseModel | None, exclude: set[str] | None = None) -> dict[str, Any]:
-    """What a request gave of a part of it, as it gave it (none: nothing)."""
-    if given is None:
-        return {}
-    return given.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude=exclude)
+    sent = tool.to_dict(mode="json")  # as the request gave it
+    return Mcp.model_validate({k: v for k, v in sent.items() if k not in _CREDENTIALS})
 
 
 async def file_search_spec(tool: FileSearchTool, where: str, vector_stores: VectorStores) -> FileSearchSpec:
@@ -120,10 +112,10 @@ async def file_search_spec(tool: FileSearchTool, where: str, vector_stores: Vect
         raise InvalidRequestError(
             f"{where}.max_num_results must be from 1 to 50.", param=f"{where}.max_num_results"
         )
-    rule = _sent(tool.filters) if tool.filters is not None else None
+    rule = tool.filters.to_dict(mode="json") if tool.filters is not None else None
     if rule is not None:
         filters.checked_filter(rule, f"{where}.filters")
-    ranking = _sent(tool.ranking_options) if tool.ranking_options is not None else None
+    ranking = tool.ranking_options.to_dict(mode="json") if tool.ranking_options is not None else None
     return FileSearchSpec(list(tool.vector_store_ids), rule, limit, ranking, where)
 
 
@@ -152,5 +144,5 @@ async def mcp_spec(tool: Mcp, where: str, fetcher: Fetcher, seconds: float, char
     approval = tool.require_approval if tool.require_approval is not None else "always"
     pin = await fetcher.pin(tool.server_url, f"{where}.server_url")
     server = McpServer(tool.server_label, tool.server_url, headers, pin, seconds, chars)
-    sent = _sent(tool).get("allowed_tools")
+    sent = tool.to_dict(mode="json").get("allowed_tools")
     return McpSpec(server, list(allowed) if allowed is not None else None, read_only, approval, sent)
