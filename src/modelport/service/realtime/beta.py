@@ -8,12 +8,12 @@ event sent is checked against the openai package's beta types, as GA events are 
 from __future__ import annotations
 
 import copy
-import typing
+import functools
 from typing import Any
 
-from openai.types.beta.realtime import RealtimeServerEvent as BetaServerEvent
 from pydantic import BaseModel
 
+from modelport.protocol.tagged_unions import by_type
 from modelport.service.realtime import config
 
 Event = dict[str, Any]
@@ -32,13 +32,13 @@ _CONTENT_TO_GA = {"text": "output_text", "audio": "output_audio"}
 _FORMATS = {"audio/pcm": "pcm16", "audio/pcmu": "g711_ulaw", "audio/pcma": "g711_alaw"}
 
 
-def _by_type(union: Any) -> dict[str, type[BaseModel]]:
-    while typing.get_origin(union) is typing.Annotated:
-        union = typing.get_args(union)[0]
-    return {typing.get_args(cls.model_fields["type"].annotation)[0]: cls for cls in typing.get_args(union)}
+@functools.cache
+def beta_events() -> dict[str, type[BaseModel]]:
+    """The beta server events by type, read on the first beta connection: the openai package's beta types
+    take half a second to import, which a server whose clients speak GA should not spend at its start."""
+    from openai.types.beta.realtime import RealtimeServerEvent  # here, not at the top: see above
 
-
-BETA_EVENTS = _by_type(BetaServerEvent)
+    return by_type(RealtimeServerEvent)
 
 
 def wants_beta(headers: dict[str, str] | Any, offered: list[str]) -> bool:
@@ -61,7 +61,7 @@ def server_event(event: Event, transcription: bool) -> Event | None:
         beta["response"] = _response(beta["response"])
     if kind == "transcription_session.updated":
         return beta  # its beta type wants a client secret, which a session opened on this socket has none of
-    cls = BETA_EVENTS.get(kind)
+    cls = beta_events().get(kind)
     if cls is None:
         return None
     cls.model_validate(beta)  # what the beta SDK reads is what goes out

@@ -4,7 +4,6 @@ event is read through its `RealtimeClientEvent` class (unknown fields are kept: 
 
 from __future__ import annotations
 
-import typing
 from typing import Any
 
 from openai.types.realtime import RealtimeServerEvent
@@ -13,21 +12,14 @@ from pydantic import BaseModel, ValidationError
 
 from modelport.errors import ModelportError
 from modelport.ids import new_id
+from modelport.protocol.tagged_unions import by_type
 from modelport.protocol.validation import validation_param
 
 Event = dict[str, Any]
 
 
-def _by_type(union: Any) -> dict[str, type[BaseModel]]:
-    members = typing.get_args(union)
-    while len(members) == 1 or (members and typing.get_origin(union) is typing.Annotated):
-        union = members[0]
-        members = typing.get_args(union)
-    return {typing.get_args(cls.model_fields["type"].annotation)[0]: cls for cls in members}
-
-
-SERVER_EVENTS = _by_type(RealtimeServerEvent)
-CLIENT_EVENTS = _by_type(RealtimeClientEvent)
+SERVER_EVENTS = by_type(RealtimeServerEvent)
+CLIENT_EVENTS = by_type(RealtimeClientEvent)
 
 
 class ClientEventError(Exception):
