@@ -309,6 +309,19 @@ class BatchSettings(BaseModel):
     )
 
 
+class VectorStoreSettings(BaseModel):
+    """Files ingested into vector stores in the background."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lease: float = Field(
+        default=15.0,
+        ge=2,  # a heartbeat is kept in whole seconds: a shorter lease would see a fresh one as stale
+        description="seconds a file being ingested may go without its replica's heartbeat before another "
+        "replica (or the restarted one) takes it over",
+    )
+
+
 class WebRTCSettings(BaseModel):
     """Realtime calls over WebRTC (`POST /v1/realtime/calls`)."""
 
@@ -389,6 +402,7 @@ class Settings(BaseModel):
     auth: AuthSettings = Field(default_factory=lambda: AuthSettings())
     files: FileSettings = Field(default_factory=lambda: FileSettings())
     batches: BatchSettings = Field(default_factory=lambda: BatchSettings())
+    vector_stores: VectorStoreSettings = Field(default_factory=lambda: VectorStoreSettings())
     webrtc: WebRTCSettings = Field(default_factory=lambda: WebRTCSettings())
 
     @classmethod

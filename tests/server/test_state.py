@@ -20,8 +20,8 @@ from tests.support.live import ROOT, LiveServer
 from tests.support.postgres import Postgres
 
 pytestmark = pytest.mark.slow
-# Seconds a stopped server's background response or batch lease is given before another takes it as dead
-# (15 and 10 by default): short here, so the tests do not wait for the defaults.
+# Seconds a stopped server's background response, batch or ingest lease is given before another takes it as
+# dead (15, 10 and 15 by default): short here, so the tests do not wait for the defaults.
 DEAD_AFTER = 3
 
 
@@ -200,10 +200,13 @@ def test_a_batch_whose_input_was_deleted_while_it_ran_fails_when_it_is_taken_up(
 
 
 def test_a_file_being_ingested_by_a_killed_server_is_taken_up_by_the_next(tmp_path: Path) -> None:
-    from modelport.service.vectors.ingest import LEASE, LOOK
+    from modelport.service.vectors.ingest import LOOK
 
     config = tmp_path / "models.toml"
-    config.write_text('defaults = false\n[[models]]\nid = "all-minilm-l6-v2"\nengine = "onnx-embedding"\n')
+    config.write_text(
+        'defaults = false\n[[models]]\nid = "all-minilm-l6-v2"\nengine = "onnx-embedding"\n'
+        f"[vector_stores]\nlease = {DEAD_AFTER}\n"
+    )
     database = str(tmp_path / "state.db")
     first = LiveServer("--config", str(config), "--database", database, cwd=ROOT)
     first.wait_ready()
@@ -225,12 +228,12 @@ def test_a_file_being_ingested_by_a_killed_server_is_taken_up_by_the_next(tmp_pa
     try:
         client = sdk(second)
         while not [line for line in second.log.read_text().splitlines() if "taking up file" in line]:
-            assert time.monotonic() < restarted + LEASE + LOOK + 5, (
+            assert time.monotonic() < restarted + DEAD_AFTER + LOOK + 5, (
                 "the file left in progress was not taken up"
             )
             time.sleep(0.2)
         taken_up = time.monotonic() - restarted
-        deadline = restarted + LEASE + LOOK + 120
+        deadline = restarted + DEAD_AFTER + LOOK + 120
         while (seen := client.vector_stores.files.retrieve(uploaded.id, vector_store_id=store.id)).status == (
             "in_progress"
         ):

@@ -5,18 +5,17 @@ With a trigram model built in the tests, on a SQLite file both replicas share.""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 from pathlib import Path
 from typing import Annotated
 
 import numpy as np
-import pytest
 
 import modelport
 from modelport import Parameter
 from modelport.predictors.registry import ModelRegistry
 from modelport.service import Service
-from modelport.service.vectors import ingest
 from modelport.settings import Settings, StoreSettings
 from tests.predictors.tiny_models import trigram_embed
 
@@ -26,11 +25,9 @@ TEXT = "\n\n".join(
 STATIC = {"type": "static", "static": {"max_chunk_size_tokens": 100, "chunk_overlap_tokens": 0}}
 
 
-def test_a_taken_up_ingest_embeds_only_what_was_not_kept(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(ingest, "LEASE", 0)  # the next replica takes the file up at once, not after 15 s
-    settings = Settings(store=StoreSettings(url=str(tmp_path / "state.db")), defaults=False)
+def test_a_taken_up_ingest_embeds_only_what_was_not_kept(tmp_path: Path) -> None:
+    database = tmp_path / "state.db"
+    settings = Settings(store=StoreSettings(url=str(database)), defaults=False)
     first: list[str] = []
     second: list[str] = []
     held = threading.Event()
@@ -62,7 +59,8 @@ def test_a_taken_up_ingest_embeds_only_what_was_not_kept(
             assert await asyncio.to_thread(held.wait, 10)
             await replica.close()  # as a replica that stops: its ingest is cancelled mid-batch
         release.set()
-        await asyncio.sleep(1.1)  # its last heartbeat a second old: past the (zero) lease
+        with sqlite3.connect(database) as db:  # its lease run out (15 s), as if that long had passed
+            db.execute("UPDATE vector_store_files SET heartbeat = 0")
         registry = ModelRegistry()
         registry.add_predictor("trigram", counting)
         taker = Service(registry, settings)

@@ -108,7 +108,9 @@ class Service:
         self.images = Images(self.files, fetcher, bounds)
         self.spoken = SpokenAnswers(self.pcm_speech)
         embedder = Embedder(self._embed, self._reader, self._usable)
-        self.vector_stores = VectorStores(self.store, self.files, embedder, self.documents, DEFAULT_EMBEDDING)
+        self.vector_stores = VectorStores(
+            self.store, self.files, embedder, self.documents, DEFAULT_EMBEDDING, self.settings.vector_stores
+        )
         self.responses = Responses(
             self,
             registry,

@@ -182,7 +182,7 @@ class VectorRows:
                 await drop_chunks(connection, store_id, file_id)
         return bool(done.rowcount)
 
-    async def claim(self, store_id: str, file_id: str, lease: int) -> bool:
+    async def claim(self, store_id: str, file_id: str, lease: float) -> bool:
         """Take a file in progress to work on, unless another replica's heartbeat on it is fresh."""
         now = int(time.time())
         table = vector_store_files.c
@@ -205,7 +205,7 @@ class VectorRows:
                 update(vector_store_files).where(*_file(store_id, file_id)).values(heartbeat=int(time.time()))
             )
 
-    async def abandoned(self, lease: int) -> list[dict[str, Any]]:
+    async def abandoned(self, lease: float) -> list[dict[str, Any]]:
         """Files in progress that no replica has worked on within `lease` seconds (a replica stopped)."""
         table = vector_store_files.c
         query = select(table.vector_store_id, table.id, table.project).where(

@@ -46,6 +46,7 @@ from modelport.service.vectors.shapes import (
     ranking,
     store_object,
 )
+from modelport.settings import VectorStoreSettings
 from modelport.store import Store
 from modelport.store.chunk_rows import ChunkRows
 from modelport.store.vector_rows import VectorRows
@@ -69,12 +70,13 @@ class VectorStores:
         embedder: Embedder,
         documents: DocumentReader,
         default_model: str,
+        settings: VectorStoreSettings,
     ) -> None:
         self.store = store
         self.files = files
         self.embedder = embedder
         self.default_model = default_model
-        self.ingest = Ingest(store, files, embedder, documents) if store is not None else None
+        self.ingest = Ingest(store, files, embedder, documents, settings.lease) if store is not None else None
 
     async def start(self) -> None:
         """Take up files left in progress by a replica that stopped."""

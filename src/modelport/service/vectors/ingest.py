@@ -2,8 +2,9 @@
 it into chunks the store's embedding model reads whole, embed them, and write them with the file's status
 `completed` at once, or mark it `failed` with why. A replica works on a file only after claiming it, and
 beats its heartbeat every few seconds while it works (reading the document included), so a file left in
-progress by a replica that stopped is taken up again by another, or by this one when it starts, within
-`LEASE` seconds: every replica looks for such files at start and then every `LOOK` seconds."""
+progress by a replica that stopped is taken up again by another, or by this one when it starts, once its
+lease (`[vector_stores] lease`) has passed: every replica looks for such files at start and then every
+`LOOK` seconds."""
 
 from __future__ import annotations
 
@@ -25,8 +26,7 @@ from modelport.service.vectors import chunking
 from modelport.store import Store
 
 log = logging.getLogger("modelport.vectors")
-LEASE = 15  # seconds without a heartbeat after which another replica takes a file over
-BEAT = 3  # seconds between heartbeats of a file being worked on
+BEAT = 3  # seconds between heartbeats of a file being worked on, at most (a fifth of a shorter lease)
 LOOK = 5  # seconds between looks for files a stopped replica left
 _EMBED_BATCH = 64  # chunks per embedding call
 
@@ -45,13 +45,20 @@ class Ingest:
     """The files being ingested by this replica."""
 
     def __init__(
-        self, store: Store, files: Files, embedder: Embedder, documents: DocumentReader, concurrency: int = 2
+        self,
+        store: Store,
+        files: Files,
+        embedder: Embedder,
+        documents: DocumentReader,
+        lease: float,
+        concurrency: int = 2,
     ) -> None:
         self.rows = store.vectors
         self.chunks = store.chunks
         self.files = files
         self.embedder = embedder
         self.documents = documents
+        self.lease = lease  # seconds without a heartbeat after which another replica takes a file over
         self._running: dict[tuple[str, str], asyncio.Task[None]] = {}  # by (store, file), until done
         self._slots = asyncio.Semaphore(concurrency)
         self._looking: asyncio.Task[None] | None = None
@@ -83,7 +90,7 @@ class Ingest:
                 log.debug("looking for abandoned files failed", exc_info=True)
 
     async def _take_up(self, stores: Callable[[str, str], Awaitable[dict[str, Any] | None]]) -> None:
-        for row in await self.rows.abandoned(LEASE):
+        for row in await self.rows.abandoned(self.lease):
             if (row["vector_store_id"], row["id"]) in self._running:
                 continue  # waiting for a slot here
             store = await stores(row["vector_store_id"], row["project"])
@@ -108,7 +115,7 @@ class Ingest:
 
     async def _ingest(self, store_id: str, file_id: str, model: str, strategy: dict[str, Any]) -> None:
         async with self._slots:
-            if not await self.rows.claim(store_id, file_id, LEASE):
+            if not await self.rows.claim(store_id, file_id, self.lease):
                 return
             beating = asyncio.create_task(self._beat(store_id, file_id))
             try:
@@ -141,9 +148,10 @@ class Ingest:
                 beating.cancel()
 
     async def _beat(self, store_id: str, file_id: str) -> None:
-        """The file's heartbeat, every `BEAT` seconds, while it is worked on here."""
+        """The file's heartbeat while it is worked on here: every `BEAT` seconds, or oftener where the lease
+        is short, so that a file is never taken from a replica still working on it."""
         while True:
-            await asyncio.sleep(BEAT)
+            await asyncio.sleep(min(BEAT, self.lease / 5))
             try:
                 await self.rows.beat(store_id, file_id)
             except Exception:  # the store is down (logged there): beaten again in a moment
