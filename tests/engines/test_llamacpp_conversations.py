@@ -23,7 +23,7 @@ from tests.support.live import configured_server
 pytestmark = pytest.mark.models  # real models: not the unit tier
 
 SYSTEM = "You are a terse assistant for a warehouse. " + " ".join(
-    f"Rule {i}: shelf {i} holds item {i * 7 % 50} and is checked every {i % 5 + 1} days." for i in range(40)
+    f"Rule {i}: shelf {i} holds item {i * 7 % 50} and is checked every {i % 5 + 1} days." for i in range(16)
 )
 
 
