@@ -66,16 +66,21 @@ def shell(request: dict[str, Any]) -> dict[str, Any]:
 
 # Codex's `exec` takes any JavaScript (`/[\s\S]+/`), which a tiny model writes without end: here it is held to
 # one program by a regex grammar (as a user may give one), so the call the server decodes under it is known.
+# Its description (13.4 KB: the API of the tools the JavaScript can reach, ~3,400 prompt tokens of the forced
+# turn's ~5,500, half a minute of one CPU) is cut to a sentence, since the grammar writes the program anyway.
 PROGRAM = "await tools.exec_command({cmd: 'ls'})"
+EXEC: dict[str, Any] = {
+    "description": "Runs JavaScript that calls the shell: `await tools.exec_command({cmd})`.",
+    "format": {"type": "grammar", "syntax": "regex", "definition": re.escape(PROGRAM)},
+}
 
 
 def bounded(item: dict[str, Any]) -> dict[str, Any]:
-    """An `additional_tools` item with its `exec` tool's grammar narrowed to PROGRAM."""
+    """An `additional_tools` item with its `exec` tool's grammar narrowed to PROGRAM (and described short)."""
     if item.get("type") != "additional_tools":
         return item
-    one = {"type": "grammar", "syntax": "regex", "definition": re.escape(PROGRAM)}
     narrowed = [
-        {**space, "tools": [{**t, "format": one} if t.get("name") == "exec" else t for t in space["tools"]]}
+        {**space, "tools": [{**t, **EXEC} if t.get("name") == "exec" else t for t in space["tools"]]}
         if space.get("type") == "namespace" else space
         for space in item["tools"]
     ]  # fmt: skip
