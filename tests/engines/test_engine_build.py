@@ -72,6 +72,7 @@ def which(env: dict[str, str] | None = None) -> tuple[bool, str]:
     return native == "True", path
 
 
+@pytest.mark.slow  # five Python processes, each importing the engine
 def test_a_process_runs_this_cpus_build_when_there_is_one_and_only_for_this_cpu(engines: Path) -> None:
     version = cpu_builds.wheel_version()
     assert version is not None
@@ -158,13 +159,14 @@ def builders(engines: Path) -> Iterator[int]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds its processes in /proc")
+@pytest.mark.slow  # a server and a compiler of its own
 @COMPILER
 @pytest.mark.parametrize(
     "ending",
     [
         signal.SIGTERM,  # how systemd and docker stop a server; uvicorn re-raises it, so none of ours runs
-        pytest.param(signal.SIGINT, marks=pytest.mark.slow),
-        pytest.param(signal.SIGKILL, marks=pytest.mark.slow),
+        signal.SIGINT,
+        signal.SIGKILL,
     ],
 )
 def test_serve_builds_in_the_background_and_ends_the_build_with_itself(engines: Path, ending: int) -> None:
@@ -213,6 +215,7 @@ def test_the_build_asks_ggml_for_each_instruction_set_this_cpu_lists_and_never_a
     }
 
 
+@pytest.mark.slow  # four Python processes, each importing the engine
 def test_speculation_is_on_by_default_only_in_a_build_that_carries_the_edit_that_makes_it_safe(
     engines: Path,
 ) -> None:
