@@ -12,15 +12,17 @@ import threading
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import openai
 import pytest
-from mcp.server.mcpserver import MCPServer
 
 from modelport.settings import Limits, Settings
 from tests.support.faces import Faces, faces
 from tests.support.live import serve_app
+
+if TYPE_CHECKING:  # imported where the servers are made: the `mcp` package takes 0.6 s of each collection
+    from mcp.server.mcpserver import MCPServer
 
 pytestmark = pytest.mark.models  # real models: not the unit tier
 
@@ -29,6 +31,8 @@ FORECASTS: list[str] = []  # the cities the servers were asked about, in order
 
 
 def weather() -> MCPServer:
+    from mcp.server.mcpserver import MCPServer
+
     server = MCPServer("weather")
 
     @server.tool()
