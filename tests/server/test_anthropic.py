@@ -9,17 +9,22 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anthropic
 import httpx
 import jsonschema
 import pytest
-from anthropic.types import Message, TextBlock, ThinkingBlock, ToolUseBlock
 
 from tests.support import documents
 from tests.support.configs import tiny_models
 from tests.support.faces import Faces, faces
+from tests.support.lazy import Imported
+
+if TYPE_CHECKING:
+    import anthropic
+    from anthropic import types
+else:  # the SDK imported by the first test that uses it, not at collection
+    anthropic, types = Imported("anthropic"), Imported("anthropic.types")
 
 WEATHER = {
     "name": "get_weather",
@@ -63,12 +68,12 @@ def test_a_claude_model_name_reaches_the_default_chat_model_and_answers_a_messag
         model="claude-sonnet-4-6", max_tokens=6, system="Answer briefly.", messages=ASK, extra_body=GREEDY,
         output_config=BRIEF,
     )  # fmt: skip
-    assert isinstance(answer, Message)
+    assert isinstance(answer, types.Message)
     assert answer.model == "smollm2-135m-instruct"
     assert answer.id.startswith("msg_")
     assert answer.role == "assistant"
     assert answer.stop_reason in ("end_turn", "max_tokens")
-    assert all(isinstance(block, TextBlock) for block in answer.content)
+    assert all(isinstance(block, types.TextBlock) for block in answer.content)
     assert answer.usage.input_tokens > 0
     assert 0 < answer.usage.output_tokens <= 6
     raw = httpx.post(
@@ -108,7 +113,7 @@ def test_a_tool_round_trip(server: Faces) -> None:
         tool_choice={"type": "tool", "name": "get_weather"}, extra_body=GREEDY,
     )  # fmt: skip
     assert forced.stop_reason == "tool_use"
-    (call,) = [block for block in forced.content if isinstance(block, ToolUseBlock)]
+    (call,) = [block for block in forced.content if isinstance(block, types.ToolUseBlock)]
     assert call.name == "get_weather"
     assert call.id
     jsonschema.validate(call.input, WEATHER["input_schema"])
@@ -120,7 +125,7 @@ def test_a_tool_round_trip(server: Faces) -> None:
         messages=turns, extra_body=GREEDY,
     )  # fmt: skip
     assert answered.stop_reason in ("end_turn", "max_tokens")
-    assert not [block for block in answered.content if isinstance(block, ToolUseBlock)]
+    assert not [block for block in answered.content if isinstance(block, types.ToolUseBlock)]
     # Streamed, the call's input comes as JSON pieces that join into the whole.
     with client.messages.stream(
         model="claude-sonnet-4-6", max_tokens=60, messages=ASK, tools=[WEATHER],
@@ -132,7 +137,7 @@ def test_a_tool_round_trip(server: Faces) -> None:
             if e.type == "content_block_delta" and e.delta.type == "input_json_delta"
         ]
         final = stream.get_final_message()
-    (streamed,) = [block for block in final.content if isinstance(block, ToolUseBlock)]
+    (streamed,) = [block for block in final.content if isinstance(block, types.ToolUseBlock)]
     assert json.loads("".join(pieces)) == streamed.input
     jsonschema.validate(streamed.input, WEATHER["input_schema"])
 
@@ -148,7 +153,7 @@ def test_output_config_s_format_holds_the_answer_to_its_schema(server: Faces) ->
         output_config={"format": {"type": "json_schema", "schema": schema}},
     )  # fmt: skip
     (block,) = answer.content
-    assert isinstance(block, TextBlock)
+    assert isinstance(block, types.TextBlock)
     jsonschema.validate(json.loads(block.text), schema)
 
 
@@ -173,8 +178,8 @@ def test_thinking_is_a_signed_block_given_back_to_the_model(tiny: Faces) -> None
         thinking={"type": "enabled", "budget_tokens": 2048},
     )  # fmt: skip
     first, answer = thought.content
-    assert isinstance(first, ThinkingBlock)
-    assert isinstance(answer, TextBlock)
+    assert isinstance(first, types.ThinkingBlock)
+    assert isinstance(answer, types.TextBlock)
     assert first.thinking == "pondering two plus three"
     assert first.signature
     assert answer.text == "nothing given back"
@@ -207,7 +212,7 @@ def test_streamed_thinking_ends_with_its_signature(tiny: Faces) -> None:
     assert kinds.index("signature_delta") == kinds.count("thinking_delta")
     assert {index for index, kind in deltas if kind == "text_delta"} == {1}
     first = final.content[0]
-    assert isinstance(first, ThinkingBlock)
+    assert isinstance(first, types.ThinkingBlock)
     assert first.signature
     assert first.thinking == "pondering two plus three"
 
@@ -253,7 +258,7 @@ def test_documents_reach_the_model_as_their_text(tiny: Faces) -> None:
         max_tokens=200,
         messages=[{"role": "user", "content": blocks}],  # type: ignore[list-item]
     )
-    text = "".join(block.text for block in recalled.content if isinstance(block, TextBlock))
+    text = "".join(block.text for block in recalled.content if isinstance(block, types.TextBlock))
     assert "Invoice 4471 is due in March." in text
     assert "Plain notes." in text
 
