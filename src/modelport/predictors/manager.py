@@ -24,7 +24,7 @@ from modelport.errors import (
     PredictorError,
     UnsupportedCapabilityError,
 )
-from modelport.machine import give_back_memory, process_rss
+from modelport.machine import back_into_collections, give_back_memory, process_rss
 from modelport.predictors.contract import Capability, Predictor
 from modelport.predictors.registry import ModelRegistry, ModelSpec
 from modelport.predictors.relay import Relay
@@ -177,7 +177,7 @@ class ModelManager:
         if holds_memory:
             await self._collect()
         else:  # functions alone: nothing worth a full collection now (0.2 s and more), but collectable
-            gc.unfreeze()
+            back_into_collections()
 
     def _forget(self, model_id: str, reason: str) -> bool:
         model = self._loaded.pop(model_id, None)
@@ -193,7 +193,7 @@ class ModelManager:
     async def _collect() -> None:
         # Engines' closures form cycles, and a model loaded at start-up was frozen with it (see the server's
         # start-up): back into the collector's reach, or its memory would never return.
-        gc.unfreeze()
+        back_into_collections()
         await anyio.to_thread.run_sync(gc.collect)
         await anyio.to_thread.run_sync(give_back_memory)
 

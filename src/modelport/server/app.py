@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,6 +14,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from modelport import __version__, metrics
+from modelport.machine import keep_out_of_collections
 from modelport.server import (
     error_handlers,
     generate_route,
@@ -34,11 +34,10 @@ log = logging.getLogger("modelport.server")
 
 def _settle(loading: asyncio.Task[None]) -> None:
     """Once the models are loaded, keep what start-up made out of the collector's full passes: it lives as
-    long as the server, and every full pass walked all of it on the event loop's thread (0.3-0.6 s on 2
-    cores with the default models, in a 5-minute soak; every request waited)."""
+    long as the server (`machine.keep_out_of_collections`; in a 5-minute soak, every pass made every request
+    wait)."""
     if not loading.cancelled():
-        gc.collect()
-        gc.freeze()
+        keep_out_of_collections()
         metrics.watch_gc()
 
 
