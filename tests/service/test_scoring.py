@@ -109,14 +109,17 @@ def test_lm_evaluation_harness_scores_a_multiple_choice_task(
         "base_url": f"{server.url}/v1/completions",
         "tokenizer_backend": "huggingface",
         "tokenizer": str(tmp_path / "tokenizer"),  # counts the context's tokens in either mode
+        "batch_size": 8,  # prompts a request, as a run of a real task asks them
     }
+    # The task alone: the harness's own thousands of task files take 8 s to index, each time.
+    tasks = TaskManager(include_path=str(tmp_path), include_defaults=False)
     results = {}
     for mode, extra in (("text", {"tokenized_requests": False}), ("ids", {"tokenized_requests": True})):
         out = lm_eval.simple_evaluate(
             model="local-completions",
             model_args={**common, **extra},
             tasks=["modelport_capitals"],
-            task_manager=TaskManager(include_path=str(tmp_path)),
+            task_manager=tasks,
             log_samples=True,
         )
         results[mode] = out
