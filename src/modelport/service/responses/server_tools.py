@@ -112,6 +112,14 @@ class ServerTools:
             functions.append({"type": "function", "function": described})
         return functions
 
+    def decides(self, choice: ToolChoice | None) -> bool:
+        """Whether `offer` sets the turn's tool choice (chat's own is then `auto` until it does): a choice of
+        a tool the server runs, or `allowed_tools` while the server runs any."""
+        return bool(self) and (
+            isinstance(choice, ToolChoiceAllowed)
+            or (isinstance(choice, ToolChoiceTypes | ToolChoiceMcp) and choice.type in SERVED)
+        )
+
     def offer(self, chat: Any, choice: ToolChoice | None) -> None:
         """Put the tools (an MCP server's once listed) into the chat request, with the tool choice that
         names one of them; under an `allowed_tools` choice, those it allows, in its mode."""

@@ -14,8 +14,6 @@ from openai.types.responses import (
     Response,
     ResponseStreamEvent,
     ToolChoiceAllowed,
-    ToolChoiceMcp,
-    ToolChoiceTypes,
 )
 
 from modelport.errors import InvalidRequestError, ModelportError
@@ -28,7 +26,7 @@ from modelport.service.responses import items
 from modelport.service.responses.client_tools import ClientTools
 from modelport.service.responses.response_events import ResponseEvents
 from modelport.service.responses.sealing import Sealer
-from modelport.service.responses.server_tools import SERVED, ServerTools, answered
+from modelport.service.responses.server_tools import ServerTools, answered
 from modelport.service.responses.storing import Ending, StoredTurns
 
 _TRUNCATION_TRIES = 8  # `truncation: auto` drops the oldest turn this many times at most
@@ -180,14 +178,8 @@ def turn_chat(
     tools: ServerTools,
     client: ClientTools,
 ) -> ChatCompletionRequest:
-    chosen = request.tool_choice
-    # A choice of a server-run tool, or `allowed_tools` beside tools the server runs, is put in once the
-    # tools are known (`ServerTools.offer`).
-    later = bool(tools) and (
-        isinstance(chosen, ToolChoiceAllowed)
-        or (isinstance(chosen, ToolChoiceTypes | ToolChoiceMcp) and chosen.type in SERVED)
-    )
-    fields = items.chat_fields(request, client, choice="auto" if later else None)
+    # A choice the server's tools decide is put in once they are known (`ServerTools.offer`).
+    fields = items.chat_fields(request, client, choice="auto" if tools.decides(request.tool_choice) else None)
     messages = history + items.messages(turn)
     if request.reasoning is not None and request.reasoning.context == "current_turn":
         messages = _this_turns_thinking(messages)
