@@ -1,4 +1,5 @@
-"""The engines' thread count: affinity and the cgroup's CPU quota, not the host's CPU count."""
+"""The engines' thread count: affinity and the cgroup's CPU quota, not the host's CPU count; numpy's BLAS
+kept off the cores the engines own."""
 
 from __future__ import annotations
 
@@ -26,3 +27,19 @@ def test_usable_cpus_follow_affinity_and_the_cgroup_quota(
 def test_usable_cpus_follow_a_narrowed_affinity(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0})
     assert machine.usable_cpus() == 1
+
+
+def test_a_process_the_engines_own_holds_numpy_s_blas_to_one_thread() -> None:
+    import numpy as np
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
+    if not blas:
+        pytest.skip("numpy here has no BLAS thread pool")
+    before = {pool["prefix"]: pool["num_threads"] for pool in blas}
+    try:
+        machine.one_blas_thread()
+        assert {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"} == {1}
+        assert np.ones((64, 64)) @ np.ones(64) == pytest.approx(np.full(64, 64.0))  # and still computes
+    finally:
+        threadpool_limits(limits=before)  # this worker's other tests keep theirs

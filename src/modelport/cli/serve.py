@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from modelport import __version__, hub
+from modelport import __version__, hub, machine
 from modelport.engine_build import background
 from modelport.engines import engine_names
 from modelport.engines.llamacpp import cpu_builds
@@ -99,6 +99,7 @@ def serve(service: Service, log_level: str, *, on_ray: bool = False) -> int:
 
     from modelport.server import create_app
 
+    machine.one_blas_thread()
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for chatty in ("httpx", "httpx2"):  # a line per upstream request, health probe and MCP message
         logging.getLogger(chatty).setLevel(logging.WARNING)

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from modelport import machine
 from modelport.errors import InvalidRequestError, ModelportError
 from modelport.predictors.contract import Capability
 from modelport.protocol.answers import Binary, Events
@@ -27,6 +28,7 @@ class ModelReplica:
     """Loads its model in the constructor, so Ray counts the replica as ready only once it can answer."""
 
     async def __init__(self, settings: dict[str, Any]) -> None:  # type: ignore[misc]  # Ray awaits it
+        machine.one_blas_thread()
         self.service = Service.from_settings(Settings.model_validate(settings))
         await self.service.manager.load_all()
 
