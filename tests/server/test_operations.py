@@ -11,7 +11,7 @@ import io
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import httpx
@@ -240,12 +240,19 @@ class Limited:
     database: str
     key: str  # of a project allowed `recall` alone, at 1 request a minute
     wrong: str = "sk-not-a-key"
+    # A client a key and face, made once: each makes a TLS context (20-50 ms), and the rows are 70-odd.
+    clients: dict[tuple[str, str], openai.OpenAI] = field(default_factory=dict)
 
     def http(self, key: str) -> openai.OpenAI:
-        return openai.OpenAI(base_url=f"{self.served.url}/v1", api_key=key, max_retries=0, timeout=60)
+        if ("http", key) not in self.clients:
+            url = f"{self.served.url}/v1"
+            self.clients["http", key] = openai.OpenAI(base_url=url, api_key=key, max_retries=0, timeout=60)
+        return self.clients["http", key]
 
     def inprocess(self, key: str) -> modelport.OpenAI:
-        return modelport.OpenAI(service=self.served.service, api_key=key)
+        if ("in-process", key) not in self.clients:
+            self.clients["in-process", key] = modelport.OpenAI(service=self.served.service, api_key=key)
+        return self.clients["in-process", key]  # type: ignore[return-value]
 
 
 @pytest.fixture(scope="module")
@@ -256,7 +263,10 @@ def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Limited]:
     settings = tiny_settings(database)
     settings.auth = AuthSettings(key_cache_seconds=0.5, usage_flush_seconds=0.2)
     with faces(settings) as served:
-        yield Limited(served, database, key)
+        made = Limited(served, database, key)
+        yield made
+        for client in made.clients.values():
+            client.close()
 
 
 def _send(client: openai.OpenAI, operation: Operation, body: dict[str, object] | None) -> object:
