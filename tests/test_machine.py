@@ -3,6 +3,7 @@ kept off the cores the engines own."""
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 
@@ -43,3 +44,21 @@ def test_a_process_the_engines_own_holds_numpy_s_blas_to_one_thread() -> None:
         assert np.ones((64, 64)) @ np.ones(64) == pytest.approx(np.full(64, 64.0))  # and still computes
     finally:
         threadpool_limits(limits=before)  # this worker's other tests keep theirs
+
+
+def test_a_server_freezes_the_heap_only_where_the_program_has_not_and_unfreezes_only_its_own() -> None:
+    gc.collect()
+    gc.freeze()  # a program that froze its own heap (as the test workers do)
+    frozen = gc.get_freeze_count()
+    machine.keep_out_of_collections()
+    machine.back_into_collections()  # a model unloaded: the program's freeze stays
+    assert gc.get_freeze_count() == frozen
+    gc.unfreeze()  # a program that froze nothing (`modelport serve`)
+    try:
+        machine.keep_out_of_collections()
+        assert gc.get_freeze_count() > 0
+        machine.back_into_collections()
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.collect()
+        gc.freeze()
