@@ -164,8 +164,8 @@ def builders(engines: Path) -> Iterator[int]:
 @pytest.mark.parametrize(
     "ending",
     [
-        signal.SIGTERM,  # how systemd and docker stop a server; uvicorn re-raises it, so none of ours runs
-        signal.SIGINT,
+        signal.SIGTERM,  # how systemd and docker stop a server
+        signal.SIGINT,  # Ctrl+C; and SIGKILL, where none of the server's own code runs
         signal.SIGKILL,
     ],
 )

@@ -1,8 +1,12 @@
-"""SIGTERM lets streams in flight finish or ends them cleanly, and the server exits within its bound."""
+"""SIGTERM lets streams in flight finish or ends them cleanly, and the server exits within its bound; a SIGINT
+during the start ends it too."""
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -11,7 +15,8 @@ import httpx
 import pytest
 
 from modelport.cli.serve import SHUTDOWN_SECONDS
-from tests.support.live import LiveServer
+from modelport.engines.llamacpp.launch import default_gguf
+from tests.support.live import LiveServer, free_port
 from tests.support.machine_load import slack
 
 pytestmark = pytest.mark.slow  # a process stopped mid-stream
@@ -56,3 +61,24 @@ def test_sigterm_ends_streams_and_exits_within_the_bound(tmp_path: Path) -> None
     assert time.monotonic() - start < SHUTDOWN_SECONDS + 10 * slack()
     assert ended.wait(timeout=5), "the client's stream did not end with the server"
     live.stop()
+
+
+@pytest.mark.parametrize("after", [0.0, 0.05, 0.15, 0.4])
+def test_ctrl_c_at_any_moment_of_the_start_ends_the_server(tmp_path: Path, after: float) -> None:
+    """A SIGINT that comes while the server is being made (its app, uvicorn's start): Python's own
+    KeyboardInterrupt, raised in a callback of the garbage collector there, was printed as ignored and the
+    server went on to serve."""
+    gguf = default_gguf()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "modelport.cli", "serve", "--lazy", "--no-defaults", "--port",
+         str(free_port()), "--database", str(tmp_path / "state.db"), "--model", f"chat=llamacpp:{gguf}"],
+        stderr=subprocess.PIPE, text=True, env={**os.environ, "MODELPORT_LLAMACPP_BUILD": "cached"},
+    )  # fmt: skip
+    assert server.stderr is not None
+    assert "serving" in server.stderr.readline()  # its app is being made now
+    time.sleep(after)
+    server.send_signal(signal.SIGINT)
+    try:
+        assert server.wait(10 * slack()) == 0
+    finally:
+        server.kill()

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
 import logging
 import os
+import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING
 
 from modelport import __version__, hub, machine
@@ -24,8 +27,11 @@ from modelport.predictors.registry import ModelRegistry
 from modelport.settings import ModelConfig, Settings
 
 if TYPE_CHECKING:
+    from fastapi import FastAPI
+
     from modelport.service import Service
 
+STARTUP_FAILURE = 3  # the exit status of a server that could not start (a port in use), as uvicorn's
 SHUTDOWN_SECONDS = 10  # on SIGTERM, streams in flight get this long to finish before they are ended
 BUILD_AFTER_IDLE_SECONDS = 1.0  # a paused background build of llama.cpp goes on after this long idle
 
@@ -97,6 +103,43 @@ def on_ray(settings: Settings, address: str) -> ModelRegistry:
 def serve(service: Service, log_level: str, *, on_ray: bool = False) -> int:
     import uvicorn
 
+    server: uvicorn.Server | None = None
+    asked: list[int] = []
+
+    def stop(number: int, frame: FrameType | None) -> None:
+        asked.append(number)
+        if server is not None:  # uvicorn's own answer to the signal, though it may not listen yet
+            server.handle_exit(number, frame)
+
+    builder = None
+    with _listening(stop):
+        try:
+            app = _made(service, log_level, on_ray)
+            builder = _build_engine(service) if not on_ray else None
+            settings = service.settings
+            config = uvicorn.Config(
+                app,
+                host=settings.host,
+                port=settings.port,
+                log_level=log_level,
+                timeout_graceful_shutdown=SHUTDOWN_SECONDS,
+                access_log=False,  # modelport.access logs each request, with its id
+            )
+            server = uvicorn.Server(config)
+            if not asked:
+                server.run()
+        finally:
+            if builder is not None:
+                background.stop(builder)
+    if on_ray:
+        from modelport import cluster
+
+        cluster.shutdown()
+    return 0 if asked or (server is not None and server.started) else STARTUP_FAILURE
+
+
+def _made(service: Service, log_level: str, on_ray: bool) -> FastAPI:
+    """The app, with what a start says and sets up before it serves."""
     from modelport.server import create_app
 
     machine.one_blas_thread()
@@ -115,24 +158,24 @@ def serve(service: Service, log_level: str, *, on_ray: bool = False) -> int:
             "port can use the models. Set --api-key or MODELPORT_API_KEY.",
             file=sys.stderr,
         )
-    builder = _build_engine(service) if not on_ray else None
-    try:
-        uvicorn.run(
-            create_app(settings, service),
-            host=settings.host,
-            port=settings.port,
-            log_level=log_level,
-            timeout_graceful_shutdown=SHUTDOWN_SECONDS,
-            access_log=False,  # modelport.access logs each request, with its id
-        )
-    finally:
-        if builder is not None:
-            background.stop(builder)
-    if on_ray:
-        from modelport import cluster
+    return create_app(settings, service)
 
-        cluster.shutdown()
-    return 0
+
+@contextlib.contextmanager
+def _listening(stop: Callable[[int, FrameType | None], None]) -> Iterator[None]:
+    """SIGINT and SIGTERM answered by `stop` from the start of serving (uvicorn answers them itself while it
+    runs, and hands them back here after): Python's own SIGINT raises KeyboardInterrupt wherever the main
+    thread is, and where that was a callback of the garbage collector (the start allocates much) it was
+    printed as ignored, and the server went on to serve as if never asked to stop."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may listen
+        yield
+        return
+    previous = {number: signal.signal(number, stop) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def _build_engine(service: Service) -> subprocess.Popen[bytes] | None:
