@@ -155,6 +155,9 @@ def until(page: Any, condition: str) -> None:
         raise AssertionError(f"{condition} never held; the page saw {seen}") from None
 
 
+# Alone: what the page hears is Chromium's WebRTC playout, which stretches and squeezes audio when its CPU
+# falls behind; beside another worker's test the answer heard was 26% and 57% longer or shorter than said.
+@pytest.mark.alone
 def test_a_voice_agent_of_the_agents_sdk_talks_over_webrtc_with_a_client_secret(
     playwright: Any, bundle: str, own_voice: Faces, question: bytes, tmp_path: Path
 ) -> None:
