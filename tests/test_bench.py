@@ -28,6 +28,7 @@ BENCHMARKS = [
     "builds",
     "first_start",
     "workload",
+    "neighbours",
 ]
 
 

@@ -89,9 +89,9 @@ def back_into_collections() -> None:
 def one_blas_thread() -> None:
     """numpy's BLAS held to one thread, in a process whose engines own the cores (a server, a replica):
     OpenBLAS's pool spins for about a tenth of a second after each call it splits, on the cores llama.cpp
-    is decoding on (a prompt scored for `echo` took 135 ms over HTTP with its default pool, 94 with one
-    thread). What numpy does there (a scored prompt's logits, a search's dot products) is small; an
-    application's own process, where the in-process client runs, keeps its pool."""
+    is decoding on (prompts scored for `echo` back to back took 131 ms each over HTTP with its default pool,
+    98 with one thread). What numpy does there (a scored prompt's logits, a search's dot products) is small;
+    an application's own process, where the in-process client runs, keeps its pool."""
     from threadpoolctl import threadpool_limits  # here: only those processes pay for its import
 
     threadpool_limits(limits=1, user_api="blas")

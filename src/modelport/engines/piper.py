@@ -10,7 +10,6 @@ from typing import Annotated, Any
 import numpy as np
 
 from modelport.engines import Engine, Options
-from modelport.engines.onnx_sessions import session_options
 from modelport.predictors.parameter import Parameter
 
 
@@ -67,9 +66,7 @@ def load(
         if scale is not None and scale < 0:
             raise ValueError(f"Piper's `{name}` is {scale}: a scale of the variation is 0 or more")
     try:
-        import onnxruntime
         from piper import PiperVoice
-        from piper.config import PiperConfig
     except ImportError as error:
         raise ImportError(
             f"Piper is not installed (GPL-3.0): pip install 'modelport[piper]' ({error})"
@@ -82,18 +79,8 @@ def load(
     else:
         model_path = Path(model)
     config_path = Path(config) if config else model_path.with_name(model_path.name + ".json")
-    configured = json.loads(config_path.read_text(encoding="utf-8"))
-    # As `PiperVoice.load` makes it, with a session whose threads do not spin (`onnx_sessions`).
-    providers: list[Any] = (
-        [("CUDAExecutionProvider", {"cudnn_conv_algo_search": "HEURISTIC"})]
-        if use_cuda
-        else ["CPUExecutionProvider"]
-    )
-    session = onnxruntime.InferenceSession(
-        str(model_path), sess_options=session_options(), providers=providers
-    )
-    voice = PiperVoice(session=session, config=PiperConfig.from_dict(configured))
-    speakers: dict[str, int] = configured.get("speaker_id_map") or {}
+    voice = PiperVoice.load(str(model_path), str(config_path), use_cuda=use_cuda)
+    speakers: dict[str, int] = json.loads(config_path.read_text()).get("speaker_id_map") or {}
     # A single-speaker file is one voice, named after the file (en_US-joe-medium → joe).
     names = list(speakers) or [model_path.stem.split("-")[1] if "-" in model_path.stem else model_path.stem]
     return [PiperSpeaker(voice, speakers, tuple(names), noise_scale, noise_w_scale)]
