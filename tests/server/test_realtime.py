@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import json
 import time
 import typing
@@ -18,7 +19,6 @@ import av
 import numpy as np
 import openai
 import pytest
-from openai.types.beta.realtime import RealtimeServerEvent as BetaServerEvent
 from openai.types.realtime import RealtimeClientEvent, RealtimeServerEvent
 from pydantic import TypeAdapter
 
@@ -38,7 +38,17 @@ from tests.support.machine_load import slack
 pytestmark = pytest.mark.models  # real models: not the unit tier
 
 SERVER_EVENT: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)
-BETA_EVENT: TypeAdapter[Any] = TypeAdapter(BetaServerEvent)
+
+
+@functools.cache
+def beta_event() -> TypeAdapter[Any]:
+    """The beta protocol's server events, read by the test that speaks it: the openai package's beta types
+    take half a second to import, which every worker's collection of this file would pay."""
+    from openai.types.beta.realtime import RealtimeServerEvent as BetaServerEvent
+
+    return TypeAdapter(BetaServerEvent)
+
+
 RATE = 24_000
 WEATHER = {
     "type": "function",
@@ -290,7 +300,7 @@ def test_a_beta_client_speaks_the_beta_protocol(voice: Faces, question: bytes) -
 
     async def beta_until(connection: Any, last: str, seen: list[Any]) -> list[Any]:
         while True:
-            event = BETA_EVENT.validate_json(await asyncio.wait_for(connection.recv_bytes(), 60))
+            event = beta_event().validate_json(await asyncio.wait_for(connection.recv_bytes(), 60))
             seen.append(event)
             if event.type == last:
                 return seen
