@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.configs import NO_EOS
 from tests.support.faces import Faces
 
 MODEL = "smollm2-135m-instruct"
@@ -30,6 +31,9 @@ def chat_model(server: Faces, responses: bool) -> Any:
         max_retries=0,
         use_responses_api=responses,
         stream_usage=True,  # a stream's usage in its last chunk (Chat Completions' `include_usage`)
+        # Answers of the whole 48 tokens: their text is there whatever the model says (a body field, since
+        # the SDK's Responses API has no `logit_bias`; modelport reads it on both).
+        extra_body={"logit_bias": NO_EOS},
     )
 
 

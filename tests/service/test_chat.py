@@ -7,6 +7,8 @@ import pytest
 from openai.types import Completion
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from tests.support.configs import NO_EOS
+
 SYSTEM = {"role": "system", "content": "You are a helpful assistant. Answer briefly."}
 
 
@@ -16,6 +18,7 @@ def test_chat_answers_with_the_default_model_through_an_openai_alias(client: ope
         messages=[SYSTEM, {"role": "user", "content": "Which animal says meow?"}],
         max_tokens=40,
         temperature=0,
+        logit_bias=NO_EOS,  # an answer of the whole 40 tokens: its text is there whatever the model says
     )
     assert isinstance(reply, ChatCompletion)
     assert reply.model == "smollm2-135m-instruct"
