@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from openai.types.responses import (
     FileSearchTool,
@@ -57,6 +57,13 @@ from modelport.service.responses.tool_specs import FileSearchSpec, McpSpec, file
 from modelport.service.vectors import VectorStores
 
 SERVED = ("file_search", "mcp")  # tool types run here; the others are refused by `items`
+
+
+def _names_served(choice: ToolChoice | None) -> TypeGuard[ToolChoiceTypes | ToolChoiceMcp]:
+    """Whether a tool choice names a kind of tool the server runs (a file search, an MCP server's tool)."""
+    return isinstance(choice, ToolChoiceTypes | ToolChoiceMcp) and choice.type in SERVED
+
+
 FILE_SEARCH = "file_search"
 _WORD = re.compile(r"[^\W\d_]{4,}", re.UNICODE)
 _NAME = re.compile(r"[^a-zA-Z0-9_-]")
@@ -115,10 +122,7 @@ class ServerTools:
     def decides(self, choice: ToolChoice | None) -> bool:
         """Whether `offer` sets the turn's tool choice (chat's own is then `auto` until it does): a choice of
         a tool the server runs, or `allowed_tools` while the server runs any."""
-        return bool(self) and (
-            isinstance(choice, ToolChoiceAllowed)
-            or (isinstance(choice, ToolChoiceTypes | ToolChoiceMcp) and choice.type in SERVED)
-        )
+        return bool(self) and (isinstance(choice, ToolChoiceAllowed) or _names_served(choice))
 
     def offer(self, chat: Any, choice: ToolChoice | None) -> None:
         """Put the tools (an MCP server's once listed) into the chat request, with the tool choice that
@@ -132,7 +136,7 @@ class ServerTools:
             if chat.tools is None and choice.mode == "required":
                 raise InvalidRequestError(NONE_ALLOWED, param="tool_choice")
             chat.tool_choice = choice.mode if chat.tools else None
-        if isinstance(choice, ToolChoiceTypes | ToolChoiceMcp) and choice.type in SERVED:
+        if _names_served(choice):
             chosen = self.chat_choice(choice)
             if chosen is None:
                 named = choice.server_label if isinstance(choice, ToolChoiceMcp) else choice.type
