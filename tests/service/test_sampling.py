@@ -156,7 +156,9 @@ def test_best_of_cannot_stream(client: openai.OpenAI) -> None:
 def test_beam_search_returns_the_beams_on_both_endpoints(client: openai.OpenAI) -> None:
     # What the search decides: `n` beams of the `best_of` it kept, each its own text (a sampler may draw one
     # answer twice; beams never are), counted. Which beams win a near tie is not asked: the one-token steps
-    # are batched with whatever else runs, and the batch moves a score's last bits.
+    # are batched with whatever else runs, and the batch moves a score's last bits. Nor whether a beam has
+    # text: one that ends at its first token is empty, and beam search ranks the model's own log-probabilities
+    # (it applies no `logit_bias` that could bar the end), so that is the model's choice.
     chat = client.chat.completions.create(
         model="gpt-4o-mini",
         messages=[SYSTEM, {"role": "user", "content": "Which animal says meow?"}],
@@ -166,7 +168,7 @@ def test_beam_search_returns_the_beams_on_both_endpoints(client: openai.OpenAI) 
     )
     texts = [c.message.content for c in chat.choices]
     assert len(texts) == 2
-    assert all(texts)
+    assert all(isinstance(text, str) for text in texts)
     assert texts[0] != texts[1]
     assert [c.index for c in chat.choices] == [0, 1]
     assert {c.finish_reason for c in chat.choices} <= {"stop", "length"}
@@ -181,7 +183,6 @@ def test_beam_search_returns_the_beams_on_both_endpoints(client: openai.OpenAI) 
     )
     beams = [c.text for c in legacy.choices]
     assert len(beams) == 2
-    assert all(beams)
     assert beams[0] != beams[1]
 
 
