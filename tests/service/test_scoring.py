@@ -65,6 +65,31 @@ def test_echo_with_logprobs_and_tokens_puts_the_scored_prompt_first(client: open
     assert (choice.logprobs.token_logprobs or [])[0] is None
 
 
+@pytest.mark.one_face
+def test_prompts_scored_in_one_request_score_as_each_does_alone(client: openai.OpenAI) -> None:
+    # Eval harnesses send several prompts a request; they are scored together (one pass over the output
+    # matrix for all), and each choice is what that prompt scored alone is, in the prompts' order.
+    prompts = ["The capital of France is Paris.", "Two plus two is four", "A", "The sea is grey."]
+    together = client.completions.create(
+        model="gpt-4o-mini", prompt=prompts, max_tokens=0, echo=True, logprobs=2
+    ).choices
+    assert [c.index for c in together] == [0, 1, 2, 3]
+    for prompt, choice in zip(prompts, together, strict=True):
+        alone = client.completions.create(
+            model="gpt-4o-mini", prompt=prompt, max_tokens=0, echo=True, logprobs=2
+        ).choices[0]
+        assert choice.text == alone.text == prompt
+        ours, theirs = choice.logprobs, alone.logprobs
+        assert ours is not None
+        assert theirs is not None
+        assert ours.tokens == theirs.tokens
+        assert ours.text_offset == theirs.text_offset
+        pairs = list(zip(ours.token_logprobs or [], theirs.token_logprobs or [], strict=True))
+        assert all(a == b if a is None or b is None else abs(a - b) < 1e-3 for a, b in pairs)
+        for top, top_alone in zip(ours.top_logprobs or [], theirs.top_logprobs or [], strict=True):
+            assert (top or {}).keys() == (top_alone or {}).keys()
+
+
 def test_no_tokens_without_echo_is_a_400(client: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
         client.completions.create(model="gpt-4o-mini", prompt=PROMPT, max_tokens=0)

@@ -7,7 +7,8 @@ checked `Predictor` when it is registered. A plain function has none of them.
 - `ChatFormatted`: a chat predictor whose model writes a format of its own (`chat_format`: its thinking
   markers and call syntax), which modelport constrains and reads.
 - `PromptScorer`: a completion predictor that gives every prompt token's log-probability (`echo` with
-  `logprobs`).
+  `logprobs`); `PromptsScorer`, one that scores a request's prompts together where that costs less than one
+  at a time (eval harnesses send several a request).
 - `Vocabulary`: a completion predictor that takes its model's own token ids and can read them back.
 - `TokenCounter`: an embedding predictor that counts the tokens of its inputs (`usage`).
 - `TokenSpans`: an embedding predictor that shows where its tokens fall in a text and how many it reads,
@@ -64,6 +65,15 @@ class PromptScorer(Protocol):
 
     def score(self, prompt: str | list[int], k: int) -> list[ScoredToken]:
         """Every token of `prompt` (text, or the model's token ids) with the `k` most likely at its place."""
+        ...
+
+
+@runtime_checkable
+class PromptsScorer(Protocol):
+    """Scores several prompts in one call (a `PromptScorer` too; asked instead of it for more than one)."""
+
+    def score_all(self, prompts: list[str | list[int]], k: int) -> list[list[ScoredToken]]:
+        """`score` of each prompt, in order."""
         ...
 
 

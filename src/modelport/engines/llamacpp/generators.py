@@ -155,6 +155,10 @@ class LlamaCompletion:
         """Each prompt token's log-probability (for `echo` with `logprobs`)."""
         return self._scorer.score(prompt, k)
 
+    def score_all(self, prompts: list[str | list[int]], k: int) -> list[list[ScoredToken]]:
+        """`score` of each prompt, their log-probabilities computed together."""
+        return self._scorer.score_all(prompts, k)
+
 
 def _has_media(messages: list[dict[str, Any]]) -> bool:
     return any(

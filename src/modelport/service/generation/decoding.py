@@ -13,7 +13,7 @@ import anyio
 
 from modelport.errors import InvalidRequestError
 from modelport.ids import new_id
-from modelport.predictors.abilities import ScoredToken
+from modelport.predictors.abilities import PromptsScorer, ScoredToken
 from modelport.predictors.contract import Predictor
 from modelport.predictors.manager import LoadedModel
 from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
@@ -41,6 +41,8 @@ async def scored_prompts(
             param="echo",
         )
     k = request.logprobs
+    if len(prompts) > 1 and isinstance(scorer, PromptsScorer):
+        return await anyio.to_thread.run_sync(scorer.score_all, prompts, k)
     return [await anyio.to_thread.run_sync(scorer.score, prompt, k) for prompt in prompts]
 
 
