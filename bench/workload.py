@@ -7,9 +7,12 @@ and with its best flags for these workloads (n-gram speculation), and as a user 
 and the threads), all in one run; with `--rounds N`, every server once per round, in turn, and the medians.
 
     .venv/bin/python -m bench.workload [--workloads agent rag code chat] [--servers ...] [--rounds 1]
+        [--model smollm2|gemma3-270m]
 
-Same model (SmolLM2-135M), same threads; greedy decoding, so every server does the same work. The scripted
-parts of each conversation (tool calls and their results) are the same whatever a model answers.
+Same model on every server (SmolLM2-135M, or Gemma 3 270M: a base model, so each conversation is sent as
+one completion's prompt, its messages in plain text), same threads; greedy decoding, so every server does
+the same work. The scripted parts of each conversation (tool calls and their results) are the same whatever
+a model answers.
 """
 
 from __future__ import annotations
@@ -28,9 +31,18 @@ from typing import Any
 from unittest import mock
 
 from bench import references, workload_data
-from bench.common import THREADS, http_client, llama_server, machine, modelport_server, table
-from bench.decode import CHAT, CONFIG, N_CTX, SLOTS
-from modelport.engines import llamacpp
+from bench.common import (
+    MODELS,
+    THREADS,
+    BenchModel,
+    bench_model,
+    http_client,
+    llama_server,
+    machine,
+    modelport_server,
+    table,
+)
+from bench.decode import N_CTX, SLOTS, config
 from modelport.engines.llamacpp import cpu_builds
 from tests.support.live import free_port, serving
 
@@ -78,29 +90,49 @@ class Outcome:
         ]
 
 
-async def chat(client: Any, messages: list[dict[str, Any]], max_tokens: int) -> Reply:
-    """One greedy streamed answer, timed."""
-    start = time.perf_counter()
-    first = 0.0
-    usage = None
-    stream = await client.chat.completions.create(
-        model=CHAT, messages=messages, max_tokens=max_tokens, temperature=0, stream=True,
-        stream_options={"include_usage": True},
-    )  # fmt: skip
-    async for chunk in stream:
-        if not first and chunk.choices and chunk.choices[0].delta.content:
-            first = time.perf_counter() - start
-        usage = chunk.usage or usage
-    details = getattr(usage, "prompt_tokens_details", None)
-    return Reply(
-        first or time.perf_counter() - start,
-        time.perf_counter() - start,
-        usage.completion_tokens if usage else 0,
-        int(getattr(details, "cached_tokens", 0) or 0),
-    )
+@dataclass(frozen=True)
+class Speaker:
+    """How the workloads talk to the model: as a chat (an instruct model), or, to a base model, as one
+    completion whose prompt is the conversation in plain text."""
+
+    model: BenchModel
+    base: bool
+
+    async def reply(self, client: Any, messages: list[dict[str, Any]], max_tokens: int) -> Reply:
+        """One greedy streamed answer, timed."""
+        start = time.perf_counter()
+        first = 0.0
+        usage = None
+        common = {"model": self.model.id, "max_tokens": max_tokens, "temperature": 0, "stream": True}
+        if self.base:
+            said = "\n\n".join(f"{m['role'].capitalize()}: {m['content']}" for m in messages)
+            stream = await client.completions.create(
+                prompt=f"{said}\n\nAssistant:", stream_options={"include_usage": True}, **common
+            )
+        else:
+            stream = await client.chat.completions.create(
+                messages=messages, stream_options={"include_usage": True}, **common
+            )
+        async for chunk in stream:
+            if not first and chunk.choices and _text(chunk.choices[0]):
+                first = time.perf_counter() - start
+            usage = chunk.usage or usage
+        details = getattr(usage, "prompt_tokens_details", None)
+        return Reply(
+            first or time.perf_counter() - start,
+            time.perf_counter() - start,
+            usage.completion_tokens if usage else 0,
+            int(getattr(details, "cached_tokens", 0) or 0),
+        )
 
 
-async def answered(url: str, asks: list[str], max_tokens: int, in_flight: int) -> Outcome:
+def _text(choice: Any) -> str | None:
+    """A streamed choice's text: a chat delta's content, or a completion's."""
+    delta = getattr(choice, "delta", None)
+    return delta.content if delta is not None else getattr(choice, "text", None)
+
+
+async def answered(url: str, speaker: Speaker, asks: list[str], max_tokens: int, in_flight: int) -> Outcome:
     """Each of `asks` as a one-message chat, at most `in_flight` at once."""
     client = http_client(url, RETRIES)
     gate = asyncio.Semaphore(in_flight)
@@ -108,7 +140,8 @@ async def answered(url: str, asks: list[str], max_tokens: int, in_flight: int) -
 
     async def one(ask: str) -> None:
         async with gate:
-            outcome.replies.append(await chat(client, [{"role": "user", "content": ask}], max_tokens))
+            asked = [{"role": "user", "content": ask}]
+            outcome.replies.append(await speaker.reply(client, asked, max_tokens))
 
     start = time.perf_counter()
     await asyncio.gather(*(one(ask) for ask in asks))
@@ -117,12 +150,13 @@ async def answered(url: str, asks: list[str], max_tokens: int, in_flight: int) -
     return outcome
 
 
-async def agent(url: str) -> Outcome:
+async def agent(url: str, speaker: Speaker) -> Outcome:
     """16 conversations of 6 turns over one shared ~1,500-token system prompt with six tools; between turns
     the tool runs (a seeded 0-300 ms); at most 6 turns are in flight."""
     client = http_client(url, RETRIES)
     system = {"role": "system", "content": workload_data.system_prompt()}
-    await chat(client, [system, {"role": "user", "content": "Ready?"}], 1)  # the agent has served before
+    # The agent has served before.
+    await speaker.reply(client, [system, {"role": "user", "content": "Ready?"}], 1)
     gate = asyncio.Semaphore(6)
     outcome = Outcome()
 
@@ -132,7 +166,7 @@ async def agent(url: str) -> Outcome:
         for added in workload_data.agent_turns(index, 6):
             messages += added
             async with gate:
-                outcome.replies.append(await chat(client, messages, 48))
+                outcome.replies.append(await speaker.reply(client, messages, 48))
             await asyncio.sleep(rng.uniform(0, 0.3))
 
     start = time.perf_counter()
@@ -142,16 +176,16 @@ async def agent(url: str) -> Outcome:
     return outcome
 
 
-async def rag(url: str) -> Outcome:
+async def rag(url: str, speaker: Speaker) -> Outcome:
     """8 questions, 4 at a time, each over its own ~2,000-token document, answered by quoting it."""
     asks = [
         f"{document}\n\nQuote, word for word, the paragraph of the document above that begins: {start}"
         for document, start in workload_data.documents(8)
     ]
-    return await answered(url, asks, 160, 4)
+    return await answered(url, speaker, asks, 160, 4)
 
 
-async def code(url: str) -> Outcome:
+async def code(url: str, speaker: Speaker) -> Outcome:
     """A 150-line file returned whole with one function renamed, three times in turn (up to 512 tokens)."""
     source = workload_data.source_file()
     asks = []
@@ -160,22 +194,22 @@ async def code(url: str) -> Outcome:
         asks.append(
             f"Rename the function {name} to renamed_{index}. Return the whole file.\n\n```python\n{source}```"
         )
-    return await answered(url, asks, 512, 1)
+    return await answered(url, speaker, asks, 512, 1)
 
 
-async def free_chat(url: str) -> Outcome:
+async def free_chat(url: str, speaker: Speaker) -> Outcome:
     """16 short questions, 8 at a time, 128 tokens each: the control, where nothing repeats."""
-    return await answered(url, workload_data.QUESTIONS, 128, 8)
+    return await answered(url, speaker, workload_data.QUESTIONS, 128, 8)
 
 
-async def warm_up(url: str) -> None:
+async def warm_up(url: str, speaker: Speaker) -> None:
     """One short answer, so that no workload pays for the first request's page faults."""
     client = http_client(url, RETRIES)
-    await chat(client, [{"role": "user", "content": "Hello"}], 8)
+    await speaker.reply(client, [{"role": "user", "content": "Hello"}], 8)
     await client.close()
 
 
-WORKLOADS: dict[str, Callable[[str], Coroutine[Any, Any, Outcome]]] = {
+WORKLOADS: dict[str, Callable[[str, Speaker], Coroutine[Any, Any, Outcome]]] = {
     "agent": agent,
     "rag": rag,
     "code": code,
@@ -201,13 +235,15 @@ def on_the_wheel(config: str) -> Iterator[str]:
         yield url
 
 
-def servers() -> Iterator[tuple[str, Callable[[], AbstractContextManager[str]]]]:
-    def speculating(kind: str) -> str:
-        return CONFIG + f'speculative = "{kind}"\n'
+def servers(model: BenchModel) -> Iterator[tuple[str, Callable[[], AbstractContextManager[str]]]]:
+    base = config(model)
 
-    forgetting = CONFIG + "conversation_cache_mib = 0\n"
-    yield "modelport", lambda: modelport_server(CONFIG)
-    yield "modelport wheel", lambda: on_the_wheel(CONFIG)
+    def speculating(kind: str) -> str:
+        return base + f'speculative = "{kind}"\n'
+
+    forgetting = base + "conversation_cache_mib = 0\n"
+    yield "modelport", lambda: modelport_server(base)
+    yield "modelport wheel", lambda: on_the_wheel(base)
     yield "modelport without speculation", lambda: modelport_server(speculating("none"))
     yield "modelport ngram-mod", lambda: modelport_server(speculating("ngram-mod"))
     yield "modelport ngram-map-k", lambda: modelport_server(speculating("ngram-map-k"))
@@ -216,7 +252,7 @@ def servers() -> Iterator[tuple[str, Callable[[], AbstractContextManager[str]]]]
     if binary is None:
         print("\nllama-server: not built (python -m bench.references); its rows are absent.")
         return
-    gguf = llamacpp.default_gguf()
+    gguf = model.gguf
     yield "llama-server defaults", lambda: llama_server(binary, gguf, SLOTS, N_CTX)
     yield "llama-server best", lambda: llama_server(binary, gguf, SLOTS, N_CTX, extra=BEST_FLAGS)
     yield "llama-server bare", lambda: llama_server_bare(binary, gguf)
@@ -252,10 +288,14 @@ def summary(rows: list[list[Any]]) -> list[Any]:
     return [*(statistics.median(column) for column in columns[:-1]), sum(columns[-1])]
 
 
-def main(chosen: list[str], only: list[str] | None, rounds: int) -> None:
+def main(chosen: list[str], only: list[str] | None, rounds: int, model_name: str) -> None:
     """Each server started afresh for every round, in turn, so that the machine's drift affects all alike;
     medians over the rounds (retried requests: summed)."""
-    print(f"# Workloads, {'one run' if rounds == 1 else f'medians of {rounds} interleaved rounds'}")
+    model = bench_model(model_name)
+    speaker = Speaker(model, base=model_name != "smollm2")
+    medians = "one run" if rounds == 1 else f"medians of {rounds} interleaved rounds"
+    talked = "completions of the conversation as text" if speaker.base else "chat"
+    print(f"# Workloads on {model.gguf.name} ({talked}), {medians}")
     print(f"\n{machine()}")
     print(f"\nllama-server defaults: {SLOTS} slots in a shared {N_CTX}-token cache (modelport's); best: and")
     print(f"{' '.join(BEST_FLAGS)}; bare: the model and the threads only")
@@ -265,18 +305,18 @@ def main(chosen: list[str], only: list[str] | None, rounds: int) -> None:
     sdk.addHandler(retried)
     sdk.setLevel(logging.INFO)
     for _ in range(rounds):
-        for server, start in servers():
+        for server, start in servers(model):
             if only and server not in only:
                 continue
             with start() as url:
-                asyncio.run(warm_up(url))
+                asyncio.run(warm_up(url, speaker))
                 for name in chosen:
                     earlier = results[name].setdefault(server, [])
                     if isinstance(earlier, str):  # failed in an earlier round
                         continue
                     retried.count = 0
                     try:
-                        outcome = asyncio.run(WORKLOADS[name](url))
+                        outcome = asyncio.run(WORKLOADS[name](url, speaker))
                     except Exception as error:  # a server that fails a workload is reported, not fatal
                         results[name][server] = f"failed: {type(error).__name__}: {error}"
                         print(f"  {server}: {name}: {results[name][server]}", flush=True)
@@ -305,5 +345,6 @@ if __name__ == "__main__":
     parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
     parser.add_argument("--servers", nargs="+", help="only these servers (by the names the report gives)")
     parser.add_argument("--rounds", type=int, default=1, help="medians of this many interleaved rounds")
+    parser.add_argument("--model", choices=MODELS, default=MODELS[0], help="a base model is sent completions")
     arguments = parser.parse_args()
-    main(arguments.workloads, arguments.servers, arguments.rounds)
+    main(arguments.workloads, arguments.servers, arguments.rounds, arguments.model)
