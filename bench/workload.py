@@ -84,6 +84,7 @@ class Outcome:
             statistics.median(rates) if rates else float("nan"),
             tokens / self.wall,
             self.wall,
+            tokens,
             sum(r.cached for r in self.replies),
             max(times) / statistics.median(times),
             self.retried,
@@ -265,6 +266,7 @@ HEADERS = [
     "stream tok/s",
     "aggregate tok/s",
     "wall s",
+    "tokens",  # written: a server that ends a looping answer early writes fewer, in less wall time
     "cached",
     "slowest ÷ median",
     "retried",
