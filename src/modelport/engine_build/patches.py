@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from modelport.engines.llamacpp.cpu_builds import DRAFTING_WHILE_FEW, NGRAM_MAP_RESYNC
+from modelport.engines.llamacpp.cpu_builds import DRAFTING_WHILE_FEW, NGRAM_MAP_RESYNC, NGRAM_MAP_WITH_SLOT
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,45 @@ DRAFT_WHILE_FEW_GENERATE = SourceEdit(
     why="drafts widened every step of a busy server for nothing",
 )
 
-EDITS = (RESYNC_NGRAM_MAP, DRAFT_WHILE_FEW_GENERATE)
+# A slot's `ngram-map-k` map indexes the slot's history as it grows, and when a new prompt begins it keeps
+# what it indexed of the part the prompt shares with the old history — told only the new prompt's length, it
+# takes that part to be the length of the old prompt. The conversation cache empties a slot after each turn
+# (llama.cpp's `erase` action) and puts the next turn in it, whatever that turn's prompt: the map then held
+# the old history's keys at positions where the new history has other tokens, and indexed none of the new
+# prompt's below them. A copy after an unrelated request in the same slot drafted 19 tokens where a fresh slot
+# drafted 89, and decoded at 55-64 tok/s against 107-119 (Gemma 3 270M, in-process, docs/benchmarks.md). An
+# erased or restored slot now starts its map empty, as a slot that never ran does.
+NGRAM_MAP_FOLLOWS_SLOT = SourceEdit(
+    name=NGRAM_MAP_WITH_SLOT,
+    path="thirdparty/llama.cpp/tools/server/server-context.cpp",
+    replacements=(
+        (
+            """                    // Erase token cache
+                    const size_t n_erased = slot->prompt.tokens.size();
+
+                    slot->prompt_clear();
+""",
+            """                    // Erase token cache
+                    const size_t n_erased = slot->prompt.tokens.size();
+
+                    slot->prompt_clear();
+                    common_speculative_begin(spec.get(), slot->id, {});  // modelport: the map too
+""",
+        ),
+        (
+            """                        slot->prompt.clear();
+                        slot->prompt.tokens = std::move(restored);
+""",
+            """                        slot->prompt.clear();
+                        slot->prompt.tokens = std::move(restored);
+                        common_speculative_begin(spec.get(), slot->id, {});  // modelport: the map afresh
+""",
+        ),
+    ),
+    why="an emptied slot's n-gram map kept the old history's keys and drafted little for the next prompt",
+)
+
+EDITS = (RESYNC_NGRAM_MAP, DRAFT_WHILE_FEW_GENERATE, NGRAM_MAP_FOLLOWS_SLOT)
 
 
 def apply(source: Path, edits: tuple[SourceEdit, ...] = EDITS) -> list[str]:

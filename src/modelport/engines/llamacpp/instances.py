@@ -60,16 +60,21 @@ class Instances:
         return self._plain
 
     def _counted(self, handle: ChunkHandler) -> ChunkHandler:
-        """`handle`, counting the drafts its request's last chunk reports (llama.cpp's `timings`)."""
+        """`handle`, counting the drafts its request's chunks report (llama.cpp's `timings`: the request's
+        totals so far, on its last chunk, or on every chunk where the request asks for them per token)."""
         if not self._speculating:
             return handle
 
         def counted(request: dict[str, Any], callback: Callable[[dict[str, Any]], bool]) -> Any:
+            told = [0, 0]  # drafted and accepted, as far as counted
+
             def on_chunk(chunk: dict[str, Any]) -> bool:
                 timings = chunk.get("timings")
                 if timings and timings.get("draft_n"):
-                    self._drafted.inc(timings["draft_n"])
-                    self._accepted.inc(timings.get("draft_n_accepted", 0))
+                    drafted, accepted = int(timings["draft_n"]), int(timings.get("draft_n_accepted", 0))
+                    self._drafted.inc(max(0, drafted - told[0]))
+                    self._accepted.inc(max(0, accepted - told[1]))
+                    told[:] = max(drafted, told[0]), max(accepted, told[1])
                 return callback(chunk)
 
             return handle(request, on_chunk)
