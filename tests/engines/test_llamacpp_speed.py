@@ -103,6 +103,7 @@ def test_a_slot_drafts_while_few_generate_and_not_beside_many(speculating: model
     assert drafted(3) < alone
 
 
+@pytest.mark.slow
 def test_a_turn_in_a_slot_the_cache_emptied_drafts_from_its_own_prompt() -> None:
     """The conversation cache empties a slot after each turn and puts the next in it, whatever its prompt:
     the slot's n-gram map starts afresh with it, so a copy after an unrelated copy takes the drafts it takes
@@ -121,7 +122,7 @@ def test_a_turn_in_a_slot_the_cache_emptied_drafts_from_its_own_prompt() -> None
                 before = drafts()[1]
                 asked = [{"role": "user", "content": f"Return this code unchanged:\n\n{code}"}]
                 model.chat.completions.create(
-                    model="m", messages=asked, max_tokens=96, temperature=0, logit_bias=NO_EOS,  # type: ignore[arg-type]
+                    model="m", messages=asked, max_tokens=64, temperature=0, logit_bias=NO_EOS,  # type: ignore[arg-type]
                 )  # fmt: skip
         return drafts()[1] - before
 
