@@ -92,9 +92,10 @@ DRAFT_WHILE_FEW_GENERATE = SourceEdit(
 # takes that part to be the length of the old prompt. The conversation cache empties a slot after each turn
 # (llama.cpp's `erase` action) and puts the next turn in it, whatever that turn's prompt: the map then held
 # the old history's keys at positions where the new history has other tokens, and indexed none of the new
-# prompt's below them. A copy after an unrelated request in the same slot drafted 19 tokens where a fresh slot
-# drafted 89, and decoded at 55-64 tok/s against 107-119 (Gemma 3 270M, in-process, docs/benchmarks.md). An
-# erased or restored slot now starts its map empty, as a slot that never ran does.
+# prompt's below them. After an unrelated turn in the same slot, a code copy drafted no token where a fresh
+# slot drafted 77 (SmolLM2), and a story 19 where it drafted 89, decoding at 55-64 tok/s against 107-119
+# (Gemma 3 270M; docs/benchmarks.md). An erased or restored slot now starts its map empty, as a slot that
+# never ran does.
 NGRAM_MAP_FOLLOWS_SLOT = SourceEdit(
     name=NGRAM_MAP_WITH_SLOT,
     path="thirdparty/llama.cpp/tools/server/server-context.cpp",
