@@ -80,7 +80,7 @@ def load(
         model_path = Path(model)
     config_path = Path(config) if config else model_path.with_name(model_path.name + ".json")
     voice = PiperVoice.load(str(model_path), str(config_path), use_cuda=use_cuda)
-    speakers: dict[str, int] = json.loads(config_path.read_text()).get("speaker_id_map") or {}
+    speakers: dict[str, int] = json.loads(config_path.read_text(encoding="utf-8")).get("speaker_id_map") or {}
     # A single-speaker file is one voice, named after the file (en_US-joe-medium → joe).
     names = list(speakers) or [model_path.stem.split("-")[1] if "-" in model_path.stem else model_path.stem]
     return [PiperSpeaker(voice, speakers, tuple(names), noise_scale, noise_w_scale)]
