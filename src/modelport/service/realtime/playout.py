@@ -40,6 +40,9 @@ class Playout:
         self._played: dict[str, int] = {}  # bytes of each item played so far
         self._finished: set[str] = set()  # responses whose audio is all queued
         self._playing: str | None = None  # the response whose audio is playing, once announced
+        # The item last played from: when speech synthesis falls behind, the queue runs dry between an
+        # answer's clauses while the answer still plays, and an interruption then must still cut that item.
+        self._item: str | None = None
 
     def play(self, response_id: str, item_id: str, pcm: bytes) -> None:
         """Queue a piece of an item's audio (16-bit mono PCM at 24 kHz)."""
@@ -60,6 +63,7 @@ class Playout:
             if self._playing != piece.response_id:
                 self._playing = piece.response_id
                 self._notify(server_event("output_audio_buffer.started", response_id=piece.response_id))
+            self._item = piece.item_id
             chunk = piece.pcm[piece.taken : piece.taken + wanted - len(out)]
             piece.taken += len(chunk)
             self._played[piece.item_id] = self._played.get(piece.item_id, 0) + len(chunk)
@@ -73,15 +77,16 @@ class Playout:
         """Stop what plays and drop what waits; where the item playing was cut, if one was."""
         head = self._pieces[0] if self._pieces else None
         response_id = self._playing or (head.response_id if head else None)
+        item_id = self._item if self._playing is not None else head.item_id if head else None
         self._pieces.clear()
         self._playing = None
         if response_id is None:
             return None
         self._finished.discard(response_id)
         self._notify(server_event("output_audio_buffer.cleared", response_id=response_id))
-        if head is None:
+        if item_id is None:
             return None
-        return Cut(response_id, head.item_id, self._played.get(head.item_id, 0) * 1000 // (2 * OUTPUT_RATE))
+        return Cut(response_id, item_id, self._played.get(item_id, 0) * 1000 // (2 * OUTPUT_RATE))
 
     def _maybe_stopped(self) -> None:
         if self._playing is not None and not self._pieces and self._playing in self._finished:
