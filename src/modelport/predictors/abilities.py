@@ -15,6 +15,9 @@ checked `Predictor` when it is registered. A plain function has none of them.
   so vector stores cut files into chunks it reads whole.
 - `Voices`: a speech predictor whose voices and sample rate are known only once it is loaded (a voice
   file's), instead of in its annotations.
+
+And what the stream a predictor returns may do:
+- `Bunching`: hand its items over in bunches, to a reader that needs only the whole answer.
 """
 
 from __future__ import annotations
@@ -114,3 +117,12 @@ class Voices(Protocol):
 
     voices: tuple[str, ...]
     sample_rate: int
+
+
+@runtime_checkable
+class Bunching(Protocol):
+    """A predictor's stream that can hand its items over in bunches rather than one by one as they come."""
+
+    def bunch(self, seconds: float) -> None:
+        """Let an item wait up to `seconds` for those after it (the last one goes at once)."""
+        ...

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import anyio
 
 from modelport.errors import ModelportError, PredictorError, PredictorTimeoutError
+from modelport.predictors.abilities import Bunching
 from modelport.predictors.contract import Predictor
 from modelport.predictors.manager import LoadedModel
 from modelport.predictors.relay import Relay
@@ -18,6 +19,9 @@ from modelport.service.watchdog import watched
 
 T = TypeVar("T")
 _END = object()
+# How long an item of a whole answer may wait to be handed over with those after it: the serving thread is
+# woken a few times a second, not at every token, and the answer's end still comes at once.
+BUNCH_SECONDS = 0.1
 
 
 @contextmanager
@@ -92,12 +96,13 @@ class _Deadline:
 
 
 async def iterate(
-    model: LoadedModel, predictor: Predictor, start: Callable[[], Any]
+    model: LoadedModel, predictor: Predictor, start: Callable[[], Any], whole: bool = False
 ) -> AsyncGenerator[Any, None]:
     """Call a predictor that returns an iterator (or a whole value) and yield its items.
 
     The model's slot is held until the iteration ends or is closed; closing also closes the predictor's
     iterator, which is how a disconnected client stops a generation. The watchdog is told of each step.
+    For a caller that needs only the `whole` answer, a stream that can hands its items over in bunches.
     """
     with watched(model, predictor.name) as progress:
         async with model.slots.hold():
@@ -109,6 +114,8 @@ async def iterate(
                 if not isinstance(result, AsyncIterator | Iterator):
                     yield result
                     return
+                if whole and isinstance(result, Bunching):
+                    result.bunch(BUNCH_SECONDS)
                 step = _step(result)
                 deadline = _Deadline(model.spec.timeout)
                 try:

@@ -126,7 +126,9 @@ def choices(
             own = options
             if j and request.seed is not None and ALL in options:
                 own = {**options, ALL: {**options[ALL], "seed": request.seed + j}}
-            stream = _one_choice(model, predictor, primary, own, k * width + j, count_prompt=j == 0)
+            stream = _one_choice(
+                model, predictor, primary, own, k * width + j, count_prompt=j == 0, whole=not request.stream
+            )
             streams.append(read(stream) if read is not None else stream)
     return calls.merge(streams)
 
@@ -138,8 +140,9 @@ async def _one_choice(
     options: dict[str, Any],
     index: int,
     count_prompt: bool,
+    whole: bool,
 ) -> AsyncGenerator[dict[str, Any], None]:
-    stream = calls.iterate(model, predictor, functools.partial(predictor, primary, options))
+    stream = calls.iterate(model, predictor, functools.partial(predictor, primary, options), whole)
     try:
         async for item in stream:
             for chunk in as_chunks(item, predictor):
