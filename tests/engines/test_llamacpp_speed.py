@@ -104,12 +104,18 @@ def test_a_slot_drafts_while_few_generate_and_not_beside_many(speculating: model
 
 
 @pytest.mark.slow
-def test_a_turn_in_a_slot_the_cache_emptied_drafts_from_its_own_prompt() -> None:
-    """The conversation cache empties a slot after each turn and puts the next in it, whatever its prompt:
-    the slot's n-gram map starts afresh with it, so a copy after an unrelated copy takes the drafts it takes
-    in a slot that never ran (the map kept the earlier history's keys: none were taken). The end is barred:
-    what is copied, and so drafted, is then up to the server, not where the model stops."""
-    if cpu_builds.NGRAM_MAP_WITH_SLOT not in xllamacpp_loader.running().source_edits:
+@pytest.mark.parametrize(
+    ("cache_mib", "edit"),
+    [(1024, cpu_builds.NGRAM_MAP_WITH_SLOT), (0, cpu_builds.NGRAM_MAP_WITH_PROMPT)],
+    ids=["the conversation cache", "llama.cpp's own placement"],
+)
+def test_a_turn_in_a_slot_that_held_another_drafts_from_its_own_prompt(cache_mib: int, edit: str) -> None:
+    """A turn goes into a slot that held an unrelated one — one the conversation cache emptied, or, with the
+    cache off, one llama.cpp keeps only the common prefix of: the slot's n-gram map starts afresh with it,
+    so a copy after an unrelated copy takes the drafts it takes in a slot that never ran (the map kept the
+    earlier history's keys: none were taken). The end is barred: what is copied, and so drafted, is then up
+    to the server, not where the model stops."""
+    if edit not in xllamacpp_loader.running().source_edits:
         pytest.skip(
             "the llama.cpp running is no build of modelport's with the edit (`modelport engine build`)"
         )
@@ -117,7 +123,8 @@ def test_a_turn_in_a_slot_the_cache_emptied_drafts_from_its_own_prompt() -> None
 
     def accepted(codes: list[str]) -> float:
         """Drafted tokens the last of these copies took, asked in turn of a one-slot model."""
-        with client(n_parallel=1, speculative="ngram-map-k") as model:
+        options = {"n_parallel": 1, "speculative": "ngram-map-k", "conversation_cache_mib": cache_mib}
+        with client(**options) as model:
             for code in codes:
                 before = drafts()[1]
                 asked = [{"role": "user", "content": f"Return this code unchanged:\n\n{code}"}]

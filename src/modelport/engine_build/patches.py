@@ -7,7 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from modelport.engines.llamacpp.cpu_builds import DRAFTING_WHILE_FEW, NGRAM_MAP_RESYNC, NGRAM_MAP_WITH_SLOT
+from modelport.engines.llamacpp.cpu_builds import (
+    DRAFTING_WHILE_FEW,
+    NGRAM_MAP_RESYNC,
+    NGRAM_MAP_WITH_PROMPT,
+    NGRAM_MAP_WITH_SLOT,
+)
 
 
 @dataclass(frozen=True)
@@ -126,7 +131,29 @@ NGRAM_MAP_FOLLOWS_SLOT = SourceEdit(
     why="an emptied slot's n-gram map kept the old history's keys and drafted little for the next prompt",
 )
 
-EDITS = (RESYNC_NGRAM_MAP, DRAFT_WHILE_FEW_GENERATE, NGRAM_MAP_FOLLOWS_SLOT)
+# The same stale map where llama.cpp itself puts a prompt in a slot that held another and keeps only their
+# common prefix: with the conversation cache off, for a turn with an image (which the cache leaves to
+# llama.cpp), or on a server that places requests itself. A copy after an unrelated copy in a one-slot model
+# with the cache off drafted 0 tokens where a fresh slot drafted 47 (SmolLM2). When a new prompt drops tokens
+# the slot held, its map starts afresh, and indexes the new prompt whole when drafting begins.
+NGRAM_MAP_FOLLOWS_PROMPT = SourceEdit(
+    name=NGRAM_MAP_WITH_PROMPT,
+    path="thirdparty/llama.cpp/tools/server/server-context.cpp",
+    replacements=(
+        (
+            """                        slot.prompt.tokens.keep_first(n_past);
+""",
+            """                        if ((size_t) n_past < slot.prompt.tokens.size()) {
+                            common_speculative_begin(spec.get(), slot.id, {});  // modelport: a new history
+                        }
+                        slot.prompt.tokens.keep_first(n_past);
+""",
+        ),
+    ),
+    why="a slot given a prompt that drops part of its history kept the old history's n-gram map",
+)
+
+EDITS = (RESYNC_NGRAM_MAP, DRAFT_WHILE_FEW_GENERATE, NGRAM_MAP_FOLLOWS_SLOT, NGRAM_MAP_FOLLOWS_PROMPT)
 
 
 def apply(source: Path, edits: tuple[SourceEdit, ...] = EDITS) -> list[str]:
