@@ -102,7 +102,7 @@ async def iterate(
 
     The model's slot is held until the iteration ends or is closed; closing also closes the predictor's
     iterator, which is how a disconnected client stops a generation. The watchdog is told of each step.
-    For a caller that needs only the `whole` answer, a stream that can hands its items over in bunches.
+    For a caller that needs only the `whole` answer, a stream that can hand its items over in bunches does.
     """
     with watched(model, predictor.name) as progress:
         async with model.slots.hold():
