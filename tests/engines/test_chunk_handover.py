@@ -6,6 +6,7 @@ chunk held past its bunch's time when the generation pauses."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -42,7 +43,7 @@ async def received(gaps: list[float], bunch: float | None) -> tuple[list[float],
 
 def moments(times: list[float]) -> int:
     """How many times the reader was handed chunks: arrivals more than 1 ms apart."""
-    return 1 + sum(1 for before, after in zip(times, times[1:], strict=False) if after - before > 0.001)
+    return 1 + sum(1 for before, after in itertools.pairwise(times) if after - before > 0.001)
 
 
 def test_chunks_come_one_by_one_as_they_are_made() -> None:
