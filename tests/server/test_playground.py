@@ -349,7 +349,15 @@ def test_the_voice_tab_talks_and_is_interrupted(
     heard = page.locator("#voice-log .turn.user .content").first.inner_text()
     page.wait_for_function("Number(document.querySelector('#voice-log').dataset.audioSeconds ?? 0) > 0.3")
     page.locator("#voice-log .turn.assistant").first.wait_for()
-    page.wait_for_function("Number(document.querySelector('#voice-log').dataset.truncated ?? 0) >= 1")
+    try:
+        page.wait_for_function("Number(document.querySelector('#voice-log').dataset.truncated ?? 0) >= 1")
+    except Exception as error:  # Playwright's timeout says nothing of the call: say what the page showed
+        shown = page.evaluate(
+            "() => ({log: document.querySelector('#voice-log').innerText, "
+            "data: {...document.querySelector('#voice-log').dataset}, "
+            "status: document.querySelector('#voice-status').textContent})"
+        )
+        raise AssertionError(f"no answer was cut by the question said over it: {shown}, {errors}") from error
     page.screenshot(path=shots / "voice.png", full_page=True)
     page.click("#voice-start")  # stop
     talking.close()
