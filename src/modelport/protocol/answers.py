@@ -190,27 +190,32 @@ def json_bytes(data: object) -> bytes:
 
 
 def whole_bytes(answer: object) -> bytes:
-    """A whole answer as both faces write it: a list page as its body; a Responses object with its optional
-    fields absent, never null (the OpenResponses specification refuses null where a field is optional:
-    what the service did not set is left out); any other object as its type dumps it."""
-    # The Responses types, imported when an answer is first written: `import modelport` (and the command
-    # line) stays without them.
-    from openai.types.responses import Response as OpenAIResponse
-
+    """A whole answer as both faces write it: a list page as its body; an object as its type dumps it, but
+    one of `_UNSET_LEFT_OUT` with its optional fields absent rather than null."""
     if isinstance(answer, ListPage):
         return json_bytes(answer.body())
-    if isinstance(answer, OpenAIResponse):
-        return answer.model_dump_json(warnings=False, by_alias=True, exclude_unset=True).encode()
     if isinstance(answer, BaseModel):
-        return answer.model_dump_json(warnings=False, by_alias=True).encode()
+        unset = _unset_left_out(answer)
+        return answer.model_dump_json(warnings=False, by_alias=True, exclude_unset=unset).encode()
     return json_bytes(answer)
 
 
+def _unset_left_out(item: BaseModel) -> bool:
+    """Whether an object's optional fields the service did not set are left out rather than written as null:
+    a Responses object (the OpenResponses specification refuses null where a field is optional), and a
+    model (OpenAI's has its four fields; the SDK's type has a fifth, `shutdown_date`, nothing here sets)."""
+    # Imported when an answer is first written: `import modelport` (and the command line) stays without the
+    # Responses types.
+    from openai.types import Model
+    from openai.types.responses import Response as OpenAIResponse
+
+    return isinstance(item, OpenAIResponse | Model)
+
+
 def _dumped(value: object) -> Any:
-    dump = getattr(value, "model_dump", None)
-    if dump is None:
+    if not isinstance(value, BaseModel):
         raise TypeError(f"{type(value).__name__} is not JSON")
-    return dump(mode="json", warnings=False, by_alias=True)
+    return _jsonable(value)
 
 
 def listed(items: list[Event]) -> AsyncGenerator[Event, None]:
@@ -246,7 +251,8 @@ class ListPage(Generic[T]):
 
 def _jsonable(item: object) -> dict[str, Any]:
     if isinstance(item, BaseModel):
-        return item.model_dump(mode="json", warnings=False, by_alias=True)
+        unset = _unset_left_out(item)
+        return item.model_dump(mode="json", warnings=False, by_alias=True, exclude_unset=unset)
     assert isinstance(item, dict)
     return item
 
