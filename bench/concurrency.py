@@ -39,20 +39,24 @@ ENGINE = "modelport's engine alone"
 
 
 async def aggregate(
-    url: str, model: str, streams: int, tokens: int, no_eos: dict[str, int] = NO_EOS
+    url: str, model: str, streams: int, tokens: int, no_eos: dict[str, int] = NO_EOS, label: str = "0"
 ) -> tuple[float, float]:
     """Tokens per second over all streams (first request sent to last token), and the slowest stream's
-    time over the fastest's; the end tokens barred by `no_eos` (SmolLM2's by default)."""
+    time over the fastest's; the end tokens barred by `no_eos` (SmolLM2's by default). The prompts carry
+    `label`: every server gets the same prompts in a round, and none of an earlier round's. A prompt sent
+    again is a cache's matter, which each server keeps differently (llama-server's slot holds the last
+    prompt; modelport keeps a lone prompt from its second sending on): with the same prompts every round,
+    modelport's first counted round was that second sending, 20-30% slower than its later rounds."""
     # A connection of its own for every request: llama.cpp's HTTP listener (llama-server's, and the engine
     # alone's) now and then closed a kept-alive connection as the next request went out on it ("Server
     # disconnected without sending a response"), which ended the whole run.
     async with http_client(url) as client:
-        await stream_completion(client, model, f"0. {STORY}", 4, no_eos)  # warm-up
+        await stream_completion(client, model, f"{label}.0. {STORY}", 4, no_eos)  # warm-up
     start = time.perf_counter()
 
     async def one(i: int) -> tuple[int, float]:
         async with http_client(url) as client:
-            result = await stream_completion(client, model, f"{i + 1}. {STORY}", tokens, no_eos)
+            result = await stream_completion(client, model, f"{label}.{i + 1}. {STORY}", tokens, no_eos)
         return result.tokens, time.perf_counter() - start
 
     results = await asyncio.gather(*(one(i) for i in range(streams)))
@@ -92,20 +96,22 @@ def main(counts: list[int], tokens: int, rounds: int, speculation: list[str], na
         # Round by round, every server in turn (`rotated`), so that the machine's drift affects all alike.
         samples: dict[str, dict[int, list[tuple[float, float]]]] = {n: defaultdict(list) for n in urls}
 
-        def measured(name: str, count: int, round_: str) -> tuple[float, float]:
+        def measured(name: str, count: int, round_: int) -> tuple[float, float]:
             try:
-                return asyncio.run(aggregate(urls[name], model.id, count, tokens, model.no_eos))
+                label = f"{count}.{round_}"
+                return asyncio.run(aggregate(urls[name], model.id, count, tokens, model.no_eos, label))
             except Exception as error:  # a dropped connection says nothing of whose it was
-                raise RuntimeError(f"{name}, {count} streams, {round_}: {error!r}") from error
+                said = f"round {round_}" if round_ else "the round not counted"
+                raise RuntimeError(f"{name}, {count} streams, {said}: {error!r}") from error
 
         for count in counts:
             # A round not counted: each server's first batch of this many streams was seen up to 40% slower
             # than the next on every server (buffers sized for the larger batch, the VM's clock).
             for name in urls:
-                measured(name, count, "the round not counted")
+                measured(name, count, 0)
             for round_ in range(rounds):
                 for name in rotated(list(urls), round_):
-                    samples[name][count].append(measured(name, count, f"round {round_ + 1}"))
+                    samples[name][count].append(measured(name, count, round_ + 1))
     rates = {
         name: {
             count: (median([r for r, _ in runs]), median([s for _, s in runs])) for count, runs in by.items()
