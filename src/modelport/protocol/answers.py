@@ -191,7 +191,7 @@ def json_bytes(data: object) -> bytes:
 
 def whole_bytes(answer: object) -> bytes:
     """A whole answer as both faces write it: a list page as its body; an object as its type dumps it, but
-    one of `_UNSET_LEFT_OUT` with its optional fields absent rather than null."""
+    with its optional fields absent rather than null where `_unset_left_out` says so."""
     if isinstance(answer, ListPage):
         return json_bytes(answer.body())
     if isinstance(answer, BaseModel):
