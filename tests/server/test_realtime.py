@@ -387,6 +387,33 @@ def test_a_transcription_session(voice: Faces, question: bytes) -> None:
     assert events[-1].error.code == "unsupported_event"  # no responses in a transcription session
 
 
+def test_a_beta_transcription_session_is_updated_under_its_beta_name(voice: Faces) -> None:
+    """A browser of the beta protocol (its subprotocol) updating a transcription session: the beta event
+    names it, and its session has the beta transcription session's shape (no client secret: none opened
+    this socket, which is why it is the one beta event not checked against its class)."""
+    import websockets
+
+    url = voice.url.replace("http", "ws") + "/v1/realtime?intent=transcription"
+
+    async def run() -> dict[str, Any]:
+        async with websockets.connect(url, subprotocols=["realtime", "openai-beta.realtime-v1"]) as ws:
+            assert json.loads(await ws.recv())["type"] == "session.created"
+            update = {"input_audio_transcription": {"model": "whisper-1"}, "turn_detection": None}
+            await ws.send(json.dumps({"type": "transcription_session.update", "session": update}))
+            updated: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            return updated
+
+    updated = asyncio.run(run())
+    assert updated["type"] == "transcription_session.updated", updated
+    session = updated["session"]
+    assert session["object"] == "realtime.transcription_session"
+    assert session["modalities"] == ["text"]
+    assert session["input_audio_format"] == "pcm16"
+    assert session["turn_detection"] is None
+    assert session["input_audio_transcription"]["model"] == "whisper-1"
+    assert "client_secret" not in session
+
+
 @pytest.mark.parametrize(
     ("message", "code"),
     [

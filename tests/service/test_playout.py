@@ -21,7 +21,7 @@ def test_an_interruption_while_audio_waits_cuts_the_item_where_it_was_heard() ->
     audio.play("resp_1", "item_1", SECOND * 2)
     audio.take(OUTPUT_RATE // 2)
     assert audio.clear() == Cut("resp_1", "item_1", 500)
-    assert [e["type"] for e in told] == ["output_audio_buffer.started", "output_audio_buffer.cleared"]
+    assert [e.type for e in told] == ["output_audio_buffer.started", "output_audio_buffer.cleared"]
 
 
 def test_an_interruption_while_synthesis_is_behind_still_cuts_the_item_playing() -> None:
@@ -31,7 +31,7 @@ def test_an_interruption_while_synthesis_is_behind_still_cuts_the_item_playing()
     audio.play("resp_1", "item_1", SECOND)
     audio.take(OUTPUT_RATE * 3 // 2)  # half a second of silence after the clause: synthesis is behind
     assert audio.clear() == Cut("resp_1", "item_1", 1000)
-    assert [e["type"] for e in told] == ["output_audio_buffer.started", "output_audio_buffer.cleared"]
+    assert [e.type for e in told] == ["output_audio_buffer.started", "output_audio_buffer.cleared"]
 
 
 def test_once_an_answer_has_stopped_an_interruption_cuts_nothing() -> None:
@@ -40,11 +40,11 @@ def test_once_an_answer_has_stopped_an_interruption_cuts_nothing() -> None:
     audio.finished("resp_1")
     audio.take(OUTPUT_RATE * 2)
     assert audio.clear() is None
-    assert [e["type"] for e in told] == ["output_audio_buffer.started", "output_audio_buffer.stopped"]
+    assert [e.type for e in told] == ["output_audio_buffer.started", "output_audio_buffer.stopped"]
 
 
 def test_audio_queued_but_not_yet_played_is_cut_at_nothing_heard() -> None:
     audio, told = playout()
     audio.play("resp_2", "item_2", SECOND)
     assert audio.clear() == Cut("resp_2", "item_2", 0)
-    assert [e["type"] for e in told] == ["output_audio_buffer.cleared"]
+    assert [e.type for e in told] == ["output_audio_buffer.cleared"]

@@ -12,7 +12,6 @@ import queue
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-import orjson
 from openai.resources.realtime import AsyncRealtime, Realtime
 from websockets.exceptions import ConnectionClosedOK
 from websockets.frames import Close
@@ -23,7 +22,7 @@ from modelport.context import RequestContext
 from modelport.service import Service
 from modelport.service.access import acting_as
 from modelport.service.realtime import RealtimeSession
-from modelport.service.realtime.realtime_events import Event
+from modelport.service.realtime.realtime_events import Outgoing, wire
 
 T = TypeVar("T")
 _CLOSED = b""  # what a pipe yields once its session is closed
@@ -65,8 +64,8 @@ class AsyncPipe:
         self.session: RealtimeSession | None = None
         self.request = RequestContext()
 
-    async def deliver(self, event: Event) -> None:
-        self.messages.put_nowait(orjson.dumps(event))
+    async def deliver(self, event: Outgoing) -> None:
+        self.messages.put_nowait(wire(event).encode())
 
     async def send(self, data: str | bytes) -> None:
         assert self.session is not None
@@ -94,8 +93,8 @@ class SyncPipe:
         self.session: RealtimeSession | None = None
         self.request = RequestContext()
 
-    async def deliver(self, event: Event) -> None:
-        self.messages.put(orjson.dumps(event))
+    async def deliver(self, event: Outgoing) -> None:
+        self.messages.put(wire(event).encode())
 
     def send(self, data: str | bytes) -> None:
         assert self.session is not None

@@ -10,9 +10,9 @@ import contextlib
 import json
 from typing import Any
 
-import orjson
 from fastapi import APIRouter, Request, WebSocket
 from fastapi.responses import Response
+from openai.types.realtime import RealtimeErrorEvent
 from starlette.datastructures import UploadFile
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
@@ -23,7 +23,7 @@ from modelport.server.webrtc import Calls
 from modelport.service import Service
 from modelport.service.access import Principal, acting_as
 from modelport.service.realtime import beta
-from modelport.service.realtime.realtime_events import Event, error_event
+from modelport.service.realtime.realtime_events import Outgoing, error_event, wire
 
 router = APIRouter()
 
@@ -46,12 +46,12 @@ async def realtime(websocket: WebSocket, model: str | None = None, intent: str |
     await websocket.accept(subprotocol="realtime" if "realtime" in offered else None)
     lock = asyncio.Lock()
 
-    async def send(event: dict[str, Any]) -> None:
+    async def send(event: Outgoing) -> None:
         if websocket.application_state != WebSocketState.CONNECTED:
             return  # the client left while something was still being made for it
         async with lock:
             with contextlib.suppress(WebSocketDisconnect, RuntimeError):
-                await websocket.send_text(orjson.dumps(event).decode())
+                await websocket.send_text(wire(event))
 
     try:
         session = await service.realtime.open(
@@ -66,10 +66,10 @@ async def realtime(websocket: WebSocket, model: str | None = None, intent: str |
         await websocket.close(code=1011 if error.status >= 500 else 1008)
         return
 
-    async def end(last: Event | None) -> None:
+    async def end(last: RealtimeErrorEvent | None) -> None:
         if last is not None:
             await send(last)
-        code = last["error"].get("code") if last else None
+        code = last.error.code if last else None
         await websocket.close(code=1000 if code in ("session_expired", "idle_timeout") else 1008)
 
     async def serve() -> None:

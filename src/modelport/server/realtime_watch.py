@@ -10,11 +10,13 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
+from openai.types.realtime import RealtimeErrorEvent
+
 from modelport.errors import ModelportError
 from modelport.service import Service
 from modelport.service.access import Principal
 from modelport.service.realtime import RealtimeSession
-from modelport.service.realtime.realtime_events import ClientEventError, Event, error_event
+from modelport.service.realtime.realtime_events import ClientEventError, error_event
 
 
 async def watch(
@@ -22,7 +24,7 @@ async def watch(
     session: RealtimeSession,
     authorization: str | None,
     principal: Principal | None,
-    end: Callable[[Event | None], Awaitable[None]],
+    end: Callable[[RealtimeErrorEvent | None], Awaitable[None]],
 ) -> None:
     """Wait until the session must end, then `end` it with the `error` event that says why."""
     limits = service.settings.limits

@@ -22,7 +22,6 @@ from typing import Any
 import aioice.ice
 import av
 import numpy as np
-import orjson
 from aiortc import (
     MediaStreamTrack,
     RTCConfiguration,
@@ -32,13 +31,14 @@ from aiortc import (
     RTCSessionDescription,
 )
 from aiortc.mediastreams import MediaStreamError
+from openai.types.realtime import RealtimeErrorEvent
 
 from modelport.errors import CapacityError, InvalidRequestError
 from modelport.ids import new_id
 from modelport.service import Service
 from modelport.service.realtime import RealtimeSession
 from modelport.service.realtime.playout import Playout
-from modelport.service.realtime.realtime_events import Event
+from modelport.service.realtime.realtime_events import Outgoing, wire
 from modelport.settings import WebRTCSettings
 
 log = logging.getLogger("modelport.webrtc")
@@ -112,8 +112,8 @@ class Call:
     scope: contextvars.Context = field(default_factory=contextvars.copy_context)
     on_end: Callable[[], object] | None = None  # the registry forgets the call
 
-    async def send(self, event: Event) -> None:
-        text = orjson.dumps(event).decode()
+    async def send(self, event: Outgoing) -> None:
+        text = wire(event)
         if self.channel is not None and self.channel.readyState == "open":
             self.channel.send(text)
         elif not self.ended.is_set():
@@ -130,7 +130,7 @@ class Call:
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
-    async def end(self, last: Event | None = None) -> None:
+    async def end(self, last: RealtimeErrorEvent | None = None) -> None:
         """Hang up (after `last`, an error event saying why, if given)."""
         if self.ended.is_set():
             return
@@ -167,7 +167,9 @@ class Calls:
         project: str,
         model: str | None,
         given: dict[str, Any] | None,
-        watch: Callable[[RealtimeSession, Callable[[Event | None], Awaitable[None]]], Awaitable[None]],
+        watch: Callable[
+            [RealtimeSession, Callable[[RealtimeErrorEvent | None], Awaitable[None]]], Awaitable[None]
+        ],
     ) -> tuple[Call, str]:
         """A new call answering the SDP `offer`: the call, and the SDP answer. `watch` ends it at its
         session's limits."""

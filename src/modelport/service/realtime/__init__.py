@@ -23,7 +23,7 @@ from modelport.service.access import Access
 from modelport.service.realtime import config
 from modelport.service.realtime.held_calls import HeldCalls
 from modelport.service.realtime.pipes import Pipes, VoiceModels
-from modelport.service.realtime.realtime_events import ClientEventError, Event
+from modelport.service.realtime.realtime_events import ClientEventError, Outgoing
 from modelport.service.realtime.session import RealtimeSession
 from modelport.settings import DEFAULT_REALTIME, RealtimePipeline, Settings
 
@@ -97,7 +97,7 @@ class Realtime:
         self,
         model: str | None,
         intent: str | None,
-        send: Callable[[Event], Awaitable[None]],
+        send: Callable[[Outgoing], Awaitable[None]],
         beta_protocol: bool = False,
         given: config.Session | None = None,
         media: bool = False,

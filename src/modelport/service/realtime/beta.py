@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import copy
 import functools
-from typing import Any
+from typing import Any, cast
 
+from openai import BaseModel as OpenAIModel
 from pydantic import BaseModel
 
 from modelport.protocol.tagged_unions import by_type
 from modelport.service.realtime import config
-
-Event = dict[str, Any]
 
 _RENAMED = {
     "conversation.item.added": "conversation.item.created",
@@ -47,25 +46,28 @@ def wants_beta(headers: dict[str, str] | Any, offered: list[str]) -> bool:
     return "realtime=v1" in (headers.get("openai-beta") or "") or "openai-beta.realtime-v1" in offered
 
 
-def server_event(event: Event, transcription: bool) -> Event | None:
-    """The beta form of a GA server event, or None where the beta protocol has no such event."""
-    kind = str(_RENAMED.get(event["type"], event["type"]))
+def server_event(event: BaseModel, transcription: bool) -> BaseModel | None:
+    """The beta form of a GA server event (as the openai package's beta class), or None where the beta
+    protocol has no such event."""
+    ga = event.model_dump(mode="json", exclude_unset=True)
+    kind = str(_RENAMED.get(ga["type"], ga["type"]))
     if transcription and kind == "session.updated":
         kind = "transcription_session.updated"
-    beta = {**event, "type": kind}
+    beta = {**ga, "type": kind}
     if "session" in beta:
         beta["session"] = _session(beta["session"], transcription)
     if "item" in beta:
         beta["item"] = _item(beta["item"])
     if "response" in beta:
         beta["response"] = _response(beta["response"])
-    if kind == "transcription_session.updated":
-        return beta  # its beta type wants a client secret, which a session opened on this socket has none of
     cls = beta_events().get(kind)
     if cls is None:
         return None
-    cls.model_validate(beta)  # what the beta SDK reads is what goes out
-    return beta
+    if kind == "transcription_session.updated":
+        # Its beta type wants a client secret, which a session opened on this socket has none of: made as
+        # given, unchecked (the SDK's `construct`, which builds the nested models all the same).
+        return cast("type[OpenAIModel]", cls).construct(**beta)
+    return cls.model_validate(beta)  # what the beta SDK reads is what goes out
 
 
 def client_event(data: Any) -> Any:

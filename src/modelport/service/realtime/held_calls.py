@@ -7,9 +7,10 @@ from __future__ import annotations
 import asyncio
 from typing import NoReturn, Protocol
 
+from openai.types.realtime import RealtimeErrorEvent
+
 from modelport import context
 from modelport.errors import InvalidRequestError, NotFoundError
-from modelport.service.realtime.realtime_events import Event
 
 
 class HeldCall(Protocol):
@@ -21,7 +22,7 @@ class HeldCall(Protocol):
     @property
     def project(self) -> str: ...
 
-    async def end(self, last: Event | None = None) -> None:
+    async def end(self, last: RealtimeErrorEvent | None = None) -> None:
         """Hang up (after `last`, an error event saying why, if given)."""
 
 

@@ -10,8 +10,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from openai.types.realtime import RealtimeServerEvent
+
 from modelport.service.audio.codec import OUTPUT_RATE
-from modelport.service.realtime.realtime_events import Event, server_event
+from modelport.service.realtime.realtime_events import server_event
 
 
 @dataclass
@@ -34,7 +36,7 @@ class Cut:
 class Playout:
     """The audio waiting to be played; `notify` sends an event to the client (it must not block)."""
 
-    def __init__(self, notify: Callable[[Event], None]) -> None:
+    def __init__(self, notify: Callable[[RealtimeServerEvent], None]) -> None:
         self._notify = notify
         self._pieces: deque[_Piece] = deque()
         self._played: dict[str, int] = {}  # bytes of each item played so far

@@ -14,6 +14,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from openai.types.realtime import RealtimeServerEvent
+
 from modelport.errors import ModelportError, ServerError
 from modelport.ids import new_id
 from modelport.protocol.answers import Events
@@ -26,7 +28,7 @@ from modelport.service.realtime.audio import Speaker
 from modelport.service.realtime.conversation import Conversation, Entry, Spoken
 from modelport.service.realtime.pipes import Pipes
 from modelport.service.realtime.playout import Playout
-from modelport.service.realtime.realtime_events import ClientEventError, Event, error_event, server_event
+from modelport.service.realtime.realtime_events import ClientEventError, error_event, server_event
 from modelport.settings import RealtimePipeline
 
 log = logging.getLogger("modelport.realtime")
@@ -43,7 +45,7 @@ class Host(Protocol):
     pipes: Pipes
     playout: Playout | None
 
-    async def send(self, event: Event) -> None: ...
+    async def send(self, event: RealtimeServerEvent) -> None: ...
 
 
 @dataclass
@@ -150,7 +152,7 @@ class RealtimeResponse:
                 error = ServerError(f"Internal error: {type(caught).__name__}")
             event = error_event(error)
             status = "failed"
-            details = {"type": "failed", "error": {k: event["error"].get(k) for k in ("type", "code")}}
+            details = {"type": "failed", "error": {"type": event.error.type, "code": event.error.code}}
             await self.host.send(event)
         finally:
             if speaking is not None and not speaking.done():

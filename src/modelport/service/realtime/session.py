@@ -22,6 +22,7 @@ from openai.types.realtime import (
     InputAudioBufferClearEvent,
     InputAudioBufferCommitEvent,
     OutputAudioBufferClearEvent,
+    RealtimeServerEvent,
     ResponseCancelEvent,
     ResponseCreateEvent,
     SessionUpdateEvent,
@@ -38,7 +39,7 @@ from modelport.service.realtime.pipes import Pipes
 from modelport.service.realtime.playout import Playout
 from modelport.service.realtime.realtime_events import (
     ClientEventError,
-    Event,
+    Outgoing,
     client_event,
     error_event,
     server_event,
@@ -67,7 +68,7 @@ class RealtimeSession:
         model: str,
         pipes: Pipes,
         limits: Limits,
-        send: Callable[[Event], Awaitable[None]],
+        send: Callable[[Outgoing], Awaitable[None]],
         beta_protocol: bool = False,
         media: bool = False,
     ) -> None:
@@ -101,13 +102,11 @@ class RealtimeSession:
             ]
         )
 
-    async def send(self, event: Event) -> None:
-        if self.beta:
-            shown = beta.server_event(event, self.kind == "transcription")
-            if shown is None:
-                return  # the beta protocol has no such event
-            event = shown
-        await self._send(event)
+    async def send(self, event: RealtimeServerEvent) -> None:
+        if not self.beta:
+            await self._send(event)
+        elif (shown := beta.server_event(event, self.kind == "transcription")) is not None:
+            await self._send(shown)  # (None: the beta protocol has no such event)
 
     def shown(self) -> dict[str, Any]:
         """The session as `session.created` and `session.updated` show it."""
