@@ -387,6 +387,28 @@ def test_a_transcription_session(voice: Faces, question: bytes) -> None:
     assert events[-1].error.code == "unsupported_event"  # no responses in a transcription session
 
 
+def test_a_session_sent_back_as_it_was_shown_keeps_what_the_server_says_of_it(voice: Faces) -> None:
+    """A client may send back the session it was shown (its id, object and expiry among the fields): they
+    are the server's, not settings; once, an expiry of another type made a client secret's mint a 500."""
+    client = openai.OpenAI(base_url=f"{voice.url}/v1", api_key="unused", max_retries=0)
+    echoed = {"id": "sess_mine", "object": "realtime.session", "expires_at": {"x": {}}, "client_secret": None}
+    made = client.realtime.client_secrets.create(session={"type": "realtime", **echoed})  # type: ignore[typeddict-unknown-key]
+    assert made.session.id != "sess_mine"
+    assert made.session.id.startswith("sess_")
+
+    async def run() -> tuple[Any, Any]:
+        async with connect(voice) as connection:
+            created = (await until(connection, "session.created"))[-1].session
+            shown = created.model_dump(mode="json", exclude_unset=True)
+            await connection.session.update(session={**shown, "instructions": "Be brief."})
+            return created, (await until(connection, "session.updated"))[-1].session
+
+    created, updated = asyncio.run(run())
+    assert updated.instructions == "Be brief."
+    assert (updated.id, updated.object) == (created.id, "realtime.session")
+    assert updated.expires_at >= created.expires_at - 1
+
+
 def test_a_beta_transcription_session_is_updated_under_its_beta_name(voice: Faces) -> None:
     """A browser of the beta protocol (its subprotocol) updating a transcription session: the beta event
     names it, and its session has the beta transcription session's shape (no client secret: none opened

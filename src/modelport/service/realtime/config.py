@@ -60,8 +60,10 @@ def initial(pipeline: RealtimePipeline, kind: str, model: str) -> Session:
 
 
 def updated(current: Session, given: dict[str, Any]) -> Session:
-    """`current` with a `session.update`'s fields merged in (objects key by key, the rest replaced)."""
-    given = _ga(given)
+    """`current` with a `session.update`'s fields merged in (objects key by key, the rest replaced); the
+    fields the server shows of a session (its id, object and expiry) are not the client's to set, and a
+    client that sends back the session it was shown changes none of them."""
+    given = {k: v for k, v in _ga(given).items() if k not in _SHOWN_BY_SERVER}
     if given.get("type") not in (None, current["type"]):
         raise ClientEventError(
             f"A {current['type']} session cannot become a {given['type']} session.", param="session.type"
@@ -91,6 +93,7 @@ def updated(current: Session, given: dict[str, Any]) -> Session:
     return merged
 
 
+_SHOWN_BY_SERVER = {"id", "object", "expires_at", "client_secret"}
 _MERGED = {"audio", "input", "output"}  # objects merged key by key; any other value is replaced whole
 
 
