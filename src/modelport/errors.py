@@ -119,6 +119,18 @@ class PayloadTooLargeError(ModelportError):
     code = "payload_too_large"
 
 
+class RequestTimeoutError(ModelportError):
+    """A request whose body paused longer than `[limits] read_seconds`: answered, and its connection closed
+    (the SDKs send a 408 again)."""
+
+    status = 408
+    type = "invalid_request_error"
+    code = "request_timeout"
+
+    def headers(self) -> dict[str, str]:
+        return {"Connection": "close", **super().headers()}
+
+
 class OverloadedError(ModelportError):
     """A model's slots are busy and its waiting line is full: come back after `retry_after` seconds."""
 

@@ -158,6 +158,11 @@ class Limits(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     body_bytes: int = Field(default=27 * 1024 * 1024, ge=1, description="a request body (413)")
+    read_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="how long a request's head may take to arrive, and its body may pause (408)",
+    )
     messages: int = Field(default=2048, ge=1, description="messages in a chat request")
     embedding_inputs: int = Field(default=2048, ge=1, description="texts in one embeddings call")
     input_chars: int = Field(default=200_000, ge=1, description="characters in one text, prompt or message")

@@ -13,7 +13,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from modelport import context
 from modelport.context import RequestContext
-from modelport.errors import ModelportError, PayloadTooLargeError
+from modelport.errors import ModelportError, PayloadTooLargeError, RequestTimeoutError
 from modelport.metrics import LATENCY, REQUESTS
 from modelport.server.error_shapes import error_content
 from modelport.service.access import Access, acting_as
@@ -98,7 +98,8 @@ class Authenticate:
 class BodyLimit:
     """Refuse request bodies over their operation's bound (its row in the operation table says which: the
     JSON body bound, or an upload's) with a 413, by `Content-Length` before anything is read, or as they
-    stream in. A path no operation serves is held to the JSON body bound."""
+    stream in. A path no operation serves is held to the JSON body bound. A body that pauses longer than
+    `[limits] read_seconds` is a 408 (a client trickling bodies would hold a connection each for ever)."""
 
     def __init__(self, app: ASGIApp, settings: Settings) -> None:
         self.app = app
@@ -119,11 +120,25 @@ class BodyLimit:
             await _reply(send, too_large, scope["path"])
             return
         seen = 0
-        started = rejected = False
+        started = rejected = read = False
+        pause = self.settings.limits.read_seconds
 
         async def counted() -> Message:
-            nonlocal seen, rejected
-            message = await receive()
+            nonlocal seen, rejected, read
+            if read or rejected:
+                message = await receive()  # once the body is read, only the client's leaving comes
+            else:
+                try:
+                    async with asyncio.timeout(pause):
+                        message = await receive()
+                except TimeoutError:
+                    rejected = True
+                    if not started:
+                        late = RequestTimeoutError(f"The request body paused for over {pause:g} s.")
+                        await _reply(send, late, scope["path"])
+                    return {"type": "http.disconnect"}
+            if message["type"] != "http.request" or not message.get("more_body"):
+                read = True
             if message["type"] == "http.request" and not rejected:
                 seen += len(message.get("body", b""))
                 if seen > limit:

@@ -1,0 +1,80 @@
+"""Slow clients against `modelport serve`: a request whose head does not arrive whole within `[limits]
+read_seconds`, and a body that pauses longer, are answered 408 and their connections closed — connections
+held open by a few bytes each (slowloris) would otherwise hold the process's file descriptors for ever —
+while every other client is served meanwhile."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.live import ROOT, LiveServer
+
+pytestmark = pytest.mark.slow  # a server process, and seconds of waiting for clients that send nothing
+
+READ_SECONDS = 1.0
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    folder: Path = tmp_path_factory.mktemp("slow")
+    (folder / "models.toml").write_text(f"defaults = false\n[limits]\nread_seconds = {READ_SECONDS}\n")
+    live = LiveServer("--config", str(folder / "models.toml"), "--database", "none", cwd=ROOT)
+    try:
+        live.wait_ready()
+        yield live
+    finally:
+        live.stop()
+
+
+def opened(live: LiveServer, sent: bytes = b"") -> socket.socket:
+    connection = socket.create_connection(("127.0.0.1", live.port), timeout=30)
+    if sent:
+        connection.sendall(sent)
+    return connection
+
+
+def answer(connection: socket.socket) -> tuple[bytes, float]:
+    """Everything the server sends until it closes the connection, and when it closed it."""
+    received = b""
+    while chunk := connection.recv(65536):
+        received += chunk
+    return received, time.monotonic()
+
+
+def test_unfinished_heads_are_a_408_and_closed_while_others_are_served(served: LiveServer) -> None:
+    started = time.monotonic()
+    idle = [opened(served) for _ in range(20)]  # nothing sent at all
+    partial = [opened(served, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n") for _ in range(20)]
+    assert httpx.get(f"{served.url}/v1/models", timeout=10).status_code == 200
+    for connection in idle + partial:
+        received, closed = answer(connection)
+        assert received.startswith(b"HTTP/1.1 408"), received
+        assert closed - started < READ_SECONDS + 10
+        connection.close()
+    assert httpx.get(f"{served.url}/v1/models", timeout=10).status_code == 200
+
+
+def test_a_head_sent_in_pieces_within_the_bound_is_served(served: LiveServer) -> None:
+    connection = opened(served, b"GET /v1/models HTTP/1.1\r\n")
+    time.sleep(READ_SECONDS / 3)
+    connection.sendall(b"Host: x\r\nConnection: close\r\n\r\n")
+    received, _ = answer(connection)
+    assert received.startswith(b"HTTP/1.1 200"), received
+
+
+def test_a_body_that_stalls_is_a_408_in_openais_shape_and_its_connection_closed(served: LiveServer) -> None:
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    connection = opened(served, head + b"Content-Length: 100\r\n\r\n" + b'{"model": "')
+    started = time.monotonic()
+    received, closed = answer(connection)
+    status, _, body = received.partition(b"\r\n\r\n")
+    assert status.startswith(b"HTTP/1.1 408"), received
+    assert json.loads(body)["error"]["code"] == "request_timeout"
+    assert READ_SECONDS - 0.1 <= closed - started < READ_SECONDS + 10
