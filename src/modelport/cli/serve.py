@@ -103,7 +103,7 @@ def on_ray(settings: Settings, address: str) -> ModelRegistry:
 def serve(service: Service, log_level: str, *, on_ray: bool = False) -> int:
     import uvicorn
 
-    from modelport.server.connections import timed_head
+    from modelport.server.connections import bounded_head
 
     server: uvicorn.Server | None = None
     asked: list[int] = []
@@ -125,7 +125,7 @@ def serve(service: Service, log_level: str, *, on_ray: bool = False) -> int:
                 port=settings.port,
                 log_level=log_level,
                 timeout_graceful_shutdown=SHUTDOWN_SECONDS,
-                http=timed_head(settings.limits.read_seconds),
+                http=bounded_head(settings.limits.read_seconds),
                 access_log=False,  # modelport.access logs each request, with its id
             )
             server = uvicorn.Server(config)
