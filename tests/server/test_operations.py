@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
@@ -140,6 +141,49 @@ def test_the_in_process_client_holds_each_row_s_body_bound_too(tmp_path: Path) -
         assert client.chat.completions.create(model="reverse", messages=USER).choices[0].message.content
     finally:
         client.close()
+
+
+def nested(levels: int, leaf: Any, key: str) -> Any:
+    for _ in range(levels):
+        leaf = {"type": "array", key: leaf}
+    return leaf
+
+
+def test_json_nested_past_its_bound_is_a_400_on_every_face_and_every_row(tiny: openai.OpenAI) -> None:
+    """A tool's schema 250 levels deep was a 500 (the schema's walk ran out of recursion), a Responses
+    `text.format` of 300 a dropped connection (pydantic's serializer ran out of depth)."""
+    deep = nested(150, {"type": "string"}, "items")
+    with pytest.raises(openai.BadRequestError, match="deeper than 128 levels"):
+        tiny.chat.completions.create(
+            model="reverse", messages=[{"role": "user", "content": "hi"}],
+            tools=[{"type": "function", "function": {"name": "f", "parameters": deep}}],
+        )  # fmt: skip
+    with pytest.raises(openai.BadRequestError, match="deeper than 128 levels"):
+        tiny.responses.create(
+            model="reverse", input="hi", text={"format": {"type": "json_schema", "name": "x", "schema": deep}}
+        )
+    with pytest.raises(openai.BadRequestError, match="deeper than 128 levels"):
+        tiny.embeddings.create(model="reverse", input="hi", extra_body={"deep": nested(130, 1, "x")})
+    # Up to the bound, a body is served (a field of its own it does not read, as deep as the bound allows).
+    reply = tiny.chat.completions.create(
+        model="reverse",
+        messages=[{"role": "user", "content": "one two"}],
+        extra_body={"x": nested(63, 1, "x")},
+    )
+    assert reply.choices[0].message.content
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/messages", "/api/chat", "/generate"])
+def test_every_face_holds_json_nesting_to_the_bound_with_or_without_a_content_type(
+    tiny_faces: Faces, path: str
+) -> None:
+    body = json.dumps(
+        {"model": "reverse", "messages": [{"role": "user", "content": "hi"}], "x": nested(130, 1, "x")}
+    )
+    for headers in ({"content-type": "application/json"}, {}):
+        answer = httpx.post(f"{tiny_faces.url}{path}", content=body, headers=headers, timeout=30)
+        assert answer.status_code == 400, answer.text
+        assert "deeper than 128 levels" in answer.text
 
 
 def test_a_json_body_under_a_path_ending_in_files_is_held_to_the_json_bound(tiny_served: Faces) -> None:

@@ -14,12 +14,35 @@ from modelport.protocol.tagged_unions import UNKNOWN_TYPE
 R = TypeVar("R", bound=BaseModel)
 
 
+# How deep a request's JSON may nest: far deeper than any API asks for (a structured output's schema is 10
+# levels at most at OpenAI, some 25 of JSON), and far less than where walking it would exhaust Python's
+# recursion or pydantic's (a tool's schema of 250 levels once made a 500, and a Responses `text.format`
+# of 300 a dropped connection).
+MAX_DEPTH = 128
+
+
 def parse(cls: type[R], body: Any) -> R:
     """`body` validated as a `cls`, or a 400 naming the first parameter at fault."""
+    check_depth(body)
     try:
         return cls.model_validate(body)
     except ValidationError as error:
         raise invalid(telling(error.errors())) from None
+
+
+def check_depth(body: Any) -> None:
+    """A 400 for JSON nested deeper than `MAX_DEPTH` (walked without recursion, as it is not yet trusted)."""
+    nested: list[tuple[Any, int]] = [(body, 1)]
+    while nested:
+        value, depth = nested.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth >= MAX_DEPTH:
+                    raise InvalidRequestError(
+                        f"The request nests its JSON deeper than {MAX_DEPTH} levels.", code="invalid_value"
+                    )
+                nested.append((child, depth + 1))
 
 
 def telling(errors: Sequence[Any]) -> dict[str, Any]:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from fastapi.responses import Response
 
 from modelport.protocol.generate_request import GenerateRequest
 from modelport.server.http_render import render
+from modelport.server.json_routes import json_router
 from modelport.server.operation_routes import service_of
 
-router = APIRouter()
+router = json_router()
 
 
 @router.post("/generate")

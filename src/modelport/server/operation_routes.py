@@ -15,6 +15,7 @@ from starlette.datastructures import UploadFile
 
 from modelport.server.anthropic.routes import VERSION_HEADER
 from modelport.server.http_render import render
+from modelport.server.json_routes import json_router
 from modelport.service import Service
 from modelport.service.operation_table import OPERATIONS
 from modelport.service.operations import BODY, QUERY, UPLOAD, WHOLE, FilePart, Operation
@@ -30,7 +31,7 @@ def service_of(request: Request) -> Service:
 
 def router() -> APIRouter:
     """Every operation of the table as a route (below the prefix the app mounts it at)."""
-    routes = APIRouter()
+    routes = json_router()
     for operation in OPERATIONS:
         multipart = UPLOAD in operation.inputs
         routes.add_api_route(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
@@ -19,6 +19,7 @@ from modelport.errors import InvalidRequestError
 from modelport.protocol.answers import Events
 from modelport.server.anthropic.message_request import CountTokensRequest, MessagesRequest
 from modelport.server.anthropic.to_chat import Verify, chat_request
+from modelport.server.json_routes import json_router
 from modelport.server.streaming import EventStream
 from modelport.service import Service
 from modelport.service.operation_table import OPERATIONS
@@ -26,7 +27,7 @@ from modelport.service.operation_table import OPERATIONS
 if TYPE_CHECKING:
     from modelport.server.anthropic.from_chat import Seal
 
-router = APIRouter()
+router = json_router()
 CHAT = OPERATIONS.by_name("chat.completions.create")
 # What marks a request as Anthropic's (its SDKs and Claude Code always send it).
 VERSION_HEADER = "anthropic-version"

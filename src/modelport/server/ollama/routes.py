@@ -8,7 +8,7 @@ import time
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 from ollama import ChatResponse, EmbeddingsResponse, EmbedResponse, GenerateResponse, ShowResponse
 from openai.types import Completion, CreateEmbeddingResponse
@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from modelport.errors import InvalidRequestError
 from modelport.protocol.answers import Events
+from modelport.server.json_routes import json_router
 from modelport.server.ollama import ollama_lines, ollama_models
 from modelport.server.ollama.chat_body import messages, sampling
 from modelport.server.ollama.ollama_models import Running, Tags, Version
@@ -32,7 +33,7 @@ from modelport.server.ollama.ollama_request import (
 from modelport.service import Service
 from modelport.service.operation_table import OPERATIONS
 
-router = APIRouter()
+router = json_router()
 CHAT = OPERATIONS.by_name("chat.completions.create")
 COMPLETION = OPERATIONS.by_name("completions.create")
 EMBEDDING = OPERATIONS.by_name("embeddings.create")

@@ -1,0 +1,44 @@
+"""The routes of every face read a JSON body through FastAPI, which validates it into the route's request
+model; first, here, its nesting is bounded (`protocol.validation.check_depth`, as `parse` does for the
+in-process client and batch lines), so that no walk of it further on (a tool's schema rewritten, a grammar
+made of it, a model serialized) runs out of recursion on a body made to be deep."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Request, Response
+from fastapi.routing import APIRoute
+
+from modelport.protocol.validation import check_depth
+
+_FORMS = ("multipart/", "application/x-www-form-urlencoded")
+
+
+class DepthBoundRoute(APIRoute):
+    """A route whose JSON body is held to the nesting bound before FastAPI reads it (a body that is not JSON
+    is left to FastAPI to refuse as it does)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def bounded(request: Request) -> Response:
+            kind = request.headers.get("content-type", "")
+            # Forms stream their files to FastAPI; any other body may be read as JSON (with no content type
+            # too, as FastAPI does).
+            if request.method in ("POST", "PUT", "PATCH") and not kind.startswith(_FORMS):
+                try:
+                    data = orjson.loads(await request.body())  # the body is kept for FastAPI to read again
+                except orjson.JSONDecodeError:
+                    data = None
+                check_depth(data)
+            return await handler(request)
+
+        return bounded
+
+
+def json_router() -> APIRouter:
+    """A router whose routes hold their JSON bodies to the nesting bound."""
+    return APIRouter(route_class=DepthBoundRoute)
