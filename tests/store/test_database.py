@@ -108,6 +108,25 @@ def test_model_and_metadata_filters_combine(url: str) -> None:
     asyncio.run(run())
 
 
+def test_a_nul_character_a_client_sent_is_stored_and_compared_on_both_databases(url: str) -> None:
+    """PostgreSQL's text holds no NUL (a metadata value, an id in a URL, a name with one was a 500 there):
+    stored and compared as U+FFFD in its columns, kept as sent in the object's JSON."""
+
+    async def run() -> None:
+        store = Store(url)
+        given = completion(1, 1_700_000_000)
+        await store.completions.save(given, {"messages": []}, {"tag": "a\x00b"}, "completed", P)
+        page = await store.completions.list_page(
+            project=P, after=None, limit=10, order="asc", model=None, metadata={"tag": "a\x00b"}
+        )
+        assert [row["id"] for row in page.rows] == [given["id"]]
+        assert page.rows[0]["metadata"] == {"tag": "a\x00b"}  # the JSON keeps it
+        assert await store.completions.get("chatcmpl-\x00", P) is None  # a lookup by such an id: none
+        await store.close()
+
+    asyncio.run(run())
+
+
 def response_row(response_id: str, previous: str | None, text: str) -> dict[str, Any]:
     return {
         "id": response_id,

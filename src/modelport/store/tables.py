@@ -13,12 +13,11 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     MetaData,
-    String,
     Table,
-    Text,
 )
 
 from modelport.context import DEFAULT_PROJECT
+from modelport.store.text_columns import NulFreeString, NulFreeText
 from modelport.store.vector_column import Embedding
 
 metadata = MetaData()
@@ -27,14 +26,14 @@ metadata = MetaData()
 def _owner() -> Column[str]:
     """Every stored object belongs to one project: the project of the key that made it. Rows made before
     projects existed, or by the keys of `--api-key`, belong to the default one."""
-    return Column("project", String(64), nullable=False, server_default=DEFAULT_PROJECT)
+    return Column("project", NulFreeString(64), nullable=False, server_default=DEFAULT_PROJECT)
 
 
 projects = Table(
     "projects",
     metadata,
-    Column("id", String(64), primary_key=True),
-    Column("name", String(256), nullable=False, unique=True),
+    Column("id", NulFreeString(64), primary_key=True),
+    Column("name", NulFreeString(256), nullable=False, unique=True),
     Column("created", BigInteger, nullable=False),
     Column("archived_at", BigInteger, nullable=True),
     Column("limits", JSON, nullable=False),  # requests and tokens per minute, allowed models
@@ -45,12 +44,12 @@ projects = Table(
 api_keys = Table(
     "api_keys",
     metadata,
-    Column("id", String(64), primary_key=True),
-    Column("project", String(64), ForeignKey("projects.id"), nullable=False, index=True),
-    Column("hash", String(64), nullable=False, unique=True),
-    Column("redacted", String(64), nullable=False),
-    Column("name", String(256), nullable=False),
-    Column("role", String(16), nullable=False),  # member, or admin (the organization API too)
+    Column("id", NulFreeString(64), primary_key=True),
+    Column("project", NulFreeString(64), ForeignKey("projects.id"), nullable=False, index=True),
+    Column("hash", NulFreeString(64), nullable=False, unique=True),
+    Column("redacted", NulFreeString(64), nullable=False),
+    Column("name", NulFreeString(256), nullable=False),
+    Column("role", NulFreeString(16), nullable=False),  # member, or admin (the organization API too)
     Column("created", BigInteger, nullable=False),
     Column("expires_at", BigInteger, nullable=True),
     Column("last_used_at", BigInteger, nullable=True),
@@ -64,9 +63,11 @@ api_keys = Table(
 client_secrets = Table(
     "client_secrets",
     metadata,
-    Column("hash", String(64), primary_key=True),
+    Column("hash", NulFreeString(64), primary_key=True),
     _owner(),
-    Column("key_id", String(64), nullable=True),  # the minting key; None for `--api-key` keys and tokens
+    Column(
+        "key_id", NulFreeString(64), nullable=True
+    ),  # the minting key; None for `--api-key` keys and tokens
     Column("session", JSON, nullable=False),
     Column("created", BigInteger, nullable=False),
     Column("expires_at", BigInteger, nullable=False, index=True),
@@ -77,10 +78,10 @@ usage = Table(
     "usage",
     metadata,
     Column("bucket", BigInteger, primary_key=True),  # the minute's start, unix seconds
-    Column("project", String(64), primary_key=True),
-    Column("model", String(256), primary_key=True),
-    Column("key_id", String(64), primary_key=True),  # "" for requests made without a stored key
-    Column("kind", String(32), primary_key=True),  # completions, embeddings, audio_speeches, ...
+    Column("project", NulFreeString(64), primary_key=True),
+    Column("model", NulFreeString(256), primary_key=True),
+    Column("key_id", NulFreeString(64), primary_key=True),  # "" for requests made without a stored key
+    Column("kind", NulFreeString(32), primary_key=True),  # completions, embeddings, audio_speeches, ...
     Column("requests", BigInteger, nullable=False),
     Column("input_tokens", BigInteger, nullable=False),
     Column("cached_tokens", BigInteger, nullable=False),
@@ -95,10 +96,12 @@ usage = Table(
 chat_completions = Table(
     "chat_completions",
     metadata,
-    Column("id", String(128), primary_key=True),
+    Column("id", NulFreeString(128), primary_key=True),
     Column("created", BigInteger, nullable=False),
-    Column("model", String(256), nullable=False),
-    Column("status", String(16), nullable=False),  # completed, or incomplete (the client left mid-stream)
+    Column("model", NulFreeString(256), nullable=False),
+    Column(
+        "status", NulFreeString(16), nullable=False
+    ),  # completed, or incomplete (the client left mid-stream)
     Column("metadata", JSON, nullable=False),
     Column("request", JSON, nullable=False),  # messages and parameters, as the client sent them
     Column("completion", JSON, nullable=False),  # the ChatCompletion
@@ -114,12 +117,12 @@ chat_completion_metadata = Table(
     metadata,
     Column(
         "completion_id",
-        String(128),
+        NulFreeString(128),
         ForeignKey("chat_completions.id", ondelete="CASCADE"),
         primary_key=True,
     ),
-    Column("key", String(64), primary_key=True),
-    Column("value", String(512), nullable=False),
+    Column("key", NulFreeString(64), primary_key=True),
+    Column("value", NulFreeString(512), nullable=False),
     Index("ix_chat_completion_metadata_key_value", "key", "value", "completion_id"),
 )
 
@@ -127,13 +130,13 @@ chat_completion_metadata = Table(
 responses = Table(
     "responses",
     metadata,
-    Column("id", String(128), primary_key=True),
+    Column("id", NulFreeString(128), primary_key=True),
     Column("created", BigInteger, nullable=False),
-    Column("model", String(256), nullable=False),
+    Column("model", NulFreeString(256), nullable=False),
     Column(
-        "status", String(16), nullable=False
+        "status", NulFreeString(16), nullable=False
     ),  # queued, in_progress, completed, incomplete, failed, cancelled
-    Column("previous_response_id", String(128), nullable=True, index=True),
+    Column("previous_response_id", NulFreeString(128), nullable=True, index=True),
     Column("background", Boolean, nullable=False),
     Column("heartbeat", BigInteger, nullable=True),  # last sign of life of a background job (unix seconds)
     Column("metadata", JSON, nullable=False),
@@ -149,7 +152,9 @@ responses = Table(
 response_events = Table(
     "response_events",
     metadata,
-    Column("response_id", String(128), ForeignKey("responses.id", ondelete="CASCADE"), primary_key=True),
+    Column(
+        "response_id", NulFreeString(128), ForeignKey("responses.id", ondelete="CASCADE"), primary_key=True
+    ),
     Column("sequence_number", Integer, primary_key=True),
     Column("event", JSON, nullable=False),
 )
@@ -158,11 +163,11 @@ response_events = Table(
 files = Table(
     "files",
     metadata,
-    Column("id", String(128), primary_key=True),
+    Column("id", NulFreeString(128), primary_key=True),
     Column("created", BigInteger, nullable=False),
     Column("bytes", BigInteger, nullable=False),
-    Column("filename", String(512), nullable=False),
-    Column("purpose", String(64), nullable=False),
+    Column("filename", NulFreeString(512), nullable=False),
+    Column("purpose", NulFreeString(64), nullable=False),
     Column("expires_at", BigInteger, nullable=True),
     _owner(),
     Index("ix_files_created_id", "created", "id"),
@@ -174,10 +179,10 @@ files = Table(
 batches = Table(
     "batches",
     metadata,
-    Column("id", String(128), primary_key=True),
+    Column("id", NulFreeString(128), primary_key=True),
     Column("created", BigInteger, nullable=False),
-    Column("status", String(16), nullable=False, index=True),
-    Column("owner", String(64), nullable=True),
+    Column("status", NulFreeString(16), nullable=False, index=True),
+    Column("owner", NulFreeString(64), nullable=True),
     Column("heartbeat", BigInteger, nullable=True),
     Column("batch", JSON, nullable=False),
     _owner(),
@@ -189,7 +194,7 @@ batches = Table(
 batch_results = Table(
     "batch_results",
     metadata,
-    Column("batch_id", String(128), ForeignKey("batches.id", ondelete="CASCADE"), primary_key=True),
+    Column("batch_id", NulFreeString(128), ForeignKey("batches.id", ondelete="CASCADE"), primary_key=True),
     Column("line", Integer, primary_key=True),
     Column("ok", Boolean, nullable=False),
     Column("output", JSON, nullable=False),  # the line of the output or error file
@@ -199,7 +204,7 @@ batch_results = Table(
 conversations = Table(
     "conversations",
     metadata,
-    Column("id", String(128), primary_key=True),
+    Column("id", NulFreeString(128), primary_key=True),
     Column("created", BigInteger, nullable=False),
     Column("metadata", JSON, nullable=False),
     _owner(),
@@ -210,10 +215,13 @@ conversation_items = Table(
     "conversation_items",
     metadata,
     Column(
-        "conversation_id", String(128), ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True
+        "conversation_id",
+        NulFreeString(128),
+        ForeignKey("conversations.id", ondelete="CASCADE"),
+        primary_key=True,
     ),
     Column("position", BigInteger, primary_key=True),  # nanoseconds when added, + its place in the batch
-    Column("id", String(128), nullable=False),
+    Column("id", NulFreeString(128), nullable=False),
     Column("item", JSON, nullable=False),
     Index("ix_conversation_items_item", "conversation_id", "id", unique=True),
 )
@@ -224,12 +232,12 @@ conversation_items = Table(
 vector_stores = Table(
     "vector_stores",
     metadata,
-    Column("id", String(128), primary_key=True),
+    Column("id", NulFreeString(128), primary_key=True),
     Column("created", BigInteger, nullable=False),
-    Column("name", String(512), nullable=True),
-    Column("description", String(512), nullable=True),
+    Column("name", NulFreeString(512), nullable=True),
+    Column("description", NulFreeString(512), nullable=True),
     Column("metadata", JSON, nullable=False),
-    Column("model", String(256), nullable=False),  # the embedding model
+    Column("model", NulFreeString(256), nullable=False),  # the embedding model
     Column("expires_after", JSON, nullable=True),
     Column("expires_at", BigInteger, nullable=True),
     Column("last_active", BigInteger, nullable=False),
@@ -243,16 +251,19 @@ vector_store_files = Table(
     "vector_store_files",
     metadata,
     Column(
-        "vector_store_id", String(128), ForeignKey("vector_stores.id", ondelete="CASCADE"), primary_key=True
+        "vector_store_id",
+        NulFreeString(128),
+        ForeignKey("vector_stores.id", ondelete="CASCADE"),
+        primary_key=True,
     ),
-    Column("id", String(128), primary_key=True),
+    Column("id", NulFreeString(128), primary_key=True),
     Column("created", BigInteger, nullable=False),
-    Column("status", String(16), nullable=False),
+    Column("status", NulFreeString(16), nullable=False),
     Column("last_error", JSON, nullable=True),
     Column("attributes", JSON, nullable=False),
     Column("chunking", JSON, nullable=False),
     Column("usage_bytes", BigInteger, nullable=False),
-    Column("batch_id", String(128), nullable=True, index=True),
+    Column("batch_id", NulFreeString(128), nullable=True, index=True),
     Column("heartbeat", BigInteger, nullable=True),
     _owner(),
     Index("ix_vector_store_files_store_created_id", "vector_store_id", "created", "id"),
@@ -262,12 +273,15 @@ vector_store_files = Table(
 vector_store_file_batches = Table(
     "vector_store_file_batches",
     metadata,
-    Column("id", String(128), primary_key=True),
+    Column("id", NulFreeString(128), primary_key=True),
     Column(
-        "vector_store_id", String(128), ForeignKey("vector_stores.id", ondelete="CASCADE"), nullable=False
+        "vector_store_id",
+        NulFreeString(128),
+        ForeignKey("vector_stores.id", ondelete="CASCADE"),
+        nullable=False,
     ),
     Column("created", BigInteger, nullable=False),
-    Column("status", String(16), nullable=False),
+    Column("status", NulFreeString(16), nullable=False),
     _owner(),
 )
 
@@ -278,11 +292,14 @@ vector_chunks = Table(
     metadata,
     Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
     Column(
-        "vector_store_id", String(128), ForeignKey("vector_stores.id", ondelete="CASCADE"), nullable=False
+        "vector_store_id",
+        NulFreeString(128),
+        ForeignKey("vector_stores.id", ondelete="CASCADE"),
+        nullable=False,
     ),
-    Column("file_id", String(128), nullable=False),
+    Column("file_id", NulFreeString(128), nullable=False),
     Column("position", Integer, nullable=False),
-    Column("text", Text, nullable=False),
+    Column("text", NulFreeText, nullable=False),
     Column("embedding", Embedding, nullable=False),
     Index("ix_vector_chunks_store_file", "vector_store_id", "file_id", "position"),
 )
@@ -294,12 +311,12 @@ vector_chunk_drafts = Table(
     metadata,
     Column(
         "vector_store_id",
-        String(128),
+        NulFreeString(128),
         ForeignKey("vector_stores.id", ondelete="CASCADE"),
         primary_key=True,
     ),
-    Column("file_id", String(128), primary_key=True),
+    Column("file_id", NulFreeString(128), primary_key=True),
     Column("position", Integer, primary_key=True),
-    Column("text", Text, nullable=False),
+    Column("text", NulFreeText, nullable=False),
     Column("embedding", LargeBinary, nullable=False),
 )
