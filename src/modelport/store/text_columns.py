@@ -28,3 +28,4 @@ class NulFreeText(NulFreeString):
     """`Text`, with no NUL character sent to PostgreSQL."""
 
     impl = Text
+    cache_ok = True  # (SQLAlchemy reads it from each class itself)
