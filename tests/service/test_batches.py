@@ -299,6 +299,11 @@ def test_an_upload_over_the_bound_is_a_413(tmp_path: Path) -> None:
             small.files.create(file=("big.bin", b"x" * 5000), purpose="user_data")
         assert caught.value.status_code == 413
         assert small.files.create(file=("ok.bin", b"x" * 900), purpose="user_data").bytes == 900
+        # A name longer than the store holds (one of 3,000 characters was a 500 on PostgreSQL).
+        with pytest.raises(openai.BadRequestError) as long_name:
+            small.files.create(file=("n" * 513, b"x"), purpose="user_data")
+        assert long_name.value.body["param"] == "file"
+        assert small.files.create(file=("n" * 512, b"x"), purpose="user_data").filename == "n" * 512
 
 
 def test_a_batch_cancelled_as_soon_as_it_is_made_ends_cancelled(client: Any) -> None:

@@ -96,6 +96,16 @@ def test_bad_conversation_input_is_a_4xx_naming_it(tiny: Any) -> None:
     made = tiny.conversations.create()
     with pytest.raises(openai.BadRequestError):
         tiny.conversations.items.list(made.id, include=["nonsense"])
+    # An item's own id is the store's to hold (one of 3,000 characters was a 500 on PostgreSQL), and a
+    # string: on every way in, a 400 naming it.
+    for given in ("m" * 129, 7):
+        long_id = {"type": "message", "role": "user", "content": "x", "id": given}
+        with pytest.raises(openai.BadRequestError) as bad_id:
+            tiny.conversations.create(items=[long_id])
+        assert bad_id.value.body["param"] == "items[0].id"
+        with pytest.raises(openai.BadRequestError) as bad_id:
+            tiny.responses.create(model="recall", input=[long_id], conversation=made.id)
+        assert bad_id.value.body["param"] == "input[0].id"
 
 
 def test_a_conversation_outlives_its_server_and_is_shared_by_replicas(tmp_path: Any, postgres: Any) -> None:

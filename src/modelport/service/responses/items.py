@@ -33,6 +33,8 @@ _SERVER_ITEMS = ("file_search_call", "mcp_list_tools", "mcp_call", "mcp_approval
 NONE_ALLOWED = (
     "tool_choice allows none of the request's tools (allowed_tools names each by its type and name)."
 )
+# The longest id a client may give an item (what the store's id columns hold).
+ID_CHARS = 128
 # How a compaction item (what `responses.compact` made of the turns it replaced) reaches the model.
 SUMMARY_PREFIX = "Summary of the conversation so far (what the user said is above it):"
 
@@ -65,6 +67,11 @@ def checked_items(given: str | list[dict[str, Any]], param: str) -> list[dict[st
             raise InvalidRequestError(f"{param}[{i}] must be an object.", param=f"{param}[{i}]")
         item = dict(raw)
         kind = item.setdefault("type", "message")
+        given_id = item.get("id")
+        if given_id is not None and (not isinstance(given_id, str) or not 0 < len(given_id) <= ID_CHARS):
+            raise InvalidRequestError(
+                f"{param}[{i}].id must be a string of 1 to {ID_CHARS} characters.", param=f"{param}[{i}].id"
+            )
         if kind == "message":
             if item.get("role") not in _ROLES:
                 raise InvalidRequestError(

@@ -26,6 +26,7 @@ from modelport.store import Store
 PURPOSES = ("batch", "batch_output", "assistants", "assistants_output", "fine-tune", "fine-tune-results",
             "vision", "user_data", "evals")  # fmt: skip
 _PIECE = 1024 * 1024
+FILENAME_CHARS = 512  # what the store's column holds
 
 
 LineError = dict[str, Any]  # OpenAI's batch error: `code`, `line`, `message`, `param`
@@ -134,6 +135,10 @@ class Files:
         if purpose not in PURPOSES:
             raise InvalidRequestError(
                 f"purpose must be one of {', '.join(PURPOSES)}, not {purpose!r}.", param="purpose"
+            )
+        if len(filename) > FILENAME_CHARS:
+            raise InvalidRequestError(
+                f"The file's name is {len(filename)} characters; the most is {FILENAME_CHARS}.", param="file"
             )
         file_id = new_id("file")
         path = self.path(file_id)
