@@ -56,7 +56,8 @@ def test_unfinished_heads_are_a_408_and_closed_while_others_are_served(served: L
     assert httpx.get(f"{served.url}/v1/models", timeout=10).status_code == 200
     for connection in idle + partial:
         received, closed = answer(connection)
-        assert received.startswith(b"HTTP/1.1 408"), received
+        # A partial head is told why; a connection that never spoke (a browser's preconnect) is just closed.
+        assert received.startswith(b"HTTP/1.1 408") if connection in partial else received == b"", received
         assert closed - started < READ_SECONDS + 10
         connection.close()
     assert httpx.get(f"{served.url}/v1/models", timeout=10).status_code == 200

@@ -2,7 +2,8 @@
 head may be. uvicorn waits for ever: a client that opens connections and sends each a few bytes (slowloris)
 holds them all, and with them the process's file descriptors, which its models, its database and its uploads
 need too. Here a connection that has not sent a whole head within `[limits] read_seconds` of opening, or of
-the first byte of its next request, is answered 408 and closed. And uvicorn gathers a head of any size, by
+the first byte of its next request, is answered 408 and closed (closed only, if it never sent a byte: a
+browser's preconnected socket). And uvicorn gathers a head of any size, by
 concatenation: one client sending a header line of a few hundred MiB held the event loop, every other
 request 2-6 s late; a head past `HEAD_BYTES` is answered 431 and closed. (A body that stalls is the
 `BodyLimit` middleware's to end.)"""
@@ -28,12 +29,14 @@ class BoundedHeadProtocol(HttpToolsProtocol):
     # Bytes of the head being read (while `_head_timer` runs), less the piece that began a kept-alive
     # connection's next request (part of it may have been the last request's body).
     _head_bytes = 0
+    _spoke = False  # whether the client has sent anything yet
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._head_timer = self.loop.call_later(self.read_seconds, self._head_late)
 
     def data_received(self, data: bytes) -> None:
+        self._spoke = True
         reading = self._head_timer
         super().data_received(data)
         if reading is not None and self._head_timer is reading:  # all of `data` was of one unfinished head
@@ -65,7 +68,8 @@ class BoundedHeadProtocol(HttpToolsProtocol):
     def _head_late(self) -> None:
         self._head_timer = None
         if not self.transport.is_closing():
-            self.transport.write(_TIMED_OUT)
+            if self._spoke:  # a connection that never sent a byte (a browser's preconnect) is just closed
+                self.transport.write(_TIMED_OUT)
             self.transport.close()
 
 
