@@ -221,6 +221,12 @@ class Limits(BaseModel):
         description="what one realtime conversation's items may hold, in bytes",
     )
     realtime_minutes: float = Field(default=60.0, gt=0, description="how long one realtime session may last")
+    responses_socket_minutes: float = Field(
+        default=60.0,
+        gt=0,
+        description="how long one Responses WebSocket connection may last (OpenAI's bound: then an error "
+        "event, websocket_connection_limit_reached, and the connection closed; a client opens another)",
+    )
     realtime_idle_seconds: float = Field(
         default=600.0, gt=0, description="how long a realtime session may go without a client event"
     )

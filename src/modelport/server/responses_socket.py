@@ -3,7 +3,9 @@ client sends `response.create` events (the body of `POST /v1/responses`, less `s
 the same events the SSE stream carries, and an `error` event for a turn that cannot run (the connection
 goes on). An agent loop saves a round trip and a TLS handshake per tool call. Each turn is the operation
 table's `responses.create`, so admission, limits and storage are the HTTP route's. Turns with the same
-`stream_id` (a lane) run one after another, in order; lanes run side by side."""
+`stream_id` (a lane) run one after another, in order; lanes run side by side. A connection lasts `[limits]
+responses_socket_minutes` at most (60, as OpenAI's): then an `error` event with the code
+`websocket_connection_limit_reached`, and the connection closes (its clients open another)."""
 
 from __future__ import annotations
 
@@ -65,7 +67,21 @@ async def responses(websocket: WebSocket) -> None:
         with contextlib.suppress(RuntimeError):
             await websocket.close(code=1008, reason=error.message[:120])
 
-    watcher = asyncio.create_task(revoked())
+    async def aged() -> None:
+        """The connection reached its length limit: no turn runs on, and it closes saying why."""
+        minutes = service.settings.limits.responses_socket_minutes
+        await asyncio.sleep(minutes * 60)
+        for worker in workers:
+            worker.cancel()
+        reached = InvalidRequestError(
+            f"The WebSocket connection reached its limit of {minutes:g} minutes: open a new one.",
+            code="websocket_connection_limit_reached",
+        )
+        await send(_error(reached, None))
+        with contextlib.suppress(RuntimeError):
+            await websocket.close(code=1000, reason="websocket_connection_limit_reached")
+
+    watcher, limit = asyncio.create_task(revoked()), asyncio.create_task(aged())
     try:
         while True:
             message = await websocket.receive()
@@ -95,6 +111,7 @@ async def responses(websocket: WebSocket) -> None:
         return
     finally:
         watcher.cancel()
+        limit.cancel()
         for worker in workers:
             # A turn under way stops (its generation frees its slot), once: cancelled again (after a revoked
             # key), asyncio's cancel would pass anyio's shield around the step storing what it made.
