@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import ipaddress
 import os
 import re
 import tomllib
@@ -395,6 +396,11 @@ class Settings(BaseModel):
     )
     ui: bool = Field(default=True, description="serve the playground page at /")
     cors_origins: list[str] = Field(default_factory=list, description="origins browsers may call from")
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="names requests may be addressed to (`Host`) besides localhost, IP addresses and this "
+        "machine's name, when serving on a loopback address (a guard against DNS rebinding); `*` for any",
+    )
     ray_ready_timeout: float = Field(
         default=600.0,
         gt=0,
@@ -423,6 +429,13 @@ class Settings(BaseModel):
             data = tomllib.load(f)
         data.update({k: v for k, v in overrides.items() if v is not None})
         return cls.model_validate(data)
+
+    def on_loopback(self) -> bool:
+        """Whether the server listens on a loopback address only (this machine's clients alone reach it)."""
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return self.host == "localhost"
 
     def keep_alive_of(self, model: ModelConfig) -> float | None:
         """Seconds the model may stay loaded while idle; None for ever."""

@@ -168,27 +168,29 @@ def test_a_flood_of_lanes_is_bounded_and_the_connection_goes_on(tiny_faces: Face
     assert sorted(waits)[len(waits) // 2] < 0.1 * slack()  # the median: the loop is never held by the flood
 
 
-def test_a_connection_past_its_length_limit_is_told_so_and_closed(tmp_path: Path) -> None:
+def test_a_connection_past_its_length_limit_is_told_so_and_closed(tiny_faces: Faces) -> None:
     """As OpenAI's: a connection lasts 60 minutes (here a second), then an `error` event whose code says so
     and a normal close; a turn on a new connection runs."""
     import websockets
 
-    settings = tiny_settings(str(tmp_path / "state.db"))
-    settings.limits.responses_socket_minutes = 1 / 60
-    with faces(settings) as served:
-        url = served.url.replace("http", "ws") + "/v1/responses"
+    limits = tiny_faces.service.settings.limits
+    kept, limits.responses_socket_minutes = limits.responses_socket_minutes, 1 / 60
+    url = tiny_faces.url.replace("http", "ws") + "/v1/responses"
 
-        async def run() -> tuple[dict[str, Any], int | None]:
-            async with websockets.connect(url) as ws:
-                await ws.send(json.dumps({"type": "response.create", "model": "reverse", "input": "one two"}))
-                while (event := json.loads(await asyncio.wait_for(ws.recv(), 30)))["type"] != "error":
-                    pass
-                with pytest.raises(websockets.ConnectionClosedOK):
-                    await asyncio.wait_for(ws.recv(), 30)
-                return event, ws.close_code
+    async def run() -> tuple[dict[str, Any], int | None]:
+        async with websockets.connect(url) as ws:
+            await ws.send(json.dumps({"type": "response.create", "model": "reverse", "input": "one two"}))
+            while (event := json.loads(await asyncio.wait_for(ws.recv(), 30)))["type"] != "error":
+                pass
+            with pytest.raises(websockets.ConnectionClosedOK):
+                await asyncio.wait_for(ws.recv(), 30)
+            return event, ws.close_code
 
+    try:
         event, code = asyncio.run(run())
-        assert event["error"]["code"] == "websocket_connection_limit_reached"
-        assert code == 1000
-        with connected(served) as connection:
-            assert turn(connection, model="reverse", input="three four")[-1].type == "response.completed"
+    finally:
+        limits.responses_socket_minutes = kept
+    assert event["error"]["code"] == "websocket_connection_limit_reached"
+    assert code == 1000
+    with connected(tiny_faces) as connection:
+        assert turn(connection, model="reverse", input="three four")[-1].type == "response.completed"

@@ -167,6 +167,49 @@ def test_cors_is_off_by_default(server: Faces) -> None:
     assert "access-control-allow-origin" not in response.headers
 
 
+def test_on_a_loopback_address_only_this_machine_s_names_are_served(tiny_faces: Faces) -> None:
+    """A web page that rebinds its domain to 127.0.0.1 calls the server as itself, its domain in `Host`:
+    refused, on every route and the WebSockets, while every name of this machine is served."""
+    import asyncio
+    import socket
+
+    import websockets
+
+    port = tiny_faces.url.rsplit(":", 1)[1]
+    for host in ("attacker.example", f"attacker.example:{port}", "127.0.0.1.attacker.example"):
+        refused = httpx.get(f"{tiny_faces.url}/v1/models", headers={"Host": host})
+        assert refused.status_code == 403, host
+        assert refused.json()["error"]["code"] == "host_not_allowed"
+    refused = httpx.post(
+        f"{tiny_faces.url}/v1/chat/completions", json=CHAT, headers={"Host": "attacker.example"}
+    )
+    assert refused.status_code == 403
+    for host in (f"localhost:{port}", "app.localhost", f"127.0.0.1:{port}", "[::1]", socket.gethostname()):
+        assert httpx.get(f"{tiny_faces.url}/v1/models", headers={"Host": host}).status_code == 200, host
+
+    async def opened(host: str) -> None:
+        url = tiny_faces.url.replace("http", "ws") + "/v1/responses"
+        async with websockets.connect(url, additional_headers={"Host": host}):
+            pass
+
+    with pytest.raises(websockets.InvalidStatus) as closed:
+        asyncio.run(opened("attacker.example"))
+    assert closed.value.response.status_code == 403
+    asyncio.run(opened(f"localhost:{port}"))
+
+
+def test_names_the_operator_allows_and_other_addresses_are_served() -> None:
+    tiny = {"models": [ModelConfig(id="chat", predictor="tests.predictors.tiny_models:reverse_chat")]}
+    for settings in (
+        Settings(defaults=False, allowed_hosts=["proxy.example"], **tiny),  # type: ignore[arg-type]
+        Settings(defaults=False, allowed_hosts=["*"], **tiny),  # type: ignore[arg-type]
+        Settings(defaults=False, host="0.0.0.0", **tiny),  # type: ignore[arg-type]  # keys guard it there
+    ):
+        with faces(settings) as served:
+            answer = httpx.get(f"{served.url}/v1/models", headers={"Host": "proxy.example"})
+            assert answer.status_code == 200, settings.allowed_hosts
+
+
 @pytest.fixture(scope="module")
 def limited() -> Iterator[modelport.OpenAI]:
     limits = Limits(messages=3, embedding_inputs=4, input_chars=50, max_tokens=8, n=2)

@@ -115,6 +115,13 @@ def parser() -> argparse.ArgumentParser:
         "--cors-origin", action="append", help="let browsers call from this origin (repeat; `*` for any)"
     )
     serve.add_argument(
+        "--allowed-host",
+        action="append",
+        help="on a loopback address, serve requests addressed to this name too (a proxy's, a tunnel's; "
+        "repeat; `*` for any): others than localhost, IP addresses and this machine's name are refused, "
+        "as a web page's DNS rebinding would send",
+    )
+    serve.add_argument(
         "--database",
         help="where stored chat completions and responses live: sqlite:///PATH, postgresql://…, a file path, "
         "or `none` to store nothing (also MODELPORT_DATABASE; default: modelport.db in the user's data "
@@ -289,6 +296,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
         "open_metrics": True if getattr(args, "open_metrics", False) else None,
         "ui": False if getattr(args, "no_ui", False) else None,
         "cors_origins": getattr(args, "cors_origin", None),
+        "allowed_hosts": getattr(args, "allowed_host", None),
         "keep_alive": getattr(args, "keep_alive", None),
         "memory_budget": getattr(args, "memory_budget", None),
         "allow_fetch": getattr(args, "allow_fetch", None),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ipaddress
 import logging
 import os
 import signal
@@ -155,7 +154,7 @@ def _made(service: Service, log_level: str, on_ray: bool) -> FastAPI:
     print(f"modelport {__version__}: serving {base}/v1{page}", file=sys.stderr)
     if settings.preload and not on_ray:  # on Ray, the deployments' bar has said it
         service.progress = _loading_bar()
-    if not settings.api_keys and not _loopback(settings.host):
+    if not settings.api_keys and not settings.on_loopback():
         print(
             f"modelport: warning: serving on {settings.host} without an API key: anyone who can reach this "
             "port can use the models. Set --api-key or MODELPORT_API_KEY.",
@@ -245,10 +244,3 @@ def _loading_bar(what: str = "loading") -> Callable[[str, int, int], None]:
             print(f"modelport: ready in {seconds:.1f} s with {', '.join(loaded)}", file=sys.stderr)
 
     return progress
-
-
-def _loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"

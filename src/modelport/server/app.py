@@ -24,6 +24,7 @@ from modelport.server import (
     responses_socket,
 )
 from modelport.server.anthropic import routes as anthropic_routes
+from modelport.server.host_guard import HostGuard
 from modelport.server.middleware import Authenticate, BodyLimit, Disconnects, RequestRecords
 from modelport.server.ollama import routes as ollama_routes
 from modelport.service import Service
@@ -98,6 +99,8 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
             # `Location` names a WebRTC call (the Agents SDK reads its id there).
             expose_headers=["X-Request-Id", "Retry-After", "Location"],
         )
+    if settings.on_loopback() and "*" not in settings.allowed_hosts:
+        app.add_middleware(HostGuard, allowed=settings.allowed_hosts)
     app.add_middleware(RequestRecords)
     slots, pools = service.manager.loaded_models, lambda: service.manager.registry.pools
     metrics.SLOTS.sources.append(slots)

@@ -28,7 +28,7 @@ _OPERATION = "operation"  # the scope state's key for the request's row
 WEBRTC_OFFERS = ("/realtime/calls", "/realtime")
 
 
-async def _reply(send: Send, error: ModelportError, path: str) -> None:
+async def reply(send: Send, error: ModelportError, path: str) -> None:
     raw = error_content(path, error)
     fields = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
     fields += [(k.lower().encode(), v.encode()) for k, v in error.headers().items()]
@@ -77,7 +77,7 @@ class Authenticate:
                 given.decode("latin-1") if given else None, admin=admin, realtime=realtime
             )
         except ModelportError as error:
-            await _reply(send, error, path)
+            await reply(send, error, path)
             return
         request = acting_as(principal, context.current())
         context.enter(request)
@@ -117,7 +117,7 @@ class BodyLimit:
             too_large = PayloadTooLargeError(f"The request body is over the limit of {limit} bytes.")
         length = dict(scope["headers"]).get(b"content-length")
         if length is not None and length.isdigit() and int(length) > limit:
-            await _reply(send, too_large, scope["path"])
+            await reply(send, too_large, scope["path"])
             return
         seen = 0
         started = rejected = read = False
@@ -135,7 +135,7 @@ class BodyLimit:
                     rejected = True
                     if not started:
                         late = RequestTimeoutError(f"The request body paused for over {pause:g} s.")
-                        await _reply(send, late, scope["path"])
+                        await reply(send, late, scope["path"])
                     return {"type": "http.disconnect"}
             if message["type"] != "http.request" or not message.get("more_body"):
                 read = True
@@ -144,7 +144,7 @@ class BodyLimit:
                 if seen > limit:
                     rejected = True
                     if not started:
-                        await _reply(send, too_large, scope["path"])
+                        await reply(send, too_large, scope["path"])
             # The app sees a client that left, and stops reading; the 413 is already on its way.
             return {"type": "http.disconnect"} if rejected else message
 
