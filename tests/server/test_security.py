@@ -3,6 +3,7 @@ request limits and hostile chat templates in-process."""
 
 from __future__ import annotations
 
+import json
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -196,6 +197,35 @@ def test_on_a_loopback_address_only_this_machine_s_names_are_served(tiny_faces: 
         asyncio.run(opened("attacker.example"))
     assert closed.value.response.status_code == 403
     asyncio.run(opened(f"localhost:{port}"))
+
+
+def test_on_a_loopback_address_pages_of_other_origins_are_refused(tiny_faces: Faces) -> None:
+    """Browsers apply no CORS to WebSockets (a page reads every message) nor to form posts: a page of
+    another site could use the models through either. Refused; pages of this machine and apps' are not."""
+    import asyncio
+
+    import websockets
+
+    url = tiny_faces.url.replace("http", "ws") + "/v1/responses"
+
+    async def opened(origin: str) -> None:
+        async with websockets.connect(url, origin=origin) as ws:  # type: ignore[arg-type]
+            await ws.send(json.dumps({"type": "response.create", "model": "reverse", "input": "one two"}))
+            while json.loads(await asyncio.wait_for(ws.recv(), 30))["type"] != "response.completed":
+                pass
+
+    for page in ("https://attacker.example", "http://203.0.113.5", "null"):
+        with pytest.raises(websockets.InvalidStatus) as closed:
+            asyncio.run(opened(page))
+        assert closed.value.response.status_code == 403, page
+        posted = httpx.post(
+            f"{tiny_faces.url}/v1/files", files={"file": ("a.txt", b"x")}, data={"purpose": "user_data"},
+            headers={"Origin": page},
+        )  # fmt: skip
+        assert posted.status_code == 403, page
+        assert posted.json()["error"]["code"] == "origin_not_allowed"
+    for page in (tiny_faces.url, "http://localhost:3000", "http://app.localhost", "app://chat", "file://"):
+        asyncio.run(opened(page))
 
 
 def test_names_the_operator_allows_and_other_addresses_are_served() -> None:

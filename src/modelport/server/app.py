@@ -99,8 +99,8 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
             # `Location` names a WebRTC call (the Agents SDK reads its id there).
             expose_headers=["X-Request-Id", "Retry-After", "Location"],
         )
-    if settings.on_loopback() and "*" not in settings.allowed_hosts:
-        app.add_middleware(HostGuard, allowed=settings.allowed_hosts)
+    if settings.on_loopback():
+        app.add_middleware(HostGuard, allowed=settings.allowed_hosts, origins=settings.cors_origins)
     app.add_middleware(RequestRecords)
     slots, pools = service.manager.loaded_models, lambda: service.manager.registry.pools
     metrics.SLOTS.sources.append(slots)
