@@ -228,16 +228,44 @@ def test_on_a_loopback_address_pages_of_other_origins_are_refused(tiny_faces: Fa
         asyncio.run(opened(page))
 
 
-def test_names_the_operator_allows_and_other_addresses_are_served() -> None:
-    tiny = {"models": [ModelConfig(id="chat", predictor="tests.predictors.tiny_models:reverse_chat")]}
-    for settings in (
-        Settings(defaults=False, allowed_hosts=["proxy.example"], **tiny),  # type: ignore[arg-type]
-        Settings(defaults=False, allowed_hosts=["*"], **tiny),  # type: ignore[arg-type]
-        Settings(defaults=False, host="0.0.0.0", **tiny),  # type: ignore[arg-type]  # keys guard it there
-    ):
-        with faces(settings) as served:
-            answer = httpx.get(f"{served.url}/v1/models", headers={"Host": "proxy.example"})
-            assert answer.status_code == 200, settings.allowed_hosts
+def test_names_and_pages_the_operator_allows_are_served_and_other_addresses_are_not_guarded() -> None:
+    tiny = [ModelConfig(id="chat", predictor="tests.predictors.tiny_models:reverse_chat")]
+    allowing = Settings(
+        defaults=False, models=tiny, allowed_hosts=["proxy.example"], cors_origins=["https://app.example"]
+    )
+    with faces(allowing) as served:
+        asked = {"Host": "proxy.example", "Origin": "https://app.example"}
+        assert httpx.get(f"{served.url}/v1/models", headers=asked).status_code == 200
+        assert httpx.get(f"{served.url}/v1/models", headers={"Host": "other.example"}).status_code == 403
+        assert (
+            httpx.get(f"{served.url}/v1/models", headers={"Origin": "https://other.example"}).status_code
+            == 403
+        )
+    # `*`: any name (a page of another origin is still refused); off a loopback address, the keys guard it.
+    assert (guard_answer(["*"], {"host": "any.example"}), guard_answer(["*"], {"origin": "https://x.y"})) == (
+        200,
+        403,
+    )
+    assert not Settings(host="0.0.0.0").on_loopback()
+    assert all(Settings(host=host).on_loopback() for host in ("127.0.0.1", "127.0.0.9", "::1", "localhost"))
+
+
+def guard_answer(allowed: list[str], headers: dict[str, str]) -> int:
+    """The status the host guard alone gives a request with these headers (the app behind it answers 200)."""
+    import asyncio
+
+    from starlette.responses import PlainTextResponse
+
+    from modelport.server.host_guard import HostGuard
+
+    guard = HostGuard(PlainTextResponse("ok"), allowed=allowed, origins=[])
+
+    async def ask() -> int:
+        transport = httpx.ASGITransport(app=guard)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            return (await client.get("/v1/models", headers=headers)).status_code
+
+    return asyncio.run(ask())
 
 
 @pytest.fixture(scope="module")

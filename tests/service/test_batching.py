@@ -77,7 +77,7 @@ def test_callers_wait_for_a_loading_model_which_loads_once() -> None:
 def test_past_the_load_wait_a_caller_gets_503_and_the_load_goes_on() -> None:
     loads: list[float] = []
     registry = ModelRegistry()
-    registry.add(slow_spec(1.5, loads))
+    registry.add(slow_spec(0.8, loads))
     client = modelport.OpenAI(service=Service(registry, Settings(preload=False, load_wait=0.2)))
     try:
         with pytest.raises(openai.InternalServerError) as caught:
@@ -85,7 +85,7 @@ def test_past_the_load_wait_a_caller_gets_503_and_the_load_goes_on() -> None:
         assert caught.value.status_code == 503
         assert caught.value.response.headers["retry-after"] == "5"
         assert caught.value.body["code"] == "model_loading"  # type: ignore[index]
-        time.sleep(1.6)
+        time.sleep(0.9)
         assert client.embeddings.create(model="slow", input="hello").data
         assert len(loads) == 1
     finally:
