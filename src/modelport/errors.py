@@ -121,7 +121,7 @@ class PayloadTooLargeError(ModelportError):
 
 class RequestTimeoutError(ModelportError):
     """A request whose body paused longer than `[limits] read_seconds`: answered, and its connection closed
-    (the SDKs send a 408 again)."""
+    (the SDKs retry a 408)."""
 
     status = 408
     type = "invalid_request_error"

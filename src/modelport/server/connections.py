@@ -3,10 +3,9 @@ head may be. uvicorn waits for ever: a client that opens connections and sends e
 holds them all, and with them the process's file descriptors, which its models, its database and its uploads
 need too. Here a connection that has not sent a whole head within `[limits] read_seconds` of opening, or of
 the first byte of its next request, is answered 408 and closed (closed only, if it never sent a byte: a
-browser's preconnected socket). And uvicorn gathers a head of any size, by
-concatenation: one client sending a header line of a few hundred MiB held the event loop, every other
-request 2-6 s late; a head past `HEAD_BYTES` is answered 431 and closed. (A body that stalls is the
-`BodyLimit` middleware's to end.)"""
+browser's preconnected socket). And uvicorn gathers a head of any size, by concatenation: one client
+sending a header line of a few hundred MiB held the event loop, every other request 2-6 s late; a head past
+`HEAD_BYTES` is answered 431 and closed. (A body that stalls is the `BodyLimit` middleware's to end.)"""
 
 from __future__ import annotations
 
