@@ -164,7 +164,7 @@ def test_clients_that_leave_mid_upload_leave_nothing_behind(server: Faces) -> No
     for _ in range(10):
         with socket.create_connection((host, int(port))) as raw:
             raw.sendall(
-                b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\n"
+                b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: localhost\r\n"
                 b"Content-Type: multipart/form-data; boundary=b\r\nContent-Length: 10000000\r\n\r\n"
                 b'--b\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n\r\n'
                 + b"\0"

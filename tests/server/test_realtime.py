@@ -455,6 +455,12 @@ def test_a_beta_transcription_session_is_updated_under_its_beta_name(voice: Face
             "invalid_value",
         ),
         ('{"type": "session.update", "session": {"type": "transcription"}}', "invalid_value"),
+        # A tool's schema 200 levels deep: past the nesting every request is held to.
+        (
+            '{"type": "session.update", "session": {"type": "realtime", "tools": [{"type": "function", '
+            '"name": "f", "parameters": ' + '{"a": ' * 200 + "1" + "}" * 200 + "}]}}",
+            "invalid_value",
+        ),
     ],
 )
 def test_bad_client_events_get_error_events_and_the_session_goes_on(

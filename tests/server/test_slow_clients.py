@@ -52,7 +52,9 @@ def answer(connection: socket.socket) -> tuple[bytes, float]:
 def test_unfinished_heads_are_a_408_and_closed_while_others_are_served(served: LiveServer) -> None:
     started = time.monotonic()
     idle = [opened(served) for _ in range(20)]  # nothing sent at all
-    partial = [opened(served, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n") for _ in range(20)]
+    partial = [
+        opened(served, b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n") for _ in range(20)
+    ]
     assert httpx.get(f"{served.url}/v1/models", timeout=10).status_code == 200
     for connection in idle + partial:
         received, closed = answer(connection)
@@ -66,13 +68,13 @@ def test_unfinished_heads_are_a_408_and_closed_while_others_are_served(served: L
 def test_a_head_sent_in_pieces_within_the_bound_is_served(served: LiveServer) -> None:
     connection = opened(served, b"GET /v1/models HTTP/1.1\r\n")
     time.sleep(READ_SECONDS / 3)
-    connection.sendall(b"Host: x\r\nConnection: close\r\n\r\n")
+    connection.sendall(b"Host: localhost\r\nConnection: close\r\n\r\n")
     received, _ = answer(connection)
     assert received.startswith(b"HTTP/1.1 200"), received
 
 
 def test_a_body_that_stalls_is_a_408_in_openais_shape_and_its_connection_closed(served: LiveServer) -> None:
-    head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
     connection = opened(served, head + b"Content-Length: 100\r\n\r\n" + b'{"model": "')
     started = time.monotonic()
     received, closed = answer(connection)

@@ -410,7 +410,7 @@ def test_a_client_that_leaves_mid_offer_is_a_499_not_a_500(voice: Faces) -> None
     host, port = voice.url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port))) as raw:
         raw.sendall(
-            b"POST /v1/realtime/calls HTTP/1.1\r\nHost: x\r\nContent-Type: application/sdp\r\n"
+            b"POST /v1/realtime/calls HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/sdp\r\n"
             b"Content-Length: 5000\r\n\r\nv=0\r\n"
         )
     route = 'method="POST",route="/v1/realtime/calls"'  # the offer's route template
