@@ -173,6 +173,19 @@ def test_json_nested_past_its_bound_is_a_400_on_every_face_and_every_row(tiny: o
     assert reply.choices[0].message.content
 
 
+def test_a_text_part_without_a_string_text_is_a_400_on_every_way_in(
+    tiny: openai.OpenAI, tiny_faces: Faces
+) -> None:
+    """Found by the fuzz test: `{"type": "text"}` failed in llama.cpp's reading of the messages, and a `text`
+    of an object in `/generate`'s template rendering (500s)."""
+    for part in ({"type": "text"}, {"type": "text", "text": {"a": 1}}, {"text": ["a"]}):
+        messages = [{"role": "user", "content": [{"type": "text", "text": "hi"}, part]}]
+        with pytest.raises(openai.BadRequestError, match=r"content\[1\]\.text must be a string"):
+            tiny.chat.completions.create(model="reverse", messages=messages)  # type: ignore[misc, list-item]
+        answer = httpx.post(f"{tiny_faces.url}/generate", json={"messages": messages}, timeout=30)
+        assert answer.status_code == 400, answer.text
+
+
 @pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/messages", "/api/chat", "/generate"])
 def test_every_face_holds_json_nesting_to_the_bound_with_or_without_a_content_type(
     tiny_faces: Faces, path: str

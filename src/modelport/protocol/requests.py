@@ -62,6 +62,16 @@ class ChatMessage(BaseModel):
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[dict[str, Any]] | None = None
 
+    @field_validator("content")
+    @classmethod
+    def _text_parts(cls, value: str | list[dict[str, Any]] | None) -> str | list[dict[str, Any]] | None:
+        # What every path reads of a part (llama.cpp, the templates rendered here, the tool formats) is its
+        # text: a `text` part without a string one failed deep inside them (a 500).
+        for j, part in enumerate(value if isinstance(value, list) else []):
+            if ("text" in part or part.get("type") == "text") and not isinstance(part.get("text"), str):
+                raise ValueError(f"content[{j}].text must be a string")
+        return value
+
 
 class _GenerationRequest(OpenAIRequest):
     stream: bool = False
