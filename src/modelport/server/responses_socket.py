@@ -58,28 +58,28 @@ async def responses(websocket: WebSocket) -> None:
     lanes: dict[str, asyncio.Queue[dict[str, Any]]] = {}
     workers: list[asyncio.Task[None]] = []
 
-    async def revoked() -> None:
-        """The key stopped working: no turn runs on, and the connection closes saying why."""
-        error = await key_stops(service, authorization, principal)
+    async def end(error: ModelportError, code: int, reason: str) -> None:
+        """No turn runs on, and the connection closes saying why."""
         for worker in workers:
             worker.cancel()
         await send(_error(error, None))
         with contextlib.suppress(RuntimeError):
-            await websocket.close(code=1008, reason=error.message[:120])
+            await websocket.close(code=code, reason=reason)
+
+    async def revoked() -> None:
+        """The key stopped working."""
+        error = await key_stops(service, authorization, principal)
+        await end(error, 1008, error.message[:120])
 
     async def aged() -> None:
-        """The connection reached its length limit: no turn runs on, and it closes saying why."""
+        """The connection reached its length limit."""
         minutes = service.settings.limits.responses_socket_minutes
         await asyncio.sleep(minutes * 60)
-        for worker in workers:
-            worker.cancel()
         reached = InvalidRequestError(
             f"The WebSocket connection reached its limit of {minutes:g} minutes: open a new one.",
             code="websocket_connection_limit_reached",
         )
-        await send(_error(reached, None))
-        with contextlib.suppress(RuntimeError):
-            await websocket.close(code=1000, reason="websocket_connection_limit_reached")
+        await end(reached, 1000, "websocket_connection_limit_reached")
 
     watcher, limit = asyncio.create_task(revoked()), asyncio.create_task(aged())
     try:
