@@ -12,7 +12,7 @@ import orjson
 from fastapi import APIRouter, Request, Response
 from fastapi.routing import APIRoute
 
-from modelport.protocol.validation import check_depth
+from modelport.protocol.validation import MAX_DEPTH, check_depth
 
 _FORMS = ("multipart/", "application/x-www-form-urlencoded")
 
@@ -29,11 +29,14 @@ class DepthBoundRoute(APIRoute):
             # Forms stream their files to FastAPI; any other body may be read as JSON (with no content type
             # too, as FastAPI does).
             if request.method in ("POST", "PUT", "PATCH") and not kind.startswith(_FORMS):
-                try:
-                    data = orjson.loads(await request.body())  # the body is kept for FastAPI to read again
-                except orjson.JSONDecodeError:
-                    data = None
-                check_depth(data)
+                body = await request.body()  # kept for FastAPI to read
+                # JSON can nest no deeper than it has brackets: most bodies are parsed only once, by FastAPI.
+                if body.count(b"{") + body.count(b"[") > MAX_DEPTH:
+                    try:
+                        data = orjson.loads(body)
+                    except orjson.JSONDecodeError:
+                        data = None
+                    check_depth(data)
             return await handler(request)
 
         return bounded
