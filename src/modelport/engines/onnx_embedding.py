@@ -104,8 +104,7 @@ def load(
     options.intra_op_num_threads = n_threads or machine.usable_cpus()
     # Its threads block once a batch is embedded rather than spin waiting for more, on the cores llama.cpp
     # decodes on: a 64-token answer right after an embedding 669 → 635 ms, the embedding 17.0 → 14.2 ms
-    # (two servers side by side, medians of 24, 2 cores; after a spoken sentence Piper's spinning showed
-    # nothing, so its session keeps onnxruntime's default).
+    # (two servers side by side, medians of 24, 2 cores). Piper's voices are given the same (`piper.load`).
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     session = onnxruntime.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
     tok = Tokenizer.from_file(str(tokenizer_path))
