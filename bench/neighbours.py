@@ -4,8 +4,9 @@ pool that spins after its work (ONNX Runtime's, OpenBLAS's) takes the cores from
 comes next. Two `modelport serve` processes: the default models, and the chat model alone. Each round asks,
 over HTTP and one at a time, the answer of each server with nothing before it, then the default server's
 answer right after an embedding, a spoken sentence, a transcription and a scored prompt (`echo` with
-`logprobs`); each case after a second of quiet, each answer to a prompt of its own. The table gives each
-case's median and the answer's median over the lone chat server's.
+`logprobs`), then the same answer started together with each of them (a voice agent speaks one sentence
+while the model writes the next); each case after a second of quiet, each answer to a prompt of its own. The
+table gives each case's median and the answer's median over the lone chat server's.
 
     .venv/bin/python -m bench.neighbours [--rounds 8]
 """
@@ -70,6 +71,13 @@ async def measure(url: str, alone_url: str, rounds: int) -> list[list[object]]:
     alone: list[float] = []
     before: dict[str, list[float]] = {name: [] for name in neighbours}
     after: dict[str, list[float]] = {name: [] for name in neighbours}
+    beside: dict[str, list[tuple[float, float]]] = {name: [] for name in neighbours}
+
+    async def timed(work: Awaitable[Any]) -> float:
+        start = time.perf_counter()
+        await work
+        return time.perf_counter() - start
+
     for round_ in range(rounds):
         await asyncio.sleep(SETTLE)
         start = time.perf_counter()
@@ -87,6 +95,10 @@ async def measure(url: str, alone_url: str, rounds: int) -> list[list[object]]:
             start = time.perf_counter()
             await answer(round_)
             after[name].append(time.perf_counter() - start)
+        for name, work in neighbours.items():
+            await asyncio.sleep(SETTLE)
+            took, then = await asyncio.gather(timed(work(round_)), timed(answer(round_)))
+            beside[name].append((took, then))
     base = median(reference)
     rows: list[list[object]] = [
         ["the chat model alone", "nothing", "", base * 1000, 1.0],
@@ -95,6 +107,10 @@ async def measure(url: str, alone_url: str, rounds: int) -> list[list[object]]:
     for name in neighbours:
         took, then = median(before[name]), median(after[name])
         rows.append(["the default models", name, took * 1000, then * 1000, then / base])
+    for name, pairs in beside.items():
+        took, then = median([t for t, _ in pairs]), median([a for _, a in pairs])
+        case = f"{name}, at the same time"
+        rows.append(["the default models", case, took * 1000, then * 1000, then / base])
     return rows
 
 
@@ -104,7 +120,7 @@ async def main(rounds: int) -> None:
         rows = await measure(url, alone_url, rounds)
     headers = [
         "server",
-        "right after",
+        "right after (or beside)",
         "it took (ms, median)",
         f"a {ANSWER}-token answer (ms, median)",
         "× the chat model alone",

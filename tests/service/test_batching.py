@@ -61,7 +61,7 @@ def slow_spec(seconds: float, loads: list[float]) -> ModelSpec:
 def test_callers_wait_for_a_loading_model_which_loads_once() -> None:
     loads: list[float] = []
     registry = ModelRegistry()
-    registry.add(slow_spec(1.0, loads))
+    registry.add(slow_spec(0.3, loads))  # the four callers all arrive while it loads
 
     async def callers() -> list[int]:
         async with modelport.AsyncOpenAI(service=Service(registry, Settings(preload=False))) as client:
@@ -77,15 +77,15 @@ def test_callers_wait_for_a_loading_model_which_loads_once() -> None:
 def test_past_the_load_wait_a_caller_gets_503_and_the_load_goes_on() -> None:
     loads: list[float] = []
     registry = ModelRegistry()
-    registry.add(slow_spec(0.8, loads))
-    client = modelport.OpenAI(service=Service(registry, Settings(preload=False, load_wait=0.2)))
+    registry.add(slow_spec(0.4, loads))
+    client = modelport.OpenAI(service=Service(registry, Settings(preload=False, load_wait=0.1)))
     try:
         with pytest.raises(openai.InternalServerError) as caught:
             client.embeddings.create(model="slow", input="hello")
         assert caught.value.status_code == 503
         assert caught.value.response.headers["retry-after"] == "5"
         assert caught.value.body["code"] == "model_loading"  # type: ignore[index]
-        time.sleep(0.9)
+        time.sleep(0.5)  # the load is done (and a request still finding it loading waits its 0.1 s)
         assert client.embeddings.create(model="slow", input="hello").data
         assert len(loads) == 1
     finally:
