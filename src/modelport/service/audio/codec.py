@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import itertools
+import math
 from dataclasses import dataclass
 from typing import cast
 
@@ -39,17 +41,29 @@ def media_type(fmt: str) -> str:
     return FORMATS[fmt].media_type
 
 
-def decode(data: bytes, sample_rate: int) -> np.ndarray:
-    """Decode any audio file to float32 mono at `sample_rate`; a 400 naming `file` if it is not audio."""
+def decode(data: bytes, sample_rate: int, max_seconds: float = math.inf) -> np.ndarray:
+    """Decode any audio file to float32 mono at `sample_rate`; a 400 naming `file` if it is not audio, or
+    as soon as it has given more than `max_seconds` of audio: a few MB of FLAC can hold days of silence,
+    tens of GB once decoded, so its length is known only by decoding, and decoding stops at the bound."""
+    most = max_seconds * sample_rate
     try:
         with av.open(io.BytesIO(data), "r") as container:
             if not container.streams.audio:
                 raise InvalidRequestError("The uploaded file has no audio stream.", param="file")
             resampler = av.AudioResampler(format="flt", layout="mono", rate=sample_rate)
             pieces: list[np.ndarray] = []
-            for frame in container.decode(container.streams.audio[0]):
-                pieces.extend(out.to_ndarray().reshape(-1) for out in resampler.resample(frame))
-            pieces.extend(out.to_ndarray().reshape(-1) for out in resampler.resample(None))
+            count = 0
+            # `None` last: the samples the resampler still holds.
+            for frame in itertools.chain(container.decode(container.streams.audio[0]), [None]):
+                for out in resampler.resample(frame):
+                    pieces.append(out.to_ndarray().reshape(-1))
+                    count += len(pieces[-1])
+                if count > most:
+                    raise InvalidRequestError(
+                        f"The audio is longer than this server takes: {max_seconds:.0f} s at most.",
+                        param="file",
+                        code="audio_too_long",
+                    )
     except InvalidRequestError:
         raise
     except (av.FFmpegError, ValueError, IndexError) as error:
