@@ -105,6 +105,18 @@ def test_a_bad_config_is_one_clear_line(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_an_engine_option_it_does_not_take_is_refused_before_serving_naming_the_likely_one(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "models.toml"
+    config.write_text('defaults = false\n[[models]]\nid = "v"\nengine = "piper"\nn_thread = 1\n')
+    result = run("models", "--config", str(config))  # `serve` builds its models the same way, first
+    assert result.returncode == 2
+    assert "model `v`: the piper engine has no option `n_thread` (did you mean `n_threads`?)" in result.stderr
+    assert "noise_scale" in result.stderr  # what it takes
+    assert "Traceback" not in result.stderr
+
+
 def packaged_models(folder: Path) -> dict[str, Path]:
     """Real model files of the default models, laid out as a user would have them on disk."""
     from modelport.engines.llamacpp import default_gguf

@@ -8,6 +8,8 @@ heavy backend lazily, inside its factory.
 
 from __future__ import annotations
 
+import difflib
+import inspect
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
@@ -41,6 +43,27 @@ class Engine:
     # CPUs a Ray replica of a model of it reserves by default: what it keeps busy (most engines compute in
     # short bursts between requests; a generating GGUF keeps its threads busy).
     cpus: Callable[[Options], float] = _fraction
+    # The options a `load(**options)` passes on, for `check_options` (a `load` naming its own is read).
+    takes: tuple[str, ...] = ()
+
+    def check_options(self, options: Options, model_id: str, name: str) -> None:
+        """A ValueError naming an option `load` does not take, with the one it likely meant and those it
+        takes: a misspelt option in models.toml is refused when the server starts, not found at the first
+        request as a model that failed to load. A `load(**options)` is checked against `takes`, if given."""
+        parameters = inspect.signature(self.load).parameters.values()
+        takes = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        if any(p.kind is p.VAR_KEYWORD for p in parameters):
+            if not self.takes:
+                return
+            takes += [name for name in self.takes if name not in takes]
+        for option in options:
+            if option not in takes:
+                close = difflib.get_close_matches(option, takes, n=1)
+                meant = f" (did you mean `{close[0]}`?)" if close else ""
+                raise ValueError(
+                    f"model `{model_id}`: the {name} engine has no option `{option}`{meant}; it takes "
+                    f"{', '.join(takes) or 'none'}"
+                )
 
     def memory(self, options: Options) -> int:
         """Bytes a model with these options will take once loaded."""

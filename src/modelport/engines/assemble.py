@@ -69,6 +69,7 @@ def add_engine(
     """Register a model served by an engine; it loads on first use (`hf://` references among its options
     are pulled then) and may be unloaded after `keep_alive` idle seconds."""
     backend = engine(name)
+    backend.check_options(options, model_id, name)
     local = functools.cache(lambda: hub.local_options(options))
 
     def load() -> Sequence[Predictor]:
