@@ -105,6 +105,34 @@ def test_a_bad_config_is_one_clear_line(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("config", "said"),
+    [
+        ("preloa = false\n", "`preloa` is not a setting (did you mean `preload`?)"),
+        (
+            "[limits]\naudio_secs = 5\n",
+            "`limits.audio_secs` is not a setting (did you mean `audio_seconds`?)",
+        ),
+        (
+            '[[models]]\nid = "r"\npredictor = "tests.predictors.tiny_models:reverse_chat"\nconcurrenc = 2\n',
+            "model `r`: `concurrenc` is not a setting of a model (did you mean `concurrency`?)",
+        ),
+        (
+            '[[models]]\nid = "r"\nengine = "remote"\nupstreams = ["http://127.0.0.1:9/v1"]\n'
+            "health_intervl = 3\n",
+            "model `r`: `health_intervl` is not a setting (did you mean `health_interval`?)",
+        ),
+    ],
+    ids=["top level", "a table", "a predictor's model", "a remote model"],
+)
+def test_a_misspelt_setting_is_one_line_naming_the_likely_one(tmp_path: Path, config: str, said: str) -> None:
+    (tmp_path / "models.toml").write_text(config)
+    result = run("models", "--config", str(tmp_path / "models.toml"))
+    assert result.returncode == 2
+    assert said in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
 def test_an_engine_option_it_does_not_take_is_refused_before_serving_naming_the_likely_one(
     tmp_path: Path,
 ) -> None:

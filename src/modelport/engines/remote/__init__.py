@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
+from pydantic import ValidationError
+
 from modelport.engines.remote.discovery import Discovery
 from modelport.engines.remote.options import DEFAULT_CAPABILITIES, RemoteOptions
 from modelport.engines.remote.pool import ReplicaPool
@@ -17,6 +19,7 @@ from modelport.engines.remote.upstream_model import RemoteModel
 from modelport.predictors.contract import Capability
 from modelport.predictors.registry import ModelRegistry, ModelSpec
 from modelport.predictors.relay import Relay
+from modelport.settings import explained
 
 __all__ = ["RemoteOptions", "add_remote"]
 
@@ -31,7 +34,10 @@ def add_remote(
     timeout: float,
 ) -> None:
     """Add one `engine = "remote"` entry to `registry`: its model, or its catalog of discovered models."""
-    settings = RemoteOptions.model_validate(options)
+    try:
+        settings = RemoteOptions.model_validate(options)
+    except ValidationError as error:
+        raise ValueError(explained(error, RemoteOptions, f"model `{model_id}`")) from None
     name = model_id or urlsplit(settings.upstreams[0]).hostname or "remote"
     if not settings.discover and model_id is None:
         raise ValueError("a remote model needs an `id` (or `discover = true`)")
