@@ -4,6 +4,7 @@ Commands run in this process through `main`, but where a real `serve` or a termi
 from __future__ import annotations
 
 import io
+import socket
 import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
@@ -143,6 +144,19 @@ def test_an_engine_option_it_does_not_take_is_refused_before_serving_naming_the_
     assert "model `v`: the piper engine has no option `n_thread` (did you mean `n_threads`?)" in result.stderr
     assert "noise_scale" in result.stderr  # what it takes
     assert "Traceback" not in result.stderr
+
+
+def test_a_port_in_use_is_said_before_anything_loads() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        command = [sys.executable, "-m", "modelport.cli", "serve", "--port", str(port), "--database", "none"]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 3
+    said = f"modelport: error: cannot listen on 127.0.0.1:{port}: Address already in use"
+    assert result.stderr.startswith(said), result.stderr
+    assert "serving" not in result.stderr  # nor loaded a model, nor claimed to serve
 
 
 def packaged_models(folder: Path) -> dict[str, Path]:

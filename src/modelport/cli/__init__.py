@@ -238,10 +238,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         settings = settings_of(args)
+    except (OSError, ValueError, PredictorContractError) as error:  # a bad config: say what, no traceback
+        print(f"modelport: error: {error}", file=sys.stderr)
+        return 2
+    listener = None
+    if args.command == "serve":  # before models load or deploy: a port in use is said at once
+        try:
+            listener = serving.listen(settings.host, settings.port)
+        except OSError as error:
+            print(f"modelport: error: {error}", file=sys.stderr)
+            return serving.STARTUP_FAILURE
+    try:
         registry = (
             serving.on_ray(settings, args.ray) if getattr(args, "ray", None) else assemble.registry(settings)
         )
     except (OSError, ValueError, PredictorContractError) as error:  # a bad config: say what, no traceback
+        if listener is not None:
+            listener.close()
         print(f"modelport: error: {error}", file=sys.stderr)
         return 2
 
@@ -260,7 +273,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from modelport.service import Service
 
-    return serving.serve(Service(registry, settings), args.log_level, on_ray=bool(args.ray))
+    assert listener is not None
+    return serving.serve(Service(registry, settings), args.log_level, listener, on_ray=bool(args.ray))
 
 
 def _chat_formats(settings: Settings) -> dict[str, str]:

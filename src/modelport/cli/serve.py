@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -99,7 +101,24 @@ def on_ray(settings: Settings, address: str) -> ModelRegistry:
     )
 
 
-def serve(service: Service, log_level: str, *, on_ray: bool = False) -> int:
+def listen(host: str, port: int) -> socket.socket:
+    """The server's socket, bound to `host:port` before anything loads, as uvicorn would bind it; an
+    OSError that says which address and why (uvicorn says so only once the models have loaded, or
+    deployed on Ray, and after `serve` has said it serves there)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        hint = " (another server there? --port chooses another)" if error.errno == errno.EADDRINUSE else ""
+        raise OSError(f"cannot listen on {host}:{port}: {error.strerror}{hint}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(service: Service, log_level: str, listener: socket.socket, *, on_ray: bool = False) -> int:
     import uvicorn
 
     from modelport.server.connections import bounded_head
@@ -129,8 +148,9 @@ def serve(service: Service, log_level: str, *, on_ray: bool = False) -> int:
             )
             server = uvicorn.Server(config)
             if not asked:
-                server.run()
+                server.run(sockets=[listener])
         finally:
+            listener.close()
             if builder is not None:
                 background.stop(builder)
     if on_ray:
