@@ -134,7 +134,7 @@ def test_a_misspelt_setting_is_one_line_naming_the_likely_one(tmp_path: Path, co
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
-def test_an_engine_option_it_does_not_take_is_refused_before_serving_naming_the_likely_one(
+def test_an_engine_option_it_does_not_take_or_of_another_type_is_refused_before_serving(
     tmp_path: Path,
 ) -> None:
     config = tmp_path / "models.toml"
@@ -144,6 +144,10 @@ def test_an_engine_option_it_does_not_take_is_refused_before_serving_naming_the_
     assert "model `v`: the piper engine has no option `n_thread` (did you mean `n_threads`?)" in result.stderr
     assert "noise_scale" in result.stderr  # what it takes
     assert "Traceback" not in result.stderr
+    config.write_text('defaults = false\n[[models]]\nid = "v"\nengine = "llamacpp"\nn_parallel = "four"\n')
+    result = run("models", "--config", str(config))
+    assert result.returncode == 2
+    assert result.stderr == "modelport: error: model `v`: `n_parallel`: Input should be a valid integer\n"
 
 
 def test_a_port_in_use_is_said_before_anything_loads() -> None:

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import typing
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
+
+import pydantic
+
+from modelport.settings import explained
 
 GROUP = "modelport.engines"
 Options = dict[str, Any]
@@ -43,27 +48,50 @@ class Engine:
     # CPUs a Ray replica of a model of it reserves by default: what it keeps busy (most engines compute in
     # short bursts between requests; a generating GGUF keeps its threads busy).
     cpus: Callable[[Options], float] = _fraction
-    # The options a `load(**options)` passes on, for `check_options` (a `load` naming its own is read).
-    takes: tuple[str, ...] = ()
+    # Where `load(**options)` passes its options on: the function whose parameters they are (their names
+    # and types), less those `load` gives it itself. Else `load`'s own parameters are its options.
+    takes: Callable[..., Any] | None = None
+    withheld: tuple[str, ...] = ()
 
     def check_options(self, options: Options, model_id: str, name: str) -> None:
-        """A ValueError naming an option `load` does not take, with the one it likely meant and those it
-        takes: a misspelt option in models.toml is refused when the server starts, not found at the first
-        request as a model that failed to load. A `load(**options)` is checked against `takes`, if given."""
-        parameters = inspect.signature(self.load).parameters.values()
-        takes = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-        if any(p.kind is p.VAR_KEYWORD for p in parameters):
-            if not self.takes:
-                return
-            takes += [name for name in self.takes if name not in takes]
-        for option in options:
-            if option not in takes:
-                close = difflib.get_close_matches(option, takes, n=1)
-                meant = f" (did you mean `{close[0]}`?)" if close else ""
-                raise ValueError(
-                    f"model `{model_id}`: the {name} engine has no option `{option}`{meant}; it takes "
-                    f"{', '.join(takes) or 'none'}"
-                )
+        """A ValueError naming an option a model gives that the engine does not take (with the one it likely
+        meant, and those it takes) or takes of another type (its annotation): a mistake in models.toml
+        stops the start, where it was found at the first request as a model that failed to load (a 500).
+        An engine whose `load(**options)` says nothing of them (no `takes`) is its own to check."""
+        fields = self._options()
+        if fields is None:
+            return
+        schema = pydantic.create_model(f"the {name} engine's options", __config__=_OPTIONS, **fields)
+        try:
+            schema.model_validate(options)
+        except pydantic.ValidationError as error:
+            unknown = [str(e["loc"][0]) for e in error.errors() if e["type"] == "extra_forbidden"]
+            if not unknown:
+                raise ValueError(explained(error, schema, f"model `{model_id}`")) from None
+            close = difflib.get_close_matches(unknown[0], list(fields), n=1)
+            meant = f" (did you mean `{close[0]}`?)" if close else ""
+            raise ValueError(
+                f"model `{model_id}`: the {name} engine has no option `{unknown[0]}`{meant}; it takes "
+                f"{', '.join(fields) or 'none'}"
+            ) from None
+
+    def _options(self) -> dict[str, Any] | None:
+        """Each option, as pydantic's field definition (its annotation, its default); None if unsaid."""
+        fields: dict[str, Any] = {}
+        for function in (self.load, self.takes):
+            if function is None:
+                continue
+            try:
+                hints = typing.get_type_hints(function)
+            except (NameError, TypeError):  # an annotation only a type checker imports: any value then
+                hints = {}
+            for p in inspect.signature(function).parameters.values():
+                if p.kind is p.VAR_KEYWORD and self.takes is None:
+                    return None
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in self.withheld:
+                    default = ... if p.default is p.empty else p.default
+                    fields.setdefault(p.name, (hints.get(p.name, Any), default))
+        return fields
 
     def memory(self, options: Options) -> int:
         """Bytes a model with these options will take once loaded."""
@@ -73,6 +101,12 @@ class Engine:
             Path(v).expanduser() for v in options.values() if isinstance(v, str) and v and "://" not in v
         ]
         return files_size(p for p in paths if p.exists())
+
+
+# Options are checked as given (TOML's types), not converted: `load` receives them as they are.
+_OPTIONS = pydantic.ConfigDict(
+    extra="forbid", strict=True, protected_namespaces=(), arbitrary_types_allowed=True
+)
 
 
 def engine_names() -> list[str]:

@@ -9,7 +9,6 @@ instance.
 
 from __future__ import annotations
 
-import inspect
 import secrets
 from collections.abc import Sequence
 from pathlib import Path
@@ -101,10 +100,6 @@ ENGINE = Engine(
     recognises="a GGUF file (or a folder holding one)",
     concurrency=lambda options: int(options.get("n_parallel", SLOTS)),
     cpus=lambda options: float(options.get("n_threads") or 1),
-    # `start_server`'s, but what `load` gives it itself.
-    takes=tuple(
-        name
-        for name in inspect.signature(start_server).parameters
-        if name not in ("api_key", "slot_save_path", "raw_chat", "special_text")
-    ),
+    takes=start_server,
+    withheld=("api_key", "slot_save_path", "raw_chat", "special_text"),
 )
