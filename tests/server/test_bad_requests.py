@@ -162,3 +162,25 @@ def test_bad_uploads_are_4xx_naming_the_field(
 
 def test_the_server_still_serves_after_the_corpus(server: Faces) -> None:
     assert httpx.post(f"{server.url}/v1/chat/completions", json=CHAT, timeout=60).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("content", "content_type"),
+    [
+        (b"", "application/json"),
+        (b"[1, 2]", "application/json"),
+        (b"model=reverse", "application/x-www-form-urlencoded"),
+        (b'{"model": "reverse", "messages": [{"role": "user", "content": "Hi"}]}', "text/plain"),
+    ],
+    ids=["empty", "a list", "a form", "JSON as text/plain"],
+)
+def test_a_body_that_is_no_json_object_is_told_so(
+    tiny_faces: Faces, content: bytes, content_type: str
+) -> None:
+    response = httpx.post(
+        f"{tiny_faces.url}/v1/chat/completions", content=content, headers={"content-type": content_type}
+    )
+    assert response.status_code == 400
+    error = error_of(response)
+    assert error["message"].endswith("it must be a JSON object, sent with Content-Type: application/json.")
+    assert error["param"] is None

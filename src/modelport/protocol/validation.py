@@ -65,6 +65,12 @@ def invalid(error: dict[str, Any], within: str | None = None) -> InvalidRequestE
     kind = error.get("type")
     if kind == "json_invalid":
         return InvalidRequestError(f"We could not parse the JSON body of your request: {error.get('msg')}")
+    if not param and kind in ("missing", "model_attributes_type", "model_type", "dict_type"):
+        # The body as a whole: none, or not an object (a form, a list, JSON sent as text/plain).
+        return InvalidRequestError(
+            "We could not parse the JSON body of your request: it must be a JSON object, sent with "
+            "Content-Type: application/json."
+        )
     if kind == "missing":
         return InvalidRequestError(f"Missing required parameter: '{param}'.", param=param, code="missing")
     if kind == UNKNOWN_TYPE:  # a tagged union's member, by a `type` none of its members has
