@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib.util
 import ipaddress
 import os
 import re
 import tomllib
-import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, ByteSize, ConfigDict, Field, ValidationError, model_validator
 
+from modelport import config_errors
 from modelport.machine import total_memory
 from modelport.predictors.contract import Capability
 from modelport.predictors.registry import QUEUE, TIMEOUT
@@ -106,7 +105,7 @@ class ModelConfig(BaseModel):
             raise ValueError(f"model `{self.id}`: give exactly one of `engine` or `predictor`")
         if self.predictor is not None and self.options:  # only an engine has options of its own
             name = next(iter(self.options))
-            meant = _meant(name, ModelConfig)
+            meant = config_errors.meant(name, ModelConfig.model_fields)
             raise ValueError(f"model `{self.id}`: `{name}` is not a setting of a model{meant}")
         if self.id is None and not (self.engine == "remote" and self.options.get("discover")):
             raise ValueError(f"a model with {self.engine or self.predictor!r} has no `id`")
@@ -116,49 +115,6 @@ class ModelConfig(BaseModel):
     def options(self) -> dict[str, Any]:
         """The engine options: every key beyond the ones above."""
         return dict(self.model_extra or {})
-
-
-def explained(error: ValidationError, model: type[BaseModel], source: str) -> str:
-    """A configuration's validation error as lines a user reads: where in `source` each problem is, and for
-    a name the configuration does not have, the one it likely meant (pydantic's own text names its types
-    and links its documentation)."""
-    lines = []
-    for problem in error.errors():
-        loc = problem["loc"]
-        place = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
-        if problem["type"] == "extra_forbidden":
-            inner = _model_at(model, loc[:-1])
-            meant = _meant(str(loc[-1]), inner) if inner is not None else ""
-            lines.append(f"{source}: `{place}` is not a setting{meant}")
-        else:
-            what = str(problem["msg"]).removeprefix("Value error, ")
-            lines.append(f"{source}: {what}" if not place else f"{source}: `{place}`: {what}")
-    return "\n".join(lines)
-
-
-def _model_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel] | None:
-    """The model of the settings at `loc` within `model` (list indexes pass through)."""
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        field = model.model_fields.get(part)
-        inner = _model_in(field.annotation) if field is not None else None
-        if inner is None:
-            return None
-        model = inner
-    return model
-
-
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    return next((m for m in map(_model_in, typing.get_args(annotation)) if m is not None), None)
-
-
-def _meant(name: str, model: type[BaseModel]) -> str:
-    """` (did you mean `NAME`?)` for the field of `model` most like `name`, if one is."""
-    close = difflib.get_close_matches(name, list(model.model_fields), n=1)
-    return f" (did you mean `{close[0]}`?)" if close else ""
 
 
 def default_models() -> list[ModelConfig]:
@@ -480,7 +436,7 @@ class Settings(BaseModel):
         try:
             return cls.model_validate(data)
         except ValidationError as error:
-            raise ValueError(explained(error, cls, str(path))) from None
+            raise ValueError(config_errors.explained(error, cls, str(path))) from None
 
     def on_loopback(self) -> bool:
         """Whether the server listens on a loopback address only (this machine's clients alone reach it)."""

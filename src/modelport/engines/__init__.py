@@ -8,7 +8,6 @@ heavy backend lazily, inside its factory.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import typing
 from collections.abc import Callable, Iterable, Sequence
@@ -19,7 +18,7 @@ from typing import Any
 
 import pydantic
 
-from modelport.settings import explained
+from modelport.config_errors import explained, meant
 
 GROUP = "modelport.engines"
 Options = dict[str, Any]
@@ -68,10 +67,9 @@ class Engine:
             unknown = [str(e["loc"][0]) for e in error.errors() if e["type"] == "extra_forbidden"]
             if not unknown:
                 raise ValueError(explained(error, schema, f"model `{model_id}`")) from None
-            close = difflib.get_close_matches(unknown[0], list(fields), n=1)
-            meant = f" (did you mean `{close[0]}`?)" if close else ""
             raise ValueError(
-                f"model `{model_id}`: the {name} engine has no option `{unknown[0]}`{meant}; it takes "
+                f"model `{model_id}`: the {name} engine has no option `{unknown[0]}`"
+                f"{meant(unknown[0], fields)}; it takes "
                 f"{', '.join(fields) or 'none'}"
             ) from None
 

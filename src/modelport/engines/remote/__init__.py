@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
+from modelport.config_errors import explained
 from modelport.engines.remote.discovery import Discovery
 from modelport.engines.remote.options import DEFAULT_CAPABILITIES, RemoteOptions
 from modelport.engines.remote.pool import ReplicaPool
@@ -19,7 +20,6 @@ from modelport.engines.remote.upstream_model import RemoteModel
 from modelport.predictors.contract import Capability
 from modelport.predictors.registry import ModelRegistry, ModelSpec
 from modelport.predictors.relay import Relay
-from modelport.settings import explained
 
 __all__ = ["RemoteOptions", "add_remote"]
 
