@@ -213,7 +213,14 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `modelport` command."""
-    args = parser().parse_args(argv)
+    try:
+        return _run(parser().parse_args(argv))
+    except BrokenPipeError:  # `modelport models | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nor fail flushing at exit
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.command in ("pull", "rm") or getattr(args, "local", False):
         return cache.run(args)
     if args.command in ("ps", "chat"):
