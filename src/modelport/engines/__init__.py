@@ -67,10 +67,10 @@ class Engine:
             unknown = [str(e["loc"][0]) for e in error.errors() if e["type"] == "extra_forbidden"]
             if not unknown:
                 raise ValueError(explained(error, schema, f"model `{model_id}`")) from None
+            option, takes = unknown[0], ", ".join(fields) or "none"
             raise ValueError(
-                f"model `{model_id}`: the {name} engine has no option `{unknown[0]}`"
-                f"{meant(unknown[0], fields)}; it takes "
-                f"{', '.join(fields) or 'none'}"
+                f"model `{model_id}`: the {name} engine has no option `{option}`{meant(option, fields)}; "
+                f"it takes {takes}"
             ) from None
 
     def _options(self) -> dict[str, Any] | None:
