@@ -157,8 +157,12 @@ class _Call:
                 marks[names[kind]] = at - self.speaker.spoken
         if self.heard is not None:
             marks["first audio"] = self.heard - self.speaker.spoken
-        # The answer plays out before the next turn (its audio would be heard as the next one's).
-        await self._until(lambda: any(kind == "output_audio_buffer.stopped" for _, kind in self.events))
+        # The answer is cut where a listener would cut it (a default answer may speak for minutes) and has
+        # stopped before the next turn (its audio would be heard as the next one's).
+        self.channel.send(json.dumps({"type": "response.cancel"}))
+        self.channel.send(json.dumps({"type": "output_audio_buffer.clear"}))
+        ended = ("output_audio_buffer.stopped", "output_audio_buffer.cleared")
+        await self._until(lambda: any(kind in ended for _, kind in self.events))
         return marks
 
     async def close(self) -> None:
