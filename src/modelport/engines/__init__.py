@@ -8,6 +8,7 @@ heavy backend lazily, inside its factory.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import typing
 from collections.abc import Callable, Iterable, Sequence
@@ -57,39 +58,21 @@ class Engine:
         meant, and those it takes) or takes of another type (its annotation): a mistake in models.toml
         stops the start, where it was found at the first request as a model that failed to load (a 500).
         An engine whose `load(**options)` says nothing of them (no `takes`) is its own to check."""
-        fields = self._options()
-        if fields is None:
+        schema = _options_schema(self, name)
+        if schema is None:
             return
-        schema = pydantic.create_model(f"the {name} engine's options", __config__=_OPTIONS, **fields)
         try:
             schema.model_validate(options)
         except pydantic.ValidationError as error:
             unknown = [str(e["loc"][0]) for e in error.errors() if e["type"] == "extra_forbidden"]
             if not unknown:
                 raise ValueError(explained(error, schema, f"model `{model_id}`")) from None
+            fields = schema.model_fields
             option, takes = unknown[0], ", ".join(fields) or "none"
             raise ValueError(
                 f"model `{model_id}`: the {name} engine has no option `{option}`{meant(option, fields)}; "
                 f"it takes {takes}"
             ) from None
-
-    def _options(self) -> dict[str, Any] | None:
-        """Each option, as pydantic's field definition (its annotation, its default); None if unsaid."""
-        fields: dict[str, Any] = {}
-        for function in (self.load, self.takes):
-            if function is None:
-                continue
-            try:
-                hints = typing.get_type_hints(function)
-            except (NameError, TypeError):  # an annotation only a type checker imports: any value then
-                hints = {}
-            for p in inspect.signature(function).parameters.values():
-                if p.kind is p.VAR_KEYWORD and self.takes is None:
-                    return None
-                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in self.withheld:
-                    default = ... if p.default is p.empty else p.default
-                    fields.setdefault(p.name, (hints.get(p.name, Any), default))
-        return fields
 
     def memory(self, options: Options) -> int:
         """Bytes a model with these options will take once loaded."""
@@ -105,6 +88,27 @@ class Engine:
 _OPTIONS = pydantic.ConfigDict(
     extra="forbid", strict=True, protected_namespaces=(), arbitrary_types_allowed=True
 )
+
+
+@functools.cache  # once an engine: ~5 ms each, and a registry (of every model) is built at every start
+def _options_schema(engine: Engine, name: str) -> type[pydantic.BaseModel] | None:
+    """The options `engine` takes as a model to validate them with (each parameter's annotation and
+    default); None where `load(**options)` says nothing of them."""
+    fields: dict[str, Any] = {}
+    for function in (engine.load, engine.takes):
+        if function is None:
+            continue
+        try:
+            hints = typing.get_type_hints(function)
+        except (NameError, TypeError):  # an annotation only a type checker imports: any value then
+            hints = {}
+        for p in inspect.signature(function).parameters.values():
+            if p.kind is p.VAR_KEYWORD and engine.takes is None:
+                return None
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in engine.withheld:
+                default = ... if p.default is p.empty else p.default
+                fields.setdefault(p.name, (hints.get(p.name, Any), default))
+    return pydantic.create_model(f"the {name} engine's options", __config__=_OPTIONS, **fields)
 
 
 def engine_names() -> list[str]:
