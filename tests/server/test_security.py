@@ -87,6 +87,14 @@ def test_health_and_metrics_stay_open_and_metrics_count_requests_tokens_and_slot
     assert 'route="other"' not in text or "/v1/unknown" not in text  # raw paths never become labels
 
 
+def test_a_monitor_s_head_is_answered_as_get_without_the_body(guarded: Faces) -> None:
+    for path in ("/health", "/metrics", "/"):  # open without a key, as for GET
+        answered = httpx.head(f"{guarded.url}{path}")
+        assert answered.status_code == 200, path
+        assert answered.content == b""
+        assert int(answered.headers["content-length"]) > 0
+
+
 def test_request_ids_are_echoed_or_made(guarded: Faces) -> None:
     mine = httpx.get(f"{guarded.url}/health", headers={"x-request-id": "trace-42"})
     assert mine.headers["x-request-id"] == "trace-42"

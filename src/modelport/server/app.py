@@ -106,12 +106,14 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     metrics.SLOTS.sources.append(slots)
     metrics.UPSTREAMS.sources.append(pools)
 
-    @app.get("/metrics", include_in_schema=False)
+    # HEAD as GET where monitors and load balancers ask whether the server is there (HTTP requires it of
+    # every GET resource; FastAPI's routes take only the methods named).
+    @app.api_route("/metrics", methods=["GET", "HEAD"], include_in_schema=False)
     async def prometheus() -> Response:
         """Prometheus metrics: requests, latencies, tokens, slots and queues per model."""
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
-    @app.get("/health")
+    @app.api_route("/health", methods=["GET", "HEAD"])
     async def health(request: Request) -> JSONResponse:
         """200 once the models to preload are loaded; 503 while they load or if one failed. Each upstream
         replica's state is listed too (a replica that is down does not make modelport unhealthy)."""

@@ -15,7 +15,7 @@ FILES = Path(__file__).parent / "ui"
 def install(app: FastAPI) -> None:
     """Serve the page at `/` and its files under `/ui/`."""
 
-    @app.get("/", include_in_schema=False)
+    @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     async def page() -> FileResponse:
         return FileResponse(FILES / "index.html")
 
