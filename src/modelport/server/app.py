@@ -113,7 +113,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         """Prometheus metrics: requests, latencies, tokens, slots and queues per model."""
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
-    @app.api_route("/health", methods=["GET", "HEAD"])
+    @app.get("/health")
     async def health(request: Request) -> JSONResponse:
         """200 once the models to preload are loaded; 503 while they load or if one failed. Each upstream
         replica's state is listed too (a replica that is down does not make modelport unhealthy)."""
@@ -132,4 +132,5 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
             return JSONResponse({"status": "error", "error": str(loading.exception()), **upstreams}, 503)
         return JSONResponse({"status": "ok", **upstreams})
 
+    app.add_api_route("/health", health, methods=["HEAD"], include_in_schema=False)  # GET's, documented once
     return app
