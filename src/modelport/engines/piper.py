@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from modelport import machine
 from modelport.engines import Engine, Options
 from modelport.predictors.parameter import Parameter
 
@@ -71,6 +70,8 @@ def load(
     try:
         import onnxruntime
         from piper import PiperConfig, PiperVoice
+
+        from modelport.engines import onnx_threads
     except ImportError as error:
         raise ImportError(
             f"Piper is not installed (GPL-3.0): pip install 'modelport[piper]' ({error})"
@@ -84,14 +85,8 @@ def load(
         model_path = Path(model)
     config_path = Path(config) if config else model_path.with_name(model_path.name + ".json")
     settings = json.loads(config_path.read_text(encoding="utf-8"))
-    # Piper's own `PiperVoice.load` gives onnxruntime its defaults: a thread a physical core, each bound to
-    # its core whatever CPUs this process may use (`taskset`, a container's cpuset), spinning between the
-    # model's layers on the cores llama.cpp decodes on. A 128-token answer decoded while a voice speaks
-    # beside it: 17.1 and 25.7 → 27.7 and 31.8 tok/s in two runs, the speech itself 0.74 and 0.67 → 0.61 and
-    # 0.58 s (2 cores, medians of 6); a voice alone speaks as fast (0.38 against 0.40 s).
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = n_threads or machine.usable_cpus()
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    # Made here, not by Piper's own `PiperVoice.load`, which gives onnxruntime its defaults (`onnx_threads`).
+    options = onnx_threads.session_options(n_threads)
     providers: list[Any] = (
         [("CUDAExecutionProvider", {"cudnn_conv_algo_search": "HEURISTIC"})]  # as Piper asks for CUDA
         if use_cuda
