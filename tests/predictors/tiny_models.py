@@ -124,6 +124,22 @@ def seed_chat(
     return _completion("seed", "none" if seed is None else str(seed))
 
 
+def letters_chat(
+    messages: list[dict[str, Any]],
+    options: Annotated[dict[str, Any] | None, Parameter.GenerationOptions] = None,
+) -> dict[str, Any]:
+    """Writes `a`, reporting `a`, `b`, `c`… as its most likely tokens at falling log-probabilities (as many
+    as `top_logprobs` asks): a model beam search can run on."""
+    tops = [
+        {"token": letter, "logprob": -float(rank + 1), "bytes": [ord(letter)]}
+        for rank, letter in enumerate("abcdefghijklmnop"[: (options or {}).get("top_logprobs") or 1])
+    ]
+    answer = _completion("letters", "a")
+    answer["choices"][0]["logprobs"] = {"content": [{**tops[0], "top_logprobs": tops}]}
+    answer["choices"][0]["finish_reason"] = "length"
+    return answer
+
+
 def wrong_dtype_embed(texts: list[str]) -> Annotated[np.ndarray, Parameter.Embedding]:
     """Breaks the contract at call time: float64."""
     return trigram_embed(texts).astype(np.float64)

@@ -9,6 +9,11 @@ from collections.abc import Iterator
 import openai
 import pytest
 
+import modelport
+from modelport.predictors.registry import ModelRegistry
+from modelport.service import Service
+from modelport.settings import Settings
+from tests.predictors.tiny_models import letters_chat, seed_chat
 from tests.support.configs import NO_EOS, tiny_models
 from tests.support.faces import Faces, faces
 
@@ -51,6 +56,21 @@ def test_a_seed_is_each_choice_s_own_and_the_same_each_time(seeded: Faces, face:
     assert run(seed=42) == ["42", "43", "44"]
     assert run(seed=42) == ["42", "43", "44"]
     assert run() == ["none", "none", "none"]
+
+
+def test_more_choices_than_the_model_has_slots_and_line_take_turns_rather_than_a_429() -> None:
+    """A request's own choices wait for the model's slots one after another: a model of one slot and no
+    line for waiting answered n=3 with a 429 of its own making, on an idle server."""
+    registry = ModelRegistry()
+    registry.add_predictor("seeded", seed_chat, concurrency=1, queue=0)
+    client = modelport.OpenAI(service=Service(registry, Settings()))
+    reply = client.chat.completions.create(model="seeded", messages=ASK, n=3, seed=7)
+    assert [c.message.content for c in reply.choices] == ["7", "8", "9"]
+    registry.add_predictor("letters", letters_chat, concurrency=1, queue=0)
+    beams = client.chat.completions.create(
+        model="letters", messages=ASK, n=2, max_tokens=3, extra_body={"use_beam_search": True, "best_of": 3}
+    )
+    assert [c.message.content for c in beams.choices] == ["aaa", "aab"]
 
 
 def test_chat_logprobs_are_openai_shaped_and_not_positive(client: openai.OpenAI) -> None:

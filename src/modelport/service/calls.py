@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -184,15 +185,24 @@ async def eager(stream: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
     return rest()
 
 
-def merge(streams: list[AsyncGenerator[T, None]]) -> AsyncGenerator[T, None]:
-    """Items of several streams as each produces them; closing the merge closes every stream. One stream is
-    its own merge: every token of a plain answer crosses this, and a layer that only passes items on costs
-    the serving thread a hop per token."""
-    return streams[0] if len(streams) == 1 else _merged(streams)
+def merge(streams: list[AsyncGenerator[T, None]], at_once: int | None = None) -> AsyncGenerator[T, None]:
+    """Items of several streams as each produces them, at most `at_once` of them running (the next starts
+    as one ends); closing the merge closes every stream. One stream is its own merge: every token of a plain
+    answer crosses this, and a layer that only passes items on costs the serving thread a hop per token."""
+    return streams[0] if len(streams) == 1 else _merged(streams, at_once or len(streams))
 
 
-async def _merged(streams: list[AsyncGenerator[T, None]]) -> AsyncGenerator[T, None]:
-    pending = {asyncio.ensure_future(anext(s)): s for s in streams}
+async def _merged(streams: list[AsyncGenerator[T, None]], at_once: int) -> AsyncGenerator[T, None]:
+    waiting = collections.deque(streams)
+    pending: dict[asyncio.Future[T], AsyncGenerator[T, None]] = {}
+
+    def start() -> None:
+        if waiting:
+            stream = waiting.popleft()
+            pending[asyncio.ensure_future(anext(stream))] = stream
+
+    for _ in range(at_once):
+        start()
     try:
         while pending:
             done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
@@ -201,6 +211,7 @@ async def _merged(streams: list[AsyncGenerator[T, None]]) -> AsyncGenerator[T, N
                 try:
                     item = future.result()
                 except StopAsyncIteration:
+                    start()
                     continue
                 pending[asyncio.ensure_future(anext(stream))] = stream
                 yield item

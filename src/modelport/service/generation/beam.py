@@ -53,8 +53,11 @@ async def search(
     early_stopping: bool,
     stop: list[str],
     options: dict[str, Any],
+    turns: asyncio.Semaphore,
 ) -> tuple[list[Beam], int]:
-    """The `n` best beams of `width`, and the prompt's token count."""
+    """The `n` best beams of `width`, and the prompt's token count; no more calls at once than `turns`
+    lets the request make (its model's slots: more would wait in the model's line, and a request could fill
+    that line by itself and be refused with a 429 on an idle server)."""
     if _OPTIONS not in options:
         raise InvalidRequestError(
             f"The model's predictor `{predictor.name}` cannot report log-probabilities for beam search.",
@@ -73,7 +76,9 @@ async def search(
     for _ in range(max_tokens):
         steps = await asyncio.gather(
             *(
-                _next_tokens(model, predictor, primary, chat, beam, {**options, _OPTIONS: step_options})
+                _next_tokens(
+                    model, predictor, primary, chat, beam, {**options, _OPTIONS: step_options}, turns
+                )
                 for beam in live
             )
         )
@@ -118,7 +123,13 @@ def _done(finished: list[Beam], live: list[Beam], width: int, length_penalty: fl
 
 
 async def _next_tokens(
-    model: LoadedModel, predictor: Predictor, primary: Any, chat: bool, beam: Beam, options: dict[str, Any]
+    model: LoadedModel,
+    predictor: Predictor,
+    primary: Any,
+    chat: bool,
+    beam: Beam,
+    options: dict[str, Any],
+    turns: asyncio.Semaphore,
 ) -> tuple[list[tuple[str, float]], bool, int]:
     """The most likely next tokens after `beam`, whether the greedy one ends the answer, and the prompt
     token count."""
@@ -128,19 +139,20 @@ async def _next_tokens(
         extended = primary + beam.text
     tops: list[tuple[str, float]] = []
     ended, prompt_tokens = False, 0
-    stream = calls.iterate(model, predictor, functools.partial(predictor, extended, options))
-    try:
-        async for chunk in stream:
-            data = chunk if isinstance(chunk, dict) else chunk.model_dump()
-            usage = data.get("usage") or {}
-            if usage and not beam.text:
-                prompt_tokens = int(usage.get("prompt_tokens", 0))
-            for choice in data.get("choices") or []:
-                for token in (choice.get("logprobs") or {}).get("content") or []:
-                    tops = tops or [
-                        (t["token"], float(t["logprob"])) for t in token.get("top_logprobs") or []
-                    ]
-                ended = ended or choice.get("finish_reason") == "stop"
-    finally:
-        await stream.aclose()
+    async with turns:
+        stream = calls.iterate(model, predictor, functools.partial(predictor, extended, options))
+        try:
+            async for chunk in stream:
+                data = chunk if isinstance(chunk, dict) else chunk.model_dump()
+                usage = data.get("usage") or {}
+                if usage and not beam.text:
+                    prompt_tokens = int(usage.get("prompt_tokens", 0))
+                for choice in data.get("choices") or []:
+                    for token in (choice.get("logprobs") or {}).get("content") or []:
+                        tops = tops or [
+                            (t["token"], float(t["logprob"])) for t in token.get("top_logprobs") or []
+                        ]
+                    ended = ended or choice.get("finish_reason") == "stop"
+        finally:
+            await stream.aclose()
     return tops, ended, prompt_tokens

@@ -61,6 +61,7 @@ async def beam_search(
     chat = isinstance(request, ChatCompletionRequest)
     width = request.best_of or max(request.n, 2)
     stop = [request.stop] if isinstance(request.stop, str) else request.stop or []
+    turns = asyncio.Semaphore(model.slots.total)
     results = await asyncio.gather(
         *(
             beam.search(
@@ -75,6 +76,7 @@ async def beam_search(
                 request.early_stopping,
                 stop,
                 options,
+                turns,
             )
             for primary in inputs
         )
@@ -130,7 +132,9 @@ def choices(
                 model, predictor, primary, own, k * width + j, count_prompt=j == 0, whole=not request.stream
             )
             streams.append(read(stream) if read is not None else stream)
-    return calls.merge(streams)
+    # No more at once than the model has slots: the rest would wait in its line, and a request of more
+    # prompts × choices than slots and line together was refused by itself (a 429 on an idle server).
+    return calls.merge(streams, at_once=model.slots.total)
 
 
 async def _one_choice(
