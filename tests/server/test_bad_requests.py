@@ -46,6 +46,8 @@ JSON_CASES: list[tuple[str, dict[str, Any], int, str | None]] = [
     ("/v1/chat/completions", {**CHAT, "stop": 5}, 400, "stop"),
     ("/v1/chat/completions", {**CHAT, "stream": "yes please"}, 400, "stream"),
     ("/v1/chat/completions", {**CHAT, "logit_bias": {"x": 1}}, 400, None),
+    ("/v1/chat/completions", {**CHAT, "logit_bias": {"49152": 1}}, 400, "logit_bias"),  # past the vocabulary
+    ("/v1/completions", {**COMPLETION, "logit_bias": {"9999999999": -100}}, 400, "logit_bias"),
     ("/v1/chat/completions", {**CHAT, "response_format": {"type": "xml"}}, 400, "response_format"),
     ("/v1/chat/completions", {**CHAT, "tools": [{"type": "function"}]}, 400, None),
     ("/v1/chat/completions", {**CHAT, "tool_choice": "required"}, 400, "tool_choice"),

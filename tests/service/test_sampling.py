@@ -128,13 +128,20 @@ def test_the_sampled_token_is_always_among_its_top_logprobs(client: openai.OpenA
     assert any(len(top) == 2 for top in tops)  # at this temperature some sampled token was not the likeliest
 
 
-def test_legacy_logprobs_are_parallel_lists(client: openai.OpenAI) -> None:
-    reply = client.completions.create(model="gpt-4o-mini", prompt="The sky is", max_tokens=4, logprobs=2)
+@pytest.mark.parametrize("alternatives", [2, 0])
+def test_legacy_logprobs_are_parallel_lists(client: openai.OpenAI, alternatives: int) -> None:
+    """`logprobs` alternatives a token, and the sampled token's own always (`logprobs: 0` was no lists)."""
+    reply = client.completions.create(
+        model="gpt-4o-mini", prompt="The sky is", max_tokens=4, logprobs=alternatives
+    )
     logprobs = reply.choices[0].logprobs
     assert logprobs is not None
     assert len(logprobs.tokens or []) == len(logprobs.token_logprobs or []) == 4
     assert all(lp <= 0 for lp in logprobs.token_logprobs or [])
-    assert all(2 <= len(top) <= 3 for top in logprobs.top_logprobs or [])
+    assert all(max(1, alternatives) <= len(top) <= alternatives + 1 for top in logprobs.top_logprobs or [])
+    assert all(
+        token in top for token, top in zip(logprobs.tokens or [], logprobs.top_logprobs or [], strict=True)
+    )
     assert "".join(logprobs.tokens or []) == reply.choices[0].text
     assert logprobs.text_offset == [sum(len(t) for t in (logprobs.tokens or [])[:i]) for i in range(4)]
 
@@ -243,6 +250,21 @@ def test_vllm_sampling_extras_are_accepted_on_both_endpoints(
     assert chat.choices[0].message.content is not None
     legacy = client.completions.create(model="gpt-4o-mini", prompt="Hello", max_tokens=4, extra_body=extra)
     assert legacy.choices[0].text is not None
+
+
+def test_a_bias_barring_all_the_vocabulary_but_one_token_leaves_only_that_token(
+    client: openai.OpenAI,
+) -> None:
+    # 49,151 biases: llama.cpp is handed them as pairs (as an object, a list of that length took it seconds).
+    bias = {str(token): -100 for token in range(49152) if token != 28}
+    reply = client.completions.create(
+        model="gpt-4o-mini", prompt="Hello", max_tokens=4, temperature=0, logprobs=1, logit_bias=bias
+    )
+    assert reply.choices[0].logprobs is not None
+    tokens = reply.choices[0].logprobs.tokens
+    assert tokens is not None
+    assert len(tokens) == 4
+    assert len(set(tokens)) == 1
 
 
 def test_top_k_one_is_greedy(client: openai.OpenAI) -> None:

@@ -104,7 +104,11 @@ async def completion(
     # Rewritten only where there is something to rewrite (asked for, or ranking `best_of`): a layer per
     # token otherwise.
     rewrite = bool(request.echo or request.logprobs is not None or scored or width != request.n)
-    chunks = legacy_logprobs(generated, texts, width, bool(request.echo), scored) if rewrite else generated
+    chunks = (
+        legacy_logprobs(generated, texts, width, bool(request.echo), request.logprobs or 0, scored)
+        if rewrite
+        else generated
+    )
     answer: Completion | Events[Completion] = await _delivered(chunks, model, predictor, request, _COMPLETION)
     return answer
 

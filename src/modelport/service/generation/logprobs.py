@@ -11,12 +11,14 @@ async def legacy_logprobs(
     prompts: list[str],
     width: int,
     echo: bool,
+    top: int,
     scored: list[list[Any]] | None = None,
 ) -> AsyncGenerator[dict[str, Any], None]:
     """Rewrite per-token log-probabilities (`{"content": [{token, logprob, top_logprobs}]}`, as llama.cpp
     reports them) into `tokens`, `token_logprobs`, `top_logprobs` and `text_offset`; with `echo`, each
     choice starts with its prompt, and with `scored` prompts (`text`, `offset`, `logprob`, `top` per
-    token) with their log-probabilities too. Choice i answers prompt i // width."""
+    token) with their log-probabilities too; `top` alternatives a token at most, beside the sampled one.
+    Choice i answers prompt i // width."""
     offsets: dict[int, int] = {}
     try:
         async for chunk in chunks:
@@ -30,7 +32,7 @@ async def legacy_logprobs(
                         choice["text"] = prompt + (choice.get("text") or "")
                 logprobs = choice.get("logprobs")
                 if isinstance(logprobs, dict) and "content" in logprobs:
-                    choice["logprobs"] = _parallel(logprobs["content"] or [], offsets, index)
+                    choice["logprobs"] = _parallel(logprobs["content"] or [], offsets, index, top)
                 if first and scored is not None:
                     choice["logprobs"] = _prefixed(scored[index // width], choice.get("logprobs"))
             yield chunk
@@ -62,14 +64,17 @@ def _prefixed(tokens: list[Any], generated: dict[str, list[Any]] | None) -> dict
     return out
 
 
-def _parallel(tokens: list[dict[str, Any]], offsets: dict[int, int], index: int) -> dict[str, list[Any]]:
+def _parallel(
+    tokens: list[dict[str, Any]], offsets: dict[int, int], index: int, top: int
+) -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
     for token in tokens:
         out["tokens"].append(token.get("token", ""))
         out["token_logprobs"].append(token.get("logprob"))
-        top = {t["token"]: t["logprob"] for t in token.get("top_logprobs") or []}
-        top.setdefault(token.get("token", ""), token.get("logprob"))  # OpenAI always lists the sampled token
-        out["top_logprobs"].append(top)
+        alternatives = {t["token"]: t["logprob"] for t in (token.get("top_logprobs") or [])[:top]}
+        # OpenAI always lists the sampled token
+        alternatives.setdefault(token.get("token", ""), token.get("logprob"))
+        out["top_logprobs"].append(alternatives)
         out["text_offset"].append(offsets[index])
         offsets[index] += len(token.get("token", ""))
     return out

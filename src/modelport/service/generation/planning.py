@@ -71,6 +71,8 @@ def options(
         # llama.cpp reports no token log-probabilities for `top_logprobs: 0`, and 20 alternatives when it is
         # unset: it is asked for at least one, and the answer trimmed to what was asked (`top_logprobs`).
         sent["top_logprobs"] = max(1, request.top_logprobs or 0)
+    if isinstance(request, CompletionRequest) and request.logprobs == 0:
+        sent["logprobs"] = 1  # the same for the legacy `logprobs: 0`, which still reports each sampled token
     if plan is not None or shown:
         for name in _TOOL_FIELDS:
             sent.pop(name, None)
