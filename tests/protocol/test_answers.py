@@ -13,7 +13,7 @@ from modelport.protocol.answers import Binary, EventKind, Events, listed
 from modelport.protocol.event_kinds import CHAT_CHUNKS
 from modelport.service.generation.framing import framed
 from modelport.service.generation.vllm_generate import FRAMES
-from modelport.service.responses.response_events import RESPONSE_EVENTS
+from modelport.service.responses.event_stream import RESPONSE_EVENTS
 
 CHUNK = {
     "id": "x",

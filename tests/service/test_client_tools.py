@@ -19,7 +19,8 @@ from modelport.protocol.response_request import tool_of
 from modelport.service.generation.lark_regex import to_regex
 from modelport.service.responses import items
 from modelport.service.responses.client_tools import added_tools, client_tools
-from modelport.service.responses.response_events import ResponseEvents, wire
+from modelport.service.responses.event_stream import wire
+from modelport.service.responses.response_events import ResponseEvents
 from modelport.service.responses.server_tools import SERVED
 from tests.service.test_response_events import HEAD, call, chunk, skeleton
 from tests.support import openresponses

@@ -16,8 +16,9 @@ from modelport.protocol.answers import Events, listed
 from modelport.protocol.chunk_folds import ChatFold
 from modelport.protocol.response_object import ResponseObject
 from modelport.service.responses.client_tools import ClientTools
+from modelport.service.responses.event_stream import RESPONSE_EVENTS, replayed, wire
 from modelport.service.responses.output import completion_output
-from modelport.service.responses.response_events import RESPONSE_EVENTS, ResponseEvents, replayed, wire
+from modelport.service.responses.response_events import ResponseEvents
 from tests.support import openresponses
 
 EVENTS = TypeAdapter(ResponseStreamEvent)

@@ -40,8 +40,8 @@ from modelport.service.responses import compaction, items
 from modelport.service.responses.background import Jobs
 from modelport.service.responses.client_tools import added_tools, client_tools
 from modelport.service.responses.conversations import Conversations
+from modelport.service.responses.event_stream import RESPONSE_EVENTS, replayed, wire
 from modelport.service.responses.output import completion_output, usage
-from modelport.service.responses.response_events import RESPONSE_EVENTS, replayed, wire
 from modelport.service.responses.sealing import Sealer
 from modelport.service.responses.server_tools import SERVED, ServerTools, server_tools
 from modelport.service.responses.skeleton import skeleton

@@ -1,8 +1,7 @@
 """The Responses API's events, built as the `openai` package's event, item and `Response` types (so a field
 a type requires cannot be left out, and a value it refuses fails where it is made): from a streamed turn's
 chat chunks (folded as they pass by the one chat accumulator, so each item closes with its whole text or
-arguments), or replayed from a stored response's items. `wire` writes them as the wire and the store carry
-them.
+arguments), or from a stored response's items (`replay`; `event_stream` has the stream as a whole).
 
 The order is the one the openai SDK's stream helper checks: `response.created` first, every output item and
 content part announced before its deltas, text events with `logprobs`, items closed before the response,
@@ -12,15 +11,13 @@ increases by one per event.
 
 from __future__ import annotations
 
-import contextlib
 import time
 import typing
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict, cast
+from typing import Any, Literal, TypedDict
 
 from openai.types.responses import (
-    Response,
     ResponseCompletedEvent,
     ResponseContentPartAddedEvent,
     ResponseContentPartDoneEvent,
@@ -64,13 +61,9 @@ from openai.types.responses.response_reasoning_summary_part_added_event import P
 from openai.types.responses.response_reasoning_summary_part_done_event import Part as DoneSummary
 from openai.types.responses.response_text_delta_event import Logprob as DeltaLogprob
 from openai.types.responses.response_text_done_event import Logprob as DoneLogprob
-from pydantic import ValidationError
 
-from modelport.protocol.answers import EventKind, mapped
 from modelport.protocol.chunk_folds import ChatFold
-from modelport.protocol.event_kinds import one_of
 from modelport.protocol.response_object import ResponseObject
-from modelport.protocol.tagged_unions import by_type
 from modelport.service.responses.client_tools import ClientTools
 from modelport.service.responses.items import new_item_id
 from modelport.service.responses.output import (
@@ -80,47 +73,6 @@ from modelport.service.responses.output import (
     reasoning_item,
     thought,
     usage,
-)
-
-
-class _Snapshot:
-    """The response a stream of Responses events makes: the one its last lifecycle event carries."""
-
-    def __init__(self) -> None:
-        self.last: Response | None = None
-
-    def add(self, event: ResponseStreamEvent) -> None:
-        """Keep the response a lifecycle event carries."""
-        response = getattr(event, "response", None)
-        if isinstance(response, Response):
-            self.last = response
-
-    def whole(self) -> Response | None:
-        """The last response carried."""
-        return self.last
-
-
-def _event(data: dict[str, Any]) -> ResponseStreamEvent:
-    """An event read back as the wire carried it (a background job's, from the store), typed; a lifecycle
-    event's response as its own type (its times whole seconds)."""
-    response = data.get("response")
-    if isinstance(response, dict):
-        with contextlib.suppress(ValidationError):
-            data = {**data, "response": ResponseObject.model_validate(response)}
-    return cast(ResponseStreamEvent, one_of(_EVENT_TYPES, ResponseStreamEvent, data))
-
-
-_EVENT_TYPES = by_type(ResponseStreamEvent)
-
-
-# Built as the SDK's types and passed on as they are, to the in-process client too; written to JSON only
-# at a face that sends bytes (and for the store, `wire`).
-RESPONSE_EVENTS: EventKind[Response, ResponseStreamEvent] = EventKind(
-    "response",
-    fold=_Snapshot,
-    parse=_event,
-    whole=lambda response: response,
-    named=True,
 )
 
 Ending = Literal["completed", "incomplete", "failed"]
@@ -546,31 +498,3 @@ _Token = typing.TypeVar("_Token", DeltaLogprob, DoneLogprob)
 def _as(kind: type[_Token], tokens: list[Logprob]) -> list[_Token]:
     """An output text's log-probabilities as a text event's type carries them (with their `bytes`)."""
     return [kind.model_validate(token.to_dict()) for token in tokens]
-
-
-def replayed(stored: dict[str, Any], after: int | None) -> AsyncGenerator[ResponseStreamEvent, None]:
-    """The events of a stored (not background) response, from its items, after sequence number `after`."""
-
-    async def events() -> AsyncGenerator[ResponseStreamEvent, None]:
-        response = ResponseObject.model_validate(stored)
-        builder = ResponseEvents(
-            response.model_copy(update={"status": "in_progress", "output": [], "usage": None})
-        )
-        produced = builder.start()
-        for item in response.output:
-            produced += builder.replay(item)
-        builder.response = response
-        produced.append(
-            builder.ending(response.status if response.status in ("incomplete", "failed") else "completed")
-        )
-        for event in produced:
-            if after is None or event.sequence_number > after:
-                yield event
-
-    return events()
-
-
-def wire(events: AsyncGenerator[ResponseStreamEvent, None]) -> AsyncGenerator[dict[str, Any], None]:
-    """A background job's events as the store keeps them: JSON objects, each made as it goes out, before
-    the work that follows it changes what it tells (`RESPONSE_EVENTS.wire`)."""
-    return mapped(events, RESPONSE_EVENTS.wire)
