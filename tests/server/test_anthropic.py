@@ -142,6 +142,29 @@ def test_a_tool_round_trip(server: Faces) -> None:
     jsonschema.validate(streamed.input, WEATHER["input_schema"])
 
 
+def test_anthropic_s_own_client_tools_are_called_with_their_documented_inputs(server: Faces) -> None:
+    """The text editor, bash and memory tools are declared by type and name alone, as Anthropic's SDK and
+    agents declare them; a call of one holds to the inputs Anthropic documents for it."""
+    from modelport.server.anthropic.defined_tools import DEFINED
+
+    tools: Any = [
+        {"type": "text_editor_20250728", "name": "str_replace_based_edit_tool", "max_characters": 10000},
+        {"type": "bash_20250124", "name": "bash"},
+        {"type": "memory_20250818", "name": "memory"},
+    ]
+    ask = [{"role": "user", "content": "Fix the typo in /repo/README.md."}]
+    for tool in tools:
+        called = sdk(server, "unused").messages.create(
+            model="claude-sonnet-4-6", max_tokens=80, messages=ask, tools=tools, extra_body=GREEDY,
+            tool_choice={"type": "tool", "name": tool["name"]},
+        )  # fmt: skip
+        assert called.stop_reason in ("tool_use", "max_tokens")
+        calls = [block for block in called.content if isinstance(block, types.ToolUseBlock)]
+        assert [call.name for call in calls] == [tool["name"]]
+        if called.stop_reason == "tool_use":
+            jsonschema.validate(calls[0].input, DEFINED[tool["type"]].schema)
+
+
 def test_output_config_s_format_holds_the_answer_to_its_schema(server: Faces) -> None:
     schema = {
         "type": "object",
@@ -244,6 +267,33 @@ def test_keys_come_as_x_api_key_and_errors_in_anthropic_s_shape(tiny: Faces) -> 
     assert bearer.json()["content"][0]["text"] == "Paris? in weather the"
     openai_shape = httpx.post(f"{tiny.url}/v1/chat/completions", json={}, headers={"x-api-key": KEY})
     assert set(openai_shape.json()) == {"error"}
+
+
+@pytest.mark.parametrize(
+    ("tool", "param", "said"),
+    [
+        (
+            {"type": "web_search_20250305", "name": "web_search"},
+            "tools[0].type",
+            "run on Anthropic's machines",
+        ),
+        ({"type": "bash_20250124", "name": "shell"}, "tools[0].name", "is named `bash`, not `shell`"),
+        ({"type": "text_editor_20990101", "name": "x"}, "tools[0].type", "not a tool type"),
+        ({"name": "get_weather"}, "tools[0].input_schema", "Missing required parameter"),
+    ],
+)
+def test_a_tool_this_server_cannot_serve_is_a_400_that_says_why(
+    tiny: Faces, tool: dict[str, str], param: str, said: str
+) -> None:
+    refused = httpx.post(
+        f"{tiny.url}/v1/messages",
+        json={"model": "reverse", "max_tokens": 4, "messages": ASK, "tools": [tool]},
+        headers={"x-api-key": KEY},
+    )
+    assert refused.status_code == 400
+    message = refused.json()["error"]["message"]
+    assert message.startswith(param)
+    assert said in message
 
 
 def test_documents_reach_the_model_as_their_text(tiny: Faces) -> None:

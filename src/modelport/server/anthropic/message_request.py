@@ -93,13 +93,14 @@ class MessageIn(BaseModel):
 
 
 class ToolIn(_Part):
-    """A client tool: a name, a description and the JSON schema of its input. Anthropic's server tools
-    (`web_search_…`, `bash_…`, with a dated `type`) run on Anthropic's servers; none runs here."""
+    """A client tool: a name, a description and the JSON schema of its input; or one of Anthropic's own
+    (`bash_…`, `text_editor_…`, `memory_…`), given by its dated `type` and fixed name alone
+    (`defined_tools`)."""
 
-    name: str = Field(min_length=1, max_length=128)
+    name: str | None = Field(default=None, min_length=1, max_length=128)
     description: str | None = None
-    input_schema: dict[str, Any]
-    type: Literal["custom"] | None = None
+    input_schema: dict[str, Any] | None = None
+    type: str | None = None
 
 
 class ToolChoice(BaseModel):

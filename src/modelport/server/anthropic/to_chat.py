@@ -12,6 +12,7 @@ from typing import Any
 from modelport.errors import InvalidRequestError
 from modelport.protocol.requests import ChatCompletionRequest
 from modelport.protocol.validation import parse
+from modelport.server.anthropic import defined_tools
 from modelport.server.anthropic.message_request import (
     Base64Source,
     ContentSource,
@@ -69,13 +70,11 @@ def chat_request(given: MessagesRequest, verify: Verify, *, stream: bool) -> Cha
         body["tools"] = [
             {
                 "type": "function",
-                "function": {
-                    "name": tool.name,
-                    **({"description": tool.description} if tool.description else {}),
-                    "parameters": tool.input_schema,
-                },
+                "function": defined_tools.function(
+                    tool.type, tool.name, tool.description, tool.input_schema, f"tools[{i}]"
+                ),
             }
-            for tool in given.tools
+            for i, tool in enumerate(given.tools)
         ]
     choice = given.tool_choice
     if choice is not None:
