@@ -47,9 +47,12 @@ BRIEF: Any = {
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Faces]:
-    """Tiny predictors (`ponder` thinks, `reverse` answers from its input) behind a key."""
+    """Tiny predictors (`ponder` thinks, `reverse` answers from its input, `tools` calls the first tool it is
+    offered) behind a key."""
     database = str(tmp_path_factory.mktemp("anthropic") / "state.db")
-    settings = tiny_models(database, KEY, ponder="ponder_chat", reverse="reverse_chat", recall="recall_chat")
+    settings = tiny_models(
+        database, KEY, ponder="ponder_chat", reverse="reverse_chat", recall="recall_chat", tools="tool_chat"
+    )
     with faces(settings, api_key=KEY) as served:
         yield served
 
@@ -272,11 +275,6 @@ def test_keys_come_as_x_api_key_and_errors_in_anthropic_s_shape(tiny: Faces) -> 
 @pytest.mark.parametrize(
     ("tool", "param", "said"),
     [
-        (
-            {"type": "web_search_20250305", "name": "web_search"},
-            "tools[0].type",
-            "run on Anthropic's machines",
-        ),
         ({"type": "bash_20250124", "name": "shell"}, "tools[0].name", "is named `bash`, not `shell`"),
         ({"type": "text_editor_20990101", "name": "x"}, "tools[0].type", "not a tool type"),
         ({"name": "get_weather"}, "tools[0].input_schema", "Missing required parameter"),
@@ -294,6 +292,21 @@ def test_a_tool_this_server_cannot_serve_is_a_400_that_says_why(
     message = refused.json()["error"]["message"]
     assert message.startswith(param)
     assert said in message
+
+
+def test_a_server_tool_of_anthropic_s_is_left_out_and_one_forced_is_a_400(tiny: Faces) -> None:
+    search = {"type": "web_search_20250305", "name": "web_search"}
+    asked = {"model": "tools", "max_tokens": 40, "messages": ASK, "tools": [search, WEATHER]}
+    listed = httpx.post(f"{tiny.url}/v1/messages", json=asked, headers={"x-api-key": KEY})
+    assert listed.status_code == 200
+    assert [block["name"] for block in listed.json()["content"]] == ["get_weather"]  # the first offered
+    forced = httpx.post(
+        f"{tiny.url}/v1/messages",
+        json={**asked, "tool_choice": {"type": "tool", "name": "web_search"}},
+        headers={"x-api-key": KEY},
+    )
+    assert forced.status_code == 400
+    assert "run on Anthropic's machines" in forced.json()["error"]["message"]
 
 
 def test_documents_reach_the_model_as_their_text(tiny: Faces) -> None:
@@ -316,7 +329,7 @@ def test_documents_reach_the_model_as_their_text(tiny: Faces) -> None:
 def test_the_models_list_is_anthropic_s_when_asked_by_its_sdk(tiny: Faces) -> None:
     client = sdk(tiny)
     listed = client.models.list()
-    assert [m.id for m in listed.data] == ["ponder", "reverse", "recall"]
+    assert [m.id for m in listed.data] == ["ponder", "reverse", "recall", "tools"]
     assert all(m.type == "model" for m in listed.data)
     assert client.models.retrieve("reverse").display_name == "reverse"
     # Without `anthropic-version`, OpenAI's list.

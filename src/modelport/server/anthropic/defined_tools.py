@@ -2,14 +2,18 @@
 and a fixed name, with no schema: Claude was trained on their inputs, and the client runs them. A local model
 was not, so each is served as a function tool with the input schema and a description of the commands that
 Anthropic's documentation gives it. Anthropic's server tools (web search and fetch, code execution, tool
-search, the computer and browser toolsets) run on Anthropic's machines: a 400 says so."""
+search, the computer and browser toolsets) run on Anthropic's machines: one a request merely lists is not
+offered to the model (the log says why), as OpenAI's hosted tools are not on the OpenAI face."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 from modelport.errors import InvalidRequestError
+
+log = logging.getLogger(__name__)
 
 _PATH = {"type": "string", "description": "Absolute path to the file or directory."}
 _LINES = {
@@ -131,8 +135,9 @@ _SERVER_TOOLS = (
 
 def function(
     kind: str | None, name: str | None, description: str | None, schema: Any, where: str
-) -> dict[str, Any]:
-    """The chat function tool a Messages tool stands for (`where` names it in a 400)."""
+) -> dict[str, Any] | None:
+    """The chat function tool a Messages tool stands for (`where` names it in a 400); None for a server tool
+    of Anthropic's, which is not offered."""
     if kind in (None, "custom"):
         if not name:
             raise InvalidRequestError(f"Missing required parameter: '{where}.name'.", param=f"{where}.name")
@@ -141,15 +146,15 @@ def function(
                 f"Missing required parameter: '{where}.input_schema'.", param=f"{where}.input_schema"
             )
         return {"name": name, **({"description": description} if description else {}), "parameters": schema}
+    if kind.startswith(_SERVER_TOOLS):
+        log.info("%s (`%s`) is not offered to the model: it runs on Anthropic's machines", where, kind)
+        return None
     defined = DEFINED.get(kind)
     if defined is None:
-        what = (
-            "one of Anthropic's server tools, which run on Anthropic's machines"
-            if kind.startswith(_SERVER_TOOLS)
-            else "not a tool type this server knows"
-        )
         served = ", ".join(["custom", *DEFINED])
-        raise InvalidRequestError(f"`{kind}` is {what}; served here: {served}.", param=f"{where}.type")
+        raise InvalidRequestError(
+            f"`{kind}` is not a tool type this server knows; it serves {served}.", param=f"{where}.type"
+        )
     if name != defined.name:
         raise InvalidRequestError(
             f"A `{kind}` tool is named `{defined.name}`, not `{name}`.", param=f"{where}.name"

@@ -66,22 +66,25 @@ def chat_request(given: MessagesRequest, verify: Verify, *, stream: bool) -> Cha
         "user": given.metadata.user_id if given.metadata else None,
     }
     body.update({name: value for name, value in optional.items() if value is not None})
-    if given.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": defined_tools.function(
-                    tool.type, tool.name, tool.description, tool.input_schema, f"tools[{i}]"
-                ),
-            }
-            for i, tool in enumerate(given.tools)
-        ]
+    offered = [
+        defined_tools.function(tool.type, tool.name, tool.description, tool.input_schema, f"tools[{i}]")
+        for i, tool in enumerate(given.tools or [])
+    ]
+    if any(offered):
+        body["tools"] = [{"type": "function", "function": function} for function in offered if function]
     choice = given.tool_choice
     if choice is not None:
         if choice.type == "tool":
             if not choice.name:
                 raise InvalidRequestError(
                     "tool_choice of type 'tool' names the tool.", param="tool_choice.name"
+                )
+            left_out = {t.name for t, f in zip(given.tools or [], offered, strict=True) if f is None}
+            if choice.name in left_out:
+                raise InvalidRequestError(
+                    f"tool_choice forces `{choice.name}`, one of Anthropic's server tools, which run on "
+                    "Anthropic's machines, not here.",
+                    param="tool_choice.name",
                 )
             body["tool_choice"] = {"type": "function", "function": {"name": choice.name}}
         else:
