@@ -54,6 +54,32 @@ def _error(response: httpx.Response) -> dict[str, object]:
     return body["error"]  # type: ignore[no-any-return]
 
 
+def test_a_whole_completion_carries_what_openai_requires_and_no_null_it_does_not(server: Faces) -> None:
+    """A whole chat or legacy completion as OpenAI's reference has it: `logprobs`, `content` and `refusal`
+    present (null here), no optional field written as null (the SDK's types add `audio`, `function_call`,
+    `moderation`, … which were all `null` on the wire)."""
+    asked = {"model": "smollm2-135m-instruct", "max_tokens": 2}
+    chat = httpx.post(
+        f"{server.url}/v1/chat/completions", json={**asked, "messages": [{"role": "user", "content": "Hi"}]}
+    ).json()
+    legacy = httpx.post(f"{server.url}/v1/completions", json={**asked, "prompt": "Hi"}).json()
+    (choice,) = chat["choices"]
+    assert set(choice) == {"index", "message", "logprobs", "finish_reason"}
+    assert set(choice["message"]) == {"role", "content", "refusal"}
+    assert choice["logprobs"] is choice["message"]["refusal"] is None
+    assert set(legacy["choices"][0]) == {"index", "text", "logprobs", "finish_reason"}
+
+    def nulls(value: object, where: str) -> list[str]:
+        if isinstance(value, dict):
+            return [n for k, v in value.items() for n in nulls(v, f"{where}.{k}")]
+        if isinstance(value, list):
+            return [n for i, v in enumerate(value) for n in nulls(v, f"{where}[{i}]")]
+        return [where] if value is None else []
+
+    assert nulls(chat, "") == [".choices[0].logprobs", ".choices[0].message.refusal"]
+    assert nulls(legacy, "") == [".choices[0].logprobs"]
+
+
 def test_malformed_json_is_a_400_in_openai_shape(server: Faces) -> None:
     response = httpx.post(
         f"{server.url}/v1/chat/completions",

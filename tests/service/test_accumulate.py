@@ -95,7 +95,6 @@ def test_a_whole_completion_streamed_back_folds_into_itself() -> None:
         "id": "chatcmpl-2",
         "created": 2,
         "model": "m",
-        "system_fingerprint": None,
         "object": "chat.completion",
         "choices": [
             {
@@ -103,13 +102,20 @@ def test_a_whole_completion_streamed_back_folds_into_itself() -> None:
                 "message": {
                     "role": "assistant",
                     "content": None,
+                    "refusal": None,
                     "tool_calls": [
                         {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
                     ],
                 },
+                "logprobs": None,
                 "finish_reason": "tool_calls",
             },
-            {"index": 1, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"},
+            {
+                "index": 1,
+                "message": {"role": "assistant", "content": "hi", "refusal": None},
+                "logprobs": None,
+                "finish_reason": "stop",
+            },
         ],
         "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
     }

@@ -202,14 +202,17 @@ def whole_bytes(answer: object) -> bytes:
 
 def _unset_left_out(item: BaseModel) -> bool:
     """Whether an object's optional fields the service did not set are left out rather than written as null:
-    a Responses object (the OpenResponses specification refuses null where a field is optional), and a
-    model (OpenAI's has its four fields; the SDK's type has a fifth, `shutdown_date`, nothing here sets)."""
+    a Responses object (the OpenResponses specification refuses null where a field is optional), a model
+    (OpenAI's has its four fields; the SDK's type has a fifth, `shutdown_date`, nothing here sets), and a
+    whole chat or legacy completion (their folds set what OpenAI's reference requires, `logprobs` and
+    `refusal` null among it; the SDK's types add `audio`, `function_call`, `moderation`, … as null)."""
     # Imported when an answer is first written: `import modelport` (and the command line) stays without the
     # Responses types.
-    from openai.types import Model
+    from openai.types import Completion, Model
+    from openai.types.chat import ChatCompletion
     from openai.types.responses import Response as OpenAIResponse
 
-    return isinstance(item, OpenAIResponse | Model)
+    return isinstance(item, OpenAIResponse | Model | ChatCompletion | Completion)
 
 
 def _dumped(value: object) -> Any:

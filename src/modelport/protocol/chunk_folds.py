@@ -76,6 +76,8 @@ class _Fold:
         """Take one chunk."""
         if not self.head:
             self.head = {k: chunk.get(k) for k in ("id", "created", "model", "system_fingerprint")}
+            if self.head["system_fingerprint"] is None:  # optional: absent rather than null
+                del self.head["system_fingerprint"]
         self.usage = chunk.get("usage") or self.usage
         for piece in chunk.get("choices") or []:
             choice = self.choice(piece.get("index", 0))
@@ -98,7 +100,8 @@ class _Fold:
             choice["finish_reason"] = choice["finish_reason"] or "stop"
             choices.append(choice)
         head = self.head or {"id": new_id(self.prefix), "created": int(time.time())}
-        return {**head, "object": self.object, "choices": choices, "usage": self.usage}
+        whole = {**head, "object": self.object, "choices": choices}
+        return whole if self.usage is None else {**whole, "usage": self.usage}
 
     def _empty(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -116,7 +119,9 @@ class ChatFold(_Fold):
     object, prefix = "chat.completion", "chatcmpl"
 
     def _empty(self) -> dict[str, Any]:
-        return {"message": {"role": "assistant", "content": None}}
+        # What OpenAI's reference requires of a choice and its message, null or not; the rest (tool calls,
+        # annotations, audio) only where an answer has them.
+        return {"message": {"role": "assistant", "content": None, "refusal": None}, "logprobs": None}
 
     def _merge(self, choice: dict[str, Any], piece: dict[str, Any]) -> None:
         merge_delta(choice["message"], piece.get("delta") or {})
