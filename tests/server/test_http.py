@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import wave
 
 import httpx
 import openai
@@ -57,7 +59,8 @@ def _error(response: httpx.Response) -> dict[str, object]:
 def test_a_whole_completion_carries_what_openai_requires_and_no_null_it_does_not(server: Faces) -> None:
     """A whole chat or legacy completion as OpenAI's reference has it: `logprobs`, `content` and `refusal`
     present (null here), no optional field written as null (the SDK's types add `audio`, `function_call`,
-    `moderation`, … which were all `null` on the wire)."""
+    `moderation`, … which were all `null` on the wire); a transcription without `languages`, `logprobs` or
+    `words` it was not asked for."""
     asked = {"model": "smollm2-135m-instruct", "max_tokens": 2}
     chat = httpx.post(
         f"{server.url}/v1/chat/completions", json={**asked, "messages": [{"role": "user", "content": "Hi"}]}
@@ -78,6 +81,19 @@ def test_a_whole_completion_carries_what_openai_requires_and_no_null_it_does_not
 
     assert nulls(chat, "") == [".choices[0].logprobs", ".choices[0].message.refusal"]
     assert nulls(legacy, "") == [".choices[0].logprobs"]
+    silence = io.BytesIO()
+    with wave.open(silence, "wb") as sound:
+        sound.setnchannels(1)
+        sound.setsampwidth(2)
+        sound.setframerate(16000)
+        sound.writeframes(bytes(32000))
+    for form in ("json", "verbose_json"):
+        heard = httpx.post(
+            f"{server.url}/v1/audio/transcriptions",
+            files={"file": ("quiet.wav", silence.getvalue())},
+            data={"model": "whisper-1", "response_format": form},
+        )
+        assert nulls(heard.json(), "") == []
 
 
 def test_malformed_json_is_a_400_in_openai_shape(server: Faces) -> None:

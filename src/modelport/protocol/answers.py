@@ -203,16 +203,29 @@ def whole_bytes(answer: object) -> bytes:
 def _unset_left_out(item: BaseModel) -> bool:
     """Whether an object's optional fields the service did not set are left out rather than written as null:
     a Responses object (the OpenResponses specification refuses null where a field is optional), a model
-    (OpenAI's has its four fields; the SDK's type has a fifth, `shutdown_date`, nothing here sets), and a
-    whole chat or legacy completion (their folds set what OpenAI's reference requires, `logprobs` and
-    `refusal` null among it; the SDK's types add `audio`, `function_call`, `moderation`, … as null)."""
+    (OpenAI's has its four fields; the SDK's type has a fifth, `shutdown_date`, nothing here sets), a whole
+    chat or legacy completion (their folds set what OpenAI's reference requires, `logprobs` and `refusal`
+    null among it; the SDK's types add `audio`, `function_call`, `moderation`, … as null), and a
+    transcription (`languages`, `logprobs` or `words` only where they were asked for and made). Objects
+    whose null fields OpenAI itself writes (a batch's times, a file's `expires_at`) are written whole."""
     # Imported when an answer is first written: `import modelport` (and the command line) stays without the
     # Responses types.
     from openai.types import Completion, Model
+    from openai.types.audio import Transcription, TranscriptionVerbose, Translation, TranslationVerbose
     from openai.types.chat import ChatCompletion
     from openai.types.responses import Response as OpenAIResponse
 
-    return isinstance(item, OpenAIResponse | Model | ChatCompletion | Completion)
+    return isinstance(
+        item,
+        OpenAIResponse
+        | Model
+        | ChatCompletion
+        | Completion
+        | Transcription
+        | TranscriptionVerbose
+        | Translation
+        | TranslationVerbose,
+    )
 
 
 def _dumped(value: object) -> Any:
