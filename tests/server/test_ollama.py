@@ -53,6 +53,16 @@ def test_chat_whole_and_streamed(tiny: Faces) -> None:
     assert lines[-1].eval_count == 2
 
 
+def test_a_body_sent_with_no_content_type_is_read_as_json_as_ollama_reads_it(tiny: Faces) -> None:
+    """LiteLLM's `ollama_chat` sends its JSON with no `Content-Type` (Ollama reads it all the same)."""
+    body = {"model": "reverse", "messages": ASK, "stream": False}
+    answered = httpx.post(
+        f"{tiny.url}/api/chat", content=json.dumps(body).encode(), headers={"Authorization": f"Bearer {KEY}"}
+    )
+    assert answered.status_code == 200
+    assert answered.json()["message"]["content"] == "three two one"
+
+
 def test_thinking_comes_apart_and_is_given_back(tiny: Faces) -> None:
     thought = client(tiny).chat(model="ponder", messages=ASK, think=True, stream=False)
     assert thought.message.thinking == "pondering one two three"

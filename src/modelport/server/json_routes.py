@@ -42,6 +42,7 @@ class DepthBoundRoute(APIRoute):
         return bounded
 
 
-def json_router() -> APIRouter:
-    """A router whose routes hold their JSON bodies to the nesting bound."""
-    return APIRouter(route_class=DepthBoundRoute)
+def json_router(strict_content_type: bool = True) -> APIRouter:
+    """A router whose routes hold their JSON bodies to the nesting bound; `strict_content_type` False reads
+    a body sent with no `Content-Type` as JSON too (FastAPI refuses it by default)."""
+    return APIRouter(route_class=DepthBoundRoute, strict_content_type=strict_content_type)

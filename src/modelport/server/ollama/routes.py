@@ -33,7 +33,10 @@ from modelport.server.ollama.ollama_request import (
 from modelport.service import Service
 from modelport.service.operation_table import OPERATIONS
 
-router = json_router()
+# Ollama reads a body as JSON whatever its content type, and clients count on it: LiteLLM's `ollama_chat`
+# sends none. One sent with none is read as JSON here (a page's `text/plain` is still refused, and a page
+# elsewhere is turned away by its Origin before this).
+router = json_router(strict_content_type=False)
 CHAT = OPERATIONS.by_name("chat.completions.create")
 COMPLETION = OPERATIONS.by_name("completions.create")
 EMBEDDING = OPERATIONS.by_name("embeddings.create")
