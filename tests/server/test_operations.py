@@ -25,7 +25,7 @@ from modelport.predictors.contract import Capability
 from modelport.server import create_app
 from modelport.service import Service
 from modelport.service.operation_table import OPERATIONS
-from modelport.service.operations import BODY, FORM_ROOM, UPLOAD, Operation, OperationTable
+from modelport.service.operations import BODY, FORM_ROOM, PART_BYTES, UPLOAD, Operation, OperationTable
 from modelport.settings import AuthSettings, Limits
 from tests.server.test_projects import cli, new_key
 from tests.support.configs import tiny_settings
@@ -119,11 +119,12 @@ def test_each_row_s_body_bound_is_held_before_the_body_is_read(
     assert answer.status == 413
     assert body["error"]["code"] == "payload_too_large"
     uploads = UPLOAD in operation.inputs
-    assert (body["error"]["param"] == "file") is uploads
+    assert body["error"]["param"] == (operation.upload_field if uploads else None)
     expected = {
         "audio.transcriptions.create": settings.max_upload_bytes + FORM_ROOM,
         "audio.translations.create": settings.max_upload_bytes + FORM_ROOM,
         "files.create": settings.files.max_bytes + FORM_ROOM,
+        "uploads.parts.create": PART_BYTES + FORM_ROOM,
     }
     assert limit == expected.get(operation.name, settings.limits.body_bytes)
 

@@ -128,6 +128,7 @@ class Owned:
     vector_store: str
     vector_file: str
     file_batch: str
+    upload: str
 
 
 def make(client: openai.OpenAI) -> Owned:
@@ -148,9 +149,10 @@ def make(client: openai.OpenAI) -> Owned:
     text = client.files.create(file=("notes.txt", b"The vault code is 4417."), purpose="assistants")
     store = client.vector_stores.create(name="secrets", file_ids=[text.id])
     file_batch = client.vector_stores.file_batches.create(store.id, file_ids=[text.id])
+    upload = client.uploads.create(bytes=4, filename="in.txt", mime_type="text/plain", purpose="assistants")
     return Owned(
         completion.id, response.id, background.id, file.id, batch.id, conversation.id, item, store.id,
-        text.id, file_batch.id,
+        text.id, file_batch.id, upload.id,
     )  # fmt: skip
 
 
@@ -184,6 +186,9 @@ REACHES: dict[tuple[str, str], Call] = {
     ("get", "/v1/files/{file_id}"): lambda c, o: c.files.retrieve(o.file),
     ("delete", "/v1/files/{file_id}"): lambda c, o: c.files.delete(o.file),
     ("get", "/v1/files/{file_id}/content"): lambda c, o: c.files.content(o.file).read(),
+    ("post", "/v1/uploads/{upload_id}/parts"): lambda c, o: c.uploads.parts.create(o.upload, data=b"four"),
+    ("post", "/v1/uploads/{upload_id}/complete"): lambda c, o: c.uploads.complete(o.upload, part_ids=["x"]),
+    ("post", "/v1/uploads/{upload_id}/cancel"): lambda c, o: c.uploads.cancel(o.upload),
     ("get", "/v1/batches"): lambda c, o: c.batches.list(after=o.batch),
     ("get", "/v1/batches/{batch_id}"): lambda c, o: c.batches.retrieve(o.batch),
     ("post", "/v1/batches/{batch_id}/cancel"): lambda c, o: c.batches.cancel(o.batch),
@@ -256,6 +261,7 @@ REACHES_NONE = {
     ("post", "/v1/audio/transcriptions"),
     ("post", "/v1/audio/translations"),
     ("post", "/v1/files"),
+    ("post", "/v1/uploads"),
     ("post", "/v1/batches"),  # its input file is read as its project's when it runs: the test below
     ("post", "/v1/conversations"),
     ("post", "/v1/vector_stores"),

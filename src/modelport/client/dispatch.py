@@ -72,7 +72,7 @@ class Dispatch:
         with sdk_errors(path):
             operation, params = OPERATIONS.get(options.method, path)
             body = _body(options)
-            upload = _upload(options)
+            upload = _upload(options, operation.upload_field)
             self._check_size(operation, body, upload)
             if body is not None and operation.local_files is not None:
                 # Content parts naming local files (`file://`), which only the in-process client reads.
@@ -151,13 +151,13 @@ def _body(options: FinalRequestOptions) -> dict[str, Any] | None:
     return body if isinstance(body, dict) else None
 
 
-def _upload(options: FinalRequestOptions) -> FilePart | None:
+def _upload(options: FinalRequestOptions, field: str) -> FilePart | None:
     files = options.files
     if not files:
         return None
     items = list(files.items()) if isinstance(files, dict) else list(files)
     for key, file in items:
-        if key == "file":
+        if key == field:
             upload = read_file(file)
             return FilePart.of(upload.name, upload.content)
     return None

@@ -276,6 +276,28 @@ class FileUpload(BaseModel):
     expires_after: FileExpiry | None = None
 
 
+class UploadCreate(BaseModel):
+    """`POST /v1/uploads`: a file to be sent in parts (its size, name, type and purpose), and when the file
+    it becomes expires."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bytes: int = Field(ge=1, le=2**63 - 1)
+    filename: str = Field(min_length=1)
+    mime_type: str = Field(min_length=1, max_length=255)
+    purpose: str
+    expires_after: FileExpiry | None = None
+
+
+class UploadComplete(BaseModel):
+    """`POST /v1/uploads/{id}/complete`: the parts in their order, and the md5 of the whole (optional)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    part_ids: list[str] = Field(min_length=1, max_length=10_000)
+    md5: str | None = None
+
+
 class BatchCreate(BaseModel):
     """`POST /v1/batches`."""
 

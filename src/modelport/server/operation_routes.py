@@ -10,7 +10,6 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from pydantic import BaseModel
 from starlette.datastructures import UploadFile
 
 from modelport.server.anthropic.routes import VERSION_HEADER
@@ -80,7 +79,11 @@ def _form_endpoint(operation: Operation) -> Endpoint:
     async def endpoint(request: Request) -> Response:
         async with request.form() as form:
             fields: list[tuple[str, Any]] = list(form.multi_items())
-            files = [value for key, value in fields if key == "file" and isinstance(value, UploadFile)]
+            files = [
+                value
+                for key, value in fields
+                if key == operation.upload_field and isinstance(value, UploadFile)
+            ]
             upload = FilePart(files[0].filename or "upload", files[0].file) if files else None
             body = nested([(key, value) for key, value in fields if not isinstance(value, UploadFile)])
             path = {name: request.path_params[name] for name in paths}
@@ -112,16 +115,16 @@ def nested(fields: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _form_schema(operation: Operation) -> dict[str, Any]:
-    """The OpenAPI request body of a multipart operation: its request model's fields and the file."""
+    """The OpenAPI request body of a multipart operation: its request model's fields (if it has one) and the
+    file."""
     model = operation.body_model
-    assert model is not None
-    assert issubclass(model, BaseModel)
     # Its sub-models inlined: the document's components are made from the routes' own models, which
     # this schema (given as it is, `openapi_extra`) is not among; a reference to one there would dangle.
-    schema = model.model_json_schema()
+    schema: dict[str, Any] = model.model_json_schema() if model is not None else {"type": "object"}
     schema = _inlined(schema, schema.pop("$defs", {}))
-    schema["properties"] = {**schema.get("properties", {}), "file": {"type": "string", "format": "binary"}}
-    schema["required"] = [*schema.get("required", []), "file"]
+    field = operation.upload_field
+    schema["properties"] = {**schema.get("properties", {}), field: {"type": "string", "format": "binary"}}
+    schema["required"] = [*schema.get("required", []), field]
     return {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": schema}}}}
 
 

@@ -56,6 +56,7 @@ from modelport.service.state.batch_runner import BatchRunner
 from modelport.service.state.batches import Batches
 from modelport.service.state.files import Files
 from modelport.service.state.stored_completions import StoredCompletions
+from modelport.service.state.uploads import Uploads
 from modelport.service.vectors import Embedder, VectorStores, chunking
 from modelport.settings import (
     DEFAULT_CHAT,
@@ -91,6 +92,7 @@ class Service:
         self.access = Access(self.store, self.settings)
         self.stored = StoredCompletions(self.store, self.settings.store)
         self.files = Files(self.store, self.settings.files)
+        self.uploads = Uploads(self.store, self.files)
         bounds = self.settings.limits
         fetcher = Fetcher(
             self.settings.allow_fetch, self.settings.remote_fetch, bounds.fetch_bytes, bounds.fetch_seconds

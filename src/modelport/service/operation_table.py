@@ -14,9 +14,13 @@ from modelport.predictors.contract import Capability
 from modelport.protocol.event_kinds import CHAT_CHUNKS, COMPLETION_CHUNKS, SPEECH_EVENTS, TRANSCRIPT_EVENTS
 from modelport.protocol.requests import TranscriptionRequest
 from modelport.service.endpoints.files import (
+    add_upload_part,
     cancel_batch,
+    cancel_upload,
+    complete_upload,
     create_batch,
     create_file,
+    create_upload,
     delete_file,
     list_batches,
     list_files,
@@ -179,6 +183,11 @@ def _rows() -> list[Operation]:
         Operation("files.retrieve", get, "/files/{file_id}", retrieve_file, stored=True),
         Operation("files.content", get, "/files/{file_id}/content", retrieve_file_content, stored=True),
         Operation("files.delete", delete, "/files/{file_id}", delete_file, stored=True),
+        Operation("uploads.create", post, "/uploads", create_upload, stored=True),
+        Operation("uploads.parts.create", post, "/uploads/{upload_id}/parts", add_upload_part, stored=True,
+                  bound="part", upload_field="data"),
+        Operation("uploads.complete", post, "/uploads/{upload_id}/complete", complete_upload, stored=True),
+        Operation("uploads.cancel", post, "/uploads/{upload_id}/cancel", cancel_upload, stored=True),
         Operation("batches.create", post, "/batches", create_batch, stored=True),
         Operation("batches.list", get, "/batches", list_batches, stored=True),
         Operation("batches.retrieve", get, "/batches/{batch_id}", retrieve_batch, stored=True),

@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 QueryItems = list[tuple[str, str]]  # a query string's items, in order, repeated keys repeated
 Method = Literal["GET", "POST", "DELETE"]
 # Which bound a request's body is held to: `body`, the JSON body bound ([limits] body_bytes); `files`, an
-# upload to the Files API; `audio`, an audio upload.
-Bound = Literal["body", "files", "audio"]
+# upload to the Files API; `part`, a part of an upload (the Uploads API); `audio`, an audio upload.
+Bound = Literal["body", "files", "part", "audio"]
+PART_BYTES = 64 * 1024 * 1024  # the most one part of an upload holds, as OpenAI's
 # The names a call's parameters may have beside the path's, and what each receives: the request body, the
 # query string's items, a multipart file, and whether the face reads the answer whole (in-process and batch
 # lines; over HTTP an answer streams as it is made).
@@ -86,6 +87,7 @@ class Operation:
     session: bool = False  # a realtime client secret may call it (the WebRTC calls of its session)
     local_files: str | None = None  # the body field whose content parts may name `file://` paths (in-process)
     bound: Bound = "body"
+    upload_field: str = "file"  # the multipart field its `upload` comes in
     pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
     inputs: dict[str, inspect.Parameter] = field(init=False, repr=False, compare=False)
     hints: dict[str, Any] = field(init=False, repr=False, compare=False)
@@ -129,6 +131,8 @@ class Operation:
         """The most bytes its request body may hold."""
         if self.bound == "files":
             return settings.files.max_bytes + FORM_ROOM
+        if self.bound == "part":
+            return min(PART_BYTES, settings.files.max_bytes) + FORM_ROOM
         if self.bound == "audio":
             return settings.max_upload_bytes + FORM_ROOM
         return settings.limits.body_bytes
@@ -140,7 +144,9 @@ class Operation:
                 f"The request body is over the limit of {self.body_limit(settings)} bytes."
             )
         limit = self.body_limit(settings) - FORM_ROOM
-        return PayloadTooLargeError(f"The uploaded file is over the limit of {limit} bytes.", param="file")
+        return PayloadTooLargeError(
+            f"The uploaded file is over the limit of {limit} bytes.", param=self.upload_field
+        )
 
     async def invoke(
         self,
@@ -167,7 +173,10 @@ class Operation:
             inputs[QUERY] = query or []
         if UPLOAD in self.inputs:
             if upload is None:
-                raise InvalidRequestError("Missing required parameter: 'file'.", param="file", code="missing")
+                field = self.upload_field
+                raise InvalidRequestError(
+                    f"Missing required parameter: '{field}'.", param=field, code="missing"
+                )
             inputs[UPLOAD] = upload
         if WHOLE in self.inputs:
             inputs[WHOLE] = whole

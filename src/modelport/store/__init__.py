@@ -17,6 +17,7 @@ from modelport.store.file_rows import FileRows
 from modelport.store.project_rows import KeyRows, ProjectRows
 from modelport.store.response_rows import ResponseRows
 from modelport.store.secret_rows import SecretRows
+from modelport.store.upload_rows import UploadRows
 from modelport.store.usage_rows import UsageRows
 from modelport.store.vector_rows import VectorRows
 
@@ -31,6 +32,7 @@ class Store:
         self.completions = CompletionRows(self.database)
         self.responses = ResponseRows(self.database)
         self.files = FileRows(self.database)
+        self.uploads = UploadRows(self.database)
         self.batches = BatchRows(self.database)
         self.projects = ProjectRows(self.database)
         self.keys = KeyRows(self.database)

@@ -175,6 +175,35 @@ files = Table(
     Index("ix_files_project_created_id", "project", "created", "id"),
 )
 
+# Uploads (a file sent in parts): each part's bytes on disk under the files folder until the upload is
+# completed into a file, or cancelled, or expires.
+uploads = Table(
+    "uploads",
+    metadata,
+    Column("id", NulFreeString(128), primary_key=True),
+    _owner(),
+    Column("created", BigInteger, nullable=False),
+    Column("expires_at", BigInteger, nullable=False),
+    Column("status", NulFreeString(16), nullable=False),
+    Column("bytes", BigInteger, nullable=False),
+    Column("filename", NulFreeString(512), nullable=False),
+    Column("purpose", NulFreeString(64), nullable=False),
+    Column("mime_type", NulFreeString(255), nullable=False),
+    Column("file_expires_after", BigInteger, nullable=True),
+    Column("file_id", NulFreeString(128), nullable=True),
+    Index("ix_uploads_status_expires_at", "status", "expires_at"),
+)
+
+upload_parts = Table(
+    "upload_parts",
+    metadata,
+    Column("id", NulFreeString(128), primary_key=True),
+    Column("upload_id", NulFreeString(128), ForeignKey("uploads.id", ondelete="CASCADE"), nullable=False),
+    Column("created", BigInteger, nullable=False),
+    Column("bytes", BigInteger, nullable=False),
+    Index("ix_upload_parts_upload_id", "upload_id"),
+)
+
 # Batches: the Batch object as JSON, and which replica runs it (a lease renewed by its heartbeat).
 batches = Table(
     "batches",

@@ -1,10 +1,10 @@
-"""Files and batches: each endpoint's call into the service."""
+"""Files, uploads and batches: each endpoint's call into the service."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from modelport.protocol.requests import BatchCreate, FileUpload
+from modelport.protocol.requests import BatchCreate, FileUpload, UploadComplete, UploadCreate
 from modelport.service.operations import FilePart
 
 if TYPE_CHECKING:
@@ -40,6 +40,26 @@ async def retrieve_file_content(service: Service, file_id: str) -> object:
 async def delete_file(service: Service, file_id: str) -> object:
     """Delete a file."""
     return await service.files.delete(file_id)
+
+
+async def create_upload(service: Service, body: UploadCreate) -> object:
+    """Begin a file sent in parts."""
+    return await service.uploads.create(body)
+
+
+async def add_upload_part(service: Service, upload_id: str, upload: FilePart) -> object:
+    """Add a part (64 MB at most) to an upload."""
+    return await service.uploads.add_part(upload_id, upload.source)
+
+
+async def complete_upload(service: Service, upload_id: str, body: UploadComplete) -> object:
+    """Join an upload's parts, in the order named, into a file."""
+    return await service.uploads.complete(upload_id, body.part_ids, body.md5)
+
+
+async def cancel_upload(service: Service, upload_id: str) -> object:
+    """Cancel an upload: no part may be added any more."""
+    return await service.uploads.cancel(upload_id)
 
 
 async def create_batch(service: Service, body: BatchCreate) -> object:

@@ -157,7 +157,7 @@ class Files:
         except BaseException:
             path.unlink(missing_ok=True)
             raise
-        return _object(row)
+        return file_object(row)
 
     async def save(
         self, file_id: str, content: bytes, filename: str, purpose: str, project: str
@@ -177,18 +177,18 @@ class Files:
         }
         await store.files.delete(file_id, project)
         await store.files.save(row)
-        return _object(row)
+        return file_object(row)
 
     async def retrieve(self, file_id: str) -> FileObject:
         """`GET /v1/files/{id}`."""
-        return _object(await self._row(file_id))
+        return file_object(await self._row(file_id))
 
     async def retrieve_as(self, file_id: str, param: str) -> FileObject:
         """One of the caller's files that a request names in `param` (a 404 naming it)."""
         row = await self._store().files.get(file_id, context.current().project)
         if row is None:
             raise NotFoundError(f"No such File object: {file_id}", param=param)
-        return _object(row)
+        return file_object(row)
 
     async def names(self, file_ids: list[str]) -> dict[str, str]:
         """The names of those of `file_ids` that are the caller's."""
@@ -210,7 +210,7 @@ class Files:
             order=checked_order(order, "desc"),
             purpose=purpose,
         )
-        return ListPage([_object(row) for row in page.rows], page.has_more)
+        return ListPage([file_object(row) for row in page.rows], page.has_more)
 
     async def content(self, file_id: str) -> Binary:
         """`GET /v1/files/{id}/content`: the bytes, read in pieces as they are sent."""
@@ -280,7 +280,8 @@ def _write(path: Path, content: bytes) -> None:
     os.replace(partial, path)
 
 
-def _object(row: dict[str, Any]) -> FileObject:
+def file_object(row: dict[str, Any]) -> FileObject:
+    """A file's record as the File object."""
     return FileObject.model_validate(
         {
             "id": row["id"],
