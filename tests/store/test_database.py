@@ -198,6 +198,46 @@ def test_a_batch_cancel_is_final_whatever_its_runner_writes_after_it(url: str) -
     asyncio.run(run())
 
 
+def test_an_upload_is_completed_once_and_takes_no_part_past_its_size_on_both_databases(url: str) -> None:
+    async def run() -> None:
+        store = Store(url)
+        upload = {
+            "id": "upload_1", "project": P, "created": 1, "expires_at": 100, "status": "pending", "bytes": 8,
+            "filename": "a.txt", "purpose": "assistants", "mime_type": "text/plain",
+            "file_expires_after": None, "file_id": None,
+        }  # fmt: skip
+        await store.uploads.save(upload)
+        part = {"upload_id": "upload_1", "created": 2, "bytes": 5}
+        assert await store.uploads.add_part({**part, "id": "part_1"}, limit=8, now=2)
+        assert not await store.uploads.add_part({**part, "id": "part_2"}, limit=8, now=2)  # 10 bytes > 8
+        assert not await store.uploads.add_part(
+            {**part, "id": "part_3", "bytes": 3}, limit=8, now=101
+        )  # late
+        assert await store.uploads.add_part({**part, "id": "part_4", "bytes": 3}, limit=8, now=3)
+        assert await store.uploads.parts("upload_1") == {"part_1": 5, "part_4": 3}
+        file = {"created": 4, "bytes": 8, "filename": "a.txt", "purpose": "assistants", "expires_at": None}
+        # Two completions at once: one file made, the other refused; nothing is added after.
+        done = await asyncio.gather(
+            *(
+                store.uploads.complete("upload_1", P, {**file, "id": f"file-{n}", "project": P}, 4)
+                for n in (1, 2)
+            )
+        )
+        assert sorted(done) == [False, True]
+        made = (await store.uploads.get("upload_1", P))["file_id"]
+        assert await store.files.get(made, P) is not None
+        assert [await store.files.get(f"file-{n}", P) is not None for n in (1, 2)].count(True) == 1
+        assert not await store.uploads.add_part({**part, "id": "part_5", "bytes": 0}, limit=8, now=5)
+        assert not await store.uploads.cancel("upload_1", P)
+        await store.uploads.save({**upload, "id": "upload_2", "expires_at": 10})
+        assert await store.uploads.expire(now=11) == ["upload_2"]
+        assert (await store.uploads.get("upload_2", P))["status"] == "expired"
+        assert await store.uploads.get("upload_2", "proj_other") is None
+        await store.close()
+
+    asyncio.run(run())
+
+
 def test_two_replicas_migrate_together_and_share_state(postgres: Postgres) -> None:
     url = postgres.database()
 
