@@ -142,7 +142,10 @@ class Files:
             )
         file_id = new_id("file")
         path = self.path(file_id)
-        size = await anyio.to_thread.run_sync(self._copy, source, path)
+        too_large = PayloadTooLargeError(
+            f"The file is over the limit of {self.settings.max_bytes} bytes.", param="file"
+        )
+        size = await anyio.to_thread.run_sync(copy_bounded, source, path, self.settings.max_bytes, too_large)
         try:
             row = {
                 "id": file_id,
@@ -242,23 +245,6 @@ class Files:
         await anyio.to_thread.run_sync(lambda: self.path(file_id).unlink(missing_ok=True))
         return FileDeleted(id=file_id, object="file", deleted=True)
 
-    def _copy(self, source: IO[bytes], path: Path) -> int:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        size = 0
-        try:
-            with path.open("wb") as out:
-                while piece := source.read(_PIECE):
-                    size += len(piece)
-                    if size > self.settings.max_bytes:
-                        raise PayloadTooLargeError(
-                            f"The file is over the limit of {self.settings.max_bytes} bytes.", param="file"
-                        )
-                    out.write(piece)
-        except BaseException:
-            path.unlink(missing_ok=True)
-            raise
-        return size
-
     async def _row(self, file_id: str) -> dict[str, Any]:
         row = await self._store().files.get(file_id, context.current().project)
         if row is None:
@@ -271,6 +257,24 @@ class Files:
                 "Files need the store, and this server stores nothing (--database none)."
             )
         return self.store
+
+
+def copy_bounded(source: IO[bytes], path: Path, limit: int, too_large: PayloadTooLargeError) -> int:
+    """`source` written to `path` in pieces as it is read, `too_large` raised (and nothing left) once it
+    is past `limit` bytes; its size."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    size = 0
+    try:
+        with path.open("wb") as out:
+            while piece := source.read(_PIECE):
+                size += len(piece)
+                if size > limit:
+                    raise too_large
+                out.write(piece)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return size
 
 
 def _write(path: Path, content: bytes) -> None:

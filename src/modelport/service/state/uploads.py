@@ -21,7 +21,7 @@ from modelport.errors import InvalidRequestError, NotFoundError, PayloadTooLarge
 from modelport.ids import new_id
 from modelport.protocol.requests import UploadCreate
 from modelport.service.operations import PART_BYTES
-from modelport.service.state.files import FILENAME_CHARS, PURPOSES, Files, file_object
+from modelport.service.state.files import FILENAME_CHARS, PURPOSES, Files, copy_bounded, file_object
 from modelport.store import Store
 
 LIFETIME = 3600  # seconds an upload takes parts
@@ -90,7 +90,8 @@ class Uploads:
         _check_pending(row)
         part_id = new_id("part", "_")
         path = self.folder(upload_id) / part_id
-        size = await anyio.to_thread.run_sync(_copy, data, path)
+        too_large = PayloadTooLargeError(f"A part holds {PART_BYTES} bytes at most.", param="data")
+        size = await anyio.to_thread.run_sync(copy_bounded, data, path, PART_BYTES, too_large)
         created = now()
         part = {"id": part_id, "upload_id": upload_id, "created": created, "bytes": size}
         try:
@@ -195,22 +196,6 @@ def _check_pending(row: dict[str, Any]) -> None:
         raise InvalidRequestError(
             f"Upload {row['id']} is {status}: it takes nothing more.", param="upload_id"
         )
-
-
-def _copy(source: IO[bytes], path: Path) -> int:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    size = 0
-    try:
-        with path.open("wb") as out:
-            while piece := source.read(_PIECE):
-                size += len(piece)
-                if size > PART_BYTES:
-                    raise PayloadTooLargeError(f"A part holds {PART_BYTES} bytes at most.", param="data")
-                out.write(piece)
-    except BaseException:
-        path.unlink(missing_ok=True)
-        raise
-    return size
 
 
 def _join(parts: list[Path], target: Path) -> str:
