@@ -1,6 +1,6 @@
-"""What the agent CLI tests share: the CLI installed from npm once into a cache folder (a skip saying why
-where it cannot be), and a relay between the CLI and the server that passes each request on, as the test
-shaped it, and its answer back as it streams."""
+"""What the agent CLI tests (and those of other npm packages) share: packages installed from npm once into
+a cache folder (a skip saying why where they cannot be), and a relay between the CLI and the server that
+passes each request on, as the test shaped it, and its answer back as it streams."""
 
 from __future__ import annotations
 
@@ -17,19 +17,29 @@ from starlette.responses import StreamingResponse
 def installed(package: str, version: str, command: str, cache: Path) -> Path:
     """The command `command` of npm's `package@version`, installed into `cache` once."""
     binary = cache / "node_modules" / ".bin" / command
-    if binary.exists():
-        return binary
+    if not binary.exists():
+        node_packages({package: version}, cache)
+    if not binary.exists():
+        pytest.skip(f"{package} installed from npm without its `{command}` command")
+    return binary
+
+
+def node_packages(packages: dict[str, str], cache: Path) -> Path:
+    """npm's `packages` (name: version) installed into `cache` once (a skip saying why where they cannot
+    be); `cache`, where a script that imports them is put for Node.js to find them."""
+    if all((cache / "node_modules" / name / "package.json").exists() for name in packages):
+        return cache
     npm = shutil.which("npm")
     if npm is None:
-        pytest.skip(f"npm is not on this machine: {package} comes from npm's registry")
+        pytest.skip(f"npm is not on this machine: {', '.join(packages)} come from npm's registry")
     cache.mkdir(parents=True, exist_ok=True)
+    wanted = [f"{name}@{version}" for name, version in packages.items()]
     done = subprocess.run(
-        [npm, "install", "--prefix", str(cache), f"{package}@{version}"],
-        capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
-    if done.returncode != 0 or not binary.exists():
-        pytest.skip(f"{package} did not install from npm: {done.stderr[-500:]}")
-    return binary
+        [npm, "install", "--prefix", str(cache), *wanted], capture_output=True, text=True, timeout=900
+    )
+    if done.returncode != 0:
+        pytest.skip(f"{', '.join(packages)} did not install from npm: {done.stderr[-500:]}")
+    return cache
 
 
 class Passing:

@@ -1,0 +1,44 @@
+// The Vercel AI SDK against modelport, run by tests/server/test_ai_sdk.py: each case's outcome printed as
+// one line of JSON (what the SDK made of the server's answers, or the error it raised).
+//   node ai_sdk.mjs BASE_URL API_KEY API CASE MODEL     (API: responses | chat)
+import { createOpenAI } from '@ai-sdk/openai';
+import { generateObject, generateText, stepCountIs, streamText, tool } from 'ai';
+import { z } from 'zod';
+
+const [baseURL, apiKey, api, which, name] = process.argv.slice(2);
+const provider = createOpenAI({ baseURL, apiKey });
+const model = api === 'chat' ? provider.chat(name) : provider.responses(name);
+
+const cases = {
+  async text() {
+    const whole = await generateText({ model, prompt: 'one two three' });
+    const streamed = streamText({ model, prompt: 'one two three' });
+    let pieces = '';
+    for await (const piece of streamed.textStream) pieces += piece;
+    return { whole: whole.text, finish: whole.finishReason, streamed: pieces, usage: (await streamed.usage).outputTokens };
+  },
+  async tools() {
+    const asked = [];
+    const lookUp = tool({
+      description: 'Look a question up.',
+      inputSchema: z.object({ text: z.string() }),
+      execute: async ({ text }) => { asked.push(text); return 'forty-two'; },
+    });
+    const whole = await generateText({ model, prompt: 'What is the answer?', tools: { lookUp }, stopWhen: stepCountIs(2) });
+    const streamed = streamText({ model, prompt: 'What is the answer?', tools: { lookUp }, stopWhen: stepCountIs(2) });
+    const kinds = new Set();
+    for await (const part of streamed.fullStream) kinds.add(part.type);
+    return { asked, text: whole.text, steps: whole.steps.length, streamedText: await streamed.text, kinds: [...kinds] };
+  },
+  async object() {
+    const schema = z.object({ name: z.string().max(20), country: z.string().max(20) });
+    const { object } = await generateObject({ model, schema, prompt: 'Name a city in France.', maxOutputTokens: 80, temperature: 0 });
+    return { object };
+  },
+};
+
+try {
+  console.log(JSON.stringify({ ok: await cases[which]() }));
+} catch (error) {
+  console.log(JSON.stringify({ error: String(error?.message ?? error), body: error?.responseBody ?? null }));
+}
