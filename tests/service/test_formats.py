@@ -39,7 +39,8 @@ ADD = {
 
 
 def family(name: str, opened: bool = False) -> ChatFormat:
-    """A test template's format, its markers named by their bytes (as a vocabulary's tokens would be)."""
+    """A test template's format (`real/NAME`: a model's own, byte for byte), its markers named by their bytes
+    (as a vocabulary's tokens would be)."""
     form = detect((TEMPLATES / f"{name}.jinja").read_text())
     form = dataclasses.replace(form, tokens=tuple((m, tuple(BYTES.tokenize_str(m))) for m in form.markers))
     if opened and form.thinking is not None:
@@ -136,6 +137,70 @@ def test_qwen3_coder_calls_are_held_to_each_parameters_type() -> None:
     assert held(coder, call + note + "</function>\n</tool_call>", plan(required=True))[0]
     assert held(coder, call + "</function>\n</tool_call>", plan(required=True))[0]  # `note` is optional
     assert not held(coder, call.replace("3.5", "three"), plan(required=True))[0]
+
+
+GLM_CALLS = {  # as GLM 4.6's template writes a call, and as 4.7's (no line breaks)
+    "real/glm-4.6": "<tool_call>add\n<arg_key>a</arg_key>\n<arg_value>2</arg_value>\n"
+    "<arg_key>b</arg_key>\n<arg_value>3.5</arg_value>\n</tool_call>",
+    "real/glm-4.7-flash": "<tool_call>add<arg_key>a</arg_key><arg_value>2</arg_value>"
+    "<arg_key>b</arg_key><arg_value>3.5</arg_value></tool_call>",
+}
+
+
+@pytest.mark.parametrize("name", list(GLM_CALLS))
+def test_glm_calls_are_held_to_each_arguments_type_and_read_back(name: str) -> None:
+    # GLM's templates write `<tool_call>`, which was read as Hermes's: its calls were held to JSON in tags.
+    glm = family(name)
+    assert glm.calls == "glm_xml"
+    assert glm.thinking is not None
+    assert glm.thinking.open == "<think>"
+    call = GLM_CALLS[name]
+    note = call.replace(
+        "</tool_call>", "<arg_key>note</arg_key><arg_value>any </arg text</arg_value></tool_call>"
+    )
+    assert held(glm, call, plan(required=True))[0]
+    assert held(glm, note, plan(required=True))[0]
+    assert held(glm, f"{call}\n{call}", plan(required=True))[0]  # parallel calls
+    assert not held(glm, call.replace("3.5", "three"), plan(required=True))[0]
+    assert not held(glm, call.replace("<arg_key>a</arg_key>", "<arg_key>z</arg_key>"), plan(required=True))[0]
+    assert held(glm, "Five.", plan())[0]
+    for size in (1, 3, 1000):
+        shape = formats.shape(glm, effort.plan(glm, None, 400), plan(), None, True, False)
+        read = read_all(shape.read(), f"<think>sum</think>Sure.{note}\n{call}", size)
+        assert (read["reasoning"], read["content"], read["strayed"]) == ("sum", "Sure.", False)
+        assert read["calls"] == [
+            ("add", {"a": 2, "b": 3.5, "note": "any </arg text"}),
+            ("add", {"a": 2, "b": 3.5}),
+        ]
+
+
+@pytest.mark.parametrize(
+    ("name", "call"),
+    [
+        (
+            "real/mistral-small-3.2-24b-instruct-2506",
+            '[TOOL_CALLS]add[CALL_ID]a1b2c3d4e[ARGS]{"a": 2, "b": 3.5}',
+        ),
+        ("real/devstral-small-2507", '[TOOL_CALLS]add[ARGS]{"a": 2, "b": 3.5}'),
+        ("real/ministral-3-14b-reasoning-2512", '[TOOL_CALLS]add[ARGS]{"a": 2, "b": 3.5}'),
+    ],
+)
+def test_later_mistral_calls_are_a_name_and_its_arguments_held_and_read_back(name: str, call: str) -> None:
+    # These templates write `[TOOL_CALLS]NAME[ARGS]{…}`, which was read as Nemo's list of calls.
+    mistral = family(name)
+    assert mistral.calls == "mistral_args"
+    assert held(mistral, call, plan(required=True))[0]
+    assert held(mistral, call + call, plan(required=True))[0]  # parallel calls, each with its opener
+    assert not held(mistral, call.replace("3.5", '"three"'), plan(required=True))[0]
+    assert not held(
+        mistral, '[TOOL_CALLS][{"name": "add", "arguments": {"a": 2, "b": 3}}]', plan(required=True)
+    )[0]
+    assert held(mistral, "Five.", plan())[0]
+    for size in (1, 3, 1000):
+        shape = formats.shape(mistral, effort.plan(mistral, None, 400), plan(), None, True, False)
+        read = read_all(shape.read(), f"Sure.{call}{call}", size)
+        assert (read["content"], read["strayed"]) == ("Sure.", False)
+        assert read["calls"] == [("add", {"a": 2, "b": 3.5})] * 2
 
 
 def test_deepseek_calls_are_held_and_read_as_its_markers_write_them() -> None:

@@ -1,7 +1,8 @@
-"""The real chat templates of Gemma 2, Mistral 7B v0.2, Phi-3 mini and Llama 3.1 (byte for byte; see
-templates/real/SOURCES.md), each over SmolLM2's weights: every request shape renders and answers, the
-text each template ends a turn with ends generation and never shows, and a conversation a template still
-refuses is a 400 with the template's own words."""
+"""The real chat templates of Gemma 2, Mistral 7B v0.2, Phi-3 mini and Llama 3.1, and of two families with
+call syntaxes of their own, GLM 4.7 Flash and Mistral Small 3.2 (byte for byte; see
+templates/real/SOURCES.md), each over SmolLM2's weights: every request shape renders and answers, the text
+each template ends a turn with ends generation and never shows, a call is written in the family's own syntax
+and read back, and a conversation a template still refuses is a 400 with the template's own words."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jsonschema
 import openai
 import pytest
 
@@ -19,7 +21,7 @@ from modelport.settings import Settings
 from tests.support.faces import faces
 from tests.support.families import ADD
 
-pytestmark = pytest.mark.slow  # four models with real templates
+pytestmark = pytest.mark.slow  # six models with real templates
 
 REAL = Path(__file__).parent / "templates" / "real"
 TEMPLATES = {
@@ -28,6 +30,8 @@ TEMPLATES = {
     "phi-3-mini-4k-instruct": "<|end|>",
     "llama-3.1-8b-instruct": "<|eot_id|>",
 }
+# Families whose templates show the tools in a call syntax of their own, and what the server reads it as.
+NATIVE = {"glm-4.7-flash": "glm_xml", "mistral-small-3.2-24b-instruct-2506": "mistral_args"}
 CALL = {"id": "call_abc123", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}
 SHAPES: dict[str, list[dict[str, Any]]] = {
     "a user": [{"role": "user", "content": "Name a colour."}],
@@ -55,7 +59,7 @@ def config() -> str:
     models = [
         f'[[models]]\nid = "{name}"\nengine = "llamacpp"\nn_parallel = 1\nn_ctx_per_slot = 2048\n'
         f"chat_template = {json.dumps((REAL / f'{name}.jinja').read_text())}\n"
-        for name in TEMPLATES
+        for name in [*TEMPLATES, *NATIVE]
     ]
     return "defaults = false\n" + "".join(models)
 
@@ -71,7 +75,7 @@ def sdk(url: str) -> openai.OpenAI:
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))
-@pytest.mark.parametrize("template", list(TEMPLATES))
+@pytest.mark.parametrize("template", [*TEMPLATES, *NATIVE])
 def test_every_request_shape_renders_and_answers(url: str, template: str, shape: str) -> None:
     reply = sdk(url).chat.completions.create(
         model=template,
@@ -84,7 +88,7 @@ def test_every_request_shape_renders_and_answers(url: str, template: str, shape:
     # SmolLM2's weights under another family's template often end their turn at once, as the prompt
     # shows turns ending: an empty answer that stopped is an answer.
     assert choice.finish_reason in ("stop", "length", "tool_calls")
-    assert TEMPLATES[template] not in (choice.message.content or "")
+    assert TEMPLATES.get(template, "<|im_end|>") not in (choice.message.content or "")
     assert reply.usage is not None
     assert reply.usage.prompt_tokens > 0
 
@@ -110,6 +114,46 @@ def test_the_turns_end_ends_the_answer_and_never_shows(url: str, template: str) 
             text, finish = answer.choices[0].message.content, [answer.choices[0].finish_reason]
         assert text == "hello"
         assert finish == ["stop"]
+
+
+@pytest.mark.parametrize("template", list(NATIVE))
+def test_a_call_is_written_in_the_family_s_own_syntax_and_read_back(url: str, template: str) -> None:
+    # Before, GLM's `<tool_call>` was taken for Hermes's (its calls held to JSON in tags) and Mistral Small
+    # 3.2's `[TOOL_CALLS]NAME[ARGS]` for Nemo's list of calls.
+    listed = httpx.get(f"{url}/v1/models/{template}", timeout=60).json()
+    assert f"{NATIVE[template]} calls" in listed["chat_format"]
+    asked = [{"role": "user", "content": "What is 2 + 3?"}]
+    for stream in (False, True):
+        reply = sdk(url).chat.completions.create(
+            model=template, messages=asked, tools=[ADD], tool_choice="required", parallel_tool_calls=False,
+            max_tokens=120, temperature=0, stream=stream, reasoning_effort="none",  # GLM thinks, unless told
+        )  # fmt: skip
+        if stream:
+            chunks = [c.choices[0] for c in reply if c.choices]
+            pieces = [call for c in chunks for call in c.delta.tool_calls or []]
+            name = "".join(p.function.name or "" for p in pieces if p.function)
+            arguments = "".join(p.function.arguments or "" for p in pieces if p.function)
+            finish = [c.finish_reason for c in chunks if c.finish_reason]
+        else:
+            (call,) = reply.choices[0].message.tool_calls or []
+            name, arguments, finish = (
+                call.function.name,
+                call.function.arguments,
+                [reply.choices[0].finish_reason],
+            )
+        assert name == "add"
+        jsonschema.validate(json.loads(arguments), ADD["function"]["parameters"])
+        assert finish == ["tool_calls"]
+    # The call and its result given back render through the template (its arguments as an object).
+    turns = [*asked, {"role": "assistant", "content": None, "tool_calls": [CALL]},
+             {"role": "tool", "tool_call_id": CALL["id"], "content": "5"}]  # fmt: skip
+    body = {"model": template, "messages": turns, "max_tokens": 1}
+    (text,) = httpx.post(f"{url}/generate", json=body, timeout=60).json()["text"]
+    written = {
+        "glm_xml": "<tool_call>add<arg_key>a</arg_key><arg_value>2</arg_value>",
+        "mistral_args": "[TOOL_CALLS]add",
+    }
+    assert written[NATIVE[template]] in text
 
 
 def test_llama_31_shows_tools_natively_and_tool_results_as_ipython(url: str) -> None:

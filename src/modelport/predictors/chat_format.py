@@ -12,9 +12,11 @@ Reasoning families, by the markers their templates write:
   answer on `final`.
 
 Call syntaxes: `hermes` (`<tool_call>{json}</tool_call>`: Qwen 2.5/3, Hermes), `llama3` (the answer is one
-JSON call), `mistral` (`[TOOL_CALLS][...]`), `qwen3_xml` (`<tool_call><function=NAME><parameter=K>…`:
-Qwen3-Coder), `deepseek` (`<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME` and a JSON block: DeepSeek R1/V3),
-`harmony` (`to=functions.NAME <|constrain|>json<|message|>{…}`: gpt-oss).
+JSON call), `mistral` (`[TOOL_CALLS][...]`), `mistral_args` (`[TOOL_CALLS]NAME[ARGS]{…}`: Mistral Small 3.2,
+Devstral, Ministral 3), `qwen3_xml` (`<tool_call><function=NAME><parameter=K>…`: Qwen3-Coder, Qwen3.5,
+Nemotron 3), `glm_xml` (`<tool_call>NAME<arg_key>K</arg_key><arg_value>…`: GLM 4.5-4.7, Ling 3.0, Laguna),
+`deepseek` (`<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME` and a JSON block:
+DeepSeek R1/V3), `harmony` (`to=functions.NAME <|constrain|>json<|message|>{…}`: gpt-oss).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-CALL_SYNTAXES = ("hermes", "llama3", "mistral", "qwen3_xml", "deepseek", "harmony")
+CALL_SYNTAXES = ("hermes", "llama3", "mistral", "mistral_args", "qwen3_xml", "glm_xml", "deepseek", "harmony")
 
 # (open, close) of the thinking tags modelport reads, as templates write them.
 THINKING_TAGS = (
@@ -56,7 +58,9 @@ _DEEPSEEK = (
 _CALL_MARKERS = {
     "hermes": ("<tool_call>", "</tool_call>"),
     "mistral": ("[TOOL_CALLS]",),
+    "mistral_args": ("[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"),
     "qwen3_xml": ("<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>"),
+    "glm_xml": ("<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"),
     "deepseek": _DEEPSEEK,
     "harmony": tuple(HARMONY.values()),
 }
@@ -158,10 +162,12 @@ def call_syntax(template: str) -> str | None:
         return "qwen3_xml"
     if _DEEPSEEK[0] in template:
         return "deepseek"
+    if "<arg_key>" in template and "<tool_call>" in template:  # GLM's, before Hermes's `<tool_call>`
+        return "glm_xml"
     if "<tool_call>" in template:  # Hermes 2 Pro, Qwen 2.5/3, and their many fine-tunes
         return "hermes"
-    if "[TOOL_CALLS]" in template:
-        return "mistral"
+    if "[TOOL_CALLS]" in template:  # Mistral Nemo's list of calls, or a name and `[ARGS]` a call (later ones)
+        return "mistral_args" if "[ARGS]" in template else "mistral"
     if "<|start_header_id|>" in template and '"parameters"' in template:  # Llama 3.1-3.3
         return "llama3"
     return None

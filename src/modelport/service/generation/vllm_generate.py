@@ -19,6 +19,7 @@ from modelport.protocol.chunk_folds import CompletionFold
 from modelport.protocol.generate_request import GenerateRequest
 from modelport.protocol.requests import CompletionRequest
 from modelport.protocol.validation import parse
+from modelport.service.generation import formats
 from modelport.service.generation.tools.render import render_history
 
 Complete = Callable[[CompletionRequest], Awaitable[Completion | Events[Completion]]]
@@ -72,7 +73,9 @@ async def _rendered(
         )
     # A template that renders tool calls itself gets them as they are; for any other they become text.
     sent = [m.model_dump(exclude_none=True) for m in request.messages or []]
-    messages = render_history(sent, None, native=predictor.tool_format is not None)
+    messages = formats.history(
+        predictor.chat_format, render_history(sent, None, native=predictor.tool_format is not None)
+    )
     prompt: str = await anyio.to_thread.run_sync(template.render, messages)
     return prompt, list(template.stops)
 

@@ -2,9 +2,10 @@
 the effort's budget, then the answer: text, JSON, or calls in its syntax) and the reader that turns its raw
 text into OpenAI's deltas (`reasoning_content`, `content`, `tool_calls`).
 
-One module per call syntax (`json_calls`: hermes, llama3, mistral; `qwen3_xml`; `deepseek`), `harmony` for
-gpt-oss's channels, `readers` for text, thinking tags and markers, `effort` for budgets, `lark` for writing
-grammars, `reading` for the stream. The syntaxes are found by name in `SYNTAXES`.
+One module per call syntax (`json_calls`: hermes, llama3, mistral, mistral_args; `qwen3_xml`; `glm_xml`;
+`deepseek`; `xml_values` for the values of the two XML ones), `harmony` for gpt-oss's channels, `readers` for
+text, thinking tags and markers, `effort` for budgets, `lark` for writing grammars, `reading` for the
+stream. The syntaxes are found by name in `SYNTAXES`.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from modelport.predictors.chat_format import ChatFormat
 from modelport.service.generation.formats import harmony
 from modelport.service.generation.formats.deepseek import DeepSeek
 from modelport.service.generation.formats.effort import Thinking
+from modelport.service.generation.formats.glm_xml import GlmXml
 from modelport.service.generation.formats.json_answer import AnswerParser
-from modelport.service.generation.formats.json_calls import Hermes, Llama3, Mistral
+from modelport.service.generation.formats.json_calls import Hermes, Llama3, Mistral, MistralArgs
 from modelport.service.generation.formats.lark import ANY, Grammar, regex
 from modelport.service.generation.formats.qwen3_xml import Qwen3Xml
 from modelport.service.generation.formats.readers import Reader, TextReader, ThinkingReader
@@ -40,8 +42,19 @@ class CallSyntax(Protocol):
 
 
 SYNTAXES: dict[str, CallSyntax] = {
-    syntax.name: syntax for syntax in (Hermes(), Llama3(), Mistral(), Qwen3Xml(), DeepSeek())
+    syntax.name: syntax
+    for syntax in (Hermes(), Llama3(), Mistral(), MistralArgs(), Qwen3Xml(), GlmXml(), DeepSeek())
 }
+
+
+def history(form: ChatFormat, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A conversation's calls and results as the family's template takes them (Mistral's templates refuse
+    ids that are not of nine characters; harmony's channels) when no tool plan is in play."""
+    syntax = SYNTAXES.get(form.calls or "")
+    if syntax is not None:
+        messages = syntax.history(messages)
+    return harmony.history(messages) if form.harmony else messages
+
 
 # The body of an answer: adds its rules to a grammar and names the one that holds it (None: free text).
 Body = Callable[[Grammar], str | None]

@@ -1,7 +1,9 @@
 """Call syntaxes whose calls are JSON objects: `hermes` (Hermes 2 Pro, Qwen 2.5/3: text, or one block per
 call, `<tool_call>\\n{"name": ..., "arguments": {...}}\\n</tool_call>`), `llama3` (Llama 3.1-3.3: text, or the
-answer is one `{"name": ..., "parameters": {...}}`) and `mistral` (text, or `[TOOL_CALLS][{"name": ...,
-"arguments": {...}}, ...]`).
+answer is one `{"name": ..., "parameters": {...}}`), `mistral` (Mistral Nemo: text, or `[TOOL_CALLS][{"name":
+..., "arguments": {...}}, ...]`) and `mistral_args` (Mistral Small 3.2, Devstral, Ministral 3, Magistral:
+text, or for each call `[TOOL_CALLS]NAME`, `[CALL_ID]` and an id where Small 3.2 writes one, then
+`[ARGS]{...}`).
 
 The grammar lets an `auto` answer be text that does not begin like a call, or calls whose arguments validate
 against each tool's schema; `required` and a named tool leave only the calls.
@@ -14,7 +16,14 @@ from typing import Any
 
 from modelport.service.generation.formats.json_answer import AnswerParser
 from modelport.service.generation.formats.lark import Grammar
-from modelport.service.generation.formats.readers import Delta, until
+from modelport.service.generation.formats.readers import (
+    Delta,
+    JsonArguments,
+    Stepped,
+    arguments_delta,
+    call_delta,
+    until,
+)
 from modelport.service.generation.tools.plan import ToolPlan
 
 
@@ -90,6 +99,88 @@ class Mistral(JsonCalls):
                 message["tool_call_id"] = short(message["tool_call_id"])
             out.append(message)
         return out
+
+
+class MistralArgs(Mistral):
+    """Mistral's later syntax: a call's name and its arguments apart, each call after its own opener."""
+
+    name = "mistral_args"
+
+    def calls(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
+        calls = []
+        for i, tool in enumerate(plan.tools):
+            parameters = tool.get("parameters") or {"type": "object", "properties": {}}
+            arguments = grammar.json(f"args{i}", parameters, compact)
+            call_id = grammar.rule(f"CALL_ID{i}", "/[A-Za-z0-9]{9}/")
+            named = grammar.literal(_TOOL_CALLS + tool["name"])
+            opening = f"{named} ({grammar.literal(_CALL_ID)} {call_id})?"
+            calls.append(grammar.rule(f"call{i}", f"{opening} {grammar.literal(_ARGS)} {arguments}"))
+        call = grammar.rule("call", " | ".join(calls))
+        return grammar.rule("calls", f"{call}+" if plan.parallel else call)
+
+    def reader(self, plan: ToolPlan) -> ArgsReader:  # type: ignore[override]
+        """A reader of one answer in this syntax."""
+        return ArgsReader(plan.legacy)
+
+
+class ArgsReader(Stepped):
+    """An answer in Mistral's later syntax: text until `[TOOL_CALLS]`, then each call's name as `[ARGS]` (or
+    `[CALL_ID]`) ends it, and its arguments as they are written."""
+
+    thinking = False
+
+    def __init__(self, legacy: bool) -> None:
+        self.legacy = legacy
+        self.strayed = False
+        self.pending = ""
+        self.state = "text"  # text, name, call_id, arguments, between
+        self.calls = 0
+        self.arguments = JsonArguments()
+
+    def flush(self, cut: bool) -> list[Delta]:
+        text, self.pending = self.pending, ""
+        if self.state == "text":
+            return [{"content": text}] if text else []
+        if self.state == "arguments" and not self.arguments.begun and not cut:
+            return [arguments_delta(self.calls - 1, "{}", self.legacy)]
+        return []
+
+    def _step(self) -> list[Delta]:
+        pending = self.pending
+        if self.state in ("text", "between"):
+            text, self.pending, opened = until(pending, _TOOL_CALLS)
+            between, self.state = self.state == "between", "name" if opened else self.state
+            if between and text.strip():  # text after the calls: taken as it is
+                self.strayed = True
+                self.state = self.state if opened else "text"
+            elif between or (opened and not text.strip()):  # the whitespace around calls is the format's
+                return []
+            return [{"content": text}] if text else []
+        if self.state == "name":
+            ends = [at for at in (pending.find(_ARGS), pending.find(_CALL_ID)) if at >= 0]
+            if not ends:
+                return []
+            end = min(ends)
+            self.pending = pending[end:]
+            self.calls += 1
+            self.state = "call_id" if pending.startswith(_CALL_ID, end) else "arguments"
+            if self.state == "arguments":
+                self.pending = self.pending[len(_ARGS) :]
+            self.arguments = JsonArguments()
+            return [call_delta(self.calls - 1, pending[:end].strip(), self.legacy)]
+        if self.state == "call_id":  # an id of the model's own: the server's stands
+            text, self.pending, found = until(pending, _ARGS)
+            if found:
+                self.state = "arguments"
+            return []
+        piece, rest = self.arguments.feed(pending)
+        self.pending = rest
+        if self.arguments.done:
+            self.state = "between"
+        return [arguments_delta(self.calls - 1, piece, self.legacy)] if piece else []
+
+
+_TOOL_CALLS, _ARGS, _CALL_ID = "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"
 
 
 class NativeReader:

@@ -15,15 +15,19 @@ from typing import Any
 
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import Delta, Stepped, arguments_delta, call_delta, until
+from modelport.service.generation.formats.xml_values import (
+    ANY_TEXT,
+    as_schema_type,
+    free_text,
+    safe,
+    value_rule,
+)
 from modelport.service.generation.tools.plan import ToolPlan
 
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
 _FUNCTION, _END_FUNCTION = "<function=", "</function>"
 _PARAMETER, _END_PARAMETER = "<parameter=", "</parameter>"
 _CLOSING = f"\n{_END_PARAMETER}\n"
-_ANY_TEXT = "/(.|\\n)+/"
-_NUMBER = "/-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][-+]?[0-9]+)?/"
-_INTEGER = "/-?(0|[1-9][0-9]*)/"
 
 
 class Qwen3Xml:
@@ -55,13 +59,13 @@ class Qwen3Xml:
         for key, schema in properties.items():
             typed = schema if isinstance(schema, dict) else {}
             opening = grammar.literal(f"{_PARAMETER}{key}>\n")
-            if _free_text(typed):  # its lexeme ends lazily at the first closing tag, which it includes
-                text = grammar.rule(f"v_t{i}_{_safe(key)}", _ANY_TEXT, suffix=_CLOSING)
+            if free_text(typed):  # its lexeme ends lazily at the first closing tag, which it includes
+                text = grammar.rule(f"v_t{i}_{safe(key)}", ANY_TEXT, suffix=_CLOSING)
                 body = f"{opening} {text}"
             else:
-                value = _value(typed, f"t{i}_{_safe(key)}", grammar, compact)
+                value = value_rule(typed, f"t{i}_{safe(key)}", grammar, compact)
                 body = f"{opening} {value} {grammar.literal(_CLOSING)}"
-            rule = grammar.rule(f"p{i}_{_safe(key)}", body)
+            rule = grammar.rule(f"p{i}_{safe(key)}", body)
             parts.append(rule if key in required else f"{rule}?")
         return grammar.rule(f"f{i}", " ".join(parts))
 
@@ -71,31 +75,6 @@ class Qwen3Xml:
 
     def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return messages
-
-
-def _free_text(schema: dict[str, Any]) -> bool:
-    """Whether a parameter's value is any text (a string under no constraint)."""
-    constrained = {"pattern", "format", "minLength", "maxLength", "enum", "const"} & schema.keys()
-    return schema.get("type") == "string" and not constrained
-
-
-def _value(schema: dict[str, Any], name: str, grammar: Grammar, compact: bool) -> str:
-    kind = schema.get("type")
-    if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]):
-        return "(" + " | ".join(grammar.literal(v) for v in schema["enum"]) + ")"
-    if kind == "integer" and not (
-        {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} & schema.keys()
-    ):
-        return grammar.rule(f"V_{name}", _INTEGER)
-    if kind == "number":
-        return grammar.rule(f"V_{name}", _NUMBER)
-    if kind == "boolean":
-        return '("true" | "false")'
-    return grammar.json(f"v_{name}", schema, compact)  # objects, lists, and strings under constraints
-
-
-def _safe(key: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in key).lower() or "p"
 
 
 class XmlReader(Stepped):
@@ -173,7 +152,7 @@ class XmlReader(Stepped):
             value = value[:-1] if value.endswith("\n") else value
             self.pending, self.state = pending[end + len(_END_PARAMETER) :], "parameters"
             schema = ((self.parameters.get(self.function) or {}).get("properties") or {}).get(self.key) or {}
-            typed = _as_schema_type(value, schema)
+            typed = as_schema_type(value, schema)
             piece = ("{" if not self.written else ", ") + f"{json.dumps(self.key)}: {typed}"
             self.written += 1
             return [arguments_delta(self.calls - 1, piece)]
@@ -192,18 +171,3 @@ class XmlReader(Stepped):
             else:
                 self.pending = rest
         return []
-
-
-def _as_schema_type(value: str, schema: dict[str, Any]) -> str:
-    """A parameter's text as the JSON value its schema says it is (text where it does not parse)."""
-    if schema.get("type") == "string":
-        if value.startswith('"'):  # a string the grammar held to JSON (under a pattern or a format)
-            try:
-                return json.dumps(str(json.loads(value)), ensure_ascii=False)
-            except json.JSONDecodeError:
-                pass
-        return json.dumps(value, ensure_ascii=False)
-    try:
-        return json.dumps(json.loads(value), ensure_ascii=False, separators=(", ", ": "))
-    except json.JSONDecodeError:
-        return json.dumps(value, ensure_ascii=False)

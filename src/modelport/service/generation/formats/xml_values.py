@@ -1,0 +1,57 @@
+"""The values of the call syntaxes that write each argument as text between tags (Qwen3-Coder's
+`<parameter=K>`, GLM's `<arg_value>`): a string as it is, a number or a boolean as JSON writes it, an object
+or a list as JSON. Each value's grammar holds it to its schema's type; a value read back is made the JSON
+value its schema says it is."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from modelport.service.generation.formats.lark import Grammar
+
+ANY_TEXT = "/(.|\\n)+/"
+_NUMBER = "/-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][-+]?[0-9]+)?/"
+_INTEGER = "/-?(0|[1-9][0-9]*)/"
+
+
+def free_text(schema: dict[str, Any]) -> bool:
+    """Whether a parameter's value is any text (a string under no constraint)."""
+    constrained = {"pattern", "format", "minLength", "maxLength", "enum", "const"} & schema.keys()
+    return schema.get("type") == "string" and not constrained
+
+
+def value_rule(schema: dict[str, Any], name: str, grammar: Grammar, compact: bool) -> str:
+    """The rule of a value of `schema` that is not free text (the text before its closing tag)."""
+    kind = schema.get("type")
+    if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]):
+        return "(" + " | ".join(grammar.literal(v) for v in schema["enum"]) + ")"
+    if kind == "integer" and not (
+        {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} & schema.keys()
+    ):
+        return grammar.rule(f"V_{name}", _INTEGER)
+    if kind == "number":
+        return grammar.rule(f"V_{name}", _NUMBER)
+    if kind == "boolean":
+        return '("true" | "false")'
+    return grammar.json(f"v_{name}", schema, compact)  # objects, lists, and strings under constraints
+
+
+def safe(key: str) -> str:
+    """A parameter's name as it may be part of a rule's."""
+    return "".join(c if c.isalnum() else "_" for c in key).lower() or "p"
+
+
+def as_schema_type(value: str, schema: dict[str, Any]) -> str:
+    """A parameter's text as the JSON value its schema says it is (text where it does not parse)."""
+    if schema.get("type") == "string":
+        if value.startswith('"'):  # a string the grammar held to JSON (under a pattern or a format)
+            try:
+                return json.dumps(str(json.loads(value)), ensure_ascii=False)
+            except json.JSONDecodeError:
+                pass
+        return json.dumps(value, ensure_ascii=False)
+    try:
+        return json.dumps(json.loads(value), ensure_ascii=False, separators=(", ", ": "))
+    except json.JSONDecodeError:
+        return json.dumps(value, ensure_ascii=False)
