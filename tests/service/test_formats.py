@@ -203,6 +203,32 @@ def test_later_mistral_calls_are_a_name_and_its_arguments_held_and_read_back(nam
         assert read["calls"] == [("add", {"a": 2, "b": 3.5})] * 2
 
 
+def test_seed_oss_calls_are_qwen3_coder_s_in_its_own_tags_held_and_read_back() -> None:
+    # Seed-OSS's template was taken for Qwen3-Coder's: its calls were held to `<tool_call>` and to line breaks
+    # around each value, which it does not write.
+    seed = family("real/seed-oss")
+    assert seed.calls == "seed_xml"
+    call = (
+        "<seed:tool_call>\n<function=add>\n<parameter=a>2</parameter>\n<parameter=b>3.5</parameter>\n"
+        "</function>\n</seed:tool_call>"
+    )
+    assert held(seed, call, plan(required=True))[0]
+    assert not held(seed, call.replace("<seed:tool_call>", "<tool_call>"), plan(required=True))[0]
+    assert not held(seed, call.replace("3.5", "three"), plan(required=True))[0]
+    for size in (1, 3, 1000):
+        shape = formats.shape(seed, effort.plan(seed, None, 400), plan(), None, True, False)
+        read = read_all(shape.read(), f"Sure.{call}", size)
+        assert (read["content"], read["calls"]) == ("Sure.", [("add", {"a": 2, "b": 3.5})])
+
+
+@pytest.mark.parametrize("name", ["real/minimax-m3", "real/apriel-1.5"])
+def test_a_call_syntax_modelport_does_not_write_is_not_taken_for_hermes_s(name: str) -> None:
+    # MiniMax's `<invoke name=…>` and Apriel's list in `<tool_calls>` sit beside `<tool_call>` in their
+    # templates: held to Hermes's JSON in tags, the model wrote a syntax it never learnt. Unknown, the tools
+    # are described to it and modelport's own JSON answer is held.
+    assert family(name).calls is None
+
+
 def test_deepseek_calls_are_held_and_read_as_its_markers_write_them() -> None:
     markers = (
         "<｜tool▁calls▁begin｜>",

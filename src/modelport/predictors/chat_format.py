@@ -14,9 +14,10 @@ Reasoning families, by the markers their templates write:
 Call syntaxes: `hermes` (`<tool_call>{json}</tool_call>`: Qwen 2.5/3, Hermes), `llama3` (the answer is one
 JSON call), `mistral` (`[TOOL_CALLS][...]`), `mistral_args` (`[TOOL_CALLS]NAME[ARGS]{…}`: Mistral Small 3.2,
 Devstral, Ministral 3), `qwen3_xml` (`<tool_call><function=NAME><parameter=K>…`: Qwen3-Coder, Qwen3.5,
-Nemotron 3), `glm_xml` (`<tool_call>NAME<arg_key>K</arg_key><arg_value>…`: GLM 4.5-4.7, Ling 3.0, Laguna),
-`deepseek` (`<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME` and a JSON block:
-DeepSeek R1/V3), `harmony` (`to=functions.NAME <|constrain|>json<|message|>{…}`: gpt-oss).
+Nemotron 3; `seed_xml` the same in `<seed:tool_call>`: Seed-OSS), `glm_xml`
+(`<tool_call>NAME<arg_key>K</arg_key><arg_value>…`: GLM 4.5-4.7, Ling 3.0, Laguna), `deepseek`
+(`<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME` and a JSON block: DeepSeek R1/V3), `harmony`
+(`to=functions.NAME <|constrain|>json<|message|>{…}`: gpt-oss).
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-CALL_SYNTAXES = ("hermes", "llama3", "mistral", "mistral_args", "qwen3_xml", "glm_xml", "deepseek", "harmony")
+CALL_SYNTAXES = (
+    "hermes", "llama3", "mistral", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek", "harmony",
+)  # fmt: skip
 
 # (open, close) of the thinking tags modelport reads, as templates write them.
 THINKING_TAGS = (
@@ -60,6 +63,14 @@ _CALL_MARKERS = {
     "mistral": ("[TOOL_CALLS]",),
     "mistral_args": ("[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"),
     "qwen3_xml": ("<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>"),
+    "seed_xml": (
+        "<seed:tool_call>",
+        "</seed:tool_call>",
+        "<function=",
+        "</function>",
+        "<parameter=",
+        "</parameter>",
+    ),
     "glm_xml": ("<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"),
     "deepseek": _DEEPSEEK,
     "harmony": tuple(HARMONY.values()),
@@ -158,12 +169,16 @@ def call_syntax(template: str) -> str | None:
         return None
     if HARMONY["channel"] in template and HARMONY["message"] in template:
         return "harmony"
-    if "<function=" in template and "<parameter=" in template:  # Qwen3-Coder's XML calls
-        return "qwen3_xml"
+    if "<function=" in template and "<parameter=" in template:  # Qwen3-Coder's XML calls, or Seed-OSS's
+        return "seed_xml" if "<seed:tool_call>" in template else "qwen3_xml"
     if _DEEPSEEK[0] in template:
         return "deepseek"
     if "<arg_key>" in template and "<tool_call>" in template:  # GLM's, before Hermes's `<tool_call>`
         return "glm_xml"
+    if "<invoke" in template or "<tool_calls>[" in template:
+        # MiniMax's `<invoke name=…>` and Apriel's list of calls, in or beside `<tool_call>` tags: syntaxes
+        # modelport does not write, and not Hermes's (the tools are described and modelport's JSON held)
+        return None
     if "<tool_call>" in template:  # Hermes 2 Pro, Qwen 2.5/3, and their many fine-tunes
         return "hermes"
     if "[TOOL_CALLS]" in template:  # Mistral Nemo's list of calls, or a name and `[ARGS]` a call (later ones)

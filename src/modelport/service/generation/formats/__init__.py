@@ -41,10 +41,8 @@ class CallSyntax(Protocol):
     def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]: ...
 
 
-SYNTAXES: dict[str, CallSyntax] = {
-    syntax.name: syntax
-    for syntax in (Hermes(), Llama3(), Mistral(), MistralArgs(), Qwen3Xml(), GlmXml(), DeepSeek())
-}
+_ALL = (Hermes(), Llama3(), Mistral(), MistralArgs(), Qwen3Xml(), Qwen3Xml(seed=True), GlmXml(), DeepSeek())
+SYNTAXES: dict[str, CallSyntax] = {syntax.name: syntax for syntax in _ALL}
 
 
 def history(form: ChatFormat, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -27,23 +27,26 @@ from modelport.service.generation.tools.plan import ToolPlan
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
 _FUNCTION, _END_FUNCTION = "<function=", "</function>"
 _PARAMETER, _END_PARAMETER = "<parameter=", "</parameter>"
-_CLOSING = f"\n{_END_PARAMETER}\n"
 
 
 class Qwen3Xml:
-    """Qwen3-Coder's call syntax."""
+    """Qwen3-Coder's call syntax; with `seed`, Seed-OSS's: its blocks in `<seed:tool_call>`, each value
+    between its tags with no line breaks around it."""
 
-    name = "qwen3_xml"
     arguments = "arguments"
-    opener = _OPEN
+
+    def __init__(self, seed: bool = False) -> None:
+        self.name = "seed_xml" if seed else "qwen3_xml"
+        self.opener, self.closer = ("<seed:tool_call>", "</seed:tool_call>") if seed else (_OPEN, _CLOSE)
+        self.value_break = "" if seed else "\n"
 
     def answer(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
         """The rule of an answer that follows `plan`: the calls, or (unless one is required) text that
         does not begin like one."""
         functions = [self._function(tool, i, grammar, compact) for i, tool in enumerate(plan.tools)]
         function = grammar.rule("function", " | ".join(functions))
-        opening = grammar.literal(f"{_OPEN}\n{_FUNCTION}")
-        closing = grammar.literal(f"{_END_FUNCTION}\n{_CLOSE}")
+        opening = grammar.literal(f"{self.opener}\n{_FUNCTION}")
+        closing = grammar.literal(f"{_END_FUNCTION}\n{self.closer}")
         block = grammar.rule("block", f"{opening} {function} {closing}")
         calls = grammar.rule("calls", f'{block} ("\\n" {block})*' if plan.parallel else block)
         if plan.required:
@@ -58,20 +61,22 @@ class Qwen3Xml:
         parts = [grammar.literal(f"{tool['name']}>\n")]
         for key, schema in properties.items():
             typed = schema if isinstance(schema, dict) else {}
-            opening = grammar.literal(f"{_PARAMETER}{key}>\n")
+            opening = grammar.literal(f"{_PARAMETER}{key}>{self.value_break}")
+            ending = f"{self.value_break}{_END_PARAMETER}\n"
             if free_text(typed):  # its lexeme ends lazily at the first closing tag, which it includes
-                text = grammar.rule(f"v_t{i}_{safe(key)}", ANY_TEXT, suffix=_CLOSING)
+                text = grammar.rule(f"v_t{i}_{safe(key)}", ANY_TEXT, suffix=ending)
                 body = f"{opening} {text}"
             else:
                 value = value_rule(typed, f"t{i}_{safe(key)}", grammar, compact)
-                body = f"{opening} {value} {grammar.literal(_CLOSING)}"
+                body = f"{opening} {value} {grammar.literal(ending)}"
             rule = grammar.rule(f"p{i}_{safe(key)}", body)
             parts.append(rule if key in required else f"{rule}?")
         return grammar.rule(f"f{i}", " ".join(parts))
 
     def reader(self, plan: ToolPlan) -> XmlReader:
         """A reader of one answer in this syntax."""
-        return XmlReader({tool["name"]: tool.get("parameters") or {} for tool in plan.tools})
+        parameters = {tool["name"]: tool.get("parameters") or {} for tool in plan.tools}
+        return XmlReader(parameters, self.opener, self.closer)
 
     def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return messages
@@ -83,8 +88,11 @@ class XmlReader(Stepped):
 
     thinking = False
 
-    def __init__(self, parameters: dict[str, dict[str, Any]]) -> None:
+    def __init__(
+        self, parameters: dict[str, dict[str, Any]], opener: str = _OPEN, closer: str = _CLOSE
+    ) -> None:
         self.parameters = parameters
+        self.opener, self.closer = opener, closer
         self.strayed = False
         self.pending = ""
         self.state = "text"  # text, call (before <function=), function (its name), parameters, value
@@ -104,7 +112,7 @@ class XmlReader(Stepped):
     def _step(self) -> list[Delta]:
         pending = self.pending
         if self.state == "text":
-            text, self.pending, opened = until(pending, _OPEN)
+            text, self.pending, opened = until(pending, self.opener)
             if opened:  # the whitespace before a call is the template's, not the model's answer
                 self.state = "call"
                 return [{"content": text}] if text.strip() else []
@@ -113,9 +121,9 @@ class XmlReader(Stepped):
             stripped = pending.lstrip()
             if stripped.startswith(_FUNCTION):
                 self.pending, self.state = stripped[len(_FUNCTION) :], "function"
-            elif stripped.startswith(_OPEN):  # another call after this one
-                self.pending = stripped[len(_OPEN) :]
-            elif stripped and not (_FUNCTION.startswith(stripped) or _OPEN.startswith(stripped)):
+            elif stripped.startswith(self.opener):  # another call after this one
+                self.pending = stripped[len(self.opener) :]
+            elif stripped and not (_FUNCTION.startswith(stripped) or self.opener.startswith(stripped)):
                 self.pending, self.state, self.strayed = stripped, "text", True  # the rest is text
             return []
         if self.state == "function":
@@ -158,15 +166,15 @@ class XmlReader(Stepped):
             return [arguments_delta(self.calls - 1, piece)]
         # closing: past </function>, before </tool_call>
         stripped = pending.lstrip()
-        if stripped.startswith(_CLOSE):
-            self.pending, self.state = stripped[len(_CLOSE) :], "text_after"
-        elif stripped and not _CLOSE.startswith(stripped):
+        if stripped.startswith(self.closer):
+            self.pending, self.state = stripped[len(self.closer) :], "text_after"
+        elif stripped and not self.closer.startswith(stripped):
             self.pending, self.state = stripped, "text_after"
         if self.state == "text_after":
             rest = self.pending.lstrip()
-            if rest.startswith(_OPEN):
-                self.pending, self.state = rest[len(_OPEN) :], "call"
-            elif rest and not _OPEN.startswith(rest):
+            if rest.startswith(self.opener):
+                self.pending, self.state = rest[len(self.opener) :], "call"
+            elif rest and not self.opener.startswith(rest):
                 self.pending, self.state = rest, "text"
             else:
                 self.pending = rest
