@@ -350,6 +350,18 @@ def test_effort_bounds_the_thinking_within_max_tokens(given: str | None, budget:
     assert effort.plan(family("qwen3"), "low", 100_000).budget == 1024  # and each effort's ceiling
 
 
+@pytest.mark.parametrize(("given", "told"), [("none", 0), ("low", 100), ("high", 300)])
+def test_a_family_that_takes_a_thinking_budget_is_told_the_effort_s(given: str, told: int) -> None:
+    # Seed-OSS's template plans its thinking to a `thinking_budget` (0: none, -1: no bound); it was not told.
+    seed = effort.plan(family("real/seed-oss"), given, 400)
+    assert seed is not None
+    assert seed.variables["thinking_budget"] == told
+    assert seed.budget == told
+    unbounded = effort.plan(family("real/seed-oss"), "medium", None)
+    assert unbounded is not None
+    assert unbounded.variables["thinking_budget"] == 4096  # the effort's own ceiling, with no max_tokens
+
+
 def test_sealed_reasoning_opens_on_the_server_that_sealed_it_only(tmp_path: Path) -> None:
     ours, theirs = Sealer(tmp_path / "a"), Sealer(tmp_path / "b")
     sealed = ours.seal("I should add.")

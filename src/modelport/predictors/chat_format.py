@@ -40,6 +40,7 @@ THINKING_TAGS = (
 # Template variables that turn thinking off when false, in the order families adopted them.
 _SWITCHES = ("enable_thinking", "thinking")
 _EFFORT = "reasoning_effort"
+_BUDGET = "thinking_budget"  # Seed-OSS's: the thinking's bound in tokens, 0 for none and -1 for no bound
 
 # Harmony's markers (https://cookbook.openai.com/articles/openai-harmony).
 HARMONY = {
@@ -88,6 +89,7 @@ class Thinking:
     opened: bool = False  # the generation prompt writes `open`: every answer starts inside the thinking
     switch: str | None = None  # the template variable that turns thinking off when false
     effort: str | None = None  # the template variable that takes the reasoning effort (low, medium, high)
+    budget: str | None = None  # the template variable that takes the thinking's bound in tokens
 
 
 @dataclass(frozen=True)
@@ -157,7 +159,8 @@ def detect(template: str) -> ChatFormat:
         if open_tag in template and close_tag in template:
             switch = next((name for name in _SWITCHES if _variable(name, template)), None)
             effort = _EFFORT if _variable(_EFFORT, template) else None
-            thinking = Thinking(open_tag, close_tag, switch=switch, effort=effort)
+            budget = _BUDGET if _variable(_BUDGET, template) else None
+            thinking = Thinking(open_tag, close_tag, switch=switch, effort=effort, budget=budget)
             break
     foreign = thinking is None and bool(_UNKNOWN_THINKING.search(template))
     return ChatFormat(call_syntax(template), thinking, foreign_thinking=foreign)

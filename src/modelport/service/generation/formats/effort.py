@@ -9,8 +9,10 @@ the template variable its family reads, and a budget of thinking tokens that lea
 - `xhigh`, `max`: at most nine tenths of `max_tokens`.
 
 When the budget is spent, the closing marker is forced (the grammar's bound), so the answer or the call always
-comes. gpt-oss reads the effort itself (`Reasoning: low|medium|high` in its system message, from the
-`reasoning_effort` variable): `minimal` and `none` are `low` there, `xhigh` and `max` are `high`.
+comes. A family whose template takes the budget itself (Seed-OSS's `thinking_budget`) is told it too: it then
+plans its thinking to fit, where the bound alone would cut it short. gpt-oss reads the effort itself
+(`Reasoning: low|medium|high` in its system message, from the `reasoning_effort` variable): `minimal` and
+`none` are `low` there, `xhigh` and `max` are `high`.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ def plan(form: ChatFormat, effort: str | None, max_tokens: int | None) -> Thinki
     if effort in ("none", "minimal"):
         if thinking.switch:
             variables[thinking.switch] = False
+        if thinking.budget:
+            variables[thinking.budget] = 0
         return Thinking(False, 0, variables)
     if thinking.switch:
         variables[thinking.switch] = True
@@ -62,4 +66,6 @@ def plan(form: ChatFormat, effort: str | None, max_tokens: int | None) -> Thinki
     budget = None if max_tokens is None else int(max_tokens * share)
     if most is not None:
         budget = most if budget is None else min(budget, most)
+    if thinking.budget:
+        variables[thinking.budget] = -1 if budget is None else budget
     return Thinking(True, budget, variables)
