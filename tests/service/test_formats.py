@@ -350,6 +350,16 @@ def test_effort_bounds_the_thinking_within_max_tokens(given: str | None, budget:
     assert effort.plan(family("qwen3"), "low", 100_000).budget == 1024  # and each effort's ceiling
 
 
+def test_a_family_whose_thinking_the_engine_reads_is_told_the_effort_given_only() -> None:
+    gemma = family("real/gemma-4-31b-it")
+    assert (gemma.foreign_thinking, gemma.foreign_switch) == (True, "enable_thinking")
+    assert "steered by enable_thinking" in gemma.describe()
+    assert effort.foreign(gemma, "none") == {"enable_thinking": False}
+    assert effort.foreign(gemma, "high") == {"enable_thinking": True}
+    assert effort.foreign(gemma, None) == {}  # the engine's default stands
+    assert effort.foreign(family("qwen3"), "none") == {}  # read here: its plan tells it
+
+
 @pytest.mark.parametrize(("given", "told"), [("none", 0), ("low", 100), ("high", 300)])
 def test_a_family_that_takes_a_thinking_budget_is_told_the_effort_s(given: str, told: int) -> None:
     # Seed-OSS's template plans its thinking to a `thinking_budget` (0: none, -1: no bound); it was not told.

@@ -32,6 +32,8 @@ TEMPLATES = {
 }
 # Families whose templates show the tools in a call syntax of their own, and what the server reads it as.
 NATIVE = {"glm-4.7-flash": "glm_xml", "mistral-small-3.2-24b-instruct-2506": "mistral_args"}
+# A family whose thinking llama.cpp reads, steered by a variable of its template.
+STEERED = "gemma-4-31b-it"
 CALL = {"id": "call_abc123", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}
 SHAPES: dict[str, list[dict[str, Any]]] = {
     "a user": [{"role": "user", "content": "Name a colour."}],
@@ -59,7 +61,7 @@ def config() -> str:
     models = [
         f'[[models]]\nid = "{name}"\nengine = "llamacpp"\nn_parallel = 1\nn_ctx_per_slot = 2048\n'
         f"chat_template = {json.dumps((REAL / f'{name}.jinja').read_text())}\n"
-        for name in [*TEMPLATES, *NATIVE]
+        for name in [*TEMPLATES, *NATIVE, STEERED]
     ]
     return "defaults = false\n" + "".join(models)
 
@@ -154,6 +156,19 @@ def test_a_call_is_written_in_the_family_s_own_syntax_and_read_back(url: str, te
         "mistral_args": "[TOOL_CALLS]add",
     }
     assert written[NATIVE[template]] in text
+
+
+def test_a_family_whose_thinking_the_engine_reads_is_told_the_effort(url: str) -> None:
+    # Gemma 4's `enable_thinking` took no effort before: `reasoning_effort: "none"` could not turn it off.
+    def prompt(**effort: str) -> int:
+        asked = {"model": STEERED, "messages": SHAPES["a user"], "max_tokens": 1}
+        reply = sdk(url).chat.completions.create(**asked, **effort)  # type: ignore[call-overload]
+        assert reply.usage is not None
+        return int(reply.usage.prompt_tokens)
+
+    thinking, off = prompt(reasoning_effort="high"), prompt(reasoning_effort="none")
+    assert off != thinking  # the template wrote its thinking's switch into the prompt
+    assert prompt() == thinking  # llama.cpp's default: think
 
 
 def test_llama_31_shows_tools_natively_and_tool_results_as_ipython(url: str) -> None:

@@ -108,6 +108,10 @@ class ChatFormat:
     tokens: tuple[tuple[str, tuple[int, ...]], ...] = ()
     # The template shows thinking in a way modelport does not read: the engine's own parser reads it.
     foreign_thinking: bool = False
+    # What steers such a template's thinking: the variable that turns it off when false (Gemma 4's
+    # `enable_thinking`), the variable that takes the effort.
+    foreign_switch: str | None = None
+    foreign_effort: str | None = None
 
     @property
     def markers(self) -> tuple[str, ...]:
@@ -135,7 +139,15 @@ class ChatFormat:
             parts.append(f"thinks in {thinking.open}…{thinking.close}{opened}")
         elif self.foreign_thinking:
             parts.append("thinking read by llama.cpp")
-        steering = [f"{name}" for name in (thinking.switch, thinking.effort) if name] if thinking else []
+        steering = [
+            name
+            for name in (
+                (thinking.switch, thinking.effort, thinking.budget)
+                if thinking
+                else (self.foreign_switch, self.foreign_effort)
+            )
+            if name
+        ]
         if steering:
             parts.append("steered by " + " and ".join(steering))
         return "; ".join(parts)
@@ -163,7 +175,13 @@ def detect(template: str) -> ChatFormat:
             thinking = Thinking(open_tag, close_tag, switch=switch, effort=effort, budget=budget)
             break
     foreign = thinking is None and bool(_UNKNOWN_THINKING.search(template))
-    return ChatFormat(call_syntax(template), thinking, foreign_thinking=foreign)
+    if not foreign:
+        return ChatFormat(call_syntax(template), thinking)
+    switch = next((name for name in _SWITCHES if _variable(name, template)), None)
+    effort = _EFFORT if _variable(_EFFORT, template) else None
+    return ChatFormat(
+        call_syntax(template), foreign_thinking=True, foreign_switch=switch, foreign_effort=effort
+    )
 
 
 def call_syntax(template: str) -> str | None:

@@ -11,7 +11,7 @@ from modelport.errors import InvalidRequestError
 from modelport.predictors.contract import Predictor
 from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
 from modelport.service.generation import formats, grammar
-from modelport.service.generation.formats.effort import Thinking
+from modelport.service.generation.formats.effort import Thinking, foreign
 from modelport.service.generation.schema import check_enforceable, json_grammar
 from modelport.service.generation.tools import plan as tool_plan
 
@@ -93,8 +93,10 @@ def options(
         sent["grammar"] = shape.grammar
     elif plan is not None and "grammar" not in sent:
         sent["response_format"] = tool_plan.response_format(plan)
-    if thinking is not None and thinking.variables:
-        sent["chat_template_kwargs"] = {**(sent.get("chat_template_kwargs") or {}), **thinking.variables}
+    given = request.reasoning_effort if isinstance(request, ChatCompletionRequest) else None
+    told = thinking.variables if thinking is not None else foreign(form, given)
+    if told:
+        sent["chat_template_kwargs"] = {**(sent.get("chat_template_kwargs") or {}), **told}
     if compact and predictor.accepts(ALL) and "grammar" not in sent:
         _held_compact(sent)
     if ("response_format" in sent or "grammar" in sent) and not (
