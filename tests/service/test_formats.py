@@ -26,6 +26,7 @@ from modelport.service.responses.sealing import Sealer
 from tests.service.test_tool_formats import rebuild
 
 TEMPLATES = Path(__file__).parent / "templates"
+REAL = TEMPLATES / "real"
 BYTES = llguidance.LLTokenizer("byte")
 ADD = {
     "name": "add",
@@ -358,6 +359,10 @@ def test_a_family_whose_thinking_the_engine_reads_is_told_the_effort_given_only(
     assert effort.foreign(gemma, "high") == {"enable_thinking": True}
     assert effort.foreign(gemma, None) == {}  # the engine's default stands
     assert effort.foreign(family("qwen3"), "none") == {}  # read here: its plan tells it
+    # A template that takes an effort in words of its own is not told OpenAI's (it would refuse them).
+    hy3 = detect((REAL / "tencent-hy3.jinja").read_text())
+    assert hy3.foreign_thinking
+    assert effort.foreign(hy3, "none") == {}
 
 
 @pytest.mark.parametrize(("given", "told"), [("none", 0), ("low", 100), ("high", 300)])

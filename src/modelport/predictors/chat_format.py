@@ -108,10 +108,10 @@ class ChatFormat:
     tokens: tuple[tuple[str, tuple[int, ...]], ...] = ()
     # The template shows thinking in a way modelport does not read: the engine's own parser reads it.
     foreign_thinking: bool = False
-    # What steers such a template's thinking: the variable that turns it off when false (Gemma 4's
-    # `enable_thinking`), the variable that takes the effort.
+    # The variable that turns such a template's thinking off when false (Gemma 4's `enable_thinking`). One
+    # that takes an effort is not told one: such templates refuse any but their own words for it (Hy3's
+    # `no_think`, K2 Horizon's three).
     foreign_switch: str | None = None
-    foreign_effort: str | None = None
 
     @property
     def markers(self) -> tuple[str, ...]:
@@ -142,9 +142,7 @@ class ChatFormat:
         steering = [
             name
             for name in (
-                (thinking.switch, thinking.effort, thinking.budget)
-                if thinking
-                else (self.foreign_switch, self.foreign_effort)
+                (thinking.switch, thinking.effort, thinking.budget) if thinking else (self.foreign_switch,)
             )
             if name
         ]
@@ -178,10 +176,7 @@ def detect(template: str) -> ChatFormat:
     if not foreign:
         return ChatFormat(call_syntax(template), thinking)
     switch = next((name for name in _SWITCHES if _variable(name, template)), None)
-    effort = _EFFORT if _variable(_EFFORT, template) else None
-    return ChatFormat(
-        call_syntax(template), foreign_thinking=True, foreign_switch=switch, foreign_effort=effort
-    )
+    return ChatFormat(call_syntax(template), foreign_thinking=True, foreign_switch=switch)
 
 
 def call_syntax(template: str) -> str | None:
