@@ -372,6 +372,9 @@ def test_a_family_that_takes_a_thinking_budget_is_told_the_effort_s(given: str, 
     assert seed is not None
     assert seed.variables["thinking_budget"] == told
     assert seed.budget == told
+    # It says "thinking" in its prose, and a switch of that name was read from it (it has none).
+    assert family("real/seed-oss").thinking.switch is None  # type: ignore[union-attr]
+    assert family("real/ministral-3-14b-reasoning-2512").thinking.switch is None  # type: ignore[union-attr]
     unbounded = effort.plan(family("real/seed-oss"), "medium", None)
     assert unbounded is not None
     assert unbounded.variables["thinking_budget"] == 4096  # the effort's own ceiling, with no max_tokens

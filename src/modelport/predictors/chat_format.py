@@ -205,5 +205,11 @@ def call_syntax(template: str) -> str | None:
 
 
 def _variable(name: str, template: str) -> bool:
-    """Whether the template reads `name` as a variable (not only as text it writes)."""
-    return re.search(rf"(?<![\w.'\"]){re.escape(name)}\b(?!['\"])", template) is not None
+    """Whether the template reads `name` as a variable: in its code (`{% … %}`, `{{ … }}`), outside the
+    strings there (Seed-OSS's prompt says "thinking" in prose, and reads no such variable)."""
+    code = " ".join(_STRING.sub('""', block) for block in _CODE.findall(template))
+    return re.search(rf"(?<![\w.'\"]){re.escape(name)}\b(?!['\"])", code) is not None
+
+
+_CODE = re.compile(r"\{[{%](.*?)[%}]\}", re.DOTALL)
+_STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'", re.DOTALL)
