@@ -21,6 +21,7 @@ from modelport.service.generation.formats.xml_values import (
     as_schema_type,
     free_text,
     safe,
+    tagged_calls,
     value_rule,
 )
 from modelport.service.generation.tools.plan import ToolPlan
@@ -42,13 +43,7 @@ class GlmXml:
         """The rule of an answer that follows `plan`: the calls, or (unless one is required) text that
         does not begin like one."""
         functions = [self._function(tool, i, grammar, compact) for i, tool in enumerate(plan.tools)]
-        function = grammar.rule("function", " | ".join(functions))
-        block = grammar.rule("block", f"{grammar.literal(_OPEN)} {function} {grammar.literal(_CLOSE)}")
-        calls = grammar.rule("calls", f"{block} ({_BREAK} {block})*" if plan.parallel else block)
-        if plan.required:
-            return calls
-        text = grammar.text_lexeme("text", not_first="<")
-        return grammar.rule("answer", f"{text} | {calls}")
+        return tagged_calls(plan, grammar, functions, (_OPEN, _CLOSE), _BREAK)
 
     def _function(self, tool: dict[str, Any], i: int, grammar: Grammar, compact: bool) -> str:
         parameters = tool.get("parameters") or {}

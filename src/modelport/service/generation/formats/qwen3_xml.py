@@ -20,6 +20,7 @@ from modelport.service.generation.formats.xml_values import (
     as_schema_type,
     free_text,
     safe,
+    tagged_calls,
     value_rule,
 )
 from modelport.service.generation.tools.plan import ToolPlan
@@ -44,15 +45,8 @@ class Qwen3Xml:
         """The rule of an answer that follows `plan`: the calls, or (unless one is required) text that
         does not begin like one."""
         functions = [self._function(tool, i, grammar, compact) for i, tool in enumerate(plan.tools)]
-        function = grammar.rule("function", " | ".join(functions))
-        opening = grammar.literal(f"{self.opener}\n{_FUNCTION}")
-        closing = grammar.literal(f"{_END_FUNCTION}\n{self.closer}")
-        block = grammar.rule("block", f"{opening} {function} {closing}")
-        calls = grammar.rule("calls", f'{block} ("\\n" {block})*' if plan.parallel else block)
-        if plan.required:
-            return calls
-        text = grammar.text_lexeme("text", not_first="<")
-        return grammar.rule("answer", f"{text} | {calls}")
+        tags = (f"{self.opener}\n{_FUNCTION}", f"{_END_FUNCTION}\n{self.closer}")
+        return tagged_calls(plan, grammar, functions, tags, '"\\n"')
 
     def _function(self, tool: dict[str, Any], i: int, grammar: Grammar, compact: bool) -> str:
         parameters = tool.get("parameters") or {}

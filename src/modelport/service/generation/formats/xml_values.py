@@ -1,7 +1,7 @@
-"""The values of the call syntaxes that write each argument as text between tags (Qwen3-Coder's
-`<parameter=K>`, GLM's `<arg_value>`): a string as it is, a number or a boolean as JSON writes it, an object
-or a list as JSON. Each value's grammar holds it to its schema's type; a value read back is made the JSON
-value its schema says it is."""
+"""What the call syntaxes that write each argument as text between tags share (Qwen3-Coder's
+`<parameter=K>`, GLM's `<arg_value>`): an answer of calls in tags, and the values: a string as it is, a
+number or a boolean as JSON writes it, an object or a list as JSON. Each value's grammar holds it to its
+schema's type; a value read back is made the JSON value its schema says it is."""
 
 from __future__ import annotations
 
@@ -9,10 +9,26 @@ import json
 from typing import Any
 
 from modelport.service.generation.formats.lark import Grammar
+from modelport.service.generation.tools.plan import ToolPlan
 
 ANY_TEXT = "/(.|\\n)+/"
 _NUMBER = "/-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][-+]?[0-9]+)?/"
 _INTEGER = "/-?(0|[1-9][0-9]*)/"
+
+
+def tagged_calls(
+    plan: ToolPlan, grammar: Grammar, functions: list[str], tags: tuple[str, str], between: str
+) -> str:
+    """The rule of an answer of calls in tags: a block a call (the opening tag, one of `functions`, the
+    closing tag), `between` the blocks of parallel calls; or, unless a call is required, text that does not
+    begin like one."""
+    function = grammar.rule("function", " | ".join(functions))
+    block = grammar.rule("block", f"{grammar.literal(tags[0])} {function} {grammar.literal(tags[1])}")
+    calls = grammar.rule("calls", f"{block} ({between} {block})*" if plan.parallel else block)
+    if plan.required:
+        return calls
+    text = grammar.text_lexeme("text", not_first="<")
+    return grammar.rule("answer", f"{text} | {calls}")
 
 
 def free_text(schema: dict[str, Any]) -> bool:
