@@ -18,6 +18,7 @@ from modelport.predictors.chat_format import PLAIN, ChatFormat, detect
 from modelport.protocol.answers import listed
 from modelport.service.generation import formats
 from modelport.service.generation.formats import effort
+from modelport.service.generation.formats.json_answer import AnswerParser
 from modelport.service.generation.formats.readers import Reader
 from modelport.service.generation.formats.reading import read
 from modelport.service.generation.tools.plan import ToolPlan
@@ -311,6 +312,28 @@ def test_an_answer_that_strays_from_its_format_is_content_without_markers(size: 
     # harmony's markers where no channel opens them; a thinking tag after the answer began
     assert asyncio.run(run(family("gpt-oss"), "Five.<|end|> Six<|return|>")) == "Five. Six"
     assert asyncio.run(run(family("qwen3"), "Five. </think> <think>Six")) == "Five.  Six"
+
+
+@pytest.mark.parametrize("size", [1, 5, 1000])
+def test_a_json_answer_the_engine_read_as_thinking_is_the_answer(size: int) -> None:
+    # Apriel's prompt opens its thinking, and llama.cpp gave modelport's held JSON back as thinking, after the
+    # prompt's own opening: the call was lost (a required call answered with none).
+    async def run() -> list[dict[str, Any]]:
+        text = (
+            'Here are my reasoning steps:\n{"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]}'
+        )
+        pieces = [
+            {"choices": [{"index": 0, "delta": {"reasoning_content": p}, "finish_reason": None}]}
+            for p in chunked(text, size)
+        ]
+        pieces[-1]["choices"][0]["finish_reason"] = "stop"
+        reader = AnswerParser(legacy=False)
+        return [c async for c in read(listed(pieces), lambda: reader, (), thought_is_answer=True)]
+
+    deltas = [choice["delta"] for chunk in asyncio.run(run()) for choice in chunk["choices"]]
+    assert not any(d.get("reasoning_content") for d in deltas)
+    _, calls = rebuild(deltas)
+    assert calls == [("add", {"a": 2, "b": 3})]
 
 
 def test_reasoning_tokens_are_counted_as_they_are_read() -> None:

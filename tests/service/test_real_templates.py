@@ -34,6 +34,8 @@ TEMPLATES = {
 NATIVE = {"glm-4.7-flash": "glm_xml", "mistral-small-3.2-24b-instruct-2506": "mistral_args"}
 # A family whose thinking llama.cpp reads, steered by a variable of its template.
 STEERED = "gemma-4-31b-it"
+# A family whose prompt opens the thinking llama.cpp reads, and whose calls modelport holds to its own JSON.
+OPENED = "apriel-1.6-15b-thinker"
 CALL = {"id": "call_abc123", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}
 SHAPES: dict[str, list[dict[str, Any]]] = {
     "a user": [{"role": "user", "content": "Name a colour."}],
@@ -61,7 +63,7 @@ def config() -> str:
     models = [
         f'[[models]]\nid = "{name}"\nengine = "llamacpp"\nn_parallel = 1\nn_ctx_per_slot = 2048\n'
         f"chat_template = {json.dumps((REAL / f'{name}.jinja').read_text())}\n"
-        for name in [*TEMPLATES, *NATIVE, STEERED]
+        for name in [*TEMPLATES, *NATIVE, STEERED, OPENED]
     ]
     return "defaults = false\n" + "".join(models)
 
@@ -169,6 +171,22 @@ def test_a_family_whose_thinking_the_engine_reads_is_told_the_effort(url: str) -
     thinking, off = prompt(reasoning_effort="high"), prompt(reasoning_effort="none")
     assert off != thinking  # the template wrote its thinking's switch into the prompt
     assert prompt() == thinking  # llama.cpp's default: think
+
+
+def test_a_required_call_comes_from_a_family_whose_prompt_opens_its_thinking(url: str) -> None:
+    # llama.cpp gave modelport's JSON answer back as the thinking the prompt had opened: no call came.
+    for stream in (False, True):
+        reply = sdk(url).chat.completions.create(
+            model=OPENED, messages=[{"role": "user", "content": "What is 2 + 3?"}], tools=[ADD],
+            tool_choice="required", parallel_tool_calls=False, max_tokens=120, temperature=0, stream=stream,
+        )  # fmt: skip
+        if stream:
+            pieces = [p for c in reply if c.choices for p in c.choices[0].delta.tool_calls or []]
+            arguments = "".join(p.function.arguments or "" for p in pieces if p.function)
+        else:
+            (call,) = reply.choices[0].message.tool_calls or []
+            arguments = call.function.arguments
+        jsonschema.validate(json.loads(arguments), ADD["function"]["parameters"])
 
 
 def test_llama_31_shows_tools_natively_and_tool_results_as_ipython(url: str) -> None:

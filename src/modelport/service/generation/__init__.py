@@ -62,9 +62,11 @@ async def chat(
     read = None
     if plan is not None or form != PLAIN:
         legacy, thinks = bool(plan and plan.legacy), thinking is not None
+        # modelport's own JSON answer leaves a family whose thinking the engine reads no room to think
+        own_json = plan is not None and not shown and form.foreign_thinking
 
         def read(chunks: AsyncGenerator[dict[str, Any], None]) -> AsyncGenerator[dict[str, Any], None]:
-            return reading.read(chunks, shape.read, shape.markers, legacy, thinks)
+            return reading.read(chunks, shape.read, shape.markers, legacy, thinks, own_json)
 
     chunks = decoding.choices(model, predictor, [messages], request, options, read)
     if request.logprobs:

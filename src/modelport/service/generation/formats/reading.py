@@ -23,13 +23,18 @@ async def read(
     markers: tuple[str, ...] = (),
     legacy: bool = False,
     thinks: bool = False,
+    thought_is_answer: bool = False,
 ) -> AsyncGenerator[dict[str, Any], None]:
     """`chunks` with their text read by a reader per choice; `thinks`: the usage says how many tokens went
-    to thinking (it always does when some did)."""
+    to thinking (it always does when some did); `thought_is_answer`: what the engine read as thinking is the
+    answer's text (modelport's JSON answer, held from its first token, on a family whose prompt opens the
+    thinking the engine reads: Apriel's, K2 Horizon's), less what the engine puts before it (the opening the
+    prompt wrote: Apriel's "Here are my reasoning steps:")."""
     readers: dict[int, Reader] = {}
     filters: dict[int, MarkerFilter] = {}
     thought: dict[int, int] = {}
     marking: dict[int, int] = {}  # tokens of thinking markers not yet followed by any thought
+    begun: set[int] = set()  # choices whose JSON answer has begun (`thought_is_answer`)
     try:
         async for chunk in chunks:
             for choice in chunk.get("choices") or []:
@@ -40,6 +45,14 @@ async def read(
                 reader, kept = readers[index], filters[index]
                 delta = choice.get("delta") or {}
                 text = delta.pop("content", None) or ""
+                if thought_is_answer:
+                    given = delta.pop("reasoning_content", None) or ""
+                    if index not in begun:  # the JSON's first character is the model's first
+                        at = given.find("{")
+                        given = given[at:] if at >= 0 else ""
+                        if at >= 0 or text:
+                            begun.add(index)
+                    text = given + text
                 thinking = reader.thinking
                 pieces = reader.feed(text) if text else []
                 finished = choice.get("finish_reason")
