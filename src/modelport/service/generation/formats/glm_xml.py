@@ -11,19 +11,11 @@ given out as its value closes.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import Delta, Stepped, arguments_delta, call_delta, until
-from modelport.service.generation.formats.xml_values import (
-    ANY_TEXT,
-    as_schema_type,
-    free_text,
-    safe,
-    tagged_calls,
-    value_rule,
-)
+from modelport.service.generation.formats.xml_values import argument_piece, tagged_calls, tagged_function
 from modelport.service.generation.tools.plan import ToolPlan
 
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
@@ -46,22 +38,11 @@ class GlmXml:
         return tagged_calls(plan, grammar, functions, (_OPEN, _CLOSE), _BREAK)
 
     def _function(self, tool: dict[str, Any], i: int, grammar: Grammar, compact: bool) -> str:
-        parameters = tool.get("parameters") or {}
-        properties = parameters.get("properties") or {}
-        required = set(parameters.get("required") or [])
-        parts = [grammar.literal(tool["name"]), _BREAK]
-        for key, schema in properties.items():
-            typed = schema if isinstance(schema, dict) else {}
-            opening = f"{grammar.literal(f'{_KEY}{key}{_END_KEY}')} {_BREAK} {grammar.literal(_VALUE)}"
-            if free_text(typed):  # its lexeme ends lazily at the first closing tag, which it includes
-                value = grammar.rule(f"v_t{i}_{safe(key)}", ANY_TEXT, suffix=_END_VALUE)
-                body = f"{opening} {value} {_BREAK}"
-            else:
-                value = value_rule(typed, f"t{i}_{safe(key)}", grammar, compact)
-                body = f"{opening} {value} {grammar.literal(_END_VALUE)} {_BREAK}"
-            rule = grammar.rule(f"p{i}_{safe(key)}", body)
-            parts.append(rule if key in required else f"{rule}?")
-        return grammar.rule(f"f{i}", " ".join(parts))
+        def opening(key: str) -> str:
+            return f"{grammar.literal(f'{_KEY}{key}{_END_KEY}')} {_BREAK} {grammar.literal(_VALUE)}"
+
+        head = f"{grammar.literal(tool['name'])} {_BREAK}"
+        return tagged_function(tool, i, grammar, compact, head, opening, _END_VALUE, _BREAK)
 
     def reader(self, plan: ToolPlan) -> GlmReader:
         """A reader of one answer in this syntax."""
@@ -154,9 +135,7 @@ class GlmReader(Stepped):
         if end < 0:
             return []
         value, self.pending, self.state = pending[:end], pending[end + len(_END_VALUE) :], "arguments"
-        schema = ((self.parameters.get(self.function) or {}).get("properties") or {}).get(self.key) or {}
-        piece = (
-            "{" if not self.written else ", "
-        ) + f"{json.dumps(self.key)}: {as_schema_type(value, schema)}"
+        parameters = self.parameters.get(self.function) or {}
+        piece = argument_piece(parameters, self.key, value, first=not self.written)
         self.written += 1
         return [arguments_delta(self.calls - 1, piece)]

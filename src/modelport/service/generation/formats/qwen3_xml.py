@@ -10,19 +10,11 @@ given out as its parameter closes.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import Delta, Stepped, arguments_delta, call_delta, until
-from modelport.service.generation.formats.xml_values import (
-    ANY_TEXT,
-    as_schema_type,
-    free_text,
-    safe,
-    tagged_calls,
-    value_rule,
-)
+from modelport.service.generation.formats.xml_values import argument_piece, tagged_calls, tagged_function
 from modelport.service.generation.tools.plan import ToolPlan
 
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
@@ -49,23 +41,12 @@ class Qwen3Xml:
         return tagged_calls(plan, grammar, functions, tags, '"\\n"')
 
     def _function(self, tool: dict[str, Any], i: int, grammar: Grammar, compact: bool) -> str:
-        parameters = tool.get("parameters") or {}
-        properties = parameters.get("properties") or {}
-        required = set(parameters.get("required") or [])
-        parts = [grammar.literal(f"{tool['name']}>\n")]
-        for key, schema in properties.items():
-            typed = schema if isinstance(schema, dict) else {}
-            opening = grammar.literal(f"{_PARAMETER}{key}>{self.value_break}")
-            ending = f"{self.value_break}{_END_PARAMETER}\n"
-            if free_text(typed):  # its lexeme ends lazily at the first closing tag, which it includes
-                text = grammar.rule(f"v_t{i}_{safe(key)}", ANY_TEXT, suffix=ending)
-                body = f"{opening} {text}"
-            else:
-                value = value_rule(typed, f"t{i}_{safe(key)}", grammar, compact)
-                body = f"{opening} {value} {grammar.literal(ending)}"
-            rule = grammar.rule(f"p{i}_{safe(key)}", body)
-            parts.append(rule if key in required else f"{rule}?")
-        return grammar.rule(f"f{i}", " ".join(parts))
+        def opening(key: str) -> str:
+            return grammar.literal(f"{_PARAMETER}{key}>{self.value_break}")
+
+        head = grammar.literal(f"{tool['name']}>\n")
+        ending = f"{self.value_break}{_END_PARAMETER}\n"
+        return tagged_function(tool, i, grammar, compact, head, opening, ending)
 
     def reader(self, plan: ToolPlan) -> XmlReader:
         """A reader of one answer in this syntax."""
@@ -153,9 +134,8 @@ class XmlReader(Stepped):
             value = value[1:] if value.startswith("\n") else value
             value = value[:-1] if value.endswith("\n") else value
             self.pending, self.state = pending[end + len(_END_PARAMETER) :], "parameters"
-            schema = ((self.parameters.get(self.function) or {}).get("properties") or {}).get(self.key) or {}
-            typed = as_schema_type(value, schema)
-            piece = ("{" if not self.written else ", ") + f"{json.dumps(self.key)}: {typed}"
+            parameters = self.parameters.get(self.function) or {}
+            piece = argument_piece(parameters, self.key, value, first=not self.written)
             self.written += 1
             return [arguments_delta(self.calls - 1, piece)]
         # closing: past </function>, before </tool_call>

@@ -1,17 +1,19 @@
 """What the call syntaxes that write each argument as text between tags share (Qwen3-Coder's
-`<parameter=K>`, GLM's `<arg_value>`): an answer of calls in tags, and the values: a string as it is, a
-number or a boolean as JSON writes it, an object or a list as JSON. Each value's grammar holds it to its
-schema's type; a value read back is made the JSON value its schema says it is."""
+`<parameter=K>`, GLM's `<arg_value>`): the grammar of an answer of calls in tags and of one call's arguments,
+and the reading back of an argument. A value is a string as it is, a number or a boolean as JSON writes it,
+an object or a list as JSON; its grammar holds it to its schema's type, and read back it is made the JSON
+value its schema says it is."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.tools.plan import ToolPlan
 
-ANY_TEXT = "/(.|\\n)+/"
+_ANY_TEXT = "/(.|\\n)+/"
 _NUMBER = "/-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][-+]?[0-9]+)?/"
 _INTEGER = "/-?(0|[1-9][0-9]*)/"
 
@@ -31,13 +33,49 @@ def tagged_calls(
     return grammar.rule("answer", f"{text} | {calls}")
 
 
-def free_text(schema: dict[str, Any]) -> bool:
+def tagged_function(
+    tool: dict[str, Any],
+    i: int,
+    grammar: Grammar,
+    compact: bool,
+    head: str,
+    opening: Callable[[str], str],
+    ending: str,
+    after: str = "",
+) -> str:
+    """The rule of a call of the `i`th tool: `head` (its name, as the syntax writes it), then each argument in
+    its schema's order (the optional ones may be left out): `opening(key)`, its value held to its type (free
+    text ends lazily at the first `ending`), `ending`, and `after`."""
+    parameters = tool.get("parameters") or {}
+    properties = parameters.get("properties") or {}
+    required = set(parameters.get("required") or [])
+    parts = [head]
+    for key, schema in properties.items():
+        typed = schema if isinstance(schema, dict) else {}
+        if _free_text(typed):  # its lexeme ends lazily at the first closing tag, which it includes
+            value = grammar.rule(f"v_t{i}_{_safe(key)}", _ANY_TEXT, suffix=ending)
+        else:
+            held = _value_rule(typed, f"t{i}_{_safe(key)}", grammar, compact)
+            value = f"{held} {grammar.literal(ending)}"
+        rule = grammar.rule(f"p{i}_{_safe(key)}", f"{opening(key)} {value} {after}".rstrip())
+        parts.append(rule if key in required else f"{rule}?")
+    return grammar.rule(f"f{i}", " ".join(parts))
+
+
+def argument_piece(parameters: dict[str, Any], key: str, value: str, first: bool) -> str:
+    """An argument read back, as the piece of its call's JSON arguments it makes (`{"key": value` first,
+    `, "key": value` after), its value the JSON its schema (among the tool's `parameters`) says it is."""
+    schema = (parameters.get("properties") or {}).get(key) or {}
+    return ("{" if first else ", ") + f"{json.dumps(key)}: {_as_schema_type(value, schema)}"
+
+
+def _free_text(schema: dict[str, Any]) -> bool:
     """Whether a parameter's value is any text (a string under no constraint)."""
     constrained = {"pattern", "format", "minLength", "maxLength", "enum", "const"} & schema.keys()
     return schema.get("type") == "string" and not constrained
 
 
-def value_rule(schema: dict[str, Any], name: str, grammar: Grammar, compact: bool) -> str:
+def _value_rule(schema: dict[str, Any], name: str, grammar: Grammar, compact: bool) -> str:
     """The rule of a value of `schema` that is not free text (the text before its closing tag)."""
     kind = schema.get("type")
     if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]):
@@ -53,12 +91,12 @@ def value_rule(schema: dict[str, Any], name: str, grammar: Grammar, compact: boo
     return grammar.json(f"v_{name}", schema, compact)  # objects, lists, and strings under constraints
 
 
-def safe(key: str) -> str:
+def _safe(key: str) -> str:
     """A parameter's name as it may be part of a rule's."""
     return "".join(c if c.isalnum() else "_" for c in key).lower() or "p"
 
 
-def as_schema_type(value: str, schema: dict[str, Any]) -> str:
+def _as_schema_type(value: str, schema: dict[str, Any]) -> str:
     """A parameter's text as the JSON value its schema says it is (text where it does not parse)."""
     if schema.get("type") == "string":
         if value.startswith('"'):  # a string the grammar held to JSON (under a pattern or a format)
