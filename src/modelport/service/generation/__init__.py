@@ -22,7 +22,7 @@ from modelport.protocol.event_kinds import CHAT_CHUNKS, COMPLETION_CHUNKS
 from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
 from modelport.service import calls
 from modelport.service.generation import decoding, formats, planning, token_ids
-from modelport.service.generation.formats import effort, harmony, reading
+from modelport.service.generation.formats import effort, reading
 from modelport.service.generation.framing import framed, validate
 from modelport.service.generation.logprobs import legacy_logprobs, scored_only, top_logprobs_cut
 from modelport.service.generation.planning import TOOLS, choices_per_input
@@ -45,15 +45,13 @@ async def chat(
         )
     plan = None
     shown = False  # the template shows the tools, and their calls and results, itself
+    native = False  # the history's calls and results go to the template in the family's own syntax
     if not predictor.accepts(TOOLS) or predictor.tool_format:  # modelport runs tool calling
         plan = tool_plan.plan(request)
         shown = predictor.tool_format is not None and not (plan and plan.legacy)
         messages = render_history(messages, plan, native=shown)
-        syntax = formats.SYNTAXES.get(form.calls or "") if shown or plan is None else None
-        if syntax is not None:  # calls and results in the history, as the family's template takes them
-            messages = syntax.history(messages)
-    if form.harmony:
-        messages = harmony.history(messages)
+        native = shown or plan is None
+    messages = formats.history(form, messages, native)
     thinking = effort.plan(form, request.reasoning_effort, request.max_output_tokens)
     options, shape = planning.options(predictor, request, plan, shown, thinking)
     if request.use_beam_search:

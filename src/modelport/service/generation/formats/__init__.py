@@ -45,10 +45,11 @@ _ALL = (Hermes(), Llama3(), Mistral(), MistralArgs(), Qwen3Xml(), Qwen3Xml(seed=
 SYNTAXES: dict[str, CallSyntax] = {syntax.name: syntax for syntax in _ALL}
 
 
-def history(form: ChatFormat, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A conversation's calls and results as the family's template takes them (Mistral's templates refuse
-    ids that are not of nine characters; harmony's channels) when no tool plan is in play."""
-    syntax = SYNTAXES.get(form.calls or "")
+def history(form: ChatFormat, messages: list[dict[str, Any]], native: bool = True) -> list[dict[str, Any]]:
+    """A conversation as the family's template takes it: harmony's channels, and where its calls and
+    results are in the family's own syntax (`native`) that syntax's form of them (Mistral's templates refuse
+    ids that are not of nine characters)."""
+    syntax = SYNTAXES.get(form.calls or "") if native else None
     if syntax is not None:
         messages = syntax.history(messages)
     return harmony.history(messages) if form.harmony else messages
