@@ -25,7 +25,7 @@ from modelport.store import Store
 
 PURPOSES = ("batch", "batch_output", "assistants", "assistants_output", "fine-tune", "fine-tune-results",
             "vision", "user_data", "evals")  # fmt: skip
-_PIECE = 1024 * 1024
+PIECE = 1024 * 1024  # bytes read or written at a time
 FILENAME_CHARS = 512  # what the store's column holds
 
 
@@ -132,14 +132,7 @@ class Files:
         """`POST /v1/files`: copy the upload to disk in pieces and record it (a batch input is checked when a
         batch of it validates, as OpenAI does)."""
         store = self._store()
-        if purpose not in PURPOSES:
-            raise InvalidRequestError(
-                f"purpose must be one of {', '.join(PURPOSES)}, not {purpose!r}.", param="purpose"
-            )
-        if len(filename) > FILENAME_CHARS:
-            raise InvalidRequestError(
-                f"The file's name is {len(filename)} characters; the most is {FILENAME_CHARS}.", param="file"
-            )
+        check_file_fields(purpose, filename, "file")
         file_id = new_id("file")
         path = self.path(file_id)
         too_large = PayloadTooLargeError(
@@ -222,7 +215,7 @@ class Files:
 
         async def pieces() -> AsyncGenerator[bytes, None]:
             async with await anyio.open_file(path, "rb") as file:
-                while piece := await file.read(_PIECE):
+                while piece := await file.read(PIECE):
                     yield piece
 
         return Binary("application/octet-stream", chunks=pieces())
@@ -259,6 +252,20 @@ class Files:
         return self.store
 
 
+def check_file_fields(purpose: str, filename: str, filename_param: str) -> None:
+    """A 400 for a purpose OpenAI does not have, or a name longer than the store keeps (`filename_param`
+    names where the name came in)."""
+    if purpose not in PURPOSES:
+        raise InvalidRequestError(
+            f"purpose must be one of {', '.join(PURPOSES)}, not {purpose!r}.", param="purpose"
+        )
+    if len(filename) > FILENAME_CHARS:
+        raise InvalidRequestError(
+            f"The file's name is {len(filename)} characters; the most is {FILENAME_CHARS}.",
+            param=filename_param,
+        )
+
+
 def copy_bounded(source: IO[bytes], path: Path, limit: int, too_large: PayloadTooLargeError) -> int:
     """`source` written to `path` in pieces as it is read, `too_large` raised (and nothing left) once it
     is past `limit` bytes; its size."""
@@ -266,7 +273,7 @@ def copy_bounded(source: IO[bytes], path: Path, limit: int, too_large: PayloadTo
     size = 0
     try:
         with path.open("wb") as out:
-            while piece := source.read(_PIECE):
+            while piece := source.read(PIECE):
                 size += len(piece)
                 if size > limit:
                     raise too_large

@@ -21,11 +21,10 @@ from modelport.errors import InvalidRequestError, NotFoundError, PayloadTooLarge
 from modelport.ids import new_id
 from modelport.protocol.requests import UploadCreate
 from modelport.service.operations import PART_BYTES
-from modelport.service.state.files import FILENAME_CHARS, PURPOSES, Files, copy_bounded, file_object
+from modelport.service.state.files import PIECE, Files, check_file_fields, copy_bounded, file_object
 from modelport.store import Store
 
 LIFETIME = 3600  # seconds an upload takes parts
-_PIECE = 1024 * 1024
 
 
 def now() -> int:
@@ -48,15 +47,7 @@ class Uploads:
         """`POST /v1/uploads`: an upload waiting for its parts (uploads past their hour are expired first,
         their parts deleted)."""
         store = self._store()
-        if body.purpose not in PURPOSES:
-            raise InvalidRequestError(
-                f"purpose must be one of {', '.join(PURPOSES)}, not {body.purpose!r}.", param="purpose"
-            )
-        if len(body.filename) > FILENAME_CHARS:
-            raise InvalidRequestError(
-                f"filename is {len(body.filename)} characters; the most is {FILENAME_CHARS}.",
-                param="filename",
-            )
+        check_file_fields(body.purpose, body.filename, "filename")
         if body.bytes > self.files.settings.max_bytes:
             raise PayloadTooLargeError(
                 f"An upload of {body.bytes} bytes is over this server's limit of "
@@ -206,7 +197,7 @@ def _join(parts: list[Path], target: Path) -> str:
         with target.open("wb") as out:
             for part in parts:
                 with part.open("rb") as source:
-                    while piece := source.read(_PIECE):
+                    while piece := source.read(PIECE):
                         digest.update(piece)
                         out.write(piece)
     except BaseException:
