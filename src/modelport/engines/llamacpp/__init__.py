@@ -16,7 +16,7 @@ from typing import Any
 
 from modelport.engines import Engine
 from modelport.engines.llamacpp import conversation_cache, gguf_header, template_probe
-from modelport.engines.llamacpp.generators import LlamaChat, LlamaCompletion
+from modelport.engines.llamacpp.generators import LlamaChat, LlamaCompletion, vocabulary_size
 from modelport.engines.llamacpp.instances import Instances
 from modelport.engines.llamacpp.launch import SLOTS, SideDoor, default_gguf, start_server
 from modelport.predictors.chat_format import ChatFormat
@@ -44,8 +44,9 @@ def load(conversation_cache_mib: int = 1024, **options: Any) -> Sequence[LlamaCh
     instances = Instances(server, options, gguf)
     media = ("image",) if options.get("mmproj") else ()
     kept = conversation_cache.ConversationCache(door, saved, budget) if saved else None
-    chat = LlamaChat(instances, door, form, media, kept)
-    return [chat, LlamaCompletion(instances, door, gguf, kept)]
+    vocab_size = vocabulary_size(door)
+    chat = LlamaChat(instances, door, vocab_size, form, media, kept)
+    return [chat, LlamaCompletion(instances, door, vocab_size, gguf, kept)]
 
 
 def chat_format(

@@ -31,6 +31,7 @@ class LlamaChat:
         self,
         instances: Instances,
         door: SideDoor,
+        vocab_size: int,
         form: ChatFormat = PLAIN,
         media: tuple[str, ...] = (),
         kept: ConversationCache | None = None,
@@ -40,7 +41,7 @@ class LlamaChat:
         self._conversations = kept
         self.media = media  # what its projector lets it read beside text: ("image",)
         props = door.get("/props")
-        self._vocab_size = _vocab_size(door)
+        self._vocab_size = vocab_size  # `logit_bias` ids are checked against it
         self.tool_format = form.calls  # read from the template llama.cpp renders with, before it loaded
         self._traits = template_probe.probe(self._rendered)
         self.chat_format = template_probe.opened(form, self._rendered)
@@ -112,13 +113,18 @@ class LlamaCompletion:
     fill-in-the-middle tokens. Scoring starts a second llama.cpp instance on its first use."""
 
     def __init__(
-        self, instances: Instances, door: SideDoor, gguf: Path, kept: ConversationCache | None = None
+        self,
+        instances: Instances,
+        door: SideDoor,
+        vocab_size: int,
+        gguf: Path,
+        kept: ConversationCache | None = None,
     ) -> None:
         self._instances = instances
         self._door = door
         self._conversations = kept
         self._fim = _fill_in_the_middle_tokens(door)
-        self.vocab_size = _vocab_size(door)
+        self.vocab_size = vocab_size
         self._scorer = Scorer(gguf, SCORING_CTX)
 
     def __call__(
@@ -170,7 +176,8 @@ def _has_media(messages: list[dict[str, Any]]) -> bool:
     )
 
 
-def _vocab_size(door: SideDoor) -> int:
+def vocabulary_size(door: SideDoor) -> int:
+    """How many token ids the loaded model's vocabulary has."""
     return int(door.get("/v1/models")["data"][0]["meta"]["n_vocab"])
 
 
