@@ -22,7 +22,8 @@ from modelport.store import Store
 from tests.support.postgres import Postgres
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+# PostgreSQL's run is of the integration tier, as every test that starts it is (tests/conftest.py).
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.models)])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield str(tmp_path / "state.db")
