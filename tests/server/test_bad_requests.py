@@ -3,9 +3,11 @@ there is one), never a 5xx or a hang; the server keeps serving afterwards."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
+import openai
 import pytest
 
 from tests.support.faces import Faces
@@ -186,3 +188,46 @@ def test_a_body_that_is_no_json_object_is_told_so(
     error = error_of(response)
     assert error["message"].endswith("it must be a JSON object, sent with Content-Type: application/json.")
     assert error["param"] is None
+
+
+# Half of a UTF-16 surrogate pair: valid JSON as an escape, read by Python as a string no encoder takes. Each
+# place below was a 500 of its own (an embedding's tokenizer, the store, a JSON answer echoing it).
+LONE = "\ud800"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "param"),
+    [
+        (
+            "chat/completions",
+            {"model": "reverse", "messages": [{"role": "user", "content": LONE}]},
+            "messages[0].content",
+        ),
+        ("conversations", {"metadata": {"k": LONE}}, "metadata.k"),
+        ("conversations", {"metadata": {LONE: "v"}}, "metadata"),
+        ("responses", {"model": "reverse", "input": "Hi", "instructions": "a" + LONE}, "instructions"),
+    ],
+    ids=["a message", "metadata's value", "metadata's key", "instructions"],
+)
+def test_a_lone_surrogate_is_a_400_naming_where_it_is_on_every_face(
+    tiny_faces: Faces, path: str, body: dict[str, Any], param: str
+) -> None:
+    escaped = json.dumps(body).encode()  # `\ud800` as JSON escapes it, as a client's encoder sends it
+    assert b"\\ud800" in escaped
+    response = httpx.post(
+        f"{tiny_faces.url}/v1/{path}", content=escaped, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 400, response.text
+    assert error_of(response)["param"] == param
+    with pytest.raises(openai.BadRequestError) as refused:
+        tiny_faces.inprocess.post(f"/{path}", body=body, cast_to=object)
+    assert refused.value.param == param
+    # A whole pair is a character (an emoji), and a backslash before `ud800` is text: both are served.
+    for text in ("\ud83d\ude00", "\\ud800"):
+        fine = json.dumps({"model": "reverse", "messages": [{"role": "user", "content": text}]}).encode()
+        answered = httpx.post(
+            f"{tiny_faces.url}/v1/chat/completions",
+            content=fine,
+            headers={"content-type": "application/json"},
+        )
+        assert answered.status_code == 200, answered.text

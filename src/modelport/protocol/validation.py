@@ -23,26 +23,77 @@ MAX_DEPTH = 128
 
 def parse(cls: type[R], body: Any) -> R:
     """`body` validated as a `cls`, or a 400 naming the first parameter at fault."""
-    check_depth(body)
+    check_json(body)
     try:
         return cls.model_validate(body)
     except ValidationError as error:
         raise invalid(telling(error.errors())) from None
 
 
-def check_depth(body: Any) -> None:
-    """A 400 for JSON nested deeper than `MAX_DEPTH` (walked without recursion, as it is not yet trusted)."""
+def check_json(body: Any) -> None:
+    """A 400 for JSON nested deeper than `MAX_DEPTH` (walked without recursion, as it is not yet trusted), or
+    holding a string that is no Unicode text: half a UTF-16 surrogate pair (`"\\ud800"` is valid JSON, and
+    Python reads it as a lone surrogate), which no database, tokenizer or JSON answer can encode, so that
+    each failed late with a 500 of its own."""
     nested: list[tuple[Any, int]] = [(body, 1)]
     while nested:
         value, depth = nested.pop()
-        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        if isinstance(value, dict):
+            children: Any = value.values()
+            if not all(map(_is_text, value)):
+                raise _not_text(body)
+        else:
+            children = value if isinstance(value, list) else ()
         for child in children:
             if isinstance(child, (dict, list)):
                 if depth >= MAX_DEPTH:
-                    raise InvalidRequestError(
-                        f"The request nests its JSON deeper than {MAX_DEPTH} levels.", code="invalid_value"
-                    )
+                    raise too_deep()
                 nested.append((child, depth + 1))
+            elif isinstance(child, str) and not _is_text(child):
+                raise _not_text(body)
+    if isinstance(body, str) and not _is_text(body):
+        raise _not_text(body)
+
+
+def too_deep() -> InvalidRequestError:
+    """The 400 for JSON nested deeper than `MAX_DEPTH`."""
+    message = f"The request nests its JSON deeper than {MAX_DEPTH} levels."
+    return InvalidRequestError(message, code="invalid_value")
+
+
+def _is_text(value: object) -> bool:
+    """Whether a string (or a key, which may be anything in a Python body) encodes as UTF-8."""
+    if not isinstance(value, str) or value.isascii():
+        return True
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _not_text(body: Any) -> InvalidRequestError:
+    """The 400 for a lone surrogate, naming where it is (looked for again: only a refused body pays this)."""
+    where: list[tuple[Any, str]] = [(body, "")]
+    while where:
+        value, path = where.pop()
+        items: Any = value.items() if isinstance(value, dict) else ()
+        items = enumerate(value) if isinstance(value, list) else items
+        for key, child in items:
+            place = f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}" if path else str(key)
+            if not _is_text(key) or (isinstance(child, str) and not _is_text(child)):
+                return _not_text_at((place if _is_text(key) else path) or None)  # a key: its object's place
+            where.append((child, place))
+    return _not_text_at(None)
+
+
+def _not_text_at(param: str | None) -> InvalidRequestError:
+    where = f"Invalid value for '{param}': a string" if param else "The request"
+    return InvalidRequestError(
+        f"{where} holds half of a UTF-16 surrogate pair (such as \\ud800 alone): no Unicode character.",
+        param=param,
+        code="invalid_value",
+    )
 
 
 def telling(errors: Sequence[Any]) -> dict[str, Any]:

@@ -1,10 +1,13 @@
 """The routes of every face read a JSON body through FastAPI, which validates it into the route's request
-model; first, here, its nesting is bounded (`protocol.validation.check_depth`, as `parse` does for the
-in-process client and batch lines), so that no walk of it further on (a tool's schema rewritten, a grammar
-made of it, a model serialized) runs out of recursion on a body made to be deep."""
+model; first, here, it is held to what `protocol.validation.check_json` asks (as `parse` does for the
+in-process client and batch lines): its nesting bounded, so that no walk of it further on (a tool's schema
+rewritten, a grammar made of it, a model serialized) runs out of recursion on a body made to be deep, and
+its strings Unicode text."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -12,9 +15,13 @@ import orjson
 from fastapi import APIRouter, Request, Response
 from fastapi.routing import APIRoute
 
-from modelport.protocol.validation import MAX_DEPTH, check_depth
+from modelport.protocol.validation import MAX_DEPTH, check_json, too_deep
 
 _FORMS = ("multipart/", "application/x-www-form-urlencoded")
+
+# An escape of half a UTF-16 surrogate pair: valid JSON, which Python reads as a lone surrogate (a pair, or an
+# escaped backslash before `ud800`, is looked at and let through).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 class DepthBoundRoute(APIRoute):
@@ -30,16 +37,27 @@ class DepthBoundRoute(APIRoute):
             # too, as FastAPI does).
             if request.method in ("POST", "PUT", "PATCH") and not kind.startswith(_FORMS):
                 body = await request.body()  # kept for FastAPI to read
-                # JSON can nest no deeper than it has brackets: most bodies are parsed only once, by FastAPI.
-                if body.count(b"{") + body.count(b"[") > MAX_DEPTH:
-                    try:
-                        data = orjson.loads(body)
-                    except orjson.JSONDecodeError:
-                        data = None
-                    check_depth(data)
+                # JSON can nest no deeper than it has brackets, and holds a surrogate only as its escape: most
+                # bodies are parsed only once, by FastAPI.
+                if body.count(b"{") + body.count(b"[") > MAX_DEPTH or _SURROGATE_ESCAPE.search(body):
+                    check_json(_loaded(body))
             return await handler(request)
 
         return bounded
+
+
+def _loaded(body: bytes) -> Any:
+    """The body as FastAPI will read it, or None where it is no JSON (FastAPI refuses it as it does)."""
+    try:
+        return orjson.loads(body)  # quick, and bounded in depth
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(body)  # FastAPI's reader, which takes a lone surrogate where orjson does not
+    except RecursionError:
+        raise too_deep() from None
+    except ValueError:
+        return None
 
 
 def json_router(strict_content_type: bool = True) -> APIRouter:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 from modelport.errors import ModelportError
 from modelport.ids import new_id
 from modelport.protocol.tagged_unions import by_type
-from modelport.protocol.validation import check_depth, validation_param
+from modelport.protocol.validation import check_json, validation_param
 
 # A server event as a transport receives it: one of `RealtimeServerEvent`'s classes, or, for a client of
 # the beta protocol, the beta class it is shown as (`beta.server_event`).
@@ -70,7 +70,7 @@ def client_event(data: Any) -> BaseModel:
     """A client event, checked by its openai class; a `ClientEventError` naming what is wrong otherwise."""
     if not isinstance(data, dict):
         raise ClientEventError("A client event is a JSON object.", code="invalid_json")
-    check_depth(data)  # as every request's body (a tool's schema 250 levels deep ran its walk out of stack)
+    check_json(data)  # as every request's body (a tool's schema 250 levels deep ran its walk out of stack)
     kind = data.get("type")
     cls = CLIENT_EVENTS.get(kind) if isinstance(kind, str) else None
     if cls is None:
