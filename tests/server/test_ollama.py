@@ -53,14 +53,28 @@ def test_chat_whole_and_streamed(tiny: Faces) -> None:
     assert lines[-1].eval_count == 2
 
 
-def test_a_body_sent_with_no_content_type_is_read_as_json_as_ollama_reads_it(tiny: Faces) -> None:
-    """LiteLLM's `ollama_chat` sends its JSON with no `Content-Type` (Ollama reads it all the same)."""
-    body = {"model": "reverse", "messages": ASK, "stream": False}
-    answered = httpx.post(
-        f"{tiny.url}/api/chat", content=json.dumps(body).encode(), headers={"Authorization": f"Bearer {KEY}"}
-    )
+@pytest.mark.parametrize(
+    "kind",
+    [None, "application/x-www-form-urlencoded", "text/plain"],
+    ids=["none", "curl-d", "text"],
+)
+def test_a_body_is_read_as_json_whatever_its_content_type_as_ollama_reads_it(
+    tiny: Faces, kind: str | None
+) -> None:
+    """LiteLLM's `ollama_chat` sends its JSON with no `Content-Type`, and Ollama's own documentation's
+    `curl … -d '{…}'` with a form's; Ollama reads both. A web page's form or text (it has an `Origin`, and a
+    browser posts those anywhere without asking first) is not read as JSON."""
+    body = json.dumps({"model": "reverse", "messages": ASK, "stream": False}).encode()
+    headers = {"Authorization": f"Bearer {KEY}", **({"Content-Type": kind} if kind else {})}
+    answered = httpx.post(f"{tiny.url}/api/chat", content=body, headers=headers)
     assert answered.status_code == 200
     assert answered.json()["message"]["content"] == "three two one"
+    if kind is not None:
+        from_page = httpx.post(
+            f"{tiny.url}/api/chat", content=body, headers={**headers, "Origin": "http://localhost:3000"}
+        )
+        assert from_page.status_code == 400
+        assert "Content-Type: application/json" in from_page.json()["error"]
 
 
 def test_thinking_comes_apart_and_is_given_back(tiny: Faces) -> None:

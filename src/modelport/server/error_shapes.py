@@ -52,5 +52,8 @@ def ollama_error(error: ModelportError) -> bytes:
 
 
 def _said(error: ModelportError) -> str:
-    """The message after the field at fault: these shapes have no `param`, so it is named first."""
-    return f"{error.param}: {error.message}" if error.param else error.message
+    """The message after the field at fault: these shapes have no `param`, so it is named first (where the
+    message does not name it already, as OpenAI's "Invalid value for 'x'" does)."""
+    if error.param and f"'{error.param}'" not in error.message:
+        return f"{error.param}: {error.message}"
+    return error.message

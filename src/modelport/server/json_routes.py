@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 from fastapi import APIRouter, Request, Response
@@ -28,10 +28,15 @@ class DepthBoundRoute(APIRoute):
     """A route whose JSON body is held to the nesting bound before FastAPI reads it (a body that is not JSON
     is left to FastAPI to refuse as it does)."""
 
+    # Whether a body is read as JSON whatever its `Content-Type` says.
+    any_content_type: ClassVar[bool] = False
+
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 
         async def bounded(request: Request) -> Response:
+            if self.any_content_type:
+                _read_as_json(request.scope)  # before the request's headers are first read (and kept)
             kind = request.headers.get("content-type", "")
             # Forms stream their files to FastAPI; any other body may be read as JSON (with no content type
             # too, as FastAPI does).
@@ -44,6 +49,22 @@ class DepthBoundRoute(APIRoute):
             return await handler(request)
 
         return bounded
+
+
+class AnyTypeJsonRoute(DepthBoundRoute):
+    """A route that reads its body as JSON whatever its `Content-Type` says, as Ollama's server does: its own
+    documentation's `curl … -d '{…}'` sends a form's type, LiteLLM's `ollama_chat` none. Not from a web page
+    (a request with an `Origin`), whose form or text a browser posts to any address without asking it first:
+    those are refused as FastAPI refuses a body that is not JSON."""
+
+    any_content_type = True
+
+
+def _read_as_json(scope: Any) -> None:
+    headers: list[tuple[bytes, bytes]] = scope["headers"]
+    if not any(name == b"origin" for name, _ in headers):
+        kept = [(name, value) for name, value in headers if name != b"content-type"]
+        scope["headers"] = [*kept, (b"content-type", b"application/json")]
 
 
 def _loaded(body: bytes) -> Any:
@@ -60,7 +81,7 @@ def _loaded(body: bytes) -> Any:
         return None
 
 
-def json_router(strict_content_type: bool = True) -> APIRouter:
-    """A router whose routes hold their JSON bodies to the nesting bound; `strict_content_type` False reads
-    a body sent with no `Content-Type` as JSON too (FastAPI refuses it by default)."""
-    return APIRouter(route_class=DepthBoundRoute, strict_content_type=strict_content_type)
+def json_router(any_content_type: bool = False) -> APIRouter:
+    """A router whose routes hold their JSON bodies to the nesting bound; `any_content_type` reads a body as
+    JSON whatever its `Content-Type` says (but a web page's, `AnyTypeJsonRoute`)."""
+    return APIRouter(route_class=AnyTypeJsonRoute if any_content_type else DepthBoundRoute)

@@ -33,10 +33,8 @@ from modelport.server.ollama.ollama_request import (
 from modelport.service import Service
 from modelport.service.operation_table import OPERATIONS
 
-# Ollama reads a body as JSON whatever its content type, and clients count on it: LiteLLM's `ollama_chat`
-# sends none. One sent with none is read as JSON here (a page's `text/plain` is still refused, and a page
-# elsewhere is turned away by its Origin before this).
-router = json_router(strict_content_type=False)
+# Ollama reads a body as JSON whatever its content type, and clients count on it (`json_routes`).
+router = json_router(any_content_type=True)
 CHAT = OPERATIONS.by_name("chat.completions.create")
 COMPLETION = OPERATIONS.by_name("completions.create")
 EMBEDDING = OPERATIONS.by_name("embeddings.create")
