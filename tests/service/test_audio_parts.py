@@ -54,6 +54,7 @@ def test_audio_in_a_message_reaches_the_model_as_its_transcript(
         ({"data": "UklGRg==", "format": "flac"}, "messages[0].content[0].input_audio.format"),
         ({"data": "%%%", "format": "wav"}, "messages[0].content[0].input_audio.data"),
         ({"data": "", "format": "wav"}, "messages[0].content[0].input_audio.data"),
+        ({"data": "AAAA", "format": "wav"}, "messages[0].content[0].input_audio.data"),  # not audio
     ],
 )
 def test_bad_audio_parts_are_a_400_naming_them(listening: Faces, audio: dict[str, str], param: str) -> None:

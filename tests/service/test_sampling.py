@@ -231,6 +231,9 @@ def test_stop_sequences_cut_the_text_and_are_not_included(client: openai.OpenAI)
     cut = client.completions.create(**asked, logit_bias=NO_EOS, stop=[stop, "zzz"])  # type: ignore[call-overload]
     assert cut.choices[0].finish_reason == "stop"
     assert cut.choices[0].text == free[: free.index(stop)]
+    # An empty stop sequence stops nothing (llama.cpp finds it before the first token: an empty answer).
+    blank = client.completions.create(**asked, logit_bias=NO_EOS, stop=["", "zzz"])  # type: ignore[call-overload]
+    assert (blank.choices[0].text, blank.choices[0].finish_reason) == (free, "length")
 
 
 @pytest.mark.parametrize(

@@ -107,7 +107,11 @@ class _GenerationRequest(OpenAIRequest):
     def _stop_limit(cls, value: str | list[str] | None) -> str | list[str] | None:
         if isinstance(value, list) and len(value) > 4:
             raise ValueError("at most 4 stop sequences are allowed")
-        return value
+        # An empty stop sequence is found before the first token, which would end every answer empty: it
+        # stops nothing (a client's list built with a blank in it).
+        if isinstance(value, list):
+            return [stop for stop in value if stop] or None
+        return value or None
 
     @property
     def include_usage(self) -> bool:

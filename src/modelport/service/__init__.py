@@ -331,7 +331,15 @@ class Service:
                 code="model_not_multimodal",
             ) from None
         upload = Upload(f"audio.{form}", audio)
-        answer = await self.transcription(TranscriptionRequest(model=DEFAULT_TRANSCRIPTION), upload)
+        try:
+            answer = await self.transcription(TranscriptionRequest(model=DEFAULT_TRANSCRIPTION), upload)
+        except InvalidRequestError as error:
+            if error.param != "file":
+                raise
+            # The audio is the part's, not an uploaded file's: the error names where it is in the messages.
+            raise InvalidRequestError(
+                f"{param}.data: {error.message}", param=f"{param}.data", code=error.code
+            ) from None
         return str(getattr(answer, "text", ""))
 
     async def _speech_voices(self) -> list[str]:
