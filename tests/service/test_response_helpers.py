@@ -4,6 +4,7 @@ messages and a compaction item that a later turn takes as input)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -24,6 +25,14 @@ def test_a_compaction_item_reaches_the_next_turn_as_the_summary(recall: Any) -> 
     summary = compacted.output[-1].encrypted_content
     assert "my colour is teal" in summary  # what the summariser was shown (the recall model echoes it)
     assert compacted.usage.output_tokens > 0
+    # As written: the kept messages and the object with no optional field null (the SDK's type reads a user's
+    # message as an output message, whose id, status and phase would otherwise be written null).
+    raw = json.loads(
+        recall.responses.with_raw_response.compact(model="recall", previous_response_id=one.id).text
+    )
+    assert [None in item.values() for item in raw["output"]] == [False] * 2
+    assert "image" not in raw
+    assert None not in raw["usage"]["input_tokens_details"].values()
     later = {"role": "user", "content": "what now"}
     after = recall.responses.create(model="recall", input=[*as_input(compacted.output), later])
     said = after.output_text.split(" / ")

@@ -202,7 +202,8 @@ def whole_bytes(answer: object) -> bytes:
 
 def _unset_left_out(item: BaseModel) -> bool:
     """Whether an object's optional fields the service did not set are left out rather than written as null:
-    a Responses object (the OpenResponses specification refuses null where a field is optional), a model
+    a Responses object or a compaction's (the OpenResponses specification refuses null where a field is
+    optional; the SDK reads the user's messages a compaction keeps as output messages, all else null), a model
     (OpenAI's has its four fields; the SDK's type has a fifth, `shutdown_date`, nothing here sets), a whole
     chat or legacy completion (their folds set what OpenAI's reference requires, `logprobs` and `refusal`
     null among it; the SDK's types add `audio`, `function_call`, `moderation`, … as null), and a
@@ -213,11 +214,13 @@ def _unset_left_out(item: BaseModel) -> bool:
     from openai.types import Completion, Model
     from openai.types.audio import Transcription, TranscriptionVerbose, Translation, TranslationVerbose
     from openai.types.chat import ChatCompletion
+    from openai.types.responses import CompactedResponse
     from openai.types.responses import Response as OpenAIResponse
 
     return isinstance(
         item,
         OpenAIResponse
+        | CompactedResponse
         | Model
         | ChatCompletion
         | Completion
