@@ -6,7 +6,15 @@ import { generateObject, generateText, stepCountIs, streamText, tool } from 'ai'
 import { z } from 'zod';
 
 const [baseURL, apiKey, api, which, name] = process.argv.slice(2);
-const provider = createOpenAI({ baseURL, apiKey });
+const sent = []; // the input items of each Responses request, as the SDK wrote them
+const provider = createOpenAI({
+  baseURL,
+  apiKey,
+  fetch: async (url, init) => {
+    if (String(url).endsWith('/responses') && typeof init?.body === 'string') sent.push(JSON.parse(init.body).input);
+    return fetch(url, init);
+  },
+});
 const model = api === 'chat' ? provider.chat(name) : provider.responses(name);
 
 const cases = {
@@ -29,6 +37,15 @@ const cases = {
     const kinds = new Set();
     for await (const part of streamed.fullStream) kinds.add(part.type);
     return { asked, text: whole.text, steps: whole.steps.length, streamedText: await streamed.text, kinds: [...kinds] };
+  },
+  async history() {
+    // A chat kept as the SDK keeps it: the answer's messages go back with the next question. Stored
+    // responses (the SDK's default) give back its items by id (`item_reference`).
+    const question = { role: 'user', content: 'one two three' };
+    const first = await generateText({ model, messages: [question] });
+    const messages = [question, ...first.response.messages, { role: 'user', content: 'four five' }];
+    const second = await generateText({ model, messages });
+    return { first: first.text, second: second.text, types: (sent[1] ?? []).map((item) => item.type ?? item.role) };
   },
   async object() {
     const schema = z.object({ name: z.string().max(20), country: z.string().max(20) });

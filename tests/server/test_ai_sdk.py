@@ -39,7 +39,8 @@ def sdk() -> Path:
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Faces]:
     database = str(tmp_path_factory.mktemp("ai-sdk") / "state.db")
-    with faces(tiny_models(database, KEY, reverse="reverse_chat", tools="tool_chat"), api_key=KEY) as served:
+    models = tiny_models(database, KEY, reverse="reverse_chat", tools="tool_chat", recall="recall_chat")
+    with faces(models, api_key=KEY) as served:
         yield served
 
 
@@ -75,6 +76,17 @@ def test_a_tool_the_sdk_runs_and_the_step_that_answers_with_its_result(
     assert {"tool-input-start", "tool-input-delta", "tool-call", "tool-result", "text-delta"} <= set(
         got["kinds"]
     )
+
+
+@pytest.mark.parametrize("api", ["responses", "chat"])
+def test_a_chat_s_history_goes_back_as_the_sdk_keeps_it(sdk: Path, tiny: Faces, api: str) -> None:
+    """On the Responses API the SDK gives its earlier answer back as an `item_reference` (responses are
+    stored): the model (one that answers with the conversation) is given the answer itself."""
+    got = run(sdk, tiny, api, "history", "recall")
+    assert got["first"] == "user: one two three"
+    assert got["second"] == "user: one two three / assistant: user: one two three / user: four five"
+    if api == "responses":
+        assert got["types"] == ["user", "item_reference", "user"]
 
 
 @pytest.mark.parametrize("api", ["responses", "chat"])

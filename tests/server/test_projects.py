@@ -340,6 +340,15 @@ def test_a_turn_cannot_continue_another_projects_conversation(tenants: Tenants) 
     assert "a secret" in answer.output_text
 
 
+def test_a_turn_cannot_reference_another_projects_item(tenants: Tenants) -> None:
+    owned = make(tenants.alpha)
+    item = tenants.alpha.responses.retrieve(owned.response).output[0].id
+    reference = [{"type": "item_reference", "id": item}]
+    with pytest.raises(openai.NotFoundError):
+        tenants.beta.responses.create(model="recall", input=reference)  # type: ignore[arg-type]
+    assert tenants.alpha.responses.create(model="recall", input=reference).output_text  # type: ignore[arg-type]
+
+
 def test_lists_show_only_the_projects_own_objects(tenants: Tenants) -> None:
     owned = make(tenants.alpha)
     assert owned.completion not in {c.id for c in tenants.beta.chat.completions.list(limit=100)}

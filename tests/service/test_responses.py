@@ -82,6 +82,43 @@ def test_a_deleted_turn_breaks_its_conversation_with_a_404(recall: Any) -> None:
         recall.responses.retrieve(one.id)
 
 
+def test_an_item_reference_stands_for_the_stored_item_it_names(recall: Any) -> None:
+    """The Vercel AI SDK gives back the items it was answered with as `item_reference`s (by id) when
+    responses are stored: each reaches the model as the item itself, from any earlier response of the
+    caller's, the latest holding it; one that no stored response holds is a 404 naming it."""
+    one = recall.responses.create(model="recall", input="my colour is teal")
+    asked = {"type": "message", "role": "user", "content": "what is my colour"}
+    two = recall.responses.create(
+        model="recall",
+        input=[
+            {"type": "item_reference", "id": one.output[0].id},  # an output item
+            {"type": "message", "role": "user", "content": "again"},
+            asked,
+        ],
+    )
+    # (the user's two messages are one turn, as the model's template has them)
+    assert two.output_text == f"assistant: {one.output_text} / user: again\n\nwhat is my colour"
+    kept = recall.responses.input_items.list(two.id, order="asc").data
+    assert kept[0].id == one.output[0].id  # stored as the item it stood for
+    given = recall.responses.input_items.list(one.id).data[0].id
+    three = recall.responses.create(model="recall", input=[{"type": "item_reference", "id": given}])
+    assert three.output_text == "user: my colour is teal"  # an input item, by the id it was given
+    recall.responses.delete(one.id)  # and its items with it: only the copy turn two keeps is left
+    again = recall.responses.create(
+        model="recall", input=[{"type": "item_reference", "id": one.output[0].id}]
+    )
+    assert again.output_text == f"assistant: {one.output_text}"
+    for held in (two.id, again.id):  # each kept a copy
+        recall.responses.delete(held)
+    with pytest.raises(openai.NotFoundError) as missing:
+        recall.responses.create(
+            model="recall", input=[asked, {"type": "item_reference", "id": one.output[0].id}]
+        )
+    assert missing.value.body["param"] == "input[1].id"
+    with pytest.raises(openai.BadRequestError):  # not an item of a conversation
+        recall.conversations.create(items=[{"type": "item_reference", "id": given}])
+
+
 def test_an_unstored_response_is_not_kept(recall: Any) -> None:
     response = recall.responses.create(model="recall", input="forget me", store=False)
     assert response.output_text == "user: forget me"

@@ -165,6 +165,41 @@ def test_a_conversation_chain_is_read_back_in_one_query_oldest_first(url: str) -
     asyncio.run(run())
 
 
+def test_responses_stored_before_the_item_index_are_found_by_their_items(tmp_path: Path) -> None:
+    """Migration 0009 indexes the items of the responses already stored, as saving indexes new ones."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import create_engine
+
+    from modelport.store.database import MIGRATIONS
+
+    path = tmp_path / "state.db"
+
+    async def save() -> None:
+        store = Store(str(path))
+        row = response_row("resp_old", None, "hello")
+        row["input_items"][0]["id"] = "msg_in"
+        row["response"]["output"] = [{"id": "msg_out", "type": "message", "role": "assistant", "content": []}]
+        await store.responses.save(row)
+        await store.close()
+
+    async def found() -> list[str | None]:
+        store = Store(str(path))
+        rows = [await store.responses.with_item(i, P) for i in ("msg_in", "msg_out", "msg_none")]
+        assert await store.responses.with_item("msg_in", "proj_other") is None
+        await store.close()
+        return [row["id"] if row else None for row in rows]
+
+    asyncio.run(save())
+    assert asyncio.run(found()) == ["resp_old", "resp_old", None]
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with create_engine(f"sqlite:///{path}").begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0008")  # as a database stored before the index
+    assert asyncio.run(found()) == ["resp_old", "resp_old", None]  # opened, so migrated again
+
+
 def test_a_batch_cancel_is_final_whatever_its_runner_writes_after_it(url: str) -> None:
     # A runner's write that lands after a cancel (its look came before) must not undo it, however the two
     # interleave: each is one conditional statement.

@@ -9,22 +9,37 @@ from typing import Any
 from sqlalchemy import Integer, delete, insert, literal, select, update
 
 from modelport.store.database import Database
-from modelport.store.tables import response_events, responses
+from modelport.store.tables import response_events, response_items, responses
 
+ID_CHARS = 128  # the longest item id indexed (the column's width; a client's are held to it)
 _MAX_CHAIN = 100_000  # turns one conversation may have: bounds the recursive query whatever is stored
 UNFINISHED = ("queued", "in_progress")
 
 
 class ResponseRows:
-    """The `responses` and `response_events` tables."""
+    """The `responses`, `response_items` and `response_events` tables."""
 
     def __init__(self, database: Database) -> None:
         self.database = database
 
     async def save(self, row: dict[str, Any]) -> None:
-        """Insert a response (its id is new; `row` names its project)."""
+        """Insert a response (its id is new; `row` names its project), and its items by their ids."""
         async with self.database.transaction() as connection:
             await connection.execute(insert(responses).values(**row))
+            await _index(connection, row["id"], [*row["input_items"], *row["response"].get("output", [])])
+
+    async def with_item(self, item_id: str, project: str) -> dict[str, Any] | None:
+        """The latest of `project`'s responses that holds an item by this id (in its input or output)."""
+        query = (
+            select(responses)
+            .join(response_items, response_items.c.response_id == responses.c.id)
+            .where(response_items.c.item_id == item_id, responses.c.project == project)
+            .order_by(responses.c.created.desc(), responses.c.id.desc())
+            .limit(1)
+        )
+        async with self.database.transaction() as connection:
+            row = (await connection.execute(query)).first()
+        return dict(row._mapping) if row else None
 
     async def update(self, response_id: str, **values: Any) -> None:
         """Change a stored response (its status, its `response` object, its heartbeat)."""
@@ -67,9 +82,8 @@ class ResponseRows:
             )
             if not done.rowcount:
                 return False
-            await connection.execute(
-                delete(response_events).where(response_events.c.response_id == response_id)
-            )
+            for table in (response_events, response_items):
+                await connection.execute(delete(table).where(table.c.response_id == response_id))
         return True
 
     async def add_events(self, response_id: str, events: list[dict[str, Any]], heartbeat: bool) -> str | None:
@@ -110,6 +124,8 @@ class ResponseRows:
                 .where(responses.c.id == response_id, responses.c.status.in_(UNFINISHED))
                 .values(status="cancelled", response=response)
             )
+            if done.rowcount:
+                await _index(connection, response_id, response.get("output", []))
         return bool(done.rowcount)
 
     async def settle(self, response_id: str, response: dict[str, Any], **values: Any) -> str:
@@ -122,12 +138,15 @@ class ResponseRows:
                 .values(status=response["status"], response=response, **values)
             )
             if done.rowcount:
+                await _index(connection, response_id, response.get("output", []))
                 return str(response["status"])
-            await connection.execute(
+            done = await connection.execute(
                 update(responses)
                 .where(responses.c.id == response_id)
                 .values(response={**response, "status": "cancelled"}, **values)
             )
+            if done.rowcount:  # not deleted meanwhile
+                await _index(connection, response_id, response.get("output", []))
         return "cancelled"
 
     async def orphans(self, stale_after: float) -> list[dict[str, Any]]:
@@ -140,3 +159,19 @@ class ResponseRows:
         )
         async with self.database.transaction() as connection:
             return [dict(row._mapping) for row in await connection.execute(query)]
+
+
+async def _index(connection: Any, response_id: str, items: list[Any]) -> None:
+    """Index a response's items by id (those it already has indexed left as they are: a background job
+    settles its response several times)."""
+    found = (item.get("id") for item in items if isinstance(item, dict))
+    ids = {item_id for item_id in found if isinstance(item_id, str) and 0 < len(item_id) <= ID_CHARS}
+    if not ids:
+        return
+    query = select(response_items.c.item_id).where(
+        response_items.c.response_id == response_id, response_items.c.item_id.in_(ids)
+    )
+    ids -= {row[0] for row in await connection.execute(query)}
+    if ids:
+        rows = [{"item_id": item_id, "response_id": response_id} for item_id in sorted(ids)]
+        await connection.execute(insert(response_items), rows)

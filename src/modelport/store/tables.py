@@ -148,6 +148,18 @@ responses = Table(
     Index("ix_responses_project_created_id", "project", "created", "id"),
 )
 
+# Which response holds an item (its input or output) by the item's id: what an `item_reference` input item
+# is looked up by. An id a client gave may be in several responses (a turn's input given again).
+response_items = Table(
+    "response_items",
+    metadata,
+    Column("item_id", NulFreeString(128), primary_key=True),
+    Column(
+        "response_id", NulFreeString(128), ForeignKey("responses.id", ondelete="CASCADE"), primary_key=True
+    ),
+    Index("ix_response_items_response_id", "response_id"),
+)
+
 # The events of a background response, kept so a client can resume its stream (`starting_after`).
 response_events = Table(
     "response_events",

@@ -90,7 +90,8 @@ class Responses:
             history = items.messages(await self.conversations.history(conversation))
         else:
             history, earlier = await self.stored.history(request.previous_response_id)
-        turn = items.opened(items.input_items(request), self.turns.open_sealed, "input")
+        given = await self.stored.referenced(items.input_items(request), "input")
+        turn = items.opened(given, self.turns.open_sealed, "input")
         tools = await server_tools(
             request.tools or [], request.include or [], self.vector_stores, self.fetcher,
             self.limits.mcp_seconds, self.limits.mcp_output_chars,
@@ -191,7 +192,7 @@ class Responses:
             history = items.messages(await self.conversations.history(conversation))
         else:
             history, _ = await self.stored.history(request.previous_response_id)
-        turn = items.input_items(request)
+        turn = await self.stored.referenced(items.input_items(request), "input")
         client = client_tools(request.tools or [], added_tools(turn), SERVED)
         chat = turn_chat(request, history, turn, False, ServerTools(self.vector_stores), client)
         chat.max_completion_tokens, chat.max_tokens = 1, None
@@ -208,7 +209,7 @@ class Responses:
         (`compaction`)."""
         turns, _ = await self.stored.earlier(given.previous_response_id)
         request = ResponseRequest.model_validate({"model": given.model, "input": given.input})
-        turns.append(items.input_items(request))
+        turns.append(await self.stored.referenced(items.input_items(request), "input"))
         conversation = [item for turn in turns for item in turn]
         messages = [message for turn in turns for message in items.messages(turn)]
         said = compaction.transcript(messages)

@@ -23,6 +23,7 @@ from modelport.protocol.response_request import ResponseRequest, TextFormat
 from modelport.protocol.tagged_unions import by_type
 from modelport.protocol.validation import check_as
 from modelport.service.responses.client_tools import INPUT, ClientTools, chat_name
+from modelport.store.response_rows import ID_CHARS  # the longest id a client may give an item
 
 _ROLES = ("user", "system", "developer", "assistant")
 _TEXT_PARTS = ("input_text", "output_text", "text")
@@ -33,8 +34,6 @@ _SERVER_ITEMS = ("file_search_call", "mcp_list_tools", "mcp_call", "mcp_approval
 NONE_ALLOWED = (
     "tool_choice allows none of the request's tools (allowed_tools names each by its type and name)."
 )
-# The longest id a client may give an item (what the store's id columns hold).
-ID_CHARS = 128
 # How a compaction item (what `responses.compact` made of the turns it replaced) reaches the model.
 SUMMARY_PREFIX = "Summary of the conversation so far (what the user said is above it):"
 
@@ -45,13 +44,17 @@ def new_item_id(prefix: str) -> str:
 
 
 def input_items(request: ResponseRequest) -> list[dict[str, Any]]:
-    """This turn's input as items with ids (a string is one user message)."""
-    return checked_items(request.input, "input")
+    """This turn's input as items with ids (a string is one user message); an `item_reference` is left for
+    the stored turns to resolve (`StoredTurns.referenced`)."""
+    return checked_items(request.input, "input", references=True)
 
 
-def checked_items(given: str | list[dict[str, Any]], param: str) -> list[dict[str, Any]]:
+def checked_items(
+    given: str | list[dict[str, Any]], param: str, references: bool = False
+) -> list[dict[str, Any]]:
     """Input items (a turn's, or added to a conversation) checked and given ids; a string is one user
-    message; a 400 names the item at fault as `param[i]`."""
+    message; a 400 names the item at fault as `param[i]`. `references`: an `item_reference` (an item of
+    a stored response, by its id) is kept as it is."""
     if isinstance(given, str):
         return [
             {
@@ -140,11 +143,14 @@ def checked_items(given: str | list[dict[str, Any]], param: str) -> list[dict[st
             item.setdefault("summary", [])
         elif kind in _SERVER_ITEMS:
             pass  # given back whole (as the Agents SDK does): the answer after them says what they found
+        elif kind == "item_reference" and references:  # the Vercel AI SDK's, for items it was answered with
+            if not isinstance(given_id, str):
+                raise InvalidRequestError(f"{param}[{i}].id is required.", param=f"{param}[{i}].id")
         else:
             raise InvalidRequestError(
-                f"{param}[{i}] is a `{kind}` item, which this server does not support; it takes messages, "
-                "function and custom tool calls and their outputs, reasoning, additional_tools and "
-                "compaction items.",
+                f"{param}[{i}] is a `{kind}` item, which this server does not support here; it takes "
+                "messages, function and custom tool calls and their outputs, reasoning, additional_tools and "
+                "compaction items (and a turn's input, item references).",
                 param=f"{param}[{i}].type",
             )
         if kind != "message":

@@ -84,6 +84,24 @@ class StoredTurns:
             made = ended.turn + items.output_items(stored)
             await self.conversations.append(ended.conversation, ended.project, made)
 
+    async def referenced(self, turn: list[dict[str, Any]], param: str) -> list[dict[str, Any]]:
+        """A turn's input with each `item_reference` replaced by the item it names: one of the caller's
+        project's stored responses' (input or output; the latest holding it); a 404 naming it otherwise."""
+        if not any(item.get("type") == "item_reference" for item in turn):
+            return turn
+        store = self.required()
+        project = context.current().project
+        out = []
+        for i, item in enumerate(turn):
+            if item.get("type") == "item_reference":
+                row = await store.responses.with_item(item["id"], project)
+                found = [] if row is None else _items_of(row, item["id"])
+                if not found:
+                    raise NotFoundError(f"Item with id '{item['id']}' not found.", param=f"{param}[{i}].id")
+                item = found[0]
+            out.append(item)
+        return out
+
     async def history(self, previous: str | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Every earlier turn of the conversation, as chat messages; and those turns' responses."""
         turns, earlier = await self.earlier(previous)
@@ -127,6 +145,12 @@ def new_row(request: ResponseRequest, turn: list[dict[str, Any]], response: Resp
         "response": response.to_dict(mode="json"),
         "project": context.current().project,
     }
+
+
+def _items_of(row: dict[str, Any], item_id: str) -> list[dict[str, Any]]:
+    """The items of a stored response (its input, then its output) with this id."""
+    held = [*row["input_items"], *(row["response"].get("output") or [])]
+    return [dict(item) for item in held if isinstance(item, dict) and item.get("id") == item_id]
 
 
 def missing(response_id: str) -> NotFoundError:
