@@ -258,6 +258,33 @@ def tool_chat(
 ) -> Iterator[dict[str, Any]]:
     """A model that calls tools: given tools, it calls the first with the last user message as its `text`
     (the name in one chunk, the arguments in two); after a tool's result, it answers with that result."""
+    return _calling(messages, tools, lambda schema, said: {"text": said})
+
+
+def schema_tool_chat(
+    messages: list[dict[str, Any]],
+    tools: Annotated[list[dict[str, Any]] | None, Parameter.ChatTools()] = None,
+) -> Iterator[dict[str, Any]]:
+    """As `tool_chat`, with the arguments the first tool's schema requires: each required property the last
+    user message (a list of it for an array, the first value of an enum)."""
+
+    def arguments(schema: dict[str, Any], said: str) -> dict[str, Any]:
+        properties = schema.get("properties") or {}
+        made: dict[str, Any] = {}
+        for name in schema.get("required") or []:
+            kind = properties.get(name) or {}
+            listed = [said] if kind.get("type") == "array" else said
+            made[name] = kind["enum"][0] if "enum" in kind else listed
+        return made
+
+    return _calling(messages, tools, arguments)
+
+
+def _calling(
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    arguments_of: Any,
+) -> Iterator[dict[str, Any]]:
     base = {
         "id": "chatcmpl-tool",
         "object": "chat.completion.chunk",
@@ -268,7 +295,8 @@ def tool_chat(
     yield {**base, "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}
     if tools and last["role"] != "tool":
         name = tools[0]["function"]["name"]
-        arguments = json.dumps({"text": str(last.get("content") or "")})
+        said = str(last.get("content") or "")
+        arguments = json.dumps(arguments_of(tools[0]["function"].get("parameters") or {}, said))
         head = {
             "index": 0,
             "id": "call_tiny",

@@ -4,7 +4,8 @@ grammar that a regex can say, to that grammar); the function and custom tools a 
 tools an `additional_tools` item or a client-run `tool_search`'s output adds to the turn. Each is a chat
 function for the model (a custom tool takes one string, `input`; a namespaced tool is `namespace__name`),
 and each chat call becomes the item of its kind: a `function_call` (with its `namespace`) or a
-`custom_tool_call`.
+`custom_tool_call`; and the tools OpenAI defines that the client runs (`shell`, `apply_patch`,
+`local_shell`: `defined_tools`), whose calls are items of their own types.
 
 OpenAI's hosted tools that cannot run on this machine (`web_search`, …) are not offered when a request
 merely lists them (agents such as Codex list them by default), and the log says why; a `tool_choice` that
@@ -20,15 +21,19 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from openai.types.responses import (
+    ApplyPatchTool,
     CustomTool,
+    FunctionShellTool,
     FunctionTool,
     NamespaceTool,
     ResponseCustomToolCall,
     ResponseFunctionToolCall,
     Tool,
     ToolChoiceAllowed,
+    ToolChoiceApplyPatch,
     ToolChoiceCustom,
     ToolChoiceFunction,
+    ToolChoiceShell,
 )
 from openai.types.responses.namespace_tool import ToolFunction
 from openai.types.shared.custom_tool_input_format import Grammar, Text
@@ -37,6 +42,7 @@ from modelport import ids
 from modelport.errors import InvalidRequestError
 from modelport.protocol.response_request import ToolChoice, tool_of
 from modelport.service.generation.lark_regex import to_regex
+from modelport.service.responses.defined_tools import DEFINED, DefinedCall
 
 log = logging.getLogger("modelport.service")
 
@@ -53,14 +59,15 @@ HOSTED = {
     "computer_use": "driving a computer from screenshots needs a vision model trained for it and a machine "
     "to drive",
     "image_generation": "no image model is served here",
-    "local_shell": "its commands are run by OpenAI's own agent loop, with models trained for it",
+    "shell": "its commands run in a container of OpenAI's (a `shell` tool of a `local` environment, or none, "
+    "is the client's to run)",
     "tool_search": "its deferred tools are found by OpenAI's own search",
     "programmatic_tool_calling": "the programs that call tools run in OpenAI's own sandbox",
 }
 HOSTED.update(
     web_search_preview=HOSTED["web_search"], web_search_2025_08_26=HOSTED["web_search"],
     web_search_preview_2025_03_11=HOSTED["web_search"], computer_use_preview=HOSTED["computer_use"],
-    computer=HOSTED["computer_use"], shell=HOSTED["local_shell"], apply_patch=HOSTED["local_shell"],
+    computer=HOSTED["computer_use"],
 )  # fmt: skip
 
 
@@ -72,6 +79,7 @@ class Offered:
     namespace: str | None
     custom: bool
     pattern: str | None = None  # a custom tool's grammar, as the regex its input is held to
+    defined: str | None = None  # one of `DEFINED`, by its type
 
 
 @dataclass
@@ -87,6 +95,12 @@ class ClientTools:
         not run, or names a tool the request does not offer."""
         if isinstance(choice, str):
             return choice
+        if isinstance(choice, ToolChoiceShell | ToolChoiceApplyPatch):
+            if choice.type not in self.named:
+                raise InvalidRequestError(
+                    f"tool_choice forces `{choice.type}`, which is not among the tools.", param="tool_choice"
+                )
+            return {"type": "function", "function": {"name": choice.type}}
         if choice.type in HOSTED:
             raise InvalidRequestError(
                 f"tool_choice forces `{choice.type}`, which this server does not run: {HOSTED[choice.type]}.",
@@ -118,18 +132,24 @@ class ClientTools:
             name, namespace = tool.get("name"), tool.get("namespace")
             if tool.get("type") in ("function", "custom") and isinstance(name, str):
                 named.add(chat_name(name, namespace if isinstance(namespace, str) else None))
+            elif tool.get("type") in DEFINED:
+                named.add(str(tool["type"]))
         return [tool for tool in self.chat if tool["function"]["name"] in named]
 
     def item(
         self, item_id: str, call: dict[str, Any], status: Status
-    ) -> ResponseFunctionToolCall | ResponseCustomToolCall:
+    ) -> ResponseFunctionToolCall | ResponseCustomToolCall | DefinedCall:
         """The output item of a chat tool call (`{"id", "function": {"name", "arguments"}}`). A custom call's
-        id takes OpenAI's `ctc_` prefix in place of `fc_` (an id made so keeps it when made again)."""
+        id takes OpenAI's `ctc_` prefix in place of `fc_`, a defined tool's its own (an id made so keeps it
+        when made again)."""
         function = call.get("function") or {}
         name = function.get("name") or ""
         arguments = function.get("arguments") or ""
         call_id = call.get("id") or ids.new_id("call", "_")
         offered = self.named.get(name)
+        if offered is not None and offered.defined is not None:
+            defined = DEFINED[offered.defined]
+            return defined.made(item_id.replace("fc_", defined.id_prefix, 1), call_id, arguments, status)
         if offered is not None and offered.custom:
             made = ResponseCustomToolCall(
                 id=item_id.replace("fc_", "ctc_", 1), type="custom_tool_call", call_id=call_id,
@@ -161,7 +181,16 @@ def client_tools(tools: list[Tool], added: list[tuple[str, Tool]], served: tuple
     for where, tool in [*((f"tools[{i}]", t) for i, t in enumerate(tools)), *added]:
         if tool.type in served:
             continue
-        if tool.type in HOSTED:
+        environment = tool.environment if isinstance(tool, FunctionShellTool) else None
+        if environment is not None and environment.type != "local":
+            log.info("%s (`shell` in a container) is not offered: %s", where, HOSTED["shell"])
+            continue
+        if isinstance(tool, FunctionShellTool | ApplyPatchTool) or tool.type == "local_shell":
+            if tool.type in gathered.named:
+                raise InvalidRequestError(f"{where}: `{tool.type}` is offered twice.", param=f"{where}.type")
+            gathered.named[tool.type] = Offered(tool.type, None, custom=False, defined=tool.type)
+            gathered.chat.append(DEFINED[tool.type].function(tool.type))
+        elif tool.type in HOSTED:
             log.info("%s (`%s`) is not offered to the model: %s", where, tool.type, HOSTED[tool.type])
         elif isinstance(tool, NamespaceTool):
             if not tool.name:
@@ -173,7 +202,7 @@ def client_tools(tools: list[Tool], added: list[tuple[str, Tool]], served: tuple
         else:  # a kind of tool an `openai` release newer than this server's code knows
             raise InvalidRequestError(
                 f"{where} is `{tool.type}`, a tool type this server does not know. It runs function, custom "
-                "(and those in a namespace), file_search and mcp tools.",
+                "(and those in a namespace), shell, apply_patch, local_shell, file_search and mcp tools.",
                 param=f"{where}.type",
             )
     return gathered

@@ -23,6 +23,7 @@ from modelport.protocol.response_request import ResponseRequest, TextFormat
 from modelport.protocol.tagged_unions import by_type
 from modelport.protocol.validation import check_as
 from modelport.service.responses.client_tools import INPUT, ClientTools, chat_name
+from modelport.service.responses.defined_tools import CALLS, DEFINED, OUTPUTS, call_id_of_output
 from modelport.store.response_rows import ID_CHARS  # the longest id a client may give an item
 
 _ROLES = ("user", "system", "developer", "assistant")
@@ -110,6 +111,13 @@ def checked_items(
         elif kind == "custom_tool_call_output":
             _require(item, f"{param}[{i}]", "call_id", "output")
             item.setdefault("id", new_item_id("ctco"))
+        elif kind in CALLS:  # a call of a tool OpenAI defines (`shell`, `apply_patch`, `local_shell`)
+            _require(item, f"{param}[{i}]", "call_id")
+            item.setdefault("id", new_item_id(DEFINED[CALLS[kind]].id_prefix.rstrip("_")))
+        elif kind in OUTPUTS:
+            # A `local_shell_call_output` names its call by its `id`, the others by `call_id`.
+            _require(item, f"{param}[{i}]", "id" if kind == "local_shell_call_output" else "call_id")
+            item.setdefault("id", new_item_id("out"))
         elif kind in ("additional_tools", "tool_search_output"):  # tools this turn adds (`client_tools`)
             if not isinstance(item.get("tools"), list):
                 raise InvalidRequestError(
@@ -149,8 +157,8 @@ def checked_items(
         else:
             raise InvalidRequestError(
                 f"{param}[{i}] is a `{kind}` item, which this server does not support here; it takes "
-                "messages, function and custom tool calls and their outputs, reasoning, additional_tools and "
-                "compaction items (and a turn's input, item references).",
+                "messages, function, custom, shell, apply_patch and local_shell calls and their outputs, "
+                "reasoning, additional_tools and compaction items (and a turn's input, item references).",
                 param=f"{param}[{i}].type",
             )
         if kind != "message":
@@ -198,10 +206,13 @@ def messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         elif kind == "message":
             role = "system" if item["role"] == "developer" else item["role"]
             chat.append({"role": role, "content": _chat_content(item["content"])})
-        elif kind in ("function_call", "custom_tool_call"):
-            custom = kind == "custom_tool_call"
-            arguments = json.dumps({INPUT: item["input"]}) if custom else item["arguments"]
-            name = chat_name(item["name"], item.get("namespace"))
+        elif kind in ("function_call", "custom_tool_call", *CALLS):
+            if kind in CALLS:  # a defined tool's: its function is named for the tool
+                name, arguments = CALLS[kind], json.dumps(DEFINED[CALLS[kind]].arguments(item))
+            else:
+                custom = kind == "custom_tool_call"
+                arguments = json.dumps({INPUT: item["input"]}) if custom else item["arguments"]
+                name = chat_name(item["name"], item.get("namespace"))
             call = {
                 "id": item["call_id"],
                 "type": "function",
@@ -220,13 +231,16 @@ def messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 chat.append({"role": "user", "content": f"{said}: {text}"})
             else:
                 chat.append({"role": "tool", "tool_call_id": item["call_id"], "content": text})
+        elif kind in OUTPUTS:
+            said = DEFINED[OUTPUTS[kind]].output(item)
+            chat.append({"role": "tool", "tool_call_id": call_id_of_output(item), "content": said})
         elif kind == "compaction":  # what `responses.compact` made of the turns it replaced
             summary = f"{SUMMARY_PREFIX}\n{item['encrypted_content']}"
             chat.append({"role": "assistant", "content": summary})
         if thought and len(chat) > before and chat[-1]["role"] == "assistant":
             chat[-1]["reasoning_content"] = thought
             thought = ""
-        elif kind not in ("reasoning", "function_call", "custom_tool_call"):
+        elif kind not in ("reasoning", "function_call", "custom_tool_call", *CALLS):
             thought = ""  # thinking that led to no answer of the model's is not given back
     return chat
 
@@ -285,7 +299,7 @@ def refuse_unsupported(request: ResponseRequest) -> None:
 
 def output_items(response: dict[str, Any]) -> list[dict[str, Any]]:
     """A stored response's output, as input items of the next turn."""
-    kept = ("message", "function_call", "custom_tool_call", "reasoning")
+    kept = ("message", "function_call", "custom_tool_call", "reasoning", *CALLS)
     return [item for item in response.get("output") or [] if item.get("type") in kept]
 
 

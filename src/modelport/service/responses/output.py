@@ -23,6 +23,7 @@ from openai.types.responses.response_reasoning_item import Summary
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
 from modelport.service.responses.client_tools import ClientTools
+from modelport.service.responses.defined_tools import DefinedCall
 from modelport.service.responses.items import new_item_id
 
 Status = Literal["in_progress", "completed", "incomplete"]
@@ -59,7 +60,13 @@ def message_item(item_id: str, text: str, logprobs: list[Logprob], status: Statu
     return ResponseOutputMessage(id=item_id, type="message", status=status, role="assistant", content=[part])
 
 
-Output = ResponseReasoningItem | ResponseOutputMessage | ResponseFunctionToolCall | ResponseCustomToolCall
+Output = (
+    ResponseReasoningItem
+    | ResponseOutputMessage
+    | ResponseFunctionToolCall
+    | ResponseCustomToolCall
+    | DefinedCall
+)
 
 
 def completion_output(

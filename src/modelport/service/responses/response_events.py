@@ -65,6 +65,7 @@ from openai.types.responses.response_text_done_event import Logprob as DoneLogpr
 from modelport.protocol.chunk_folds import ChatFold
 from modelport.protocol.response_object import ResponseObject
 from modelport.service.responses.client_tools import ClientTools
+from modelport.service.responses.defined_tools import DefinedCall
 from modelport.service.responses.items import new_item_id
 from modelport.service.responses.output import (
     added_usage,
@@ -100,6 +101,7 @@ class _Open:
     logprobs_start: int = 0
     reasoning: bool = False
     custom: bool = False  # a custom tool's call: its input is told whole as it closes
+    defined: bool = False  # a defined tool's call (`shell`, …): told whole, added and done, as it closes
 
 
 class ResponseEvents:
@@ -309,11 +311,15 @@ class ResponseEvents:
             item = self.client.item(new_item_id("fc"), self._whole_call(index), "in_progress")
             assert item.id is not None
             custom = isinstance(item, ResponseCustomToolCall)
-            self._open = _Open(item.id, len(self.response.output), index, item.call_id, custom=custom)
-            emptied = {"input": ""} if custom else {"arguments": ""}
-            events.append(self._added(self._open.output_index, item.model_copy(update=emptied)))
+            defined = not isinstance(item, ResponseCustomToolCall | ResponseFunctionToolCall)
+            self._open = _Open(
+                item.id, len(self.response.output), index, item.call_id, custom=custom, defined=defined
+            )
+            if not defined:  # (a defined call's action is known only whole)
+                emptied = {"input": ""} if custom else {"arguments": ""}
+                events.append(self._added(self._open.output_index, item.model_copy(update=emptied)))
         arguments = (delta.get("function") or {}).get("arguments")
-        if arguments and not self._open.custom:  # a custom call's input is its arguments' one string
+        if arguments and not (self._open.custom or self._open.defined):  # told whole as they close
             events.append(self._arguments_delta(self._open.id, self._open.output_index, arguments))
         return events
 
@@ -433,11 +439,14 @@ class ResponseEvents:
         )  # fmt: skip
 
     def _close_call(
-        self, item: ResponseFunctionToolCall | ResponseCustomToolCall
+        self, item: ResponseFunctionToolCall | ResponseCustomToolCall | DefinedCall
     ) -> list[ResponseStreamEvent]:
         index = len(self.response.output)
         self.response.output.append(item)
         assert item.id is not None
+        if not isinstance(item, ResponseCustomToolCall | ResponseFunctionToolCall):
+            opening = item.model_copy(update={"status": "in_progress"})
+            return [self._added(index, opening), self._done(index, item)]
         if isinstance(item, ResponseCustomToolCall):
             delta = ResponseCustomToolCallInputDeltaEvent(
                 type="response.custom_tool_call_input.delta", item_id=item.id, output_index=index,
