@@ -47,6 +47,19 @@ const cases = {
     const second = await generateText({ model, messages });
     return { first: first.text, second: second.text, types: (sent[1] ?? []).map((item) => item.type ?? item.role) };
   },
+  async shell() {
+    // The provider's own shell tool: its calls come as `shell_call` items, and the SDK gives the call back by
+    // reference (stored responses) with the output its `execute` made.
+    const ran = [];
+    const shell = provider.tools.shell({
+      execute: async ({ action }) => {
+        ran.push(action.commands);
+        return { output: [{ stdout: 'a.txt', stderr: '', outcome: { type: 'exit', exitCode: 0 } }] };
+      },
+    });
+    const result = await generateText({ model, prompt: 'ls -l', tools: { shell }, stopWhen: stepCountIs(2) });
+    return { ran, text: result.text, types: (sent[1] ?? []).map((item) => item.type ?? item.role) };
+  },
   async object() {
     const schema = z.object({ name: z.string().max(20), country: z.string().max(20) });
     const { object } = await generateObject({ model, schema, prompt: 'Name a city in France.', maxOutputTokens: 80, temperature: 0 });

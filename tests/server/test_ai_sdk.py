@@ -39,7 +39,14 @@ def sdk() -> Path:
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Faces]:
     database = str(tmp_path_factory.mktemp("ai-sdk") / "state.db")
-    models = tiny_models(database, KEY, reverse="reverse_chat", tools="tool_chat", recall="recall_chat")
+    models = tiny_models(
+        database,
+        KEY,
+        reverse="reverse_chat",
+        tools="tool_chat",
+        recall="recall_chat",
+        caller="schema_tool_chat",
+    )
     with faces(models, api_key=KEY) as served:
         yield served
 
@@ -87,6 +94,13 @@ def test_a_chat_s_history_goes_back_as_the_sdk_keeps_it(sdk: Path, tiny: Faces, 
     assert got["second"] == "user: one two three / assistant: user: one two three / user: four five"
     if api == "responses":
         assert got["types"] == ["user", "item_reference", "user"]
+
+
+def test_the_provider_s_shell_tool_runs_on_the_calls_the_model_made(sdk: Path, tiny: Faces) -> None:
+    got = run(sdk, tiny, "responses", "shell", "caller")
+    assert got["ran"] == [["ls -l"]]
+    assert got["text"] == "exit code 0\na.txt"  # the output the SDK gave back, as the model read it
+    assert got["types"] == ["user", "item_reference", "shell_call_output"]
 
 
 @pytest.mark.parametrize("api", ["responses", "chat"])
