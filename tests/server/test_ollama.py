@@ -46,6 +46,11 @@ def test_chat_whole_and_streamed(tiny: Faces) -> None:
     assert (whole.prompt_eval_count, whole.eval_count) == (3, 3)
     assert whole.total_duration is not None
     assert whole.total_duration > 0  # from the request's start
+    # Split at the first token, as Ollama's are: clients divide `eval_count` by `eval_duration` (a rate).
+    assert whole.prompt_eval_duration is not None
+    assert whole.eval_duration is not None
+    assert whole.eval_duration > 0
+    assert whole.prompt_eval_duration + whole.eval_duration <= whole.total_duration
     lines = list(client(tiny).chat(model="reverse", messages=ASK, options={"num_predict": 2}, stream=True))
     assert [line.done for line in lines] == [False] * (len(lines) - 1) + [True]
     assert "".join(line.message.content for line in lines) == "three two"
@@ -212,6 +217,12 @@ def test_errors_are_ollama_s_shape(tiny: Faces) -> None:
     bad = httpx.post(f"{tiny.url}/api/chat", content=b"{", headers={"Authorization": f"Bearer {KEY}"})
     assert bad.status_code == 400
     assert set(bad.json()) == {"error"}
+    extreme = {"model": "reverse", "messages": ASK, "think": "extreme"}
+    refused_think = httpx.post(
+        f"{tiny.url}/api/chat", json=extreme, headers={"Authorization": f"Bearer {KEY}"}
+    )
+    assert refused_think.status_code == 400  # said once, naming it (not its union's members, `think.bool`)
+    assert refused_think.json()["error"].startswith("Invalid value for 'think': true, false, or an effort")
     unknown_path = httpx.get(f"{tiny.url}/api/nothing", headers={"Authorization": f"Bearer {KEY}"})
     assert unknown_path.status_code == 404  # the router's refusal, in the face's shape too
     assert set(unknown_path.json()) == {"error"}

@@ -1,6 +1,6 @@
 """An Ollama request as the chat (or completion) request it stands for: its messages (images as content
 parts, the assistant's calls given ids that the tool messages after them answer), and its `options`,
-`format`, `think` and `stream` as sampling, output format and reasoning effort."""
+`format` and `think` as sampling, output format and reasoning effort; streamed, whole or not."""
 
 from __future__ import annotations
 
@@ -64,11 +64,11 @@ def _data_url(image: str) -> str:
 
 
 def sampling(given: ChatRequest | GenerateRequest) -> dict[str, Any]:
-    """What a request's `options`, `format`, `think` and `stream` ask of the generation."""
+    """What a request's `options`, `format` and `think` ask of the generation."""
     options = given.options or Options()
-    body: dict[str, Any] = {"stream": given.stream}
-    if given.stream:
-        body["stream_options"] = {"include_usage": True}
+    # Streamed even when the answer is asked whole: it is read to its end here, and a stream tells when its
+    # first token came, where Ollama's durations split (`prompt_eval_duration`, `eval_duration`).
+    body: dict[str, Any] = {"stream": True, "stream_options": {"include_usage": True}}
     same = {
         "temperature": options.temperature,
         "top_p": options.top_p,

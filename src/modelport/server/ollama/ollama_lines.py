@@ -11,8 +11,6 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from ollama import ChatResponse, GenerateResponse, Message
-from openai.types import Completion
-from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 
 from modelport.errors import ModelportError
@@ -28,37 +26,21 @@ def line(answer: BaseModel) -> bytes:
     return answer.model_dump_json(exclude_none=True, by_alias=True).encode() + b"\n"
 
 
-def chat_whole(answer: ChatCompletion, started: float) -> ChatResponse:
-    """A whole chat completion as Ollama's chat answer (to a request begun at `started`)."""
-    said = answer.choices[0].message
-    message = Message(
-        role="assistant",
-        content=said.content or "",
-        thinking=getattr(said, "reasoning_content", None) or None,
-        tool_calls=[
-            tool_call(c.function.name, c.function.arguments)
-            for c in said.tool_calls or []
-            if c.type == "function"
-        ]
-        or None,
-    )
-    return ChatResponse(
-        message=message,
-        **_done(answer.model, answer.choices[0].finish_reason, answer.usage, started),
-    )
+async def chat_whole(answer: Events[Any], model: str, started: float) -> ChatResponse:
+    """A whole chat answer, its stream read to the end (to a request begun at `started`): Ollama's durations
+    split at the first token, which only a stream tells."""
+    reading = _Reading(model, started)
+    text, thinking = await reading.whole(answer)
+    calls = reading.tool_calls() or None
+    message = Message(role="assistant", content=text, thinking=thinking or None, tool_calls=calls)
+    return ChatResponse(message=message, **reading.done())
 
 
-def generate_whole(answer: ChatCompletion | Completion, started: float) -> GenerateResponse:
-    """A whole chat completion or completion as Ollama's generation (to a request begun at `started`)."""
-    if isinstance(answer, Completion):
-        choice = answer.choices[0]
-        return GenerateResponse(
-            response=choice.text, **_done(answer.model, choice.finish_reason, answer.usage, started)
-        )
-    said = answer.choices[0].message
-    thinking = getattr(said, "reasoning_content", None) or None
-    done = _done(answer.model, answer.choices[0].finish_reason, answer.usage, started)
-    return GenerateResponse(response=said.content or "", thinking=thinking, **done)
+async def generate_whole(answer: Events[Any], model: str, started: float) -> GenerateResponse:
+    """A whole generation (of a chat or a raw completion), its stream read to the end."""
+    reading = _Reading(model, started)
+    text, thinking = await reading.whole(answer)
+    return GenerateResponse(response=text, thinking=thinking or None, **reading.done())
 
 
 def empty() -> Message:
@@ -114,9 +96,9 @@ class _Reading:
     """A stream of chunks as it is read: its text and thinking piece by piece, and what the last line says
     (the model, the usage, why it stopped, when the first token came), and the calls, held until whole."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, started: float) -> None:
         self.model = model
-        self.started = time.monotonic()
+        self.started = started
         self.first: float | None = None  # when the first token came
         self.finish: str | None = None
         self.usage = _Usage()
@@ -130,6 +112,8 @@ class _Reading:
                 self.usage = _Usage.model_validate(chunk["usage"])
             for choice in chunk.get("choices") or ():
                 delta = choice.get("delta") or {}
+                if delta.get("tool_calls"):
+                    self.first = self.first or time.monotonic()
                 for call in delta.get("tool_calls") or ():
                     held = self.calls.setdefault(call.get("index", 0), {"name": "", "arguments": ""})
                     function = call.get("function") or {}
@@ -142,6 +126,17 @@ class _Reading:
                     yield text or "", thought or None
                 self.finish = choice.get("finish_reason") or self.finish
 
+    async def whole(self, answer: Events[Any]) -> tuple[str, str]:
+        """The text and the thinking, each whole."""
+        texts, thoughts = [], []
+        try:
+            async for text, thought in self.pieces(answer):
+                texts.append(text)
+                thoughts.append(thought or "")
+        finally:
+            await answer.aclose()
+        return "".join(texts), "".join(thoughts)
+
     def tool_calls(self) -> list[Message.ToolCall]:
         return [tool_call(c["name"], c["arguments"]) for _, c in sorted(self.calls.items())]
 
@@ -149,10 +144,12 @@ class _Reading:
         return _done(self.model, self.finish, self.usage, self.started, self.first)
 
 
-async def chat_lines(answer: Events[Any], model: str, after: After) -> AsyncGenerator[bytes, None]:
+async def chat_lines(
+    answer: Events[Any], model: str, started: float, after: After
+) -> AsyncGenerator[bytes, None]:
     """A streamed chat as Ollama's lines: text and thinking as they come, the calls (each whole once its
     arguments are), then the last line."""
-    reading = _Reading(model)
+    reading = _Reading(model, started)
     try:
         async for text, thought in reading.pieces(answer):
             said = Message(role="assistant", content=text, thinking=thought)
@@ -168,9 +165,11 @@ async def chat_lines(answer: Events[Any], model: str, after: After) -> AsyncGene
         await answer.aclose()
 
 
-async def generate_lines(answer: Events[Any], model: str, after: After) -> AsyncGenerator[bytes, None]:
+async def generate_lines(
+    answer: Events[Any], model: str, started: float, after: After
+) -> AsyncGenerator[bytes, None]:
     """A streamed generation (of a chat or a raw completion) as Ollama's lines."""
-    reading = _Reading(model)
+    reading = _Reading(model, started)
     try:
         async for text, thought in reading.pieces(answer):
             piece = GenerateResponse(

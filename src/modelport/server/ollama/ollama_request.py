@@ -7,7 +7,7 @@ import math
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from modelport.errors import InvalidRequestError
 
@@ -61,6 +61,17 @@ class _Generating(_Loose):
     options: Options | None = None
     keep_alive: KeepAlive = None
     think: Think = None
+
+    @field_validator("think", mode="before")
+    @classmethod
+    def _think(cls, value: Any) -> Any:
+        # One sentence for what the union's members would each refuse in their own words.
+        if value is None or isinstance(value, bool) or value in ("low", "medium", "high"):
+            return value
+        raise InvalidRequestError(
+            f"Invalid value for 'think': true, false, or an effort (low, medium or high), not {value!r}.",
+            param="think",
+        )
 
 
 class ChatRequest(_Generating):

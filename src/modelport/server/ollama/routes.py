@@ -11,8 +11,7 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 from ollama import ChatResponse, EmbeddingsResponse, EmbedResponse, GenerateResponse, ShowResponse
-from openai.types import Completion, CreateEmbeddingResponse
-from openai.types.chat import ChatCompletion
+from openai.types import CreateEmbeddingResponse
 from pydantic import BaseModel
 
 from modelport.errors import InvalidRequestError
@@ -54,12 +53,13 @@ async def chat(request: Request, given: ChatRequest) -> Response:
     if given.tools:
         body["tools"] = given.tools
     answer = await CHAT.invoke(service, {}, body=body)
-    if isinstance(answer, Events):
+    assert isinstance(answer, Events)  # whole or not (`sampling`)
+    if given.stream:
         after = functools.partial(_kept, service, given.model, given.keep_alive)
-        return _streamed(ollama_lines.chat_lines(answer, given.model, after))
-    assert isinstance(answer, ChatCompletion)
+        return _streamed(ollama_lines.chat_lines(answer, given.model, started, after))
+    whole = await ollama_lines.chat_whole(answer, given.model, started)
     await _kept(service, given.model, given.keep_alive)
-    return _json(ollama_lines.chat_whole(answer, started))
+    return _json(whole)
 
 
 @router.post(
@@ -87,12 +87,13 @@ async def generate(request: Request, given: GenerateRequest) -> Response:
         system = [ChatMessage(role="system", content=given.system)] if given.system else []
         body = {"model": given.model, "messages": messages([*system, turn]), **asked}
         answer = await CHAT.invoke(service, {}, body=body)
-    if isinstance(answer, Events):
+    assert isinstance(answer, Events)  # whole or not (`sampling`)
+    if given.stream:
         after = functools.partial(_kept, service, given.model, given.keep_alive)
-        return _streamed(ollama_lines.generate_lines(answer, given.model, after))
-    assert isinstance(answer, Completion | ChatCompletion)
+        return _streamed(ollama_lines.generate_lines(answer, given.model, started, after))
+    whole = await ollama_lines.generate_whole(answer, given.model, started)
     await _kept(service, given.model, given.keep_alive)
-    return _json(ollama_lines.generate_whole(answer, started))
+    return _json(whole)
 
 
 @router.post("/embed", response_class=Response, responses={200: {"model": EmbedResponse}}, tags=["Ollama"])
