@@ -250,6 +250,27 @@ def test_deepseek_calls_are_held_and_read_as_its_markers_write_them() -> None:
         assert (read["content"], read["calls"]) == ("Sure.", [("add", {"a": 2, "b": 3})])
 
 
+def test_kimi_calls_are_held_and_read_as_its_template_writes_them() -> None:
+    # Kimi K2's template renders the tools and its calls `functions.NAME:INDEX` between markers of its own:
+    # before, neither was read, and its tools were described as if the template showed none.
+    form = family("real/kimi-k2-instruct")
+    assert form.calls == "kimi"
+    call = '<|tool_call_begin|>functions.add:0<|tool_call_argument_begin|>{"a": 2, "b": 3}<|tool_call_end|>'
+    answer = f"<|tool_calls_section_begin|>{call}<|tool_calls_section_end|>"
+    assert held(form, answer, plan(required=True))[0]
+    assert held(form, answer.replace(call, call + call.replace(":0", ":1")), plan(required=True))[0]
+    assert not held(form, answer.replace('"b": 3', '"b": "three"'), plan(required=True))[0]
+    assert not held(form, answer.replace("functions.add", "functions.sub"), plan(required=True))[0]
+    assert held(form, "Five.", plan())[0]
+    for size in (1, 5, 1000):
+        two = answer.replace(call, call + call.replace(":0", ":1").replace("2", "4"))
+        read = read_all(formats.shape(form, None, plan(), None, True, False).read(), f"Sure.{two}", size)
+        assert (read["content"], read["calls"]) == (
+            "Sure.",
+            [("add", {"a": 2, "b": 3}), ("add", {"a": 4, "b": 3})],
+        )
+
+
 def chunked(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 

@@ -16,7 +16,8 @@ JSON call), `mistral` (`[TOOL_CALLS][...]`), `mistral_args` (`[TOOL_CALLS]NAME[A
 Devstral, Ministral 3), `qwen3_xml` (`<tool_call><function=NAME><parameter=K>…`: Qwen3-Coder, Qwen3.5,
 Nemotron 3; `seed_xml` the same in `<seed:tool_call>`: Seed-OSS), `glm_xml`
 (`<tool_call>NAME<arg_key>K</arg_key><arg_value>…`: GLM 4.5-4.7, Ling 3.0, Laguna), `deepseek`
-(`<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME` and a JSON block: DeepSeek R1/V3), `harmony`
+(`<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME` and a JSON block: DeepSeek R1/V3), `kimi`
+(`<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}`: Kimi K2), `harmony`
 (`to=functions.NAME <|constrain|>json<|message|>{…}`: gpt-oss).
 """
 
@@ -26,7 +27,8 @@ import re
 from dataclasses import dataclass, field
 
 CALL_SYNTAXES = (
-    "hermes", "llama3", "mistral", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek", "harmony",
+    "hermes", "llama3", "mistral", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek", "kimi",
+    "harmony",
 )  # fmt: skip
 
 # (open, close) of the thinking tags modelport reads, as templates write them.
@@ -59,6 +61,13 @@ _DEEPSEEK = (
     "<｜tool▁call▁end｜>",
     "<｜tool▁calls▁end｜>",
 )
+_KIMI = (
+    "<|tool_calls_section_begin|>",
+    "<|tool_call_begin|>",
+    "<|tool_call_argument_begin|>",
+    "<|tool_call_end|>",
+    "<|tool_calls_section_end|>",
+)
 _CALL_MARKERS = {
     "hermes": ("<tool_call>", "</tool_call>"),
     "mistral": ("[TOOL_CALLS]",),
@@ -74,6 +83,7 @@ _CALL_MARKERS = {
     ),
     "glm_xml": ("<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"),
     "deepseek": _DEEPSEEK,
+    "kimi": _KIMI,
     "harmony": tuple(HARMONY.values()),
 }
 # Words a template that thinks in markers modelport does not know would show; llama.cpp then reads it.
@@ -189,6 +199,8 @@ def call_syntax(template: str) -> str | None:
         return "seed_xml" if "<seed:tool_call>" in template else "qwen3_xml"
     if _DEEPSEEK[0] in template:
         return "deepseek"
+    if _KIMI[0] in template:
+        return "kimi"
     if "<arg_key>" in template and "<tool_call>" in template:  # GLM's, before Hermes's `<tool_call>`
         return "glm_xml"
     if "<invoke" in template or "<tool_calls>[" in template:
