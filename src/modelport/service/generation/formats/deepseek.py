@@ -11,14 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from modelport.service.generation.formats.lark import Grammar
-from modelport.service.generation.formats.readers import (
-    Delta,
-    JsonArguments,
-    Stepped,
-    arguments_delta,
-    call_delta,
-    until,
-)
+from modelport.service.generation.formats.readers import SectionReader
 from modelport.service.generation.tools.plan import ToolPlan
 
 BEGIN, END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
@@ -51,63 +44,9 @@ class DeepSeek:
         text = grammar.text_lexeme("text", not_first="<")
         return grammar.rule("answer", f"{text} | {calls}")
 
-    def reader(self, plan: ToolPlan) -> DeepSeekReader:
+    def reader(self, plan: ToolPlan) -> SectionReader:
         """A reader of one answer in this syntax."""
-        return DeepSeekReader(plan.legacy)
+        return SectionReader((BEGIN, END, f"{CALL}function{SEP}", _OPEN_ARGUMENTS, CALL_END), plan.legacy)
 
     def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return messages
-
-
-class DeepSeekReader(Stepped):
-    """An answer in DeepSeek's syntax: text until its calls begin, then each call."""
-
-    thinking = False
-
-    def __init__(self, legacy: bool = False) -> None:
-        self.legacy = legacy
-        self.pending = ""
-        self.state = "text"  # text, calls (between calls), name, arguments, closing (after the arguments)
-        self.calls = 0
-        self.arguments: JsonArguments | None = None
-        self.strayed = False
-
-    def flush(self, cut: bool) -> list[Delta]:
-        text, self.pending = self.pending, ""
-        return [{"content": text}] if self.state == "text" and text else []
-
-    def _step(self) -> list[Delta]:
-        pending = self.pending
-        if self.state == "text":
-            text, self.pending, begun = until(pending, BEGIN)
-            if begun:
-                self.state = "calls"
-            return [{"content": text}] if text else []
-        if self.state == "calls":
-            stripped = pending.lstrip()
-            head = f"{CALL}function{SEP}"
-            if stripped.startswith(head):
-                self.pending, self.state = stripped[len(head) :], "name"
-            elif stripped.startswith(END):
-                self.pending, self.state = stripped[len(END) :], "text"
-            elif stripped and not (head.startswith(stripped) or END.startswith(stripped)):
-                self.pending, self.state, self.strayed = stripped, "text", True
-            return []
-        if self.state == "name":
-            at = pending.find(_OPEN_ARGUMENTS)
-            if at < 0:
-                return []
-            self.calls += 1
-            self.pending, self.state = pending[at + len(_OPEN_ARGUMENTS) :], "arguments"
-            self.arguments = JsonArguments()
-            return [call_delta(self.calls - 1, pending[:at].strip(), self.legacy)]
-        if self.state == "arguments":
-            assert self.arguments is not None
-            piece, self.pending = self.arguments.feed(pending)
-            if self.arguments.done:
-                self.state = "closing"
-            return [arguments_delta(self.calls - 1, piece, self.legacy)] if piece else []
-        at = pending.find(CALL_END)  # closing: the rest of the block, up to its end
-        if at >= 0:
-            self.pending, self.state = pending[at + len(CALL_END) :], "calls"
-        return []

@@ -12,14 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from modelport.service.generation.formats.lark import Grammar
-from modelport.service.generation.formats.readers import (
-    Delta,
-    JsonArguments,
-    Stepped,
-    arguments_delta,
-    call_delta,
-    until,
-)
+from modelport.service.generation.formats.readers import SectionReader
 from modelport.service.generation.tools.plan import ToolPlan
 
 SECTION, SECTION_END = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
@@ -53,65 +46,12 @@ class Kimi:
         text = grammar.text_lexeme("text", not_first="<")
         return grammar.rule("answer", f"{text} | {calls}")
 
-    def reader(self, plan: ToolPlan) -> KimiReader:
+    def reader(self, plan: ToolPlan) -> SectionReader:
         """A reader of one answer in this syntax."""
-        return KimiReader(plan.legacy)
+        return SectionReader((SECTION, SECTION_END, CALL, ARGUMENTS, CALL_END), plan.legacy, function_name)
 
     def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return messages  # the template numbers the calls and heads their results itself
-
-
-class KimiReader(Stepped):
-    """An answer in Kimi K2's syntax: text until its calls begin, then each call."""
-
-    thinking = False
-
-    def __init__(self, legacy: bool = False) -> None:
-        self.legacy = legacy
-        self.pending = ""
-        self.state = "text"  # text, calls (between calls), name, arguments, closing (after the arguments)
-        self.calls = 0
-        self.arguments: JsonArguments | None = None
-        self.strayed = False
-
-    def flush(self, cut: bool) -> list[Delta]:
-        text, self.pending = self.pending, ""
-        return [{"content": text}] if self.state == "text" and text else []
-
-    def _step(self) -> list[Delta]:
-        pending = self.pending
-        if self.state == "text":
-            text, self.pending, begun = until(pending, SECTION)
-            if begun:
-                self.state = "calls"
-            return [{"content": text}] if text else []
-        if self.state == "calls":
-            stripped = pending.lstrip()
-            if stripped.startswith(CALL):
-                self.pending, self.state = stripped[len(CALL) :], "name"
-            elif stripped.startswith(SECTION_END):
-                self.pending, self.state = stripped[len(SECTION_END) :], "text"
-            elif stripped and not (CALL.startswith(stripped) or SECTION_END.startswith(stripped)):
-                self.pending, self.state, self.strayed = stripped, "text", True
-            return []
-        if self.state == "name":
-            at = pending.find(ARGUMENTS)
-            if at < 0:
-                return []
-            self.calls += 1
-            self.pending, self.state = pending[at + len(ARGUMENTS) :], "arguments"
-            self.arguments = JsonArguments()
-            return [call_delta(self.calls - 1, function_name(pending[:at]), self.legacy)]
-        if self.state == "arguments":
-            assert self.arguments is not None
-            piece, self.pending = self.arguments.feed(pending)
-            if self.arguments.done:
-                self.state = "closing"
-            return [arguments_delta(self.calls - 1, piece, self.legacy)] if piece else []
-        at = pending.find(CALL_END)  # closing: the rest of the call, up to its end
-        if at >= 0:
-            self.pending, self.state = pending[at + len(CALL_END) :], "calls"
-        return []
 
 
 def function_name(called: str) -> str:
