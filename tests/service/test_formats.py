@@ -271,6 +271,25 @@ def test_kimi_calls_are_held_and_read_as_its_template_writes_them() -> None:
         )
 
 
+def test_granite_calls_are_held_read_and_given_back_in_its_text() -> None:
+    # Granite 3.3's template tells the model to answer `<|tool_call|>` and a list of calls, and shows a
+    # message's text only: before, the tools were described again and held to modelport's JSON.
+    form = family("real/granite-3.3-2b-instruct")
+    assert form.calls == "granite"
+    answer = '<|tool_call|>[{"name": "add", "arguments": {"a": 2, "b": 3}}]'
+    assert held(form, answer, plan(required=True))[0]
+    assert not held(form, answer.replace('"b": 3', '"b": "three"'), plan(required=True))[0]
+    assert held(form, "Five.", plan())[0]
+    for size in (1, 5, 1000):
+        read = read_all(formats.shape(form, None, plan(), None, True, False).read(), answer, size)
+        assert read["calls"] == [("add", {"a": 2, "b": 3})]
+    call = {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}
+    given = [{"role": "assistant", "content": None, "tool_calls": [call]}, {"role": "tool", "content": "5"}]
+    said = formats.history(form, given)
+    assert said[0] == {"role": "assistant", "content": answer}  # as the model wrote it
+    assert said[1] == given[1]
+
+
 def chunked(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 

@@ -12,12 +12,12 @@ Reasoning families, by the markers their templates write:
   answer on `final`.
 
 Call syntaxes: `hermes` (`<tool_call>{json}</tool_call>`: Qwen 2.5/3, Hermes), `llama3` (the answer is one
-JSON call), `mistral` (`[TOOL_CALLS][...]`), `mistral_args` (`[TOOL_CALLS]NAME[ARGS]{…}`: Mistral Small 3.2,
-Devstral, Ministral 3), `qwen3_xml` (`<tool_call><function=NAME><parameter=K>…`: Qwen3-Coder, Qwen3.5,
-Nemotron 3; `seed_xml` the same in `<seed:tool_call>`: Seed-OSS), `glm_xml`
-(`<tool_call>NAME<arg_key>K</arg_key><arg_value>…`: GLM 4.5-4.7, Ling 3.0, Laguna), `deepseek`
-(`<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME` and a JSON block: DeepSeek R1/V3), `kimi`
-(`<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}`: Kimi K2), `harmony`
+JSON call), `mistral` (`[TOOL_CALLS][...]`; `granite` the same after `<|tool_call|>`: Granite 3.x),
+`mistral_args` (`[TOOL_CALLS]NAME[ARGS]{…}`: Mistral Small 3.2, Devstral, Ministral 3), `qwen3_xml`
+(`<tool_call><function=NAME><parameter=K>…`: Qwen3-Coder, Qwen3.5, Nemotron 3; `seed_xml` the same in
+`<seed:tool_call>`: Seed-OSS), `glm_xml` (`<tool_call>NAME<arg_key>K</arg_key><arg_value>…`: GLM 4.5-4.7, Ling
+3.0, Laguna), `deepseek` (`<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME` and a JSON block: DeepSeek R1/V3),
+`kimi` (`<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}`: Kimi K2), `harmony`
 (`to=functions.NAME <|constrain|>json<|message|>{…}`: gpt-oss).
 """
 
@@ -27,8 +27,8 @@ import re
 from dataclasses import dataclass, field
 
 CALL_SYNTAXES = (
-    "hermes", "llama3", "mistral", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek", "kimi",
-    "harmony",
+    "hermes", "llama3", "mistral", "granite", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek",
+    "kimi", "harmony",
 )  # fmt: skip
 
 # (open, close) of the thinking tags modelport reads, as templates write them.
@@ -71,6 +71,7 @@ _KIMI = (
 _CALL_MARKERS = {
     "hermes": ("<tool_call>", "</tool_call>"),
     "mistral": ("[TOOL_CALLS]",),
+    "granite": ("<|tool_call|>",),
     "mistral_args": ("[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"),
     "qwen3_xml": ("<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>"),
     "seed_xml": (
@@ -209,6 +210,8 @@ def call_syntax(template: str) -> str | None:
         return None
     if "<tool_call>" in template:  # Hermes 2 Pro, Qwen 2.5/3, and their many fine-tunes
         return "hermes"
+    if "<|tool_call|>" in template:  # Granite 3.x: a list of calls after it, as Mistral Nemo's
+        return "granite"
     if "[TOOL_CALLS]" in template:  # Mistral Nemo's list of calls, or a name and `[ARGS]` a call (later ones)
         return "mistral_args" if "[ARGS]" in template else "mistral"
     if "<|start_header_id|>" in template and '"parameters"' in template:  # Llama 3.1-3.3

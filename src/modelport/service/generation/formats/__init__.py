@@ -2,10 +2,10 @@
 the effort's budget, then the answer: text, JSON, or calls in its syntax) and the reader that turns its raw
 text into OpenAI's deltas (`reasoning_content`, `content`, `tool_calls`).
 
-One module per call syntax (`json_calls`: hermes, llama3, mistral, mistral_args; `qwen3_xml`; `glm_xml`;
-`deepseek`; `kimi`; `xml_values` for the values of the two XML ones), `harmony` for gpt-oss's channels,
-`readers` for text, thinking tags and markers, `effort` for budgets, `lark` for writing grammars, `reading`
-for the stream. The syntaxes are found by name in `SYNTAXES`.
+One module per call syntax (`json_calls`: hermes, llama3, mistral, granite, mistral_args; `qwen3_xml`;
+`glm_xml`; `deepseek`; `kimi`; `xml_values` for the values of the two XML ones), `harmony` for gpt-oss's
+channels, `readers` for text, thinking tags and markers, `effort` for budgets, `lark` for writing grammars,
+`reading` for the stream. The syntaxes are found by name in `SYNTAXES`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from modelport.service.generation.formats.deepseek import DeepSeek
 from modelport.service.generation.formats.effort import Thinking
 from modelport.service.generation.formats.glm_xml import GlmXml
 from modelport.service.generation.formats.json_answer import AnswerParser
-from modelport.service.generation.formats.json_calls import Hermes, Llama3, Mistral, MistralArgs
+from modelport.service.generation.formats.json_calls import Granite, Hermes, Llama3, Mistral, MistralArgs
 from modelport.service.generation.formats.kimi import Kimi
 from modelport.service.generation.formats.lark import ANY, Grammar, regex
 from modelport.service.generation.formats.qwen3_xml import Qwen3Xml
@@ -44,7 +44,7 @@ class CallSyntax(Protocol):
 
 _ALL = (
     Hermes(), Llama3(), Mistral(), MistralArgs(), Qwen3Xml(), Qwen3Xml(seed=True), GlmXml(), DeepSeek(),
-    Kimi(),
+    Kimi(), Granite(),
 )  # fmt: skip
 SYNTAXES: dict[str, CallSyntax] = {syntax.name: syntax for syntax in _ALL}
 

@@ -1,9 +1,9 @@
 """Call syntaxes whose calls are JSON objects: `hermes` (Hermes 2 Pro, Qwen 2.5/3: text, or one block per
 call, `<tool_call>\\n{"name": ..., "arguments": {...}}\\n</tool_call>`), `llama3` (Llama 3.1-3.3: text, or the
 answer is one `{"name": ..., "parameters": {...}}`), `mistral` (Mistral Nemo: text, or `[TOOL_CALLS][{"name":
-..., "arguments": {...}}, ...]`) and `mistral_args` (Mistral Small 3.2, Devstral, Ministral 3, Magistral:
-text, or for each call `[TOOL_CALLS]NAME`, `[CALL_ID]` and an id where Small 3.2 writes one, then
-`[ARGS]{...}`).
+..., "arguments": {...}}, ...]`; `granite` the same after `<|tool_call|>`: Granite 3.x) and `mistral_args`
+(Mistral Small 3.2, Devstral, Ministral 3, Magistral: text, or for each call `[TOOL_CALLS]NAME`, `[CALL_ID]`
+and an id where Small 3.2 writes one, then `[ARGS]{...}`).
 
 The grammar lets an `auto` answer be text that does not begin like a call, or calls whose arguments validate
 against each tool's schema; `required` and a named tool leave only the calls.
@@ -12,6 +12,7 @@ against each tool's schema; `required` and a named tool leave only the calls.
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 from modelport.service.generation.formats.json_answer import AnswerParser
@@ -80,7 +81,7 @@ class Mistral(JsonCalls):
         call, defs = plan.call_schema(self.arguments)
         schema = plan.array(call)
         listed = grammar.json("call", {**schema, "$defs": defs} if defs else schema, compact)
-        return grammar.rule("calls", f"{grammar.literal('[TOOL_CALLS]')} {listed}")
+        return grammar.rule("calls", f"{grammar.literal(self.opener)} {listed}")
 
     def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Mistral's templates insist on 9-character call ids."""
@@ -99,6 +100,34 @@ class Mistral(JsonCalls):
                 message["tool_call_id"] = short(message["tool_call_id"])
             out.append(message)
         return out
+
+
+class Granite(Mistral):
+    """Granite 3.x's: `<|tool_call|>` and then the list of calls, as Mistral Nemo's. Its templates show a
+    message's text only, so a call given back is written into the text as the model wrote it."""
+
+    name, opener = "granite", "<|tool_call|>"
+
+    def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        out = []
+        for message in messages:
+            if message.get("role") == "assistant" and message.get("tool_calls"):
+                functions = [call["function"] for call in message["tool_calls"]]
+                listed = [{"name": f["name"], "arguments": _object(f.get("arguments"))} for f in functions]
+                said = f"{message.get('content') or ''}{self.opener}{json.dumps(listed)}"
+                message = {k: v for k, v in message.items() if k != "tool_calls"} | {"content": said}
+            out.append(message)
+        return out
+
+
+def _object(arguments: Any) -> Any:
+    """A call's arguments as the object they are (a string of JSON, as OpenAI gives them)."""
+    if not isinstance(arguments, str):
+        return arguments
+    try:
+        return json.loads(arguments)
+    except json.JSONDecodeError:
+        return arguments
 
 
 class MistralArgs(Mistral):
