@@ -13,6 +13,7 @@ import openai
 import pytest
 from openai.types.audio import TranscriptionVerbose
 
+from modelport.settings import DEFAULT_TRANSCRIPTION
 from tests.service.test_audio import TWO_WORDS_IN_A_SENTENCE, word_error_rate
 from tests.support.faces import Faces
 
@@ -193,9 +194,13 @@ def test_translation_on_an_english_only_model_is_a_400_naming_the_capability(
     client: openai.OpenAI, paragraph_wav: bytes
 ) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
-        client.audio.translations.create(model="whisper-1", file=("p.wav", paragraph_wav))
+        client.audio.translations.create(model=DEFAULT_TRANSCRIPTION, file=("p.wav", paragraph_wav))
     assert "translation" in caught.value.message
     assert caught.value.param == "model"
+    # `whisper-1`, OpenAI's one translation model (so what every client of OpenAI's sends), reaches the
+    # multilingual default instead of the English-only transcription default it reaches elsewhere.
+    translated = client.audio.translations.create(model="whisper-1", file=("p.wav", paragraph_wav))
+    assert translated.text.strip()
 
 
 def test_diarization_is_refused_by_name_with_the_model_that_does_it(

@@ -148,6 +148,10 @@ class ModelRegistry:
         """Let requests for `name` reach `model_id`."""
         self._aliases[name] = model_id
 
+    def by_rule(self, name: str) -> bool:
+        """Whether `name` is neither a model's id nor an alias (a name a rule may reach: OpenAI's)."""
+        return self._find(name) is None and self._find(self._aliases.get(name, "")) is None
+
     def resolve(self, name: str) -> ModelSpec:
         """The spec for a model id or alias, or a name reached by rule; 404 if none."""
         for candidate in (name, self._aliases.get(name, "")):

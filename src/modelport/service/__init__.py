@@ -63,6 +63,7 @@ from modelport.settings import (
     DEFAULT_EMBEDDING,
     DEFAULT_SPEECH,
     DEFAULT_TRANSCRIPTION,
+    WHISPER_MULTILINGUAL,
     Settings,
     data_dir,
 )
@@ -378,7 +379,18 @@ class Service:
         return await self._transcribed(Capability.TRANSCRIPTION, request, file)
 
     async def translation(self, request: TranscriptionRequest, file: Upload) -> Transcribed:
-        """`POST /v1/audio/translations`: speech in any language to English text."""
+        """`POST /v1/audio/translations`: speech in any language to English text. `whisper-1`, OpenAI's one
+        translation model, reaches the multilingual default here (where it is served): the transcription
+        default it reaches elsewhere hears English only."""
+        registry = self.manager.registry
+        reached = self.settings.openai_name(request.model) if registry.by_rule(request.model) else None
+        if reached == DEFAULT_TRANSCRIPTION:
+            try:
+                registry.resolve(WHISPER_MULTILINGUAL)
+            except ModelNotFoundError:
+                pass  # (the 400 of the model it reaches says it cannot translate)
+            else:
+                request = request.model_copy(update={"model": WHISPER_MULTILINGUAL})
         return await self._transcribed(Capability.TRANSLATION, request, file)
 
     async def _transcribed(
