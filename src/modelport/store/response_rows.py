@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from sqlalchemy import Integer, delete, insert, literal, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 
 from modelport.store.database import Database
 from modelport.store.tables import response_events, response_items, responses
@@ -26,7 +27,8 @@ class ResponseRows:
         """Insert a response (its id is new; `row` names its project), and its items by their ids."""
         async with self.database.transaction() as connection:
             await connection.execute(insert(responses).values(**row))
-            await _index(connection, row["id"], [*row["input_items"], *row["response"].get("output", [])])
+            given, made = row["input_items"], row["response"].get("output", [])
+            await self._index(connection, row["id"], [*given, *made])
 
     async def with_item(self, item_id: str, project: str) -> dict[str, Any] | None:
         """The latest of `project`'s responses that holds an item by this id (in its input or output)."""
@@ -125,7 +127,7 @@ class ResponseRows:
                 .values(status="cancelled", response=response)
             )
             if done.rowcount:
-                await _index(connection, response_id, response.get("output", []))
+                await self._index(connection, response_id, response.get("output", []))
         return bool(done.rowcount)
 
     async def settle(self, response_id: str, response: dict[str, Any], **values: Any) -> str:
@@ -138,7 +140,7 @@ class ResponseRows:
                 .values(status=response["status"], response=response, **values)
             )
             if done.rowcount:
-                await _index(connection, response_id, response.get("output", []))
+                await self._index(connection, response_id, response.get("output", []))
                 return str(response["status"])
             done = await connection.execute(
                 update(responses)
@@ -146,8 +148,18 @@ class ResponseRows:
                 .values(response={**response, "status": "cancelled"}, **values)
             )
             if done.rowcount:  # not deleted meanwhile
-                await _index(connection, response_id, response.get("output", []))
+                await self._index(connection, response_id, response.get("output", []))
         return "cancelled"
+
+    async def _index(self, connection: Any, response_id: str, items: list[Any]) -> None:
+        """Index a response's items by id, each once (a background job settles its response several times,
+        and a cancel may settle it beside the job: an id already indexed is skipped by the insert itself)."""
+        found = (item.get("id") for item in items if isinstance(item, dict))
+        ids = sorted({i for i in found if isinstance(i, str) and 0 < len(i) <= ID_CHARS})
+        if ids:
+            dialect = sqlite if self.database.sqlite else postgresql
+            put = dialect.insert(response_items).on_conflict_do_nothing()
+            await connection.execute(put, [{"item_id": i, "response_id": response_id} for i in ids])
 
     async def orphans(self, stale_after: float) -> list[dict[str, Any]]:
         """Unfinished background responses whose job has shown no sign of life for `stale_after` seconds
@@ -159,19 +171,3 @@ class ResponseRows:
         )
         async with self.database.transaction() as connection:
             return [dict(row._mapping) for row in await connection.execute(query)]
-
-
-async def _index(connection: Any, response_id: str, items: list[Any]) -> None:
-    """Index a response's items by id (those it already has indexed left as they are: a background job
-    settles its response several times)."""
-    found = (item.get("id") for item in items if isinstance(item, dict))
-    ids = {item_id for item_id in found if isinstance(item_id, str) and 0 < len(item_id) <= ID_CHARS}
-    if not ids:
-        return
-    query = select(response_items.c.item_id).where(
-        response_items.c.response_id == response_id, response_items.c.item_id.in_(ids)
-    )
-    ids -= {row[0] for row in await connection.execute(query)}
-    if ids:
-        rows = [{"item_id": item_id, "response_id": response_id} for item_id in sorted(ids)]
-        await connection.execute(insert(response_items), rows)
