@@ -149,6 +149,14 @@ def test_generate_whole_streamed_and_raw(tiny: Faces, server: Faces) -> None:
     assert raw.response.startswith("{")
 
 
+def test_embed_truncates_unless_told_not_to_as_ollama_does(server: Faces) -> None:
+    asked = {"model": "all-minilm-l6-v2", "input": "word " * 600}
+    assert len(ollama.Client(host=server.url).embed(**asked).embeddings) == 1
+    with pytest.raises(ollama.ResponseError) as refused:
+        ollama.Client(host=server.url).embed(**asked, truncate=False)
+    assert refused.value.status_code == 400
+
+
 def test_format_holds_the_answer_to_its_schema(server: Faces) -> None:
     schema = {
         "type": "object",

@@ -63,6 +63,20 @@ def test_dimensions_above_the_model_size_is_a_400(client: openai.OpenAI) -> None
     assert "384" in caught.value.message
 
 
+def test_an_input_past_what_the_model_reads_is_cut_unless_truncate_is_false(client: openai.OpenAI) -> None:
+    long = "word " * 600  # all-minilm-l6-v2 reads 256 tokens at once
+    cut = client.embeddings.create(model="all-minilm-l6-v2", input=long)
+    assert cut.usage.prompt_tokens == 256
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.embeddings.create(
+            model="all-minilm-l6-v2", input=["short", long], extra_body={"truncate": False}
+        )
+    assert refused.value.code == "context_length_exceeded"
+    assert "input[1] is 602 tokens" in refused.value.message
+    kept = client.embeddings.create(model="all-minilm-l6-v2", input="short", extra_body={"truncate": False})
+    assert len(kept.data) == 1
+
+
 @pytest.mark.parametrize("bad", ["", [], ["ok", ""]])
 def test_empty_input_is_a_400(client: openai.OpenAI, bad: object) -> None:
     with pytest.raises(openai.BadRequestError) as caught:

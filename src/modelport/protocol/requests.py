@@ -202,6 +202,9 @@ class EmbeddingRequest(OpenAIRequest):
     encoding_format: Literal["float", "base64"] = "float"
     dimensions: int | None = Field(default=None, ge=1, le=INT32)
     user: str | None = None
+    # modelport's own (Ollama's and Text Embeddings Inference's name): an input longer than the model reads
+    # at once is cut to what it reads, unless false, where it is a 400.
+    truncate: bool = True
 
     @field_validator("input")
     @classmethod

@@ -29,6 +29,8 @@ async def embeddings(
     if any(t == "" for t in entries):
         raise InvalidRequestError("input must not contain empty strings.", param="input")
     strings = await token_ids.openai_texts(entries, "input")
+    if not request.truncate:
+        _check_lengths(predictor, strings)
     batcher = model.state.get("embedding-batcher")
     if batcher is None or batcher.loop is not asyncio.get_running_loop():
         batcher = model.state["embedding-batcher"] = Batcher(model, predictor)
@@ -59,6 +61,24 @@ async def embeddings(
             "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
         }
     )
+
+
+def _check_lengths(predictor: Predictor, texts: list[str]) -> None:
+    """A 400 for an input longer than the model reads at once (where its predictor says how long that is:
+    the built-in embedders do; another is taken at its word)."""
+    spans = predictor.token_spans
+    if spans is None:
+        return
+    specials = predictor.token_counter.count_tokens([""]) if predictor.token_counter is not None else 0
+    for i, text in enumerate(texts):
+        length = len(spans.token_spans(text)) + specials
+        if length > spans.max_tokens:
+            raise InvalidRequestError(
+                f"input[{i}] is {length} tokens, more than the {spans.max_tokens} this model reads at once "
+                "(`truncate` true, the default, cuts an input to them).",
+                param="input",
+                code="context_length_exceeded",
+            )
 
 
 @dataclass(eq=False)  # entries are told apart by identity: two callers may send the same texts

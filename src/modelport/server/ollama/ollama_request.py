@@ -97,6 +97,7 @@ class EmbedRequest(_Loose):
     model: str = Field(min_length=1)
     input: str | list[str]
     dimensions: int | None = Field(default=None, ge=1)
+    truncate: bool = True
     keep_alive: KeepAlive = None
 
 

@@ -102,6 +102,7 @@ async def embed(request: Request, given: EmbedRequest) -> Response:
     service: Service = request.app.state.service
     started = time.monotonic()
     body = {"model": given.model, "input": given.input, "dimensions": given.dimensions}
+    body["truncate"] = given.truncate
     answer = await EMBEDDING.invoke(service, {}, body={k: v for k, v in body.items() if v is not None})
     assert isinstance(answer, CreateEmbeddingResponse)
     await _kept(service, given.model, given.keep_alive)
