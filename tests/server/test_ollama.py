@@ -157,6 +157,16 @@ def test_embed_truncates_unless_told_not_to_as_ollama_does(server: Faces) -> Non
     assert refused.value.status_code == 400
 
 
+def test_show_says_insert_only_of_a_model_that_fills_in_the_middle(server: Faces) -> None:
+    # FIM clients (Continue's autocomplete) look for `insert`: SmolLM2 has no fill-in-the-middle tokens, so
+    # a `suffix` is a 400 and it was wrongly said of every model that completes.
+    shown = ollama.Client(host=server.url).show("smollm2-135m-instruct").capabilities or []
+    assert {"completion", "tools"} <= set(shown)
+    assert "insert" not in shown
+    with pytest.raises(ollama.ResponseError):
+        ollama.Client(host=server.url).generate(model="smollm2-135m-instruct", prompt="def f(", suffix="):")
+
+
 def test_format_holds_the_answer_to_its_schema(server: Faces) -> None:
     schema = {
         "type": "object",

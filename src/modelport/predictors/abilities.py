@@ -10,6 +10,8 @@ checked `Predictor` when it is registered. A plain function has none of them.
   `logprobs`); `PromptsScorer`, one that scores a request's prompts together where that costs less than one
   at a time (eval harnesses send several a request).
 - `Vocabulary`: a completion predictor that takes its model's own token ids and can read them back.
+- `FillsInTheMiddle`: a completion predictor that says whether it completes before a `suffix` (its model
+  has fill-in-the-middle tokens).
 - `TokenCounter`: an embedding predictor that counts the tokens of its inputs (`usage`).
 - `TokenSpans`: an embedding predictor that shows where its tokens fall in a text and how many it reads,
   so vector stores cut files into chunks it reads whole.
@@ -98,6 +100,13 @@ class TokenCounter(Protocol):
     def count_tokens(self, texts: list[str]) -> int:
         """Tokens in `texts`, together."""
         ...
+
+
+@runtime_checkable
+class FillsInTheMiddle(Protocol):
+    """A completion predictor that says whether its model completes before a `suffix`."""
+
+    fills_in_the_middle: bool
 
 
 @runtime_checkable

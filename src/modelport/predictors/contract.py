@@ -17,6 +17,7 @@ from modelport.errors import PredictorContractError
 from modelport.predictors.abilities import (
     ChatFormatted,
     ChatTemplate,
+    FillsInTheMiddle,
     PromptScorer,
     TokenCounter,
     TokenSpans,
@@ -54,6 +55,7 @@ class Predictor:
     tool_format: str | None = None  # the native call format of a chat predictor that shows tools to its model
     chat_format: ChatFormat = PLAIN  # how a chat predictor's model writes its thinking and its calls
     token_prompts: bool = False  # a completion predictor whose prompt may be the model's own token ids
+    fills_in_the_middle: bool = False  # a completion predictor that completes before a `suffix`
     # Abilities the predictor's object declares (see `abilities`); None where it has not got them.
     template: ChatTemplate | None = None
     scorer: PromptScorer | None = None
@@ -110,6 +112,9 @@ def check_predictor(fn: Callable[..., Any], capability: Capability | str | None 
         vocabulary=fn if cap is Capability.COMPLETION and isinstance(fn, Vocabulary) else None,
         token_counter=fn if cap is Capability.EMBEDDING and isinstance(fn, TokenCounter) else None,
         token_spans=fn if cap is Capability.EMBEDDING and isinstance(fn, TokenSpans) else None,
+        fills_in_the_middle=cap is Capability.COMPLETION
+        and isinstance(fn, FillsInTheMiddle)
+        and fn.fills_in_the_middle,
         media=tuple(getattr(fn, "media", ())) if cap is Capability.CHAT else (),
     )
 

@@ -469,6 +469,9 @@ class Service:
                 # How the model writes its calls and its thinking, as modelport reads them.
                 extra["chat_format"] = chat.chat_format.describe()
             extra["capabilities"] = sorted(loaded.predictors) + (["vision"] if sees else [])
+            completes = loaded.predictors.get(Capability.COMPLETION)
+            if isinstance(completes, Predictor) and completes.fills_in_the_middle:
+                extra["fill_in_the_middle"] = True  # `suffix` (Ollama's apps read it as `insert`)
             voiced = loaded.predictors.get(Capability.SPEECH)
             if voiced is not None:
                 # `instructions` is accepted by the speech endpoint but no engine here can follow it.

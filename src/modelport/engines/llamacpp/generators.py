@@ -124,6 +124,7 @@ class LlamaCompletion:
         self._door = door
         self._conversations = kept
         self._fim = _fill_in_the_middle_tokens(door)
+        self.fills_in_the_middle = self._fim is not None
         self.vocab_size = vocab_size
         self._scorer = Scorer(gguf, SCORING_CTX)
 

@@ -93,8 +93,8 @@ def abilities(model: Model) -> list[str]:
     if held & {"chat", "completion"}:
         names.append("completion")
     if "chat" in held:
-        names += ["tools", "thinking"] if getattr(model, "chat_format", None) else ["tools"]
-    if "completion" in held:
+        names += ["tools", "thinking"] if "think" in str(getattr(model, "chat_format", "")) else ["tools"]
+    if getattr(model, "fill_in_the_middle", False):  # a `suffix` completes (FIM clients look for it)
         names.append("insert")
     if "vision" in held:
         names.append("vision")
