@@ -3,9 +3,10 @@ the effort's budget, then the answer: text, JSON, or calls in its syntax) and th
 text into OpenAI's deltas (`reasoning_content`, `content`, `tool_calls`).
 
 One module per call syntax (`json_calls`: hermes, llama3, mistral, granite, mistral_args; `qwen3_xml`;
-`glm_xml`; `deepseek`; `kimi`; `xml_values` for the values of the two XML ones), `harmony` for gpt-oss's
-channels, `readers` for text, thinking tags and markers, `effort` for budgets, `lark` for writing grammars,
-`reading` for the stream. The syntaxes are found by name in `SYNTAXES`.
+`glm_xml`; `deepseek` and `kimi`, with `sections` for what calls in a section of their own share; `xml_values`
+for the values of the two XML ones), `harmony` for gpt-oss's channels, `readers` for text, thinking tags and
+markers, `effort` for budgets, `lark` for writing grammars, `reading` for the stream. The syntaxes are found
+by name in `SYNTAXES`.
 """
 
 from __future__ import annotations

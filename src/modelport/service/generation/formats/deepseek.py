@@ -8,10 +8,8 @@ block opens and its arguments as they are written.
 
 from __future__ import annotations
 
-from typing import Any
-
 from modelport.service.generation.formats.lark import Grammar
-from modelport.service.generation.formats.readers import SectionReader
+from modelport.service.generation.formats.sections import SectionCalls
 from modelport.service.generation.tools.plan import ToolPlan
 
 BEGIN, END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
@@ -19,15 +17,14 @@ CALL, SEP, CALL_END = "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜
 _OPEN_ARGUMENTS, _CLOSE_ARGUMENTS = "\n```json\n", "\n```"
 
 
-class DeepSeek:
+class DeepSeek(SectionCalls):
     """DeepSeek's call syntax."""
 
     name = "deepseek"
-    arguments = "arguments"
+    markers = (BEGIN, END, f"{CALL}function{SEP}", _OPEN_ARGUMENTS, CALL_END)
+    between = '"\\n"'
 
-    def answer(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
-        """The calls of `plan` (one at least; more where calls may go in parallel), or (unless one is
-        required) text that does not begin like them."""
+    def functions(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> list[str]:
         functions = []
         for i, tool in enumerate(plan.tools):
             arguments = grammar.json(f"arguments{i}", tool.get("parameters") or {"type": "object"}, compact)
@@ -35,18 +32,4 @@ class DeepSeek:
             functions.append(
                 grammar.rule(f"function{i}", f"{opening} {arguments} {grammar.literal(_CLOSE_ARGUMENTS)}")
             )
-        opening, closing = grammar.literal(f"{CALL}function{SEP}"), grammar.literal(CALL_END)
-        call = grammar.rule("call", f"{opening} ({' | '.join(functions)}) {closing}")
-        listed = f'{call} ("\\n" {call})*' if plan.parallel else call
-        calls = grammar.rule("calls", f"{grammar.literal(BEGIN)} {listed} {grammar.literal(END)}")
-        if plan.required:
-            return calls
-        text = grammar.text_lexeme("text", not_first="<")
-        return grammar.rule("answer", f"{text} | {calls}")
-
-    def reader(self, plan: ToolPlan) -> SectionReader:
-        """A reader of one answer in this syntax."""
-        return SectionReader((BEGIN, END, f"{CALL}function{SEP}", _OPEN_ARGUMENTS, CALL_END), plan.legacy)
-
-    def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return messages
+        return functions

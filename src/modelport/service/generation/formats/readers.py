@@ -3,15 +3,13 @@ piece and returns the deltas OpenAI streams (`reasoning_content`, `content`, `to
 refuses text: what does not follow the format is the answer's content, with the format's markers removed.
 
 Here: the reader of plain text, the reader of thinking between tags (which hands what follows the thinking
-to the reader of the answer), the reader of calls in a section of their own (DeepSeek's, Kimi K2's), the
-filter that keeps markers out of content, and the streamer of a call's JSON arguments that the call
-syntaxes share.
+to the reader of the answer), the filter that keeps markers out of content, and the streamer of a call's
+JSON arguments that the call syntaxes share.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from typing import Any, Protocol
 
 Delta = dict[str, Any]
@@ -98,69 +96,6 @@ class Stepped:
 
     def _step(self) -> list[Delta]:
         raise NotImplementedError
-
-
-class SectionReader(Stepped):
-    """An answer of text, then its calls between `begin` and `end`: each `head`, the name (as `name_of`
-    reads it) up to `arguments`, the arguments as JSON, and whatever is left up to `call_end` (DeepSeek's
-    and Kimi K2's syntaxes). Each call's name is given as its arguments begin, and its arguments as they are
-    written."""
-
-    thinking = False
-
-    def __init__(
-        self,
-        markers: tuple[str, str, str, str, str],  # begin, end, head, arguments, call_end
-        legacy: bool = False,
-        name_of: Callable[[str], str] = str.strip,
-    ) -> None:
-        self.begin, self.end, self.head, self.opening, self.call_end = markers
-        self.legacy = legacy
-        self.name_of = name_of
-        self.pending = ""
-        self.state = "text"  # text, calls (between calls), name, arguments, closing (after the arguments)
-        self.calls = 0
-        self.arguments: JsonArguments | None = None
-        self.strayed = False
-
-    def flush(self, cut: bool) -> list[Delta]:
-        text, self.pending = self.pending, ""
-        return [{"content": text}] if self.state == "text" and text else []
-
-    def _step(self) -> list[Delta]:
-        pending = self.pending
-        if self.state == "text":
-            text, self.pending, begun = until(pending, self.begin)
-            if begun:
-                self.state = "calls"
-            return [{"content": text}] if text else []
-        if self.state == "calls":
-            stripped = pending.lstrip()
-            if stripped.startswith(self.head):
-                self.pending, self.state = stripped[len(self.head) :], "name"
-            elif stripped.startswith(self.end):
-                self.pending, self.state = stripped[len(self.end) :], "text"
-            elif stripped and not (self.head.startswith(stripped) or self.end.startswith(stripped)):
-                self.pending, self.state, self.strayed = stripped, "text", True
-            return []
-        if self.state == "name":
-            at = pending.find(self.opening)
-            if at < 0:
-                return []
-            self.calls += 1
-            self.pending, self.state = pending[at + len(self.opening) :], "arguments"
-            self.arguments = JsonArguments()
-            return [call_delta(self.calls - 1, self.name_of(pending[:at]), self.legacy)]
-        if self.state == "arguments":
-            assert self.arguments is not None
-            piece, self.pending = self.arguments.feed(pending)
-            if self.arguments.done:
-                self.state = "closing"
-            return [arguments_delta(self.calls - 1, piece, self.legacy)] if piece else []
-        at = pending.find(self.call_end)  # closing: the rest of the call, up to its end
-        if at >= 0:
-            self.pending, self.state = pending[at + len(self.call_end) :], "calls"
-        return []
 
 
 class ThinkingReader(Stepped):
