@@ -95,10 +95,10 @@ class StoredTurns:
         for i, item in enumerate(turn):
             if item.get("type") == "item_reference":
                 row = await store.responses.with_item(item["id"], project)
-                found = [] if row is None else _items_of(row, item["id"])
-                if not found:
+                found = None if row is None else _item_of(row, item["id"])
+                if found is None:
                     raise NotFoundError(f"Item with id '{item['id']}' not found.", param=f"{param}[{i}].id")
-                item = found[0]
+                item = found
             out.append(item)
         return out
 
@@ -147,10 +147,10 @@ def new_row(request: ResponseRequest, turn: list[dict[str, Any]], response: Resp
     }
 
 
-def _items_of(row: dict[str, Any], item_id: str) -> list[dict[str, Any]]:
-    """The items of a stored response (its input, then its output) with this id."""
+def _item_of(row: dict[str, Any], item_id: str) -> dict[str, Any] | None:
+    """The item of a stored response (in its input, else its output) with this id."""
     held = [*row["input_items"], *(row["response"].get("output") or [])]
-    return [dict(item) for item in held if isinstance(item, dict) and item.get("id") == item_id]
+    return next((dict(item) for item in held if isinstance(item, dict) and item.get("id") == item_id), None)
 
 
 def missing(response_id: str) -> NotFoundError:
