@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from openai.types.responses import (
-    ApplyPatchTool,
     CustomTool,
     FunctionShellTool,
     FunctionTool,
@@ -185,7 +184,7 @@ def client_tools(tools: list[Tool], added: list[tuple[str, Tool]], served: tuple
         if environment is not None and environment.type != "local":
             log.info("%s (`shell` in a container) is not offered: %s", where, HOSTED["shell"])
             continue
-        if isinstance(tool, FunctionShellTool | ApplyPatchTool) or tool.type == "local_shell":
+        if tool.type in DEFINED:
             if tool.type in gathered.named:
                 raise InvalidRequestError(f"{where}: `{tool.type}` is offered twice.", param=f"{where}.type")
             gathered.named[tool.type] = Offered(tool.type, None, custom=False, defined=tool.type)
