@@ -189,6 +189,28 @@ def recall_chat(
     }
 
 
+NARROW_WORDS = 60  # the context `narrow_recall_chat` reads, in words
+
+
+def narrow_recall_chat(
+    messages: list[dict[str, Any]],
+    max_tokens: Annotated[int | None, Parameter.MaxOutputTokens] = None,
+) -> Iterator[dict[str, Any]]:
+    """`recall_chat` with a context of NARROW_WORDS words: a longer conversation is refused as llama.cpp
+    refuses one past its context (`context_length_exceeded`)."""
+    from modelport.errors import InvalidRequestError
+
+    words = len(" / ".join(f"{m['role']}: {m.get('content') or ''}" for m in messages).split(" "))
+    if words > NARROW_WORDS:
+        raise InvalidRequestError(
+            f"This model's maximum context length is {NARROW_WORDS} tokens. However, your messages resulted "
+            f"in {words} tokens. Please reduce the length of the messages.",
+            param="messages",
+            code="context_length_exceeded",
+        )
+    return recall_chat(messages, max_tokens)
+
+
 def counted_chat(messages: list[dict[str, Any]]) -> dict[str, Any]:
     """Answers `done`, after noting the last user message in the file named by $MODELPORT_TEST_CALLS (one
     line per call, so a test can count the calls a model really got) and a 20 ms pause."""

@@ -1,6 +1,7 @@
 """The Responses API's helpers for long agent sessions, on both faces: `responses.input_tokens.count` (the
-count a turn's `usage.input_tokens` then shows) and `responses.compact` (a conversation shrunk into its user
-messages and a compaction item that a later turn takes as input)."""
+count a turn's `usage.input_tokens` then shows), `responses.compact` (a conversation shrunk into its user
+messages and a compaction item that a later turn takes as input), and server-side compaction's threshold on
+a real model (the rest of it in `test_server_compaction.py`)."""
 
 from __future__ import annotations
 
@@ -90,3 +91,33 @@ def test_a_compacted_conversation_goes_on_on_fewer_tokens(client: Any) -> None:
     assert went_on.status in ("completed", "incomplete")
     assert went_on.output_text
     assert went_on.usage.input_tokens < uncompacted.input_tokens
+
+
+@pytest.mark.one_face
+@pytest.mark.models
+def test_a_turn_compacts_exactly_from_its_threshold(client: Any) -> None:
+    """Server-side compaction on a real model: the threshold is the count `input_tokens` gives, so a turn
+    whose input is that many tokens compacts first and one a token short of it does not."""
+    model = "gpt-4.1-mini"
+    one = client.responses.create(model=model, input="My name is Ada. I live in Oslo.", max_output_tokens=40)
+    later = {"model": model, "previous_response_id": one.id, "input": "Where do I live?"}
+    counted = client.responses.input_tokens.count(**later).input_tokens
+    short = client.responses.create(
+        **later,
+        max_output_tokens=16,
+        context_management=[{"type": "compaction", "compact_threshold": counted + 1}],
+    )
+    assert [item.type for item in short.output] == ["message"]
+    assert short.usage.input_tokens == counted
+    made = client.responses.create(
+        **later,
+        max_output_tokens=16,
+        context_management=[{"type": "compaction", "compact_threshold": counted}],
+    )
+    assert [item.type for item in made.output][:1] == ["compaction"]
+    assert made.output[0].encrypted_content
+    # The conversation goes on from the compaction item: as a client that drops what came before it sends.
+    question = {"role": "user", "content": "And then?"}
+    chained = client.responses.input_tokens.count(model=model, previous_response_id=made.id, input=[question])
+    pruned = client.responses.input_tokens.count(model=model, input=[*as_input(made.output), question])
+    assert chained.input_tokens == pruned.input_tokens

@@ -74,6 +74,15 @@ class ConversationRef(BaseModel):
     id: str = Field(min_length=1)
 
 
+class ContextManagement(BaseModel):
+    """One entry of `context_management`: server-side compaction, the only strategy OpenAI defines.
+    `compact_threshold` is the rendered input's tokens at which a turn compacts its context first; without
+    it, a turn compacts only when its context does not fit the model."""
+
+    type: Literal["compaction"]
+    compact_threshold: int | None = Field(default=None, ge=1, le=INT32)
+
+
 class ResponseRequest(OpenAIRequest):
     """`POST /v1/responses`. Fields beyond OpenAI's (vLLM's `top_k`, a `seed`) reach the model as they do
     on chat completions."""
@@ -106,6 +115,11 @@ class ResponseRequest(OpenAIRequest):
     stream_options: dict[str, Any] | None = None
     safety_identifier: str | None = None
     prompt_cache_key: str | None = None
+    context_management: list[ContextManagement] | None = Field(default=None, max_length=1)
+
+    def compaction(self) -> ContextManagement | None:
+        """The server-side compaction asked for, if any."""
+        return self.context_management[0] if self.context_management else None
 
 
 class InputTokensRequest(OpenAIRequest):

@@ -25,7 +25,6 @@ from modelport import context
 from modelport.errors import InvalidRequestError, NotFoundError
 from modelport.predictors.registry import ModelRegistry
 from modelport.protocol.answers import Events, ListPage, ResponseDeleted, mapped
-from modelport.protocol.requests import ChatCompletionRequest
 from modelport.protocol.response_object import ResponseObject
 from modelport.protocol.response_request import (
     CompactRequest,
@@ -97,8 +96,12 @@ class Responses:
             self.limits.mcp_seconds, self.limits.mcp_output_chars,
         )  # fmt: skip
         client = client_tools(request.tools or [], added_tools(turn), SERVED)
-        # A turn whose tools the server runs is several chat answers: they stream inside it, always.
-        streamed = request.stream or request.background or bool(tools)
+        asked = request.compaction()
+        threshold = asked.compact_threshold if asked else None
+        compacting = compaction.asked(history, turn, threshold, configured=asked is not None)
+        # A turn whose tools the server runs is several chat answers, one that may compact its context a
+        # summary and an answer: they stream inside it, always.
+        streamed = request.stream or request.background or bool(tools) or compacting is not None
         chat = turn_chat(request, history, turn, streamed, tools, client)
         response = skeleton(request, model_id, store)
         if conversation is not None:
@@ -109,13 +112,14 @@ class Responses:
             assert self.jobs is not None
             assert row is not None
             queued = response.model_copy(deep=True)  # as it was queued: the job goes on with `response`
-            await self.jobs.start(row, wire(self.turns.events(chat, request, response, ended, tools, client)))
+            turned = self.turns.events(chat, request, response, ended, tools, client, compacting)
+            await self.jobs.start(row, wire(turned))
             return self._followed(row["id"], -1) if request.stream else queued
         if request.stream:
-            events = await calls.eager(self.turns.events(chat, request, response, ended, tools, client))
-            return Events(events, RESPONSE_EVENTS)
-        if tools:
-            async for _ in self.turns.events(chat, request, response, ended, tools, client):
+            turned = self.turns.events(chat, request, response, ended, tools, client, compacting)
+            return Events(await calls.eager(turned), RESPONSE_EVENTS)
+        if tools or compacting is not None:
+            async for _ in self.turns.events(chat, request, response, ended, tools, client, compacting):
                 pass
             return response
         answer = await self.turns.answer(chat, request.truncation == "auto", turn)
@@ -212,26 +216,9 @@ class Responses:
         turns.append(await self.stored.referenced(items.input_items(request), "input"))
         conversation = [item for turn in turns for item in turn]
         messages = [message for turn in turns for message in items.messages(turn)]
-        said = compaction.transcript(messages)
-        chat = ChatCompletionRequest.model_validate(
-            {
-                "model": given.model,
-                "messages": [{"role": "user", "content": compaction.prompt(said, given.instructions)}],
-                "temperature": 0,
-                "max_completion_tokens": given.max_output_tokens or compaction.budget(messages),
-                "store": False,
-            }
-        )
-        answer = await self.turns.answer(chat, False, [])
-        assert isinstance(answer, ChatCompletion)
+        answer = await self.turns.summary(given.model, messages, given.instructions, given.max_output_tokens)
         assert answer.usage is not None
-        summary = answer.choices[0].message.content or ""
-        kept = {
-            "id": items.new_item_id("cmp"),
-            "type": "compaction",
-            "encrypted_content": summary.strip(),
-            "created_by": "modelport",
-        }
+        kept = compaction.item(items.new_item_id("cmp"), (answer.choices[0].message.content or "").strip())
         return CompactedResponse.model_construct(
             id=items.new_item_id("resp"),
             object="response.compaction",

@@ -1,12 +1,24 @@
-"""Compaction (`POST /v1/responses/compact`): a long conversation shrunk into its user messages and one
-`compaction` item holding a summary the chat model wrote of everything else (answers, tool calls and
-their results), which a later turn takes back as input. OpenAI's item carries the summary encrypted; on
-the user's own machine it is the summary's text, readable. How faithful it is depends on the model: a
-small one keeps the gist and drops detail, which is why the user's own words are kept whole."""
+"""Compaction: a long conversation shrunk into a `compaction` item holding a summary the chat model wrote
+of it, which a later turn takes back as input. OpenAI's item carries the summary encrypted; on the user's
+own machine it is the summary's text, readable. How faithful it is depends on the model: a small one keeps
+the gist and drops detail.
+
+Three ways to it: `POST /v1/responses/compact` (the conversation's user messages kept whole beside the
+item); a turn whose input ends in a `compaction_trigger` item (the item is the turn's one output); and
+server-side compaction (`context_management`), where a turn whose rendered input crosses
+`compact_threshold` tokens (or, without one, does not fit the model) first compacts its context into the
+item, the first of its output, and then answers from the item and the turn's own messages. A stored
+conversation (a chain of `previous_response_id`, a Conversation) is read from its latest compaction item
+on, as OpenAI's clients that prune their input before it expect; input a client sends is read as sent."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any
+
+from modelport.protocol.requests import ChatCompletionRequest
+from modelport.service.responses.items import messages
 
 # Asked after the conversation, not before it in a system message: small models follow an instruction
 # that comes last, and lose one that came before a long text (SmolLM2-135M wrote a story about the people in
@@ -54,3 +66,72 @@ def user_messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for item in items
         if item.get("type", "message") == "message" and item.get("role") == "user"
     ]
+
+
+# The kinds of a turn's input items that a compacted turn still reads whole after the summary: what the
+# user and the developer said, and the tools the turn adds. Calls, their outputs and the assistant's words
+# answer what the summary replaced, so it holds them.
+_KEPT = ("message", "additional_tools", "tool_search_output")
+# Leeway beside a chat request's JSON in `may_cross`: a tool description modelport writes into the prompt.
+_PROMPT_LEEWAY = 1024
+
+
+@dataclass(frozen=True)
+class Compacting:
+    """A turn's compaction: `covered`, the chat messages the summary replaces (the stored context and the
+    turn's input); `kept`, the input items the turn reads whole after it; `threshold`, the rendered input
+    tokens from which the turn compacts first (None: only when it does not fit); `only`, whether the turn
+    compacts and answers nothing (a `compaction_trigger`)."""
+
+    covered: list[dict[str, Any]]
+    kept: list[dict[str, Any]]
+    threshold: int | None
+    only: bool = False
+
+
+def asked(
+    history: list[dict[str, Any]], turn: list[dict[str, Any]], threshold: int | None, configured: bool
+) -> Compacting | None:
+    """The turn's compaction, if it asks for one: a final `compaction_trigger`, or `context_management`
+    (`configured`, with its `threshold`). `history` is the stored context as chat messages."""
+    if triggered(turn):
+        return Compacting(history + messages(turn[:-1]), [], None, only=True)
+    if not configured:
+        return None
+    kept = [item for item in turn if item.get("type", "message") in _KEPT and item.get("role") != "assistant"]
+    return Compacting(history + messages(turn), kept, threshold)
+
+
+def triggered(turn: list[dict[str, Any]]) -> bool:
+    """Whether the turn's input ends in a `compaction_trigger` (the only place it may be)."""
+    return bool(turn) and turn[-1].get("type") == "compaction_trigger"
+
+
+def latest(held: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A stored conversation's items from its latest compaction item on (all of them without one)."""
+    found = [i for i, item in enumerate(held) if item.get("type") == "compaction"]
+    return held[found[-1] :] if found else held
+
+
+def may_cross(chat: ChatCompletionRequest, threshold: int) -> bool:
+    """Whether the chat request's prompt may be `threshold` tokens or more. A token of a byte-level
+    vocabulary (or one with byte fallback) is at least one byte, so the request's JSON in UTF-8 (which
+    spells each message's role and content at greater length than a template marks them) bounds it, but
+    for a tool description modelport writes into the prompt; below that, counting would only cost a
+    request."""
+    sent = chat.model_dump(mode="json", include={"messages", "tools"}, exclude_none=True)
+    return len(json.dumps(sent, ensure_ascii=False).encode()) + _PROMPT_LEEWAY >= threshold
+
+
+def item(item_id: str, summary: str) -> dict[str, Any]:
+    """The compaction item of a summary."""
+    return {"id": item_id, "type": "compaction", "encrypted_content": summary, "created_by": "modelport"}
+
+
+def shortened(said: str) -> str | None:
+    """The transcript with its oldest quarter of lines left out, for a summariser it did not fit (None when
+    one line is left)."""
+    lines = said.split("\n")
+    if len(lines) <= 1:
+        return None
+    return "\n".join(lines[len(lines) // 4 or 1 :])

@@ -13,6 +13,7 @@ from modelport.errors import ConversationFullError, InvalidRequestError, NotFoun
 from modelport.ids import new_id
 from modelport.protocol.answers import ListPage
 from modelport.protocol.sdk_private import loosely
+from modelport.service.responses import compaction
 from modelport.service.responses.items import checked_items
 from modelport.service.state.listing import bounded_limit, checked_order
 from modelport.settings import Limits
@@ -106,16 +107,17 @@ class Conversations:
         return _conversation(row)
 
     async def history(self, conversation_id: str) -> list[dict[str, Any]]:
-        """Every item of the caller's conversation, oldest first (a 404 naming `conversation`); a 400
-        naming it once it holds the most items it may, since the turn that reads it would add more (a
-        turn's own items are added whatever their number: it has run)."""
+        """The caller's conversation as a turn reads it: its items from the latest compaction item on
+        (`compaction.latest`), oldest first (a 404 naming `conversation`); a 400 naming it once it holds
+        the most items it may, since the turn that reads it would add more (a turn's own items are added
+        whatever their number: it has run)."""
         await self._row(conversation_id, param="conversation")
         held = await self._store().conversations.items(conversation_id)
         if len(held) >= self.limits.conversation_items:
             raise ConversationFullError(
                 conversation_id, len(held), self.limits.conversation_items, "conversation"
             )
-        return held
+        return compaction.latest(held)
 
     async def append(self, conversation_id: str, project: str, items: list[dict[str, Any]]) -> None:
         """A finished turn's input and output, appended to its conversation (`project`'s); items already

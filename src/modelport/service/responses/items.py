@@ -35,8 +35,8 @@ _SERVER_ITEMS = ("file_search_call", "mcp_list_tools", "mcp_call", "mcp_approval
 NONE_ALLOWED = (
     "tool_choice allows none of the request's tools (allowed_tools names each by its type and name)."
 )
-# How a compaction item (what `responses.compact` made of the turns it replaced) reaches the model.
-SUMMARY_PREFIX = "Summary of the conversation so far (what the user said is above it):"
+# How a compaction item (a summary of the turns it replaced) reaches the model.
+SUMMARY_PREFIX = "Summary of the conversation so far:"
 
 
 def new_item_id(prefix: str) -> str:
@@ -154,11 +154,19 @@ def checked_items(
         elif kind == "item_reference" and references:  # the Vercel AI SDK's, for items it was answered with
             if not isinstance(given_id, str):
                 raise InvalidRequestError(f"{param}[{i}].id is required.", param=f"{param}[{i}].id")
+        elif kind == "compaction_trigger" and references:  # the turn compacts its context, and only that
+            if i != len(given) - 1:
+                raise InvalidRequestError(
+                    f"{param}[{i}] is a compaction_trigger, which must be the final input item.",
+                    param=f"{param}[{i}].type",
+                )
+            item.setdefault("id", new_item_id("ct"))
         else:
             raise InvalidRequestError(
                 f"{param}[{i}] is a `{kind}` item, which this server does not support here; it takes "
                 "messages, function, custom, shell, apply_patch and local_shell calls and their outputs, "
-                "reasoning, additional_tools and compaction items (and a turn's input, item references).",
+                "reasoning, additional_tools and compaction items (and a turn's input, item references and a "
+                "final compaction_trigger).",
                 param=f"{param}[{i}].type",
             )
         if kind != "message":
@@ -234,7 +242,7 @@ def messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         elif kind in OUTPUTS:
             said = DEFINED[OUTPUTS[kind]].output(item)
             chat.append({"role": "tool", "tool_call_id": call_id_of_output(item), "content": said})
-        elif kind == "compaction":  # what `responses.compact` made of the turns it replaced
+        elif kind == "compaction":  # a summary of the turns it replaced (`compaction`)
             summary = f"{SUMMARY_PREFIX}\n{item['encrypted_content']}"
             chat.append({"role": "assistant", "content": summary})
         if thought and len(chat) > before and chat[-1]["role"] == "assistant":
@@ -299,7 +307,7 @@ def refuse_unsupported(request: ResponseRequest) -> None:
 
 def output_items(response: dict[str, Any]) -> list[dict[str, Any]]:
     """A stored response's output, as input items of the next turn."""
-    kept = ("message", "function_call", "custom_tool_call", "reasoning", *CALLS)
+    kept = ("message", "function_call", "custom_tool_call", "reasoning", "compaction", *CALLS)
     return [item for item in response.get("output") or [] if item.get("type") in kept]
 
 

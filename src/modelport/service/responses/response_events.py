@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
 from openai.types.responses import (
+    ResponseCompactionCompactingEvent,
+    ResponseCompactionItem,
     ResponseCompletedEvent,
     ResponseContentPartAddedEvent,
     ResponseContentPartDoneEvent,
@@ -195,6 +197,24 @@ class ResponseEvents:
         index = len(self.response.output)
         self.response.output.append(item)
         return [self._done(index, item)]
+
+    def compacting(self, item_id: str) -> list[ResponseStreamEvent]:
+        """The compaction item the server begins (its summary still empty): `response.output_item.added`
+        and `response.compaction.compacting`."""
+        index = len(self.response.output)
+        begun = ResponseCompactionItem(id=item_id, type="compaction", encrypted_content="")
+        added = self._added(index, begun)
+        told = ResponseCompactionCompactingEvent(
+            type="response.compaction.compacting", item_id=item_id, output_index=index,
+            sequence_number=self._next(),
+        )  # fmt: skip
+        return [added, told]
+
+    def compacted(self, item: ResponseCompactionItem, spent: ResponseUsage) -> list[ResponseStreamEvent]:
+        """The compaction item made (`response.output_item.done`); the tokens its summary took count in the
+        response's usage, before those of the rounds after it."""
+        self.response.usage = self._earlier = added_usage(self._earlier, spent)
+        return self.done_item(item)
 
     def finish(
         self, spent: bool = False, unran: list[ResponseOutputItem] | None = None

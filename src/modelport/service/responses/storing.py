@@ -14,7 +14,7 @@ from modelport import context
 from modelport.errors import InvalidRequestError, NotFoundError, StoreDisabledError
 from modelport.protocol.response_object import ResponseObject
 from modelport.protocol.response_request import ResponseRequest
-from modelport.service.responses import items
+from modelport.service.responses import compaction, items
 from modelport.service.responses.conversations import Conversations
 from modelport.service.responses.tool_specs import echoed
 from modelport.store import Store
@@ -123,6 +123,12 @@ class StoredTurns:
                 param="previous_response_id",
             )
         turns = [[*row["input_items"], *items.output_items(row["response"])] for row in chain]
+        # A turn that compacted its context begins the conversation anew from its compaction item.
+        for k in range(len(chain) - 1, -1, -1):
+            output = items.output_items(chain[k]["response"])
+            if any(item["type"] == "compaction" for item in output):
+                turns = [compaction.latest(output), *turns[k + 1 :]]
+                break
         return turns, [row["response"] for row in chain]
 
 

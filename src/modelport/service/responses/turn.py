@@ -12,6 +12,7 @@ import anyio
 from openai.types.chat import ChatCompletion
 from openai.types.responses import (
     Response,
+    ResponseCompactionItem,
     ResponseStreamEvent,
     ToolChoiceAllowed,
 )
@@ -22,8 +23,10 @@ from modelport.protocol.requests import ChatCompletionRequest, ChatMessage
 from modelport.protocol.response_object import ResponseObject
 from modelport.protocol.response_request import ResponseRequest
 from modelport.service.generation.tools.flat import chat_request
-from modelport.service.responses import items
+from modelport.service.responses import compaction, items
 from modelport.service.responses.client_tools import ClientTools
+from modelport.service.responses.compaction import Compacting
+from modelport.service.responses.output import usage
 from modelport.service.responses.response_events import ResponseEvents
 from modelport.service.responses.sealing import Sealer
 from modelport.service.responses.server_tools import ServerTools, answered
@@ -57,11 +60,13 @@ class TurnLoop:
         ended: Ending,
         tools: ServerTools,
         client: ClientTools,
+        compacting: Compacting | None = None,
     ) -> AsyncGenerator[ResponseStreamEvent, None]:
         """The events of one turn; a stored turn is committed before its closing event goes out. An error
         before any output (an unknown model, a schema the decoder cannot enforce) is raised as it is.
         While the model calls tools the server runs, they run and the model is asked again (at most
-        `max_tool_calls` calls, then it must answer)."""
+        `max_tool_calls` calls, then it must answer). A turn that `compacting` says crossed its threshold
+        (or does not fit) compacts its context first: the compaction item, then the answer from it."""
         response.status = "in_progress"  # a background turn was queued until its job began this
         builder = ResponseEvents(
             response, client, tools.names, tools.annotate, summarised(request), self.sealing(request)
@@ -75,13 +80,33 @@ class TurnLoop:
             chat.messages += _messages(answered(tools.approvals, None, tools.outputs))
             if tools.approvals and _forced(request):
                 _answer_now(chat, tools.names)  # the approved call met the forced choice
-        chunks = await self.answer(chat, request.truncation == "auto", ended.turn)
+        truncate = request.truncation == "auto"
+        chunks: ChatCompletion | Events[ChatCompletion] | None = None
+        if compacting is None or not await self._crossed(chat, compacting):
+            try:
+                chunks = await self.answer(chat, truncate and compacting is None, ended.turn)
+            except InvalidRequestError as error:
+                if compacting is None or error.code != "context_length_exceeded":
+                    raise
         for event in opening:
             yield event
         spent = False
         try:
+            if chunks is None:  # the context is compacted first
+                assert compacting is not None
+                async for event in self._compact(chat, request, builder, compacting):
+                    yield event
+                if not compacting.only:
+                    made = builder.response.output[-1].to_dict(mode="json")  # the compaction item
+                    turn = [made, *compacting.kept]
+                    chat.messages = turn_chat(request, [], turn, True, tools, client).messages
+                    if tools:
+                        chat.messages += _messages(answered(tools.approvals, None, tools.outputs))
+                    chunks = await self.answer(chat, truncate, turn)
             ran = 0
             for round_number in range(1, _ROUNDS + 1):
+                if chunks is None:
+                    break  # the turn only compacted
                 assert isinstance(chunks, Events)
                 try:
                     async for chunk in chunks.items:
@@ -152,6 +177,76 @@ class TurnLoop:
         except InvalidRequestError as error:
             _name_input(error, len(chat.messages), turn)
             raise
+
+    async def summary(
+        self, model: str, covered: list[dict[str, Any]], instructions: str | None, limit: int | None = None
+    ) -> ChatCompletion:
+        """The chat model's summary of the conversation `covered` (chat messages), greedy, in at most
+        `limit` tokens (else `compaction.budget`'s); a transcript the model cannot read whole is read from
+        its later lines."""
+        said: str | None = compaction.transcript(covered)
+        while True:
+            assert said is not None
+            chat = ChatCompletionRequest.model_validate(
+                {
+                    "model": model,
+                    "messages": [{"role": "user", "content": compaction.prompt(said, instructions)}],
+                    "temperature": 0,
+                    "max_completion_tokens": limit or compaction.budget(covered),
+                    "store": False,
+                }
+            )
+            try:
+                answer = await self.models.chat_completion(chat)
+            except InvalidRequestError as error:
+                said = compaction.shortened(said) if error.code == "context_length_exceeded" else None
+                if said is None:
+                    raise
+                continue
+            assert isinstance(answer, ChatCompletion)
+            return answer
+
+    async def _crossed(self, chat: ChatCompletionRequest, compacting: Compacting) -> bool:
+        """Whether the turn compacts before it answers: a trigger always; a threshold once the prompt
+        reaches it, counted by the model itself (the prompt read and one token made: the conversation
+        cache keeps what was read for the answer) where its size says it may; without a threshold, not
+        yet (only once the answer finds the context does not fit)."""
+        if compacting.only:
+            return True
+        if compacting.threshold is None or not compaction.may_cross(chat, compacting.threshold):
+            return False
+        counting = chat.model_copy(
+            deep=True,
+            update={"stream": False, "stream_options": None, "max_completion_tokens": 1, "max_tokens": None},
+        )
+        counting.n, counting.logprobs, counting.top_logprobs = 1, None, None
+        try:
+            answer = await self.models.chat_completion(counting)
+        except InvalidRequestError as error:
+            if error.code == "context_length_exceeded":
+                return True
+            raise
+        assert isinstance(answer, ChatCompletion)
+        assert answer.usage is not None
+        return answer.usage.prompt_tokens >= compacting.threshold
+
+    async def _compact(
+        self,
+        chat: ChatCompletionRequest,
+        request: ResponseRequest,
+        builder: ResponseEvents,
+        compacting: Compacting,
+    ) -> AsyncGenerator[ResponseStreamEvent, None]:
+        """The compaction item's events, its summary made between them."""
+        item_id = items.new_item_id("cmp")
+        for event in builder.compacting(item_id):
+            yield event
+        answer = await self.summary(chat.model, compacting.covered, request.instructions)
+        assert answer.usage is not None
+        said = (answer.choices[0].message.content or "").strip()
+        made = ResponseCompactionItem.model_validate(compaction.item(item_id, said))
+        for event in builder.compacted(made, usage(answer.usage.model_dump(exclude_unset=True))):
+            yield event
 
     def sealing(self, request: ResponseRequest) -> Callable[[str], str] | None:
         """How the turn's reasoning is sealed for the client, when it asks for it back

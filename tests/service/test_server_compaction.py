@@ -1,0 +1,238 @@
+"""Compaction a turn does itself, on both faces: server-side compaction (`context_management`), where a turn
+whose rendered input reaches its `compact_threshold` (or, without one, does not fit the model) first
+compacts its context into a compaction item, the first of its output, and answers from it; and a turn whose
+input ends in a `compaction_trigger` (Codex's remote compaction), whose one output is that item. A stored
+conversation goes on from its latest compaction item. `recall` answers with the conversation it was given
+(a word a token), so what reached the model, and what the summariser was shown, is read from its answers;
+`narrow` is `recall` with a context of 60 words."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+
+from tests.support.configs import tiny_models
+from tests.support.faces import Faces, faces
+
+KEY = "sk-compaction"
+SUMMARY = "assistant: Summary of the conversation so far:"
+TRIGGER = {"type": "compaction_trigger"}
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Faces]:
+    database = str(tmp_path_factory.mktemp("compaction") / "state.db")
+    with faces(
+        tiny_models(database, KEY, recall="recall_chat", narrow="narrow_recall_chat"), api_key=KEY
+    ) as both:
+        yield both
+
+
+@pytest.fixture(params=["http", "in-process"])
+def face(request: pytest.FixtureRequest, served: Faces) -> openai.OpenAI:
+    return served.face(request.param)
+
+
+def compaction(threshold: int | None = None) -> list[dict[str, Any]]:
+    entry: dict[str, Any] = {"type": "compaction"}
+    if threshold is not None:
+        entry["compact_threshold"] = threshold
+    return [entry]
+
+
+def given_back(output: list[Any]) -> list[dict[str, Any]]:
+    return [item.model_dump(exclude_none=True, warnings=False) for item in output]
+
+
+def test_a_turn_past_its_threshold_answers_from_a_summary_of_its_context(face: openai.OpenAI) -> None:
+    one = face.responses.create(model="recall", input="my colour is teal")
+    two = face.responses.create(
+        model="recall",
+        input="what is my colour",
+        previous_response_id=one.id,
+        context_management=compaction(5),
+    )
+    assert [item.type for item in two.output] == ["compaction", "message"]
+    summary = two.output[0].encrypted_content
+    # The summariser was shown the earlier turn and this one's input (the recall model echoes its prompt).
+    assert "my colour is teal" in summary
+    assert "what is my colour" in summary
+    # The answer read the summary and the turn's own message, not the earlier turn.
+    assert two.output_text == f"{SUMMARY}\n{summary} / user: what is my colour"
+    # The summary's tokens are the response's too.
+    assert two.usage.output_tokens == len(summary.split(" ")) + len(two.output_text.split(" "))
+    assert face.responses.retrieve(two.id).output[0].encrypted_content == summary
+
+    # The conversation goes on from the compaction item, as a client that drops what came before it sends
+    # (the summary and the answer after it are one assistant turn to the model).
+    three = face.responses.create(model="recall", input="and now", previous_response_id=two.id)
+    assert [item.type for item in three.output] == ["message"]
+    assert three.output_text == f"{SUMMARY}\n{summary}\n\n{two.output_text} / user: and now"
+    pruned = face.responses.create(
+        model="recall", input=[*given_back(two.output), {"role": "user", "content": "and now"}]
+    )
+    assert pruned.output_text == three.output_text
+
+
+def test_a_turn_below_its_threshold_is_left_whole(face: openai.OpenAI) -> None:
+    one = face.responses.create(model="recall", input="my colour is teal")
+    # 1,000: counted by the model (the request's size says it may reach it); a million: too short to count.
+    for threshold in (1000, 1_000_000):
+        two = face.responses.create(
+            model="recall",
+            input="what is my colour",
+            previous_response_id=one.id,
+            context_management=compaction(threshold),
+        )
+        assert [item.type for item in two.output] == ["message"]
+        said = f"user: my colour is teal / assistant: {one.output_text} / user: what is my colour"
+        assert two.output_text == said
+        assert two.usage.input_tokens == len(said.split(" "))
+
+
+def test_the_stream_tells_the_compaction_before_the_answer(face: openai.OpenAI) -> None:
+    one = face.responses.create(model="recall", input="my colour is teal")
+    events = list(
+        face.responses.create(
+            model="recall",
+            input="what is my colour",
+            previous_response_id=one.id,
+            context_management=compaction(5),
+            stream=True,
+        )
+    )
+    kinds = [event.type for event in events]
+    assert kinds[:5] == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.compaction.compacting",
+        "response.output_item.done",
+    ]
+    assert kinds[-1] == "response.completed"
+    assert [event.sequence_number for event in events] == list(range(len(events)))
+    added, compacting, done = events[2:5]
+    assert added.item.type == "compaction"
+    assert added.item.encrypted_content == ""
+    assert (compacting.item_id, compacting.output_index) == (added.item.id, 0)
+    assert done.item.id == added.item.id
+    final = events[-1].response
+    assert [item.type for item in final.output] == ["compaction", "message"]
+    assert done.item.encrypted_content == final.output[0].encrypted_content != ""
+    message_added = next(e for e in events if e.type == "response.output_item.added" and e.output_index == 1)
+    assert message_added.item.type == "message"
+    assert final.output_text.startswith(SUMMARY)
+
+
+def test_without_a_threshold_a_turn_compacts_once_its_context_does_not_fit(face: openai.OpenAI) -> None:
+    one = face.responses.create(model="narrow", input="my colour is teal, a shade of blue")
+    two = face.responses.create(
+        model="narrow",
+        input="and my car is red",
+        previous_response_id=one.id,
+        context_management=compaction(),
+    )
+    assert [item.type for item in two.output] == ["message"]  # it fits: left whole
+    # The third turn does not fit the model's 60 words: refused without compaction, compacted with it.
+    with pytest.raises(openai.BadRequestError) as refused:
+        face.responses.create(model="narrow", input="so what now", previous_response_id=two.id)
+    assert refused.value.code == "context_length_exceeded"
+    three = face.responses.create(
+        model="narrow", input="so what now", previous_response_id=two.id, context_management=compaction()
+    )
+    assert [item.type for item in three.output] == ["compaction", "message"]
+    assert three.output_text.startswith(SUMMARY)
+    assert three.output_text.endswith(" / user: so what now")
+    # The transcript did not fit the summariser either: it read it from its later lines.
+    summary = three.output[0].encrypted_content
+    assert "User: and my car is red" in summary
+    assert "User: my colour is teal" not in summary
+
+
+def test_a_compaction_trigger_makes_the_turn_one_compaction_item(face: openai.OpenAI) -> None:
+    one = face.responses.create(model="recall", input="my colour is teal")
+    asked: dict[str, Any] = {
+        "model": "recall",
+        "previous_response_id": one.id,
+        "input": [{"role": "user", "content": "and yours"}, TRIGGER],
+    }
+    made = face.responses.create(**asked)
+    assert made.status == "completed"
+    assert [item.type for item in made.output] == ["compaction"]
+    summary = made.output[0].encrypted_content
+    assert "my colour is teal" in summary
+    assert "and yours" in summary
+    after = face.responses.create(model="recall", input="what now", previous_response_id=made.id)
+    assert after.output_text == f"{SUMMARY}\n{summary} / user: what now"
+    # Streamed, as Codex reads it: exactly one output item, the compaction, then `response.completed`.
+    events = list(face.responses.create(**asked, stream=True, store=False))
+    assert [event.type for event in events] == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.compaction.compacting",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    assert events[4].item.type == "compaction"
+    assert events[4].item.encrypted_content
+
+
+def test_a_compaction_trigger_is_only_a_turns_final_input_item(face: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as early:
+        face.responses.create(model="recall", input=[TRIGGER, {"role": "user", "content": "hi"}])
+    assert early.value.body["param"] == "input[0].type"
+    assert "final input item" in early.value.message
+    conversation = face.conversations.create()
+    with pytest.raises(openai.BadRequestError) as kept:
+        face.conversations.items.create(conversation.id, items=[TRIGGER])
+    assert kept.value.body["param"] == "items[0].type"
+    with pytest.raises(openai.BadRequestError) as unknown:
+        face.responses.create(model="recall", input="hi", context_management=[{"type": "trim"}])
+    assert unknown.value.body["param"] == "context_management[0].type"
+
+
+def test_a_conversation_goes_on_from_its_latest_compaction(face: openai.OpenAI) -> None:
+    conversation = face.conversations.create()
+    face.responses.create(model="recall", input="my colour is teal", conversation=conversation.id)
+    two = face.responses.create(
+        model="recall",
+        input="what is my colour",
+        conversation=conversation.id,
+        context_management=compaction(5),
+    )
+    summary = two.output[0].encrypted_content
+    three = face.responses.create(model="recall", input="and now", conversation=conversation.id)
+    assert three.output_text == f"{SUMMARY}\n{summary}\n\n{two.output_text} / user: and now"
+
+
+def test_the_agents_sdk_carries_its_conversation_through_a_compaction(served: Faces) -> None:
+    """The OpenAI Agents SDK with `ModelSettings.context_management`: its run reads the compaction item as
+    one, and the next run, given the first's items as the SDK keeps them, reaches the model from it."""
+    import asyncio
+
+    from agents import Agent, ModelSettings, OpenAIResponsesModel, Runner, set_tracing_disabled
+
+    set_tracing_disabled(True)  # traces would go to OpenAI's servers
+
+    async def run() -> None:
+        client = openai.AsyncOpenAI(base_url=f"{served.url}/v1", api_key=KEY, max_retries=0)
+        model = OpenAIResponsesModel(model="recall", openai_client=client)
+        agent = Agent(name="a", model=model, model_settings=ModelSettings(context_management=compaction(5)))
+        first = await Runner.run(agent, "my colour is teal")
+        assert [type(item).__name__ for item in first.new_items] == ["CompactionItem", "MessageOutputItem"]
+        summary = first.new_items[0].raw_item["encrypted_content"]
+        assert "my colour is teal" in summary
+        assert first.final_output == f"{SUMMARY}\n{summary} / user: my colour is teal"
+        # Given back as the SDK keeps the run, below the threshold: the model reads the item as the summary.
+        later = agent.clone(model_settings=ModelSettings(context_management=compaction(1_000_000)))
+        second = await Runner.run(later, [*first.to_input_list(), {"role": "user", "content": "and now"}])
+        assert [type(item).__name__ for item in second.new_items] == ["MessageOutputItem"]
+        assert f"{SUMMARY}\n{summary}" in second.final_output
+        assert second.final_output.endswith(" / user: and now")
+        await client.close()
+
+    asyncio.run(run())
