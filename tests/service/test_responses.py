@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from typing import Any
 
 import httpx
@@ -603,3 +604,31 @@ def test_a_chained_turn_reports_the_earlier_turns_tokens_as_cached(client: Any) 
     assert one.usage.input_tokens < two.usage.input_tokens
     assert two.usage.input_tokens_details.cached_tokens >= one.usage.input_tokens - 4
     assert two.usage.input_tokens_details.cached_tokens < two.usage.input_tokens
+
+
+def test_a_conversations_first_message_alone_is_kept_for_the_turn_after_it(client: Any) -> None:
+    """A stored turn of the user's message alone (no instructions), and a chat message sent with OpenAI's
+    `prompt_cache_key`, are kept for the turn that goes on from them, though a lone message otherwise is
+    not (most are one-off questions): the next turn reuses it whole."""
+    model = "smollm2-135m-instruct"
+    # Its own words on each face: a message sent a second time is kept anyway.
+    long = f"{uuid.uuid4()} " + " ".join(f"Rule {i}: keep answers short and kind." for i in range(40))
+    one = client.responses.create(model=model, input=long, max_output_tokens=16, temperature=0)
+    two = client.responses.create(
+        model=model, input="Again.", previous_response_id=one.id, max_output_tokens=16, temperature=0
+    )
+    assert two.usage.input_tokens_details.cached_tokens >= one.usage.input_tokens - 4
+    for key, reused in ((None, False), ("chat-1", True)):
+        first = [{"role": "user", "content": f"Chat {key}. {long}"}]
+        keyed = {"prompt_cache_key": key} if key else {}
+        said = client.chat.completions.create(
+            model=model, messages=first, max_tokens=8, temperature=0, **keyed
+        )
+        later = [
+            *first,
+            {"role": "assistant", "content": said.choices[0].message.content},
+            {"role": "user", "content": "Again."},
+        ]
+        went_on = client.chat.completions.create(model=model, messages=later, max_tokens=8, temperature=0)
+        cached = went_on.usage.prompt_tokens_details.cached_tokens
+        assert (cached >= said.usage.prompt_tokens - 4) is reused

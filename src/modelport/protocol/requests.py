@@ -150,6 +150,10 @@ class ChatCompletionRequest(_GenerationRequest):
     # How long a model that thinks may think (see `service/generation/formats/effort.py`): accepted on every
     # model, as OpenAI does; a model that does not think ignores it.
     reasoning_effort: ReasoningEffort | None = None
+    # OpenAI's key to cache the prompt under: a caller that gives one means to send it again, so even a
+    # conversation's first message alone is kept for the turn after it (the llama.cpp engine's
+    # conversation cache keeps a lone message only from its second sending otherwise).
+    prompt_cache_key: str | None = None
 
     @field_validator("response_format")
     @classmethod

@@ -64,6 +64,7 @@ class LlamaChat:
         tools: Annotated[list[dict[str, Any]] | None, Parameter.ChatTools] = None,
     ) -> Iterator[dict[str, Any]]:
         request = {**_llama_options(options, self._vocab_size), "messages": self._traits.adapt(messages)}
+        kept_for_later = request.pop("prompt_cache_key", None) is not None
         if self._timed:
             request["timings_per_token"] = True
         if self.stops:  # however the vocabulary spells it, the turn's end ends the answer
@@ -79,7 +80,8 @@ class LlamaChat:
         if _has_media(request["messages"]):
             turn = kept.leave(request)
             return stream_chunks(self._instances.chat(request), request, turn.ended)
-        lone = len(request["messages"]) == 1  # a one-off question, a RAG answer, a code edit
+        # A one-off question, a RAG answer, a code edit; unless the caller means to go on from it.
+        lone = len(request["messages"]) == 1 and not kept_for_later
         turn = kept.place(request, conversation_cache.message_names(request), lone)
         return stream_chunks(self._instances.chat(request), request, turn.ended)
 

@@ -103,6 +103,10 @@ class Responses:
         # summary and an answer: they stream inside it, always.
         streamed = request.stream or request.background or bool(tools) or compacting is not None
         chat = turn_chat(request, history, turn, streamed, tools, client)
+        if store or conversation is not None or request.prompt_cache_key:
+            # A turn kept to be gone on from (`previous_response_id`, a conversation) keeps its prompt too,
+            # even a conversation's first message alone, which a model's cache would otherwise drop.
+            chat.prompt_cache_key = request.prompt_cache_key or "response"
         response = skeleton(request, model_id, store)
         if conversation is not None:
             response.conversation = ResponseConversation(id=conversation)
