@@ -78,7 +78,9 @@ def test_a_turn_past_its_threshold_answers_from_a_summary_of_its_context(face: o
 
 
 def test_a_turn_below_its_threshold_is_left_whole(face: openai.OpenAI) -> None:
-    one = face.responses.create(model="recall", input="my colour is teal")
+    # A first turn of the user's own words has nothing a summary would replace, whatever its length.
+    one = face.responses.create(model="recall", input="my colour is teal", context_management=compaction(1))
+    assert [item.type for item in one.output] == ["message"]
     # 1,000: counted by the model (the request's size says it may reach it); a million: too short to count.
     for threshold in (1000, 1_000_000):
         two = face.responses.create(
@@ -211,7 +213,7 @@ def test_a_conversation_goes_on_from_its_latest_compaction(face: openai.OpenAI) 
 
 def test_the_agents_sdk_carries_its_conversation_through_a_compaction(served: Faces) -> None:
     """The OpenAI Agents SDK with `ModelSettings.context_management`: its run reads the compaction item as
-    one, and the next run, given the first's items as the SDK keeps them, reaches the model from it."""
+    one, and the next run, given the earlier's items as the SDK keeps them, reaches the model from it."""
     import asyncio
 
     from agents import Agent, ModelSettings, OpenAIResponsesModel, Runner, set_tracing_disabled
@@ -222,17 +224,19 @@ def test_the_agents_sdk_carries_its_conversation_through_a_compaction(served: Fa
         client = openai.AsyncOpenAI(base_url=f"{served.url}/v1", api_key=KEY, max_retries=0)
         model = OpenAIResponsesModel(model="recall", openai_client=client)
         agent = Agent(name="a", model=model, model_settings=ModelSettings(context_management=compaction(5)))
-        first = await Runner.run(agent, "my colour is teal")
-        assert [type(item).__name__ for item in first.new_items] == ["CompactionItem", "MessageOutputItem"]
-        summary = first.new_items[0].raw_item["encrypted_content"]
+        first = await Runner.run(agent, "my colour is teal")  # nothing before it to compact
+        assert [type(item).__name__ for item in first.new_items] == ["MessageOutputItem"]
+        second = await Runner.run(agent, [*first.to_input_list(), {"role": "user", "content": "and now"}])
+        assert [type(item).__name__ for item in second.new_items] == ["CompactionItem", "MessageOutputItem"]
+        summary = second.new_items[0].raw_item["encrypted_content"]
         assert "my colour is teal" in summary
-        assert first.final_output == f"{SUMMARY}\n{summary} / user: my colour is teal"
+        assert second.final_output == f"{SUMMARY}\n{summary} / user: and now"
         # Given back as the SDK keeps the run, below the threshold: the model reads the item as the summary.
         later = agent.clone(model_settings=ModelSettings(context_management=compaction(1_000_000)))
-        second = await Runner.run(later, [*first.to_input_list(), {"role": "user", "content": "and now"}])
-        assert [type(item).__name__ for item in second.new_items] == ["MessageOutputItem"]
-        assert f"{SUMMARY}\n{summary}" in second.final_output
-        assert second.final_output.endswith(" / user: and now")
+        third = await Runner.run(later, [*second.to_input_list(), {"role": "user", "content": "what now"}])
+        assert [type(item).__name__ for item in third.new_items] == ["MessageOutputItem"]
+        assert f"{SUMMARY}\n{summary}" in third.final_output
+        assert third.final_output.endswith(" / user: what now")
         await client.close()
 
     asyncio.run(run())

@@ -68,9 +68,9 @@ def user_messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-# The kinds of a turn's input items that a compacted turn still reads whole after the summary: what the
-# user and the developer said, and the tools the turn adds. Calls, their outputs and the assistant's words
-# answer what the summary replaced, so it holds them.
+# The kinds of a turn's input items that a compacted turn still reads whole after the summary, where they
+# end it: what the user and the developer said, and the tools the turn adds. Calls, their outputs and the
+# assistant's words, and all that came before them, the summary holds.
 _KEPT = ("message", "additional_tools", "tool_search_output")
 # Leeway beside a chat request's JSON in `may_cross`: a tool description modelport writes into the prompt.
 _PROMPT_LEEWAY = 1024
@@ -93,13 +93,29 @@ def asked(
     history: list[dict[str, Any]], turn: list[dict[str, Any]], threshold: int | None, configured: bool
 ) -> Compacting | None:
     """The turn's compaction, if it asks for one: a final `compaction_trigger`, or `context_management`
-    (`configured`, with its `threshold`). `history` is the stored context as chat messages."""
+    (`configured`, with its `threshold`) where there is context to replace (a first turn of the user's
+    own messages has none, and counting it would cost the prompt twice: llama.cpp keeps no one-off prompt
+    for the request after it). `history` is the stored context as chat messages."""
     if triggered(turn):
         return Compacting(history + messages(turn[:-1]), [], None, only=True)
-    if not configured:
-        return None
-    kept = [item for item in turn if item.get("type", "message") in _KEPT and item.get("role") != "assistant"]
+    kept = _since_the_model_spoke(turn)
+    if not configured or (not history and len(kept) == len(turn)):
+        return None  # not asked, or nothing a summary would replace: the turn is what the user said
     return Compacting(history + messages(turn), kept, threshold)
+
+
+def _since_the_model_spoke(turn: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The items at the end of the turn's input after the last the model wrote or a tool gave (the whole
+    input of a turn that goes on from a stored one; of a client that sends the whole conversation, its
+    newest messages)."""
+    start = len(turn)
+    while (
+        start
+        and turn[start - 1].get("type", "message") in _KEPT
+        and turn[start - 1].get("role") != "assistant"
+    ):
+        start -= 1
+    return turn[start:]
 
 
 def triggered(turn: list[dict[str, Any]]) -> bool:
