@@ -607,9 +607,10 @@ def test_a_chained_turn_reports_the_earlier_turns_tokens_as_cached(client: Any) 
 
 
 def test_a_conversations_first_message_alone_is_kept_for_the_turn_after_it(client: Any) -> None:
-    """A stored turn of the user's message alone (no instructions), and a chat message sent with OpenAI's
-    `prompt_cache_key`, are kept for the turn that goes on from them, though a lone message otherwise is
-    not (most are one-off questions): the next turn reuses it whole."""
+    """A stored turn of the user's message alone (no instructions), a chat message sent with OpenAI's
+    `prompt_cache_key`, and one long enough that reading it again costs more than keeping it, are kept for
+    the turn that goes on from them, though a lone message otherwise is not (most are one-off questions):
+    the next turn reuses it whole."""
     model = "smollm2-135m-instruct"
     # Its own words on each face: a message sent a second time is kept anyway.
     long = f"{uuid.uuid4()} " + " ".join(f"Rule {i}: keep answers short and kind." for i in range(40))
@@ -618,8 +619,9 @@ def test_a_conversations_first_message_alone_is_kept_for_the_turn_after_it(clien
         model=model, input="Again.", previous_response_id=one.id, max_output_tokens=16, temperature=0
     )
     assert two.usage.input_tokens_details.cached_tokens >= one.usage.input_tokens - 4
-    for key, reused in ((None, False), ("chat-1", True)):
-        first = [{"role": "user", "content": f"Chat {key}. {long}"}]
+    longer = " ".join([long] * 3)  # past 4,096 characters
+    for key, said_first, reused in ((None, long, False), ("chat-1", long, True), (None, longer, True)):
+        first = [{"role": "user", "content": f"Chat {key}. {said_first}"}]
         keyed = {"prompt_cache_key": key} if key else {}
         said = client.chat.completions.create(
             model=model, messages=first, max_tokens=8, temperature=0, **keyed

@@ -41,6 +41,8 @@ log = logging.getLogger("modelport.llamacpp")
 _PREFIX = "modelport-slots-"  # then the process id, a dash and a random tail
 PROMPT_PIECE = 512  # characters (or token ids) of a completion's prompt per name
 LONE_SEEN = 1024  # lone requests remembered, so that one sent again is kept from then on
+# A lone message this long is kept at its first sending: reading it again costs more than saving it.
+LONE_KEPT_CHARS = 4096
 EMPTYING_WAIT = 5.0  # seconds a request alone waits for ended turns' slots to be emptied, at most
 SAVE_WAIT = 5.0  # seconds a turn waits for the save of the turn it continues, at most
 

@@ -6,6 +6,7 @@ predictor scores prompts (`PromptScorer`) and reads the model's token ids (`Voca
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -82,6 +83,7 @@ class LlamaChat:
             return stream_chunks(self._instances.chat(request), request, turn.ended)
         # A one-off question, a RAG answer, a code edit; unless the caller means to go on from it.
         lone = len(request["messages"]) == 1 and not kept_for_later
+        lone = lone and len(json.dumps(request["messages"][0])) < conversation_cache.LONE_KEPT_CHARS
         turn = kept.place(request, conversation_cache.message_names(request), lone)
         return stream_chunks(self._instances.chat(request), request, turn.ended)
 
