@@ -33,3 +33,20 @@ def test_a_factory_taking_any_options_is_left_to_check_its_own() -> None:
     described = Engine(open_ended, takes=sized, withheld=("name",))
     with pytest.raises(ValueError, match="no option `name`; it takes size"):
         described.check_options({"name": "x"}, "m", "open")
+
+
+def test_a_model_is_described_from_its_file_without_pulling_it() -> None:
+    """`Engine.describe` (Ollama's `model_info`) reads a GGUF's header as configured; an `hf://` reference
+    not pulled yet says nothing rather than download it (there is no network here to try)."""
+    from modelport.engines.assemble import add_engine
+    from modelport.engines.llamacpp import default_gguf
+    from modelport.predictors.registry import ModelRegistry
+
+    models = ModelRegistry()
+    add_engine(models, "here", "llamacpp", path=str(default_gguf()))
+    add_engine(models, "far", "llamacpp", path="hf://nobody/nothing-GGUF")
+    here, far = models.resolve("here").info, models.resolve("far").info
+    assert here is not None
+    assert far is not None
+    assert here()["llama.context_length"] == 8192
+    assert far() == {}

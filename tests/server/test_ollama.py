@@ -167,6 +167,22 @@ def test_show_says_insert_only_of_a_model_that_fills_in_the_middle(server: Faces
         ollama.Client(host=server.url).generate(model="smollm2-135m-instruct", prompt="def f(", suffix="):")
 
 
+def test_show_gives_what_the_model_s_file_says_it_is(server: Faces) -> None:
+    # Clients size their context from `model_info["<architecture>.context_length"]`, as Ollama gives it from
+    # the GGUF's header (the model's training context, read whether or not it is loaded), and show
+    # `details.parameter_size`.
+    shown = ollama.Client(host=server.url).show("smollm2-135m-instruct")
+    info = shown.modelinfo or {}
+    architecture = info["general.architecture"]
+    assert architecture == "llama"
+    assert info[f"{architecture}.context_length"] == 8192
+    assert info["general.parameter_count"] == 134_515_008  # its tensors' elements
+    assert "tokenizer.chat_template" not in info  # the template is not the model's description
+    assert shown.details is not None
+    assert (shown.details.family, shown.details.parameter_size) == ("llama", "135M")
+    assert not ollama.Client(host=server.url).show("whisper-tiny-en").modelinfo  # no GGUF: nothing said
+
+
 def test_format_holds_the_answer_to_its_schema(server: Faces) -> None:
     schema = {
         "type": "object",

@@ -41,6 +41,9 @@ class Engine:
     load: Callable[..., Sequence[Any]]
     # Bytes a model will take once loaded, from its options, before it loads; else its files' size.
     estimate: Callable[..., int] | None = None
+    # What a model's files say it is (a GGUF's header: architecture, training context, sizes), from its
+    # options, without loading it: Ollama's `/api/show` gives it as `model_info`.
+    describe: Callable[..., dict[str, Any]] | None = None
     # The options for a model file or folder of this engine's, or None: `modelport serve PATH`.
     recognise: Callable[[Path], Options | None] | None = None
     recognises: str = ""  # what `recognise` looks for, in words, for the error when nothing matches

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from modelport import hub
-from modelport.engines import engine
+from modelport.engines import Engine, engine
 from modelport.engines.remote import add_remote
 from modelport.predictors.contract import Predictor, check_predictor
 from modelport.predictors.registry import QUEUE, TIMEOUT, ModelRegistry, ModelSpec
@@ -89,5 +89,14 @@ def add_engine(
         timeout,
         memory=lambda: backend.memory(local()),
         keep_alive=keep_alive,
+        info=functools.partial(_described, backend, options, local) if backend.describe else None,
     )
     registry.add(spec)
+
+
+def _described(backend: Engine, options: dict[str, Any], local: Any) -> dict[str, Any]:
+    """What a model's files say it is (`Engine.describe`); nothing while an `hf://` reference among its
+    options is not pulled yet (`local`, cached, is where pulling happens: describing must not download)."""
+    assert backend.describe is not None
+    pulled = local.cache_info().currsize > 0 or not any(hub.is_reference(v) for v in options.values())
+    return backend.describe(**local()) if pulled else {}

@@ -36,6 +36,7 @@ class ModelSpec:
     # under the memory budget): `memory` estimates their bytes before they load.
     memory: Callable[[], int] | None = None
     keep_alive: float | None = None
+    info: Callable[[], dict[str, Any]] | None = None  # what its files say it is (`Engine.describe`)
 
 
 class Catalog(Protocol):

@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import anyio
 import numpy as np
 from openai.types import Completion, CreateEmbeddingResponse, Model
 from openai.types.chat import ChatCompletion
@@ -447,6 +448,12 @@ class Service:
         if operation is None:
             raise InvalidRequestError(f"Batches do not run {url}.", param="url")
         return await operation.invoke(self, {}, body=body, whole=True)
+
+    async def describe_model(self, name: str) -> dict[str, Any]:
+        """What a model's files say it is (`Engine.describe`: a GGUF's header), read without loading it:
+        Ollama's `model_info`; nothing for a model of no such files."""
+        spec = self.manager.registry.resolve(name)
+        return await anyio.to_thread.run_sync(spec.info) if spec.info is not None else {}
 
     def _model(self, model_id: str) -> Model:
         """OpenAI's model object, plus what a loaded model serves (capabilities, voices)."""

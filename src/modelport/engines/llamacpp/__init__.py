@@ -9,6 +9,7 @@ instance.
 
 from __future__ import annotations
 
+import functools
 import secrets
 from collections.abc import Sequence
 from pathlib import Path
@@ -79,6 +80,21 @@ def estimate(
     return gguf.stat().st_size + 2 * 2 * layers * kv_width * positions
 
 
+def describe(path: str | None = None, **_: Any) -> dict[str, Any]:
+    """What the GGUF's header says the model is (`gguf_header.model_info`), read without loading it; nothing
+    for a file not here yet (an `hf://` reference not pulled)."""
+    gguf = Path(path).expanduser() if path else default_gguf()
+    if not gguf.is_file():
+        return {}
+    found = gguf.stat()
+    return dict(_model_info(gguf, found.st_size, found.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=64)  # ~25 ms a read (the vocabulary stepped over): once a file
+def _model_info(gguf: Path, size: int, modified: int) -> dict[str, Any]:
+    return gguf_header.model_info(gguf)
+
+
 def recognise(path: Path) -> dict[str, Any] | None:
     """A GGUF file, or a folder holding one (beside which a projector may lie)."""
     if path.is_dir():
@@ -97,6 +113,7 @@ def recognise(path: Path) -> dict[str, Any] | None:
 ENGINE = Engine(
     load,
     estimate=estimate,
+    describe=describe,
     recognise=recognise,
     recognises="a GGUF file (or a folder holding one)",
     concurrency=lambda options: int(options.get("n_parallel", SLOTS)),

@@ -7,6 +7,7 @@ before it loads, needs only the scalar keys, so arrays are stepped over here.
 
 from __future__ import annotations
 
+import math
 import mmap
 import struct
 from pathlib import Path
@@ -35,9 +36,25 @@ class NotGGUFError(ValueError):
 
 def read(path: Path) -> dict[str, Any]:
     """Every scalar and string key of the header (arrays are left out), or `NotGGUFError`."""
+    return _read(path, counted=False)
+
+
+def model_info(path: Path) -> dict[str, Any]:
+    """The header as Ollama's `/api/show` gives it (`model_info`, which clients read a model's training
+    context from: `<architecture>.context_length`): its scalars and strings but the chat template, and
+    `general.parameter_count`, the tensors' elements summed where the header does not say it."""
+    found = _read(path, counted=True)
+    found.pop("tokenizer.chat_template", None)
+    return found
+
+
+def _read(path: Path, counted: bool) -> dict[str, Any]:
     try:
         with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            return _parse(data)
+            found, offset = _parse(data)
+            if counted and "general.parameter_count" not in found:
+                found["general.parameter_count"] = _parameters(data, offset)
+            return found
     except (struct.error, IndexError, UnicodeDecodeError, ValueError) as error:
         if isinstance(error, NotGGUFError):
             raise
@@ -80,7 +97,8 @@ def control_tokens(path: Path, texts: tuple[str, ...]) -> frozenset[str]:
     return frozenset(text for text, index in found.items() if kinds.get(index) == _CONTROL)
 
 
-def _parse(data: mmap.mmap) -> dict[str, Any]:
+def _parse(data: mmap.mmap) -> tuple[dict[str, Any], int]:
+    """The header's keys, and where the tensors' descriptions begin."""
     if data[:4] != b"GGUF":
         raise NotGGUFError("not a GGUF file: it does not begin with the bytes `GGUF`")
     version, _tensors, count = struct.unpack_from("<IQQ", data, 4)
@@ -102,7 +120,21 @@ def _parse(data: mmap.mmap) -> dict[str, Any]:
             fmt = _SCALARS[kind]
             found[key] = struct.unpack_from(fmt, data, offset)[0]
             offset += struct.calcsize(fmt)
-    return found
+    return found, offset
+
+
+def _parameters(data: mmap.mmap, offset: int) -> int:
+    """The elements of every tensor the header describes (each: its name, its dimensions, its type and
+    where its data lies)."""
+    (tensors,) = struct.unpack_from("<Q", data, 8)
+    total = 0
+    for _ in range(tensors):
+        offset = _string(data, offset)[1]
+        (dimensions,), offset = struct.unpack_from("<I", data, offset), offset + 4
+        sizes = struct.unpack_from(f"<{dimensions}Q", data, offset)
+        offset += 8 * dimensions + 4 + 8
+        total += math.prod(sizes)
+    return total
 
 
 def _string(data: mmap.mmap, offset: int) -> tuple[str, int]:

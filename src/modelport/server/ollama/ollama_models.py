@@ -4,6 +4,7 @@ Ollama's capability names for what each model can do."""
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
 from ollama import ListResponse, ProcessResponse, ShowResponse
 from openai.types import Model
@@ -72,14 +73,14 @@ def running(model: Model) -> RunningModel:
     )
 
 
-def shown(model: Model) -> ShowResponse:
-    """A model as `/api/show` tells of it."""
+def shown(model: Model, info: dict[str, Any]) -> ShowResponse:
+    """A model as `/api/show` tells of it, with what its files say it is (`info`, a GGUF's header)."""
     return ShowResponse.model_validate(
         {
             "modified_at": _created(model),
-            "details": _details(model),
+            "details": _details(model, info),
             "capabilities": abilities(model),
-            "model_info": {},
+            "model_info": info,
             "parameters": "",
             "template": "",
         }
@@ -103,10 +104,20 @@ def abilities(model: Model) -> list[str]:
     return names
 
 
-def _details(model: Model) -> dict[str, str]:
-    """Ollama's `details` (its `ModelDetails`, which the package keeps private: validated from this)."""
+def _details(model: Model, info: dict[str, Any] | None = None) -> dict[str, str]:
+    """Ollama's `details` (its `ModelDetails`, which the package keeps private: validated from this), with
+    its architecture as the family and the parameters' count as its apps show it ("135M", "3.2B") where
+    the model's file says them."""
     chat = "chat" in (getattr(model, "capabilities", None) or ())
-    return {"format": "gguf" if chat else "", "family": model.owned_by}
+    info = info or {}
+    details = {
+        "format": "gguf" if chat else "",
+        "family": str(info.get("general.architecture", model.owned_by)),
+    }
+    count = info.get("general.parameter_count")
+    if isinstance(count, int) and count > 0:
+        details["parameter_size"] = f"{count / 1e9:.1f}B" if count >= 10**9 else f"{count / 1e6:.0f}M"
+    return details
 
 
 def _created(model: Model) -> datetime.datetime:

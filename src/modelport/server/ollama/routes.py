@@ -149,7 +149,8 @@ async def running(request: Request) -> Response:
 async def show(request: Request, given: ModelRequest) -> Response:
     """One model: its details and what it can do (Ollama's capability names)."""
     service: Service = request.app.state.service
-    return _json(ollama_models.shown(service.retrieve_model(given.named)))
+    model = service.retrieve_model(given.named)
+    return _json(ollama_models.shown(model, await service.describe_model(given.named)))
 
 
 @router.get("/version", response_class=Response, responses={200: {"model": Version}}, tags=["Ollama"])
