@@ -209,6 +209,10 @@ def test_a_conversation_goes_on_from_its_latest_compaction(face: openai.OpenAI) 
     summary = two.output[0].encrypted_content
     three = face.responses.create(model="recall", input="and now", conversation=conversation.id)
     assert three.output_text == f"{SUMMARY}\n{summary}\n\n{two.output_text} / user: and now"
+    # A trigger asks a turn for its compaction: the conversation keeps the item, not the asking.
+    face.responses.create(model="recall", input=[TRIGGER], conversation=conversation.id)
+    kept = face.conversations.items.list(conversation.id, order="asc").data
+    assert [item.type for item in kept][-2:] == ["message", "compaction"]
 
 
 def test_the_agents_sdk_carries_its_conversation_through_a_compaction(served: Faces) -> None:

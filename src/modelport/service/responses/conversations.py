@@ -146,10 +146,12 @@ class Conversations:
 
 
 def _kept(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Items as a conversation keeps them: messages say they are complete."""
+    """Items as a conversation keeps them: messages say they are complete; a `compaction_trigger`, which
+    asked the turn for its compaction and says nothing itself, is not kept (the compaction item is)."""
     return [
         {**item, "status": item.get("status") or "completed"} if item.get("type") == "message" else item
         for item in items
+        if item.get("type") != "compaction_trigger"
     ]
 
 
