@@ -103,11 +103,12 @@ class Responses:
         # summary and an answer: they stream inside it, always.
         streamed = request.stream or request.background or bool(tools) or compacting is not None
         chat = turn_chat(request, history, turn, streamed, tools, client)
-        if store or conversation is not None or request.prompt_cache_key:
-            # A turn kept to be gone on from (`previous_response_id`, a conversation) keeps its prompt too,
-            # even a conversation's first message alone, which a model's cache would otherwise drop.
-            chat.prompt_cache_key = request.prompt_cache_key or "response"
         response = skeleton(request, model_id, store)
+        chat.prompt_cache_key = request.prompt_cache_key
+        if chat.prompt_cache_key is None and not history and (store or conversation is not None):
+            # A conversation's first turn, kept to be gone on from, keeps its prompt too (a model's cache
+            # would drop a first message alone, as most are one-off questions), under its own id.
+            chat.prompt_cache_key = response.id
         if conversation is not None:
             response.conversation = ResponseConversation(id=conversation)
         row = new_row(request, turn, response) if store else None
