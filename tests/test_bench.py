@@ -29,6 +29,7 @@ BENCHMARKS = [
     "first_start",
     "workload",
     "neighbours",
+    "second_turn",
 ]
 
 

@@ -96,9 +96,7 @@ class Responses:
             self.limits.mcp_seconds, self.limits.mcp_output_chars,
         )  # fmt: skip
         client = client_tools(request.tools or [], added_tools(turn), SERVED)
-        asked = request.compaction()
-        threshold = asked.compact_threshold if asked else None
-        compacting = compaction.asked(history, turn, threshold, configured=asked is not None)
+        compacting = compaction.asked(history, turn, request.compaction())
         # A turn whose tools the server runs is several chat answers, one that may compact its context a
         # summary and an answer: they stream inside it, always.
         streamed = request.stream or request.background or bool(tools) or compacting is not None

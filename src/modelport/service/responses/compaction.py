@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelport.protocol.requests import ChatCompletionRequest
+from modelport.protocol.response_request import ContextManagement
 from modelport.service.responses.items import messages
 
 # Asked after the conversation, not before it in a system message: small models follow an instruction
@@ -90,18 +91,18 @@ class Compacting:
 
 
 def asked(
-    history: list[dict[str, Any]], turn: list[dict[str, Any]], threshold: int | None, configured: bool
+    history: list[dict[str, Any]], turn: list[dict[str, Any]], configured: ContextManagement | None
 ) -> Compacting | None:
     """The turn's compaction, if it asks for one: a final `compaction_trigger`, or `context_management`
-    (`configured`, with its `threshold`) where there is context to replace (a first turn of the user's
+    (`configured`, with its threshold) where there is context to replace (a first turn of the user's
     own messages has none, and counting it would cost the prompt twice: llama.cpp keeps no one-off prompt
     for the request after it). `history` is the stored context as chat messages."""
     if triggered(turn):
         return Compacting(history + messages(turn[:-1]), [], None, only=True)
     kept = _since_the_model_spoke(turn)
-    if not configured or (not history and len(kept) == len(turn)):
+    if configured is None or (not history and len(kept) == len(turn)):
         return None  # not asked, or nothing a summary would replace: the turn is what the user said
-    return Compacting(history + messages(turn), kept, threshold)
+    return Compacting(history + messages(turn), kept, configured.compact_threshold)
 
 
 def _since_the_model_spoke(turn: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -184,9 +184,8 @@ class TurnLoop:
         """The chat model's summary of the conversation `covered` (chat messages), greedy, in at most
         `limit` tokens (else `compaction.budget`'s); a transcript the model cannot read whole is read from
         its later lines."""
-        said: str | None = compaction.transcript(covered)
+        said = compaction.transcript(covered)
         while True:
-            assert said is not None
             chat = ChatCompletionRequest.model_validate(
                 {
                     "model": model,
@@ -199,9 +198,10 @@ class TurnLoop:
             try:
                 answer = await self.models.chat_completion(chat)
             except InvalidRequestError as error:
-                said = compaction.shortened(said) if error.code == "context_length_exceeded" else None
-                if said is None:
+                shorter = compaction.shortened(said) if error.code == "context_length_exceeded" else None
+                if shorter is None:
                     raise
+                said = shorter
                 continue
             assert isinstance(answer, ChatCompletion)
             return answer
