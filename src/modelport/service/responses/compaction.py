@@ -52,11 +52,11 @@ def transcript(messages: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def budget(messages: list[dict[str, Any]]) -> int:
-    """The most tokens a summary of `messages` may take: half of what it replaces (the user's messages are
-    kept whole, so the rest), at about four characters a token, 32 to 1,024, so that compacting never
-    makes a conversation longer."""
-    replaced = transcript([m for m in messages if m["role"] != "user"])
+def budget(messages: list[dict[str, Any]], users_kept: bool = True) -> int:
+    """The most tokens a summary of `messages` may take: half of what it replaces (the rest, where the
+    user's messages are kept whole beside it: `users_kept`), at about four characters a token, 32 to 1,024,
+    so that compacting never makes a conversation longer."""
+    replaced = transcript([m for m in messages if m["role"] != "user" or not users_kept])
     return max(32, min(1024, len(replaced) // 8))
 
 

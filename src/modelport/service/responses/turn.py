@@ -241,7 +241,8 @@ class TurnLoop:
         item_id = items.new_item_id("cmp")
         for event in builder.compacting(item_id):
             yield event
-        answer = await self.summary(chat.model, compacting.covered, request.instructions)
+        limit = compaction.budget(compacting.covered, users_kept=False)
+        answer = await self.summary(chat.model, compacting.covered, request.instructions, limit)
         assert answer.usage is not None
         said = (answer.choices[0].message.content or "").strip()
         made = ResponseCompactionItem.model_validate(compaction.item(item_id, said))
