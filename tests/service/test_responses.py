@@ -5,9 +5,12 @@ pydantic format, background responses, and what is refused."""
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -606,15 +609,33 @@ def test_a_chained_turn_reports_the_earlier_turns_tokens_as_cached(client: Any) 
     assert two.usage.input_tokens_details.cached_tokens < two.usage.input_tokens
 
 
+@pytest.mark.one_face  # the engine's cache is the subject, the same under either face
 def test_a_conversations_first_message_alone_is_kept_for_the_turn_after_it(client: Any) -> None:
-    """A stored turn of the user's message alone (no instructions), a chat message sent with OpenAI's
+    """Beside another request running (a lone message that ends alone is kept anyway: one user's chat), a
+    stored turn of the user's message alone (no instructions), a chat message sent with OpenAI's
     `prompt_cache_key`, and one long enough that reading it again costs more than keeping it, are kept for
-    the turn that goes on from them, though a lone message otherwise is not (most are one-off questions):
-    the next turn reuses it whole."""
+    the turn that goes on from them, though a lone message otherwise is not (most are one-off questions
+    among others'): the next turn reuses it whole."""
     model = "smollm2-135m-instruct"
+
+    def beside_another(first: Callable[[], Any]) -> Any:
+        """`first()` while a long answer runs, which it ends before."""
+        with ThreadPoolExecutor(1) as other:
+            running = other.submit(
+                client.completions.create, model=model, prompt="Tell a long story about a ship.",
+                max_tokens=200, temperature=0, logit_bias={"0": -100, "2": -100},
+            )  # fmt: skip
+            time.sleep(1.0)
+            made = first()
+            assert not running.done()
+            running.result()
+        return made
+
     # Its own words on each face: a message sent a second time is kept anyway.
     long = f"{uuid.uuid4()} " + " ".join(f"Rule {i}: keep answers short and kind." for i in range(40))
-    one = client.responses.create(model=model, input=long, max_output_tokens=16, temperature=0)
+    one = beside_another(
+        lambda: client.responses.create(model=model, input=long, max_output_tokens=16, temperature=0)
+    )
     two = client.responses.create(
         model=model, input="Again.", previous_response_id=one.id, max_output_tokens=16, temperature=0
     )
@@ -623,9 +644,8 @@ def test_a_conversations_first_message_alone_is_kept_for_the_turn_after_it(clien
     for key, said_first, reused in ((None, long, False), ("chat-1", long, True), (None, longer, True)):
         first = [{"role": "user", "content": f"Chat {key}. {said_first}"}]
         keyed = {"prompt_cache_key": key} if key else {}
-        said = client.chat.completions.create(
-            model=model, messages=first, max_tokens=8, temperature=0, **keyed
-        )
+        asked = {"model": model, "messages": first, "max_tokens": 8, "temperature": 0, **keyed}
+        said = beside_another(functools.partial(client.chat.completions.create, **asked))
         later = [
             *first,
             {"role": "assistant", "content": said.choices[0].message.content},

@@ -82,12 +82,14 @@ class Turn:
         slot: int | None,
         restored: str | None,
         stays: bool = False,
+        lone: bool = False,
     ) -> None:
         self._cache = cache
         self.names = names
         self.slot = slot
         self.restored = restored
         self.stays = stays  # what it leaves in its slot stays there (llama.cpp cannot save it)
+        self.lone = lone  # a lone request sent for the first time: saved only if it ends alone
 
     def ended(self, reported: int | None, completed: bool) -> Callable[[], None]:
         """Called as the turn's generation ends, before its stream does; what it returns, to be called once
@@ -106,8 +108,11 @@ class Turn:
             # file that holds them: saved again, each such turn copied what is kept already through
             # llama.cpp's loop, between its decode steps (at 8 streams, 28 ms a turn).
             again = bool(self.names) and self.restored == self.names[-1]
+            # A lone request's save would be taken from the others' decoding: it is saved only where there
+            # are none (one user's chat, whose next turn then reads nothing again).
+            spared = not self.lone or self._cache.alone()
             kept = None
-            if idle and completed and self.names and not again:
+            if idle and completed and self.names and not again and spared:
                 # The file restored is this conversation's earlier turn only if its messages lead here.
                 kept = Kept(self.names, self.restored if self.restored in self.names else None)
         except BaseException:
@@ -157,13 +162,15 @@ class ConversationCache:
         self._begin()
         return self._left(request, [], stays=True)
 
-    def _left(self, request: dict[str, Any], names: list[str], stays: bool = False) -> Turn:
+    def _left(
+        self, request: dict[str, Any], names: list[str], stays: bool = False, lone: bool = False
+    ) -> Turn:
         """A turn llama.cpp places itself, asked to say in which slot (`verbose`); while one runs, which
         slots are idle is asked of llama.cpp rather than known here."""
         request["verbose"] = True
         with self._lock:
             self._others += 1
-        return Turn(self, names, None, None, stays)
+        return Turn(self, names, None, None, stays, lone)
 
     def _begin(self) -> None:
         """Count a turn in. One that finds no other running first waits for the slots of turns just ended
@@ -216,19 +223,19 @@ class ConversationCache:
         """Pin `request` to an idle slot, into which the saved turn sharing the longest of its prefixes
         (`names`: `message_names` or `prompt_names`) is restored; with no slot free, leave it to
         llama.cpp and ask which slot it used (`verbose`). A turn with no names is neither looked up nor
-        saved, only placed and emptied; so is a `lone` one (nothing continues it: a single message, a
-        short prompt) the first time it is sent. Most are never sent again, and saving each cost free
-        chat throughput; one that is sent again (a retry, a prompt used over and over) is kept from its
-        second sending on, and, being short, restored rather than processed again."""
-        if lone and not (names and self._seen_before(names[-1])):
-            names = []
+        saved, only placed and emptied. A `lone` one (a single message, a short prompt: most are one-off
+        questions) sent for the first time is saved only if it ends while no other turn runs (one user's
+        chat, whose next turn then reads nothing again), since saving every one cost free chat throughput;
+        one that is sent again (a retry, a prompt used over and over) is kept from its second sending on,
+        and, being short, restored rather than processed again."""
+        first = lone and not (names and self._seen_before(names[-1]))
         self._begin()
         slot = self._take()
         if slot is None:
-            return self._left(request, names)
+            return self._left(request, names, lone=first)
         request["id_slot"] = slot
         if not names or request.get("cache_prompt") is False:  # a seeded request processes its whole prompt
-            return Turn(self, names, slot, None)
+            return Turn(self, names, slot, None, lone=first)
         with self._lock:  # the turn this continues, if its save is still under way
             saving = next((self._saving[name] for name in reversed(names) if name in self._saving), None)
         if saving is not None:
@@ -241,7 +248,7 @@ class ConversationCache:
         restored = found is not None and self._call(
             f"/slots/{slot}?action=restore", {"filename": f"{found}.bin"}
         )
-        return Turn(self, names, slot, found if restored else None)
+        return Turn(self, names, slot, found if restored else None, lone=first)
 
     def _seen_before(self, name: str) -> bool:
         """Whether a lone request of this name was sent before (and remember it)."""
@@ -274,6 +281,11 @@ class ConversationCache:
                 if not self._emptying or left <= 0:
                     return None
                 self._emptied.wait(left)
+
+    def alone(self) -> bool:
+        """Whether the turn ending now is the only one running (no other placed here or left to llama.cpp)."""
+        with self._lock:
+            return self._running <= 1 and not self._others
 
     def idle(self, slot: int) -> bool:
         """Whether a slot held by a turn is idle: unless a request left to llama.cpp runs, it is."""
