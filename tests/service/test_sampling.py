@@ -343,4 +343,8 @@ def test_a_greedy_answer_that_loops_is_ended_as_length_with_its_usage(client: op
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == answer.choices[0].message.content
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
-    assert chunks[-1].usage == answer.usage
+    # Counted alike (how many prompt tokens the cache held differs from one request to the next).
+    assert chunks[-1].usage is not None
+    assert chunks[-1].usage.model_dump(exclude={"prompt_tokens_details"}) == answer.usage.model_dump(
+        exclude={"prompt_tokens_details"}
+    )

@@ -95,8 +95,8 @@ def asked(
 ) -> Compacting | None:
     """The turn's compaction, if it asks for one: a final `compaction_trigger`, or `context_management`
     (`configured`, with its threshold) where there is context to replace (a first turn of the user's
-    own messages has none, and counting it would cost the prompt twice: llama.cpp keeps no one-off prompt
-    for the request after it). `history` is the stored context as chat messages."""
+    own messages has none: a summary of it would only add to it). `history` is the stored context as chat
+    messages."""
     if triggered(turn):
         return Compacting(history + messages(turn[:-1]), [], None, only=True)
     kept = _since_the_model_spoke(turn)
