@@ -152,7 +152,8 @@ class ChatCompletionRequest(_GenerationRequest):
     reasoning_effort: ReasoningEffort | None = None
     # OpenAI's key to cache the prompt under: a caller that gives one means to send it again, so even a
     # conversation's first message alone is kept for the turn after it (the llama.cpp engine's
-    # conversation cache keeps a lone message only from its second sending otherwise).
+    # conversation cache otherwise keeps a lone message that ends beside others only from its second
+    # sending).
     prompt_cache_key: str | None = None
 
     @field_validator("response_format")
