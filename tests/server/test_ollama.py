@@ -181,6 +181,10 @@ def test_show_gives_what_the_model_s_file_says_it_is(server: Faces) -> None:
     assert shown.details is not None
     assert (shown.details.family, shown.details.parameter_size) == ("llama", "135M")
     assert not ollama.Client(host=server.url).show("whisper-tiny-en").modelinfo  # no GGUF: nothing said
+    listed = {m.model: m.details for m in ollama.Client(host=server.url).list().models}
+    chat = listed["smollm2-135m-instruct"]
+    assert chat is not None
+    assert (chat.family, chat.parameter_size) == ("llama", "135M")  # the listing says the same
 
 
 def test_format_holds_the_answer_to_its_schema(server: Faces) -> None:

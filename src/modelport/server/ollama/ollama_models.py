@@ -44,8 +44,8 @@ class Version(BaseModel):
     version: str
 
 
-def tagged(model: Model) -> TaggedModel:
-    """A model as `/api/tags` lists it."""
+def tagged(model: Model, info: dict[str, Any]) -> TaggedModel:
+    """A model as `/api/tags` lists it (`info`: what its files say it is)."""
     return TaggedModel.model_validate(
         {
             "name": model.id,
@@ -53,13 +53,13 @@ def tagged(model: Model) -> TaggedModel:
             "modified_at": _created(model),
             "size": _size(model),
             "digest": "",
-            "details": _details(model),
+            "details": _details(model, info),
         }
     )
 
 
-def running(model: Model) -> RunningModel:
-    """A loaded model as `/api/ps` lists it."""
+def running(model: Model, info: dict[str, Any]) -> RunningModel:
+    """A loaded model as `/api/ps` lists it (`info`: what its files say it is)."""
     return RunningModel.model_validate(
         {
             "name": model.id,
@@ -67,7 +67,7 @@ def running(model: Model) -> RunningModel:
             "size": _size(model),
             "size_vram": 0,
             "digest": "",
-            "details": _details(model),
+            "details": _details(model, info),
             "expires_at": _expiry(model),
         }
     )
@@ -104,12 +104,11 @@ def abilities(model: Model) -> list[str]:
     return names
 
 
-def _details(model: Model, info: dict[str, Any] | None = None) -> dict[str, str]:
+def _details(model: Model, info: dict[str, Any]) -> dict[str, str]:
     """Ollama's `details` (its `ModelDetails`, which the package keeps private: validated from this), with
     its architecture as the family and the parameters' count as its apps show it ("135M", "3.2B") where
     the model's file says them."""
     chat = "chat" in (getattr(model, "capabilities", None) or ())
-    info = info or {}
     details = {
         "format": "gguf" if chat else "",
         "family": str(info.get("general.architecture", model.owned_by)),

@@ -134,7 +134,7 @@ async def tags(request: Request) -> Response:
     """The models the caller may use that Ollama's apps can: chat, completion and embedding models."""
     service: Service = request.app.state.service
     served = [m for m in await service.list_models() if ollama_models.abilities(m)]
-    return _json(Tags(models=[ollama_models.tagged(m) for m in served]))
+    return _json(Tags(models=[ollama_models.tagged(m, await service.describe_model(m.id)) for m in served]))
 
 
 @router.get("/ps", response_class=Response, responses={200: {"model": Running}}, tags=["Ollama"])
@@ -142,7 +142,8 @@ async def running(request: Request) -> Response:
     """The models loaded now, and when each is unloaded if it stays idle."""
     service: Service = request.app.state.service
     loaded = [m for m in await service.list_models(loaded=True) if ollama_models.abilities(m)]
-    return _json(Running(models=[ollama_models.running(m) for m in loaded]))
+    listed = [ollama_models.running(m, await service.describe_model(m.id)) for m in loaded]
+    return _json(Running(models=listed))
 
 
 @router.post("/show", response_class=Response, responses={200: {"model": ShowResponse}}, tags=["Ollama"])
