@@ -244,3 +244,20 @@ def test_the_agents_sdk_carries_its_conversation_through_a_compaction(served: Fa
         await client.close()
 
     asyncio.run(run())
+
+
+def test_a_tool_output_the_summariser_cannot_read_whole_is_read_from_its_end(face: openai.OpenAI) -> None:
+    # A call and its output of 80 words, on a model that reads 60: the turn does not fit, and neither does
+    # the output alone in the summariser's prompt, so it is cut from its start until it does.
+    output = " ".join(f"w{i}" for i in range(80))
+    given: list[Any] = [
+        {"role": "user", "content": "list it"},
+        {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": output},
+    ]
+    made = face.responses.create(model="narrow", input=given, context_management=compaction())
+    assert [item.type for item in made.output] == ["compaction", "message"]
+    summary = made.output[0].encrypted_content
+    assert "Tool result:" not in summary  # the line's start went
+    assert " w10 " not in summary
+    assert "w79" in summary  # its end was read

@@ -146,9 +146,9 @@ def item(item_id: str, summary: str) -> dict[str, Any]:
 
 
 def shortened(said: str) -> str | None:
-    """The transcript with its oldest quarter of lines left out, for a summariser it did not fit (None when
-    one line is left)."""
+    """The transcript with its oldest quarter of lines left out, for a summariser it did not fit; of one
+    line left (a tool's long output), its first quarter; None once nothing is left to cut."""
     lines = said.split("\n")
-    if len(lines) <= 1:
-        return None
-    return "\n".join(lines[len(lines) // 4 or 1 :])
+    if len(lines) > 1:
+        return "\n".join(lines[len(lines) // 4 or 1 :])
+    return said[len(said) // 4 :] if len(said) >= 64 else None
