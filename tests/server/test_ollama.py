@@ -180,6 +180,7 @@ def test_show_gives_what_the_model_s_file_says_it_is(server: Faces) -> None:
     assert "tokenizer.chat_template" not in info  # the template is not the model's description
     assert shown.details is not None
     assert (shown.details.family, shown.details.parameter_size) == ("llama", "135M")
+    assert shown.details.quantization_level == "Q4_1"  # as its tensors are
     assert not ollama.Client(host=server.url).show("whisper-tiny-en").modelinfo  # no GGUF: nothing said
     listed = {m.model: m.details for m in ollama.Client(host=server.url).list().models}
     chat = listed["smollm2-135m-instruct"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+import gguf
 from ollama import ListResponse, ProcessResponse, ShowResponse
 from openai.types import Model
 from pydantic import BaseModel
@@ -107,7 +108,7 @@ def abilities(model: Model) -> list[str]:
 def _details(model: Model, info: dict[str, Any]) -> dict[str, str]:
     """Ollama's `details` (its `ModelDetails`, which the package keeps private: validated from this), with
     its architecture as the family and the parameters' count as its apps show it ("135M", "3.2B") where
-    the model's file says them."""
+    the model's file says them, and its quantization ("Q4_1")."""
     chat = "chat" in (getattr(model, "capabilities", None) or ())
     details = {
         "format": "gguf" if chat else "",
@@ -116,7 +117,18 @@ def _details(model: Model, info: dict[str, Any]) -> dict[str, str]:
     count = info.get("general.parameter_count")
     if isinstance(count, int) and count > 0:
         details["parameter_size"] = f"{count / 1e9:.1f}B" if count >= 10**9 else f"{count / 1e6:.0f}M"
+    quantized = info.get("general.file_type")
+    if quantized in _FILE_TYPES:
+        details["quantization_level"] = _FILE_TYPES[quantized]
     return details
+
+
+# llama.cpp's file types by their number in a GGUF's header, as Ollama names them ("Q4_K_M", "F16").
+_FILE_TYPES = {
+    kind.value: kind.name.removeprefix("MOSTLY_").removeprefix("ALL_")
+    for kind in gguf.LlamaFileType
+    if kind is not gguf.LlamaFileType.GUESSED
+}
 
 
 def _created(model: Model) -> datetime.datetime:
