@@ -132,6 +132,17 @@ DRAFTS_ACCEPTED = Counter(
     "modelport_draft_accepted_tokens_total", "Drafted tokens the model's verification accepted", ["gguf"]
 )
 
+# The conversation cache (llama.cpp): how each turn it placed began, and the turns it wrote to files.
+CONVERSATION_TURNS = Counter(
+    "modelport_conversation_turns_total",
+    "Turns placed by the conversation cache, by how each began: restored (from a saved turn's file), resumed "
+    "(in the slot its conversation's last turn rests in), fresh (nothing of it kept), left (to llama.cpp)",
+    ["gguf", "start"],
+)
+CONVERSATION_SAVES = Counter(
+    "modelport_conversation_saves_total", "Turns the conversation cache saved to files", ["gguf"]
+)
+
 UPSTREAM_REQUESTS = Counter(
     "modelport_upstream_requests_total",
     "Requests sent to upstream replicas, by the status they answered (or the error)",

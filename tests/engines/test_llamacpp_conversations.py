@@ -19,7 +19,7 @@ import openai
 import pytest
 
 from modelport.engines.llamacpp import conversation_cache
-from tests.support.live import configured_server
+from tests.support.live import configured_server, counted
 
 pytestmark = pytest.mark.models  # real models: not the unit tier
 
@@ -188,7 +188,9 @@ def test_names_of_messages_are_shared_as_far_as_the_messages_are() -> None:
 @pytest.mark.slow
 def test_the_first_answer_after_a_start_is_the_one_a_start_without_the_cache_gives(tmp_path: Path) -> None:
     """Nothing run while the model loads stays in a slot: with the cache on, slots are emptied only by the
-    turns placed in them, and tokens left in one changed the first greedy answers (this prompt's did)."""
+    turns placed in them, and tokens left in one changed the first greedy answers (this prompt's did). Nor
+    does a turn resting in its slot (the last to end, kept there for its conversation's next turn): another
+    request empties the slot first."""
     poem = [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": "Write a poem about the shelves."},
@@ -199,7 +201,61 @@ def test_the_first_answer_after_a_start_is_the_one_a_start_without_the_cache_giv
         with client(folder, mib) as model:
             reply = model.chat.completions.create(model="m", messages=poem, max_tokens=128, temperature=0)  # type: ignore[arg-type]
             answers.append(reply.choices[0].message.content)
-    assert answers[0] == answers[1]
+            if mib:  # a conversation sharing nothing with the poem rests in a slot; the poem again, whole
+                other = [{"role": "user", "content": "Count the crates on the dock, one line each."}]
+                model.chat.completions.create(model="m", messages=other, max_tokens=64, temperature=0)  # type: ignore[arg-type]
+                # A seeded request processes its whole prompt (a restored one would batch it differently).
+                reply = model.chat.completions.create(
+                    model="m", messages=poem, max_tokens=128, temperature=0, seed=1
+                )  # type: ignore[arg-type]
+                answers.append(reply.choices[0].message.content)
+    assert answers[0] == answers[1] == answers[2]
+
+
+def test_a_conversation_s_next_turn_goes_on_in_the_slot_its_last_rests_in(tmp_path: Path) -> None:
+    """The last turn to end while no other runs rests in its slot: its conversation's next turn goes on
+    there, restoring nothing, sent at once (the rest not yet saved) or after the rest was saved; another
+    request puts a saved rest away without saving it again, and the conversation's next turn is then
+    restored from its file."""
+    with configured_server(tmp_path, CONFIG.format(mib=1024)) as live:
+        model = openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=120)
+        history = [{"role": "system", "content": SYSTEM}]
+        seen: list[tuple[int, int]] = []  # (prompt tokens, cached tokens) of each turn
+
+        def turn(question: str) -> str:
+            """How the conversation's next turn began."""
+            before = {start: began(start) for start in ("restored", "resumed", "fresh", "left")}
+            history.append({"role": "user", "content": question})
+            reply = model.chat.completions.create(model="m", messages=history, max_tokens=8, temperature=0)  # type: ignore[arg-type]
+            history.append({"role": "assistant", "content": reply.choices[0].message.content or ""})
+            assert reply.usage is not None
+            assert reply.usage.prompt_tokens_details is not None
+            seen.append((reply.usage.prompt_tokens, reply.usage.prompt_tokens_details.cached_tokens or 0))
+            (start,) = (start for start, count in before.items() if began(start) == count + 1)
+            return start
+
+        def began(start: str) -> float:
+            return counted(live.url, "modelport_conversation_turns_total", start=start)
+
+        def saves() -> float:
+            return counted(live.url, "modelport_conversation_saves_total")
+
+        rested = conversation_cache.REST_UNSAVED + 1.0
+        assert turn("Where is item 3?") == "fresh"
+        assert turn("And item 4?") == "resumed"  # sent at once
+        time.sleep(rested)  # the rest is saved meanwhile, and the turn stays in its slot
+        saved = saves()
+        assert saved >= 1
+        assert turn("And item 5?") == "resumed"
+        time.sleep(rested)
+        saved = saves()
+        other = [{"role": "user", "content": "Count the crates on the dock."}]
+        model.chat.completions.create(model="m", messages=other, max_tokens=8, temperature=0)  # type: ignore[arg-type]
+        time.sleep(rested)
+        assert saves() == saved + 1  # the other request's own turn; the rest it put away was saved already
+        assert turn("And item 6?") == "restored"
+    for (earlier, _), (prompt, cached) in itertools.pairwise(seen):
+        assert earlier <= cached < prompt
 
 
 def test_a_lone_prompt_is_kept_when_it_ends_alone_and_from_its_second_sending_beside_others(

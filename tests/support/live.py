@@ -139,11 +139,17 @@ def configured_server(
 
 def tokens_counted(url: str, model: str, kind: str) -> float:
     """What a server's `modelport_tokens_total` counts for `model` and `kind` (prompt, completion) so far."""
+    return counted(url, "modelport_tokens_total", model=model, kind=kind)
+
+
+def counted(url: str, name: str, **labels: str) -> float:
+    """A server's counter `name` so far, summed over the samples that carry `labels` (among others)."""
+    total = 0.0
     for family in text_string_to_metric_families(httpx.get(f"{url}/metrics", timeout=30).text):
         for sample in family.samples:
-            if sample.name == "modelport_tokens_total" and sample.labels == {"model": model, "kind": kind}:
-                return sample.value
-    return 0.0
+            if sample.name == name and labels.items() <= sample.labels.items():
+                total += sample.value
+    return total
 
 
 @contextmanager

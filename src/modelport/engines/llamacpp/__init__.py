@@ -44,7 +44,7 @@ def load(conversation_cache_mib: int = 1024, **options: Any) -> Sequence[LlamaCh
     door = SideDoor(server, key)
     instances = Instances(server, options, gguf)
     media = ("image",) if options.get("mmproj") else ()
-    kept = conversation_cache.ConversationCache(door, saved, budget) if saved else None
+    kept = conversation_cache.ConversationCache(door, saved, budget, gguf.name) if saved else None
     vocab_size = vocabulary_size(door)
     chat = LlamaChat(instances, door, vocab_size, form, media, kept)
     return [chat, LlamaCompletion(instances, door, vocab_size, gguf, kept)]

@@ -12,8 +12,11 @@ and emptied, so that no idle slot holds tokens that every request's attention wo
 KV cache (which also made seeded answers depend on what ran before). The save and the emptying come after
 the answer's end has been told (a next turn of the conversation that comes first waits for the save), and a
 request that finds no other running waits for them, so that it decodes beside nobody's tokens as before
-while no answer's end waits for either. llama.cpp reuses the longest prefix a restored slot's tokens share
-with the new prompt, so a stale or mismatched file costs speed, never correctness.
+while no answer's end waits for either. The one exception is the last turn to end while no other ran (one
+user's chat, one agent's loop): it rests in its slot, unsaved for `REST_UNSAVED` seconds and then saved,
+for its conversation's next turn to go on there with nothing saved first or restored; any other request
+first saves it (unless saved) and empties the slot. llama.cpp reuses the longest prefix a restored slot's
+tokens share with the new prompt, so a stale or mismatched file costs speed, never correctness.
 """
 
 from __future__ import annotations
@@ -34,17 +37,22 @@ from typing import Any
 
 import httpx
 
+from modelport import metrics
 from modelport.engines.llamacpp.launch import SideDoor
 
 log = logging.getLogger("modelport.llamacpp")
 
 _PREFIX = "modelport-slots-"  # then the process id, a dash and a random tail
+_STARTS = ("restored", "resumed", "fresh", "left")  # how a turn began (`modelport_conversation_turns_total`)
 PROMPT_PIECE = 512  # characters (or token ids) of a completion's prompt per name
 LONE_SEEN = 1024  # lone requests remembered, so that one sent again is kept from then on
 # A lone message this long is kept at its first sending: reading it again costs more than saving it.
 LONE_KEPT_CHARS = 4096
 EMPTYING_WAIT = 5.0  # seconds a request alone waits for ended turns' slots to be emptied, at most
 SAVE_WAIT = 5.0  # seconds a turn waits for the save of the turn it continues, at most
+# Seconds a resting turn stays unsaved: a next turn sent sooner (an agent's next round, a tool's result)
+# spares its save (50-70 ms for 2,000 tokens of SmolLM2); another request sent sooner pays it.
+REST_UNSAVED = 0.5
 
 
 def folder(budget: int) -> Path:
@@ -112,9 +120,9 @@ class Turn:
             # are none (one user's chat, whose next turn then reads nothing again).
             spared = not self.lone or self._cache.alone()
             kept = None
-            if idle and completed and self.names and not again and spared:
+            if idle and completed and self.names and spared:
                 # The file restored is this conversation's earlier turn only if its messages lead here.
-                kept = Kept(self.names, self.restored if self.restored in self.names else None)
+                kept = Kept(self.names, self.restored if self.restored in self.names else None, saved=again)
         except BaseException:
             self._cache.finished(slot, empty=False)()
             raise
@@ -123,12 +131,30 @@ class Turn:
 
 class Kept:
     """A turn to be saved once its answer's end has been told: its names, the file it supersedes (its
-    conversation's earlier turn), and whether the save is done (a next turn may be waiting for it)."""
+    conversation's earlier turn), whether it is saved (restored from the file of its very messages, it is
+    already) and whether a save under way is done (a next turn may be waiting for it)."""
 
-    def __init__(self, names: list[str], superseded: str | None) -> None:
+    def __init__(self, names: list[str], superseded: str | None, saved: bool = False) -> None:
         self.names = names
         self.superseded = superseded
+        self.saved = saved
         self.done = threading.Event()
+
+
+class Resting:
+    """The last turn to end while no other ran, left in its slot (held for it) for its conversation's next
+    turn; saved once it has rested `REST_UNSAVED` seconds, or by a request that needs the slot emptied."""
+
+    def __init__(self, slot: int, kept: Kept) -> None:
+        self.slot = slot
+        self.kept = kept
+
+
+def _rested(cache: weakref.ref[ConversationCache], resting: Resting) -> None:
+    """The timer's end: save the turn if it still rests (a timer keeps no unloaded model alive)."""
+    alive = cache()
+    if alive is not None:
+        alive.settle(resting)
 
 
 class ConversationCache:
@@ -138,8 +164,10 @@ class ConversationCache:
     Every turn is pinned to an idle slot chosen here while one is free, so that llama.cpp never hands a
     slot being restored for one request to another; each slot is saved and emptied when its turn ends."""
 
-    def __init__(self, door: SideDoor, where: Path, budget: int) -> None:
+    def __init__(self, door: SideDoor, where: Path, budget: int, gguf: str) -> None:
         self._door = door
+        self._began = {start: metrics.CONVERSATION_TURNS.labels(gguf, start) for start in _STARTS}
+        self._saved = metrics.CONVERSATION_SAVES.labels(gguf)
         self._where = where
         self._budget = budget
         self._files: OrderedDict[str, tuple[int, list[str]]] = OrderedDict()  # least recently used first
@@ -152,6 +180,7 @@ class ConversationCache:
         self._running = 0  # turns begun and not yet ended
         self._emptying = 0  # ended turns whose slots are still to be saved or emptied
         self._saving: dict[str, Kept] = {}  # a prefix's name -> the turn being saved under it
+        self._resting: Resting | None = None  # only while no turn runs, or a request is taking it
         self._lock = threading.Lock()
         self._emptied = threading.Condition(self._lock)
         weakref.finalize(self, shutil.rmtree, where, ignore_errors=True)
@@ -160,6 +189,9 @@ class ConversationCache:
         """Leave `request` to llama.cpp, which keeps what it holds in its slot afterwards (a conversation
         with images or sound: llama.cpp cannot save those, but reuses them while they stay)."""
         self._begin()
+        resting = self._woken()
+        if resting is not None:
+            self._put_away(resting)
         return self._left(request, [], stays=True)
 
     def _left(
@@ -168,6 +200,7 @@ class ConversationCache:
         """A turn llama.cpp places itself, asked to say in which slot (`verbose`); while one runs, which
         slots are idle is asked of llama.cpp rather than known here."""
         request["verbose"] = True
+        self._began["left"].inc()
         with self._lock:
             self._others += 1
         return Turn(self, names, None, None, stays, lone)
@@ -189,29 +222,95 @@ class ConversationCache:
             if slot is None:
                 return lambda: None
             self._emptying += 1
-            if kept is not None:
+            if kept is not None and not kept.saved:
                 self._saving.update(dict.fromkeys(kept.names, kept))
 
         def tidy() -> None:
+            rests = False
             try:
-                if kept is not None:
-                    try:
-                        self.save(slot, kept.names, kept.superseded)
-                    finally:
-                        with self._lock:
-                            for name in kept.names:
-                                if self._saving.get(name) is kept:
-                                    del self._saving[name]
-                        kept.done.set()
-                if empty:
+                rests = empty and kept is not None and self._rest(slot, kept)
+                if kept is not None and not rests and not kept.saved:
+                    self._save_kept(slot, kept)
+                if empty and not rests:
                     self.erase(slot)
             finally:
                 with self._emptied:
-                    self._reserved.discard(slot)
+                    if not rests:
+                        self._reserved.discard(slot)
                     self._emptying -= 1
                     self._emptied.notify_all()
 
         return tidy
+
+    def _rest(self, slot: int, kept: Kept) -> bool:
+        """Leave an ended turn in its slot, unsaved for now, if no other turn runs."""
+        with self._lock:
+            if self._running or self._others or self._resting is not None:
+                return False
+            self._resting = Resting(slot, kept)
+            for name in kept.names:  # nobody waits for a save put off
+                if self._saving.get(name) is kept:
+                    del self._saving[name]
+        if not kept.saved:
+            timer = threading.Timer(REST_UNSAVED, _rested, (weakref.ref(self), self._resting))
+            timer.daemon = True
+            timer.start()
+        return True
+
+    def settle(self, resting: Resting) -> None:
+        """Save a turn that has rested unsaved long enough, keeping it in its slot if no turn began since.
+        A request alone that comes meanwhile waits for it, as for any ended turn's save."""
+        with self._lock:
+            if self._resting is not resting or self._running:
+                return
+            self._resting = None
+            self._emptying += 1
+        back = False
+        try:
+            self._save_kept(resting.slot, resting.kept)
+            with self._lock:
+                back = not self._running and not self._others and self._resting is None
+                if back:
+                    self._resting = resting
+            if not back:
+                self.erase(resting.slot)
+        finally:
+            with self._emptied:
+                if not back:
+                    self._reserved.discard(resting.slot)
+                self._emptying -= 1
+                self._emptied.notify_all()
+
+    def _woken(self) -> Resting | None:
+        """The resting turn, taken by the request that came (counted in by `_begin`)."""
+        with self._lock:
+            resting, self._resting = self._resting, None
+            return resting
+
+    def _put_away(self, resting: Resting) -> None:
+        """Save a resting turn (unless saved) and empty its slot, before another request is placed."""
+        try:
+            if not resting.kept.saved:
+                self._save_kept(resting.slot, resting.kept)
+            self.erase(resting.slot)
+        finally:
+            with self._emptied:
+                self._reserved.discard(resting.slot)
+                self._emptied.notify_all()
+
+    def _save_kept(self, slot: int, kept: Kept) -> None:
+        """Save an ended turn; a next turn of its conversation placed meanwhile waits for it."""
+        with self._lock:
+            self._saving.update(dict.fromkeys(kept.names, kept))
+        try:
+            self.save(slot, kept.names, kept.superseded)
+        finally:
+            with self._lock:
+                for name in kept.names:
+                    if self._saving.get(name) is kept:
+                        del self._saving[name]
+            kept.saved = True
+            kept.done.set()
 
     def left_ended(self, slot: int | None, stays: bool) -> None:
         with self._lock:
@@ -230,11 +329,22 @@ class ConversationCache:
         and, being short, restored rather than processed again."""
         first = lone and not (names and self._seen_before(names[-1]))
         self._begin()
+        resting = self._woken()
+        if resting is not None:
+            went_on = resting.kept.names[-1] in names and request.get("cache_prompt") is not False
+            if went_on:  # its conversation's next turn (or the same sent again): on from its tokens
+                request["id_slot"] = resting.slot
+                kept = resting.kept
+                earlier = kept.names[-1] if kept.saved else kept.superseded
+                self._began["resumed"].inc()
+                return Turn(self, names, resting.slot, earlier, lone=first)
+            self._put_away(resting)
         slot = self._take()
         if slot is None:
             return self._left(request, names, lone=first)
         request["id_slot"] = slot
         if not names or request.get("cache_prompt") is False:  # a seeded request processes its whole prompt
+            self._began["fresh"].inc()
             return Turn(self, names, slot, None, lone=first)
         with self._lock:  # the turn this continues, if its save is still under way
             saving = next((self._saving[name] for name in reversed(names) if name in self._saving), None)
@@ -248,6 +358,7 @@ class ConversationCache:
         restored = found is not None and self._call(
             f"/slots/{slot}?action=restore", {"filename": f"{found}.bin"}
         )
+        self._began["restored" if restored else "fresh"].inc()
         return Turn(self, names, slot, found if restored else None, lone=first)
 
     def _seen_before(self, name: str) -> bool:
@@ -335,6 +446,7 @@ class ConversationCache:
         except (httpx.HTTPError, OSError, ValueError) as error:
             log.debug("saving a conversation failed: %s", error)
             return
+        self._saved.inc()
         with self._lock:
             self._files[name] = (size, names)
             self._files.move_to_end(name)
