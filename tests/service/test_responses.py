@@ -10,7 +10,6 @@ import json
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -619,20 +618,20 @@ def test_a_conversations_first_message_alone_is_kept_for_the_turn_after_it(clien
     model = "smollm2-135m-instruct"
 
     def beside_another(first: Callable[[], Any]) -> Any:
-        """`first()` while a long answer runs, which it ends before."""
-        with ThreadPoolExecutor(1) as other:
-            running = other.submit(
-                client.completions.create, model=model, prompt="Tell a long story about a ship.",
-                max_tokens=200, temperature=0, logit_bias={"0": -100, "2": -100},
-            )  # fmt: skip
-            time.sleep(1.0)
+        """`first()` while a long answer runs (under way before it, and going on after it: its end barred,
+        it cannot reach its length meanwhile), which is then cancelled by closing its stream."""
+        with client.completions.create(
+            model=model, prompt="Tell a long story about a ship.", max_tokens=4000, temperature=0,
+            logit_bias={"0": -100, "2": -100}, stream=True,
+        ) as running:  # fmt: skip
+            chunks = iter(running)
+            next(chunks)
             made = first()
-            assert not running.done()
-            running.result()
+            assert next(chunks).choices[0].finish_reason is None
         return made
 
     # Its own words on each face: a message sent a second time is kept anyway.
-    long = f"{uuid.uuid4()} " + " ".join(f"Rule {i}: keep answers short and kind." for i in range(40))
+    long = f"{uuid.uuid4()} " + " ".join(f"Rule {i}: keep answers short and kind." for i in range(12))
     one = beside_another(
         lambda: client.responses.create(model=model, input=long, max_output_tokens=16, temperature=0)
     )
@@ -640,7 +639,7 @@ def test_a_conversations_first_message_alone_is_kept_for_the_turn_after_it(clien
         model=model, input="Again.", previous_response_id=one.id, max_output_tokens=16, temperature=0
     )
     assert two.usage.input_tokens_details.cached_tokens >= one.usage.input_tokens - 4
-    longer = " ".join([long] * 3)  # past 4,096 characters
+    longer = " ".join([long] * 9)  # past 4,096 characters
     for key, said_first, reused in ((None, long, False), ("chat-1", long, True), (None, longer, True)):
         first = [{"role": "user", "content": f"Chat {key}. {said_first}"}]
         keyed = {"prompt_cache_key": key} if key else {}
