@@ -148,6 +148,7 @@ class Resting:
     def __init__(self, slot: int, kept: Kept) -> None:
         self.slot = slot
         self.kept = kept
+        self.timer: threading.Timer | None = None  # till its save
 
 
 def _rested(cache: weakref.ref[ConversationCache], resting: Resting) -> None:
@@ -162,7 +163,8 @@ class ConversationCache:
     recently used dropped first; the folder goes when the model is unloaded or the process exits.
 
     Every turn is pinned to an idle slot chosen here while one is free, so that llama.cpp never hands a
-    slot being restored for one request to another; each slot is saved and emptied when its turn ends."""
+    slot being restored for one request to another; each slot is saved and emptied when its turn ends,
+    but the one a turn rests in."""
 
     def __init__(self, door: SideDoor, where: Path, budget: int, gguf: str) -> None:
         self._door = door
@@ -244,17 +246,18 @@ class ConversationCache:
 
     def _rest(self, slot: int, kept: Kept) -> bool:
         """Leave an ended turn in its slot, unsaved for now, if no other turn runs."""
+        resting = Resting(slot, kept)
         with self._lock:
             if self._running or self._others or self._resting is not None:
                 return False
-            self._resting = Resting(slot, kept)
+            self._resting = resting
             for name in kept.names:  # nobody waits for a save put off
                 if self._saving.get(name) is kept:
                     del self._saving[name]
         if not kept.saved:
-            timer = threading.Timer(REST_UNSAVED, _rested, (weakref.ref(self), self._resting))
-            timer.daemon = True
-            timer.start()
+            resting.timer = threading.Timer(REST_UNSAVED, _rested, (weakref.ref(self), resting))
+            resting.timer.daemon = True
+            resting.timer.start()
         return True
 
     def settle(self, resting: Resting) -> None:
@@ -285,7 +288,9 @@ class ConversationCache:
         """The resting turn, taken by the request that came (counted in by `_begin`)."""
         with self._lock:
             resting, self._resting = self._resting, None
-            return resting
+        if resting is not None and resting.timer is not None:
+            resting.timer.cancel()  # one thread less; `settle` would find the turn taken anyway
+        return resting
 
     def _put_away(self, resting: Resting) -> None:
         """Save a resting turn (unless saved) and empty its slot, before another request is placed."""
