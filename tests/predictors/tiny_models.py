@@ -211,6 +211,29 @@ def narrow_recall_chat(
     return recall_chat(messages, max_tokens)
 
 
+def recall_tool_chat(
+    messages: list[dict[str, Any]],
+    tools: Annotated[list[dict[str, Any]] | None, Parameter.ChatTools()] = None,
+    max_tokens: Annotated[int | None, Parameter.MaxOutputTokens] = None,
+) -> Iterator[dict[str, Any]]:
+    """`recall_chat` that, given tools after a user's message, first calls the first of them with that
+    message as its `text` (as `tool_chat`)."""
+    if tools and messages[-1]["role"] == "user":
+        return _calling(messages, tools, lambda schema, said: {"text": said})
+    return recall_chat(messages, max_tokens)
+
+
+def narrow_recall_tool_chat(
+    messages: list[dict[str, Any]],
+    tools: Annotated[list[dict[str, Any]] | None, Parameter.ChatTools()] = None,
+    max_tokens: Annotated[int | None, Parameter.MaxOutputTokens] = None,
+) -> Iterator[dict[str, Any]]:
+    """`recall_tool_chat` with a context of NARROW_WORDS words (as `narrow_recall_chat`)."""
+    if tools and messages[-1]["role"] == "user":
+        return _calling(messages, tools, lambda schema, said: {"text": said})
+    return narrow_recall_chat(messages, max_tokens)
+
+
 def counted_chat(messages: list[dict[str, Any]]) -> dict[str, Any]:
     """Answers `done`, after noting the last user message in the file named by $MODELPORT_TEST_CALLS (one
     line per call, so a test can count the calls a model really got) and a 20 ms pause."""

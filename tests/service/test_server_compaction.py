@@ -4,7 +4,8 @@ compacts its context into a compaction item, the first of its output, and answer
 input ends in a `compaction_trigger` (Codex's remote compaction), whose one output is that item. A stored
 conversation goes on from its latest compaction item. `recall` answers with the conversation it was given
 (a word a token), so what reached the model, and what the summariser was shown, is read from its answers;
-`narrow` is `recall` with a context of 60 words."""
+`narrow` is `recall` with a context of 60 words; `recall-tools` and `narrow-tools` first call the tool they
+are given (an MCP server's, run by the server), then recall."""
 
 from __future__ import annotations
 
@@ -16,19 +17,47 @@ import pytest
 
 from tests.support.configs import tiny_models
 from tests.support.faces import Faces, faces
+from tests.support.live import serve_app
 
 KEY = "sk-compaction"
 SUMMARY = "assistant: Summary of the conversation so far:"
 TRIGGER = {"type": "compaction_trigger"}
 
 
+# What the MCP server's one tool answers: more than `narrow` reads beside a message, in few characters (the
+# summary of it may take an eighth of them, in words).
+PAGE = " ".join(["x"] * 64)
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Faces]:
     database = str(tmp_path_factory.mktemp("compaction") / "state.db")
-    with faces(
-        tiny_models(database, KEY, recall="recall_chat", narrow="narrow_recall_chat"), api_key=KEY
-    ) as both:
+    models = {
+        "recall": "recall_chat",
+        "narrow": "narrow_recall_chat",
+        "recall-tools": "recall_tool_chat",
+        "narrow-tools": "narrow_recall_tool_chat",
+    }
+    settings = tiny_models(database, KEY, **models).model_copy(update={"allow_fetch": ["127.0.0.1"]})
+    with faces(settings, api_key=KEY) as both:
         yield both
+
+
+@pytest.fixture(scope="module")
+def pages() -> Iterator[dict[str, Any]]:
+    """An MCP server (the `mcp` package's, on 127.0.0.1) whose one tool answers PAGE: its `mcp` tool."""
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("pages")
+
+    @server.tool()
+    def page(text: str) -> str:
+        """A page of text about `text`."""
+        return PAGE
+
+    with serve_app(server.streamable_http_app()) as url:
+        mcp = {"type": "mcp", "server_label": "pages", "require_approval": "never"}
+        yield {**mcp, "server_url": f"{url}/mcp"}
 
 
 @pytest.fixture(params=["http", "in-process"])
@@ -261,3 +290,60 @@ def test_a_tool_output_the_summariser_cannot_read_whole_is_read_from_its_end(fac
     assert "Tool result:" not in summary  # the line's start went
     assert " w10 " not in summary
     assert "w79" in summary  # its end was read
+
+
+def test_a_tool_s_result_that_takes_the_turn_past_its_threshold_is_compacted_before_the_next_round(
+    face: openai.OpenAI, pages: dict[str, Any]
+) -> None:
+    """A first turn of the user's own words does not compact before it answers, but once a tool the server
+    runs has answered and the turn's context has reached its threshold, it does, before the next round."""
+    made = face.responses.create(
+        model="recall-tools", input="fetch the page", tools=[pages], max_tool_calls=1,
+        context_management=compaction(40),
+    )  # fmt: skip
+    assert [item.type for item in made.output] == ["mcp_list_tools", "mcp_call", "compaction", "message"]
+    assert made.output[1].output == PAGE
+    summary = made.output[2].encrypted_content
+    # The summariser was shown the turn, the call and its result; the answer read the summary and the
+    # user's message, not the result itself.
+    assert "fetch the page" in summary
+    assert "Tool result: x x" in summary
+    assert made.output_text == f"{SUMMARY}\n{summary} / user: fetch the page"
+    # The chain goes on from the compaction item.
+    after = face.responses.create(model="recall", input="and now", previous_response_id=made.id)
+    assert after.output_text == f"{SUMMARY}\n{summary}\n\n{made.output_text} / user: and now"
+
+    # Below its threshold, the same turn is left whole.
+    whole = face.responses.create(
+        model="recall-tools", input="fetch the page", tools=[pages], max_tool_calls=1,
+        context_management=compaction(1000),
+    )  # fmt: skip
+    assert [item.type for item in whole.output] == ["mcp_list_tools", "mcp_call", "message"]
+    assert PAGE in whole.output_text
+
+
+def test_without_a_threshold_a_tool_s_result_that_does_not_fit_is_compacted_and_the_stream_says_so(
+    face: openai.OpenAI, pages: dict[str, Any]
+) -> None:
+    events = list(
+        face.responses.create(
+            model="narrow-tools", input="fetch the page", tools=[pages], max_tool_calls=1,
+            context_management=compaction(), stream=True,
+        )
+    )  # fmt: skip
+    done = events[-1].response
+    assert [item.type for item in done.output] == ["mcp_list_tools", "mcp_call", "compaction", "message"]
+    compacting = next(e for e in events if e.type == "response.compaction.compacting")
+    assert compacting.output_index == 2
+    assert [e.item.type for e in events if e.type == "response.output_item.done"] == [
+        "mcp_list_tools", "mcp_call", "compaction", "message",
+    ]  # fmt: skip
+    assert done.output_text.endswith(" / user: fetch the page")
+    assert PAGE not in done.output_text
+
+    # Without `context_management` the turn fails as the model refused it.
+    failed = face.responses.create(
+        model="narrow-tools", input="fetch the page", tools=[pages], max_tool_calls=1
+    )
+    assert failed.status == "failed"
+    assert failed.error is not None

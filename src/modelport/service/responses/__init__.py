@@ -99,7 +99,8 @@ class Responses:
         compacting = compaction.asked(history, turn, request.compaction())
         # A turn whose tools the server runs is several chat answers, one that may compact its context a
         # summary and an answer: they stream inside it, always.
-        streamed = request.stream or request.background or bool(tools) or compacting is not None
+        before = compacting is not None and compacting.first  # may compact before its first round
+        streamed = request.stream or request.background or bool(tools) or before
         chat = turn_chat(request, history, turn, streamed, tools, client)
         response = skeleton(request, model_id, store)
         chat.prompt_cache_key = request.prompt_cache_key
@@ -121,7 +122,7 @@ class Responses:
         if request.stream:
             turned = self.turns.events(chat, request, response, ended, tools, client, compacting)
             return Events(await calls.eager(turned), RESPONSE_EVENTS)
-        if tools or compacting is not None:
+        if tools or before:
             async for _ in self.turns.events(chat, request, response, ended, tools, client, compacting):
                 pass
             return response

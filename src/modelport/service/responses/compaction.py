@@ -7,7 +7,8 @@ Three ways to it: `POST /v1/responses/compact` (the conversation's user messages
 item); a turn whose input ends in a `compaction_trigger` item (the item is the turn's one output); and
 server-side compaction (`context_management`), where a turn whose rendered input crosses
 `compact_threshold` tokens (or, without one, does not fit the model) first compacts its context into the
-item, the first of its output, and then answers from the item and the turn's own messages. A stored
+item, the first of its output, and then answers from the item and the turn's own messages (and, where the
+results of tools the server runs take it there, compacts before the model's next round). A stored
 conversation (a chain of `previous_response_id`, a Conversation) is read from its latest compaction item
 on, as OpenAI's clients that prune their input before it expect; input a client sends is read as sent."""
 
@@ -82,27 +83,29 @@ class Compacting:
     """A turn's compaction: `covered`, the chat messages the summary replaces (the stored context and the
     turn's input); `kept`, the input items the turn reads whole after it; `threshold`, the rendered input
     tokens from which the turn compacts first (None: only when it does not fit); `only`, whether the turn
-    compacts and answers nothing (a `compaction_trigger`)."""
+    compacts and answers nothing (a `compaction_trigger`); `first`, whether it may compact before its
+    first round (a first turn of the user's own words may not: a summary of it would only add to it; it
+    may still compact between rounds of tools the server runs, once their results have grown it)."""
 
     covered: list[dict[str, Any]]
     kept: list[dict[str, Any]]
     threshold: int | None
     only: bool = False
+    first: bool = True
 
 
 def asked(
     history: list[dict[str, Any]], turn: list[dict[str, Any]], configured: ContextManagement | None
 ) -> Compacting | None:
     """The turn's compaction, if it asks for one: a final `compaction_trigger`, or `context_management`
-    (`configured`, with its threshold) where there is context to replace (a first turn of the user's
-    own messages has none: a summary of it would only add to it). `history` is the stored context as chat
-    messages."""
+    (`configured`, with its threshold). `history` is the stored context as chat messages."""
     if triggered(turn):
         return Compacting(history + messages(turn[:-1]), [], None, only=True)
+    if configured is None:
+        return None
     kept = _since_the_model_spoke(turn)
-    if configured is None or (not history and len(kept) == len(turn)):
-        return None  # not asked, or nothing a summary would replace: the turn is what the user said
-    return Compacting(history + messages(turn), kept, configured.compact_threshold)
+    first = bool(history) or len(kept) < len(turn)  # else the turn is what the user said, all of it
+    return Compacting(history + messages(turn), kept, configured.compact_threshold, first=first)
 
 
 def _since_the_model_spoke(turn: list[dict[str, Any]]) -> list[dict[str, Any]]:

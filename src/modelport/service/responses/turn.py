@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncGenerator, Callable
+from dataclasses import replace
 from typing import Any, Protocol
 
 import anyio
@@ -66,7 +67,8 @@ class TurnLoop:
         before any output (an unknown model, a schema the decoder cannot enforce) is raised as it is.
         While the model calls tools the server runs, they run and the model is asked again (at most
         `max_tool_calls` calls, then it must answer). A turn that `compacting` says crossed its threshold
-        (or does not fit) compacts its context first: the compaction item, then the answer from it."""
+        (or does not fit) compacts its context first: the compaction item, then the answer from it; and
+        so does a round the tools' results took there."""
         response.status = "in_progress"  # a background turn was queued until its job began this
         builder = ResponseEvents(
             response, client, tools.names, tools.annotate, summarised(request), self.sealing(request)
@@ -81,13 +83,18 @@ class TurnLoop:
             if tools.approvals and _forced(request):
                 _answer_now(chat, tools.names)  # the approved call met the forced choice
         truncate = request.truncation == "auto"
+        early = compacting if compacting is not None and compacting.first else None
         chunks: ChatCompletion | Events[ChatCompletion] | None = None
-        if compacting is None or not await self._crossed(chat, compacting):
+        if early is None or not await self._crossed(chat, early):
             try:
-                chunks = await self.answer(chat, truncate and compacting is None, ended.turn)
+                chunks = await self.answer(chat, truncate and early is None, ended.turn)
             except InvalidRequestError as error:
-                if compacting is None or error.code != "context_length_exceeded":
+                if early is None or error.code != "context_length_exceeded":
                     raise
+        # What a compaction between rounds would summarise: the context, the turn and its rounds so far.
+        covered = [*compacting.covered] if compacting is not None else []
+        if tools:
+            covered += answered(tools.approvals, None, tools.outputs)
         for event in opening:
             yield event
         spent = False
@@ -97,11 +104,12 @@ class TurnLoop:
                 async for event in self._compact(chat, request, builder, compacting):
                     yield event
                 if not compacting.only:
-                    made = builder.response.output[-1].to_dict(mode="json")  # the compaction item
-                    turn = [made, *compacting.kept]
-                    chat.messages = turn_chat(request, [], turn, True, tools, client).messages
+                    covered = self._go_on_compacted(chat, request, builder, compacting, tools, client)
                     if tools:
-                        chat.messages += _messages(answered(tools.approvals, None, tools.outputs))
+                        approved = answered(tools.approvals, None, tools.outputs)
+                        chat.messages += _messages(approved)
+                        covered += approved
+                    turn = [builder.response.output[-1].to_dict(mode="json"), *compacting.kept]
                     chunks = await self.answer(chat, truncate, turn)
             ran = 0
             for round_number in range(1, _ROUNDS + 1):
@@ -130,7 +138,9 @@ class TurnLoop:
                 ran += len(hosted)
                 if tools.waiting:
                     break  # a call waits for the user's approval: the turn ends with the request
-                chat.messages += _messages(answered(hosted, said, tools.outputs))
+                ran_now = answered(hosted, said, tools.outputs)
+                chat.messages += _messages(ran_now)
+                covered += ran_now
                 # `max_output_tokens` bounds the whole response, every round together (OpenAI: "an upper
                 # bound for the number of tokens that can be generated for a response").
                 left = _tokens_left(request, response)
@@ -145,7 +155,20 @@ class TurnLoop:
                     _answer_now(chat, tools.names)
                 else:
                     chat.tool_choice = "auto"
-                chunks = await self.models.chat_completion(chat)
+                chunks = None
+                if compacting is None or not await self._crossed(chat, compacting):
+                    try:
+                        chunks = await self.models.chat_completion(chat)
+                    except InvalidRequestError as error:
+                        if compacting is None or error.code != "context_length_exceeded":
+                            raise
+                if chunks is None:  # the tools' results took the turn past its threshold (or its size)
+                    assert compacting is not None
+                    midway = replace(compacting, covered=covered)
+                    async for event in self._compact(chat, request, builder, midway):
+                        yield event
+                    covered = self._go_on_compacted(chat, request, builder, compacting, tools, client)
+                    chunks = await self.models.chat_completion(chat)
             cut = builder.fold.choice(0)["finish_reason"] == "length"
             closing = builder.finish(spent, [tools.unran(c) for c in builder.hosted_calls()] if cut else [])
         except ModelportError as error:
@@ -248,6 +271,21 @@ class TurnLoop:
         made = ResponseCompactionItem.model_validate(compaction.item(item_id, said))
         for event in builder.compacted(made, usage(answer.usage.model_dump(exclude_unset=True))):
             yield event
+
+    @staticmethod
+    def _go_on_compacted(
+        chat: ChatCompletionRequest,
+        request: ResponseRequest,
+        builder: ResponseEvents,
+        compacting: Compacting,
+        tools: ServerTools,
+        client: ClientTools,
+    ) -> list[dict[str, Any]]:
+        """Make the turn's chat read the compaction item just made and the input items the turn keeps,
+        instead of all that came before; what a later compaction would summarise of it."""
+        turn = [builder.response.output[-1].to_dict(mode="json"), *compacting.kept]
+        chat.messages = turn_chat(request, [], turn, True, tools, client).messages
+        return items.messages(turn)
 
     def sealing(self, request: ResponseRequest) -> Callable[[str], str] | None:
         """How the turn's reasoning is sealed for the client, when it asks for it back
