@@ -104,12 +104,12 @@ class TurnLoop:
                 async for event in self._compact(chat, request, builder, compacting):
                     yield event
                 if not compacting.only:
-                    covered = self._go_on_compacted(chat, request, builder, compacting, tools, client)
+                    turn = self._go_on_compacted(chat, request, builder, compacting, tools, client)
+                    covered = items.messages(turn)
                     if tools:
                         approved = answered(tools.approvals, None, tools.outputs)
                         chat.messages += _messages(approved)
                         covered += approved
-                    turn = [builder.response.output[-1].to_dict(mode="json"), *compacting.kept]
                     chunks = await self.answer(chat, truncate, turn)
             ran = 0
             for round_number in range(1, _ROUNDS + 1):
@@ -167,7 +167,8 @@ class TurnLoop:
                     midway = replace(compacting, covered=covered)
                     async for event in self._compact(chat, request, builder, midway):
                         yield event
-                    covered = self._go_on_compacted(chat, request, builder, compacting, tools, client)
+                    turn = self._go_on_compacted(chat, request, builder, compacting, tools, client)
+                    covered = items.messages(turn)
                     chunks = await self.models.chat_completion(chat)
             cut = builder.fold.choice(0)["finish_reason"] == "length"
             closing = builder.finish(spent, [tools.unran(c) for c in builder.hosted_calls()] if cut else [])
@@ -282,10 +283,10 @@ class TurnLoop:
         client: ClientTools,
     ) -> list[dict[str, Any]]:
         """Make the turn's chat read the compaction item just made and the input items the turn keeps,
-        instead of all that came before; what a later compaction would summarise of it."""
+        instead of all that came before; those items."""
         turn = [builder.response.output[-1].to_dict(mode="json"), *compacting.kept]
         chat.messages = turn_chat(request, [], turn, True, tools, client).messages
-        return items.messages(turn)
+        return turn
 
     def sealing(self, request: ResponseRequest) -> Callable[[str], str] | None:
         """How the turn's reasoning is sealed for the client, when it asks for it back
