@@ -18,7 +18,7 @@ from typing import Any
 import openai
 import pytest
 
-from modelport.engines.llamacpp import conversation_cache
+from modelport.engines.llamacpp import conversation_cache, conversation_names
 from tests.support.live import configured_server, counted
 
 pytestmark = pytest.mark.models  # real models: not the unit tier
@@ -176,7 +176,7 @@ def test_names_of_messages_are_shared_as_far_as_the_messages_are() -> None:
 
     def names(*contents: str) -> list[str]:
         messages = [{"role": "system", "content": content} for content in contents]
-        return conversation_cache.message_names({"messages": messages})
+        return conversation_names.message_names({"messages": messages})
 
     whole, extended = names(long), names(long + "and the tools")
     assert whole[:3] == extended[:3]

@@ -21,8 +21,6 @@ tokens share with the new prompt, so a stale or mismatched file costs speed, nev
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import shutil
@@ -31,7 +29,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +42,6 @@ log = logging.getLogger("modelport.llamacpp")
 
 _PREFIX = "modelport-slots-"  # then the process id, a dash and a random tail
 _STARTS = ("restored", "resumed", "fresh", "left")  # how a turn began (`modelport_conversation_turns_total`)
-PROMPT_PIECE = 512  # characters (or token ids) of a completion's prompt per name
 LONE_SEEN = 1024  # lone requests remembered, so that one sent again is kept from then on
 # A lone message this long is kept at its first sending: reading it again costs more than saving it.
 LONE_KEPT_CHARS = 4096
@@ -325,13 +322,14 @@ class ConversationCache:
 
     def place(self, request: dict[str, Any], names: list[str], lone: bool = False) -> Turn:
         """Pin `request` to an idle slot, into which the saved turn sharing the longest of its prefixes
-        (`names`: `message_names` or `prompt_names`) is restored; with no slot free, leave it to
-        llama.cpp and ask which slot it used (`verbose`). A turn with no names is neither looked up nor
-        saved, only placed and emptied. A `lone` one (a single message, a short prompt: most are one-off
-        questions) sent for the first time is saved only if it ends while no other turn runs (one user's
-        chat, whose next turn then reads nothing again), since saving every one cost free chat throughput;
-        one that is sent again (a retry, a prompt used over and over) is kept from its second sending on,
-        and, being short, restored rather than processed again."""
+        (`names`: `conversation_names`' `message_names` or `prompt_names`) is restored, or to the slot its
+        conversation's last turn rests in; with no slot free, leave it to llama.cpp and ask which slot it
+        used (`verbose`). A turn with no names is neither looked up nor saved, only placed and emptied. A
+        `lone` one (a single message, a short prompt: most are one-off questions) sent for the first time
+        is saved only if it ends while no other turn runs (one user's chat, whose next turn then reads
+        nothing again), since saving every one cost free chat throughput; one that is sent again (a retry,
+        a prompt used over and over) is kept from its second sending on, and, being short, restored rather
+        than processed again."""
         first = lone and not (names and self._seen_before(names[-1]))
         self._begin()
         resting = self._woken()
@@ -471,38 +469,3 @@ class ConversationCache:
         for prefix in self._files.pop(file)[1]:
             if self._holders.get(prefix) == file:
                 del self._holders[prefix]
-
-
-def message_names(request: dict[str, Any]) -> list[str]:
-    """A name for each prefix of a chat request's messages, shortest first, each depending on what else
-    shapes the prompt (template variables such as the tools): at the end of each message, and within a
-    long one every `PROMPT_PIECE` characters. A message may share a long beginning with another: a system
-    prompt with the tools' description added at its end (where a call is asked for, not where it is
-    barred), or the day's date; whole messages alone found nothing to restore, and such a turn processed
-    its whole prompt again where llama.cpp reuses every token two prompts share. A message is written role
-    first, as templates render it, and ends with what closes it, so that no message's end is a beginning
-    of another."""
-    pieces: list[str] = []
-    for message in request["messages"]:
-        rest = {key: value for key, value in message.items() if key not in ("role", "content")}
-        text = json.dumps([message.get("role"), message.get("content"), rest], sort_keys=True)
-        pieces.extend(text[at : at + PROMPT_PIECE] for at in range(0, len(text), PROMPT_PIECE))
-    return _names(json.dumps(request.get("chat_template_kwargs"), sort_keys=True), pieces)
-
-
-def prompt_names(request: dict[str, Any]) -> list[str]:
-    """A name for each prefix of a completion's prompt that ends at a multiple of `PROMPT_PIECE` characters
-    (or token ids), shortest first: a later prompt sharing a long prefix finds the turn, of which
-    llama.cpp then reuses every token the two share."""
-    prompt = request["prompt"]
-    pieces = (json.dumps(prompt[at : at + PROMPT_PIECE]) for at in range(0, len(prompt), PROMPT_PIECE))
-    return _names("prompt", pieces)
-
-
-def _names(context: str, pieces: Iterable[str]) -> list[str]:
-    digest = hashlib.sha256(context.encode())
-    names = []
-    for piece in pieces:
-        digest.update(piece.encode())
-        names.append(digest.hexdigest()[:40])
-    return names

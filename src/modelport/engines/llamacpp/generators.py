@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
-from modelport.engines.llamacpp import conversation_cache, template_probe
+from modelport.engines.llamacpp import conversation_cache, conversation_names, template_probe
 from modelport.engines.llamacpp.chunk_stream import stream_chunks
 from modelport.engines.llamacpp.conversation_cache import ConversationCache
 from modelport.engines.llamacpp.instances import Instances
@@ -84,7 +84,7 @@ class LlamaChat:
         # A one-off question, a RAG answer, a code edit; unless the caller means to go on from it.
         lone = len(request["messages"]) == 1 and not kept_for_later
         lone = lone and len(json.dumps(request["messages"][0])) < conversation_cache.LONE_KEPT_CHARS
-        turn = kept.place(request, conversation_cache.message_names(request), lone)
+        turn = kept.place(request, conversation_names.message_names(request), lone)
         return stream_chunks(self._instances.chat(request), request, turn.ended)
 
     def render(self, messages: list[dict[str, Any]]) -> str:
@@ -153,8 +153,8 @@ class LlamaCompletion:
         if kept is None or not self._instances.main(request):
             return stream_chunks(self._instances.completion(request), request)
         # A prompt shorter than a piece is found by the same prompt again only.
-        lone = len(prompt) < conversation_cache.PROMPT_PIECE
-        turn = kept.place(request, conversation_cache.prompt_names(request), lone)
+        lone = len(prompt) < conversation_names.PROMPT_PIECE
+        turn = kept.place(request, conversation_names.prompt_names(request), lone)
         return stream_chunks(self._instances.completion(request), request, turn.ended)
 
     def detokenize(self, ids: list[int]) -> str:
