@@ -88,9 +88,8 @@ def test_a_turn_sent_as_the_last_answer_ends_reuses_that_answer_while_another_co
                 history.append(
                     {"role": "user", "content": f"{label}, question {turn}: where is item {turn}?"}
                 )
-                reply = model.chat.completions.create(
-                    model="m", messages=history, max_tokens=8, temperature=0
-                )  # type: ignore[arg-type]
+                ask = model.chat.completions.create
+                reply = ask(model="m", messages=history, max_tokens=8, temperature=0)  # type: ignore[arg-type]
                 history.append({"role": "assistant", "content": reply.choices[0].message.content or ""})
                 assert reply.usage is not None
                 assert reply.usage.prompt_tokens_details is not None
@@ -205,9 +204,8 @@ def test_the_first_answer_after_a_start_is_the_one_a_start_without_the_cache_giv
                 other = [{"role": "user", "content": "Count the crates on the dock, one line each."}]
                 model.chat.completions.create(model="m", messages=other, max_tokens=64, temperature=0)  # type: ignore[arg-type]
                 # A seeded request processes its whole prompt (a restored one would batch it differently).
-                reply = model.chat.completions.create(
-                    model="m", messages=poem, max_tokens=128, temperature=0, seed=1
-                )  # type: ignore[arg-type]
+                again = model.chat.completions.create
+                reply = again(model="m", messages=poem, max_tokens=128, temperature=0, seed=1)  # type: ignore[arg-type]
                 answers.append(reply.choices[0].message.content)
     assert answers[0] == answers[1] == answers[2]
 
@@ -237,22 +235,24 @@ def test_a_conversation_s_next_turn_goes_on_in_the_slot_its_last_rests_in(tmp_pa
         def began(start: str) -> float:
             return counted(live.url, "modelport_conversation_turns_total", start=start)
 
-        def saves() -> float:
-            return counted(live.url, "modelport_conversation_saves_total")
+        def saved(at_least: float) -> float:
+            """The saves counted, once `at_least` (a rest is saved `REST_UNSAVED` s after it began)."""
+            deadline = time.monotonic() + 30
+            while (count := counted(live.url, "modelport_conversation_saves_total")) < at_least:
+                assert time.monotonic() < deadline, f"{count} saves, not {at_least}"
+                time.sleep(0.1)
+            return count
 
-        rested = conversation_cache.REST_UNSAVED + 1.0
         assert turn("Where is item 3?") == "fresh"
         assert turn("And item 4?") == "resumed"  # sent at once
-        time.sleep(rested)  # the rest is saved meanwhile, and the turn stays in its slot
-        saved = saves()
-        assert saved >= 1
+        after_four = saved(1)  # the rest is saved, and the turn stays in its slot
         assert turn("And item 5?") == "resumed"
-        time.sleep(rested)
-        saved = saves()
+        after_five = saved(after_four + 1)
         other = [{"role": "user", "content": "Count the crates on the dock."}]
         model.chat.completions.create(model="m", messages=other, max_tokens=8, temperature=0)  # type: ignore[arg-type]
-        time.sleep(rested)
-        assert saves() == saved + 1  # the other request's own turn; the rest it put away was saved already
+        saved(after_five + 1)  # the other request's own turn, resting
+        time.sleep(conversation_cache.REST_UNSAVED)
+        assert saved(0) == after_five + 1  # the rest it put away was saved already, and not again
         assert turn("And item 6?") == "restored"
     for (earlier, _), (prompt, cached) in itertools.pairwise(seen):
         assert earlier <= cached < prompt

@@ -180,6 +180,7 @@ class ConversationCache:
         self._emptying = 0  # ended turns whose slots are still to be saved or emptied
         self._saving: dict[str, Kept] = {}  # a prefix's name -> the turn being saved under it
         self._resting: Resting | None = None  # only while no turn runs, or a request is taking it
+        self._putting_away = 0  # resting turns being saved and emptied for a request that came
         self._lock = threading.Lock()
         self._emptied = threading.Condition(self._lock)
         weakref.finalize(self, shutil.rmtree, where, ignore_errors=True)
@@ -188,9 +189,11 @@ class ConversationCache:
         """Leave `request` to llama.cpp, which keeps what it holds in its slot afterwards (a conversation
         with images or sound: llama.cpp cannot save those, but reuses them while they stay)."""
         self._begin()
-        resting = self._woken()
+        resting, _ = self._woken(None)
         if resting is not None:
             self._put_away(resting)
+        else:
+            self._put_away_done()
         return self._left(request, [], stays=True)
 
     def _left(
@@ -281,13 +284,18 @@ class ConversationCache:
                 self._emptying -= 1
                 self._emptied.notify_all()
 
-    def _woken(self) -> Resting | None:
-        """The resting turn, taken by the request that came (counted in by `_begin`)."""
+    def _woken(self, names: list[str] | None) -> tuple[Resting | None, bool]:
+        """The resting turn, taken by the request that came (counted in by `_begin`; `names`: its prompt's,
+        None where it may not go on from a turn), and whether the request goes on from it; if not, the
+        request puts it away, and the requests that come meanwhile wait for that (`_put_away_done`)."""
         with self._lock:
             resting, self._resting = self._resting, None
+            went_on = resting is not None and names is not None and resting.kept.names[-1] in names
+            if resting is not None and not went_on:
+                self._putting_away += 1
         if resting is not None and resting.timer is not None:
             resting.timer.cancel()  # one thread less; `settle` would find the turn taken anyway
-        return resting
+        return resting, went_on
 
     def _put_away(self, resting: Resting) -> None:
         """Save a resting turn (unless saved) and empty its slot, before another request is placed."""
@@ -298,7 +306,14 @@ class ConversationCache:
         finally:
             with self._emptied:
                 self._reserved.discard(resting.slot)
+                self._putting_away -= 1
                 self._emptied.notify_all()
+
+    def _put_away_done(self) -> None:
+        """Wait for a resting turn another request is putting away: begun beside it, this one would decode
+        beside its tokens until its slot is emptied (the n choices of one request come together)."""
+        with self._emptied:
+            self._emptied.wait_for(lambda: not self._putting_away, timeout=EMPTYING_WAIT)
 
     def _save_kept(self, slot: int, kept: Kept) -> None:
         """Save an ended turn; a next turn of its conversation placed meanwhile waits for it."""
@@ -332,16 +347,18 @@ class ConversationCache:
         than processed again."""
         first = lone and not (names and self._seen_before(names[-1]))
         self._begin()
-        resting = self._woken()
+        # A seeded request processes its whole prompt: it goes on from nothing.
+        resting, went_on = self._woken(names if request.get("cache_prompt") is not False else None)
+        if resting is not None and went_on:  # its conversation's next turn (or the same sent again)
+            request["id_slot"] = resting.slot
+            kept = resting.kept
+            earlier = kept.names[-1] if kept.saved else kept.superseded
+            self._began["resumed"].inc()
+            return Turn(self, names, resting.slot, earlier, lone=first)
         if resting is not None:
-            went_on = resting.kept.names[-1] in names and request.get("cache_prompt") is not False
-            if went_on:  # its conversation's next turn (or the same sent again): on from its tokens
-                request["id_slot"] = resting.slot
-                kept = resting.kept
-                earlier = kept.names[-1] if kept.saved else kept.superseded
-                self._began["resumed"].inc()
-                return Turn(self, names, resting.slot, earlier, lone=first)
             self._put_away(resting)
+        else:
+            self._put_away_done()
         slot = self._take()
         if slot is None:
             return self._left(request, names, lone=first)
