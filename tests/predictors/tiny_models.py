@@ -8,7 +8,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -218,9 +218,7 @@ def recall_tool_chat(
 ) -> Iterator[dict[str, Any]]:
     """`recall_chat` that, given tools after a user's message, first calls the first of them with that
     message as its `text` (as `tool_chat`)."""
-    if tools and messages[-1]["role"] == "user":
-        return _calling(messages, tools, lambda schema, said: {"text": said})
-    return recall_chat(messages, max_tokens)
+    return _calls_first(messages, tools, lambda: recall_chat(messages, max_tokens))
 
 
 def narrow_recall_tool_chat(
@@ -229,9 +227,19 @@ def narrow_recall_tool_chat(
     max_tokens: Annotated[int | None, Parameter.MaxOutputTokens] = None,
 ) -> Iterator[dict[str, Any]]:
     """`recall_tool_chat` with a context of NARROW_WORDS words (as `narrow_recall_chat`)."""
+    return _calls_first(messages, tools, lambda: narrow_recall_chat(messages, max_tokens))
+
+
+def _calls_first(
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    answer: Callable[[], Iterator[dict[str, Any]]],
+) -> Iterator[dict[str, Any]]:
+    """A call of the first tool, with the last user message as its `text`, where tools are given after a
+    user's message; else `answer()`."""
     if tools and messages[-1]["role"] == "user":
         return _calling(messages, tools, lambda schema, said: {"text": said})
-    return narrow_recall_chat(messages, max_tokens)
+    return answer()
 
 
 def counted_chat(messages: list[dict[str, Any]]) -> dict[str, Any]:
