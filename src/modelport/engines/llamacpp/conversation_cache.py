@@ -251,9 +251,7 @@ class ConversationCache:
             if self._running or self._others or self._resting is not None:
                 return False
             self._resting = resting
-            for name in kept.names:  # nobody waits for a save put off
-                if self._saving.get(name) is kept:
-                    del self._saving[name]
+            self._unlisted(kept)  # nobody waits for a save put off
         if not kept.saved:
             resting.timer = threading.Timer(REST_UNSAVED, _rested, (weakref.ref(self), resting))
             resting.timer.daemon = True
@@ -323,11 +321,15 @@ class ConversationCache:
             self.save(slot, kept.names, kept.superseded)
         finally:
             with self._lock:
-                for name in kept.names:
-                    if self._saving.get(name) is kept:
-                        del self._saving[name]
+                self._unlisted(kept)
             kept.saved = True
             kept.done.set()
+
+    def _unlisted(self, kept: Kept) -> None:
+        """Drop a turn from the saves under way (the caller holds the lock)."""
+        for name in kept.names:
+            if self._saving.get(name) is kept:
+                del self._saving[name]
 
     def left_ended(self, slot: int | None, stays: bool) -> None:
         with self._lock:

@@ -5,7 +5,7 @@ the server runs; the turn stored as it ends, before its closing event goes out."
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -74,27 +74,23 @@ class TurnLoop:
             response, client, tools.names, tools.annotate, summarised(request), self.sealing(request)
         )
         opening = builder.start()
+        approved: list[dict[str, Any]] = []  # the messages of the calls the user approved, run now
         if tools:
             async for event in tools.prepare(builder, ended.earlier, ended.turn):
                 opening.append(event)
             tools.offer(chat, request.tool_choice)
             builder.hosted = tools.names
-            chat.messages += _messages(answered(tools.approvals, None, tools.outputs))
+            approved = answered(tools.approvals, None, tools.outputs)
+            chat.messages += _messages(approved)
             if tools.approvals and _forced(request):
                 _answer_now(chat, tools.names)  # the approved call met the forced choice
         truncate = request.truncation == "auto"
         early = compacting if compacting is not None and compacting.first else None
-        chunks: ChatCompletion | Events[ChatCompletion] | None = None
-        if early is None or not await self._crossed(chat, early):
-            try:
-                chunks = await self.answer(chat, truncate and early is None, ended.turn)
-            except InvalidRequestError as error:
-                if early is None or error.code != "context_length_exceeded":
-                    raise
+        chunks = await self._unless_compacting(
+            chat, early, lambda: self.answer(chat, truncate and early is None, ended.turn)
+        )
         # What a compaction between rounds would summarise: the context, the turn and its rounds so far.
-        covered = [*compacting.covered] if compacting is not None else []
-        if tools:
-            covered += answered(tools.approvals, None, tools.outputs)
+        covered = [*compacting.covered, *approved] if compacting is not None else []
         for event in opening:
             yield event
         spent = False
@@ -105,11 +101,8 @@ class TurnLoop:
                     yield event
                 if not compacting.only:
                     turn = self._go_on_compacted(chat, request, builder, compacting, tools, client)
-                    covered = items.messages(turn)
-                    if tools:
-                        approved = answered(tools.approvals, None, tools.outputs)
-                        chat.messages += _messages(approved)
-                        covered += approved
+                    chat.messages += _messages(approved)
+                    covered = [*items.messages(turn), *approved]
                     chunks = await self.answer(chat, truncate, turn)
             ran = 0
             for round_number in range(1, _ROUNDS + 1):
@@ -155,13 +148,9 @@ class TurnLoop:
                     _answer_now(chat, tools.names)
                 else:
                     chat.tool_choice = "auto"
-                chunks = None
-                if compacting is None or not await self._crossed(chat, compacting):
-                    try:
-                        chunks = await self.models.chat_completion(chat)
-                    except InvalidRequestError as error:
-                        if compacting is None or error.code != "context_length_exceeded":
-                            raise
+                chunks = await self._unless_compacting(
+                    chat, compacting, lambda: self.models.chat_completion(chat)
+                )
                 if chunks is None:  # the tools' results took the turn past its threshold (or its size)
                     assert compacting is not None
                     midway = replace(compacting, covered=covered)
@@ -229,6 +218,23 @@ class TurnLoop:
                 continue
             assert isinstance(answer, ChatCompletion)
             return answer
+
+    async def _unless_compacting(
+        self,
+        chat: ChatCompletionRequest,
+        compacting: Compacting | None,
+        answer: Callable[[], Awaitable[ChatCompletion | Events[ChatCompletion]]],
+    ) -> ChatCompletion | Events[ChatCompletion] | None:
+        """The chat's `answer()`; None where the turn compacts first (`compacting` says it crossed its
+        threshold, or the model finds the context does not fit)."""
+        if compacting is not None and await self._crossed(chat, compacting):
+            return None
+        try:
+            return await answer()
+        except InvalidRequestError as error:
+            if compacting is None or error.code != "context_length_exceeded":
+                raise
+            return None
 
     async def _crossed(self, chat: ChatCompletionRequest, compacting: Compacting) -> bool:
         """Whether the turn compacts before it answers: a trigger always; a threshold once the prompt
