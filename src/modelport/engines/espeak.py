@@ -25,7 +25,7 @@ _NORMAL_WPM = 175
 _MIN_WPM, _MAX_WPM = 80, 980
 
 
-class _Voice(ctypes.Structure):
+class _EspeakVoice(ctypes.Structure):
     _fields_ = [
         ("name", ctypes.c_char_p),
         # A priority byte, then a NUL-terminated name, repeated; a c_char_p would read only the first byte.
@@ -121,7 +121,7 @@ ENGINE = Engine(load)
 
 def _voices(lib: ctypes.CDLL) -> dict[str, bytes]:
     """Each voice by its primary language code (en-us, fr-fr, …), English first so it is the default."""
-    lib.espeak_ListVoices.restype = ctypes.POINTER(ctypes.POINTER(_Voice))
+    lib.espeak_ListVoices.restype = ctypes.POINTER(ctypes.POINTER(_EspeakVoice))
     listed = lib.espeak_ListVoices(None)
     voices: dict[str, bytes] = {}
     i = 0

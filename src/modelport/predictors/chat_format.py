@@ -92,7 +92,7 @@ _UNKNOWN_THINKING = re.compile(r"reasoning_content|thinking|<\|?[a-z_]*think", r
 
 
 @dataclass(frozen=True)
-class Thinking:
+class ThinkingMarks:
     """How a model's thinking is marked in its text, and what steers it."""
 
     open: str
@@ -113,7 +113,7 @@ class ChatFormat:
     force it)."""
 
     calls: str | None = None
-    thinking: Thinking | None = None
+    thinking: ThinkingMarks | None = None
     harmony: bool = False
     special: frozenset[str] = field(default_factory=frozenset)
     tokens: tuple[tuple[str, tuple[int, ...]], ...] = ()
@@ -169,19 +169,19 @@ def detect(template: str) -> ChatFormat:
     """The format a chat template shows: its call syntax (only where it renders `tools` itself) and its
     thinking markers and variables."""
     if HARMONY["channel"] in template and HARMONY["message"] in template:
-        analysis = Thinking(
+        analysis = ThinkingMarks(
             f"{HARMONY['channel']}analysis{HARMONY['message']}",
             HARMONY["end"],
             effort=_EFFORT if _EFFORT in template else None,
         )
         return ChatFormat("harmony", analysis, harmony=True)
-    thinking: Thinking | None = None
+    thinking: ThinkingMarks | None = None
     for open_tag, close_tag in THINKING_TAGS:
         if open_tag in template and close_tag in template:
             switch = next((name for name in _SWITCHES if _variable(name, template)), None)
             effort = _EFFORT if _variable(_EFFORT, template) else None
             budget = _BUDGET if _variable(_BUDGET, template) else None
-            thinking = Thinking(open_tag, close_tag, switch=switch, effort=effort, budget=budget)
+            thinking = ThinkingMarks(open_tag, close_tag, switch=switch, effort=effort, budget=budget)
             break
     foreign = thinking is None and bool(_UNKNOWN_THINKING.search(template))
     if not foreign:

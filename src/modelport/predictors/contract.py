@@ -168,7 +168,7 @@ class _Signature:
 
 
 @dataclass(frozen=True)
-class _Shape:
+class _CapabilityShape:
     """A capability's predictor: its one input (a speech predictor has a voice beside it), what it
     returns, and the options it may receive, each with the type its parameter must have (None: any).
     `finish` reads what is particular to the capability (tools, voices, sample rates) into the
@@ -261,8 +261,8 @@ _HEARING: dict[str, type | None] = {
     "openai.audio.transcriptions.timestamp_granularities": None,
     "openai.chat.completions.temperature": None,
 }
-_SHAPES: dict[Capability, _Shape] = {
-    Capability.CHAT: _Shape(
+_SHAPES: dict[Capability, _CapabilityShape] = {
+    Capability.CHAT: _CapabilityShape(
         "a `list` of messages",
         lambda base: base is None or base is list or typing.get_origin(base) is list,
         "a `list` of messages",
@@ -271,7 +271,7 @@ _SHAPES: dict[Capability, _Shape] = {
         {**_GENERATION, "openai.chat.completions.tools": None},
         finish=_chat_finish,
     ),
-    Capability.COMPLETION: _Shape(
+    Capability.COMPLETION: _CapabilityShape(
         "a `str`",
         lambda base: base is None or base is str or _is_token_prompt(base),
         "a `str` (or `str | list[int]` to take token ids too)",
@@ -280,7 +280,7 @@ _SHAPES: dict[Capability, _Shape] = {
         _GENERATION,
         finish=_chat_finish,
     ),
-    Capability.EMBEDDING: _Shape(
+    Capability.EMBEDDING: _CapabilityShape(
         "a `list[str]`",
         lambda base: typing.get_origin(base) is list and typing.get_args(base) == (str,),
         "`list[str]`",
@@ -288,7 +288,7 @@ _SHAPES: dict[Capability, _Shape] = {
         "`Annotated[np.ndarray, Parameter.Embedding]`",
         {"openai.embeddings.dims": int},
     ),
-    Capability.SPEECH: _Shape(
+    Capability.SPEECH: _CapabilityShape(
         "the input `str` and a voice annotated `Parameter.AudioVoice`",
         lambda base: base in (str, None),
         "the input `str`",
@@ -298,7 +298,7 @@ _SHAPES: dict[Capability, _Shape] = {
         voiced=True,
         finish=_speech_finish,
     ),
-    Capability.TRANSCRIPTION: _Shape(
+    Capability.TRANSCRIPTION: _CapabilityShape(
         "`Annotated[np.ndarray, Parameter.Audio(sample_rate=...)]`",
         lambda base: base is np.ndarray,
         "`np.ndarray`",
@@ -364,7 +364,7 @@ def _is_token_prompt(annotation: Any) -> bool:
     return args == {str, list[int]}
 
 
-def _options(signature: _Signature, shape: _Shape) -> dict[str, str]:
+def _options(signature: _Signature, shape: _CapabilityShape) -> dict[str, str]:
     """The optional parameters annotated with an OpenAI argument, by denotation; each one the capability
     takes, once, of the type the table says."""
     options: dict[str, str] = {}

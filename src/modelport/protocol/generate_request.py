@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from modelport.protocol.requests import INT32, ChatMessage
 
 
-class GenerateRequest(BaseModel):
+class VllmGenerateRequest(BaseModel):
     """`POST /generate`."""
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=())

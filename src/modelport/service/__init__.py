@@ -29,7 +29,7 @@ from modelport.predictors.manager import LoadedModel, ModelManager
 from modelport.predictors.registry import ModelRegistry
 from modelport.predictors.relay import Relay, Upload
 from modelport.protocol.answers import Binary, Events
-from modelport.protocol.generate_request import GenerateRequest
+from modelport.protocol.generate_request import VllmGenerateRequest
 from modelport.protocol.requests import (
     ChatCompletionRequest,
     CompletionRequest,
@@ -286,7 +286,7 @@ class Service:
         )
         return answer
 
-    async def generate(self, request: GenerateRequest) -> dict[str, Any] | Events[dict[str, Any]]:
+    async def generate(self, request: VllmGenerateRequest) -> dict[str, Any] | Events[dict[str, Any]]:
         """`POST /generate` (vLLM's demo endpoint): on the completion path; the default chat model when the
         request names none."""
         return await vllm_generate.generate(self.manager, self.completion, request, DEFAULT_CHAT)
@@ -315,11 +315,15 @@ class Service:
             raise ModelNotFoundError(name)
         return model_id
 
-    async def _reader(self, model: str) -> chunking.Reader:
+    async def _reader(self, model: str) -> chunking.EmbeddingReader:
         """What an embedding model reads, for cutting files into chunks (loading it if needed)."""
         predictor = (await self.manager.get(model)).predictor(Capability.EMBEDDING)
         spans = predictor.token_spans if isinstance(predictor, Predictor) else None
-        return chunking.Reader(spans.max_tokens, spans.token_spans) if spans else chunking.Reader()
+        return (
+            chunking.EmbeddingReader(spans.max_tokens, spans.token_spans)
+            if spans
+            else chunking.EmbeddingReader()
+        )
 
     async def _transcript(self, audio: bytes, form: str, param: str) -> str:
         """What the server's transcription model hears in an audio part of a message."""

@@ -109,7 +109,7 @@ class ToolChoice(BaseModel):
     disable_parallel_tool_use: bool | None = None
 
 
-class Thinking(BaseModel):
+class ThinkingConfig(BaseModel):
     """`enabled` with a budget of thinking tokens, `disabled`, or `adaptive` (the model decides)."""
 
     type: Literal["enabled", "disabled", "adaptive"]
@@ -145,7 +145,7 @@ class MessagesRequest(_Part):
     metadata: Metadata | None = None
     tools: list[ToolIn] | None = None
     tool_choice: ToolChoice | None = None
-    thinking: Thinking | None = None
+    thinking: ThinkingConfig | None = None
     output_config: OutputConfig | None = None
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from modelport.server.ollama.ollama_request import ChatMessage, ChatRequest, GenerateRequest, Options
+from modelport.server.ollama.ollama_request import ChatRequest, GenerateRequest, OllamaMessage, Options
 
 _IMAGE_KINDS = {"iVBOR": "image/png", "/9j/": "image/jpeg", "R0lG": "image/gif", "UklG": "image/webp"}
 
 
-def messages(given: list[ChatMessage]) -> list[dict[str, Any]]:
+def messages(given: list[OllamaMessage]) -> list[dict[str, Any]]:
     """Ollama's messages as chat messages: images as content parts, the assistant's calls with ids (Ollama
     gives none) that the tool messages after them answer, in order."""
     out: list[dict[str, Any]] = []

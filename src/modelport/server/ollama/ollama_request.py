@@ -40,7 +40,7 @@ class ToolCall(_Loose):
     function: Function
 
 
-class ChatMessage(_Loose):
+class OllamaMessage(_Loose):
     role: Literal["system", "user", "assistant", "tool"]
     content: str = ""
     thinking: str | None = None
@@ -77,7 +77,7 @@ class _Generating(_Loose):
 class ChatRequest(_Generating):
     """`POST /api/chat`; without messages, it loads (or, `keep_alive: 0`, unloads) the model."""
 
-    messages: list[ChatMessage] = Field(default_factory=list)
+    messages: list[OllamaMessage] = Field(default_factory=list)
     tools: list[dict[str, Any]] | None = None
 
 

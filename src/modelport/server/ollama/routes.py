@@ -21,12 +21,12 @@ from modelport.server.ollama import ollama_lines, ollama_models
 from modelport.server.ollama.chat_body import messages, sampling
 from modelport.server.ollama.ollama_models import Running, Tags, Version
 from modelport.server.ollama.ollama_request import (
-    ChatMessage,
     ChatRequest,
     EmbeddingsRequest,
     EmbedRequest,
     GenerateRequest,
     ModelRequest,
+    OllamaMessage,
     keep_alive_seconds,
 )
 from modelport.service import Service
@@ -83,8 +83,8 @@ async def generate(request: Request, given: GenerateRequest) -> Response:
         body = {"model": given.model, "prompt": given.prompt, "suffix": given.suffix, **asked}
         answer = await COMPLETION.invoke(service, {}, body={k: v for k, v in body.items() if v is not None})
     else:
-        turn = ChatMessage(role="user", content=given.prompt, images=given.images)
-        system = [ChatMessage(role="system", content=given.system)] if given.system else []
+        turn = OllamaMessage(role="user", content=given.prompt, images=given.images)
+        system = [OllamaMessage(role="system", content=given.system)] if given.system else []
         body = {"model": given.model, "messages": messages([*system, turn]), **asked}
         answer = await CHAT.invoke(service, {}, body=body)
     assert isinstance(answer, Events)  # whole or not (`sampling`)

@@ -114,7 +114,7 @@ async def completion(
 
 
 @dataclass(frozen=True)
-class _Shape:
+class _AnswerShape:
     """A generation endpoint's answer: its events, its whole type, its ids' prefix, and each choice's token
     log-probabilities (to keep the best of `best_of`)."""
 
@@ -124,8 +124,10 @@ class _Shape:
     scores: Callable[[dict[str, Any]], list[Any] | None]
 
 
-_CHAT = _Shape(CHAT_CHUNKS, ChatCompletion, "chatcmpl", lambda c: (c.get("logprobs") or {}).get("content"))
-_COMPLETION = _Shape(
+_CHAT = _AnswerShape(
+    CHAT_CHUNKS, ChatCompletion, "chatcmpl", lambda c: (c.get("logprobs") or {}).get("content")
+)
+_COMPLETION = _AnswerShape(
     COMPLETION_CHUNKS, Completion, "cmpl", lambda c: (c.get("logprobs") or {}).get("token_logprobs")
 )
 
@@ -135,7 +137,7 @@ async def _delivered(
     model: LoadedModel,
     predictor: Predictor,
     request: ChatCompletionRequest | CompletionRequest,
-    shape: _Shape,
+    shape: _AnswerShape,
 ) -> Any:
     """The answer as asked: its framed chunks as they come (`stream`), or folded into the whole answer, of
     which the best `n` of `best_of` candidates are kept."""

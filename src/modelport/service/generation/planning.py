@@ -11,7 +11,7 @@ from modelport.errors import InvalidRequestError
 from modelport.predictors.contract import Predictor
 from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
 from modelport.service.generation import formats, grammar
-from modelport.service.generation.formats.effort import Thinking, foreign
+from modelport.service.generation.formats.effort import ThinkingPlan, foreign
 from modelport.service.generation.schema import check_enforceable, json_grammar
 from modelport.service.generation.tools import plan as tool_plan
 
@@ -56,7 +56,7 @@ def options(
     request: ChatCompletionRequest | CompletionRequest,
     plan: tool_plan.ToolPlan | None = None,
     shown: bool = False,
-    thinking: Thinking | None = None,
+    thinking: ThinkingPlan | None = None,
 ) -> tuple[dict[str, Any], formats.Shape]:
     """Map the request onto the predictor's annotated parameters, by denotation; and the shape of its answer
     in the model's own format (the grammar it is held to, already among the options, and its reader).

@@ -95,8 +95,8 @@ class SpokenAnswers:
         """The chunks with each choice's text as `delta.audio.transcript` and its audio as `delta.audio.data`
         pieces, spoken while the text goes on; the chunks that end choices (and the usage) come after the
         audio."""
-        voices: dict[int, _Voice] = {}
-        clauses: asyncio.Queue[tuple[_Voice, str] | None] = asyncio.Queue()
+        voices: dict[int, _SpokenChoice] = {}
+        clauses: asyncio.Queue[tuple[_SpokenChoice, str] | None] = asyncio.Queue()
         held: list[dict[str, Any]] = []
         head: dict[str, Any] = {}
 
@@ -107,7 +107,7 @@ class SpokenAnswers:
                     ended = []
                     for choice in chunk.get("choices") or []:
                         voice = voices.setdefault(
-                            choice.get("index", 0), _Voice(choice.get("index", 0), audio)
+                            choice.get("index", 0), _SpokenChoice(choice.get("index", 0), audio)
                         )
                         said = (choice.get("delta") or {}).pop("content", None)
                         if said:
@@ -187,7 +187,7 @@ def _samples(pcm: bytes) -> np.ndarray:
 
 
 @dataclass
-class _Voice:
+class _SpokenChoice:
     """One choice's audio as it is spoken: its id, transcript, the text not yet spoken, and its encoder."""
 
     index: int

@@ -16,7 +16,7 @@ from modelport.predictors.contract import Capability, Predictor
 from modelport.predictors.manager import ModelManager
 from modelport.protocol.answers import EventKind, Events, listed
 from modelport.protocol.chunk_folds import CompletionFold
-from modelport.protocol.generate_request import GenerateRequest
+from modelport.protocol.generate_request import VllmGenerateRequest
 from modelport.protocol.requests import CompletionRequest
 from modelport.protocol.validation import parse
 from modelport.service.generation import formats
@@ -29,7 +29,7 @@ FRAMES: EventKind[Frame] = EventKind("generate", framing="nul")
 
 
 async def generate(
-    manager: ModelManager, complete: Complete, request: GenerateRequest, default_model: str
+    manager: ModelManager, complete: Complete, request: VllmGenerateRequest, default_model: str
 ) -> Frame | Events[Frame]:
     """`{"text": [...]}`, or (`stream`) such frames as the outputs grow."""
     if (request.prompt is None) == (request.messages is None):
@@ -60,7 +60,7 @@ async def generate(
 
 
 async def _rendered(
-    manager: ModelManager, model_name: str, request: GenerateRequest
+    manager: ModelManager, model_name: str, request: VllmGenerateRequest
 ) -> tuple[str, list[str]]:
     """The prompt the model's chat template makes of the messages, and the text that ends its turns."""
     model = await manager.get(model_name)

@@ -22,7 +22,7 @@ _SPECIAL_TOKENS = 2  # the start and end tokens a BERT-style model adds to every
 
 
 @dataclass(frozen=True)
-class Reader:
+class EmbeddingReader:
     """What an embedding model reads: how many tokens at once, and where a text's tokens fall (None when
     the model cannot show it)."""
 
@@ -35,7 +35,7 @@ class Reader:
         return self.max_tokens - _SPECIAL_TOKENS if self.spans is not None else self.max_tokens
 
 
-def strategy(given: dict[str, Any] | None, reader: Reader, param: str) -> dict[str, Any]:
+def strategy(given: dict[str, Any] | None, reader: EmbeddingReader, param: str) -> dict[str, Any]:
     """A `chunking_strategy` as stored and shown: always `static` with its sizes (`auto` made concrete for
     the model), or a 400 naming what is out of range."""
     if given is not None and not isinstance(given, dict):
@@ -78,7 +78,7 @@ def strategy(given: dict[str, Any] | None, reader: Reader, param: str) -> dict[s
     return _static(size, overlap)
 
 
-def chunks(text: str, chunking: dict[str, Any], reader: Reader) -> list[str]:
+def chunks(text: str, chunking: dict[str, Any], reader: EmbeddingReader) -> list[str]:
     """`text` in windows of at most `max_chunk_size_tokens` tokens, each starting `overlap` tokens before
     the last one ended."""
     static = chunking["static"]

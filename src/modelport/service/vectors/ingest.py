@@ -37,7 +37,7 @@ class Embedder:
     any embeddings request), `reader` (what the model reads) and `resolve` (a model name to its id)."""
 
     embed: Callable[[str, list[str]], Awaitable[np.ndarray]]
-    reader: Callable[[str], Awaitable[chunking.Reader]]
+    reader: Callable[[str], Awaitable[chunking.EmbeddingReader]]
     resolve: Callable[[str], str]
 
 

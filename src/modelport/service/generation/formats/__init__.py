@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from modelport.predictors.chat_format import ChatFormat
 from modelport.service.generation.formats import harmony
 from modelport.service.generation.formats.deepseek import DeepSeek
-from modelport.service.generation.formats.effort import Thinking
+from modelport.service.generation.formats.effort import ThinkingPlan
 from modelport.service.generation.formats.glm_xml import GlmXml
 from modelport.service.generation.formats.json_answer import AnswerParser
 from modelport.service.generation.formats.json_calls import Granite, Hermes, Llama3, Mistral, MistralArgs
@@ -84,7 +84,7 @@ def native(form: ChatFormat, plan: ToolPlan | None) -> CallSyntax | None:
 
 def shape(
     form: ChatFormat,
-    thinking: Thinking | None,
+    thinking: ThinkingPlan | None,
     plan: ToolPlan | None,
     body: Body | None,
     compact: bool,
@@ -116,7 +116,7 @@ def shape(
 
 def _grammar(
     form: ChatFormat,
-    thinking: Thinking | None,
+    thinking: ThinkingPlan | None,
     plan: ToolPlan | None,
     syntax: CallSyntax | None,
     body: Body | None,

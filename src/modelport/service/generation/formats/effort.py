@@ -35,7 +35,7 @@ _HARMONY_EFFORT = {"none": "low", "minimal": "low", "xhigh": "high", "max": "hig
 
 
 @dataclass(frozen=True)
-class Thinking:
+class ThinkingPlan:
     """What a request lets a model that thinks do: whether it thinks, within how many tokens (None: no
     bound), and the template variables that tell it."""
 
@@ -53,7 +53,7 @@ def foreign(form: ChatFormat, effort: str | None) -> dict[str, Any]:
     return {form.foreign_switch: effort not in ("none", "minimal")}
 
 
-def plan(form: ChatFormat, effort: str | None, max_tokens: int | None) -> Thinking | None:
+def plan(form: ChatFormat, effort: str | None, max_tokens: int | None) -> ThinkingPlan | None:
     """The thinking a request with this `effort` (None: the default) and answer bound allows; None for a
     model that does not think."""
     thinking = form.thinking
@@ -68,7 +68,7 @@ def plan(form: ChatFormat, effort: str | None, max_tokens: int | None) -> Thinki
             variables[thinking.switch] = False
         if thinking.budget:
             variables[thinking.budget] = 0
-        return Thinking(False, 0, variables)
+        return ThinkingPlan(False, 0, variables)
     if thinking.switch:
         variables[thinking.switch] = True
     share, most = _SHARE[effort]
@@ -77,4 +77,4 @@ def plan(form: ChatFormat, effort: str | None, max_tokens: int | None) -> Thinki
         budget = most if budget is None else min(budget, most)
     if thinking.budget:
         variables[thinking.budget] = -1 if budget is None else budget
-    return Thinking(True, budget, variables)
+    return ThinkingPlan(True, budget, variables)
