@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -287,6 +288,102 @@ def test_granite_calls_are_held_read_and_given_back_in_its_text() -> None:
     given = [{"role": "assistant", "content": None, "tool_calls": [call]}, {"role": "tool", "content": "5"}]
     said = formats.history(form, given)
     assert said[0] == {"role": "assistant", "content": answer}  # as the model wrote it
+    assert said[1] == given[1]
+
+
+LFM2 = ("real/lfm2-8b-a1b", "real/lfm2.5-instruct", "real/lfm2.5-8b-a1b")
+SETTINGS = {
+    "name": "set",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "on": {"type": "boolean"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "config": {"type": "object"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+        },
+        "required": ["on"],
+    },
+}
+
+
+@pytest.mark.parametrize("name", LFM2)
+def test_lfm2_calls_are_held_and_read_as_the_python_its_templates_write(name: str) -> None:
+    # LFM2's templates show the tools (between markers of their own, or in a plain list) and its calls are
+    # a Python list between markers: before, no syntax was read there (the tools were described again and
+    # held to modelport's JSON), and LFM2.5's template, which takes past thinking out, was left to llama.cpp.
+    form = family(name)
+    assert form.calls == "lfm2"
+    assert form.read_here
+    begin, end = "<|tool_call_start|>[", "]<|tool_call_end|>"
+    required = plan(required=True)
+    assert held(form, f"{begin}add(a=2, b=3){end}", required)[0]
+    assert held(form, f"{begin}add(a=2, b=3, note='a sum'){end}", required)[0]
+    assert held(form, f"{begin}add(a=2, b=3), add(a=4.5, b=-1){end}", required)[0]
+    assert not held(form, f"{begin}add(a=2, b='three'){end}", required)[0]
+    assert not held(form, f"{begin}add(b=3, a=2){end}", required)[0]  # the schema's order
+    assert not held(form, f"{begin}add(a=2){end}", required)[0]  # `b` is required
+    assert not held(form, f"{begin}sub(a=2, b=3){end}", required)[0]
+    # A little whitespace before the calls, not a model's tokens' worth of it.
+    assert held(form, f"\n\n{begin}add(a=2, b=3){end}", required)[0]
+    assert not held(form, f"{' ' * 9}{begin}add(a=2, b=3){end}", required)[0]
+    assert held(form, "Five.", plan())[0]
+    settings = ToolPlan([SETTINGS], required=True, parallel=False, legacy=False)
+    assert held(form, f'{begin}set(on=True, tags=["a"], config={{"x": 1}}, unit=\'celsius\'){end}', settings)[
+        0
+    ]
+    assert not held(form, f"{begin}set(unit='celsius', on=False){end}", settings)[0]  # order again
+    assert not held(form, f"{begin}set(on=true){end}", settings)[0]  # Python's `True`
+    assert not held(form, f"{begin}set(on=True, unit='kelvin'){end}", settings)[0]
+
+
+@pytest.mark.parametrize("size", [1, 5, 1000])
+def test_lfm2_calls_read_back_as_openai_s_in_any_chunking(size: int) -> None:
+    form = family("real/lfm2.5-8b-a1b")
+    both = ToolPlan([ADD, SETTINGS], required=False, parallel=True, legacy=False)
+
+    def read(text: str) -> dict[str, Any]:
+        return read_all(formats.shape(form, None, both, None, True, False).read(), text, size)
+
+    answer = (
+        'Let me check.<|tool_call_start|>[add(a=2, b=3, note="it\'s \\"x\\"\\n"), '
+        'set(on=True, tags=[\'a\', "b, c"], config={"enabled": True, "note": null}, unit=\'celsius\')]'
+        "<|tool_call_end|>"
+    )
+    got = read(answer)
+    assert (got["content"], got["strayed"]) == ("Let me check.", False)
+    assert got["calls"] == [
+        ("add", {"a": 2, "b": 3, "note": 'it\'s "x"\n'}),
+        (
+            "set",
+            {"on": True, "tags": ["a", "b, c"], "config": {"enabled": True, "note": None}, "unit": "celsius"},
+        ),
+    ]
+    # Whitespace around the calls is no content.
+    spaced = read("  \n\n<|tool_call_start|>[add(a=1, b=2)]<|tool_call_end|>\n")
+    assert (spaced["content"], spaced["calls"]) == ("", [("add", {"a": 1, "b": 2})])
+    # Text that is not a call stays text: a link's brackets, and a marker not followed by a list.
+    assert read("See [the docs](https://example.com).")["content"] == "See [the docs](https://example.com)."
+    strayed = read("<|tool_call_start|>not a call")
+    assert (strayed["content"], strayed["calls"], strayed["strayed"]) == ("not a call", [], True)
+
+
+def test_lfm2_calls_given_back_are_written_into_the_text_as_its_template_writes_them() -> None:
+    # LFM2's and LFM2.5's small templates show a message's text and not its calls: a call given back would
+    # have vanished from the conversation.
+    form = family("real/lfm2-8b-a1b")
+    arguments = json.dumps({"a": 2, "b": 3, "note": "it's", "flags": [True, None], "extra": {"k": True}})
+    call = {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": arguments}}
+    given = [
+        {"role": "assistant", "content": "Sure.", "tool_calls": [call, call]},
+        {"role": "tool", "content": "5"},
+    ]
+    said = formats.history(form, given)
+    one = 'add(a=2, b=3, note="it\'s", flags=[True, None], extra={"k": true})'
+    assert said[0] == {
+        "role": "assistant",
+        "content": f"Sure.<|tool_call_start|>[{one}, {one}]<|tool_call_end|>",
+    }
     assert said[1] == given[1]
 
 

@@ -1,6 +1,6 @@
-"""The real chat templates of Gemma 2, Mistral 7B v0.2, Phi-3 mini and Llama 3.1, and of three families with
-call syntaxes of their own, GLM 4.7 Flash, Mistral Small 3.2, Kimi K2 and Granite 3.3 (byte for byte; see
-templates/real/SOURCES.md), each over SmolLM2's weights: every request shape renders and answers, the text
+"""The real chat templates of Gemma 2, Mistral 7B v0.2, Phi-3 mini and Llama 3.1, and of families with call
+syntaxes of their own, GLM 4.7 Flash, Mistral Small 3.2, Kimi K2, Granite 3.3 and LFM2.5 (byte for byte;
+see templates/real/SOURCES.md), each over SmolLM2's weights: every request shape renders and answers, the text
 each template ends a turn with ends generation and never shows, a call is written in the family's own syntax
 and read back, and a conversation a template still refuses is a 400 with the template's own words."""
 
@@ -36,6 +36,7 @@ NATIVE = {
     "mistral-small-3.2-24b-instruct-2506": "mistral_args",
     "kimi-k2-instruct": "kimi",
     "granite-3.3-2b-instruct": "granite",
+    "lfm2.5-8b-a1b": "lfm2",
 }
 # A family whose thinking llama.cpp reads, steered by a variable of its template.
 STEERED = "gemma-4-31b-it"
@@ -163,6 +164,7 @@ def test_a_call_is_written_in_the_family_s_own_syntax_and_read_back(url: str, te
         "mistral_args": "[TOOL_CALLS]add",
         "kimi": '<|tool_call_begin|>functions.add:0<|tool_call_argument_begin|>{"a": 2, "b": 3}',
         "granite": '<|tool_call|>[{"name": "add", "arguments": {"a": 2, "b": 3}}]',
+        "lfm2": "<|tool_call_start|>[add(a=2, b=3)]<|tool_call_end|>",
     }
     assert written[NATIVE[template]] in text
 

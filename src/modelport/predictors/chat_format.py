@@ -17,7 +17,8 @@ JSON call), `mistral` (`[TOOL_CALLS][...]`; `granite` the same after `<|tool_cal
 (`<tool_call><function=NAME><parameter=K>…`: Qwen3-Coder, Qwen3.5, Nemotron 3; `seed_xml` the same in
 `<seed:tool_call>`: Seed-OSS), `glm_xml` (`<tool_call>NAME<arg_key>K</arg_key><arg_value>…`: GLM 4.5-4.7, Ling
 3.0, Laguna), `deepseek` (`<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME` and a JSON block: DeepSeek R1/V3),
-`kimi` (`<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}`: Kimi K2), `harmony`
+`kimi` (`<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}`: Kimi K2), `lfm2`
+(`<|tool_call_start|>[NAME(KEY='value', …)]<|tool_call_end|>`: LFM2, LFM2.5), `harmony`
 (`to=functions.NAME <|constrain|>json<|message|>{…}`: gpt-oss).
 """
 
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 
 CALL_SYNTAXES = (
     "hermes", "llama3", "mistral", "granite", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek",
-    "kimi", "harmony",
+    "kimi", "harmony", "lfm2",
 )  # fmt: skip
 
 # (open, close) of the thinking tags modelport reads, as templates write them.
@@ -86,7 +87,10 @@ _CALL_MARKERS = {
     "deepseek": _DEEPSEEK,
     "kimi": _KIMI,
     "harmony": tuple(HARMONY.values()),
+    "lfm2": ("<|tool_call_start|>", "<|tool_call_end|>"),
 }
+# LFM2's tool list between markers, LFM2.5's plain one, and the calls LFM2.5's larger template gives back.
+_LFM2 = ("<|tool_list_start|>", "List of tools: [", "<|tool_call_start|>")
 # Words a template that thinks in markers modelport does not know would show; llama.cpp then reads it.
 _UNKNOWN_THINKING = re.compile(r"reasoning_content|thinking|<\|?[a-z_]*think", re.IGNORECASE)
 
@@ -177,7 +181,9 @@ def detect(template: str) -> ChatFormat:
         return ChatFormat("harmony", analysis, harmony=True)
     thinking: ThinkingMarks | None = None
     for open_tag, close_tag in THINKING_TAGS:
-        if open_tag in template and close_tag in template:
+        # The closing marker alone is enough: a template that takes past thinking out of the history (LFM2.5's
+        # `split("</think>")`) says its model's answers hold it.
+        if close_tag in template:
             switch = next((name for name in _SWITCHES if _variable(name, template)), None)
             effort = _EFFORT if _variable(_EFFORT, template) else None
             budget = _BUDGET if _variable(_BUDGET, template) else None
@@ -214,6 +220,8 @@ def call_syntax(template: str) -> str | None:
         return "granite"
     if "[TOOL_CALLS]" in template:  # Mistral Nemo's list of calls, or a name and `[ARGS]` a call (later ones)
         return "mistral_args" if "[ARGS]" in template else "mistral"
+    if any(marker in template for marker in _LFM2):
+        return "lfm2"
     if "<|start_header_id|>" in template and '"parameters"' in template:  # Llama 3.1-3.3
         return "llama3"
     return None

@@ -4,9 +4,9 @@ text into OpenAI's deltas (`reasoning_content`, `content`, `tool_calls`).
 
 One module per call syntax (`json_calls`: hermes, llama3, mistral, granite, mistral_args; `qwen3_xml`;
 `glm_xml`; `deepseek` and `kimi`, with `sections` for what calls in a section of their own share; `xml_values`
-for the values of the two XML ones), `harmony` for gpt-oss's channels, `readers` for text, thinking tags and
-markers, `effort` for budgets, `lark` for writing grammars, `reading` for the stream. The syntaxes are found
-by name in `SYNTAXES`.
+for the values of the two XML ones; `pythonic`: LFM2's calls in Python), `harmony` for gpt-oss's channels,
+`readers` for text, thinking tags and markers, `effort` for budgets, `lark` for writing grammars, `reading`
+for the stream. The syntaxes are found by name in `SYNTAXES`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from modelport.service.generation.formats.json_answer import AnswerParser
 from modelport.service.generation.formats.json_calls import Granite, Hermes, Llama3, Mistral, MistralArgs
 from modelport.service.generation.formats.kimi import Kimi
 from modelport.service.generation.formats.lark import ANY, Grammar, regex
+from modelport.service.generation.formats.pythonic import Pythonic
 from modelport.service.generation.formats.qwen3_xml import Qwen3Xml
 from modelport.service.generation.formats.readers import Reader, TextReader, ThinkingReader
 from modelport.service.generation.tools.plan import ToolPlan
@@ -45,7 +46,7 @@ class CallSyntax(Protocol):
 
 _ALL = (
     Hermes(), Llama3(), Mistral(), MistralArgs(), Qwen3Xml(), Qwen3Xml(seed=True), GlmXml(), DeepSeek(),
-    Kimi(), Granite(),
+    Kimi(), Granite(), Pythonic(),
 )  # fmt: skip
 SYNTAXES: dict[str, CallSyntax] = {syntax.name: syntax for syntax in _ALL}
 
@@ -135,7 +136,10 @@ def _grammar(
         answer: str | None = syntax.answer(plan, g, compact)
     else:
         answer = body(g) if body is not None else None
-    space = g.rule("SPACE", "/\\s+/")
+    # Bounded: a model that does not know the format's opening (or the text after its thinking) could write
+    # whitespace to the end of its tokens, which the grammar would allow (SmolLM2's weights under LFM2's
+    # template wrote 120 tokens of it before a required call).
+    space = g.rule("SPACE", "/\\s{1,8}/")
     if tags is None or thinking is None:  # calls in the model's syntax, no thinking
         assert answer is not None
         g.rule("start", f"{space}? {answer}")

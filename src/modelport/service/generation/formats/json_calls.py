@@ -113,14 +113,16 @@ class Granite(Mistral):
         for message in messages:
             if message.get("role") == "assistant" and message.get("tool_calls"):
                 functions = [call["function"] for call in message["tool_calls"]]
-                listed = [{"name": f["name"], "arguments": _object(f.get("arguments"))} for f in functions]
+                listed = [
+                    {"name": f["name"], "arguments": arguments_object(f.get("arguments"))} for f in functions
+                ]
                 said = f"{message.get('content') or ''}{self.opener}{json.dumps(listed)}"
                 message = {k: v for k, v in message.items() if k != "tool_calls"} | {"content": said}
             out.append(message)
         return out
 
 
-def _object(arguments: Any) -> Any:
+def arguments_object(arguments: Any) -> Any:
     """A call's arguments as the object they are (a string of JSON, as OpenAI gives them)."""
     if not isinstance(arguments, str):
         return arguments

@@ -2,7 +2,8 @@
 `<parameter=K>`, GLM's `<arg_value>`): the grammar of an answer of calls in tags and of one call's arguments,
 and the reading back of an argument. A value is a string as it is, a number or a boolean as JSON writes it,
 an object or a list as JSON; its grammar holds it to its schema's type, and read back it is made the JSON
-value its schema says it is."""
+value its schema says it is. LFM2's Python calls (`pythonic`) hold their numbers and their free text by the
+same rules."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.tools.plan import ToolPlan
 
 _ANY_TEXT = "/(.|\\n)+/"
-_NUMBER = "/-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][-+]?[0-9]+)?/"
-_INTEGER = "/-?(0|[1-9][0-9]*)/"
+NUMBER = "/-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][-+]?[0-9]+)?/"
+INTEGER = "/-?(0|[1-9][0-9]*)/"
 
 
 def tagged_calls(
@@ -52,12 +53,12 @@ def tagged_function(
     parts = [head]
     for key, schema in properties.items():
         typed = schema if isinstance(schema, dict) else {}
-        if _free_text(typed):  # its lexeme ends lazily at the first closing tag, which it includes
-            value = grammar.rule(f"v_t{i}_{_safe(key)}", _ANY_TEXT, suffix=ending)
+        if free_text(typed):  # its lexeme ends lazily at the first closing tag, which it includes
+            value = grammar.rule(f"v_t{i}_{rule_name(key)}", _ANY_TEXT, suffix=ending)
         else:
-            held = _value_rule(typed, f"t{i}_{_safe(key)}", grammar, compact)
+            held = _value_rule(typed, f"t{i}_{rule_name(key)}", grammar, compact)
             value = f"{held} {grammar.literal(ending)}"
-        rule = grammar.rule(f"p{i}_{_safe(key)}", f"{opening(key)} {value} {after}".rstrip())
+        rule = grammar.rule(f"p{i}_{rule_name(key)}", f"{opening(key)} {value} {after}".rstrip())
         parts.append(rule if key in required else f"{rule}?")
     return grammar.rule(f"f{i}", " ".join(parts))
 
@@ -69,7 +70,7 @@ def argument_piece(parameters: dict[str, Any], key: str, value: str, first: bool
     return ("{" if first else ", ") + f"{json.dumps(key)}: {_as_schema_type(value, schema)}"
 
 
-def _free_text(schema: dict[str, Any]) -> bool:
+def free_text(schema: dict[str, Any]) -> bool:
     """Whether a parameter's value is any text (a string under no constraint)."""
     constrained = {"pattern", "format", "minLength", "maxLength", "enum", "const"} & schema.keys()
     return schema.get("type") == "string" and not constrained
@@ -83,15 +84,15 @@ def _value_rule(schema: dict[str, Any], name: str, grammar: Grammar, compact: bo
     if kind == "integer" and not (
         {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} & schema.keys()
     ):
-        return grammar.rule(f"V_{name}", _INTEGER)
+        return grammar.rule(f"V_{name}", INTEGER)
     if kind == "number":
-        return grammar.rule(f"V_{name}", _NUMBER)
+        return grammar.rule(f"V_{name}", NUMBER)
     if kind == "boolean":
         return '("true" | "false")'
     return grammar.json(f"v_{name}", schema, compact)  # objects, lists, and strings under constraints
 
 
-def _safe(key: str) -> str:
+def rule_name(key: str) -> str:
     """A parameter's name as it may be part of a rule's."""
     return "".join(c if c.isalnum() else "_" for c in key).lower() or "p"
 

@@ -1,0 +1,316 @@
+"""LFM2's and LFM2.5's calls (Liquid AI): text, or the calls as a Python list between `<|tool_call_start|>`
+and `<|tool_call_end|>`, `[NAME(KEY=VALUE, …), …]`, each value a Python literal (a string in quotes, a
+number, `True`, `False`, `None`, a list) or an object as JSON: what LFM2.5's template writes for a call given
+back, and what the family was trained to write.
+
+The grammar holds each call's arguments to their order in its tool's schema (the optional ones may be left
+out) and each value to its type; the reader gives each call's name as its arguments open and each argument
+as its value ends, made the JSON value its schema says it is (Python's literals and JSON's alike).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from typing import Any
+
+from modelport.service.generation.formats.json_calls import arguments_object
+from modelport.service.generation.formats.lark import Grammar
+from modelport.service.generation.formats.readers import Delta, Stepped, arguments_delta, call_delta, until
+from modelport.service.generation.formats.xml_values import INTEGER, NUMBER, free_text, rule_name
+from modelport.service.generation.tools.plan import ToolPlan
+
+START, END = "<|tool_call_start|>", "<|tool_call_end|>"
+# A Python string in either quotes, its line breaks escaped (so that it reads back as Python reads it).
+_STRING = r"""/'([^'\\\n]|\\.)*'|"([^"\\\n]|\\.)*"/"""
+_NAME = re.compile(r"\s*([A-Za-z_][\w.\-]*)\(")
+_NAME_SO_FAR = re.compile(r"\s*([A-Za-z_][\w.\-]*)?")
+_KEY = re.compile(r"([A-Za-z_][\w\-]*)\s*=")
+_KEY_SO_FAR = re.compile(r"[A-Za-z_][\w\-]*\s*")
+_JSON_WORDS = re.compile(r"\b(true|false|null)\b")
+_PYTHON_WORDS = {"true": "True", "false": "False", "null": "None"}
+
+
+class Pythonic:
+    """LFM2's call syntax. Its templates show a message's text and not its calls (LFM2.5's larger one writes
+    them after the text), so a call given back is written into the text, as the model wrote it."""
+
+    name = "lfm2"
+    arguments = "arguments"
+
+    def answer(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
+        """The rule of an answer that follows `plan`: the list of calls (one, or more where calls may go in
+        parallel), or (unless one is required) text that does not begin like it."""
+        values = {"string": grammar.rule("STRING", _STRING)}
+        functions = [self._function(tool, i, grammar, compact, values) for i, tool in enumerate(plan.tools)]
+        function = grammar.rule("function", " | ".join(functions))
+        listed = f'{function} (", " {function})*' if plan.parallel else function
+        calls = grammar.rule("calls", f"{grammar.literal(START + '[')} {listed} {grammar.literal(']' + END)}")
+        if plan.required:
+            return calls
+        text = grammar.text_lexeme("text", not_first="<")
+        return grammar.rule("answer", f"{text} | {calls}")
+
+    def _function(
+        self, tool: dict[str, Any], i: int, grammar: Grammar, compact: bool, values: dict[str, str]
+    ) -> str:
+        """`NAME(`, the arguments in their schema's order, `)`."""
+        parameters = tool.get("parameters") or {}
+        required = set(parameters.get("required") or [])
+        arguments = []
+        for key, schema in (parameters.get("properties") or {}).items():
+            typed = schema if isinstance(schema, dict) else {}
+            value = _value(typed, f"t{i}_{rule_name(key)}", grammar, compact, values)
+            argument = grammar.rule(f"p{i}_{rule_name(key)}", f"{grammar.literal(key + '=')} {value}")
+            arguments.append((argument, key in required))
+        inside = _in_order(arguments)
+        return grammar.rule(f"f{i}", f"{grammar.literal(tool['name'] + '(')} {inside} {grammar.literal(')')}")
+
+    def reader(self, plan: ToolPlan) -> PythonicReader:
+        """A reader of one answer in this syntax."""
+        return PythonicReader({tool["name"]: tool.get("parameters") or {} for tool in plan.tools})
+
+    def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        out = []
+        for message in messages:
+            if message.get("role") == "assistant" and message.get("tool_calls"):
+                said = f"{_text(message.get('content'))}{written(message['tool_calls'])}"
+                message = {k: v for k, v in message.items() if k != "tool_calls"} | {"content": said}
+            out.append(message)
+        return out
+
+
+def written(calls: list[dict[str, Any]]) -> str:
+    """Calls given back, as LFM2.5's template writes them: a string quoted, an object as JSON, anything else
+    as Python writes it."""
+    listed = []
+    for call in calls:
+        function = call.get("function") or {}
+        arguments = arguments_object(function.get("arguments"))
+        pairs = arguments.items() if isinstance(arguments, dict) else ()
+        said = ", ".join(f"{key}={_python(value)}" for key, value in pairs)
+        listed.append(f"{function.get('name', '')}({said})")
+    return f"{START}[{', '.join(listed)}]{END}"
+
+
+def _python(value: Any) -> str:
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)  # True, None, 3, ['a', 1]: as the template's `string` filter writes them
+
+
+def _text(content: Any) -> str:
+    """A message's content as text (its text parts, where it is a list of them)."""
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content or ""
+
+
+def _in_order(arguments: list[tuple[str, bool]]) -> str:
+    """The expression of `arguments` (each a rule, and whether it is required) in their order, separated by
+    `, `, the optional ones free to be left out."""
+    if not arguments:
+        return ""
+    (first, needed), rest = arguments[0], arguments[1:]
+    after = " ".join(f'(", " {rule}){"" if need else "?"}' for rule, need in rest)
+    taken = f"{first} {after}".strip()
+    if needed:
+        return taken
+    skipped = _in_order(rest)
+    return f"({taken} | {skipped})" if skipped else f"({taken})?"
+
+
+def _value(schema: dict[str, Any], name: str, grammar: Grammar, compact: bool, values: dict[str, str]) -> str:
+    """The rule of an argument's value of `schema`, as Python writes it (an object, or anything under a
+    constraint Python's literals cannot say, as JSON: Python reads it too)."""
+    kind = schema.get("type")
+    if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]):
+        return "(" + " | ".join(grammar.literal(repr(v)) for v in schema["enum"]) + ")"
+    if free_text(schema):
+        return values["string"]
+    if kind == "boolean":
+        return '("True" | "False")'
+    if kind == "null":
+        return '"None"'
+    bounded = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} & schema.keys()
+    if kind in ("integer", "number") and not (kind == "integer" and bounded):
+        if kind not in values:
+            values[kind] = grammar.rule(kind.upper(), INTEGER if kind == "integer" else NUMBER)
+        return values[kind]
+    return grammar.json(f"v_{name}", schema, compact)
+
+
+def as_json(text: str, schema: dict[str, Any]) -> str:
+    """An argument's value as written (a Python literal, or JSON) as the JSON its schema says it is; text
+    that is neither is a string."""
+    text = text.strip()
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = _literal(text)
+    if schema.get("type") == "string" and not isinstance(value, str):
+        value = text
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):  # a set, bytes, a tuple's kin: not JSON
+        return json.dumps(text, ensure_ascii=False)
+
+
+def _literal(text: str) -> Any:
+    """A Python literal's value (JSON's `true`, `false` and `null` inside it read as Python's), or the text
+    itself."""
+    python = _outside_strings(text, lambda part: _JSON_WORDS.sub(lambda m: _PYTHON_WORDS[m.group()], part))
+    try:
+        return ast.literal_eval(python)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+
+
+def _outside_strings(text: str, change: Any) -> str:
+    """`text` with `change` applied to what lies outside its quoted strings."""
+    out, start, quote, i = [], 0, "", 0
+    while i < len(text):
+        char = text[i]
+        if quote:
+            if char == "\\":
+                i += 1
+            elif char == quote:
+                out.append(text[start : i + 1])
+                start, quote = i + 1, ""
+        elif char in "'\"":
+            out.append(change(text[start:i]))
+            start, quote = i, char
+        i += 1
+    out.append(text[start:] if quote else change(text[start:]))
+    return "".join(out)
+
+
+def _value_end(text: str) -> int | None:
+    """Where an argument's value written at the start of `text` ends (at the `,` or `)` after it, outside
+    its strings and brackets), or None if it has not yet."""
+    depth, quote, i = 0, "", 0
+    while i < len(text):
+        char = text[i]
+        if quote:
+            if char == "\\":
+                i += 1
+            elif char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            if depth == 0:
+                return i if char == ")" else None
+            depth -= 1
+        elif char == "," and depth == 0:
+            return i
+        i += 1
+    return None
+
+
+class PythonicReader(Stepped):
+    """An answer in LFM2's syntax: text until `<|tool_call_start|>`, then `[`, each call's name as its `(`
+    comes and each argument as its value ends (typed by the tool's schema), `]` and `<|tool_call_end|>`.
+    What does not follow the syntax is text from there on."""
+
+    thinking = False
+
+    def __init__(self, parameters: dict[str, dict[str, Any]]) -> None:
+        self.parameters = parameters
+        self.strayed = False
+        self.pending = ""
+        self.state = "text"  # text, list, name, arguments, value, between (after a call), closing
+        self.calls = 0
+        self.function = ""
+        self.key = ""
+        self.written = 0  # arguments written in the open call
+
+    def flush(self, cut: bool) -> list[Delta]:
+        text, self.pending = self.pending, ""
+        if self.state == "text":  # whitespace after the calls is not the model's answer either
+            return [{"content": text}] if text.strip() or (text and not self.calls) else []
+        if self.state not in ("arguments", "value") or cut:
+            return []
+        out = []
+        if self.state == "value" and text.strip():
+            out.append(self._argument(text))
+        return [*out, arguments_delta(self.calls - 1, "}" if self.written else "{}")]
+
+    def _step(self) -> list[Delta]:
+        pending = self.pending
+        if self.state == "text":
+            text, rest, opened = until(pending, START)
+            if opened:  # whitespace before the calls is not the model's answer
+                self.pending, self.state = rest, "list"
+                return [{"content": text}] if text.strip() else []
+            if not text.strip():  # whitespace alone, kept until what follows it says which it is
+                return []
+            self.pending = rest
+            return [{"content": text}]
+        if self.state == "list":
+            stripped = pending.lstrip()
+            if stripped.startswith("["):
+                self.pending, self.state = stripped[1:], "name"
+            elif stripped:
+                self._stray(stripped)
+            return []
+        if self.state == "name":
+            named = _NAME.match(pending)
+            if named:
+                self.function, self.pending = named.group(1), pending[named.end() :]
+                self.calls += 1
+                self.state, self.written = "arguments", 0
+                return [call_delta(self.calls - 1, self.function)]
+            if not _NAME_SO_FAR.fullmatch(pending):
+                self._stray(pending)
+            return []
+        if self.state == "arguments":
+            stripped = pending.lstrip(" \n,")
+            if stripped.startswith(")"):
+                self.pending, self.state = stripped[1:], "between"
+                return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
+            keyed = _KEY.match(stripped)
+            if keyed:
+                self.key, self.pending, self.state = keyed.group(1), stripped[keyed.end() :], "value"
+            elif stripped and not _KEY_SO_FAR.fullmatch(stripped):
+                self._stray(stripped)
+                return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
+            else:
+                self.pending = stripped
+            return []
+        if self.state == "value":
+            end = _value_end(pending)
+            if end is None:
+                return []
+            self.pending, self.state = pending[end:], "arguments"
+            return [self._argument(pending[:end])]
+        stripped = pending.lstrip()
+        if self.state == "between":
+            if stripped.startswith(","):
+                self.pending, self.state = stripped[1:], "name"
+            elif stripped.startswith("]"):
+                self.pending, self.state = stripped[1:], "closing"
+            elif stripped:
+                self._stray(stripped)
+            return []
+        # closing: past the list, before its end marker (text may follow it)
+        if stripped.startswith(END):
+            self.pending, self.state = stripped[len(END) :], "text"
+        elif stripped and not END.startswith(stripped):
+            self.pending, self.state = stripped, "text"
+        return []
+
+    def _argument(self, value: str) -> Delta:
+        schema = ((self.parameters.get(self.function) or {}).get("properties") or {}).get(self.key) or {}
+        piece = ("{" if not self.written else ", ") + f"{json.dumps(self.key)}: {as_json(value, schema)}"
+        self.written += 1
+        return arguments_delta(self.calls - 1, piece)
+
+    def _stray(self, rest: str) -> None:
+        """The answer left the syntax: what is left is text."""
+        self.pending, self.state, self.strayed = rest, "text", True
