@@ -291,6 +291,28 @@ def test_granite_calls_are_held_read_and_given_back_in_its_text() -> None:
     assert said[1] == given[1]
 
 
+def test_nemotron_nano_2_calls_are_held_and_read_between_its_tags() -> None:
+    # Nemotron Nano 2's template lists the calls between `<TOOLCALL>` and `</TOOLCALL>`: before, no syntax
+    # was read there (the tools were described again and held to modelport's JSON).
+    form = family("real/nvidia-nemotron-nano-v2")
+    assert form.calls == "nemotron"
+    answer = '<TOOLCALL>[{"name": "add", "arguments": {"a": 2, "b": 3}}]</TOOLCALL>'
+    assert held(form, answer, plan(required=True), effort="none")[0]
+    assert not held(form, answer.removesuffix("</TOOLCALL>"), plan(required=True), effort="none")[0]
+    assert not held(form, answer.replace('"b": 3', '"b": "three"'), plan(required=True), effort="none")[0]
+    assert held(form, "Five.", plan(), effort="none")[0]
+    two = answer.replace("}}]", '}}, {"name": "add", "arguments": {"a": 4, "b": 3}}]')
+    for size in (1, 5, 1000):
+        read = read_all(formats.shape(form, None, plan(), None, True, False).read(), f"Sure.\n{two}", size)
+        assert (read["content"], read["calls"]) == (
+            "Sure.\n",
+            [("add", {"a": 2, "b": 3}), ("add", {"a": 4, "b": 3})],
+        )
+    call = {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}
+    given = [{"role": "assistant", "content": None, "tool_calls": [call]}, {"role": "tool", "content": "5"}]
+    assert formats.history(form, given) == given  # the template writes them, whatever their ids
+
+
 LFM2 = ("real/lfm2-8b-a1b", "real/lfm2.5-instruct", "real/lfm2.5-8b-a1b")
 SETTINGS = {
     "name": "set",

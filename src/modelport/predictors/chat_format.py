@@ -12,7 +12,8 @@ Reasoning families, by the markers their templates write:
   answer on `final`.
 
 Call syntaxes: `hermes` (`<tool_call>{json}</tool_call>`: Qwen 2.5/3, Hermes), `llama3` (the answer is one
-JSON call), `mistral` (`[TOOL_CALLS][...]`; `granite` the same after `<|tool_call|>`: Granite 3.x),
+JSON call), `mistral` (`[TOOL_CALLS][...]`; `granite` the same after `<|tool_call|>`: Granite 3.x; `nemotron`
+the same between `<TOOLCALL>` and `</TOOLCALL>`: Nemotron Nano 2),
 `mistral_args` (`[TOOL_CALLS]NAME[ARGS]{…}`: Mistral Small 3.2, Devstral, Ministral 3), `qwen3_xml`
 (`<tool_call><function=NAME><parameter=K>…`: Qwen3-Coder, Qwen3.5, Nemotron 3; `seed_xml` the same in
 `<seed:tool_call>`: Seed-OSS), `glm_xml` (`<tool_call>NAME<arg_key>K</arg_key><arg_value>…`: GLM 4.5-4.7, Ling
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 
 CALL_SYNTAXES = (
     "hermes", "llama3", "mistral", "granite", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek",
-    "kimi", "harmony", "lfm2",
+    "kimi", "harmony", "lfm2", "nemotron",
 )  # fmt: skip
 
 # (open, close) of the thinking tags modelport reads, as templates write them.
@@ -88,6 +89,7 @@ _CALL_MARKERS = {
     "kimi": _KIMI,
     "harmony": tuple(HARMONY.values()),
     "lfm2": ("<|tool_call_start|>", "<|tool_call_end|>"),
+    "nemotron": ("<TOOLCALL>", "</TOOLCALL>"),
 }
 # LFM2's tool list between markers, LFM2.5's plain one, and the calls LFM2.5's larger template gives back.
 _LFM2 = ("<|tool_list_start|>", "List of tools: [", "<|tool_call_start|>")
@@ -216,6 +218,8 @@ def call_syntax(template: str) -> str | None:
         return None
     if "<tool_call>" in template:  # Hermes 2 Pro, Qwen 2.5/3, and their many fine-tunes
         return "hermes"
+    if "<TOOLCALL>" in template:  # Nemotron Nano 2: a list of calls between it and its closing tag
+        return "nemotron"
     if "<|tool_call|>" in template:  # Granite 3.x: a list of calls after it, as Mistral Nemo's
         return "granite"
     if "[TOOL_CALLS]" in template:  # Mistral Nemo's list of calls, or a name and `[ARGS]` a call (later ones)

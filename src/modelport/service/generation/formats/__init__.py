@@ -2,11 +2,11 @@
 the effort's budget, then the answer: text, JSON, or calls in its syntax) and the reader that turns its raw
 text into OpenAI's deltas (`reasoning_content`, `content`, `tool_calls`).
 
-One module per call syntax (`json_calls`: hermes, llama3, mistral, granite, mistral_args; `qwen3_xml`;
-`glm_xml`; `deepseek` and `kimi`, with `sections` for what calls in a section of their own share; `xml_values`
-for the values of the two XML ones; `pythonic`: LFM2's calls in Python), `harmony` for gpt-oss's channels,
-`readers` for text, thinking tags and markers, `effort` for budgets, `lark` for writing grammars, `reading`
-for the stream. The syntaxes are found by name in `SYNTAXES`.
+One module per call syntax (`json_calls`: hermes, llama3, mistral, granite, nemotron, mistral_args;
+`qwen3_xml`; `glm_xml`; `deepseek` and `kimi`, with `sections` for what calls in a section of their own share;
+`xml_values` for the values of the two XML ones; `pythonic`: LFM2's calls in Python), `harmony` for gpt-oss's
+channels, `readers` for text, thinking tags and markers, `effort` for budgets, `lark` for writing grammars,
+`reading` for the stream. The syntaxes are found by name in `SYNTAXES`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,14 @@ from modelport.service.generation.formats.deepseek import DeepSeek
 from modelport.service.generation.formats.effort import ThinkingPlan
 from modelport.service.generation.formats.glm_xml import GlmXml
 from modelport.service.generation.formats.json_answer import AnswerParser
-from modelport.service.generation.formats.json_calls import Granite, Hermes, Llama3, Mistral, MistralArgs
+from modelport.service.generation.formats.json_calls import (
+    Granite,
+    Hermes,
+    Llama3,
+    Mistral,
+    MistralArgs,
+    Nemotron,
+)
 from modelport.service.generation.formats.kimi import Kimi
 from modelport.service.generation.formats.lark import ANY, Grammar, regex
 from modelport.service.generation.formats.pythonic import Pythonic
@@ -46,7 +53,7 @@ class CallSyntax(Protocol):
 
 _ALL = (
     Hermes(), Llama3(), Mistral(), MistralArgs(), Qwen3Xml(), Qwen3Xml(seed=True), GlmXml(), DeepSeek(),
-    Kimi(), Granite(), Pythonic(),
+    Kimi(), Granite(), Nemotron(), Pythonic(),
 )  # fmt: skip
 SYNTAXES: dict[str, CallSyntax] = {syntax.name: syntax for syntax in _ALL}
 

@@ -1,7 +1,8 @@
 """Call syntaxes whose calls are JSON objects: `hermes` (Hermes 2 Pro, Qwen 2.5/3: text, or one block per
 call, `<tool_call>\\n{"name": ..., "arguments": {...}}\\n</tool_call>`), `llama3` (Llama 3.1-3.3: text, or the
 answer is one `{"name": ..., "parameters": {...}}`), `mistral` (Mistral Nemo: text, or `[TOOL_CALLS][{"name":
-..., "arguments": {...}}, ...]`; `granite` the same after `<|tool_call|>`: Granite 3.x) and `mistral_args`
+..., "arguments": {...}}, ...]`; `granite` the same after `<|tool_call|>`: Granite 3.x; `nemotron` the same
+between `<TOOLCALL>` and `</TOOLCALL>`: Nemotron Nano 2) and `mistral_args`
 (Mistral Small 3.2, Devstral, Ministral 3, Magistral: text, or for each call `[TOOL_CALLS]NAME`, `[CALL_ID]`
 and an id where Small 3.2 writes one, then `[ARGS]{...}`).
 
@@ -76,12 +77,14 @@ class Llama3(JsonCalls):
 
 class Mistral(JsonCalls):
     name, opener = "mistral", "[TOOL_CALLS]"
+    closer = ""  # what ends the list, where the syntax has it
 
     def calls(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
         call, defs = plan.call_schema(self.arguments)
         schema = plan.array(call)
         listed = grammar.json("call", {**schema, "$defs": defs} if defs else schema, compact)
-        return grammar.rule("calls", f"{grammar.literal(self.opener)} {listed}")
+        closing = f" {grammar.literal(self.closer)}" if self.closer else ""
+        return grammar.rule("calls", f"{grammar.literal(self.opener)} {listed}{closing}")
 
     def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Mistral's templates insist on 9-character call ids."""
@@ -120,6 +123,17 @@ class Granite(Mistral):
                 message = {k: v for k, v in message.items() if k != "tool_calls"} | {"content": said}
             out.append(message)
         return out
+
+
+class Nemotron(Mistral):
+    """NVIDIA Nemotron Nano 2's: the list of calls between `<TOOLCALL>` and `</TOOLCALL>`; its template writes
+    a call given back itself, with any id."""
+
+    name, opener, closer = "nemotron", "<TOOLCALL>", "</TOOLCALL>"
+    tags = (closer,)
+
+    def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return messages
 
 
 def arguments_object(arguments: Any) -> Any:
