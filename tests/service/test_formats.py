@@ -313,6 +313,36 @@ def test_nemotron_nano_2_calls_are_held_and_read_between_its_tags() -> None:
     assert formats.history(form, given) == given  # the template writes them, whatever their ids
 
 
+def test_minimax_m2_calls_are_held_and_read_as_invocations_in_its_block() -> None:
+    # MiniMax M2's template shows the tools and its calls as `<invoke>` elements in a block of its own:
+    # before, `<invoke` was a syntax modelport did not write (the tools described again, its JSON held).
+    form = family("real/minimax-m2")
+    assert form.calls == "minimax_xml"
+
+    def invoke(a: object, b: object) -> str:
+        arguments = f'<parameter name="a">{a}</parameter>\n<parameter name="b">{b}</parameter>'
+        return f'<invoke name="add">\n{arguments}\n</invoke>'
+
+    block = f"<minimax:tool_call>\n{invoke(2, 3)}\n</minimax:tool_call>"
+    required = plan(required=True)
+    assert held(form, block, required, effort="none")[0]
+    noted = block.replace("</invoke>", '<parameter name="note">a sum</parameter>\n</invoke>')
+    assert held(form, noted, required, effort="none")[0]
+    assert not held(form, block.replace(">3<", ">three<"), required, effort="none")[0]
+    assert not held(form, block.replace('"add"', '"sub"'), required, effort="none")[0]
+    assert held(form, "Five.", plan(), effort="none")[0]
+    two = f"<minimax:tool_call>\n{invoke(2, 3)}\n{invoke(4.5, -1)}\n</minimax:tool_call>"
+    assert held(form, two, required, effort="none")[0]
+    for size in (1, 5, 1000):
+        read = read_all(formats.shape(form, None, plan(), None, True, False).read(), f"Sure.\n{two}", size)
+        assert (read["content"], read["calls"]) == (
+            "Sure.",  # the line break before the calls is the format's
+            [("add", {"a": 2, "b": 3}), ("add", {"a": 4.5, "b": -1})],
+        )
+        spaced = read_all(formats.shape(form, None, plan(), None, True, False).read(), f"\n\n{block}", size)
+        assert (spaced["content"], spaced["calls"]) == ("", [("add", {"a": 2, "b": 3})])
+
+
 LFM2 = ("real/lfm2-8b-a1b", "real/lfm2.5-instruct", "real/lfm2.5-8b-a1b")
 SETTINGS = {
     "name": "set",

@@ -1,9 +1,9 @@
 """The real chat templates of Gemma 2, Mistral 7B v0.2, Phi-3 mini and Llama 3.1, and of families with call
-syntaxes of their own, GLM 4.7 Flash, Mistral Small 3.2, Kimi K2, Granite 3.3, LFM2.5 and Nemotron Nano 2
-(byte for byte; see templates/real/SOURCES.md), each over SmolLM2's weights: every request shape renders and
-answers, the text each template ends a turn with ends generation and never shows, a call is written in the
-family's own syntax and read back, and a conversation a template still refuses is a 400 with the template's
-own words."""
+syntaxes of their own, GLM 4.7 Flash, Mistral Small 3.2, Kimi K2, Granite 3.3, LFM2.5, Nemotron Nano 2 and
+MiniMax M2 (byte for byte; see templates/real/SOURCES.md), each over SmolLM2's weights: every request shape
+renders and answers, the text each template ends a turn with ends generation and never shows, a call is
+written in the family's own syntax and read back, and a conversation a template still refuses is a 400 with
+the template's own words."""
 
 from __future__ import annotations
 
@@ -39,6 +39,7 @@ NATIVE = {
     "granite-3.3-2b-instruct": "granite",
     "lfm2.5-8b-a1b": "lfm2",
     "nvidia-nemotron-nano-v2": "nemotron",
+    "minimax-m2": "minimax_xml",
 }
 # A family whose thinking llama.cpp reads, steered by a variable of its template.
 STEERED = "gemma-4-31b-it"
@@ -168,6 +169,7 @@ def test_a_call_is_written_in_the_family_s_own_syntax_and_read_back(url: str, te
         "granite": '<|tool_call|>[{"name": "add", "arguments": {"a": 2, "b": 3}}]',
         "lfm2": "<|tool_call_start|>[add(a=2, b=3)]<|tool_call_end|>",
         "nemotron": '<TOOLCALL>[{"name": "add", "arguments": {"a": 2, "b": 3}}]</TOOLCALL>',
+        "minimax_xml": '<invoke name="add">',
     }
     assert written[NATIVE[template]] in text
 

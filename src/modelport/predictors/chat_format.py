@@ -17,7 +17,8 @@ the same between `<TOOLCALL>` and `</TOOLCALL>`: Nemotron Nano 2),
 `mistral_args` (`[TOOL_CALLS]NAME[ARGS]{…}`: Mistral Small 3.2, Devstral, Ministral 3), `qwen3_xml`
 (`<tool_call><function=NAME><parameter=K>…`: Qwen3-Coder, Qwen3.5, Nemotron 3; `seed_xml` the same in
 `<seed:tool_call>`: Seed-OSS), `glm_xml` (`<tool_call>NAME<arg_key>K</arg_key><arg_value>…`: GLM 4.5-4.7, Ling
-3.0, Laguna), `deepseek` (`<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME` and a JSON block: DeepSeek R1/V3),
+3.0, Laguna), `minimax_xml` (`<minimax:tool_call><invoke name="NAME"><parameter name="K">…`: MiniMax M2),
+`deepseek` (`<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME` and a JSON block: DeepSeek R1/V3),
 `kimi` (`<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}`: Kimi K2), `lfm2`
 (`<|tool_call_start|>[NAME(KEY='value', …)]<|tool_call_end|>`: LFM2, LFM2.5), `harmony`
 (`to=functions.NAME <|constrain|>json<|message|>{…}`: gpt-oss).
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 
 CALL_SYNTAXES = (
     "hermes", "llama3", "mistral", "granite", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek",
-    "kimi", "harmony", "lfm2", "nemotron",
+    "kimi", "harmony", "lfm2", "nemotron", "minimax_xml",
 )  # fmt: skip
 
 # (open, close) of the thinking tags modelport reads, as templates write them.
@@ -90,6 +91,9 @@ _CALL_MARKERS = {
     "harmony": tuple(HARMONY.values()),
     "lfm2": ("<|tool_call_start|>", "<|tool_call_end|>"),
     "nemotron": ("<TOOLCALL>", "</TOOLCALL>"),
+    # An invocation's opening is named by its tokens too, as the block's end is: which of the two follows a
+    # call is then told apart by tokens (`</parameter>` is not: free text ends lazily at its text).
+    "minimax_xml": ("<minimax:tool_call>", "</minimax:tool_call>", '<invoke name="'),
 }
 # LFM2's tool list between markers, LFM2.5's plain one, and the calls LFM2.5's larger template gives back.
 _LFM2 = ("<|tool_list_start|>", "List of tools: [", "<|tool_call_start|>")
@@ -212,9 +216,12 @@ def call_syntax(template: str) -> str | None:
         return "kimi"
     if "<arg_key>" in template and "<tool_call>" in template:  # GLM's, before Hermes's `<tool_call>`
         return "glm_xml"
+    if "<minimax:tool_call>" in template:  # MiniMax M2's `<invoke name=…>` in a block of its own
+        return "minimax_xml"
     if "<invoke" in template or "<tool_calls>[" in template:
-        # MiniMax's `<invoke name=…>` and Apriel's list of calls, in or beside `<tool_call>` tags: syntaxes
-        # modelport does not write, and not Hermes's (the tools are described and modelport's JSON held)
+        # MiniMax M1's and M3's `<invoke name=…>` and Apriel's list of calls, in or beside `<tool_call>` tags:
+        # syntaxes modelport does not write, and not Hermes's (the tools are described and modelport's JSON
+        # held)
         return None
     if "<tool_call>" in template:  # Hermes 2 Pro, Qwen 2.5/3, and their many fine-tunes
         return "hermes"

@@ -3,10 +3,10 @@ the effort's budget, then the answer: text, JSON, or calls in its syntax) and th
 text into OpenAI's deltas (`reasoning_content`, `content`, `tool_calls`).
 
 One module per call syntax (`json_calls`: hermes, llama3, mistral, granite, nemotron, mistral_args;
-`qwen3_xml`; `glm_xml`; `deepseek` and `kimi`, with `sections` for what calls in a section of their own share;
-`xml_values` for the values of the two XML ones; `pythonic`: LFM2's calls in Python), `harmony` for gpt-oss's
-channels, `readers` for text, thinking tags and markers, `effort` for budgets, `lark` for writing grammars,
-`reading` for the stream. The syntaxes are found by name in `SYNTAXES`.
+`qwen3_xml`; `glm_xml`; `minimax_xml`; `deepseek` and `kimi`, with `sections` for what calls in a section of
+their own share; `xml_values` for the values of the XML ones; `pythonic`: LFM2's calls in Python), `harmony`
+for gpt-oss's channels, `readers` for text, thinking tags and markers, `effort` for budgets, `lark` for
+writing grammars, `reading` for the stream. The syntaxes are found by name in `SYNTAXES`.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from modelport.service.generation.formats.json_calls import (
 )
 from modelport.service.generation.formats.kimi import Kimi
 from modelport.service.generation.formats.lark import ANY, Grammar, regex
+from modelport.service.generation.formats.minimax_xml import MiniMaxXml
 from modelport.service.generation.formats.pythonic import Pythonic
 from modelport.service.generation.formats.qwen3_xml import Qwen3Xml
 from modelport.service.generation.formats.readers import Reader, TextReader, ThinkingReader
@@ -53,7 +54,7 @@ class CallSyntax(Protocol):
 
 _ALL = (
     Hermes(), Llama3(), Mistral(), MistralArgs(), Qwen3Xml(), Qwen3Xml(seed=True), GlmXml(), DeepSeek(),
-    Kimi(), Granite(), Nemotron(), Pythonic(),
+    Kimi(), Granite(), Nemotron(), Pythonic(), MiniMaxXml(),
 )  # fmt: skip
 SYNTAXES: dict[str, CallSyntax] = {syntax.name: syntax for syntax in _ALL}
 

@@ -17,7 +17,13 @@ from typing import Any
 
 from modelport.service.generation.formats.json_calls import arguments_object
 from modelport.service.generation.formats.lark import Grammar
-from modelport.service.generation.formats.readers import Delta, Stepped, arguments_delta, call_delta, until
+from modelport.service.generation.formats.readers import (
+    Delta,
+    Stepped,
+    arguments_delta,
+    call_delta,
+    text_until,
+)
 from modelport.service.generation.formats.xml_values import INTEGER, NUMBER, free_text, rule_name
 from modelport.service.generation.tools.plan import ToolPlan
 
@@ -244,14 +250,10 @@ class PythonicReader(Stepped):
     def _step(self) -> list[Delta]:
         pending = self.pending
         if self.state == "text":
-            text, rest, opened = until(pending, START)
-            if opened:  # whitespace before the calls is not the model's answer
-                self.pending, self.state = rest, "list"
-                return [{"content": text}] if text.strip() else []
-            if not text.strip():  # whitespace alone, kept until what follows it says which it is
-                return []
-            self.pending = rest
-            return [{"content": text}]
+            text, self.pending, opened = text_until(pending, START)
+            if opened:
+                self.state = "list"
+            return [{"content": text}] if text else []
         if self.state == "list":
             stripped = pending.lstrip()
             if stripped.startswith("["):

@@ -78,6 +78,17 @@ def until(text: str, marker: str) -> tuple[str, str, bool]:
     return text[:cut], text[cut:], False
 
 
+def text_until(text: str, opener: str) -> tuple[str, str, bool]:
+    """An answer's text read up to the `opener` of its calls: its content, what is left to read, and whether
+    the calls opened. The whitespace before the calls is the format's, not content: whitespace at the end of
+    the text is kept back until what follows says which it is."""
+    content, rest, opened = until(text, opener)
+    kept = content[len(content.rstrip()) :]
+    if opened:
+        return content[: len(content) - len(kept)], rest, True
+    return content[: len(content) - len(kept)], kept + rest, False
+
+
 class Stepped:
     """A reader that is a state machine over the text it holds back: each step reads what it can of
     `pending`, and feeding steps until a step changes neither the state nor what is held."""
