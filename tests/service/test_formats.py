@@ -439,6 +439,47 @@ def test_lfm2_calls_given_back_are_written_into_the_text_as_its_template_writes_
     assert said[1] == given[1]
 
 
+def test_gemma_4_thinks_in_its_channel_and_calls_in_its_notation() -> None:
+    # Gemma 4's template writes its thinking in a `thought` channel and its calls in a notation of its own:
+    # before, both were left to llama.cpp, and its tools described again and held to modelport's JSON.
+    form = family("real/gemma-4-31b-it")
+    assert (form.calls, form.read_here) == ("gemma4", True)
+    assert form.thinking is not None
+    assert (form.thinking.open, form.thinking.close, form.thinking.switch) == (
+        "<|channel>thought",
+        "<channel|>",
+        "enable_thinking",
+    )
+    q = '<|"|>'
+    call = "<|tool_call>call:add{a:2,b:3}<tool_call|>"
+    required = plan(required=True)
+    assert held(form, call, required, effort="none")[0]
+    assert held(form, f"<|channel>thought\nAdd them.<channel|>{call}", required)[0]
+    assert held(form, call.replace("b:3", f"b:3,note:{q}a sum{q}"), required, effort="none")[0]
+    assert held(form, call + call.replace("a:2", "a:4.5"), required, effort="none")[0]
+    assert not held(form, call.replace("b:3", f"b:{q}three{q}"), required, effort="none")[0]
+    assert not held(form, call.replace("a:2,b:3", "b:3,a:2"), required, effort="none")[0]  # sorted keys
+    assert not held(form, call.replace("add", "sub"), required, effort="none")[0]
+    assert held(form, "Five.", plan(), effort="none")[0]
+    settings = ToolPlan([SETTINGS], required=True, parallel=False, legacy=False)
+    nested = f"config:{{mode:{q}fast{q},steps:[1,2]}},on:true,tags:[{q}a{q},{q}b, c{q}],unit:{q}celsius{q}"
+    assert held(form, f"<|tool_call>call:set{{{nested}}}<tool_call|>", settings, effort="none")[0]
+    assert not held(form, "<|tool_call>call:set{on:True}<tool_call|>", settings, effort="none")[0]
+    both = ToolPlan([ADD, SETTINGS], required=False, parallel=True, legacy=False)
+    noted = call.replace("b:3", f"b:3,note:{q}it, is: {{x}}{q}")
+    second = f"<|tool_call>call:set{{{nested}}}<tool_call|>"
+    answer = f"<|channel>thought\nAdd, then set.<channel|>Sure.\n{noted}{second}"
+    for size in (1, 5, 1000):
+        shape = formats.shape(form, effort.plan(form, None, 400), both, None, True, False)
+        read = read_all(shape.read(), answer, size)
+        assert (read["reasoning"], read["content"], read["strayed"]) == ("\nAdd, then set.", "Sure.", False)
+        config = {"mode": "fast", "steps": [1, 2]}
+        assert read["calls"] == [
+            ("add", {"a": 2, "b": 3, "note": "it, is: {x}"}),
+            ("set", {"config": config, "on": True, "tags": ["a", "b, c"], "unit": "celsius"}),
+        ]
+
+
 def chunked(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
@@ -564,12 +605,12 @@ def test_effort_bounds_the_thinking_within_max_tokens(given: str | None, budget:
 
 
 def test_a_family_whose_thinking_the_engine_reads_is_told_the_effort_given_only() -> None:
-    gemma = family("real/gemma-4-31b-it")
-    assert (gemma.foreign_thinking, gemma.foreign_switch) == (True, "enable_thinking")
-    assert "steered by enable_thinking" in gemma.describe()
-    assert effort.foreign(gemma, "none") == {"enable_thinking": False}
-    assert effort.foreign(gemma, "high") == {"enable_thinking": True}
-    assert effort.foreign(gemma, None) == {}  # the engine's default stands
+    k3 = family("real/kimi-k3")
+    assert (k3.foreign_thinking, k3.foreign_switch) == (True, "thinking")
+    assert "steered by thinking" in k3.describe()
+    assert effort.foreign(k3, "none") == {"thinking": False}
+    assert effort.foreign(k3, "high") == {"thinking": True}
+    assert effort.foreign(k3, None) == {}  # the engine's default stands
     assert effort.foreign(family("qwen3"), "none") == {}  # read here: its plan tells it
     # A template that takes an effort in words of its own is not told OpenAI's (it would refuse them).
     hy3 = detect((REAL / "tencent-hy3.jinja").read_text())

@@ -1,9 +1,9 @@
-"""The real chat templates of Gemma 2, Mistral 7B v0.2, Phi-3 mini and Llama 3.1, and of families with call
-syntaxes of their own, GLM 4.7 Flash, Mistral Small 3.2, Kimi K2, Granite 3.3, LFM2.5, Nemotron Nano 2 and
-MiniMax M2 (byte for byte; see templates/real/SOURCES.md), each over SmolLM2's weights: every request shape
-renders and answers, the text each template ends a turn with ends generation and never shows, a call is
-written in the family's own syntax and read back, and a conversation a template still refuses is a 400 with
-the template's own words."""
+"""The real chat templates of Gemma 2, Mistral 7B v0.2, Phi-3 mini and Llama 3.1, of families with call
+syntaxes of their own (GLM 4.7 Flash, Mistral Small 3.2, Kimi K2, Granite 3.3, LFM2.5, Nemotron Nano 2,
+MiniMax M2 and Gemma 4) and of Kimi K3, whose thinking llama.cpp reads (byte for byte; see
+templates/real/SOURCES.md), each over SmolLM2's weights: every request shape renders and answers, the text
+each template ends a turn with ends generation and never shows, a call is written in the family's own syntax
+and read back, and a conversation a template still refuses is a 400 with the template's own words."""
 
 from __future__ import annotations
 
@@ -40,9 +40,10 @@ NATIVE = {
     "lfm2.5-8b-a1b": "lfm2",
     "nvidia-nemotron-nano-v2": "nemotron",
     "minimax-m2": "minimax_xml",
+    "gemma-4-31b-it": "gemma4",
 }
 # A family whose thinking llama.cpp reads, steered by a variable of its template.
-STEERED = "gemma-4-31b-it"
+STEERED = "kimi-k3"
 # A family whose prompt opens the thinking llama.cpp reads, and whose calls modelport holds to its own JSON.
 OPENED = "apriel-1.6-15b-thinker"
 CALL = {"id": "call_abc123", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}
@@ -170,12 +171,14 @@ def test_a_call_is_written_in_the_family_s_own_syntax_and_read_back(url: str, te
         "lfm2": "<|tool_call_start|>[add(a=2, b=3)]<|tool_call_end|>",
         "nemotron": '<TOOLCALL>[{"name": "add", "arguments": {"a": 2, "b": 3}}]</TOOLCALL>',
         "minimax_xml": '<invoke name="add">',
+        "gemma4": "<|tool_call>call:add{a:2,b:3}<tool_call|>",
     }
     assert written[NATIVE[template]] in text
 
 
 def test_a_family_whose_thinking_the_engine_reads_is_told_the_effort(url: str) -> None:
-    # Gemma 4's `enable_thinking` took no effort before: `reasoning_effort: "none"` could not turn it off.
+    # Such a template's `enable_thinking` took no effort before: `reasoning_effort: "none"` could not turn it
+    # off (Gemma 4's, then: modelport reads its thinking now).
     def prompt(**effort: str) -> int:
         asked = {"model": STEERED, "messages": SHAPES["a user"], "max_tokens": 1}
         reply = sdk(url).chat.completions.create(**asked, **effort)  # type: ignore[call-overload]

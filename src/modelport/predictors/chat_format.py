@@ -5,9 +5,9 @@ thinking. modelport constrains and reads a model's answer by it (`service/genera
 Reasoning families, by the markers their templates write:
 - tags around the thinking: `<think>…</think>` (Qwen3, QwQ, DeepSeek R1 and its distills, GLM 4.5, Granite
   3.3, SmolLM3), `[THINK]…[/THINK]` (Magistral), `<|START_THINKING|>…<|END_THINKING|>` (Command A Reasoning),
-  `◁think▷…◁/think▷` (Kimi), `<seed:think>…</seed:think>` (Seed-OSS); where the generation prompt already
-  opens the tag (DeepSeek R1's distills, QwQ) every answer starts inside the thinking (`opened`, learnt by the
-  engine from the rendered prompt);
+  `◁think▷…◁/think▷` (Kimi), `<seed:think>…</seed:think>` (Seed-OSS), `<|channel>thought…<channel|>` (Gemma
+  4); where the generation prompt already opens the tag (DeepSeek R1's distills, QwQ) every answer starts
+  inside the thinking (`opened`, learnt by the engine from the rendered prompt);
 - harmony (gpt-oss): each message on a channel, the thinking on `analysis`, calls on `commentary`, the
   answer on `final`.
 
@@ -20,7 +20,8 @@ the same between `<TOOLCALL>` and `</TOOLCALL>`: Nemotron Nano 2),
 3.0, Laguna), `minimax_xml` (`<minimax:tool_call><invoke name="NAME"><parameter name="K">…`: MiniMax M2),
 `deepseek` (`<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME` and a JSON block: DeepSeek R1/V3),
 `kimi` (`<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}`: Kimi K2), `lfm2`
-(`<|tool_call_start|>[NAME(KEY='value', …)]<|tool_call_end|>`: LFM2, LFM2.5), `harmony`
+(`<|tool_call_start|>[NAME(KEY='value', …)]<|tool_call_end|>`: LFM2, LFM2.5), `gemma4`
+(`<|tool_call>call:NAME{KEY:<|"|>value<|"|>,…}<tool_call|>`: Gemma 4), `harmony`
 (`to=functions.NAME <|constrain|>json<|message|>{…}`: gpt-oss).
 """
 
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field
 
 CALL_SYNTAXES = (
     "hermes", "llama3", "mistral", "granite", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek",
-    "kimi", "harmony", "lfm2", "nemotron", "minimax_xml",
+    "kimi", "harmony", "lfm2", "nemotron", "minimax_xml", "gemma4",
 )  # fmt: skip
 
 # (open, close) of the thinking tags modelport reads, as templates write them.
@@ -41,6 +42,7 @@ THINKING_TAGS = (
     ("<|START_THINKING|>", "<|END_THINKING|>"),
     ("◁think▷", "◁/think▷"),
     ("<seed:think>", "</seed:think>"),
+    ("<|channel>thought", "<channel|>"),  # Gemma 4's thought channel
 )
 # Template variables that turn thinking off when false, in the order families adopted them.
 _SWITCHES = ("enable_thinking", "thinking")
@@ -94,6 +96,8 @@ _CALL_MARKERS = {
     # An invocation's opening is named by its tokens too, as the block's end is: which of the two follows a
     # call is then told apart by tokens (`</parameter>` is not: free text ends lazily at its text).
     "minimax_xml": ("<minimax:tool_call>", "</minimax:tool_call>", '<invoke name="'),
+    # The turn's end after its calls (`<|tool_response>`) too: never an answer's text.
+    "gemma4": ("<|tool_call>", "<tool_call|>", '<|"|>', "<|tool_response>"),
 }
 # LFM2's tool list between markers, LFM2.5's plain one, and the calls LFM2.5's larger template gives back.
 _LFM2 = ("<|tool_list_start|>", "List of tools: [", "<|tool_call_start|>")
@@ -208,6 +212,8 @@ def call_syntax(template: str) -> str | None:
         return None
     if HARMONY["channel"] in template and HARMONY["message"] in template:
         return "harmony"
+    if "<|tool_call>" in template and "<tool_call|>" in template:  # Gemma 4's `call:NAME{…}`
+        return "gemma4"
     if "<function=" in template and "<parameter=" in template:  # Qwen3-Coder's XML calls, or Seed-OSS's
         return "seed_xml" if "<seed:tool_call>" in template else "qwen3_xml"
     if _DEEPSEEK[0] in template:

@@ -4,9 +4,9 @@ text into OpenAI's deltas (`reasoning_content`, `content`, `tool_calls`).
 
 One module per call syntax (`json_calls`: hermes, llama3, mistral, granite, nemotron, mistral_args;
 `qwen3_xml`; `glm_xml`; `minimax_xml`; `deepseek` and `kimi`, with `sections` for what calls in a section of
-their own share; `xml_values` for the values of the XML ones; `pythonic`: LFM2's calls in Python), `harmony`
-for gpt-oss's channels, `readers` for text, thinking tags and markers, `effort` for budgets, `lark` for
-writing grammars, `reading` for the stream. The syntaxes are found by name in `SYNTAXES`.
+their own share; `xml_values` for the values of the XML ones; `pythonic`: LFM2's calls in Python; `gemma4`),
+`harmony` for gpt-oss's channels, `readers` for text, thinking tags and markers, `effort` for budgets, `lark`
+for writing grammars, `reading` for the stream. The syntaxes are found by name in `SYNTAXES`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from modelport.predictors.chat_format import ChatFormat
 from modelport.service.generation.formats import harmony
 from modelport.service.generation.formats.deepseek import DeepSeek
 from modelport.service.generation.formats.effort import ThinkingPlan
+from modelport.service.generation.formats.gemma4 import Gemma4
 from modelport.service.generation.formats.glm_xml import GlmXml
 from modelport.service.generation.formats.json_answer import AnswerParser
 from modelport.service.generation.formats.json_calls import (
@@ -54,7 +55,7 @@ class CallSyntax(Protocol):
 
 _ALL = (
     Hermes(), Llama3(), Mistral(), MistralArgs(), Qwen3Xml(), Qwen3Xml(seed=True), GlmXml(), DeepSeek(),
-    Kimi(), Granite(), Nemotron(), Pythonic(), MiniMaxXml(),
+    Kimi(), Granite(), Nemotron(), Pythonic(), MiniMaxXml(), Gemma4(),
 )  # fmt: skip
 SYNTAXES: dict[str, CallSyntax] = {syntax.name: syntax for syntax in _ALL}
 

@@ -24,7 +24,7 @@ from modelport.service.generation.formats.readers import (
     call_delta,
     text_until,
 )
-from modelport.service.generation.formats.xml_values import INTEGER, NUMBER, free_text, rule_name
+from modelport.service.generation.formats.xml_values import INTEGER, NUMBER, free_text, in_order, rule_name
 from modelport.service.generation.tools.plan import ToolPlan
 
 START, END = "<|tool_call_start|>", "<|tool_call_end|>"
@@ -70,7 +70,7 @@ class Pythonic:
             value = _value(typed, f"t{i}_{rule_name(key)}", grammar, compact, values)
             argument = grammar.rule(f"p{i}_{rule_name(key)}", f"{grammar.literal(key + '=')} {value}")
             arguments.append((argument, key in required))
-        inside = _in_order(arguments)
+        inside = in_order(arguments, '", "')
         return grammar.rule(f"f{i}", f"{grammar.literal(tool['name'] + '(')} {inside} {grammar.literal(')')}")
 
     def reader(self, plan: ToolPlan) -> PythonicReader:
@@ -113,20 +113,6 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(part.get("text", "") for part in content if isinstance(part, dict))
     return content or ""
-
-
-def _in_order(arguments: list[tuple[str, bool]]) -> str:
-    """The expression of `arguments` (each a rule, and whether it is required) in their order, separated by
-    `, `, the optional ones free to be left out."""
-    if not arguments:
-        return ""
-    (first, needed), rest = arguments[0], arguments[1:]
-    after = " ".join(f'(", " {rule}){"" if need else "?"}' for rule, need in rest)
-    taken = f"{first} {after}".strip()
-    if needed:
-        return taken
-    skipped = _in_order(rest)
-    return f"({taken} | {skipped})" if skipped else f"({taken})?"
 
 
 def _value(schema: dict[str, Any], name: str, grammar: Grammar, compact: bool, values: dict[str, str]) -> str:

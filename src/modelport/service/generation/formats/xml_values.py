@@ -63,6 +63,21 @@ def tagged_function(
     return grammar.rule(f"f{i}", " ".join(parts))
 
 
+def in_order(arguments: list[tuple[str, bool]], between: str) -> str:
+    """The expression of `arguments` (each a rule, and whether it is required) in their order, `between`
+    (a rule, or quoted text) separating them, the optional ones free to be left out (the syntaxes that
+    separate their arguments: LFM2's, Gemma 4's)."""
+    if not arguments:
+        return ""
+    (first, needed), rest = arguments[0], arguments[1:]
+    after = " ".join(f"({between} {rule}){'' if need else '?'}" for rule, need in rest)
+    taken = f"{first} {after}".strip()
+    if needed:
+        return taken
+    skipped = in_order(rest, between)
+    return f"({taken} | {skipped})" if skipped else f"({taken})?"
+
+
 def argument_piece(parameters: dict[str, Any], key: str, value: str, first: bool) -> str:
     """An argument read back, as the piece of its call's JSON arguments it makes (`{"key": value` first,
     `, "key": value` after), its value the JSON its schema (among the tool's `parameters`) says it is."""

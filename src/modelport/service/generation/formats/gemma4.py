@@ -1,0 +1,292 @@
+"""Gemma 4's calls: text, or one `<|tool_call>call:NAME{KEY:VALUE,…}<tool_call|>` per call, as its template
+writes a call given back: the keys bare and in sorted order, a string between `<|"|>` marks, a number, `true`,
+`false` or `null` as JSON writes them, a list in brackets and an object in braces (its keys bare).
+
+The grammar holds each call's arguments to their sorted order (the optional ones may be left out) and each
+value to its type where the notation can say it (a string, its enum, a number, a boolean; a list or an object
+is any value of the notation); the reader gives each call's name as its arguments open and each argument as
+its value ends, made the JSON value it is.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from modelport.service.generation.formats.lark import Grammar
+from modelport.service.generation.formats.readers import (
+    Delta,
+    Stepped,
+    arguments_delta,
+    call_delta,
+    text_until,
+)
+from modelport.service.generation.formats.xml_values import INTEGER, NUMBER, free_text, in_order, rule_name
+from modelport.service.generation.tools.plan import ToolPlan
+
+CALL, CALL_END, QUOTE = "<|tool_call>", "<tool_call|>", '<|"|>'
+_HEAD = "call:"
+_NAME = re.compile(r"([A-Za-z_][\w.\-]*)\{")
+_NAME_SO_FAR = re.compile(r"[A-Za-z_]?[\w.\-]*")
+_KEY = re.compile(r"([A-Za-z_][\w.\-]*)\s*:")
+_KEY_SO_FAR = re.compile(r"[A-Za-z_][\w.\-]*\s*")
+_SCALAR = re.compile(r"[^,}\]]*")
+
+
+class Gemma4:
+    """Gemma 4's call syntax (its template writes the calls and results of the history itself)."""
+
+    name = "gemma4"
+    arguments = "arguments"
+
+    def answer(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
+        """The rule of an answer that follows `plan`: its calls (one, or more where calls may go in
+        parallel), or (unless one is required) text that does not begin like one."""
+        values = _Values(grammar)
+        functions = [self._function(tool, i, grammar, values) for i, tool in enumerate(plan.tools)]
+        function = grammar.rule("function", " | ".join(functions))
+        call = grammar.rule("call", f"{grammar.literal(CALL + _HEAD)} {function} {grammar.literal(CALL_END)}")
+        calls = grammar.rule("calls", f"{call}+" if plan.parallel else call)
+        if plan.required:
+            return calls
+        text = grammar.text_lexeme("text", not_first="<")
+        return grammar.rule("answer", f"{text} | {calls}")
+
+    def _function(self, tool: dict[str, Any], i: int, grammar: Grammar, values: _Values) -> str:
+        """`NAME{`, the arguments in their keys' sorted order, `}`."""
+        parameters = tool.get("parameters") or {}
+        properties = parameters.get("properties") or {}
+        required = set(parameters.get("required") or [])
+        arguments = []
+        for key in sorted(properties):
+            schema = properties[key] if isinstance(properties[key], dict) else {}
+            rule = f"p{i}_{rule_name(key)}"
+            argument = grammar.rule(rule, f"{grammar.literal(key + ':')} {values.of(schema, rule)}")
+            arguments.append((argument, key in required))
+        inside = in_order(arguments, '","')
+        return grammar.rule(f"f{i}", f"{grammar.literal(tool['name'] + '{')} {inside} {grammar.literal('}')}")
+
+    def reader(self, plan: ToolPlan) -> Gemma4Reader:
+        """A reader of one answer in this syntax."""
+        return Gemma4Reader({tool["name"]: tool.get("parameters") or {} for tool in plan.tools})
+
+    def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return messages
+
+
+class _Values:
+    """The rules of one grammar's values, each made once."""
+
+    def __init__(self, grammar: Grammar) -> None:
+        self.grammar = grammar
+        self.made: dict[str, str] = {}
+
+    def of(self, schema: dict[str, Any], name: str) -> str:
+        """The rule of a value of `schema`."""
+        kind = schema.get("type")
+        if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]):
+            return "(" + " | ".join(self.grammar.literal(f"{QUOTE}{v}{QUOTE}") for v in schema["enum"]) + ")"
+        if free_text(schema):
+            return self._once("string", self._string)
+        if kind == "boolean":
+            return '("true" | "false")'
+        if kind == "null":
+            return '"null"'
+        bounded = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} & schema.keys()
+        if kind == "integer" and not bounded:
+            return self._once("INTEGER", lambda: self.grammar.rule("INTEGER", INTEGER))
+        if kind in ("integer", "number"):
+            return self._once("NUMBER", lambda: self.grammar.rule("NUMBER", NUMBER))
+        return self._once("value", self._any)
+
+    def _once(self, name: str, make: Any) -> str:
+        if name not in self.made:
+            self.made[name] = make()
+        return self.made[name]
+
+    def _string(self) -> str:
+        return self.grammar.rule(
+            "string", f"{self.grammar.literal(QUOTE)} {self.grammar.until('text', QUOTE)}"
+        )
+
+    def _any(self) -> str:
+        """Any value of the notation: a string, a number, `true`, `false`, `null`, a list, an object."""
+        g = self.grammar
+        string = self._once("string", self._string)
+        number = self._once("NUMBER", lambda: g.rule("NUMBER", NUMBER))
+        key = g.rule("KEY", r"/[A-Za-z_][\w.\-]*/")
+        member = g.rule("member", f'({key} | {string}) ":" value')
+        listed = g.rule("list", '"[" (value ("," value)*)? "]"')
+        mapped = g.rule("object", f'"{{" ({member} ("," {member})*)? "}}"')
+        return g.rule("value", f'{string} | {number} | "true" | "false" | "null" | {listed} | {mapped}')
+
+
+def as_json(text: str, schema: dict[str, Any]) -> str:
+    """An argument's value as written, as the JSON value it is (text that does not parse is a string)."""
+    try:
+        value, end = _parse(text.strip(), 0)
+        if end != len(text.strip()):
+            raise ValueError(text)
+    except (ValueError, IndexError):
+        value = text.strip()
+    if schema.get("type") == "string" and not isinstance(value, str):
+        value = text.strip()
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _parse(text: str, at: int) -> tuple[Any, int]:
+    """The value written at `at` in Gemma's notation, and where it ends."""
+    while text[at].isspace():
+        at += 1
+    if text.startswith(QUOTE, at):
+        end = text.index(QUOTE, at + len(QUOTE))
+        return text[at + len(QUOTE) : end], end + len(QUOTE)
+    if text[at] in "[{":
+        closing = "]" if text[at] == "[" else "}"
+        items: list[Any] = []
+        members: dict[str, Any] = {}
+        at += 1
+        while True:
+            while text[at].isspace() or text[at] == ",":
+                at += 1
+            if text[at] == closing:
+                return (items if closing == "]" else members), at + 1
+            if closing == "]":
+                item, at = _parse(text, at)
+                items.append(item)
+                continue
+            if text.startswith(QUOTE, at):
+                key, at = _parse(text, at)
+            else:
+                colon = text.index(":", at)
+                key, at = text[at:colon].strip(), colon
+            if text[at] != ":":
+                raise ValueError(text)
+            members[str(key)], at = _parse(text, at + 1)
+    scalar = _SCALAR.match(text, at)
+    assert scalar is not None  # it matches the empty text at least
+    word = scalar.group().strip()
+    if not word:
+        raise ValueError(text)
+    return json.loads(word) if word in ("true", "false", "null") or _number(word) else word, scalar.end()
+
+
+def _number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
+
+
+def _value_end(text: str) -> int | None:
+    """Where an argument's value written at the start of `text` ends (at the `,` or `}` after it, outside
+    its strings and brackets), or None if it has not yet."""
+    depth, at = 0, 0
+    while at < len(text):
+        if text.startswith(QUOTE, at):
+            end = text.find(QUOTE, at + len(QUOTE))
+            if end < 0:
+                return None
+            at = end + len(QUOTE)
+            continue
+        char = text[at]
+        if char in "[{":
+            depth += 1
+        elif char in "]}":
+            if depth == 0:
+                return at if char == "}" else None
+            depth -= 1
+        elif char == "," and depth == 0:
+            return at
+        at += 1
+    return None
+
+
+class Gemma4Reader(Stepped):
+    """An answer in Gemma 4's syntax: text until `<|tool_call>`, then `call:`, the call's name as its `{`
+    comes, each argument as its value ends (typed by the tool's schema), `}` and `<tool_call|>`; more calls,
+    or text. What does not follow the syntax is text from there on."""
+
+    thinking = False
+
+    def __init__(self, parameters: dict[str, dict[str, Any]]) -> None:
+        self.parameters = parameters
+        self.strayed = False
+        self.pending = ""
+        self.state = "text"  # text, head, name, arguments, value, closing
+        self.calls = 0
+        self.function = ""
+        self.key = ""
+        self.written = 0  # arguments written in the open call
+
+    def flush(self, cut: bool) -> list[Delta]:
+        text, self.pending = self.pending, ""
+        if self.state == "text":
+            return [{"content": text}] if text.strip() or (text and not self.calls) else []
+        if self.state not in ("arguments", "value") or cut:
+            return []
+        out = [self._argument(text)] if self.state == "value" and text.strip() else []
+        return [*out, arguments_delta(self.calls - 1, "}" if self.written else "{}")]
+
+    def _step(self) -> list[Delta]:
+        pending = self.pending
+        if self.state == "text":
+            text, self.pending, opened = text_until(pending, CALL)
+            if opened:
+                self.state = "head"
+            return [{"content": text}] if text else []
+        if self.state == "head":
+            if pending.startswith(_HEAD):
+                self.pending, self.state = pending[len(_HEAD) :], "name"
+            elif not _HEAD.startswith(pending):
+                self._stray(pending)
+            return []
+        if self.state == "name":
+            named = _NAME.match(pending)
+            if named:
+                self.function, self.pending = named.group(1), pending[named.end() :]
+                self.calls += 1
+                self.state, self.written = "arguments", 0
+                return [call_delta(self.calls - 1, self.function)]
+            if not _NAME_SO_FAR.fullmatch(pending):
+                self._stray(pending)
+            return []
+        if self.state == "arguments":
+            stripped = pending.lstrip(" \n,")
+            if stripped.startswith("}"):
+                self.pending, self.state = stripped[1:], "closing"
+                return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
+            keyed = _KEY.match(stripped)
+            if keyed:
+                self.key, self.pending, self.state = keyed.group(1), stripped[keyed.end() :], "value"
+            elif stripped and not _KEY_SO_FAR.fullmatch(stripped):
+                self._stray(stripped)
+                return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
+            else:
+                self.pending = stripped
+            return []
+        if self.state == "value":
+            end = _value_end(pending)
+            if end is None:
+                return []
+            self.pending, self.state = pending[end:], "arguments"
+            return [self._argument(pending[:end])]
+        # closing: past the arguments, before the call's end marker
+        stripped = pending.lstrip()
+        if stripped.startswith(CALL_END):
+            self.pending, self.state = stripped[len(CALL_END) :], "text"
+        elif stripped and not CALL_END.startswith(stripped):
+            self.pending, self.state = stripped, "text"
+        return []
+
+    def _argument(self, value: str) -> Delta:
+        schema = ((self.parameters.get(self.function) or {}).get("properties") or {}).get(self.key) or {}
+        piece = ("{" if not self.written else ", ") + f"{json.dumps(self.key)}: {as_json(value, schema)}"
+        self.written += 1
+        return arguments_delta(self.calls - 1, piece)
+
+    def _stray(self, rest: str) -> None:
+        """The answer left the syntax: what is left is text."""
+        self.pending, self.state, self.strayed = rest, "text", True
