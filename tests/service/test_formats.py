@@ -313,25 +313,44 @@ def test_nemotron_nano_2_calls_are_held_and_read_between_its_tags() -> None:
     assert formats.history(form, given) == given  # the template writes them, whatever their ids
 
 
-def test_minimax_m2_calls_are_held_and_read_as_invocations_in_its_block() -> None:
-    # MiniMax M2's template shows the tools and its calls as `<invoke>` elements in a block of its own:
-    # before, `<invoke` was a syntax modelport did not write (the tools described again, its JSON held).
-    form = family("real/minimax-m2")
-    assert form.calls == "minimax_xml"
+# Families whose calls are `<invoke>` elements in a block: the block's tags, every tag's prefix, and whether a
+# parameter says if its value is a string.
+INVOKES = {
+    "real/minimax-m2": ("minimax_xml", "minimax:tool_call", "", False),
+    "real/deepseek-v3.2": ("deepseek_v32", "｜DSML｜function_calls", "｜DSML｜", True),
+    "real/deepseek-v4-flash": ("deepseek_v4", "｜DSML｜tool_calls", "｜DSML｜", True),
+}
 
-    def invoke(a: object, b: object) -> str:
-        arguments = f'<parameter name="a">{a}</parameter>\n<parameter name="b">{b}</parameter>'
-        return f'<invoke name="add">\n{arguments}\n</invoke>'
 
-    block = f"<minimax:tool_call>\n{invoke(2, 3)}\n</minimax:tool_call>"
+@pytest.mark.parametrize("name", list(INVOKES))
+def test_invoke_calls_are_held_and_read_in_their_family_s_block(name: str) -> None:
+    # MiniMax M2's and DeepSeek V3.2's and V4's templates show the tools and their calls as `<invoke>`
+    # elements in a block of their own: before, a syntax modelport did not write (the tools described again,
+    # its JSON held).
+    syntax, block_tag, p, typed = INVOKES[name]
+    form = family(name)
+    assert form.calls == syntax
+
+    def parameter(key: str, value: object, string: bool = False) -> str:
+        said = f' string="{"true" if string else "false"}"' if typed else ""
+        return f'<{p}parameter name="{key}"{said}>{value}</{p}parameter>'
+
+    def invoke(a: object, b: object, *more: str) -> str:
+        arguments = "\n".join([parameter("a", a), parameter("b", b), *more])
+        return f'<{p}invoke name="add">\n{arguments}\n</{p}invoke>'
+
+    def block(*invokes: str) -> str:
+        return f"<{block_tag}>\n" + "\n".join(invokes) + f"\n</{block_tag}>"
+
     required = plan(required=True)
-    assert held(form, block, required, effort="none")[0]
-    noted = block.replace("</invoke>", '<parameter name="note">a sum</parameter>\n</invoke>')
-    assert held(form, noted, required, effort="none")[0]
-    assert not held(form, block.replace(">3<", ">three<"), required, effort="none")[0]
-    assert not held(form, block.replace('"add"', '"sub"'), required, effort="none")[0]
+    assert held(form, block(invoke(2, 3)), required, effort="none")[0]
+    assert held(form, block(invoke(2, 3, parameter("note", "a sum", string=True))), required, effort="none")[
+        0
+    ]
+    assert not held(form, block(invoke(2, "three")), required, effort="none")[0]
+    assert not held(form, block(invoke(2, 3)).replace('"add"', '"sub"'), required, effort="none")[0]
     assert held(form, "Five.", plan(), effort="none")[0]
-    two = f"<minimax:tool_call>\n{invoke(2, 3)}\n{invoke(4.5, -1)}\n</minimax:tool_call>"
+    two = block(invoke(2, 3), invoke(4.5, -1))
     assert held(form, two, required, effort="none")[0]
     for size in (1, 5, 1000):
         read = read_all(formats.shape(form, None, plan(), None, True, False).read(), f"Sure.\n{two}", size)
@@ -339,8 +358,9 @@ def test_minimax_m2_calls_are_held_and_read_as_invocations_in_its_block() -> Non
             "Sure.",  # the line break before the calls is the format's
             [("add", {"a": 2, "b": 3}), ("add", {"a": 4.5, "b": -1})],
         )
-        spaced = read_all(formats.shape(form, None, plan(), None, True, False).read(), f"\n\n{block}", size)
-        assert (spaced["content"], spaced["calls"]) == ("", [("add", {"a": 2, "b": 3})])
+        noted = block(invoke(2, 3, parameter("note", "it's <b>", string=True)))
+        spaced = read_all(formats.shape(form, None, plan(), None, True, False).read(), f"\n\n{noted}", size)
+        assert (spaced["content"], spaced["calls"]) == ("", [("add", {"a": 2, "b": 3, "note": "it's <b>"})])
 
 
 LFM2 = ("real/lfm2-8b-a1b", "real/lfm2.5-instruct", "real/lfm2.5-8b-a1b")

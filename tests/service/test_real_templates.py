@@ -1,6 +1,6 @@
 """The real chat templates of Gemma 2, Mistral 7B v0.2, Phi-3 mini and Llama 3.1, of families with call
 syntaxes of their own (GLM 4.7 Flash, Mistral Small 3.2, Kimi K2, Granite 3.3, LFM2.5, Nemotron Nano 2,
-MiniMax M2 and Gemma 4) and of Kimi K3, whose thinking llama.cpp reads (byte for byte; see
+MiniMax M2, DeepSeek V4 Flash and Gemma 4) and of Kimi K3, whose thinking llama.cpp reads (byte for byte; see
 templates/real/SOURCES.md), each over SmolLM2's weights: every request shape renders and answers, the text
 each template ends a turn with ends generation and never shows, a call is written in the family's own syntax
 and read back, and a conversation a template still refuses is a 400 with the template's own words."""
@@ -40,6 +40,7 @@ NATIVE = {
     "lfm2.5-8b-a1b": "lfm2",
     "nvidia-nemotron-nano-v2": "nemotron",
     "minimax-m2": "minimax_xml",
+    "deepseek-v4-flash": "deepseek_v4",
     "gemma-4-31b-it": "gemma4",
 }
 # A family whose thinking llama.cpp reads, steered by a variable of its template.
@@ -140,7 +141,8 @@ def test_a_call_is_written_in_the_family_s_own_syntax_and_read_back(url: str, te
     for stream in (False, True):
         reply = sdk(url).chat.completions.create(
             model=template, messages=asked, tools=[ADD], tool_choice="required", parallel_tool_calls=False,
-            max_tokens=120, temperature=0, stream=stream, reasoning_effort="none",  # GLM thinks, unless told
+            # GLM thinks, unless told; DeepSeek's `｜DSML｜` is many of SmolLM2's tokens at every tag
+            max_tokens=300, temperature=0, stream=stream, reasoning_effort="none",
         )  # fmt: skip
         if stream:
             chunks = [c.choices[0] for c in reply if c.choices]
@@ -171,6 +173,7 @@ def test_a_call_is_written_in_the_family_s_own_syntax_and_read_back(url: str, te
         "lfm2": "<|tool_call_start|>[add(a=2, b=3)]<|tool_call_end|>",
         "nemotron": '<TOOLCALL>[{"name": "add", "arguments": {"a": 2, "b": 3}}]</TOOLCALL>',
         "minimax_xml": '<invoke name="add">',
+        "deepseek_v4": '<｜DSML｜invoke name="add">',
         "gemma4": "<|tool_call>call:add{a:2,b:3}<tool_call|>",
     }
     assert written[NATIVE[template]] in text

@@ -11,18 +11,21 @@ Reasoning families, by the markers their templates write:
 - harmony (gpt-oss): each message on a channel, the thinking on `analysis`, calls on `commentary`, the
   answer on `final`.
 
-Call syntaxes: `hermes` (`<tool_call>{json}</tool_call>`: Qwen 2.5/3, Hermes), `llama3` (the answer is one
-JSON call), `mistral` (`[TOOL_CALLS][...]`; `granite` the same after `<|tool_call|>`: Granite 3.x; `nemotron`
-the same between `<TOOLCALL>` and `</TOOLCALL>`: Nemotron Nano 2),
-`mistral_args` (`[TOOL_CALLS]NAME[ARGS]{…}`: Mistral Small 3.2, Devstral, Ministral 3), `qwen3_xml`
-(`<tool_call><function=NAME><parameter=K>…`: Qwen3-Coder, Qwen3.5, Nemotron 3; `seed_xml` the same in
-`<seed:tool_call>`: Seed-OSS), `glm_xml` (`<tool_call>NAME<arg_key>K</arg_key><arg_value>…`: GLM 4.5-4.7, Ling
-3.0, Laguna), `minimax_xml` (`<minimax:tool_call><invoke name="NAME"><parameter name="K">…`: MiniMax M2),
-`deepseek` (`<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME` and a JSON block: DeepSeek R1/V3),
-`kimi` (`<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}`: Kimi K2), `lfm2`
-(`<|tool_call_start|>[NAME(KEY='value', …)]<|tool_call_end|>`: LFM2, LFM2.5), `gemma4`
-(`<|tool_call>call:NAME{KEY:<|"|>value<|"|>,…}<tool_call|>`: Gemma 4), `harmony`
-(`to=functions.NAME <|constrain|>json<|message|>{…}`: gpt-oss).
+Call syntaxes:
+- `hermes`: `<tool_call>{json}</tool_call>` (Qwen 2.5/3, Hermes); `llama3`: the answer is one JSON call;
+- `mistral`: `[TOOL_CALLS][...]` (Mistral Nemo); `granite` the same after `<|tool_call|>` (Granite 3.x);
+  `nemotron` the same between `<TOOLCALL>` and `</TOOLCALL>` (Nemotron Nano 2);
+- `mistral_args`: `[TOOL_CALLS]NAME[ARGS]{…}` (Mistral Small 3.2, Devstral, Ministral 3);
+- `qwen3_xml`: `<tool_call><function=NAME><parameter=K>…` (Qwen3-Coder, Qwen3.5, Nemotron 3); `seed_xml` the
+  same in `<seed:tool_call>` (Seed-OSS);
+- `glm_xml`: `<tool_call>NAME<arg_key>K</arg_key><arg_value>…` (GLM 4.5-4.7, Ling 3.0, Laguna);
+- `minimax_xml`: `<minimax:tool_call><invoke name="NAME"><parameter name="K">…` (MiniMax M2); `deepseek_v32`
+  and `deepseek_v4` the same after `｜DSML｜` (DeepSeek V3.2, V4);
+- `deepseek`: `<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME` and a JSON block (DeepSeek R1/V3);
+- `kimi`: `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}` (Kimi K2);
+- `lfm2`: `<|tool_call_start|>[NAME(KEY='value', …)]<|tool_call_end|>` (LFM2, LFM2.5);
+- `gemma4`: `<|tool_call>call:NAME{KEY:<|"|>value<|"|>,…}<tool_call|>` (Gemma 4);
+- `harmony`: `to=functions.NAME <|constrain|>json<|message|>{…}` (gpt-oss).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from dataclasses import dataclass, field
 
 CALL_SYNTAXES = (
     "hermes", "llama3", "mistral", "granite", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek",
-    "kimi", "harmony", "lfm2", "nemotron", "minimax_xml", "gemma4",
+    "kimi", "harmony", "lfm2", "nemotron", "minimax_xml", "deepseek_v32", "deepseek_v4", "gemma4",
 )  # fmt: skip
 
 # (open, close) of the thinking tags modelport reads, as templates write them.
@@ -96,6 +99,8 @@ _CALL_MARKERS = {
     # An invocation's opening is named by its tokens too, as the block's end is: which of the two follows a
     # call is then told apart by tokens (`</parameter>` is not: free text ends lazily at its text).
     "minimax_xml": ("<minimax:tool_call>", "</minimax:tool_call>", '<invoke name="'),
+    "deepseek_v32": ("<｜DSML｜function_calls>", "</｜DSML｜function_calls>", '<｜DSML｜invoke name="'),
+    "deepseek_v4": ("<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>", '<｜DSML｜invoke name="'),
     # The turn's end after its calls (`<|tool_response>`) too: never an answer's text.
     "gemma4": ("<|tool_call>", "<tool_call|>", '<|"|>', "<|tool_response>"),
 }
@@ -224,6 +229,8 @@ def call_syntax(template: str) -> str | None:
         return "glm_xml"
     if "<minimax:tool_call>" in template:  # MiniMax M2's `<invoke name=…>` in a block of its own
         return "minimax_xml"
+    if "｜DSML｜" in template:  # DeepSeek V3.2's and V4's `<invoke name=…>`, every tag after `｜DSML｜`
+        return "deepseek_v32" if "function_calls" in template else "deepseek_v4"
     if "<invoke" in template or "<tool_calls>[" in template:
         # MiniMax M1's and M3's `<invoke name=…>` and Apriel's list of calls, in or beside `<tool_call>` tags:
         # syntaxes modelport does not write, and not Hermes's (the tools are described and modelport's JSON

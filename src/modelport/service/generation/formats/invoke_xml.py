@@ -1,6 +1,9 @@
-"""MiniMax M2's calls: text, or one `<minimax:tool_call>` block holding a call per `<invoke name="NAME">`,
-each argument `<parameter name="KEY">VALUE</parameter>` (a string as it is, anything else as JSON), then
-`</invoke>`; the block ends with `</minimax:tool_call>`.
+"""The calls written as `<invoke>` elements in a block of their own: MiniMax M2's (`minimax_xml`: a
+`<minimax:tool_call>` block) and DeepSeek V3.2's and V4's (`deepseek_v32`, `deepseek_v4`: every tag after
+`｜DSML｜`, the block `function_calls` in V3.2 and `tool_calls` in V4, and each parameter saying whether its
+value is a string).
+Each call is `<invoke name="NAME">`, each argument `<parameter name="KEY">VALUE</parameter>` (a string as it
+is, anything else as JSON), then `</invoke>`.
 
 The grammar holds each function's arguments to their order in its schema (the optional ones may be left
 out) and each value to its type; the reader turns the invocations back into OpenAI's `tool_calls`, each
@@ -20,31 +23,35 @@ from modelport.service.generation.formats.readers import (
     text_until,
     until,
 )
-from modelport.service.generation.formats.xml_values import argument_piece, tagged_function
+from modelport.service.generation.formats.xml_values import argument_piece, free_text, tagged_function
 from modelport.service.generation.tools.plan import ToolPlan
 
-OPEN, CLOSE = "<minimax:tool_call>", "</minimax:tool_call>"
-_INVOKE, _END_INVOKE = '<invoke name="', "</invoke>"
-_PARAMETER, _END_PARAMETER = '<parameter name="', "</parameter>"
-_NAMED = '">'  # what ends an invocation's or a parameter's name
+DSML = "｜DSML｜"
 
 
-class MiniMaxXml:
-    """MiniMax M2's call syntax (its template writes the calls of the history itself)."""
+class InvokeXml:
+    """One family's `<invoke>` syntax: its block's tags, the prefix of every other tag, and whether a
+    parameter says if its value is a string (`string="true"`). The family's template writes the calls of
+    the history itself."""
 
-    name = "minimax_xml"
     arguments = "arguments"
+
+    def __init__(self, name: str, block: tuple[str, str], prefix: str = "", typed: bool = False) -> None:
+        self.name = name
+        self.open, self.close = block
+        self.invoke, self.end_invoke = f'<{prefix}invoke name="', f"</{prefix}invoke>"
+        self.parameter, self.end_parameter = f'<{prefix}parameter name="', f"</{prefix}parameter>"
+        self.typed = typed
 
     def answer(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
         """The rule of an answer that follows `plan`: the block of calls (one, or more where calls may go in
         parallel), or (unless one is required) text that does not begin like it."""
         functions = [self._function(tool, i, grammar, compact) for i, tool in enumerate(plan.tools)]
         function = grammar.rule("function", " | ".join(functions))
-        invoke = grammar.rule(
-            "invoke", f"{grammar.literal(_INVOKE)} {function} {grammar.literal(_END_INVOKE)}"
-        )
+        invoked = f"{grammar.literal(self.invoke)} {function} {grammar.literal(self.end_invoke)}"
+        invoke = grammar.rule("invoke", invoked)
         listed = f'{invoke} ("\\n" {invoke})*' if plan.parallel else invoke
-        opening, closing = grammar.literal(f"{OPEN}\n"), grammar.literal(f"\n{CLOSE}")
+        opening, closing = grammar.literal(f"{self.open}\n"), grammar.literal(f"\n{self.close}")
         calls = grammar.rule("calls", f"{opening} {listed} {closing}")
         if plan.required:
             return calls
@@ -52,27 +59,40 @@ class MiniMaxXml:
         return grammar.rule("answer", f"{text} | {calls}")
 
     def _function(self, tool: dict[str, Any], i: int, grammar: Grammar, compact: bool) -> str:
-        def opening(key: str) -> str:
-            return grammar.literal(f"{_PARAMETER}{key}{_NAMED}")
+        properties = (tool.get("parameters") or {}).get("properties") or {}
 
-        head = grammar.literal(f"{tool['name']}{_NAMED}\n")
-        return tagged_function(tool, i, grammar, compact, head, opening, f"{_END_PARAMETER}\n")
+        def opening(key: str) -> str:
+            schema = properties.get(key)
+            string = isinstance(schema, dict) and (free_text(schema) or schema.get("type") == "string")
+            said = f' string="{"true" if string else "false"}"' if self.typed else ""
+            return grammar.literal(f'{self.parameter}{key}"{said}>')
+
+        head = grammar.literal(f'{tool["name"]}">\n')
+        return tagged_function(tool, i, grammar, compact, head, opening, f"{self.end_parameter}\n")
 
     def reader(self, plan: ToolPlan) -> InvokeReader:
         """A reader of one answer in this syntax."""
-        return InvokeReader({tool["name"]: tool.get("parameters") or {} for tool in plan.tools})
+        return InvokeReader(self, {tool["name"]: tool.get("parameters") or {} for tool in plan.tools})
 
     def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return messages
 
 
+MINIMAX = InvokeXml("minimax_xml", ("<minimax:tool_call>", "</minimax:tool_call>"))
+DEEPSEEK_V4 = InvokeXml("deepseek_v4", (f"<{DSML}tool_calls>", f"</{DSML}tool_calls>"), DSML, typed=True)
+DEEPSEEK_V32 = InvokeXml(
+    "deepseek_v32", (f"<{DSML}function_calls>", f"</{DSML}function_calls>"), DSML, typed=True
+)
+
+
 class InvokeReader(Stepped):
-    """An answer in MiniMax M2's syntax: text until `<minimax:tool_call>`, then each call's name as its
+    """An answer in an `<invoke>` syntax: text until its block opens, then each call's name as its
     invocation opens and each argument as its parameter closes (typed by the tool's schema)."""
 
     thinking = False
 
-    def __init__(self, parameters: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, syntax: InvokeXml, parameters: dict[str, dict[str, Any]]) -> None:
+        self.syntax = syntax
         self.parameters = parameters
         self.strayed = False
         self.pending = ""
@@ -91,26 +111,26 @@ class InvokeReader(Stepped):
         return []
 
     def _step(self) -> list[Delta]:
-        pending = self.pending
+        pending, syntax = self.pending, self.syntax
         if self.state == "text":
-            text, self.pending, opened = text_until(pending, OPEN)
+            text, self.pending, opened = text_until(pending, syntax.open)
             if opened:
                 self.state = "calls"
             return [{"content": text}] if text else []
         stripped = pending.lstrip()
         if self.state == "calls":
-            if stripped.startswith(_INVOKE):
-                self.pending, self.state = stripped[len(_INVOKE) :], "name"
-            elif stripped.startswith(CLOSE):
-                self.pending, self.state = stripped[len(CLOSE) :], "text"
-            elif stripped and not (_INVOKE.startswith(stripped) or CLOSE.startswith(stripped)):
+            if stripped.startswith(syntax.invoke):
+                self.pending, self.state = stripped[len(syntax.invoke) :], "name"
+            elif stripped.startswith(syntax.close):
+                self.pending, self.state = stripped[len(syntax.close) :], "text"
+            elif stripped and not (syntax.invoke.startswith(stripped) or syntax.close.startswith(stripped)):
                 self.pending, self.state, self.strayed = stripped, "text", True  # the rest is text
             return []
         if self.state in ("name", "key"):
-            end = pending.find(_NAMED)
-            if end < 0:
+            quote, end = pending.find('"'), pending.find(">")
+            if quote < 0 or end < 0:
                 return []
-            name, self.pending = pending[:end], pending[end + len(_NAMED) :]
+            name, self.pending = pending[:quote], pending[end + 1 :]  # what is between: `string="…"`
             if self.state == "key":
                 self.key, self.state = name, "value"
                 return []
@@ -118,15 +138,15 @@ class InvokeReader(Stepped):
             self.calls += 1
             return [call_delta(self.calls - 1, name)]
         if self.state == "parameters":
-            if stripped.startswith(_PARAMETER):
-                self.pending, self.state = stripped[len(_PARAMETER) :], "key"
-            elif stripped.startswith(_END_INVOKE):
-                self.pending, self.state = stripped[len(_END_INVOKE) :], "calls"
+            if stripped.startswith(syntax.parameter):
+                self.pending, self.state = stripped[len(syntax.parameter) :], "key"
+            elif stripped.startswith(syntax.end_invoke):
+                self.pending, self.state = stripped[len(syntax.end_invoke) :], "calls"
                 return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
             else:
                 self.pending = stripped
             return []
-        value, self.pending, closed = until(pending, _END_PARAMETER)  # value
+        value, self.pending, closed = until(pending, syntax.end_parameter)  # value
         if not closed:
             self.pending = pending
             return []
