@@ -14,23 +14,14 @@ import json
 import re
 from typing import Any
 
+from modelport.service.generation.formats.keyed import KeyedReader
 from modelport.service.generation.formats.lark import Grammar
-from modelport.service.generation.formats.readers import (
-    Delta,
-    Stepped,
-    arguments_delta,
-    call_delta,
-    text_until,
-)
+from modelport.service.generation.formats.readers import Delta, text_until
 from modelport.service.generation.formats.xml_values import INTEGER, NUMBER, free_text, in_order, rule_name
 from modelport.service.generation.tools.plan import ToolPlan
 
 CALL, CALL_END, QUOTE = "<|tool_call>", "<tool_call|>", '<|"|>'
 _HEAD = "call:"
-_NAME = re.compile(r"([A-Za-z_][\w.\-]*)\{")
-_NAME_SO_FAR = re.compile(r"[A-Za-z_]?[\w.\-]*")
-_KEY = re.compile(r"([A-Za-z_][\w.\-]*)\s*:")
-_KEY_SO_FAR = re.compile(r"[A-Za-z_][\w.\-]*\s*")
 _SCALAR = re.compile(r"[^,}\]]*")
 
 
@@ -122,7 +113,7 @@ class _Values:
         return g.rule("value", f'{string} | {number} | "true" | "false" | "null" | {listed} | {mapped}')
 
 
-def as_json(text: str, schema: dict[str, Any]) -> str:
+def _json_of(text: str, schema: dict[str, Any]) -> str:
     """An argument's value as written, as the JSON value it is (text that does not parse is a string)."""
     try:
         value, end = _parse(text.strip(), 0)
@@ -204,33 +195,13 @@ def _value_end(text: str) -> int | None:
     return None
 
 
-class Gemma4Reader(Stepped):
-    """An answer in Gemma 4's syntax: text until `<|tool_call>`, then `call:`, the call's name as its `{`
-    comes, each argument as its value ends (typed by the tool's schema), `}` and `<tool_call|>`; more calls,
-    or text. What does not follow the syntax is text from there on."""
+class Gemma4Reader(KeyedReader):
+    """An answer in Gemma 4's syntax: text until `<|tool_call>`, then `call:` and the call, `<tool_call|>`;
+    more calls, or text."""
 
-    thinking = False
+    opens, closes, assigns = "{", "}", ":"
 
-    def __init__(self, parameters: dict[str, dict[str, Any]]) -> None:
-        self.parameters = parameters
-        self.strayed = False
-        self.pending = ""
-        self.state = "text"  # text, head, name, arguments, value, closing
-        self.calls = 0
-        self.function = ""
-        self.key = ""
-        self.written = 0  # arguments written in the open call
-
-    def flush(self, cut: bool) -> list[Delta]:
-        text, self.pending = self.pending, ""
-        if self.state == "text":
-            return [{"content": text}] if text.strip() or (text and not self.calls) else []
-        if self.state not in ("arguments", "value") or cut:
-            return []
-        out = [self._argument(text)] if self.state == "value" and text.strip() else []
-        return [*out, arguments_delta(self.calls - 1, "}" if self.written else "{}")]
-
-    def _step(self) -> list[Delta]:
+    def _around(self) -> list[Delta]:
         pending = self.pending
         if self.state == "text":
             text, self.pending, opened = text_until(pending, CALL)
@@ -243,50 +214,15 @@ class Gemma4Reader(Stepped):
             elif not _HEAD.startswith(pending):
                 self._stray(pending)
             return []
-        if self.state == "name":
-            named = _NAME.match(pending)
-            if named:
-                self.function, self.pending = named.group(1), pending[named.end() :]
-                self.calls += 1
-                self.state, self.written = "arguments", 0
-                return [call_delta(self.calls - 1, self.function)]
-            if not _NAME_SO_FAR.fullmatch(pending):
-                self._stray(pending)
-            return []
-        if self.state == "arguments":
-            stripped = pending.lstrip(" \n,")
-            if stripped.startswith("}"):
-                self.pending, self.state = stripped[1:], "closing"
-                return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
-            keyed = _KEY.match(stripped)
-            if keyed:
-                self.key, self.pending, self.state = keyed.group(1), stripped[keyed.end() :], "value"
-            elif stripped and not _KEY_SO_FAR.fullmatch(stripped):
-                self._stray(stripped)
-                return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
-            else:
-                self.pending = stripped
-            return []
-        if self.state == "value":
-            end = _value_end(pending)
-            if end is None:
-                return []
-            self.pending, self.state = pending[end:], "arguments"
-            return [self._argument(pending[:end])]
-        # closing: past the arguments, before the call's end marker
-        stripped = pending.lstrip()
+        stripped = pending.lstrip()  # closed: past the arguments, before the call's end marker
         if stripped.startswith(CALL_END):
             self.pending, self.state = stripped[len(CALL_END) :], "text"
         elif stripped and not CALL_END.startswith(stripped):
             self.pending, self.state = stripped, "text"
         return []
 
-    def _argument(self, value: str) -> Delta:
-        schema = ((self.parameters.get(self.function) or {}).get("properties") or {}).get(self.key) or {}
-        piece = ("{" if not self.written else ", ") + f"{json.dumps(self.key)}: {as_json(value, schema)}"
-        self.written += 1
-        return arguments_delta(self.calls - 1, piece)
+    def _value_end(self, text: str) -> int | None:
+        return _value_end(text)
 
-    def _stray(self, rest: str) -> None:
-        """The answer left the syntax: what is left is text."""
-        self.pending, self.state, self.strayed = rest, "text", True
+    def _json_of(self, text: str, schema: dict[str, Any]) -> str:
+        return _json_of(text, schema)

@@ -13,27 +13,20 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from modelport.service.generation.formats.json_calls import arguments_object
+from modelport.service.generation.formats.keyed import KeyedReader
 from modelport.service.generation.formats.lark import Grammar
-from modelport.service.generation.formats.readers import (
-    Delta,
-    Stepped,
-    arguments_delta,
-    call_delta,
-    text_until,
-)
+from modelport.service.generation.formats.readers import Delta, text_until
 from modelport.service.generation.formats.xml_values import INTEGER, NUMBER, free_text, in_order, rule_name
 from modelport.service.generation.tools.plan import ToolPlan
+from modelport.service.generation.tools.render import content_text
 
 START, END = "<|tool_call_start|>", "<|tool_call_end|>"
 # A Python string in either quotes, its line breaks escaped (so that it reads back as Python reads it).
 _STRING = r"""/'([^'\\\n]|\\.)*'|"([^"\\\n]|\\.)*"/"""
-_NAME = re.compile(r"\s*([A-Za-z_][\w.\-]*)\(")
-_NAME_SO_FAR = re.compile(r"\s*([A-Za-z_][\w.\-]*)?")
-_KEY = re.compile(r"([A-Za-z_][\w\-]*)\s*=")
-_KEY_SO_FAR = re.compile(r"[A-Za-z_][\w\-]*\s*")
 _JSON_WORDS = re.compile(r"\b(true|false|null)\b")
 _PYTHON_WORDS = {"true": "True", "false": "False", "null": "None"}
 
@@ -81,7 +74,7 @@ class Pythonic:
         out = []
         for message in messages:
             if message.get("role") == "assistant" and message.get("tool_calls"):
-                said = f"{_text(message.get('content'))}{written(message['tool_calls'])}"
+                said = f"{content_text(message.get('content'))}{written(message['tool_calls'])}"
                 message = {k: v for k, v in message.items() if k != "tool_calls"} | {"content": said}
             out.append(message)
         return out
@@ -108,13 +101,6 @@ def _python(value: Any) -> str:
     return str(value)  # True, None, 3, ['a', 1]: as the template's `string` filter writes them
 
 
-def _text(content: Any) -> str:
-    """A message's content as text (its text parts, where it is a list of them)."""
-    if isinstance(content, list):
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return content or ""
-
-
 def _value(schema: dict[str, Any], name: str, grammar: Grammar, compact: bool, values: dict[str, str]) -> str:
     """The rule of an argument's value of `schema`, as Python writes it (an object, or anything under a
     constraint Python's literals cannot say, as JSON: Python reads it too)."""
@@ -135,7 +121,7 @@ def _value(schema: dict[str, Any], name: str, grammar: Grammar, compact: bool, v
     return grammar.json(f"v_{name}", schema, compact)
 
 
-def as_json(text: str, schema: dict[str, Any]) -> str:
+def _json_of(text: str, schema: dict[str, Any]) -> str:
     """An argument's value as written (a Python literal, or JSON) as the JSON its schema says it is; text
     that is neither is a string."""
     text = text.strip()
@@ -161,9 +147,10 @@ def _literal(text: str) -> Any:
         return text
 
 
-def _outside_strings(text: str, change: Any) -> str:
+def _outside_strings(text: str, change: Callable[[str], str]) -> str:
     """`text` with `change` applied to what lies outside its quoted strings."""
-    out, start, quote, i = [], 0, "", 0
+    out: list[str] = []
+    start, quote, i = 0, "", 0
     while i < len(text):
         char = text[i]
         if quote:
@@ -205,100 +192,38 @@ def _value_end(text: str) -> int | None:
     return None
 
 
-class PythonicReader(Stepped):
-    """An answer in LFM2's syntax: text until `<|tool_call_start|>`, then `[`, each call's name as its `(`
-    comes and each argument as its value ends (typed by the tool's schema), `]` and `<|tool_call_end|>`.
-    What does not follow the syntax is text from there on."""
+class PythonicReader(KeyedReader):
+    """An answer in LFM2's syntax: text until `<|tool_call_start|>`, then `[`, the calls (`, ` between
+    them), `]` and `<|tool_call_end|>`."""
 
-    thinking = False
-
-    def __init__(self, parameters: dict[str, dict[str, Any]]) -> None:
-        self.parameters = parameters
-        self.strayed = False
-        self.pending = ""
-        self.state = "text"  # text, list, name, arguments, value, between (after a call), closing
-        self.calls = 0
-        self.function = ""
-        self.key = ""
-        self.written = 0  # arguments written in the open call
-
-    def flush(self, cut: bool) -> list[Delta]:
-        text, self.pending = self.pending, ""
-        if self.state == "text":  # whitespace after the calls is not the model's answer either
-            return [{"content": text}] if text.strip() or (text and not self.calls) else []
-        if self.state not in ("arguments", "value") or cut:
-            return []
-        out = []
-        if self.state == "value" and text.strip():
-            out.append(self._argument(text))
-        return [*out, arguments_delta(self.calls - 1, "}" if self.written else "{}")]
-
-    def _step(self) -> list[Delta]:
+    def _around(self) -> list[Delta]:
         pending = self.pending
         if self.state == "text":
             text, self.pending, opened = text_until(pending, START)
             if opened:
                 self.state = "list"
             return [{"content": text}] if text else []
+        stripped = pending.lstrip()
         if self.state == "list":
-            stripped = pending.lstrip()
             if stripped.startswith("["):
                 self.pending, self.state = stripped[1:], "name"
             elif stripped:
                 self._stray(stripped)
-            return []
-        if self.state == "name":
-            named = _NAME.match(pending)
-            if named:
-                self.function, self.pending = named.group(1), pending[named.end() :]
-                self.calls += 1
-                self.state, self.written = "arguments", 0
-                return [call_delta(self.calls - 1, self.function)]
-            if not _NAME_SO_FAR.fullmatch(pending):
-                self._stray(pending)
-            return []
-        if self.state == "arguments":
-            stripped = pending.lstrip(" \n,")
-            if stripped.startswith(")"):
-                self.pending, self.state = stripped[1:], "between"
-                return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
-            keyed = _KEY.match(stripped)
-            if keyed:
-                self.key, self.pending, self.state = keyed.group(1), stripped[keyed.end() :], "value"
-            elif stripped and not _KEY_SO_FAR.fullmatch(stripped):
-                self._stray(stripped)
-                return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
-            else:
-                self.pending = stripped
-            return []
-        if self.state == "value":
-            end = _value_end(pending)
-            if end is None:
-                return []
-            self.pending, self.state = pending[end:], "arguments"
-            return [self._argument(pending[:end])]
-        stripped = pending.lstrip()
-        if self.state == "between":
+        elif self.state == "closed":  # a call's arguments: another call, or the list's end
             if stripped.startswith(","):
                 self.pending, self.state = stripped[1:], "name"
             elif stripped.startswith("]"):
-                self.pending, self.state = stripped[1:], "closing"
+                self.pending, self.state = stripped[1:], "ending"
             elif stripped:
                 self._stray(stripped)
-            return []
-        # closing: past the list, before its end marker (text may follow it)
-        if stripped.startswith(END):
+        elif stripped.startswith(END):  # ending: past the list, before its end marker (text may follow)
             self.pending, self.state = stripped[len(END) :], "text"
         elif stripped and not END.startswith(stripped):
             self.pending, self.state = stripped, "text"
         return []
 
-    def _argument(self, value: str) -> Delta:
-        schema = ((self.parameters.get(self.function) or {}).get("properties") or {}).get(self.key) or {}
-        piece = ("{" if not self.written else ", ") + f"{json.dumps(self.key)}: {as_json(value, schema)}"
-        self.written += 1
-        return arguments_delta(self.calls - 1, piece)
+    def _value_end(self, text: str) -> int | None:
+        return _value_end(text)
 
-    def _stray(self, rest: str) -> None:
-        """The answer left the syntax: what is left is text."""
-        self.pending, self.state, self.strayed = rest, "text", True
+    def _json_of(self, text: str, schema: dict[str, Any]) -> str:
+        return _json_of(text, schema)

@@ -32,18 +32,21 @@ def render_history(
                     names[call["id"]] = _called(call["function"], plan is None)
             if plan is not None:
                 message["content"] = "\n".join(
-                    filter(None, [_text(message.get("content")), _calls_text(calls)])
+                    filter(None, [content_text(message.get("content")), _calls_text(calls)])
                 )
-            elif not _text(message.get("content")):
+            elif not content_text(message.get("content")):
                 continue  # the results below say what was called
         elif role == "tool":
             call_id = message.get("tool_call_id")
             introduced = names.get(call_id or "", "a tool")
             heading = f"Result of {introduced} (call {call_id})" if plan is not None else f"{introduced} gave"
-            message = {"role": "user", "content": f"{heading}:\n{_text(message.get('content'))}"}
+            message = {"role": "user", "content": f"{heading}:\n{content_text(message.get('content'))}"}
         elif role == "function":
             name = message.get("name", "a function")
-            message = {"role": "user", "content": f"Result of {name}:\n{_text(message.get('content'))}"}
+            message = {
+                "role": "user",
+                "content": f"Result of {name}:\n{content_text(message.get('content'))}",
+            }
         if rendered and rendered[-1]["role"] == message["role"] and _plain(message) and _plain(rendered[-1]):
             previous = rendered[-1]
             previous["content"] = _merged(previous.get("content"), message.get("content"))
@@ -51,7 +54,7 @@ def render_history(
             rendered.append(message)
     if plan is not None and not native:
         if rendered and rendered[0]["role"] == "system":
-            rendered[0]["content"] = f"{_text(rendered[0].get('content'))}\n\n{plan.system_prompt()}"
+            rendered[0]["content"] = f"{content_text(rendered[0].get('content'))}\n\n{plan.system_prompt()}"
         else:
             rendered.insert(0, {"role": "system", "content": plan.system_prompt()})
     return rendered
@@ -85,7 +88,7 @@ def _merged(first: Any, second: Any) -> str | list[dict[str, Any]]:
     holds an image, sound or a file, which joining the texts would drop."""
     parts = [_parts(first), _parts(second)]
     if all(part.get("type") in ("text", "refusal") for part in [*parts[0], *parts[1]]):
-        return f"{_text(first)}\n\n{_text(second)}"
+        return f"{content_text(first)}\n\n{content_text(second)}"
     if parts[0] and parts[1] and parts[1][0].get("type") == "text":
         parts[1][0] = {**parts[1][0], "text": f"\n\n{parts[1][0].get('text', '')}"}
     return [*parts[0], *parts[1]]
@@ -97,7 +100,8 @@ def _parts(content: Any) -> list[dict[str, Any]]:
     return [part for part in content or [] if isinstance(part, dict)]
 
 
-def _text(content: Any) -> str:
+def content_text(content: Any) -> str:
+    """A message's content as text (its text parts, where it is a list of them)."""
     if content is None:
         return ""
     if isinstance(content, str):

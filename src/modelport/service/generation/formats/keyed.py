@@ -1,0 +1,106 @@
+"""What the readers of calls written as a name and its arguments key by key share: LFM2's
+`NAME(KEY=VALUE, …)` and Gemma 4's `NAME{KEY:VALUE,…}`. A call's name is given as its arguments open, each
+argument as its value ends (made the JSON value it is by the syntax), and the arguments' object closed as
+they do; what does not follow the syntax is text from there on. Each syntax reads what lies around its calls
+(`_around`) and says where a value ends and what JSON it is.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from modelport.service.generation.formats.readers import Delta, Stepped, arguments_delta, call_delta
+
+_NAME = r"[A-Za-z_][\w.\-]*"
+
+
+class KeyedReader(Stepped):
+    """One answer's calls: the states `name`, `arguments` and `value` are read here, the rest (`text`, and
+    the syntax's own around its calls) by `_around`."""
+
+    thinking = False
+    opens, closes, assigns = (
+        "(",
+        ")",
+        "=",
+    )  # what opens and closes a call's arguments, and joins a key to its value
+
+    def __init__(self, parameters: dict[str, dict[str, Any]]) -> None:
+        self.parameters = parameters
+        self.strayed = False
+        self.pending = ""
+        self.state = "text"
+        self.calls = 0
+        self.function = ""
+        self.key = ""
+        self.written = 0  # arguments written in the open call
+        self._name = re.compile(rf"\s*({_NAME}){re.escape(self.opens)}")
+        self._key = re.compile(rf"({_NAME})\s*{re.escape(self.assigns)}")
+
+    def _around(self) -> list[Delta]:
+        raise NotImplementedError
+
+    def _value_end(self, text: str) -> int | None:
+        """Where a value written at the start of `text` ends, or None if it has not yet."""
+        raise NotImplementedError
+
+    def _json_of(self, text: str, schema: dict[str, Any]) -> str:
+        """A value as written, as the JSON value it is under `schema`."""
+        raise NotImplementedError
+
+    def flush(self, cut: bool) -> list[Delta]:
+        text, self.pending = self.pending, ""
+        if self.state == "text":  # whitespace after the calls is not the model's answer
+            return [{"content": text}] if text.strip() or (text and not self.calls) else []
+        if self.state not in ("arguments", "value") or cut:
+            return []
+        out = [self._argument(text)] if self.state == "value" and text.strip() else []
+        return [*out, arguments_delta(self.calls - 1, "}" if self.written else "{}")]
+
+    def _step(self) -> list[Delta]:
+        pending = self.pending
+        if self.state == "name":
+            named = self._name.match(pending)
+            if named:
+                self.function, self.pending = named.group(1), pending[named.end() :]
+                self.calls += 1
+                self.state, self.written = "arguments", 0
+                return [call_delta(self.calls - 1, self.function)]
+            if not re.fullmatch(rf"\s*({_NAME})?", pending):
+                self._stray(pending)
+            return []
+        if self.state == "arguments":
+            stripped = pending.lstrip(" \n,")
+            if stripped.startswith(self.closes):
+                self.pending, self.state = stripped[1:], "closed"
+                return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
+            keyed = self._key.match(stripped)
+            if keyed:
+                self.key, self.pending, self.state = keyed.group(1), stripped[keyed.end() :], "value"
+            elif stripped and not re.fullmatch(rf"{_NAME}\s*", stripped):
+                self._stray(stripped)
+                return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
+            else:
+                self.pending = stripped
+            return []
+        if self.state == "value":
+            end = self._value_end(pending)
+            if end is None:
+                return []
+            self.pending, self.state = pending[end:], "arguments"
+            return [self._argument(pending[:end])]
+        return self._around()
+
+    def _argument(self, value: str) -> Delta:
+        schema = ((self.parameters.get(self.function) or {}).get("properties") or {}).get(self.key) or {}
+        piece = (
+            "{" if not self.written else ", "
+        ) + f"{json.dumps(self.key)}: {self._json_of(value, schema)}"
+        self.written += 1
+        return arguments_delta(self.calls - 1, piece)
+
+    def _stray(self, rest: str) -> None:
+        """The answer left the syntax: what is left is text."""
+        self.pending, self.state, self.strayed = rest, "text", True
