@@ -17,7 +17,14 @@ from typing import Any
 from modelport.service.generation.formats.keyed import KeyedReader
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import Delta, text_until
-from modelport.service.generation.formats.xml_values import INTEGER, NUMBER, free_text, in_order, rule_name
+from modelport.service.generation.formats.xml_values import (
+    INTEGER,
+    NUMBER,
+    free_text,
+    in_order,
+    rule_name,
+    tagged_calls,
+)
 from modelport.service.generation.tools.plan import ToolPlan
 
 CALL, CALL_END, QUOTE = "<|tool_call>", "<tool_call|>", '<|"|>'
@@ -36,13 +43,7 @@ class Gemma4:
         parallel), or (unless one is required) text that does not begin like one."""
         values = _Values(grammar)
         functions = [self._function(tool, i, grammar, values) for i, tool in enumerate(plan.tools)]
-        function = grammar.rule("function", " | ".join(functions))
-        call = grammar.rule("call", f"{grammar.literal(CALL + _HEAD)} {function} {grammar.literal(CALL_END)}")
-        calls = grammar.rule("calls", f"{call}+" if plan.parallel else call)
-        if plan.required:
-            return calls
-        text = grammar.text_lexeme("text", not_first="<")
-        return grammar.rule("answer", f"{text} | {calls}")
+        return tagged_calls(plan, grammar, functions, (CALL + _HEAD, CALL_END), "")
 
     def _function(self, tool: dict[str, Any], i: int, grammar: Grammar, values: _Values) -> str:
         """`NAME{`, the arguments in their keys' sorted order, `}`."""
@@ -171,28 +172,13 @@ def _number(word: str) -> bool:
     return True
 
 
-def _value_end(text: str) -> int | None:
-    """Where an argument's value written at the start of `text` ends (at the `,` or `}` after it, outside
-    its strings and brackets), or None if it has not yet."""
-    depth, at = 0, 0
-    while at < len(text):
-        if text.startswith(QUOTE, at):
-            end = text.find(QUOTE, at + len(QUOTE))
-            if end < 0:
-                return None
-            at = end + len(QUOTE)
-            continue
-        char = text[at]
-        if char in "[{":
-            depth += 1
-        elif char in "]}":
-            if depth == 0:
-                return at if char == "}" else None
-            depth -= 1
-        elif char == "," and depth == 0:
-            return at
-        at += 1
-    return None
+def _string_at(text: str, at: int) -> int | None:
+    """Where a string between `<|"|>` marks that begins at `at` ends (None: not yet; -1: none begins
+    there)."""
+    if not text.startswith(QUOTE, at):
+        return -1
+    end = text.find(QUOTE, at + len(QUOTE))
+    return None if end < 0 else end + len(QUOTE)
 
 
 class Gemma4Reader(KeyedReader):
@@ -221,8 +207,5 @@ class Gemma4Reader(KeyedReader):
             self.pending, self.state = stripped, "text"
         return []
 
-    def _value_end(self, text: str) -> int | None:
-        return _value_end(text)
-
-    def _json_of(self, text: str, schema: dict[str, Any]) -> str:
-        return _json_of(text, schema)
+    _string_at = staticmethod(_string_at)
+    _json_of = staticmethod(_json_of)

@@ -14,7 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from modelport.service.generation.formats.lark import Grammar
-from modelport.service.generation.formats.readers import Delta, Stepped, arguments_delta, call_delta, until
+from modelport.service.generation.formats.readers import (
+    ArgumentsReader,
+    Delta,
+    arguments_delta,
+    call_delta,
+    until,
+)
 from modelport.service.generation.formats.xml_values import argument_piece, tagged_calls, tagged_function
 from modelport.service.generation.tools.plan import ToolPlan
 
@@ -52,21 +58,10 @@ class GlmXml:
         return messages
 
 
-class GlmReader(Stepped):
+class GlmReader(ArgumentsReader):
     """An answer in GLM's syntax: text until `<tool_call>`, then each call's name as its first part ends
-    and each argument as its value closes (typed by the tool's schema)."""
-
-    thinking = False
-
-    def __init__(self, parameters: dict[str, dict[str, Any]]) -> None:
-        self.parameters = parameters
-        self.strayed = False
-        self.pending = ""
-        self.state = "text"  # text, name, arguments, value, between (after </tool_call>)
-        self.calls = 0
-        self.function = ""
-        self.key = ""
-        self.written = 0  # arguments written in the open call
+    and each argument as its value closes (typed by the tool's schema). Its states: text, name, arguments,
+    value, between (after `</tool_call>`)."""
 
     def flush(self, cut: bool) -> list[Delta]:
         text, self.pending = self.pending, ""

@@ -16,8 +16,8 @@ from typing import Any
 
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import (
+    ArgumentsReader,
     Delta,
-    Stepped,
     arguments_delta,
     call_delta,
     text_until,
@@ -85,22 +85,14 @@ DEEPSEEK_V32 = InvokeXml(
 )
 
 
-class InvokeReader(Stepped):
+class InvokeReader(ArgumentsReader):
     """An answer in an `<invoke>` syntax: text until its block opens, then each call's name as its
-    invocation opens and each argument as its parameter closes (typed by the tool's schema)."""
-
-    thinking = False
+    invocation opens and each argument as its parameter closes (typed by the tool's schema). Its states:
+    text, calls (between invocations), name, parameters, key, value."""
 
     def __init__(self, syntax: InvokeXml, parameters: dict[str, dict[str, Any]]) -> None:
+        super().__init__(parameters)
         self.syntax = syntax
-        self.parameters = parameters
-        self.strayed = False
-        self.pending = ""
-        self.state = "text"  # text, calls (between invocations), name, parameters, key, value
-        self.calls = 0
-        self.function = ""
-        self.key = ""
-        self.written = 0  # arguments written in the open call
 
     def flush(self, cut: bool) -> list[Delta]:
         text, self.pending = self.pending, ""

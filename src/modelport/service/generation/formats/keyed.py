@@ -9,44 +9,61 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
-from modelport.service.generation.formats.readers import Delta, Stepped, arguments_delta, call_delta
+from modelport.service.generation.formats.readers import ArgumentsReader, Delta, arguments_delta, call_delta
 
 _NAME = r"[A-Za-z_][\w.\-]*"
 
 
-class KeyedReader(Stepped):
+def value_end(text: str, closes: str, string_at: Callable[[str, int], int | None]) -> int | None:
+    """Where a value written at the start of `text` ends (at the `,` or `closes` after it, outside its
+    strings and brackets), or None if it has not yet. `string_at` says where a string that begins at an
+    index ends (None: not yet; -1: none begins there)."""
+    depth, at = 0, 0
+    while at < len(text):
+        after = string_at(text, at)
+        if after is None:
+            return None
+        if after >= 0:
+            at = after
+            continue
+        char = text[at]
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            if depth == 0:
+                return at if char == closes else None
+            depth -= 1
+        elif char == "," and depth == 0:
+            return at
+        at += 1
+    return None
+
+
+class KeyedReader(ArgumentsReader):
     """One answer's calls: the states `name`, `arguments` and `value` are read here, the rest (`text`, and
     the syntax's own around its calls) by `_around`."""
 
-    thinking = False
-    opens, closes, assigns = (
-        "(",
-        ")",
-        "=",
-    )  # what opens and closes a call's arguments, and joins a key to its value
+    # What opens and closes a call's arguments, and what joins a key to its value.
+    opens, closes, assigns = "(", ")", "="
 
     def __init__(self, parameters: dict[str, dict[str, Any]]) -> None:
-        self.parameters = parameters
-        self.strayed = False
-        self.pending = ""
-        self.state = "text"
-        self.calls = 0
-        self.function = ""
-        self.key = ""
-        self.written = 0  # arguments written in the open call
+        super().__init__(parameters)
         self._name = re.compile(rf"\s*({_NAME}){re.escape(self.opens)}")
         self._key = re.compile(rf"({_NAME})\s*{re.escape(self.assigns)}")
 
     def _around(self) -> list[Delta]:
         raise NotImplementedError
 
-    def _value_end(self, text: str) -> int | None:
-        """Where a value written at the start of `text` ends, or None if it has not yet."""
+    @staticmethod
+    def _string_at(text: str, at: int) -> int | None:
+        """Where a string of the syntax that begins at `at` ends (None: not yet; -1: none begins there)."""
         raise NotImplementedError
 
-    def _json_of(self, text: str, schema: dict[str, Any]) -> str:
+    @staticmethod
+    def _json_of(text: str, schema: dict[str, Any]) -> str:
         """A value as written, as the JSON value it is under `schema`."""
         raise NotImplementedError
 
@@ -86,7 +103,7 @@ class KeyedReader(Stepped):
                 self.pending = stripped
             return []
         if self.state == "value":
-            end = self._value_end(pending)
+            end = value_end(pending, self.closes, self._string_at)
             if end is None:
                 return []
             self.pending, self.state = pending[end:], "arguments"

@@ -150,45 +150,31 @@ def _literal(text: str) -> Any:
 def _outside_strings(text: str, change: Callable[[str], str]) -> str:
     """`text` with `change` applied to what lies outside its quoted strings."""
     out: list[str] = []
-    start, quote, i = 0, "", 0
-    while i < len(text):
-        char = text[i]
-        if quote:
-            if char == "\\":
-                i += 1
-            elif char == quote:
-                out.append(text[start : i + 1])
-                start, quote = i + 1, ""
-        elif char in "'\"":
-            out.append(change(text[start:i]))
-            start, quote = i, char
-        i += 1
-    out.append(text[start:] if quote else change(text[start:]))
-    return "".join(out)
+    start = at = 0
+    while at < len(text):
+        after = _string_at(text, at)
+        if after == -1:
+            at += 1
+            continue
+        end = len(text) if after is None else after
+        out += [change(text[start:at]), text[at:end]]
+        start = at = end
+    return "".join([*out, change(text[start:])])
 
 
-def _value_end(text: str) -> int | None:
-    """Where an argument's value written at the start of `text` ends (at the `,` or `)` after it, outside
-    its strings and brackets), or None if it has not yet."""
-    depth, quote, i = 0, "", 0
-    while i < len(text):
-        char = text[i]
-        if quote:
-            if char == "\\":
-                i += 1
-            elif char == quote:
-                quote = ""
-        elif char in "'\"":
-            quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            if depth == 0:
-                return i if char == ")" else None
-            depth -= 1
-        elif char == "," and depth == 0:
-            return i
-        i += 1
+def _string_at(text: str, at: int) -> int | None:
+    """Where a Python string that begins at `at` ends (None: not yet; -1: none begins there)."""
+    quote = text[at]
+    if quote not in "'\"":
+        return -1
+    at += 1
+    while at < len(text):
+        if text[at] == "\\":
+            at += 2
+            continue
+        if text[at] == quote:
+            return at + 1
+        at += 1
     return None
 
 
@@ -222,8 +208,5 @@ class PythonicReader(KeyedReader):
             self.pending, self.state = stripped, "text"
         return []
 
-    def _value_end(self, text: str) -> int | None:
-        return _value_end(text)
-
-    def _json_of(self, text: str, schema: dict[str, Any]) -> str:
-        return _json_of(text, schema)
+    _string_at = staticmethod(_string_at)
+    _json_of = staticmethod(_json_of)

@@ -13,7 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from modelport.service.generation.formats.lark import Grammar
-from modelport.service.generation.formats.readers import Delta, Stepped, arguments_delta, call_delta, until
+from modelport.service.generation.formats.readers import (
+    ArgumentsReader,
+    Delta,
+    arguments_delta,
+    call_delta,
+    until,
+)
 from modelport.service.generation.formats.xml_values import argument_piece, tagged_calls, tagged_function
 from modelport.service.generation.tools.plan import ToolPlan
 
@@ -57,24 +63,16 @@ class Qwen3Xml:
         return messages
 
 
-class XmlReader(Stepped):
+class XmlReader(ArgumentsReader):
     """An answer in Qwen3-Coder's syntax: text until `<tool_call>`, then each call's name as its function
-    opens and each argument as its parameter closes (typed by the tool's schema)."""
-
-    thinking = False
+    opens and each argument as its parameter closes (typed by the tool's schema). Its states: text, call
+    (before `<function=`), function (its name), parameters, value."""
 
     def __init__(
         self, parameters: dict[str, dict[str, Any]], opener: str = _OPEN, closer: str = _CLOSE
     ) -> None:
-        self.parameters = parameters
+        super().__init__(parameters)
         self.opener, self.closer = opener, closer
-        self.strayed = False
-        self.pending = ""
-        self.state = "text"  # text, call (before <function=), function (its name), parameters, value
-        self.calls = 0
-        self.function = ""
-        self.key = ""
-        self.written = 0  # arguments written in the open call
 
     def flush(self, cut: bool) -> list[Delta]:
         text, self.pending = self.pending, ""

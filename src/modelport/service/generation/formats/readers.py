@@ -186,6 +186,23 @@ class MarkerFilter:
         return out
 
 
+class ArgumentsReader(Stepped):
+    """A reader of calls whose arguments come one by one, each typed by its tool's schema (the XML syntaxes,
+    LFM2's, Gemma 4's): what it keeps of the open call."""
+
+    thinking = False
+
+    def __init__(self, parameters: dict[str, dict[str, Any]]) -> None:
+        self.parameters = parameters  # each tool's, by its name
+        self.strayed = False
+        self.pending = ""
+        self.state = "text"
+        self.calls = 0
+        self.function = ""
+        self.key = ""
+        self.written = 0  # arguments written in the open call
+
+
 class JsonArguments:
     """A call's arguments, written as one JSON object, streamed as written less the whitespace between
     tokens (OpenAI's are compact; a decoder lets a model indent); `done` once the object has closed."""
