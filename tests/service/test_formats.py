@@ -431,6 +431,10 @@ def test_lfm2_calls_read_back_as_openai_s_in_any_chunking(size: int) -> None:
             {"on": True, "tags": ["a", "b, c"], "config": {"enabled": True, "note": None}, "unit": "celsius"},
         ),
     ]
+    # A value nested past Python's stack is its text, not a failure.
+    deep = "[" * 3000 + "]" * 3000
+    nested = read(f"<|tool_call_start|>[set(on=True, tags={deep})]<|tool_call_end|>")
+    assert nested["calls"] == [("set", {"on": True, "tags": deep})]
     # Whitespace around the calls is no content.
     spaced = read("  \n\n<|tool_call_start|>[add(a=1, b=2)]<|tool_call_end|>\n")
     assert (spaced["content"], spaced["calls"]) == ("", [("add", {"a": 1, "b": 2})])
@@ -489,6 +493,10 @@ def test_gemma_4_thinks_in_its_channel_and_calls_in_its_notation() -> None:
     noted = call.replace("b:3", f"b:3,note:{q}it, is: {{x}}{q}")
     second = f"<|tool_call>call:set{{{nested}}}<tool_call|>"
     answer = f"<|channel>thought\nAdd, then set.<channel|>Sure.\n{noted}{second}"
+    deep = "[" * 3000 + "]" * 3000  # nested past Python's stack: its text, not a failure
+    shape = formats.shape(form, effort.plan(form, None, 400), both, None, True, False)
+    nested = read_all(shape.read(), f"<|tool_call>call:set{{on:true,tags:{deep}}}<tool_call|>", 1000)
+    assert nested["calls"] == [("set", {"on": True, "tags": deep})]
     for size in (1, 5, 1000):
         shape = formats.shape(form, effort.plan(form, None, 400), both, None, True, False)
         read = read_all(shape.read(), answer, size)

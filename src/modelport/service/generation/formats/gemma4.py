@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from modelport.service.generation.formats.keyed import KeyedReader
@@ -92,7 +93,7 @@ class _Values:
             return self._once("NUMBER", lambda: self.grammar.rule("NUMBER", NUMBER))
         return self._once("value", self._any)
 
-    def _once(self, name: str, make: Any) -> str:
+    def _once(self, name: str, make: Callable[[], str]) -> str:
         if name not in self.made:
             self.made[name] = make()
         return self.made[name]
@@ -120,7 +121,7 @@ def _json_of(text: str, schema: dict[str, Any]) -> str:
         value, end = _parse(text.strip(), 0)
         if end != len(text.strip()):
             raise ValueError(text)
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, RecursionError):  # RecursionError: nested past Python's stack
         value = text.strip()
     if schema.get("type") == "string" and not isinstance(value, str):
         value = text.strip()

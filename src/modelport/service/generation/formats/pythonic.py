@@ -127,7 +127,7 @@ def _json_of(text: str, schema: dict[str, Any]) -> str:
     text = text.strip()
     try:
         value = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # RecursionError: nested past Python's stack
         value = _literal(text)
     if schema.get("type") == "string" and not isinstance(value, str):
         value = text
