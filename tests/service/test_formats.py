@@ -461,6 +461,12 @@ def test_lfm2_calls_given_back_are_written_into_the_text_as_its_template_writes_
         "content": f"Sure.<|tool_call_start|>[{one}, {one}]<|tool_call_end|>",
     }
     assert said[1] == given[1]
+    # Arguments a client gave nested past Python's stack are written as no arguments, not a failure (nor
+    # Granite's, written as they came).
+    deep = {**call, "function": {"name": "add", "arguments": "[" * 100_000 + "]" * 100_000}}
+    back = [{"role": "assistant", "content": None, "tool_calls": [deep]}]
+    assert formats.history(form, back)[0]["content"] == "<|tool_call_start|>[add()]<|tool_call_end|>"
+    assert formats.history(family("real/granite-3.3-2b-instruct"), back)[0]["content"].endswith(']]]"}]')
 
 
 def test_gemma_4_thinks_in_its_channel_and_calls_in_its_notation() -> None:

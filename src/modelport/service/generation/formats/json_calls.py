@@ -142,7 +142,7 @@ def arguments_object(arguments: Any) -> Any:
         return arguments
     try:
         return json.loads(arguments)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # RecursionError: nested past Python's stack
         return arguments
 
 

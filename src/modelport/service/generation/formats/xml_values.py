@@ -123,5 +123,5 @@ def _as_schema_type(value: str, schema: dict[str, Any]) -> str:
         return json.dumps(value, ensure_ascii=False)
     try:
         return json.dumps(json.loads(value), ensure_ascii=False, separators=(", ", ": "))
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # RecursionError: nested past Python's stack
         return json.dumps(value, ensure_ascii=False)
