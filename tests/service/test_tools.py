@@ -360,3 +360,22 @@ def test_a_client_that_leaves_a_streamed_tool_call_frees_the_model(client: opena
     stream.close()
     reply = client.chat.completions.create(model="gpt-4o-mini", messages=ASK, max_tokens=3)
     assert reply.choices[0].message.content is not None
+
+
+def test_json_nested_past_the_reader_s_depth_in_a_string_is_text_or_a_400(client: openai.OpenAI) -> None:
+    # A call's arguments, and vLLM's `guided_json`, are strings the server reads as JSON: nested past
+    # Python's stack, `json` raised a RecursionError there (a 500 over HTTP, and in-process the caller's).
+    deep = "[" * 1100 + "]" * 1100  # past the reader's 1,000 levels, within the model's context
+    call = {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": deep}}
+    turns: Any = [
+        {"role": "user", "content": "What is 2 + 3?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "5"},
+    ]
+    reply = client.chat.completions.create(model="gpt-4o-mini", messages=turns, tools=[ADD], max_tokens=2)
+    assert reply.choices[0].finish_reason in ("stop", "length", "tool_calls")
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.chat.completions.create(
+            model="gpt-4o-mini", messages=turns[:1], max_tokens=2, extra_body={"guided_json": deep}
+        )
+    assert refused.value.body["param"] == "guided_json"  # type: ignore[index]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
@@ -53,6 +54,16 @@ def check_json(body: Any) -> None:
                 raise _not_text(body)
     if isinstance(body, str) and not _is_text(body):
         raise _not_text(body)
+
+
+def json_value(text: str | bytes) -> Any:
+    """A string a client or a model wrote, read as JSON by Python's reader; a ValueError where it is none,
+    JSON nested past the reader's stack among them (where `json` raises a RecursionError, which reading a
+    string is not expected to, and which would have been a 500)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested past the reader's depth") from None
 
 
 def too_deep() -> InvalidRequestError:

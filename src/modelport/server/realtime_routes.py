@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from typing import Any
 
 from fastapi import APIRouter, Request, WebSocket
@@ -18,6 +17,7 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from modelport import context
 from modelport.errors import InvalidRequestError, ModelportError
+from modelport.protocol.validation import json_value
 from modelport.server.realtime_watch import watch
 from modelport.server.webrtc import Calls
 from modelport.service import Service
@@ -173,7 +173,7 @@ async def _offer(request: Request) -> tuple[str, dict[str, Any] | None]:
         raise InvalidRequestError("Missing required parameter: 'sdp' (the WebRTC offer).", param="sdp")
     if session is not None:
         try:
-            session = json.loads(session)
+            session = json_value(session)
         except ValueError:
             session = None
         if not isinstance(session, dict):

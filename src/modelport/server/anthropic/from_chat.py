@@ -6,7 +6,6 @@ given back in a later turn; an error after the stream began is an `error` event,
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncGenerator, Callable
 from typing import Any, Literal
 
@@ -34,6 +33,7 @@ from pydantic import BaseModel
 
 from modelport.errors import ModelportError
 from modelport.protocol.answers import Events
+from modelport.protocol.validation import json_value
 from modelport.server.error_shapes import anthropic_error
 
 Seal = Callable[[str], str]  # a thinking block's signature: this server's seal of its text ("" if none)
@@ -96,7 +96,7 @@ def message(answer: ChatCompletion, seal: Seal) -> Message:
 def _input(arguments: str) -> dict[str, Any]:
     """A tool call's arguments as the object Anthropic's `input` is (grammar-bound, so JSON)."""
     try:
-        value = json.loads(arguments or "{}")
+        value = json_value(arguments or "{}")
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}

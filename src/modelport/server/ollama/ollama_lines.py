@@ -5,7 +5,6 @@ Ollama gives them). Tool calls come whole, their arguments an object."""
 from __future__ import annotations
 
 import datetime
-import json
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
@@ -15,6 +14,7 @@ from pydantic import BaseModel
 
 from modelport.errors import ModelportError
 from modelport.protocol.answers import Events
+from modelport.protocol.validation import json_value
 from modelport.server.error_shapes import ollama_error
 
 # What runs once an answer is made (a request's `keep_alive` applied).
@@ -60,7 +60,7 @@ def nanoseconds(since: float) -> int:
 
 def tool_call(name: str, arguments: str) -> Message.ToolCall:
     try:
-        parsed = json.loads(arguments or "{}")
+        parsed = json_value(arguments or "{}")
     except ValueError:
         parsed = {}
     return Message.ToolCall(

@@ -3,13 +3,13 @@ predictor, by denotation (tools, response formats and vLLM's guided decoding tur
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
 from modelport.errors import InvalidRequestError
 from modelport.predictors.contract import Predictor
 from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
+from modelport.protocol.validation import json_value
 from modelport.service.generation import formats, grammar
 from modelport.service.generation.formats.effort import ThinkingPlan, foreign
 from modelport.service.generation.schema import check_enforceable, json_grammar
@@ -146,8 +146,8 @@ def _guided(sent: dict[str, Any]) -> None:
         schema = sent.pop("guided_json")
         if isinstance(schema, str):
             try:
-                schema = json.loads(schema)
-            except json.JSONDecodeError:
+                schema = json_value(schema)
+            except ValueError:
                 raise InvalidRequestError("guided_json is not valid JSON.", param="guided_json") from None
         sent["response_format"] = {"type": "json_schema", "json_schema": {"name": "guided", "schema": schema}}
     if "guided_choice" in sent:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -21,6 +20,7 @@ from modelport.ids import new_id
 from modelport.protocol.answers import Events
 from modelport.protocol.chunk_folds import ChatFold
 from modelport.protocol.requests import ChatCompletionRequest
+from modelport.protocol.validation import json_value
 from modelport.service.audio.clauses import Clauses
 from modelport.service.generation.tools.flat import chat_choice, chat_function, chat_request
 from modelport.service.realtime import config
@@ -381,7 +381,7 @@ def _usage(usage: dict[str, Any]) -> dict[str, Any]:
 
 def _whole_json(text: str) -> bool:
     try:
-        json.loads(text)
+        json_value(text)
     except ValueError:
         return False
     return True

@@ -14,7 +14,6 @@ forces one is a 400 naming it.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from openai.types.shared.custom_tool_input_format import Grammar, Text
 from modelport import ids
 from modelport.errors import InvalidRequestError
 from modelport.protocol.response_request import ToolChoice, tool_of
+from modelport.protocol.validation import json_value
 from modelport.service.generation.lark_regex import to_regex
 from modelport.service.responses.defined_tools import DEFINED, DefinedCall
 
@@ -223,9 +223,9 @@ def custom_input(arguments: str, offered: Offered, status: Status) -> str:
     """A custom call's input, from its chat function's arguments (text the model wrote outside them is
     taken as the input); a finished input its grammar refuses is logged (the decoder held it)."""
     try:
-        given = json.loads(arguments)
+        given = json_value(arguments)
         text = str(given.get(INPUT, "")) if isinstance(given, dict) else arguments
-    except json.JSONDecodeError:
+    except ValueError:
         text = arguments
     if status == "completed" and offered.pattern is not None and not re.fullmatch(offered.pattern, text):
         log.warning("the input of a call of custom tool %s does not match its grammar", offered.name)

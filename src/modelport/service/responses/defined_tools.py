@@ -8,13 +8,14 @@ whose environment is a container is OpenAI's to run (`client_tools.HOSTED`)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from openai.types.responses import ResponseApplyPatchToolCall, ResponseFunctionShellToolCall
 from openai.types.responses.response_output_item import LocalShellCall
+
+from modelport.protocol.validation import json_value
 
 Status = Literal["in_progress", "completed", "incomplete"]
 DefinedCall = ResponseFunctionShellToolCall | ResponseApplyPatchToolCall | LocalShellCall
@@ -27,8 +28,8 @@ _PATCH_KINDS = ["create_file", "update_file", "delete_file"]
 def _args(arguments: str) -> dict[str, Any]:
     """A call's arguments as the model wrote them (what cannot be read, as a cut call's: none)."""
     try:
-        given = json.loads(arguments or "{}")
-    except json.JSONDecodeError:
+        given = json_value(arguments or "{}")
+    except ValueError:
         return {}
     return given if isinstance(given, dict) else {}
 

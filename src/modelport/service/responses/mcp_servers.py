@@ -17,6 +17,7 @@ import httpx2
 from openai.types.responses import McpToolCallError
 from openai.types.responses.mcp_tool_call_error import HTTPError, McpProtocolError, McpToolExecutionError
 
+from modelport.protocol.validation import json_value
 from modelport.service.fetching import Pin
 
 if TYPE_CHECKING:
@@ -69,8 +70,8 @@ class McpServer:
         """What one of its tools returns for `arguments` (JSON text), as text; an `McpError` when the call
         fails or the tool reports an error."""
         try:
-            parsed = json.loads(arguments or "{}")
-        except json.JSONDecodeError:
+            parsed = json_value(arguments or "{}")
+        except ValueError:
             raise McpError(f"the arguments are not JSON: {arguments[:200]!r}") from None
         if not isinstance(parsed, dict):
             raise McpError("the arguments must be a JSON object")

@@ -10,7 +10,6 @@ turn's `mcp_approval_response` item runs it (or tells the model it was declined)
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
@@ -49,6 +48,7 @@ from openai.types.responses.tool import Mcp
 
 from modelport.errors import InvalidRequestError, NotFoundError
 from modelport.protocol.response_request import ToolChoice
+from modelport.protocol.validation import json_value
 from modelport.service.fetching import Fetcher
 from modelport.service.responses.items import NONE_ALLOWED, new_item_id
 from modelport.service.responses.mcp_servers import McpError
@@ -456,8 +456,8 @@ _BEGUN_QUERY = re.compile(r'\s*\{\s*"(?:query|q)"\s*:\s*"((?:[^"\\]|\\.)*)')
 def _query(arguments: str) -> str:
     """The query a model's call asks for (its arguments as they came, when they are not the JSON asked)."""
     try:
-        parsed = json.loads(arguments)
-    except json.JSONDecodeError:
+        parsed = json_value(arguments)
+    except ValueError:
         return arguments.strip()
     if isinstance(parsed, dict):
         for name in ("query", "queries", "q"):

@@ -16,6 +16,7 @@ import hashlib
 import json
 from typing import Any
 
+from modelport.protocol.validation import json_value
 from modelport.service.generation.formats.json_answer import AnswerParser
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import (
@@ -141,8 +142,8 @@ def arguments_object(arguments: Any) -> Any:
     if not isinstance(arguments, str):
         return arguments
     try:
-        return json.loads(arguments)
-    except (json.JSONDecodeError, RecursionError):  # RecursionError: nested past Python's stack
+        return json_value(arguments)
+    except ValueError:
         return arguments
 
 

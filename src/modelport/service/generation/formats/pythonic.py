@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from modelport.protocol.validation import json_value
 from modelport.service.generation.formats.json_calls import arguments_object
 from modelport.service.generation.formats.keyed import KeyedReader
 from modelport.service.generation.formats.lark import Grammar
@@ -126,8 +127,8 @@ def _json_of(text: str, schema: dict[str, Any]) -> str:
     that is neither is a string."""
     text = text.strip()
     try:
-        value = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):  # RecursionError: nested past Python's stack
+        value = json_value(text)
+    except ValueError:
         value = _literal(text)
     if schema.get("type") == "string" and not isinstance(value, str):
         value = text

@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from modelport.protocol.validation import json_value
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.tools.plan import ToolPlan
 
@@ -122,6 +123,6 @@ def _as_schema_type(value: str, schema: dict[str, Any]) -> str:
                 pass
         return json.dumps(value, ensure_ascii=False)
     try:
-        return json.dumps(json.loads(value), ensure_ascii=False, separators=(", ", ": "))
-    except (json.JSONDecodeError, RecursionError):  # RecursionError: nested past Python's stack
+        return json.dumps(json_value(value), ensure_ascii=False, separators=(", ", ": "))
+    except ValueError:
         return json.dumps(value, ensure_ascii=False)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from modelport.protocol.validation import json_value
 from modelport.service.generation.tools.plan import ToolPlan
 
 
@@ -65,8 +66,8 @@ def _calls_text(calls: list[dict[str, Any]]) -> str:
     for call in calls:
         function = call.get("function") or {}
         try:
-            arguments = json.loads(function.get("arguments") or "{}")
-        except json.JSONDecodeError:
+            arguments = json_value(function.get("arguments") or "{}")
+        except ValueError:
             arguments = function.get("arguments")
         rendered.append({"name": function.get("name"), "arguments": arguments})
     return json.dumps({"tool_calls": rendered}, ensure_ascii=False)
