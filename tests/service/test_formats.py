@@ -289,6 +289,9 @@ def test_granite_calls_are_held_read_and_given_back_in_its_text() -> None:
     said = formats.history(form, given)
     assert said[0] == {"role": "assistant", "content": answer}  # as the model wrote it
     assert said[1] == given[1]
+    # Text given as parts is their text, not the list's Python form.
+    parts = [{**given[0], "content": [{"type": "text", "text": "Sure."}]}]
+    assert formats.history(form, parts)[0]["content"] == f"Sure.{answer}"
 
 
 def test_nemotron_nano_2_calls_are_held_and_read_between_its_tags() -> None:

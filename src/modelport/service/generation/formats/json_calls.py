@@ -28,6 +28,7 @@ from modelport.service.generation.formats.readers import (
     until,
 )
 from modelport.service.generation.tools.plan import ToolPlan
+from modelport.service.generation.tools.render import content_text
 
 
 class JsonCalls:
@@ -120,7 +121,7 @@ class Granite(Mistral):
                 listed = [
                     {"name": f["name"], "arguments": arguments_object(f.get("arguments"))} for f in functions
                 ]
-                said = f"{message.get('content') or ''}{self.opener}{json.dumps(listed)}"
+                said = f"{content_text(message.get('content'))}{self.opener}{json.dumps(listed)}"
                 message = {k: v for k, v in message.items() if k != "tool_calls"} | {"content": said}
             out.append(message)
         return out

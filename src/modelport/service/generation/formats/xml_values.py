@@ -2,8 +2,8 @@
 `<parameter=K>`, GLM's `<arg_value>`): the grammar of an answer of calls in tags and of one call's arguments,
 and the reading back of an argument. A value is a string as it is, a number or a boolean as JSON writes it,
 an object or a list as JSON; its grammar holds it to its schema's type, and read back it is made the JSON
-value its schema says it is. LFM2's Python calls (`pythonic`) hold their numbers and their free text by the
-same rules."""
+value its schema says it is. LFM2's calls (`pythonic`) and Gemma 4's hold their numbers and free text by the
+same rules and their arguments in order as `in_order` writes it; Gemma 4's calls are tagged calls too."""
 
 from __future__ import annotations
 
