@@ -30,6 +30,10 @@ from pathlib import Path
 BUSY = 0.5  # CPUs that other processes use, on average over a period, for the threads to be bound
 CALM = 0.25  # ... and below which they are freed again
 PERIOD = 0.5  # seconds between samples
+# While the machine is calm and nothing is bound, the engines' own threads are looked at only every so many
+# samples (to forget the ended ones): reading each thread's CPU time every half second was most of the
+# watcher's own CPU (6 ms a second, an idle server's largest thread after its event loop).
+CALM_LOOKS = 10
 _TASKS = Path("/proc/self/task")
 
 
@@ -124,18 +128,22 @@ class _Watcher:
     def _run(self) -> None:
         busy = False
         last = _Sample.now(self._engines[0].allowed)
+        looks = 0
         while True:
             time.sleep(PERIOD)
+            looks += 1
             with self._lock:
                 self._engines = [engine for engine in self._engines if engine.threads]
                 if not self._engines:
                     self._thread = None
                     return
-                self._adopt()
                 now = _Sample.now(self._engines[0].allowed)
                 others = now.others_since(last)
                 last = now
                 busy = others >= BUSY or (busy and others >= CALM)
+                if not (busy or any(engine.bound for engine in self._engines) or looks % CALM_LOOKS == 0):
+                    continue
+                self._adopt()
                 for engine in self._engines:
                     active = engine.active()
                     if busy:
