@@ -60,8 +60,11 @@ class Scorer:
                         param="prompt",
                         code="context_length_exceeded",
                     )
-            # Each prompt's hidden states but its last, which predicts a token after the prompt.
-            hidden = np.concatenate([self._hidden(one)[: len(one) - 1] for one in ids])
+            # Each prompt's hidden states but its last, which predicts a token after the prompt (an empty
+            # prompt, or one of a token alone, has none: llama.cpp refuses to embed no tokens).
+            assert self._output is not None
+            rows = [self._hidden(one)[: len(one) - 1] for one in ids if len(one) > 1]
+            hidden = np.concatenate(rows) if rows else np.empty((0, self._output.shape[1]), np.float32)
             logprobs = self._logprobs(hidden, [token for one in ids for token in one[1:]], k)
             for _, best in logprobs:
                 for token, _ in best:
@@ -69,7 +72,7 @@ class Scorer:
             scored, start = [], 0
             for prompt, one in zip(prompts, ids, strict=True):
                 scored.append(_scored(one, self._pieces, prompt, logprobs[start : start + len(one) - 1]))
-                start += len(one) - 1
+                start += max(len(one) - 1, 0)
             return scored
 
     def _start(self) -> None:
