@@ -12,20 +12,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
-from modelport.service.generation.formats.keyed import KeyedReader
+from modelport.service.generation.formats.keyed import KeyedReader, keyed_function
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import Delta, text_until
-from modelport.service.generation.formats.xml_values import (
-    INTEGER,
-    NUMBER,
-    free_text,
-    in_order,
-    rule_name,
-    tagged_calls,
-)
+from modelport.service.generation.formats.xml_values import INTEGER, NUMBER, free_text, tagged_calls
 from modelport.service.generation.tools.plan import ToolPlan
 
 CALL, CALL_END, QUOTE = "<|tool_call>", "<tool_call|>", '<|"|>'
@@ -42,23 +34,15 @@ class Gemma4:
     def answer(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
         """The rule of an answer that follows `plan`: its calls (one, or more where calls may go in
         parallel), or (unless one is required) text that does not begin like one."""
-        values = _Values(grammar)
-        functions = [self._function(tool, i, grammar, values) for i, tool in enumerate(plan.tools)]
-        return tagged_calls(plan, grammar, functions, (CALL + _HEAD, CALL_END), "")
 
-    def _function(self, tool: dict[str, Any], i: int, grammar: Grammar, values: _Values) -> str:
-        """`NAME{`, the arguments in their keys' sorted order, `}`."""
-        parameters = tool.get("parameters") or {}
-        properties = parameters.get("properties") or {}
-        required = set(parameters.get("required") or [])
-        arguments = []
-        for key in sorted(properties):
-            schema = properties[key] if isinstance(properties[key], dict) else {}
-            rule = f"p{i}_{rule_name(key)}"
-            argument = grammar.rule(rule, f"{grammar.literal(key + ':')} {values.of(schema, rule)}")
-            arguments.append((argument, key in required))
-        inside = in_order(arguments, '","')
-        return grammar.rule(f"f{i}", f"{grammar.literal(tool['name'] + '{')} {inside} {grammar.literal('}')}")
+        def value(schema: dict[str, Any], name: str) -> str:
+            return _value(schema, grammar)
+
+        functions = []
+        for i, tool in enumerate(plan.tools):  # `NAME{`, the arguments in their keys' sorted order, `}`
+            keys = sorted((tool.get("parameters") or {}).get("properties") or {})
+            functions.append(keyed_function(tool, i, grammar, keys, ("{", ":", ",", "}"), value))
+        return tagged_calls(plan, grammar, functions, (CALL + _HEAD, CALL_END), "")
 
     def reader(self, plan: ToolPlan) -> Gemma4Reader:
         """A reader of one answer in this syntax."""
@@ -68,63 +52,56 @@ class Gemma4:
         return messages
 
 
-class _Values:
-    """The rules of one grammar's values, each made once."""
+def _value(schema: dict[str, Any], grammar: Grammar) -> str:
+    """The rule of an argument's value of `schema`."""
+    kind = schema.get("type")
+    if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]):
+        return "(" + " | ".join(grammar.literal(f"{QUOTE}{v}{QUOTE}") for v in schema["enum"]) + ")"
+    if free_text(schema):
+        return _string(grammar)
+    if kind == "boolean":
+        return '("true" | "false")'
+    if kind == "null":
+        return '"null"'
+    bounded = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} & schema.keys()
+    if kind == "integer" and not bounded:
+        return grammar.shared("integer", lambda: grammar.rule("INTEGER", INTEGER))
+    if kind in ("integer", "number"):
+        return _number_rule(grammar)
+    return grammar.shared("value", lambda: _any(grammar))
 
-    def __init__(self, grammar: Grammar) -> None:
-        self.grammar = grammar
-        self.made: dict[str, str] = {}
 
-    def of(self, schema: dict[str, Any], name: str) -> str:
-        """The rule of a value of `schema`."""
-        kind = schema.get("type")
-        if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]):
-            return "(" + " | ".join(self.grammar.literal(f"{QUOTE}{v}{QUOTE}") for v in schema["enum"]) + ")"
-        if free_text(schema):
-            return self._once("string", self._string)
-        if kind == "boolean":
-            return '("true" | "false")'
-        if kind == "null":
-            return '"null"'
-        bounded = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} & schema.keys()
-        if kind == "integer" and not bounded:
-            return self._once("INTEGER", lambda: self.grammar.rule("INTEGER", INTEGER))
-        if kind in ("integer", "number"):
-            return self._once("NUMBER", lambda: self.grammar.rule("NUMBER", NUMBER))
-        return self._once("value", self._any)
+def _string(grammar: Grammar) -> str:
+    return grammar.shared(
+        "string", lambda: grammar.rule("string", f"{grammar.literal(QUOTE)} {grammar.until('text', QUOTE)}")
+    )
 
-    def _once(self, name: str, make: Callable[[], str]) -> str:
-        if name not in self.made:
-            self.made[name] = make()
-        return self.made[name]
 
-    def _string(self) -> str:
-        return self.grammar.rule(
-            "string", f"{self.grammar.literal(QUOTE)} {self.grammar.until('text', QUOTE)}"
-        )
+def _number_rule(grammar: Grammar) -> str:
+    return grammar.shared("number", lambda: grammar.rule("NUMBER", NUMBER))
 
-    def _any(self) -> str:
-        """Any value of the notation: a string, a number, `true`, `false`, `null`, a list, an object."""
-        g = self.grammar
-        string = self._once("string", self._string)
-        number = self._once("NUMBER", lambda: g.rule("NUMBER", NUMBER))
-        key = g.rule("KEY", r"/[A-Za-z_][\w.\-]*/")
-        member = g.rule("member", f'({key} | {string}) ":" value')
-        listed = g.rule("list", '"[" (value ("," value)*)? "]"')
-        mapped = g.rule("object", f'"{{" ({member} ("," {member})*)? "}}"')
-        return g.rule("value", f'{string} | {number} | "true" | "false" | "null" | {listed} | {mapped}')
+
+def _any(grammar: Grammar) -> str:
+    """Any value of the notation: a string, a number, `true`, `false`, `null`, a list, an object."""
+    string, number = _string(grammar), _number_rule(grammar)
+    key = grammar.rule("KEY", r"/[A-Za-z_][\w.\-]*/")
+    member = grammar.rule("member", f'({key} | {string}) ":" value')
+    listed = grammar.rule("list", '"[" (value ("," value)*)? "]"')
+    mapped = grammar.rule("object", f'"{{" ({member} ("," {member})*)? "}}"')
+    return grammar.rule("value", f'{string} | {number} | "true" | "false" | "null" | {listed} | {mapped}')
 
 
 def _json_of(text: str, schema: dict[str, Any]) -> str:
     """An argument's value as written, as the JSON value it is (text that does not parse is a string)."""
+    text = text.strip()
     try:
-        value, end = _parse(text.strip(), 0)
-        if end != len(text.strip()):
+        value, end = _parse(text, 0)
+        if end != len(text):
             raise ValueError(text)
     except (ValueError, IndexError, RecursionError):  # RecursionError: nested past Python's stack
-        value = text.strip()
+        value = text
     if schema.get("type") == "string" and not isinstance(value, str):
-        value = text.strip()
+        value = text
     return json.dumps(value, ensure_ascii=False)
 
 

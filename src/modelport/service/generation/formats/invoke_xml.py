@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from modelport.service.generation.formats.call_lists import calls_or_text, listed
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import (
     ArgumentsReader,
@@ -50,13 +51,9 @@ class InvokeXml:
         function = grammar.rule("function", " | ".join(functions))
         invoked = f"{grammar.literal(self.invoke)} {function} {grammar.literal(self.end_invoke)}"
         invoke = grammar.rule("invoke", invoked)
-        listed = f'{invoke} ("\\n" {invoke})*' if plan.parallel else invoke
         opening, closing = grammar.literal(f"{self.open}\n"), grammar.literal(f"\n{self.close}")
-        calls = grammar.rule("calls", f"{opening} {listed} {closing}")
-        if plan.required:
-            return calls
-        text = grammar.text_lexeme("text", not_first="<")
-        return grammar.rule("answer", f"{text} | {calls}")
+        invokes = listed(plan, invoke, '"\\n"')
+        return calls_or_text(plan, grammar, grammar.rule("calls", f"{opening} {invokes} {closing}"))
 
     def _function(self, tool: dict[str, Any], i: int, grammar: Grammar, compact: bool) -> str:
         properties = (tool.get("parameters") or {}).get("properties") or {}

@@ -1,20 +1,50 @@
-"""What the readers of calls written as a name and its arguments key by key share: LFM2's
-`NAME(KEY=VALUE, …)` and Gemma 4's `NAME{KEY:VALUE,…}`. A call's name is given as its arguments open, each
-argument as its value ends (made the JSON value it is by the syntax), and the arguments' object closed as
-they do; what does not follow the syntax is text from there on. Each syntax reads what lies around its calls
-(`_around`) and says where a value ends and what JSON it is.
+"""What the syntaxes of calls written as a name and its arguments key by key share: LFM2's
+`NAME(KEY=VALUE, …)` and Gemma 4's `NAME{KEY:VALUE,…}`. The grammar of a call (`keyed_function`); and its
+reading: a call's name given as its arguments open, each argument as its value ends (made the JSON value it
+is by the syntax), and the arguments' object closed as they do; what does not follow the syntax is text from
+there on. Each syntax reads what lies around its calls (`_around`) and says where a value ends and what JSON
+it is.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import ArgumentsReader, Delta, arguments_delta, call_delta
+from modelport.service.generation.formats.xml_values import argument_piece, in_order, rule_name
 
 _NAME = r"[A-Za-z_][\w.\-]*"
+
+
+def keyed_function(
+    tool: dict[str, Any],
+    i: int,
+    grammar: Grammar,
+    keys: Iterable[str],
+    marks: tuple[str, str, str, str],
+    value: Callable[[dict[str, Any], str], str],
+) -> str:
+    """The rule of a call of the `i`th tool: its name and what opens its arguments, each argument of `keys`
+    (the optional ones free to be left out) as the key, what joins it to its value and `value(schema, name)`,
+    what separates the arguments between them, and what closes them. `marks`: (opens, joins, separates,
+    closes), as text."""
+    opens, joins, separates, closes = marks
+    parameters = tool.get("parameters") or {}
+    properties = parameters.get("properties") or {}
+    required = set(parameters.get("required") or [])
+    arguments = []
+    for key in keys:
+        schema = properties[key] if isinstance(properties[key], dict) else {}
+        rule = f"p{i}_{rule_name(key)}"
+        argument = grammar.rule(rule, f"{grammar.literal(key + joins)} {value(schema, rule)}")
+        arguments.append((argument, key in required))
+    inside = in_order(arguments, grammar.literal(separates))
+    return grammar.rule(
+        f"f{i}", f"{grammar.literal(tool['name'] + opens)} {inside} {grammar.literal(closes)}"
+    )
 
 
 def value_end(text: str, closes: str, string_at: Callable[[str, int], int | None]) -> int | None:
@@ -111,10 +141,8 @@ class KeyedReader(ArgumentsReader):
         return self._around()
 
     def _argument(self, value: str) -> Delta:
-        schema = ((self.parameters.get(self.function) or {}).get("properties") or {}).get(self.key) or {}
-        piece = (
-            "{" if not self.written else ", "
-        ) + f"{json.dumps(self.key)}: {self._json_of(value, schema)}"
+        parameters = self.parameters.get(self.function) or {}
+        piece = argument_piece(parameters, self.key, value, not self.written, self._json_of)
         self.written += 1
         return arguments_delta(self.calls - 1, piece)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from modelport.service.generation.schema import closed
@@ -28,6 +29,7 @@ class Grammar:
     def __init__(self, tokens: tuple[tuple[str, tuple[int, ...]], ...] = ()) -> None:
         self.tokens = {marker: ids for marker, ids in tokens if ids}
         self._rules: dict[str, tuple[str, str]] = {}  # name: (body, attributes)
+        self._shared: dict[str, str] = {}  # what `shared` made, by its key
 
     def rule(self, name: str, body: str, max_tokens: int | None = None, suffix: str | None = None) -> str:
         """Add `name: body` (a name already taken gets a number; a name in capitals is a lexeme) and return
@@ -47,6 +49,13 @@ class Grammar:
             attributes.append(f"suffix={json.dumps(suffix)}")
         self._rules[used] = (body, f"[{', '.join(attributes)}]" if attributes else "")
         return used
+
+    def shared(self, key: str, make: Callable[[], str]) -> str:
+        """The rule `make` adds (and names), made once however many ask for it by `key` (a string or a number
+        lexeme every argument of every tool takes)."""
+        if key not in self._shared:
+            self._shared[key] = make()
+        return self._shared[key]
 
     def literal(self, text: str) -> str:
         """`text` as quoted text and markers named by their tokens."""

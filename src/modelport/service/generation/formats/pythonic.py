@@ -17,11 +17,12 @@ from collections.abc import Callable
 from typing import Any
 
 from modelport.protocol.validation import json_value
+from modelport.service.generation.formats.call_lists import calls_or_text, listed
 from modelport.service.generation.formats.json_calls import arguments_object
-from modelport.service.generation.formats.keyed import KeyedReader
+from modelport.service.generation.formats.keyed import KeyedReader, keyed_function
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import Delta, text_until
-from modelport.service.generation.formats.xml_values import INTEGER, NUMBER, free_text, in_order, rule_name
+from modelport.service.generation.formats.xml_values import INTEGER, NUMBER, free_text
 from modelport.service.generation.tools.plan import ToolPlan
 from modelport.service.generation.tools.render import content_text
 
@@ -42,30 +43,18 @@ class Pythonic:
     def answer(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
         """The rule of an answer that follows `plan`: the list of calls (one, or more where calls may go in
         parallel), or (unless one is required) text that does not begin like it."""
-        values = {"string": grammar.rule("STRING", _STRING)}
-        functions = [self._function(tool, i, grammar, compact, values) for i, tool in enumerate(plan.tools)]
-        function = grammar.rule("function", " | ".join(functions))
-        listed = f'{function} (", " {function})*' if plan.parallel else function
-        calls = grammar.rule("calls", f"{grammar.literal(START + '[')} {listed} {grammar.literal(']' + END)}")
-        if plan.required:
-            return calls
-        text = grammar.text_lexeme("text", not_first="<")
-        return grammar.rule("answer", f"{text} | {calls}")
 
-    def _function(
-        self, tool: dict[str, Any], i: int, grammar: Grammar, compact: bool, values: dict[str, str]
-    ) -> str:
-        """`NAME(`, the arguments in their schema's order, `)`."""
-        parameters = tool.get("parameters") or {}
-        required = set(parameters.get("required") or [])
-        arguments = []
-        for key, schema in (parameters.get("properties") or {}).items():
-            typed = schema if isinstance(schema, dict) else {}
-            value = _value(typed, f"t{i}_{rule_name(key)}", grammar, compact, values)
-            argument = grammar.rule(f"p{i}_{rule_name(key)}", f"{grammar.literal(key + '=')} {value}")
-            arguments.append((argument, key in required))
-        inside = in_order(arguments, '", "')
-        return grammar.rule(f"f{i}", f"{grammar.literal(tool['name'] + '(')} {inside} {grammar.literal(')')}")
+        def value(schema: dict[str, Any], name: str) -> str:
+            return _value(schema, name, grammar, compact)
+
+        functions = []
+        for i, tool in enumerate(plan.tools):  # `NAME(`, the arguments in their schema's order, `)`
+            keys = ((tool.get("parameters") or {}).get("properties") or {}).keys()
+            functions.append(keyed_function(tool, i, grammar, keys, ("(", "=", ", ", ")"), value))
+        function = grammar.rule("function", " | ".join(functions))
+        calls = listed(plan, function, grammar.literal(", "))
+        opening, closing = grammar.literal(f"{START}["), grammar.literal(f"]{END}")
+        return calls_or_text(plan, grammar, grammar.rule("calls", f"{opening} {calls} {closing}"))
 
     def reader(self, plan: ToolPlan) -> PythonicReader:
         """A reader of one answer in this syntax."""
@@ -102,23 +91,23 @@ def _python(value: Any) -> str:
     return str(value)  # True, None, 3, ['a', 1]: as the template's `string` filter writes them
 
 
-def _value(schema: dict[str, Any], name: str, grammar: Grammar, compact: bool, values: dict[str, str]) -> str:
+def _value(schema: dict[str, Any], name: str, grammar: Grammar, compact: bool) -> str:
     """The rule of an argument's value of `schema`, as Python writes it (an object, or anything under a
     constraint Python's literals cannot say, as JSON: Python reads it too)."""
     kind = schema.get("type")
     if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]):
         return "(" + " | ".join(grammar.literal(repr(v)) for v in schema["enum"]) + ")"
     if free_text(schema):
-        return values["string"]
+        return grammar.shared("string", lambda: grammar.rule("STRING", _STRING))
     if kind == "boolean":
         return '("True" | "False")'
     if kind == "null":
         return '"None"'
     bounded = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} & schema.keys()
-    if kind in ("integer", "number") and not (kind == "integer" and bounded):
-        if kind not in values:
-            values[kind] = grammar.rule(kind.upper(), INTEGER if kind == "integer" else NUMBER)
-        return values[kind]
+    if kind == "integer" and not bounded:
+        return grammar.shared("integer", lambda: grammar.rule("INTEGER", INTEGER))
+    if kind == "number":
+        return grammar.shared("number", lambda: grammar.rule("NUMBER", NUMBER))
     return grammar.json(f"v_{name}", schema, compact)
 
 

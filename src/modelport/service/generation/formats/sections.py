@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from modelport.service.generation.formats.call_lists import calls_or_text, listed
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import (
     Delta,
@@ -51,15 +52,8 @@ class SectionCalls:
         call = grammar.rule(
             "call", f"{grammar.literal(head)} ({' | '.join(functions)}) {grammar.literal(call_end)}"
         )
-        if plan.parallel:
-            listed = f"{call} ({self.between} {call})*" if self.between else f"{call}+"
-        else:
-            listed = call
-        calls = grammar.rule("calls", f"{grammar.literal(begin)} {listed} {grammar.literal(end)}")
-        if plan.required:
-            return calls
-        text = grammar.text_lexeme("text", not_first="<")
-        return grammar.rule("answer", f"{text} | {calls}")
+        calls = f"{grammar.literal(begin)} {listed(plan, call, self.between)} {grammar.literal(end)}"
+        return calls_or_text(plan, grammar, grammar.rule("calls", calls))
 
     def reader(self, plan: ToolPlan) -> SectionReader:
         """A reader of one answer in this syntax."""

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from modelport.protocol.validation import json_value
+from modelport.service.generation.formats.call_lists import calls_or_text, listed
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.tools.plan import ToolPlan
 
@@ -28,11 +29,7 @@ def tagged_calls(
     begin like one."""
     function = grammar.rule("function", " | ".join(functions))
     block = grammar.rule("block", f"{grammar.literal(tags[0])} {function} {grammar.literal(tags[1])}")
-    calls = grammar.rule("calls", f"{block} ({between} {block})*" if plan.parallel else block)
-    if plan.required:
-        return calls
-    text = grammar.text_lexeme("text", not_first="<")
-    return grammar.rule("answer", f"{text} | {calls}")
+    return calls_or_text(plan, grammar, grammar.rule("calls", listed(plan, block, between)))
 
 
 def tagged_function(
@@ -79,11 +76,19 @@ def in_order(arguments: list[tuple[str, bool]], between: str) -> str:
     return f"({taken} | {skipped})" if skipped else f"({taken})?"
 
 
-def argument_piece(parameters: dict[str, Any], key: str, value: str, first: bool) -> str:
+def argument_piece(
+    parameters: dict[str, Any],
+    key: str,
+    value: str,
+    first: bool,
+    as_json: Callable[[str, dict[str, Any]], str] | None = None,
+) -> str:
     """An argument read back, as the piece of its call's JSON arguments it makes (`{"key": value` first,
-    `, "key": value` after), its value the JSON its schema (among the tool's `parameters`) says it is."""
+    `, "key": value` after), its value the JSON its schema (among the tool's `parameters`) says it is: read
+    by `as_json` (the value's text and its schema), the XML syntaxes' reading (text as it is) unless told."""
     schema = (parameters.get("properties") or {}).get(key) or {}
-    return ("{" if first else ", ") + f"{json.dumps(key)}: {_as_schema_type(value, schema)}"
+    said = (as_json or _as_schema_type)(value, schema)
+    return ("{" if first else ", ") + f"{json.dumps(key)}: {said}"
 
 
 def free_text(schema: dict[str, Any]) -> bool:

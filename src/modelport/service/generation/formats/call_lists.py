@@ -1,0 +1,24 @@
+"""What every call syntax's answer grammar shares: its calls once, or once or more where calls may go in
+parallel; and, unless a call is required, text that does not begin like them in their place."""
+
+from __future__ import annotations
+
+from modelport.service.generation.formats.lark import Grammar
+from modelport.service.generation.tools.plan import ToolPlan
+
+
+def listed(plan: ToolPlan, call: str, between: str = "") -> str:
+    """`call` (a rule) once, or once or more where calls may go in parallel, `between` them (a rule, or
+    quoted text; none: they follow each other)."""
+    if not plan.parallel:
+        return call
+    return f"{call} ({between} {call})*" if between else f"{call}+"
+
+
+def calls_or_text(plan: ToolPlan, grammar: Grammar, calls: str) -> str:
+    """The rule of an answer: `calls` (a rule), or (unless a call is required) text that does not begin
+    like them."""
+    if plan.required:
+        return calls
+    text = grammar.text_lexeme("text", not_first="<")
+    return grammar.rule("answer", f"{text} | {calls}")
