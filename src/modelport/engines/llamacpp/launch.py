@@ -198,9 +198,15 @@ class SideDoor:
     """llama.cpp's own HTTP listener of one server, on loopback, open only to the key it was started with:
     what its in-process handlers do not offer (templates, tokens, the vocabulary's size, slot actions).
     One client for all calls: a new one per call (`httpx.post`) built a TLS context each time, ~45 ms of
-    CPU taken from llama.cpp's threads at every turn's end on a 2-core machine."""
+    CPU taken from llama.cpp's threads at every turn's end on a 2-core machine.
+
+    The door holds its server: a server destroyed while a call is in flight never ends (its listener's
+    thread waits for the answer of a loop that has stopped, and the destructor waits for that thread), as
+    when a model was unloaded while its resting turn was being saved. A call under way keeps the door, and
+    so the server, alive until it returns."""
 
     def __init__(self, server: Any, key: str, timeout: float = 30) -> None:
+        self._server = server
         self._client = httpx.Client(
             base_url=server.listening_address,
             headers={"Authorization": f"Bearer {key}"},
