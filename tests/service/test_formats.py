@@ -517,6 +517,71 @@ def test_gemma_4_thinks_in_its_channel_and_calls_in_its_notation() -> None:
         ]
 
 
+COHERE = {"real/command-r7b-12-2024": "cohere", "real/cohere2-moe": "cohere_text"}
+
+
+@pytest.mark.parametrize("name", list(COHERE))
+def test_cohere_calls_are_numbered_in_its_action_and_its_text_framed(name: str) -> None:
+    # Cohere's templates list the calls between `<|START_ACTION|>` and `<|END_ACTION|>` and frame the text
+    # (`<|START_RESPONSE|>`, or `<|START_TEXT|>`): before, the tools were described again and held to
+    # modelport's JSON, and the frame's markers (special tokens, written as text when the thinking's are)
+    # were the answer's content.
+    form = family(name)
+    assert (form.calls, form.read_here) == (COHERE[name], True)
+    assert form.frame is not None
+    opening, closing = form.frame
+    call = '{"tool_call_id": "0", "tool_name": "add", "parameters": {"a": 2, "b": 3}}'
+    action = f"<|START_ACTION|>[{call}]<|END_ACTION|>"
+    thought = "<|START_THINKING|>Add them.<|END_THINKING|>"
+    required = plan(required=True)
+    assert held(form, action, required, effort="none")[0]
+    assert held(form, thought + action, required)[0]
+    assert not held(form, action.replace('"0"', '"first"'), required, effort="none")[0]
+    assert not held(form, action.replace('"b": 3', '"b": "three"'), required, effort="none")[0]
+    assert not held(form, action.replace("tool_name", "name"), required, effort="none")[0]
+    assert not held(form, f"{opening}Five.{closing}", required, effort="none")[0]
+    for tools in (plan(), None):
+        assert held(form, f"{opening}Five.{closing}", tools, effort="none")[0]
+        assert held(form, f"{thought}{opening}Five.{closing}", tools)[0]
+        assert not held(form, "Five.", tools, effort="none")[0]  # its text is framed
+    two = action.replace(
+        "}}]", '}}, {"tool_call_id": "1", "tool_name": "add", "parameters": {"a": 4, "b": 3}}]'
+    )
+    legacy = ToolPlan([ADD], required=False, parallel=False, legacy=True)
+    own = '{"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]}'
+    for size in (1, 5, 1000):
+        shape = formats.shape(form, effort.plan(form, None, 400), plan(), None, True, False)
+        read = read_all(shape.read(), f"{thought}{two}", size)
+        assert (read["reasoning"], read["content"], read["strayed"]) == ("Add them.", "", False)
+        assert read["calls"] == [("add", {"a": 2, "b": 3}), ("add", {"a": 4, "b": 3})]
+        said = read_all(shape.read(), f"{thought}{opening}Five.{closing}", size)
+        assert (said["content"], said["calls"], said["strayed"]) == ("Five.", [], False)
+        # `functions` are answered in modelport's JSON, framed as the family frames its text.
+        shape = formats.shape(form, effort.plan(form, None, 400), legacy, None, True, False)
+        reader = shape.read()
+        pieces = [p for part in chunked(f"{opening}{own}{closing}", size) for p in reader.feed(part)]
+        pieces += reader.flush(cut=False)
+        function = "".join(json.dumps(p["function_call"]) for p in pieces)
+        assert (function.count('"name": "add"'), reader.calls, reader.strayed) == (1, 1, False)
+    given = [{"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function",
+              "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}]}]  # fmt: skip
+    assert formats.history(form, given) == given  # its templates number the calls themselves
+
+
+def test_the_effort_turns_off_the_thinking_of_a_template_it_steers_alone() -> None:
+    # Cohere's MoE template opens the thinking in its prompt unless `reasoning_effort` is `none`, and has no
+    # other switch: `minimal` is told `none` too, and the grammar then closes no thinking the prompt closed.
+    form = family("real/cohere2-moe", opened=True)
+    answer = "<|START_TEXT|>Five.<|END_TEXT|>"
+    for given in ("none", "minimal"):
+        thinking = effort.plan(form, given, 400)
+        assert thinking is not None
+        assert (thinking.on, thinking.variables) == (False, {"reasoning_effort": "none"})
+        assert held(form, answer, effort=given)[0]
+        assert not held(form, "<|END_THINKING|>" + answer, effort=given)[0]
+    assert held(form, "Sums.<|END_THINKING|>" + answer, effort="low")[0]
+
+
 def chunked(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 

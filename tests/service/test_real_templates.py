@@ -1,9 +1,10 @@
 """The real chat templates of Gemma 2, Mistral 7B v0.2, Phi-3 mini and Llama 3.1, of families with call
 syntaxes of their own (GLM 4.7 Flash, Mistral Small 3.2, Kimi K2, Granite 3.3, LFM2.5, Nemotron Nano 2,
-MiniMax M2, DeepSeek V4 Flash and Gemma 4) and of Kimi K3, whose thinking llama.cpp reads (byte for byte; see
-templates/real/SOURCES.md), each over SmolLM2's weights: every request shape renders and answers, the text
-each template ends a turn with ends generation and never shows, a call is written in the family's own syntax
-and read back, and a conversation a template still refuses is a 400 with the template's own words."""
+MiniMax M2, DeepSeek V4 Flash, Gemma 4, Command R7B and Cohere's MoE) and of Kimi K3, whose thinking
+llama.cpp reads (byte for byte; see templates/real/SOURCES.md), each over SmolLM2's weights: every request
+shape renders and answers, the text each template ends a turn with ends generation and never shows, a call
+is written in the family's own syntax and read back, and a conversation a template still refuses is a 400
+with the template's own words."""
 
 from __future__ import annotations
 
@@ -42,6 +43,13 @@ NATIVE = {
     "minimax-m2": "minimax_xml",
     "deepseek-v4-flash": "deepseek_v4",
     "gemma-4-31b-it": "gemma4",
+    "command-r7b-12-2024": "cohere",
+    "cohere2-moe": "cohere_text",
+}
+# The markers a family writes its text between: never the answer's content.
+FRAMES = {
+    "cohere": ("<|START_RESPONSE|>", "<|END_RESPONSE|>"),
+    "cohere_text": ("<|START_TEXT|>", "<|END_TEXT|>"),
 }
 # A family whose thinking llama.cpp reads, steered by a variable of its template.
 STEERED = "kimi-k3"
@@ -104,6 +112,8 @@ def test_every_request_shape_renders_and_answers(url: str, template: str, shape:
     # shows turns ending: an empty answer that stopped is an answer.
     assert choice.finish_reason in ("stop", "length", "tool_calls")
     assert TEMPLATES.get(template, "<|im_end|>") not in (choice.message.content or "")
+    for marker in FRAMES.get(NATIVE.get(template, ""), ()):
+        assert marker not in (choice.message.content or "")
     assert reply.usage is not None
     assert reply.usage.prompt_tokens > 0
 
@@ -175,6 +185,8 @@ def test_a_call_is_written_in_the_family_s_own_syntax_and_read_back(url: str, te
         "minimax_xml": '<invoke name="add">',
         "deepseek_v4": '<｜DSML｜invoke name="add">',
         "gemma4": "<|tool_call>call:add{a:2,b:3}<tool_call|>",
+        "cohere": '"tool_call_id": "0", "tool_name": "add", "parameters": {"a": 2, "b": 3}}',
+        "cohere_text": '"tool_call_id": "0", "tool_name": "add", "parameters": {"a": 2, "b": 3}}',
     }
     assert written[NATIVE[template]] in text
 

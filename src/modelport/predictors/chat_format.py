@@ -25,6 +25,9 @@ Call syntaxes:
 - `kimi`: `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}` (Kimi K2);
 - `lfm2`: `<|tool_call_start|>[NAME(KEY='value', …)]<|tool_call_end|>` (LFM2, LFM2.5);
 - `gemma4`: `<|tool_call>call:NAME{KEY:<|"|>value<|"|>,…}<tool_call|>` (Gemma 4);
+- `cohere`: `<|START_ACTION|>[{"tool_call_id": "0", "tool_name": NAME, "parameters": {…}}]<|END_ACTION|>`, and
+  text between `<|START_RESPONSE|>` and `<|END_RESPONSE|>` (Command R7B, Command A); `cohere_text` the same
+  with text between `<|START_TEXT|>` and `<|END_TEXT|>` (Cohere's MoE models);
 - `harmony`: `to=functions.NAME <|constrain|>json<|message|>{…}` (gpt-oss).
 """
 
@@ -35,7 +38,8 @@ from dataclasses import dataclass, field
 
 CALL_SYNTAXES = (
     "hermes", "llama3", "mistral", "granite", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek",
-    "kimi", "harmony", "lfm2", "nemotron", "minimax_xml", "deepseek_v32", "deepseek_v4", "gemma4",
+    "kimi", "harmony", "lfm2", "nemotron", "minimax_xml", "deepseek_v32", "deepseek_v4", "gemma4", "cohere",
+    "cohere_text",
 )  # fmt: skip
 
 # (open, close) of the thinking tags modelport reads, as templates write them.
@@ -76,6 +80,13 @@ _KIMI = (
     "<|tool_call_end|>",
     "<|tool_calls_section_end|>",
 )
+# The markers a family writes its text between, where it frames it (an answer is that text, without them), by
+# call syntax: Cohere's response (Command R7B, Command A) or text (its MoE models).
+FRAMES = {
+    "cohere": ("<|START_RESPONSE|>", "<|END_RESPONSE|>"),
+    "cohere_text": ("<|START_TEXT|>", "<|END_TEXT|>"),
+}
+_COHERE = ("<|START_ACTION|>", "<|END_ACTION|>")
 _CALL_MARKERS = {
     "hermes": ("<tool_call>", "</tool_call>"),
     "mistral": ("[TOOL_CALLS]",),
@@ -103,6 +114,8 @@ _CALL_MARKERS = {
     "deepseek_v4": ("<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>", '<｜DSML｜invoke name="'),
     # The turn's end after its calls (`<|tool_response>`) too: never an answer's text.
     "gemma4": ("<|tool_call>", "<tool_call|>", '<|"|>', "<|tool_response>"),
+    "cohere": (*_COHERE, *FRAMES["cohere"]),
+    "cohere_text": (*_COHERE, *FRAMES["cohere_text"]),
 }
 # LFM2's tool list between markers, LFM2.5's plain one, and the calls LFM2.5's larger template gives back.
 _LFM2 = ("<|tool_list_start|>", "List of tools: [", "<|tool_call_start|>")
@@ -120,6 +133,12 @@ class ThinkingMarks:
     switch: str | None = None  # the template variable that turns thinking off when false
     effort: str | None = None  # the template variable that takes the reasoning effort (low, medium, high)
     budget: str | None = None  # the template variable that takes the thinking's bound in tokens
+
+    @property
+    def closable(self) -> bool:
+        """Whether a template variable turns the thinking off: its switch, or its effort where it has no
+        switch (`none` turns off the thinking of Cohere's MoE models, whose prompt opens it otherwise)."""
+        return bool(self.switch or self.effort)
 
 
 @dataclass(frozen=True)
@@ -150,6 +169,11 @@ class ChatFormat:
         if self.thinking is not None:
             found += [self.thinking.open, self.thinking.close]
         return tuple(dict.fromkeys(found))
+
+    @property
+    def frame(self) -> tuple[str, str] | None:
+        """The markers the family writes its text between (Cohere's), if it frames it."""
+        return FRAMES.get(self.calls or "")
 
     @property
     def read_here(self) -> bool:
@@ -231,6 +255,8 @@ def call_syntax(template: str) -> str | None:
         return "minimax_xml"
     if "｜DSML｜" in template:  # DeepSeek V3.2's and V4's `<invoke name=…>`, every tag after `｜DSML｜`
         return "deepseek_v32" if "function_calls" in template else "deepseek_v4"
+    if _COHERE[0] in template:  # Cohere's list of numbered calls, and its text between markers
+        return "cohere_text" if FRAMES["cohere_text"][0] in template else "cohere"
     if "<invoke" in template or "<tool_calls>[" in template:
         # MiniMax M1's and M3's `<invoke name=…>` and Apriel's list of calls, in or beside `<tool_call>` tags:
         # syntaxes modelport does not write, and not Hermes's (the tools are described and modelport's JSON

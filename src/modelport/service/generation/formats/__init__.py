@@ -2,12 +2,12 @@
 the effort's budget, then the answer: text, JSON, or calls in its syntax) and the reader that turns its raw
 text into OpenAI's deltas (`reasoning_content`, `content`, `tool_calls`).
 
-One module per call syntax (`json_calls`: hermes, llama3, mistral, granite, nemotron, mistral_args;
-`qwen3_xml`; `glm_xml`; `invoke_xml`: minimax_xml, deepseek_v32, deepseek_v4; `deepseek` and `kimi`, with
-`sections` for what calls in a section of their own share; `xml_values` for the values of the XML ones;
-`pythonic`: LFM2's calls in Python; `gemma4`), `harmony` for gpt-oss's channels, `readers` for text, thinking
-tags and markers, `effort` for budgets, `lark` for writing grammars, `reading` for the stream. The syntaxes
-are found by name in `SYNTAXES`.
+One module per call syntax (`json_calls`: hermes, llama3, mistral, granite, nemotron, mistral_args, cohere,
+cohere_text; `qwen3_xml`; `glm_xml`; `invoke_xml`: minimax_xml, deepseek_v32, deepseek_v4; `deepseek` and
+`kimi`, with `sections` for what calls in a section of their own share; `xml_values` for the values of the
+XML ones; `pythonic`: LFM2's calls in Python; `gemma4`), `harmony` for gpt-oss's channels, `readers` for
+text, thinking tags and markers, `effort` for budgets, `lark` for writing grammars, `reading` for the stream.
+The syntaxes are found by name in `SYNTAXES`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from modelport.service.generation.formats.glm_xml import GlmXml
 from modelport.service.generation.formats.invoke_xml import DEEPSEEK_V4, DEEPSEEK_V32, MINIMAX
 from modelport.service.generation.formats.json_answer import AnswerParser
 from modelport.service.generation.formats.json_calls import (
+    Cohere,
     Granite,
     Hermes,
     Llama3,
@@ -36,7 +37,7 @@ from modelport.service.generation.formats.kimi import Kimi
 from modelport.service.generation.formats.lark import ANY, Grammar, regex
 from modelport.service.generation.formats.pythonic import Pythonic
 from modelport.service.generation.formats.qwen3_xml import Qwen3Xml
-from modelport.service.generation.formats.readers import Reader, TextReader, ThinkingReader
+from modelport.service.generation.formats.readers import Reader, TextReader, ThinkingReader, Unframed
 from modelport.service.generation.tools.plan import ToolPlan
 
 
@@ -57,7 +58,7 @@ class CallSyntax(Protocol):
 _ALL = (
     Hermes(), Llama3(), Mistral(), MistralArgs(), Qwen3Xml(), Qwen3Xml(seed=True), GlmXml(), DeepSeek(),
     Kimi(), Granite(), Nemotron(), Pythonic(), MINIMAX, DEEPSEEK_V4, DEEPSEEK_V32,
-    Gemma4(),
+    Gemma4(), Cohere("cohere"), Cohere("cohere_text"),
 )  # fmt: skip
 SYNTAXES: dict[str, CallSyntax] = {syntax.name: syntax for syntax in _ALL}
 
@@ -113,6 +114,9 @@ def shape(
     elif plan is not None and not own_calls:
         answer = lambda: AnswerParser(plan.legacy)  # noqa: E731
         body = lambda g: g.json("plan", plan.schema(), compact)  # noqa: E731
+    if form.frame is not None:
+        framed, frame = answer, form.frame
+        answer = lambda: Unframed(framed(), frame)  # noqa: E731
     grammar = None
     if held and (thinking is not None or syntax is not None):
         grammar = _grammar(form, thinking, plan if own_calls or syntax else None, syntax, body, compact)
@@ -122,7 +126,7 @@ def shape(
     tags = form.thinking
     if tags is None:
         return Shape(grammar, answer, form.markers)
-    opened = tags.opened and (thinking is None or thinking.on or not tags.switch)
+    opened = tags.opened and (thinking is None or thinking.on or not tags.closable)
     return Shape(grammar, lambda: ThinkingReader(tags.open, tags.close, opened, answer()), form.markers)
 
 
@@ -147,6 +151,8 @@ def _grammar(
         answer: str | None = syntax.answer(plan, g, compact)
     else:
         answer = body(g) if body is not None else None
+        if form.frame is not None:  # Cohere's text and JSON between its markers (text may be empty)
+            answer = g.framed("framed", form.frame, answer) + ("?" if answer is None else "")
     # Bounded: a model that does not know the format's opening (or the text after its thinking) could write
     # whitespace to the end of its tokens, which the grammar would allow (SmolLM2's weights under LFM2's
     # template wrote 120 tokens of it before a required call).
@@ -166,7 +172,7 @@ def _grammar(
         else:
             block = g.rule("thinking", f"{opening} {thought}")
             g.rule("start", f"{block}? {space}? {answer}")
-    elif tags.opened and not tags.switch:  # the prompt opened it and nothing else can: it closes at once
+    elif tags.opened and not tags.closable:  # the prompt opened it and nothing else can: it closes at once
         g.rule("start", f"{closing} {space}? {answer}")
     else:
         g.rule("start", f"{space}? {answer}")

@@ -2,7 +2,8 @@
 the template variable its family reads, and a budget of thinking tokens that leaves room for the answer.
 
 - `none`, `minimal`: no thinking: the template's switch where it has one (`enable_thinking`, `thinking`),
-  else the thinking is closed at once; gpt-oss writes no analysis.
+  or `none` for its effort where that is its switch (Cohere's MoE models), else the thinking is closed at
+  once; gpt-oss writes no analysis.
 - `low`: at most a quarter of the answer's `max_tokens`, and 1,024 tokens.
 - `medium` (the default): at most half of `max_tokens`, and 4,096 tokens.
 - `high`: at most three quarters of `max_tokens`, and 16,384 tokens.
@@ -66,6 +67,8 @@ def plan(form: ChatFormat, effort: str | None, max_tokens: int | None) -> Thinki
     if effort in ("none", "minimal"):
         if thinking.switch:
             variables[thinking.switch] = False
+        elif thinking.effort and not form.harmony:  # the effort is the switch: `none` the word for off
+            variables[thinking.effort] = "none"
         if thinking.budget:
             variables[thinking.budget] = 0
         return ThinkingPlan(False, 0, variables)

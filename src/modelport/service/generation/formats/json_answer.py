@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from modelport.service.generation.formats.readers import Delta, JsonArguments, arguments_delta, call_delta
 
 _OPEN = re.compile(r'\s*\{\s*"(content|tool_calls)"\s*:\s*(\[)?\s*')
-# A call inside the list: `arguments` in our format, Hermes' and Mistral's; `parameters` in Llama 3's.
-_CALL_START = re.compile(
-    r'\s*[\[,]?\s*\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"(?:arguments|parameters)"\s*:\s*'
+# A call inside the list: `arguments` in our format, Hermes' and Mistral's; `parameters` in Llama 3's;
+# Cohere's numbered, its name `tool_name`.
+_CALL_NAMED = (
+    r'\s*[\[,]?\s*\{\s*(?:"tool_call_id"\s*:\s*"[0-9]*"\s*,\s*)?"(?:tool_)?name"\s*:\s*"((?:[^"\\]|\\.)*)'
 )
+_CALL_START = re.compile(_CALL_NAMED + r'"\s*,\s*"(?:arguments|parameters)"\s*:\s*')
 _CALL_END = re.compile(r"\s*\}")
-_CALL_NAME = re.compile(r'\s*[\[,]?\s*\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)')  # its name as far as it goes
+_CALL_NAME = re.compile(_CALL_NAMED)  # its name as far as it goes
 
 
 @dataclass

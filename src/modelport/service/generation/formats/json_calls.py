@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, ClassVar
 
+from modelport.predictors.chat_format import FRAMES
 from modelport.protocol.validation import json_value
 from modelport.service.generation.formats.json_answer import AnswerParser
 from modelport.service.generation.formats.lark import Grammar
@@ -37,6 +38,8 @@ class JsonCalls:
     name = ""
     opener = ""  # what starts the calls; "" when the answer itself is the call's JSON
     arguments = "arguments"  # the key that holds a call's arguments
+    named = "name"  # the key that holds its name
+    first: ClassVar[dict[str, Any]] = {}  # the schemas of the keys a call begins with, before its name
     tags: tuple[str, ...] = ()  # wrappers around each call, dropped before the JSON is read
 
     def answer(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
@@ -49,9 +52,13 @@ class JsonCalls:
         return grammar.rule("answer", f"{text} | {calls}")
 
     def calls(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
-        call, defs = plan.call_schema(self.arguments)
+        call, defs = self.call(plan)
         name = grammar.json("call", {**call, "$defs": defs} if defs else call, compact)
         return grammar.rule("calls", name)
+
+    def call(self, plan: ToolPlan) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The schema of one call in this syntax, and the `$defs` it needs."""
+        return plan.call_schema(self.arguments, self.named, self.first)
 
     def reader(self, plan: ToolPlan) -> NativeReader:
         """A reader of one answer in this syntax."""
@@ -66,7 +73,7 @@ class Hermes(JsonCalls):
     name, opener, tags = "hermes", "<tool_call>", ("<tool_call>", "</tool_call>")
 
     def calls(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
-        call, defs = plan.call_schema(self.arguments)
+        call, defs = self.call(plan)
         json_rule = grammar.json("call", {**call, "$defs": defs} if defs else call, compact)
         opening, closing = grammar.literal("<tool_call>\n"), grammar.literal("\n</tool_call>")
         block = grammar.rule("block", f"{opening} {json_rule} {closing}")
@@ -82,7 +89,7 @@ class Mistral(JsonCalls):
     closer = ""  # what ends the list, where the syntax has it
 
     def calls(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
-        call, defs = plan.call_schema(self.arguments)
+        call, defs = self.call(plan)
         schema = plan.array(call)
         listed = grammar.json("call", {**schema, "$defs": defs} if defs else schema, compact)
         closing = f" {grammar.literal(self.closer)}" if self.closer else ""
@@ -133,6 +140,31 @@ class Nemotron(Mistral):
 
     name, opener, closer = "nemotron", "<TOOLCALL>", "</TOOLCALL>"
     tags = (closer,)
+
+    def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return messages
+
+
+class Cohere(Mistral):
+    """Cohere's (Command R7B, Command A and its MoE models): the list of calls between `<|START_ACTION|>` and
+    `<|END_ACTION|>`, each numbered (`tool_call_id`), its name `tool_name` and its arguments `parameters`;
+    text between the markers of its frame (`<|START_RESPONSE|>` and `<|END_RESPONSE|>`, or the MoE models'
+    `<|START_TEXT|>` and `<|END_TEXT|>`). Its templates write a call given back themselves, numbering them."""
+
+    opener, closer = "<|START_ACTION|>", "<|END_ACTION|>"
+    tags = (closer,)
+    arguments, named = "parameters", "tool_name"
+    first: ClassVar[dict[str, Any]] = {"tool_call_id": {"type": "string", "pattern": "^[0-9]{1,9}$"}}
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.frame = FRAMES[name]
+
+    def answer(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
+        calls = self.calls(plan, grammar, compact)
+        if plan.required:
+            return calls
+        return grammar.rule("answer", f"{grammar.framed('text', self.frame)} | {calls}")
 
     def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return messages

@@ -186,6 +186,34 @@ class MarkerFilter:
         return out
 
 
+class Unframed:
+    """An answer read without the markers its family frames its text in (Cohere's `<|START_RESPONSE|>`…
+    `<|END_RESPONSE|>`): the text between them is what `inner` reads (its content, or modelport's JSON)."""
+
+    def __init__(self, inner: Reader, frame: tuple[str, str]) -> None:
+        self.inner, self.unframe = inner, MarkerFilter(frame)
+
+    @property
+    def calls(self) -> int:
+        return self.inner.calls
+
+    @property
+    def thinking(self) -> bool:
+        return self.inner.thinking
+
+    @property
+    def strayed(self) -> bool:
+        return self.inner.strayed
+
+    def feed(self, text: str) -> list[Delta]:
+        text = self.unframe.feed(text)
+        return self.inner.feed(text) if text else []
+
+    def flush(self, cut: bool) -> list[Delta]:
+        text = self.unframe.flush()
+        return (self.inner.feed(text) if text else []) + self.inner.flush(cut)
+
+
 class ArgumentsReader(Stepped):
     """A reader of calls whose arguments come one by one, each typed by its tool's schema (the XML syntaxes,
     LFM2's, Gemma 4's): what it keeps of the open call."""

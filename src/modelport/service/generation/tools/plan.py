@@ -47,18 +47,22 @@ class ToolPlan:
         )
         return {**schema, "$defs": defs} if defs else schema
 
-    def call_schema(self, arguments: str = "arguments") -> tuple[dict[str, Any], dict[str, Any]]:
-        """The schema of one call, `{"name": ..., <arguments>: ...}`, and the `$defs` its `$ref`s need
-        (to be placed at the root of the schema it goes into)."""
+    def call_schema(
+        self, arguments: str = "arguments", name: str = "name", first: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The schema of one call, `{<name>: ..., <arguments>: ...}` after the properties `first` (Cohere's
+        `tool_call_id`), and the `$defs` its `$ref`s need (to be placed at the root of the schema it goes
+        into)."""
         defs: dict[str, Any] = {}
         calls = []
         for i, tool in enumerate(self.tools):
             parameters = _hoist_defs(tool.get("parameters") or {"type": "object"}, f"t{i}_", defs)
+            properties = {**(first or {}), name: {"const": tool["name"]}, arguments: parameters}
             calls.append(
                 {
                     "type": "object",
-                    "properties": {"name": {"const": tool["name"]}, arguments: parameters},
-                    "required": ["name", arguments],
+                    "properties": properties,
+                    "required": list(properties),
                     "additionalProperties": False,
                 }
             )
