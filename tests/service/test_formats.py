@@ -366,6 +366,43 @@ def test_invoke_calls_are_held_and_read_in_their_family_s_block(name: str) -> No
         assert (spaced["content"], spaced["calls"]) == ("", [("add", {"a": 2, "b": 3, "note": "it's <b>"})])
 
 
+def test_minicpm5_calls_are_elements_in_no_block_and_markup_in_cdata_is_text() -> None:
+    # MiniCPM5's template shows its calls as `<function name=…><param name=…>` elements one after another,
+    # a string holding markup wrapped in CDATA: before, the tools were described again, its JSON held.
+    form = family("real/minicpm5-1b")
+    assert form.calls == "minicpm5"
+
+    def call(*parameters: tuple[str, object]) -> str:
+        said = "".join(f'<param name="{key}">{value}</param>' for key, value in parameters)
+        return f'<function name="add">{said}</function>'
+
+    required = plan(required=True)
+    assert held(form, call(("a", 2), ("b", 3)), required, effort="none")[0]
+    assert held(form, call(("a", 2), ("b", 3)) * 2, required, effort="none")[0]
+    assert held(form, call(("a", 2), ("b", 3), ("note", "<![CDATA[a\n<sum>]]>")), required, effort="none")[0]
+    assert not held(form, call(("a", 2), ("b", "three")), required, effort="none")[0]
+    assert not held(form, call(("a", 2)), required, effort="none")[0]  # `b` is required
+    assert not held(form, "<tool_call>" + call(("a", 2), ("b", 3)), required, effort="none")[0]
+    assert held(form, "Five.", plan(), effort="none")[0]
+    answer = "<think>\nAdd.\n</think>\n\n" + call(("a", 2), ("b", 3), ("note", "<![CDATA[it's\n<b>]]>"))
+    answer += call(("a", 4.5), ("b", -1), ("note", "plain"))
+    for size in (1, 5, 1000):
+        read = read_all(
+            formats.shape(form, effort.plan(form, None, 400), plan(), None, True, False).read(), answer, size
+        )
+        assert (read["reasoning"], read["content"], read["strayed"]) == ("\nAdd.\n", "", False)
+        assert read["calls"] == [
+            ("add", {"a": 2, "b": 3, "note": "it's\n<b>"}),
+            ("add", {"a": 4.5, "b": -1, "note": "plain"}),
+        ]
+        said = read_all(
+            formats.shape(form, None, plan(), None, True, False).read(),
+            "Sure.\n" + call(("a", 1), ("b", 2)),
+            size,
+        )
+        assert (said["content"], said["calls"]) == ("Sure.", [("add", {"a": 1, "b": 2})])
+
+
 LFM2 = ("real/lfm2-8b-a1b", "real/lfm2.5-instruct", "real/lfm2.5-8b-a1b")
 SETTINGS = {
     "name": "set",

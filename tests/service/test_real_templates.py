@@ -1,6 +1,6 @@
 """The real chat templates of Gemma 2, Mistral 7B v0.2, Phi-3 mini and Llama 3.1, of families with call
 syntaxes of their own (GLM 4.7 Flash, Mistral Small 3.2, Kimi K2, Granite 3.3, LFM2.5, Nemotron Nano 2,
-MiniMax M2, DeepSeek V4 Flash, Gemma 4, Command R7B and Cohere's MoE) and of Kimi K3, whose thinking
+MiniMax M2, DeepSeek V4 Flash, Gemma 4, Command R7B, Cohere's MoE and MiniCPM5) and of Kimi K3, whose thinking
 llama.cpp reads (byte for byte; see templates/real/SOURCES.md), each over SmolLM2's weights: every request
 shape renders and answers, the text each template ends a turn with ends generation and never shows, a call
 is written in the family's own syntax and read back, and a conversation a template still refuses is a 400
@@ -45,6 +45,7 @@ NATIVE = {
     "gemma-4-31b-it": "gemma4",
     "command-r7b-12-2024": "cohere",
     "cohere2-moe": "cohere_text",
+    "minicpm5-1b": "minicpm5",
 }
 # The markers a family writes its text between: never the answer's content.
 FRAMES = {
@@ -187,6 +188,7 @@ def test_a_call_is_written_in_the_family_s_own_syntax_and_read_back(url: str, te
         "gemma4": "<|tool_call>call:add{a:2,b:3}<tool_call|>",
         "cohere": '"tool_call_id": "0", "tool_name": "add", "parameters": {"a": 2, "b": 3}}',
         "cohere_text": '"tool_call_id": "0", "tool_name": "add", "parameters": {"a": 2, "b": 3}}',
+        "minicpm5": '<function name="add"><param name="a">2</param><param name="b">3</param></function>',
     }
     assert written[NATIVE[template]] in text
 

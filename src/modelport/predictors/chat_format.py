@@ -21,6 +21,7 @@ Call syntaxes:
 - `glm_xml`: `<tool_call>NAME<arg_key>K</arg_key><arg_value>…` (GLM 4.5-4.7, Ling 3.0, Laguna);
 - `minimax_xml`: `<minimax:tool_call><invoke name="NAME"><parameter name="K">…` (MiniMax M2); `deepseek_v32`
   and `deepseek_v4` the same after `｜DSML｜` (DeepSeek V3.2, V4);
+- `minicpm5`: `<function name="NAME"><param name="K">…</param></function>` (MiniCPM5);
 - `deepseek`: `<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME` and a JSON block (DeepSeek R1/V3);
 - `kimi`: `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}` (Kimi K2);
 - `lfm2`: `<|tool_call_start|>[NAME(KEY='value', …)]<|tool_call_end|>` (LFM2, LFM2.5);
@@ -39,7 +40,7 @@ from dataclasses import dataclass, field
 CALL_SYNTAXES = (
     "hermes", "llama3", "mistral", "granite", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek",
     "kimi", "harmony", "lfm2", "nemotron", "minimax_xml", "deepseek_v32", "deepseek_v4", "gemma4", "cohere",
-    "cohere_text",
+    "cohere_text", "minicpm5",
 )  # fmt: skip
 
 # (open, close) of the thinking tags modelport reads, as templates write them.
@@ -112,11 +113,14 @@ _CALL_MARKERS = {
     "minimax_xml": ("<minimax:tool_call>", "</minimax:tool_call>", '<invoke name="'),
     "deepseek_v32": ("<｜DSML｜function_calls>", "</｜DSML｜function_calls>", '<｜DSML｜invoke name="'),
     "deepseek_v4": ("<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>", '<｜DSML｜invoke name="'),
+    "minicpm5": ('<function name="', "</function>", '<param name="', "</param>"),
     # The turn's end after its calls (`<|tool_response>`) too: never an answer's text.
     "gemma4": ("<|tool_call>", "<tool_call|>", '<|"|>', "<|tool_response>"),
     "cohere": (*_COHERE, *FRAMES["cohere"]),
     "cohere_text": (*_COHERE, *FRAMES["cohere_text"]),
 }
+# MiniCPM5's call and parameter elements, and the wrapper of its strings that hold markup.
+_MINICPM5 = ('<function name="', '<param name="', "<![CDATA[")
 # LFM2's tool list between markers, LFM2.5's plain one, and the calls LFM2.5's larger template gives back.
 _LFM2 = ("<|tool_list_start|>", "List of tools: [", "<|tool_call_start|>")
 # Words a template that thinks in markers modelport does not know would show; llama.cpp then reads it.
@@ -243,6 +247,8 @@ def call_syntax(template: str) -> str | None:
         return "harmony"
     if "<|tool_call>" in template and "<tool_call|>" in template:  # Gemma 4's `call:NAME{…}`
         return "gemma4"
+    if all(part in template for part in _MINICPM5):  # MiniCPM5's, in no block (K2 Horizon's tools show both)
+        return "minicpm5"
     if "<function=" in template and "<parameter=" in template:  # Qwen3-Coder's XML calls, or Seed-OSS's
         return "seed_xml" if "<seed:tool_call>" in template else "qwen3_xml"
     if _DEEPSEEK[0] in template:

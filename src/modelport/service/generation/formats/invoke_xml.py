@@ -1,9 +1,12 @@
-"""The calls written as `<invoke>` elements in a block of their own: MiniMax M2's (`minimax_xml`: a
-`<minimax:tool_call>` block) and DeepSeek V3.2's and V4's (`deepseek_v32`, `deepseek_v4`: every tag after
-`｜DSML｜`, the block `function_calls` in V3.2 and `tool_calls` in V4, and each parameter saying whether its
-value is a string).
+"""The calls written as XML elements of a name and named parameters: `<invoke>` elements in a block of their
+own, MiniMax M2's (`minimax_xml`: a `<minimax:tool_call>` block) and DeepSeek V3.2's and V4's
+(`deepseek_v32`, `deepseek_v4`: every tag after `｜DSML｜`, the block `function_calls` in V3.2 and
+`tool_calls` in V4, and each parameter saying whether its value is a string); and MiniCPM5's `<function>`
+elements, in no block (`minicpm5`).
 Each call is `<invoke name="NAME">`, each argument `<parameter name="KEY">VALUE</parameter>` (a string as it
-is, anything else as JSON), then `</invoke>`.
+is, anything else as JSON), then `</invoke>`, each on a line of its own; MiniCPM5's `<function name="NAME">`,
+`<param name="KEY">VALUE</param>` and `</function>` follow each other, a string with `<`, `&` or a line break
+in it wrapped in `<![CDATA[…]]>`.
 
 The grammar holds each function's arguments to their order in its schema (the optional ones may be left
 out) and each value to its type; the reader turns the invocations back into OpenAI's `tool_calls`, each
@@ -31,29 +34,42 @@ DSML = "｜DSML｜"
 
 
 class InvokeXml:
-    """One family's `<invoke>` syntax: its block's tags, the prefix of every other tag, and whether a
-    parameter says if its value is a string (`string="true"`). The family's template writes the calls of
-    the history itself."""
+    """One family's syntax of named elements: its block's tags (None: the calls stand alone), the prefix of
+    every other tag, the names of a call's and a parameter's elements, whether each element is on a line of
+    its own, and whether a parameter says if its value is a string (`string="true"`). The family's template
+    writes the calls of the history itself."""
 
     arguments = "arguments"
 
-    def __init__(self, name: str, block: tuple[str, str], prefix: str = "", typed: bool = False) -> None:
+    def __init__(
+        self,
+        name: str,
+        block: tuple[str, str] | None,
+        prefix: str = "",
+        typed: bool = False,
+        elements: tuple[str, str] = ("invoke", "parameter"),
+        lines: bool = True,
+    ) -> None:
         self.name = name
-        self.open, self.close = block
-        self.invoke, self.end_invoke = f'<{prefix}invoke name="', f"</{prefix}invoke>"
-        self.parameter, self.end_parameter = f'<{prefix}parameter name="', f"</{prefix}parameter>"
+        self.block = block
+        call, parameter = elements
+        self.invoke, self.end_invoke = f'<{prefix}{call} name="', f"</{prefix}{call}>"
+        self.parameter, self.end_parameter = f'<{prefix}{parameter} name="', f"</{prefix}{parameter}>"
         self.typed = typed
+        self.line = "\n" if lines else ""
 
     def answer(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
-        """The rule of an answer that follows `plan`: the block of calls (one, or more where calls may go in
-        parallel), or (unless one is required) text that does not begin like it."""
+        """The rule of an answer that follows `plan`: the calls (one, or more where calls may go in parallel)
+        in their block, or (unless one is required) text that does not begin like them."""
         functions = [self._function(tool, i, grammar, compact) for i, tool in enumerate(plan.tools)]
         function = grammar.rule("function", " | ".join(functions))
         invoked = f"{grammar.literal(self.invoke)} {function} {grammar.literal(self.end_invoke)}"
         invoke = grammar.rule("invoke", invoked)
-        opening, closing = grammar.literal(f"{self.open}\n"), grammar.literal(f"\n{self.close}")
-        invokes = listed(plan, invoke, '"\\n"')
-        return calls_or_text(plan, grammar, grammar.rule("calls", f"{opening} {invokes} {closing}"))
+        invokes = listed(plan, invoke, grammar.literal(self.line) if self.line else "")
+        if self.block is not None:
+            opening, closing = grammar.literal(f"{self.block[0]}\n"), grammar.literal(f"\n{self.block[1]}")
+            invokes = f"{opening} {invokes} {closing}"
+        return calls_or_text(plan, grammar, grammar.rule("calls", invokes))
 
     def _function(self, tool: dict[str, Any], i: int, grammar: Grammar, compact: bool) -> str:
         properties = (tool.get("parameters") or {}).get("properties") or {}
@@ -64,8 +80,8 @@ class InvokeXml:
             said = f' string="{"true" if string else "false"}"' if self.typed else ""
             return grammar.literal(f'{self.parameter}{key}"{said}>')
 
-        head = grammar.literal(f'{tool["name"]}">\n')
-        return tagged_function(tool, i, grammar, compact, head, opening, f"{self.end_parameter}\n")
+        head = grammar.literal(f'{tool["name"]}">{self.line}')
+        return tagged_function(tool, i, grammar, compact, head, opening, f"{self.end_parameter}{self.line}")
 
     def reader(self, plan: ToolPlan) -> InvokeReader:
         """A reader of one answer in this syntax."""
@@ -80,6 +96,8 @@ DEEPSEEK_V4 = InvokeXml("deepseek_v4", (f"<{DSML}tool_calls>", f"</{DSML}tool_ca
 DEEPSEEK_V32 = InvokeXml(
     "deepseek_v32", (f"<{DSML}function_calls>", f"</{DSML}function_calls>"), DSML, typed=True
 )
+MINICPM5 = InvokeXml("minicpm5", None, elements=("function", "param"), lines=False)
+_CDATA = ("<![CDATA[", "]]>")  # MiniCPM5's wrapper of a string with `<`, `&` or a line break in it
 
 
 class InvokeReader(ArgumentsReader):
@@ -102,17 +120,19 @@ class InvokeReader(ArgumentsReader):
     def _step(self) -> list[Delta]:
         pending, syntax = self.pending, self.syntax
         if self.state == "text":
-            text, self.pending, opened = text_until(pending, syntax.open)
+            block = syntax.block
+            text, self.pending, opened = text_until(pending, block[0] if block else syntax.invoke)
             if opened:
-                self.state = "calls"
+                self.state = "calls" if block else "name"
             return [{"content": text}] if text else []
         stripped = pending.lstrip()
         if self.state == "calls":
+            close = syntax.block[1] if syntax.block else None
             if stripped.startswith(syntax.invoke):
                 self.pending, self.state = stripped[len(syntax.invoke) :], "name"
-            elif stripped.startswith(syntax.close):
-                self.pending, self.state = stripped[len(syntax.close) :], "text"
-            elif stripped and not (syntax.invoke.startswith(stripped) or syntax.close.startswith(stripped)):
+            elif close is not None and stripped.startswith(close):
+                self.pending, self.state = stripped[len(close) :], "text"
+            elif stripped and not (syntax.invoke.startswith(stripped) or (close or "").startswith(stripped)):
                 self.pending, self.state, self.strayed = stripped, "text", True  # the rest is text
             return []
         if self.state in ("name", "key"):
@@ -141,6 +161,9 @@ class InvokeReader(ArgumentsReader):
             return []
         self.state = "parameters"
         parameters = self.parameters.get(self.function) or {}
-        piece = argument_piece(parameters, self.key, value.strip("\n"), first=not self.written)
+        value = value.strip("\n")
+        if value.startswith(_CDATA[0]) and value.endswith(_CDATA[1]):
+            value = value[len(_CDATA[0]) : len(value) - len(_CDATA[1])]
+        piece = argument_piece(parameters, self.key, value, first=not self.written)
         self.written += 1
         return [arguments_delta(self.calls - 1, piece)]
