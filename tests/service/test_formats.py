@@ -316,6 +316,33 @@ def test_nemotron_nano_2_calls_are_held_and_read_between_its_tags() -> None:
     assert formats.history(form, given) == given  # the template writes them, whatever their ids
 
 
+def test_minimax_m1_calls_are_json_lines_in_one_block_and_gigachat_s_one_object() -> None:
+    # MiniMax M1's template asks for a JSON object a line in `<tool_calls>`, GigaChat 3.1's for one object
+    # after `<|function_call|>`: before, neither was read (the tools described again, modelport's JSON held).
+    m1, gigachat = family("real/minimax-m1"), family("real/gigachat3.1-10b-a1.8b")
+    assert (m1.calls, gigachat.calls) == ("minimax_m1", "gigachat")
+    call = '{"name": "add", "arguments": {"a": 2, "b": 3}}'
+    other = '{"name": "add", "arguments": {"a": 4, "b": 3}}'
+    required = plan(required=True)
+    answers = {
+        "m1": (m1, f"<tool_calls>\n{call}\n</tool_calls>", f"<tool_calls>\n{call}\n{other}\n</tool_calls>"),
+        "gigachat": (gigachat, f"<|function_call|>{call}", None),  # one call a message
+    }
+    for form, one, two in answers.values():
+        assert held(form, one, required)[0]
+        assert not held(form, one.replace('"b": 3', '"b": "three"'), required)[0]
+        assert not held(form, call, required)[0]  # its marker first
+        assert held(form, "Five.", plan())[0]
+        assert not held(form, f"{one}{one}", required)[0]
+        for size in (1, 5, 1000):
+            read = read_all(
+                formats.shape(form, None, plan(), None, True, False).read(), f"Sure.\n{two or one}", size
+            )
+            expected = [("add", {"a": 2, "b": 3})] + ([("add", {"a": 4, "b": 3})] if two else [])
+            assert (read["content"], read["calls"], read["strayed"]) == ("Sure.\n", expected, False)
+    assert held(m1, answers["m1"][2], required)[0]
+
+
 # Families whose calls are `<invoke>` elements in a block: the block's tags, every tag's prefix, and whether a
 # parameter says if its value is a string.
 INVOKES = {

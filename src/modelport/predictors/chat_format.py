@@ -12,7 +12,9 @@ Reasoning families, by the markers their templates write:
   answer on `final`.
 
 Call syntaxes:
-- `hermes`: `<tool_call>{json}</tool_call>` (Qwen 2.5/3, Hermes); `llama3`: the answer is one JSON call;
+- `hermes`: `<tool_call>{json}</tool_call>` (Qwen 2.5/3, Hermes); `minimax_m1`: a JSON call a line in
+  `<tool_calls>` (MiniMax M1); `llama3`: the answer is one JSON call; `gigachat`: one after
+  `<|function_call|>` (GigaChat 3.1);
 - `mistral`: `[TOOL_CALLS][...]` (Mistral Nemo); `granite` the same after `<|tool_call|>` (Granite 3.x);
   `nemotron` the same between `<TOOLCALL>` and `</TOOLCALL>` (Nemotron Nano 2);
 - `mistral_args`: `[TOOL_CALLS]NAME[ARGS]{…}` (Mistral Small 3.2, Devstral, Ministral 3);
@@ -40,7 +42,7 @@ from dataclasses import dataclass, field
 CALL_SYNTAXES = (
     "hermes", "llama3", "mistral", "granite", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek",
     "kimi", "harmony", "lfm2", "nemotron", "minimax_xml", "deepseek_v32", "deepseek_v4", "gemma4", "cohere",
-    "cohere_text", "minicpm5",
+    "cohere_text", "minicpm5", "minimax_m1", "gigachat",
 )  # fmt: skip
 
 # (open, close) of the thinking tags modelport reads, as templates write them.
@@ -114,6 +116,8 @@ _CALL_MARKERS = {
     "deepseek_v32": ("<｜DSML｜function_calls>", "</｜DSML｜function_calls>", '<｜DSML｜invoke name="'),
     "deepseek_v4": ("<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>", '<｜DSML｜invoke name="'),
     "minicpm5": ('<function name="', "</function>", '<param name="', "</param>"),
+    "minimax_m1": ("<tool_calls>", "</tool_calls>"),
+    "gigachat": ("<|function_call|>",),
     # The turn's end after its calls (`<|tool_response>`) too: never an answer's text.
     "gemma4": ("<|tool_call>", "<tool_call|>", '<|"|>', "<|tool_response>"),
     "cohere": (*_COHERE, *FRAMES["cohere"]),
@@ -268,6 +272,10 @@ def call_syntax(template: str) -> str | None:
         # syntaxes modelport does not write, and not Hermes's (the tools are described and modelport's JSON
         # held)
         return None
+    if "<tool_calls>" in template and "</tool_calls>" in template:  # MiniMax M1's JSON lines in one block
+        return "minimax_m1"
+    if "<|function_call|>" in template and "<|role_sep|>" in template:  # GigaChat 3.1's (3.0's is a message)
+        return "gigachat"
     if "<tool_call>" in template:  # Hermes 2 Pro, Qwen 2.5/3, and their many fine-tunes
         return "hermes"
     if "<TOOLCALL>" in template:  # Nemotron Nano 2: a list of calls between it and its closing tag

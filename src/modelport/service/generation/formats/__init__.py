@@ -2,12 +2,12 @@
 the effort's budget, then the answer: text, JSON, or calls in its syntax) and the reader that turns its raw
 text into OpenAI's deltas (`reasoning_content`, `content`, `tool_calls`).
 
-One module per call syntax (`json_calls`: hermes, llama3, mistral, granite, nemotron, mistral_args, cohere,
-cohere_text; `qwen3_xml`; `glm_xml`; `invoke_xml`: minimax_xml, deepseek_v32, deepseek_v4, minicpm5;
-`deepseek` and `kimi`, with `sections` for what calls in a section of their own share; `xml_values` for the
-values of the XML ones; `pythonic`: LFM2's calls in Python; `gemma4`), `harmony` for gpt-oss's channels,
-`readers` for text, thinking tags and markers, `effort` for budgets, `lark` for writing grammars, `reading`
-for the stream. The syntaxes are found by name in `SYNTAXES`.
+One module per call syntax (`json_calls`: hermes, minimax_m1, llama3, gigachat, mistral, granite, nemotron,
+mistral_args, cohere, cohere_text; `qwen3_xml`; `glm_xml`; `invoke_xml`: minimax_xml, deepseek_v32,
+deepseek_v4, minicpm5; `deepseek` and `kimi`, with `sections` for what calls in a section of their own
+share; `xml_values` for the values of the XML ones; `pythonic`: LFM2's calls in Python; `gemma4`), `harmony`
+for gpt-oss's channels, `readers` for text, thinking tags and markers, `effort` for budgets, `lark` for
+writing grammars, `reading` for the stream. The syntaxes are found by name in `SYNTAXES`.
 """
 
 from __future__ import annotations
@@ -26,9 +26,11 @@ from modelport.service.generation.formats.invoke_xml import DEEPSEEK_V4, DEEPSEE
 from modelport.service.generation.formats.json_answer import AnswerParser
 from modelport.service.generation.formats.json_calls import (
     Cohere,
+    GigaChat,
     Granite,
     Hermes,
     Llama3,
+    MiniMaxM1,
     Mistral,
     MistralArgs,
     Nemotron,
@@ -58,7 +60,7 @@ class CallSyntax(Protocol):
 _ALL = (
     Hermes(), Llama3(), Mistral(), MistralArgs(), Qwen3Xml(), Qwen3Xml(seed=True), GlmXml(), DeepSeek(),
     Kimi(), Granite(), Nemotron(), Pythonic(), MINIMAX, DEEPSEEK_V4, DEEPSEEK_V32,
-    Gemma4(), Cohere("cohere"), Cohere("cohere_text"), MINICPM5,
+    Gemma4(), Cohere("cohere"), Cohere("cohere_text"), MINICPM5, MiniMaxM1(), GigaChat(),
 )  # fmt: skip
 SYNTAXES: dict[str, CallSyntax] = {syntax.name: syntax for syntax in _ALL}
 

@@ -1,10 +1,14 @@
-"""Call syntaxes whose calls are JSON objects: `hermes` (Hermes 2 Pro, Qwen 2.5/3: text, or one block per
-call, `<tool_call>\\n{"name": ..., "arguments": {...}}\\n</tool_call>`), `llama3` (Llama 3.1-3.3: text, or the
-answer is one `{"name": ..., "parameters": {...}}`), `mistral` (Mistral Nemo: text, or `[TOOL_CALLS][{"name":
-..., "arguments": {...}}, ...]`; `granite` the same after `<|tool_call|>`: Granite 3.x; `nemotron` the same
-between `<TOOLCALL>` and `</TOOLCALL>`: Nemotron Nano 2) and `mistral_args`
-(Mistral Small 3.2, Devstral, Ministral 3, Magistral: text, or for each call `[TOOL_CALLS]NAME`, `[CALL_ID]`
-and an id where Small 3.2 writes one, then `[ARGS]{...}`).
+"""Call syntaxes whose calls are JSON objects:
+- `hermes` (Hermes 2 Pro, Qwen 2.5/3): text, or a block a call, `<tool_call>\\n{"name": ..., "arguments":
+  {...}}\\n</tool_call>`; `minimax_m1` (MiniMax M1): an object a line in one `<tool_calls>` block;
+- `llama3` (Llama 3.1-3.3): text, or the answer is one `{"name": ..., "parameters": {...}}`; `gigachat`
+  (GigaChat 3.1): one object after `<|function_call|>`;
+- `mistral` (Mistral Nemo): text, or `[TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]`; `granite` the
+  same after `<|tool_call|>` (Granite 3.x); `nemotron` the same between `<TOOLCALL>` and `</TOOLCALL>`
+  (Nemotron Nano 2); `cohere` and `cohere_text` numbered between `<|START_ACTION|>` and `<|END_ACTION|>`
+  (Command R7B, Command A, Cohere's MoE models), their text framed;
+- `mistral_args` (Mistral Small 3.2, Devstral, Ministral 3, Magistral): text, or for each call
+  `[TOOL_CALLS]NAME`, `[CALL_ID]` and an id where Small 3.2 writes one, then `[ARGS]{...}`.
 
 The grammar lets an `auto` answer be text that does not begin like a call, or calls whose arguments validate
 against each tool's schema; `required` and a named tool leave only the calls.
@@ -52,13 +56,16 @@ class JsonCalls:
         return grammar.rule("answer", f"{text} | {calls}")
 
     def calls(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
-        call, defs = self.call(plan)
-        name = grammar.json("call", {**call, "$defs": defs} if defs else call, compact)
-        return grammar.rule("calls", name)
+        return grammar.rule("calls", self.call_rule(plan, grammar, compact))
 
     def call(self, plan: ToolPlan) -> tuple[dict[str, Any], dict[str, Any]]:
         """The schema of one call in this syntax, and the `$defs` it needs."""
         return plan.call_schema(self.arguments, self.named, self.first)
+
+    def call_rule(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
+        """The rule of one call's JSON."""
+        call, defs = self.call(plan)
+        return grammar.json("call", {**call, "$defs": defs} if defs else call, compact)
 
     def reader(self, plan: ToolPlan) -> NativeReader:
         """A reader of one answer in this syntax."""
@@ -73,8 +80,7 @@ class Hermes(JsonCalls):
     name, opener, tags = "hermes", "<tool_call>", ("<tool_call>", "</tool_call>")
 
     def calls(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
-        call, defs = self.call(plan)
-        json_rule = grammar.json("call", {**call, "$defs": defs} if defs else call, compact)
+        json_rule = self.call_rule(plan, grammar, compact)
         opening, closing = grammar.literal("<tool_call>\n"), grammar.literal("\n</tool_call>")
         block = grammar.rule("block", f"{opening} {json_rule} {closing}")
         return grammar.rule("calls", f'{block} ("\\n" {block})*' if plan.parallel else block)
@@ -143,6 +149,30 @@ class Nemotron(Mistral):
 
     def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return messages
+
+
+class MiniMaxM1(Hermes):
+    """MiniMax M1's: its calls one JSON object a line in one `<tool_calls>` block; its template writes the
+    calls given back itself."""
+
+    name, opener, tags = "minimax_m1", "<tool_calls>", ("<tool_calls>", "</tool_calls>")
+
+    def calls(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
+        json_rule = self.call_rule(plan, grammar, compact)
+        listed = f'{json_rule} ("\\n" {json_rule})*' if plan.parallel else json_rule
+        opening, closing = grammar.literal("<tool_calls>\n"), grammar.literal("\n</tool_calls>")
+        return grammar.rule("calls", f"{opening} {listed} {closing}")
+
+
+class GigaChat(JsonCalls):
+    """GigaChat 3.1's: `<|function_call|>` and one call's JSON (its template shows one call a message, and
+    writes the call given back itself)."""
+
+    name, opener = "gigachat", "<|function_call|>"
+
+    def calls(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
+        call = self.call_rule(plan, grammar, compact)
+        return grammar.rule("calls", f"{grammar.literal(self.opener)} {call}")
 
 
 class Cohere(Mistral):
