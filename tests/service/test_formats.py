@@ -224,12 +224,94 @@ def test_seed_oss_calls_are_qwen3_coder_s_in_its_own_tags_held_and_read_back() -
         assert (read["content"], read["calls"]) == ("Sure.", [("add", {"a": 2, "b": 3.5})])
 
 
-@pytest.mark.parametrize("name", ["real/minimax-m3", "real/apriel-1.5"])
-def test_a_call_syntax_modelport_does_not_write_is_not_taken_for_hermes_s(name: str) -> None:
-    # MiniMax's `<invoke name=…>` and Apriel's list in `<tool_calls>` sit beside `<tool_call>` in their
-    # templates: held to Hermes's JSON in tags, the model wrote a syntax it never learnt. Unknown, the tools
-    # are described to it and modelport's own JSON answer is held.
-    assert family(name).calls is None
+def test_a_call_syntax_modelport_does_not_write_is_not_taken_for_hermes_s() -> None:
+    # Apriel's list in `<tool_calls>` sits beside `<tool_call>` in its template: held to Hermes's JSON in
+    # tags, the model wrote a syntax it never learnt. Unknown, the tools are described to it and modelport's
+    # own JSON answer is held.
+    assert family("real/apriel-1.5").calls is None
+
+
+def test_minimax_m3_calls_are_elements_after_its_namespace_token_nested_as_its_template_writes_them() -> None:
+    # MiniMax M3's template writes each argument as an element named by its key (objects and lists as
+    # elements inside it), every tag after `]<]minimax[>[`, and thinks in `<mm:think>` steered by
+    # `thinking_mode`: before, its calls were held to modelport's JSON and its thinking left to llama.cpp.
+    form = family("real/minimax-m3")
+    assert (form.calls, form.read_here) == ("minimax_m3", True)
+    assert form.thinking is not None
+    assert (form.thinking.open, form.thinking.switch) == ("<mm:think>", "thinking_mode")
+    ns = "]<]minimax[>["
+
+    def element(key: str, value: object) -> str:
+        return f"{ns}<{key}>{value}{ns}</{key}>"
+
+    def block(*calls: str) -> str:
+        return f"{ns}<tool_call>\n" + "".join(calls) + f"{ns}</tool_call>"
+
+    def call(name: str, *arguments: str) -> str:
+        return f'{ns}<invoke name="{name}">' + "".join(arguments) + f"{ns}</invoke>\n"
+
+    required = plan(required=True)
+    add = call("add", element("a", 2), element("b", 3))
+    assert held(form, block(add), required, effort="none")[0]
+    assert held(form, block(add, call("add", element("a", 4.5), element("b", -1))), required, effort="none")[
+        0
+    ]
+    assert held(form, "<mm:think>Add.</mm:think>" + block(add), required)[0]
+    assert held(form, "</mm:think>" + block(add), required)[0]  # no thinking, said by the closing marker
+    assert not held(
+        form, block(call("add", element("a", 2), element("b", "three"))), required, effort="none"
+    )[0]
+    assert not held(form, block(call("add", element("a", 2))), required, effort="none")[0]  # `b` is required
+    # A number's digits are bounded: a model that does not know the format wrote ones to its last token.
+    assert not held(
+        form, block(call("add", element("a", "1" * 30), element("b", 3))), required, effort="none"
+    )[0]
+    assert held(form, "Five.", plan(), effort="none")[0]
+    assert held(form, block(add), plan(), effort="none")[0]
+    nested = ToolPlan([NESTED], required=True, parallel=False, legacy=False)
+    point = element("point", element("x", 1) + element("y", 2))
+    tags = element("tags", element("item", "a <b>") + element("item", "c, d"))
+    assert held(form, block(call("draw", point, tags, element("shade", "dark"))), nested, effort="none")[0]
+    assert held(form, block(call("draw", point)), nested, effort="none")[0]  # the optional ones left out
+    assert not held(form, block(call("draw", element("point", element("y", 2)))), nested, effort="none")[0]
+    assert not held(form, block(call("draw", point, element("shade", "grey"))), nested, effort="none")[0]
+    both = ToolPlan([ADD, NESTED], required=False, parallel=True, legacy=False)
+    answer = "<mm:think>Draw.</mm:think>Sure." + block(
+        call("draw", point, tags, element("meta", '{"k": [1]}')),
+        call("add", element("a", 2), element("b", 3)),
+    )
+    for size in (1, 5, 1000):
+        read = read_all(
+            formats.shape(form, effort.plan(form, None, 400), both, None, True, False).read(), answer, size
+        )
+        assert (read["reasoning"], read["content"], read["strayed"]) == ("Draw.", "Sure.", False)
+        assert read["calls"] == [
+            ("draw", {"point": {"x": 1, "y": 2}, "tags": ["a <b>", "c, d"], "meta": {"k": [1]}}),
+            ("add", {"a": 2, "b": 3}),
+        ]
+    none, low = effort.plan(form, "none", 400), effort.plan(form, "low", 400)
+    assert none is not None
+    assert low is not None
+    assert (none.variables, low.variables) == ({"thinking_mode": "disabled"}, {})  # thinking: its default
+
+
+NESTED = {
+    "name": "draw",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "point": {
+                "type": "object",
+                "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}},
+                "required": ["x", "y"],
+            },
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "shade": {"type": "string", "enum": ["dark", "light"]},
+            "meta": {"type": "object"},
+        },
+        "required": ["point"],
+    },
+}
 
 
 def test_deepseek_calls_are_held_and_read_as_its_markers_write_them() -> None:

@@ -4,10 +4,11 @@ thinking. modelport constrains and reads a model's answer by it (`service/genera
 
 Reasoning families, by the markers their templates write:
 - tags around the thinking: `<think>…</think>` (Qwen3, QwQ, DeepSeek R1 and its distills, GLM 4.5, Granite
-  3.3, SmolLM3), `[THINK]…[/THINK]` (Magistral), `<|START_THINKING|>…<|END_THINKING|>` (Command A Reasoning),
-  `◁think▷…◁/think▷` (Kimi), `<seed:think>…</seed:think>` (Seed-OSS), `<|channel>thought…<channel|>` (Gemma
-  4); where the generation prompt already opens the tag (DeepSeek R1's distills, QwQ) every answer starts
-  inside the thinking (`opened`, learnt by the engine from the rendered prompt);
+  3.3, SmolLM3), `[THINK]…[/THINK]` (Magistral), `<|START_THINKING|>…<|END_THINKING|>` (Command A
+  Reasoning), `◁think▷…◁/think▷` (Kimi), `<seed:think>…</seed:think>` (Seed-OSS),
+  `<|channel>thought…<channel|>` (Gemma 4), `<mm:think>…</mm:think>` (MiniMax M3); where the generation
+  prompt already opens the tag (DeepSeek R1's distills, QwQ) every answer starts inside the thinking
+  (`opened`, learnt by the engine from the rendered prompt);
 - harmony (gpt-oss): each message on a channel, the thinking on `analysis`, calls on `commentary`, the
   answer on `final`.
 
@@ -23,7 +24,8 @@ Call syntaxes:
 - `glm_xml`: `<tool_call>NAME<arg_key>K</arg_key><arg_value>…` (GLM 4.5-4.7, Ling 3.0, Laguna);
 - `minimax_xml`: `<minimax:tool_call><invoke name="NAME"><parameter name="K">…` (MiniMax M2); `deepseek_v32`
   and `deepseek_v4` the same after `｜DSML｜` (DeepSeek V3.2, V4);
-- `minicpm5`: `<function name="NAME"><param name="K">…</param></function>` (MiniCPM5);
+- `minicpm5`: `<function name="NAME"><param name="K">…</param></function>` (MiniCPM5); `minimax_m3`: each
+  argument an element, `NS<invoke name="NAME">NS<K>…NS</K>NS</invoke>` (MiniMax M3);
 - `deepseek`: `<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME` and a JSON block (DeepSeek R1/V3);
 - `kimi`: `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}` (Kimi K2);
 - `lfm2`: `<|tool_call_start|>[NAME(KEY='value', …)]<|tool_call_end|>` (LFM2, LFM2.5);
@@ -42,7 +44,7 @@ from dataclasses import dataclass, field
 CALL_SYNTAXES = (
     "hermes", "llama3", "mistral", "granite", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek",
     "kimi", "harmony", "lfm2", "nemotron", "minimax_xml", "deepseek_v32", "deepseek_v4", "gemma4", "cohere",
-    "cohere_text", "minicpm5", "minimax_m1", "gigachat",
+    "cohere_text", "minicpm5", "minimax_m1", "gigachat", "minimax_m3",
 )  # fmt: skip
 
 # (open, close) of the thinking tags modelport reads, as templates write them.
@@ -53,9 +55,12 @@ THINKING_TAGS = (
     ("◁think▷", "◁/think▷"),
     ("<seed:think>", "</seed:think>"),
     ("<|channel>thought", "<channel|>"),  # Gemma 4's thought channel
+    ("<mm:think>", "</mm:think>"),  # MiniMax M3's
 )
-# Template variables that turn thinking off when false, in the order families adopted them.
-_SWITCHES = ("enable_thinking", "thinking")
+# Template variables that turn thinking off when false, in the order families adopted them; and those that
+# take words instead, with the words for on and off (None: not told, the template's default stands).
+_SWITCHES = ("enable_thinking", "thinking", "thinking_mode")
+_SWITCH_WORDS = {"thinking_mode": (None, "disabled")}  # MiniMax M3's (its default, "adaptive", may think)
 _EFFORT = "reasoning_effort"
 _BUDGET = "thinking_budget"  # Seed-OSS's: the thinking's bound in tokens, 0 for none and -1 for no bound
 
@@ -118,6 +123,9 @@ _CALL_MARKERS = {
     "minicpm5": ('<function name="', "</function>", '<param name="', "</param>"),
     "minimax_m1": ("<tool_calls>", "</tool_calls>"),
     "gigachat": ("<|function_call|>",),
+    # Every tag of its calls after its namespace token (a special token of its vocabulary); an invocation's
+    # opening named by its tokens too, as the block's end is (which of the two follows is told by tokens).
+    "minimax_m3": ("]<]minimax[>[", "<tool_call>", "</tool_call>", '<invoke name="'),
     # The turn's end after its calls (`<|tool_response>`) too: never an answer's text.
     "gemma4": ("<|tool_call>", "<tool_call|>", '<|"|>', "<|tool_response>"),
     "cohere": (*_COHERE, *FRAMES["cohere"]),
@@ -139,6 +147,8 @@ class ThinkingMarks:
     close: str
     opened: bool = False  # the generation prompt writes `open`: every answer starts inside the thinking
     switch: str | None = None  # the template variable that turns thinking off when false
+    on: object = True  # what the switch is told for thinking (None: nothing)
+    off: object = False  # and for none
     effort: str | None = None  # the template variable that takes the reasoning effort (low, medium, high)
     budget: str | None = None  # the template variable that takes the thinking's bound in tokens
 
@@ -234,7 +244,10 @@ def detect(template: str) -> ChatFormat:
             switch = next((name for name in _SWITCHES if _variable(name, template)), None)
             effort = _EFFORT if _variable(_EFFORT, template) else None
             budget = _BUDGET if _variable(_BUDGET, template) else None
-            thinking = ThinkingMarks(open_tag, close_tag, switch=switch, effort=effort, budget=budget)
+            on, off = _SWITCH_WORDS.get(switch or "", (True, False))
+            thinking = ThinkingMarks(
+                open_tag, close_tag, False, switch, on, off, effort=effort, budget=budget
+            )
             break
     foreign = thinking is None and bool(_UNKNOWN_THINKING.search(template))
     if not foreign:
@@ -267,6 +280,8 @@ def call_syntax(template: str) -> str | None:
         return "deepseek_v32" if "function_calls" in template else "deepseek_v4"
     if _COHERE[0] in template:  # Cohere's list of numbered calls, and its text between markers
         return "cohere_text" if FRAMES["cohere_text"][0] in template else "cohere"
+    if "]<]minimax[>[" in template:  # MiniMax M3's elements, each tag after its namespace token
+        return "minimax_m3"
     if "<invoke" in template or "<tool_calls>[" in template:
         # MiniMax M1's and M3's `<invoke name=…>` and Apriel's list of calls, in or beside `<tool_call>` tags:
         # syntaxes modelport does not write, and not Hermes's (the tools are described and modelport's JSON

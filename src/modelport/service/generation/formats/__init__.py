@@ -5,9 +5,10 @@ text into OpenAI's deltas (`reasoning_content`, `content`, `tool_calls`).
 One module per call syntax (`json_calls`: hermes, minimax_m1, llama3, gigachat, mistral, granite, nemotron,
 mistral_args, cohere, cohere_text; `qwen3_xml`; `glm_xml`; `invoke_xml`: minimax_xml, deepseek_v32,
 deepseek_v4, minicpm5; `deepseek` and `kimi`, with `sections` for what calls in a section of their own
-share; `xml_values` for the values of the XML ones; `pythonic`: LFM2's calls in Python; `gemma4`), `harmony`
-for gpt-oss's channels, `readers` for text, thinking tags and markers, `effort` for budgets, `lark` for
-writing grammars, `reading` for the stream. The syntaxes are found by name in `SYNTAXES`.
+share; `xml_values` for the values of the XML ones; `pythonic`: LFM2's calls in Python; `gemma4`;
+`minimax_m3`), `harmony` for gpt-oss's channels, `readers` for text, thinking tags and markers, `effort` for
+budgets, `lark` for writing grammars, `reading` for the stream. The syntaxes are found by name in
+`SYNTAXES`.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from modelport.service.generation.formats.json_calls import (
 )
 from modelport.service.generation.formats.kimi import Kimi
 from modelport.service.generation.formats.lark import ANY, Grammar, regex
+from modelport.service.generation.formats.minimax_m3 import MiniMaxM3
 from modelport.service.generation.formats.pythonic import Pythonic
 from modelport.service.generation.formats.qwen3_xml import Qwen3Xml
 from modelport.service.generation.formats.readers import Reader, TextReader, ThinkingReader, Unframed
@@ -61,6 +63,7 @@ _ALL = (
     Hermes(), Llama3(), Mistral(), MistralArgs(), Qwen3Xml(), Qwen3Xml(seed=True), GlmXml(), DeepSeek(),
     Kimi(), Granite(), Nemotron(), Pythonic(), MINIMAX, DEEPSEEK_V4, DEEPSEEK_V32,
     Gemma4(), Cohere("cohere"), Cohere("cohere_text"), MINICPM5, MiniMaxM1(), GigaChat(),
+    MiniMaxM3(),
 )  # fmt: skip
 SYNTAXES: dict[str, CallSyntax] = {syntax.name: syntax for syntax in _ALL}
 
@@ -172,7 +175,8 @@ def _grammar(
         if tags.opened:
             g.rule("start", f"{thought} {space}? {answer}")
         else:
-            block = g.rule("thinking", f"{opening} {thought}")
+            # A turn that does not think may say so with the closing marker alone (MiniMax M3's).
+            block = g.rule("thinking", f"{opening} {thought} | {closing}")
             g.rule("start", f"{block}? {space}? {answer}")
     elif tags.opened and not tags.closable:  # the prompt opened it and nothing else can: it closes at once
         g.rule("start", f"{closing} {space}? {answer}")

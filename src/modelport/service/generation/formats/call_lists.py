@@ -15,10 +15,10 @@ def listed(plan: ToolPlan, call: str, between: str = "") -> str:
     return f"{call} ({between} {call})*" if between else f"{call}+"
 
 
-def calls_or_text(plan: ToolPlan, grammar: Grammar, calls: str) -> str:
+def calls_or_text(plan: ToolPlan, grammar: Grammar, calls: str, not_first: str = "<") -> str:
     """The rule of an answer: `calls` (a rule), or (unless a call is required) text that does not begin
-    like them."""
+    like them (with a character of `not_first`)."""
     if plan.required:
         return calls
-    text = grammar.text_lexeme("text", not_first="<")
+    text = grammar.text_lexeme("text", not_first=not_first)
     return grammar.rule("answer", f"{text} | {calls}")

@@ -1,7 +1,8 @@
 """Reasoning effort (`reasoning_effort` in chat, `reasoning.effort` in Responses) on a model that thinks:
 the template variable its family reads, and a budget of thinking tokens that leaves room for the answer.
 
-- `none`, `minimal`: no thinking: the template's switch where it has one (`enable_thinking`, `thinking`),
+- `none`, `minimal`: no thinking: the template's switch where it has one (`enable_thinking`, `thinking`,
+  MiniMax M3's `thinking_mode`, told `disabled`; any other effort leaves it at its default),
   or `none` for its effort where that is its switch (Cohere's MoE models), else the thinking is closed at
   once; gpt-oss writes no analysis.
 - `low`: at most a quarter of the answer's `max_tokens`, and 1,024 tokens.
@@ -66,14 +67,14 @@ def plan(form: ChatFormat, effort: str | None, max_tokens: int | None) -> Thinki
         variables[thinking.effort] = _HARMONY_EFFORT.get(effort, effort) if form.harmony else effort
     if effort in ("none", "minimal"):
         if thinking.switch:
-            variables[thinking.switch] = False
+            variables[thinking.switch] = thinking.off
         elif thinking.effort and not form.harmony:  # the effort is the switch: `none` the word for off
             variables[thinking.effort] = "none"
         if thinking.budget:
             variables[thinking.budget] = 0
         return ThinkingPlan(False, 0, variables)
-    if thinking.switch:
-        variables[thinking.switch] = True
+    if thinking.switch and thinking.on is not None:
+        variables[thinking.switch] = thinking.on
     share, most = _SHARE[effort]
     budget = None if max_tokens is None else int(max_tokens * share)
     if most is not None:

@@ -17,8 +17,11 @@ from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.tools.plan import ToolPlan
 
 _ANY_TEXT = "/(.|\\n)+/"
-NUMBER = "/-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][-+]?[0-9]+)?/"
-INTEGER = "/-?(0|[1-9][0-9]*)/"
+# Bounded: a model that does not know the format could write digits to the end of its tokens, where the
+# closing that follows a number is never forced (SmolLM2's weights under MiniMax M3's template wrote 300
+# ones).
+NUMBER = "/-?(0|[1-9][0-9]{0,23})(\\.[0-9]{1,24})?([eE][-+]?[0-9]{1,3})?/"
+INTEGER = "/-?(0|[1-9][0-9]{0,23})/"
 
 
 def tagged_calls(
