@@ -295,6 +295,47 @@ def test_minimax_m3_calls_are_elements_after_its_namespace_token_nested_as_its_t
     assert (none.variables, low.variables) == ({"thinking_mode": "disabled"}, {})  # thinking: its default
 
 
+def test_kimi_k3_calls_follow_its_response_in_a_tools_section_of_xtml_tags() -> None:
+    # Kimi K3's template writes every section between `<|open|>NAME<|sep|>` and `<|close|>NAME<|sep|>`: its
+    # thinking, its response (opened by the prompt when it does not think), then its calls: before, its
+    # thinking was llama.cpp's and its calls held to modelport's JSON.
+    form = family("real/kimi-k3", opened=True)
+    assert (form.calls, form.read_here, form.frame_opened) == ("kimi_k3", True, True)
+    assert form.thinking is not None
+    assert form.thinking.switch == "thinking"
+    o, c, sep = "<|open|>", "<|close|>", "<|sep|>"
+
+    def argument(key: str, kind: str, value: object) -> str:
+        return f'{o}argument key="{key}" type="{kind}"{sep}{value}{c}argument{sep}'
+
+    def call(index: int, *arguments: str) -> str:
+        return f'{o}call tool="add" index="{index}"{sep}' + "".join(arguments) + f"{c}call{sep}"
+
+    def response(text: str) -> str:
+        return f"{o}response{sep}{text}{c}response{sep}"
+
+    tools = (
+        f"{o}tools{sep}" + call(1, argument("a", "number", 2), argument("b", "number", 3)) + f"{c}tools{sep}"
+    )
+    required = plan(required=True)
+    assert held(form, response("") + tools, required, effort="none")[0]
+    assert held(form, tools, required, effort="none")[0]
+    assert held(form, f"Add.{c}think{sep}" + response("Sure.") + tools, required)[0]
+    assert not held(form, response("Five."), required, effort="none")[0]  # a call is required
+    assert not held(form, response("") + tools.replace('"number"', '"string"', 1), required, effort="none")[0]
+    assert not held(form, response("") + tools.replace(">3<", ">three<"), required, effort="none")[0]
+    assert held(form, response("Five."), plan(), effort="none")[0]
+    assert held(form, f"Five.{c}response{sep}", None, effort="none")[0]  # the prompt opened the response
+    answer = f"Add.{c}think{sep}" + response("Sure.") + f"{o}tools{sep}" + call(1, argument("a", "number", 2),
+             argument("b", "number", 3), argument("note", "string", "x <y>")) + f"{c}tools{sep}"  # fmt: skip
+    for size in (1, 5, 1000):
+        read = read_all(
+            formats.shape(form, effort.plan(form, None, 400), plan(), None, True, False).read(), answer, size
+        )
+        assert (read["reasoning"], read["content"], read["strayed"]) == ("Add.", "Sure.", False)
+        assert read["calls"] == [("add", {"a": 2, "b": 3, "note": "x <y>"})]
+
+
 NESTED = {
     "name": "draw",
     "parameters": {
@@ -853,12 +894,12 @@ def test_effort_bounds_the_thinking_within_max_tokens(given: str | None, budget:
 
 
 def test_a_family_whose_thinking_the_engine_reads_is_told_the_effort_given_only() -> None:
-    k3 = family("real/kimi-k3")
-    assert (k3.foreign_thinking, k3.foreign_switch) == (True, "thinking")
-    assert "steered by thinking" in k3.describe()
-    assert effort.foreign(k3, "none") == {"thinking": False}
-    assert effort.foreign(k3, "high") == {"thinking": True}
-    assert effort.foreign(k3, None) == {}  # the engine's default stands
+    apertus = family("real/apertus-8b-instruct")
+    assert (apertus.foreign_thinking, apertus.foreign_switch) == (True, "enable_thinking")
+    assert "steered by enable_thinking" in apertus.describe()
+    assert effort.foreign(apertus, "none") == {"enable_thinking": False}
+    assert effort.foreign(apertus, "high") == {"enable_thinking": True}
+    assert effort.foreign(apertus, None) == {}  # the engine's default stands
     assert effort.foreign(family("qwen3"), "none") == {}  # read here: its plan tells it
     # A template that takes an effort in words of its own is not told OpenAI's (it would refuse them).
     hy3 = detect((REAL / "tencent-hy3.jinja").read_text())

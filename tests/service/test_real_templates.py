@@ -1,7 +1,7 @@
 """The real chat templates of Gemma 2, Mistral 7B v0.2, Phi-3 mini and Llama 3.1, of families with call
 syntaxes of their own (GLM 4.7 Flash, Mistral Small 3.2, Kimi K2, Granite 3.3, LFM2.5, Nemotron Nano 2,
-MiniMax M2, DeepSeek V4 Flash, Gemma 4, Command R7B, Cohere's MoE, MiniCPM5, MiniMax M1 and M3, and
-GigaChat 3.1) and of Kimi K3, whose thinking llama.cpp reads (byte for byte; see
+MiniMax M2, DeepSeek V4 Flash, Gemma 4, Command R7B, Cohere's MoE, MiniCPM5, MiniMax M1 and M3, GigaChat
+3.1 and Kimi K3) and of Apertus, whose thinking llama.cpp reads (byte for byte; see
 templates/real/SOURCES.md), each over SmolLM2's weights: every request shape renders and answers, the text
 each template ends a turn with ends generation and never shows, a call is written in the family's own
 syntax and read back, and a conversation a template still refuses is a 400 with the template's own words."""
@@ -49,6 +49,7 @@ NATIVE = {
     "minimax-m1": "minimax_m1",
     "gigachat3.1-10b-a1.8b": "gigachat",
     "minimax-m3": "minimax_m3",
+    "kimi-k3": "kimi_k3",
 }
 # The markers a family writes its text between: never the answer's content.
 FRAMES = {
@@ -56,7 +57,7 @@ FRAMES = {
     "cohere_text": ("<|START_TEXT|>", "<|END_TEXT|>"),
 }
 # A family whose thinking llama.cpp reads, steered by a variable of its template.
-STEERED = "kimi-k3"
+STEERED = "apertus-8b-instruct"
 # A family whose prompt opens the thinking llama.cpp reads, and whose calls modelport holds to its own JSON.
 OPENED = "apriel-1.6-15b-thinker"
 CALL = {"id": "call_abc123", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}
@@ -194,6 +195,7 @@ def test_a_call_is_written_in_the_family_s_own_syntax_and_read_back(url: str, te
         "minicpm5": '<function name="add"><param name="a">2</param><param name="b">3</param></function>',
         "minimax_m1": '<tool_calls>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n</tool_calls>',
         "gigachat": '<|function_call|>{"name": "add", "arguments": {"a": 2, "b": 3}}',
+        "kimi_k3": '<|open|>call tool="add" index="1"<|sep|><|open|>argument key="a" type="number"<|sep|>2',
         "minimax_m3": '{ns}<invoke name="add">{ns}<a>2{ns}</a>{ns}<b>3{ns}</b>'.format(ns="]<]minimax[>["),
     }
     assert written[NATIVE[template]] in text
@@ -201,16 +203,19 @@ def test_a_call_is_written_in_the_family_s_own_syntax_and_read_back(url: str, te
 
 def test_a_family_whose_thinking_the_engine_reads_is_told_the_effort(url: str) -> None:
     # Such a template's `enable_thinking` took no effort before: `reasoning_effort: "none"` could not turn it
-    # off (Gemma 4's, then: modelport reads its thinking now).
-    def prompt(**effort: str) -> int:
-        asked = {"model": STEERED, "messages": SHAPES["a user"], "max_tokens": 1}
-        reply = sdk(url).chat.completions.create(**asked, **effort)  # type: ignore[call-overload]
+    # off. Apertus's writes "Deliberation: enabled" or "disabled", as many tokens: what tells the prompts
+    # apart is what of the one before each can reuse.
+    def cached(effort: str) -> int:
+        asked = {"model": STEERED, "messages": SHAPES["a user"], "max_tokens": 1, "temperature": 0}
+        reply = sdk(url).chat.completions.create(**asked, reasoning_effort=effort)  # type: ignore[call-overload]
         assert reply.usage is not None
-        return int(reply.usage.prompt_tokens)
+        assert reply.usage.prompt_tokens_details is not None
+        return int(reply.usage.prompt_tokens_details.cached_tokens or 0)
 
-    thinking, off = prompt(reasoning_effort="high"), prompt(reasoning_effort="none")
-    assert off != thinking  # the template wrote its thinking's switch into the prompt
-    assert prompt() == thinking  # llama.cpp's default: think
+    cached("high")
+    again = cached("high")
+    assert again > 0  # the same prompt, reused
+    assert cached("none") < again  # another prompt: the template wrote the switch into it
 
 
 def test_a_required_call_comes_from_a_family_whose_prompt_opens_its_thinking(url: str) -> None:

@@ -27,7 +27,8 @@ Call syntaxes:
 - `minicpm5`: `<function name="NAME"><param name="K">…</param></function>` (MiniCPM5); `minimax_m3`: each
   argument an element, `NS<invoke name="NAME">NS<K>…NS</K>NS</invoke>` (MiniMax M3);
 - `deepseek`: `<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME` and a JSON block (DeepSeek R1/V3);
-- `kimi`: `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}` (Kimi K2);
+- `kimi`: `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}` (Kimi K2); `kimi_k3`: XTML
+  sections, `<|open|>call tool="NAME" index="1"<|sep|><|open|>argument key="K" type="T"<|sep|>…` (Kimi K3);
 - `lfm2`: `<|tool_call_start|>[NAME(KEY='value', …)]<|tool_call_end|>` (LFM2, LFM2.5);
 - `gemma4`: `<|tool_call>call:NAME{KEY:<|"|>value<|"|>,…}<tool_call|>` (Gemma 4);
 - `cohere`: `<|START_ACTION|>[{"tool_call_id": "0", "tool_name": NAME, "parameters": {…}}]<|END_ACTION|>`, and
@@ -44,7 +45,7 @@ from dataclasses import dataclass, field
 CALL_SYNTAXES = (
     "hermes", "llama3", "mistral", "granite", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek",
     "kimi", "harmony", "lfm2", "nemotron", "minimax_xml", "deepseek_v32", "deepseek_v4", "gemma4", "cohere",
-    "cohere_text", "minicpm5", "minimax_m1", "gigachat", "minimax_m3",
+    "cohere_text", "minicpm5", "minimax_m1", "gigachat", "minimax_m3", "kimi_k3",
 )  # fmt: skip
 
 # (open, close) of the thinking tags modelport reads, as templates write them.
@@ -88,12 +89,24 @@ _KIMI = (
     "<|tool_call_end|>",
     "<|tool_calls_section_end|>",
 )
+# Kimi K3's XTML: every section of a message a tag between markers, `<|open|>NAME ATTRIBUTES<|sep|>` …
+# `<|close|>NAME<|sep|>`.
+XTML = ("<|open|>", "<|close|>", "<|sep|>")
+
+
+def xtml_tag(name: str) -> tuple[str, str]:
+    """The opening and closing of an XTML section without attributes."""
+    return f"{XTML[0]}{name}{XTML[2]}", f"{XTML[1]}{name}{XTML[2]}"
+
+
 # The markers a family writes its text between, where it frames it (an answer is that text, without them), by
-# call syntax: Cohere's response (Command R7B, Command A) or text (its MoE models).
+# call syntax: Cohere's response (Command R7B, Command A) or text (its MoE models), Kimi K3's response.
 FRAMES = {
     "cohere": ("<|START_RESPONSE|>", "<|END_RESPONSE|>"),
     "cohere_text": ("<|START_TEXT|>", "<|END_TEXT|>"),
+    "kimi_k3": xtml_tag("response"),
 }
+_OPENED_FRAMES = {"kimi_k3"}  # whose prompt opens the frame when it does not open the thinking
 _COHERE = ("<|START_ACTION|>", "<|END_ACTION|>")
 _CALL_MARKERS = {
     "hermes": ("<tool_call>", "</tool_call>"),
@@ -126,6 +139,13 @@ _CALL_MARKERS = {
     # Every tag of its calls after its namespace token (a special token of its vocabulary); an invocation's
     # opening named by its tokens too, as the block's end is (which of the two follows is told by tokens).
     "minimax_m3": ("]<]minimax[>[", "<tool_call>", "</tool_call>", '<invoke name="'),
+    "kimi_k3": (
+        *XTML,
+        *FRAMES["kimi_k3"],
+        *xtml_tag("tools"),
+        '<|open|>call tool="',
+        '<|open|>argument key="',
+    ),
     # The turn's end after its calls (`<|tool_response>`) too: never an answer's text.
     "gemma4": ("<|tool_call>", "<tool_call|>", '<|"|>', "<|tool_response>"),
     "cohere": (*_COHERE, *FRAMES["cohere"]),
@@ -194,6 +214,11 @@ class ChatFormat:
         return FRAMES.get(self.calls or "")
 
     @property
+    def frame_opened(self) -> bool:
+        """Whether the generation prompt may open the frame itself (Kimi K3's, when it does not think)."""
+        return (self.calls or "") in _OPENED_FRAMES
+
+    @property
     def read_here(self) -> bool:
         """Whether modelport reads the model's answer itself (the engine hands over its raw text): for a
         format of the model's own that modelport knows. A model with none (its answer is its text) is left
@@ -236,6 +261,9 @@ def detect(template: str) -> ChatFormat:
             effort=_EFFORT if _EFFORT in template else None,
         )
         return ChatFormat("harmony", analysis, harmony=True)
+    if all(marker in template for marker in XTML):  # Kimi K3's sections (its thinking is `think`)
+        switch = "thinking" if _variable("thinking", template) else None
+        return ChatFormat(call_syntax(template), ThinkingMarks(*xtml_tag("think"), switch=switch))
     thinking: ThinkingMarks | None = None
     for open_tag, close_tag in THINKING_TAGS:
         # The closing marker alone is enough: a template that takes past thinking out of the history (LFM2.5's
@@ -262,6 +290,8 @@ def call_syntax(template: str) -> str | None:
         return None
     if HARMONY["channel"] in template and HARMONY["message"] in template:
         return "harmony"
+    if all(marker in template for marker in XTML):  # Kimi K3's `tools` section of `call` elements
+        return "kimi_k3"
     if "<|tool_call>" in template and "<tool_call|>" in template:  # Gemma 4's `call:NAME{…}`
         return "gemma4"
     if all(part in template for part in _MINICPM5):  # MiniCPM5's, in no block (K2 Horizon's tools show both)

@@ -42,6 +42,7 @@ from modelport.service.generation.formats.minimax_m3 import MiniMaxM3
 from modelport.service.generation.formats.pythonic import Pythonic
 from modelport.service.generation.formats.qwen3_xml import Qwen3Xml
 from modelport.service.generation.formats.readers import Reader, TextReader, ThinkingReader, Unframed
+from modelport.service.generation.formats.xtml import KIMI_K3
 from modelport.service.generation.tools.plan import ToolPlan
 
 
@@ -63,7 +64,7 @@ _ALL = (
     Hermes(), Llama3(), Mistral(), MistralArgs(), Qwen3Xml(), Qwen3Xml(seed=True), GlmXml(), DeepSeek(),
     Kimi(), Granite(), Nemotron(), Pythonic(), MINIMAX, DEEPSEEK_V4, DEEPSEEK_V32,
     Gemma4(), Cohere("cohere"), Cohere("cohere_text"), MINICPM5, MiniMaxM1(), GigaChat(),
-    MiniMaxM3(),
+    MiniMaxM3(), KIMI_K3,
 )  # fmt: skip
 SYNTAXES: dict[str, CallSyntax] = {syntax.name: syntax for syntax in _ALL}
 
@@ -157,7 +158,9 @@ def _grammar(
     else:
         answer = body(g) if body is not None else None
         if form.frame is not None:  # Cohere's text and JSON between its markers (text may be empty)
-            answer = g.framed("framed", form.frame, answer) + ("?" if answer is None else "")
+            answer = g.framed("framed", form.frame, answer, form.frame_opened) + (
+                "?" if answer is None else ""
+            )
     # Bounded: a model that does not know the format's opening (or the text after its thinking) could write
     # whitespace to the end of its tokens, which the grammar would allow (SmolLM2's weights under LFM2's
     # template wrote 120 tokens of it before a required call).

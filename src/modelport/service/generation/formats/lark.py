@@ -79,12 +79,14 @@ class Grammar:
             return f"{self.rule(name.lower(), text, max_tokens=max_tokens)} {self.literal(marker)}"
         return self.rule(name.lower(), f"/{ANY}/", suffix=marker)
 
-    def framed(self, name: str, frame: tuple[str, str], body: str | None = None) -> str:
+    def framed(self, name: str, frame: tuple[str, str], body: str | None = None, opened: bool = False) -> str:
         """A rule of `body` (a rule; None: text without the closing marker) between a family's frame markers
-        (Cohere's `<|START_RESPONSE|>`…`<|END_RESPONSE|>`); the answer may end before the closing one."""
+        (Cohere's `<|START_RESPONSE|>`…`<|END_RESPONSE|>`); the answer may end before the closing one, and
+        begin without the opening one where the prompt may have written it (`opened`: Kimi K3's)."""
         opening, closing = frame
         held = body or self.text_lexeme(name.upper(), closing)
-        return self.rule(name.lower(), f"{self.literal(opening)} {held} {self.literal(closing)}?")
+        begins = f"({self.literal(opening)})?" if opened else self.literal(opening)
+        return self.rule(name.lower(), f"{begins} {held} ({self.literal(closing)})?")
 
     def json(self, name: str, schema: dict[str, Any], compact: bool = True) -> str:
         """A rule for JSON that validates against `schema` (laid out compactly unless told otherwise; an

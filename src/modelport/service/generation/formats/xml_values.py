@@ -44,17 +44,23 @@ def tagged_function(
     opening: Callable[[str], str],
     ending: str,
     after: str = "",
+    until: str | None = None,
 ) -> str:
     """The rule of a call of the `i`th tool: `head` (its name, as the syntax writes it), then each argument in
     its schema's order (the optional ones may be left out): `opening(key)`, its value held to its type (free
-    text ends lazily at the first `ending`), `ending`, and `after`."""
+    text ends lazily at the first `ending`; where `ending` begins with a marker named by its tokens, `until`,
+    it holds none of that marker), `ending`, and `after`."""
     parameters = tool.get("parameters") or {}
     properties = parameters.get("properties") or {}
     required = set(parameters.get("required") or [])
     parts = [head]
+    marker = until
     for key, schema in properties.items():
         typed = schema if isinstance(schema, dict) else {}
-        if free_text(typed):  # its lexeme ends lazily at the first closing tag, which it includes
+        if free_text(typed) and marker is not None:
+            text = grammar.shared(f"until {marker}", lambda: grammar.text_lexeme("VALUE", marker))
+            value = f"{text} {grammar.literal(ending)}"
+        elif free_text(typed):  # its lexeme ends lazily at the first closing tag, which it includes
             value = grammar.rule(f"v_t{i}_{rule_name(key)}", _ANY_TEXT, suffix=ending)
         else:
             held = _value_rule(typed, f"t{i}_{rule_name(key)}", grammar, compact)
