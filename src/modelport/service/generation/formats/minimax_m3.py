@@ -17,14 +17,9 @@ from typing import Any
 
 from modelport.protocol.validation import json_value
 from modelport.service.generation.formats.call_lists import calls_or_text, listed
+from modelport.service.generation.formats.invoke_xml import InvokeReader, InvokeXml
 from modelport.service.generation.formats.lark import Grammar
-from modelport.service.generation.formats.readers import (
-    ArgumentsReader,
-    Delta,
-    arguments_delta,
-    call_delta,
-    text_until,
-)
+from modelport.service.generation.formats.readers import Delta, arguments_delta
 from modelport.service.generation.formats.xml_values import (
     INTEGER,
     NUMBER,
@@ -36,23 +31,24 @@ from modelport.service.generation.tools.plan import ToolPlan
 
 NS = "]<]minimax[>["
 BLOCK, END_BLOCK = f"{NS}<tool_call>", f"{NS}</tool_call>"
-_INVOKE, _END_INVOKE = f'{NS}<invoke name="', f"{NS}</invoke>"
 _LINE = "\n"  # after the block's opening and each invocation
 _TAG = re.compile(re.escape(NS) + r"<(/?)([^<>]*)>")  # an element's opening or closing tag
 
 
-class MiniMaxM3:
-    """MiniMax M3's syntax. Its template writes the calls of the history itself."""
+class MiniMaxM3(InvokeXml):
+    """MiniMax M3's syntax: the `<invoke>` syntaxes' block and invocations, each argument an element of its
+    own. Its template writes the calls of the history itself."""
 
-    name = "minimax_m3"
-    arguments = "arguments"
+    def __init__(self) -> None:
+        super().__init__("minimax_m3", (BLOCK, END_BLOCK))
+        self.invoke, self.end_invoke = f'{NS}<invoke name="', f"{NS}</invoke>"
 
     def answer(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
         """The rule of an answer that follows `plan`: the block of invocations (one, or more where calls may
         go in parallel), or (unless a call is required) text that does not begin like it."""
         functions = [self._function(tool, i, grammar, compact) for i, tool in enumerate(plan.tools)]
         function = grammar.rule("function", " | ".join(functions))
-        opening, closing = grammar.literal(_INVOKE), grammar.literal(_END_INVOKE + _LINE)
+        opening, closing = grammar.literal(self.invoke), grammar.literal(self.end_invoke + _LINE)
         invoke = grammar.rule("invoke", f"{opening} {function} {closing}")
         block = f"{grammar.literal(BLOCK + _LINE)} {listed(plan, invoke)} {grammar.literal(END_BLOCK)}"
         return calls_or_text(plan, grammar, grammar.rule("calls", block), not_first=NS[0])
@@ -64,10 +60,7 @@ class MiniMaxM3:
 
     def reader(self, plan: ToolPlan) -> MiniMaxM3Reader:
         """A reader of one answer in this syntax."""
-        return MiniMaxM3Reader({tool["name"]: tool.get("parameters") or {} for tool in plan.tools})
-
-    def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return messages
+        return MiniMaxM3Reader(self, {tool["name"]: tool.get("parameters") or {} for tool in plan.tools})
 
 
 def _members(schema: dict[str, Any], name: str, grammar: Grammar, compact: bool) -> str:
@@ -152,59 +145,28 @@ def _children(value: str) -> list[tuple[str, str]] | None:
     return children
 
 
-class MiniMaxM3Reader(ArgumentsReader):
-    """An answer in MiniMax M3's syntax: text until its block opens, then each call's name as its invocation
-    opens and each argument as its element closes. Its states: text, calls (between invocations), name,
-    arguments, value."""
+class MiniMaxM3Reader(InvokeReader):
+    """An answer in MiniMax M3's syntax: the `<invoke>` syntaxes' reading of the block and the invocations,
+    and each argument as its element closes (the elements inside it counted)."""
 
-    def __init__(self, parameters: dict[str, dict[str, Any]]) -> None:
-        super().__init__(parameters)
+    def __init__(self, syntax: MiniMaxM3, parameters: dict[str, dict[str, Any]]) -> None:
+        super().__init__(syntax, parameters)
         self.seen = 0  # how far the open argument's value has been read for tags
         self.depth = 0  # the elements open inside it there
 
-    def flush(self, cut: bool) -> list[Delta]:
-        text, self.pending = self.pending, ""
-        if self.state == "text":
-            return [{"content": text}] if text else []
-        if self.state in ("arguments", "value") and not cut:
-            return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
-        return []
-
     def _step(self) -> list[Delta]:
-        pending = self.pending
-        if self.state == "text":
-            text, self.pending, opened = text_until(pending, BLOCK)
-            if opened:
-                self.state = "calls"
-            return [{"content": text}] if text else []
-        stripped = pending.lstrip()
-        if self.state == "calls":
-            if stripped.startswith(_INVOKE):
-                self.pending, self.state = stripped[len(_INVOKE) :], "name"
-            elif stripped.startswith(END_BLOCK):
-                self.pending, self.state = stripped[len(END_BLOCK) :], "text"
-            elif stripped and not (_INVOKE.startswith(stripped) or END_BLOCK.startswith(stripped)):
-                self.pending, self.state, self.strayed = stripped, "text", True  # the rest is text
-            return []
-        if self.state == "name":
-            end = pending.find('">')
-            if end < 0:
-                return []
-            self.function, self.pending, self.state = pending[:end], pending[end + 2 :], "arguments"
-            self.calls, self.written = self.calls + 1, 0
-            return [call_delta(self.calls - 1, self.function)]
-        if self.state == "arguments":
-            if stripped.startswith(_END_INVOKE):
-                self.pending, self.state = stripped[len(_END_INVOKE) :], "calls"
-                return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
-            tag = _TAG.match(stripped)
-            if tag is not None and not tag.group(1):
-                self.key, self.pending, self.state = tag.group(2), stripped[tag.end() :], "value"
-                self.seen = self.depth = 0
-            elif tag is not None or (stripped and not (NS.startswith(stripped) or stripped.startswith(NS))):
-                self.pending, self.state, self.strayed = stripped, "text", True  # the rest is text
-            return []
-        return self._value()
+        if self.state == "value":
+            return self._value()
+        stripped = self.pending.lstrip()
+        if self.state != "parameters" or stripped.startswith(self.syntax.end_invoke):
+            return super()._step()
+        tag = _TAG.match(stripped)
+        if tag is not None and not tag.group(1):
+            self.key, self.pending, self.state = tag.group(2), stripped[tag.end() :], "value"
+            self.seen = self.depth = 0
+        elif tag is not None or (stripped and not (NS.startswith(stripped) or stripped.startswith(NS))):
+            self.pending, self.state, self.strayed = stripped, "text", True  # the rest is text
+        return []
 
     def _value(self) -> list[Delta]:
         """An argument's element, given out once it closes (the elements inside it counted)."""
@@ -216,7 +178,7 @@ class MiniMaxM3Reader(ArgumentsReader):
                 self.depth -= 1
             elif found.group(2) == self.key:
                 value = self.pending[: found.start()]
-                self.pending, self.state = self.pending[found.end() :], "arguments"
+                self.pending, self.state = self.pending[found.end() :], "parameters"
                 parameters = self.parameters.get(self.function) or {}
                 piece = argument_piece(parameters, self.key, value, not self.written, as_json)
                 self.written += 1
