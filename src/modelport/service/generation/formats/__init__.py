@@ -6,9 +6,9 @@ One module per call syntax (`json_calls`: hermes, minimax_m1, llama3, gigachat, 
 mistral_args, cohere, cohere_text; `qwen3_xml`; `glm_xml`; `invoke_xml`: minimax_xml, deepseek_v32,
 deepseek_v4, minicpm5; `deepseek` and `kimi`, with `sections` for what calls in a section of their own
 share; `xml_values` for the values of the XML ones; `pythonic`: LFM2's calls in Python; `gemma4`;
-`minimax_m3`), `harmony` for gpt-oss's channels, `readers` for text, thinking tags and markers, `effort` for
-budgets, `lark` for writing grammars, `reading` for the stream. The syntaxes are found by name in
-`SYNTAXES`.
+`minimax_m3`; `xtml`: kimi_k3), `harmony` for gpt-oss's channels, `readers` for text, thinking tags and
+markers, `effort` for budgets, `lark` for writing grammars, `reading` for the stream. The syntaxes are found
+by name in `SYNTAXES`.
 """
 
 from __future__ import annotations
@@ -158,9 +158,8 @@ def _grammar(
     else:
         answer = body(g) if body is not None else None
         if form.frame is not None:  # Cohere's text and JSON between its markers (text may be empty)
-            answer = g.framed("framed", form.frame, answer, form.frame_opened) + (
-                "?" if answer is None else ""
-            )
+            optional = "?" if answer is None else ""
+            answer = g.framed("framed", form.frame, answer, form.frame_opened) + optional
     # Bounded: a model that does not know the format's opening (or the text after its thinking) could write
     # whitespace to the end of its tokens, which the grammar would allow (SmolLM2's weights under LFM2's
     # template wrote 120 tokens of it before a required call).

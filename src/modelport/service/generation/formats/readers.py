@@ -138,9 +138,7 @@ class ThinkingReader(Stepped):
             stripped = self.pending.lstrip()
             if stripped.startswith(self.open):
                 self.pending, self.state = stripped[len(self.open) :], "thinking"
-            elif stripped.startswith(
-                self.close
-            ):  # no thinking, said by the closing marker alone (MiniMax M3)
+            elif stripped.startswith(self.close):  # no thinking, said by its closing alone (MiniMax M3)
                 self.pending, self.state = stripped[len(self.close) :], "between"
             elif stripped and not (self.open.startswith(stripped) or self.close.startswith(stripped)):
                 self.state = "answer"
