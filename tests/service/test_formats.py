@@ -336,6 +336,54 @@ def test_kimi_k3_calls_follow_its_response_in_a_tools_section_of_xtml_tags() -> 
         assert read["calls"] == [("add", {"a": 2, "b": 3, "note": "x <y>"})]
 
 
+def test_hy3_calls_are_glm_s_in_its_own_tags_and_its_effort_in_its_own_words() -> None:
+    # Tencent Hy3's template writes GLM's calls with every tag after `:opensource`, in a block, and takes
+    # `no_think`, `low` and `high` (opening the thinking in the prompt for the two): before, its thinking was
+    # llama.cpp's, its effort never told (OpenAI's words it refuses), its calls held to modelport's JSON.
+    form = family("real/tencent-hy3")
+    assert (form.calls, form.read_here) == ("hy3", True)
+    told = {given: effort.plan(form, given, 400) for given in ("none", "minimal", "low", "medium", "max")}
+    assert {given: plan.variables["reasoning_effort"] for given, plan in told.items() if plan} == {
+        "none": "no_think", "minimal": "no_think", "low": "low", "medium": "high", "max": "high",
+    }  # fmt: skip
+
+    def tag(name: str) -> str:
+        return f"<{name}:opensource>"
+
+    def call(a: object, b: object) -> str:
+        key, value = (f"{tag(t)}{{}}{tag('/' + t)}\n" for t in ("arg_key", "arg_value"))
+        arguments = "".join(key.format(k) + value.format(v) for k, v in (("a", a), ("b", b)))
+        return f"{tag('tool_call')}add{tag('tool_sep')}\n{arguments}{tag('/tool_call')}\n"
+
+    def block(*calls: str) -> str:
+        return f"{tag('tool_calls')}\n" + "".join(calls) + tag("/tool_calls")
+
+    required = plan(required=True)
+    assert held(form, block(call(2, 3)), required, effort="none")[0]
+    assert held(form, block(call(2, 3), call(4.5, -1)), required, effort="none")[0]
+    assert not held(form, block(call(2, "three")), required, effort="none")[0]
+    assert not held(form, call(2, 3), required, effort="none")[0]  # its block
+    assert held(form, "Five.", plan(), effort="none")[0]
+    # Told to think, the prompt opened the thinking: the answer begins inside it.
+    assert held(form, f"Add.{tag('/think')}" + block(call(2, 3)), required, effort="low")[0]
+    assert not held(form, f"{tag('think')}Add.{tag('/think')}" + block(call(2, 3)), required, effort="low")[0]
+    answer = f"Add.{tag('/think')}Sure.\n" + block(call(2, 3), call(4.5, -1))
+    for size in (1, 5, 1000):
+        read = read_all(
+            formats.shape(form, effort.plan(form, "high", 400), plan(), None, True, False).read(),
+            answer,
+            size,
+        )
+        assert (read["reasoning"], read["content"], read["strayed"]) == ("Add.", "Sure.\n", False)
+        assert read["calls"] == [("add", {"a": 2, "b": 3}), ("add", {"a": 4.5, "b": -1})]
+        off = read_all(
+            formats.shape(form, effort.plan(form, "none", 400), plan(), None, True, False).read(),
+            "Five.",
+            size,
+        )
+        assert (off["reasoning"], off["content"]) == ("", "Five.")
+
+
 NESTED = {
     "name": "draw",
     "parameters": {
@@ -901,10 +949,6 @@ def test_a_family_whose_thinking_the_engine_reads_is_told_the_effort_given_only(
     assert effort.foreign(apertus, "high") == {"enable_thinking": True}
     assert effort.foreign(apertus, None) == {}  # the engine's default stands
     assert effort.foreign(family("qwen3"), "none") == {}  # read here: its plan tells it
-    # A template that takes an effort in words of its own is not told OpenAI's (it would refuse them).
-    hy3 = detect((REAL / "tencent-hy3.jinja").read_text())
-    assert hy3.foreign_thinking
-    assert effort.foreign(hy3, "none") == {}
 
 
 @pytest.mark.parametrize(("given", "told"), [("none", 0), ("low", 100), ("high", 300)])

@@ -21,7 +21,8 @@ Call syntaxes:
 - `mistral_args`: `[TOOL_CALLS]NAME[ARGS]{…}` (Mistral Small 3.2, Devstral, Ministral 3);
 - `qwen3_xml`: `<tool_call><function=NAME><parameter=K>…` (Qwen3-Coder, Qwen3.5, Nemotron 3); `seed_xml` the
   same in `<seed:tool_call>` (Seed-OSS);
-- `glm_xml`: `<tool_call>NAME<arg_key>K</arg_key><arg_value>…` (GLM 4.5-4.7, Ling 3.0, Laguna);
+- `glm_xml`: `<tool_call>NAME<arg_key>K</arg_key><arg_value>…` (GLM 4.5-4.7, Ling 3.0, Laguna); `hy3` the
+  same with every tag after `:opensource`, in a `<tool_calls:opensource>` block (Tencent Hy3);
 - `minimax_xml`: `<minimax:tool_call><invoke name="NAME"><parameter name="K">…` (MiniMax M2); `deepseek_v32`
   and `deepseek_v4` the same after `｜DSML｜` (DeepSeek V3.2, V4);
 - `minicpm5`: `<function name="NAME"><param name="K">…</param></function>` (MiniCPM5); `minimax_m3`: each
@@ -45,7 +46,7 @@ from dataclasses import dataclass, field
 CALL_SYNTAXES = (
     "hermes", "llama3", "mistral", "granite", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek",
     "kimi", "harmony", "lfm2", "nemotron", "minimax_xml", "deepseek_v32", "deepseek_v4", "gemma4", "cohere",
-    "cohere_text", "minicpm5", "minimax_m1", "gigachat", "minimax_m3", "kimi_k3",
+    "cohere_text", "minicpm5", "minimax_m1", "gigachat", "minimax_m3", "kimi_k3", "hy3",
 )  # fmt: skip
 
 # (open, close) of the thinking tags modelport reads, as templates write them.
@@ -108,6 +109,19 @@ FRAMES = {
 }
 _OPENED_FRAMES = {"kimi_k3"}  # whose prompt opens the frame when it does not open the thinking
 _COHERE = ("<|START_ACTION|>", "<|END_ACTION|>")
+# Hy3's template makes every tag with this suffix (`<tool_call:opensource>`): the code that says so, its tags.
+_HY3 = "set HYTK = ':opensource'"
+_HY3_TAGS = (
+    "tool_calls", "/tool_calls", "tool_call", "/tool_call", "tool_sep", "arg_key", "/arg_key", "arg_value",
+    "/arg_value",
+)  # fmt: skip
+_HY3_EFFORT = (
+    ("none", "no_think"),
+    ("minimal", "no_think"),
+    ("medium", "high"),
+    ("xhigh", "high"),
+    ("max", "high"),
+)
 _CALL_MARKERS = {
     "hermes": ("<tool_call>", "</tool_call>"),
     "mistral": ("[TOOL_CALLS]",),
@@ -139,6 +153,7 @@ _CALL_MARKERS = {
     # Every tag of its calls after its namespace token (a special token of its vocabulary); an invocation's
     # opening named by its tokens too, as the block's end is (which of the two follows is told by tokens).
     "minimax_m3": ("]<]minimax[>[", "<tool_call>", "</tool_call>", '<invoke name="'),
+    "hy3": tuple(f"<{name}:opensource>" for name in _HY3_TAGS),
     "kimi_k3": (
         *XTML,
         *FRAMES["kimi_k3"],
@@ -151,6 +166,7 @@ _CALL_MARKERS = {
     "cohere": (*_COHERE, *FRAMES["cohere"]),
     "cohere_text": (*_COHERE, *FRAMES["cohere_text"]),
 }
+_HARMONY_EFFORT = (("none", "low"), ("minimal", "low"), ("xhigh", "high"), ("max", "high"))
 # MiniCPM5's call and parameter elements, and the wrapper of its strings that hold markup.
 _MINICPM5 = ('<function name="', '<param name="', "<![CDATA[")
 # LFM2's tool list between markers, LFM2.5's plain one, and the calls LFM2.5's larger template gives back.
@@ -169,6 +185,9 @@ class ThinkingMarks:
     switch: str | None = None  # the template variable that turns thinking off when false
     on: object = True  # what the switch is told for thinking (None: nothing)
     off: object = False  # and for none
+    # The template's words for the efforts it does not take as OpenAI names them (gpt-oss's, Hy3's).
+    words: tuple[tuple[str, str], ...] = ()
+    opens: bool = False  # the prompt opens the thinking whenever the effort lets it think (Hy3's)
     effort: str | None = None  # the template variable that takes the reasoning effort (low, medium, high)
     budget: str | None = None  # the template variable that takes the thinking's bound in tokens
 
@@ -259,8 +278,14 @@ def detect(template: str) -> ChatFormat:
             f"{HARMONY['channel']}analysis{HARMONY['message']}",
             HARMONY["end"],
             effort=_EFFORT if _EFFORT in template else None,
+            words=_HARMONY_EFFORT,
         )
         return ChatFormat("harmony", analysis, harmony=True)
+    if _HY3 in template:  # Hy3's tags, each `<NAME:opensource>` (its effort its switch, in words of its own)
+        marks = ("<think:opensource>", "</think:opensource>")
+        return ChatFormat(
+            call_syntax(template), ThinkingMarks(*marks, effort=_EFFORT, words=_HY3_EFFORT, opens=True)
+        )
     if all(marker in template for marker in XTML):  # Kimi K3's sections (its thinking is `think`)
         switch = "thinking" if _variable("thinking", template) else None
         return ChatFormat(call_syntax(template), ThinkingMarks(*xtml_tag("think"), switch=switch))
@@ -292,6 +317,8 @@ def call_syntax(template: str) -> str | None:
         return "harmony"
     if all(marker in template for marker in XTML):  # Kimi K3's `tools` section of `call` elements
         return "kimi_k3"
+    if _HY3 in template:  # Hy3's GLM-like calls, every tag after `:opensource`
+        return "hy3"
     if "<|tool_call>" in template and "<tool_call|>" in template:  # Gemma 4's `call:NAME{…}`
         return "gemma4"
     if all(part in template for part in _MINICPM5):  # MiniCPM5's, in no block (K2 Horizon's tools show both)

@@ -3,9 +3,9 @@ the effort's budget, then the answer: text, JSON, or calls in its syntax) and th
 text into OpenAI's deltas (`reasoning_content`, `content`, `tool_calls`).
 
 One module per call syntax (`json_calls`: hermes, minimax_m1, llama3, gigachat, mistral, granite, nemotron,
-mistral_args, cohere, cohere_text; `qwen3_xml`; `glm_xml`; `invoke_xml`: minimax_xml, deepseek_v32,
-deepseek_v4, minicpm5; `deepseek` and `kimi`, with `sections` for what calls in a section of their own
-share; `xml_values` for the values of the XML ones; `pythonic`: LFM2's calls in Python; `gemma4`;
+mistral_args, cohere, cohere_text; `qwen3_xml`; `glm_xml`: glm_xml, hy3; `invoke_xml`: minimax_xml,
+deepseek_v32, deepseek_v4, minicpm5; `deepseek` and `kimi`, with `sections` for what calls in a section of
+their own share; `xml_values` for the values of the XML ones; `pythonic`: LFM2's calls in Python; `gemma4`;
 `minimax_m3`; `xtml`: kimi_k3), `harmony` for gpt-oss's channels, `readers` for text, thinking tags and
 markers, `effort` for budgets, `lark` for writing grammars, `reading` for the stream. The syntaxes are found
 by name in `SYNTAXES`.
@@ -17,12 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from modelport.predictors.chat_format import ChatFormat
+from modelport.predictors.chat_format import ChatFormat, ThinkingMarks
 from modelport.service.generation.formats import harmony
 from modelport.service.generation.formats.deepseek import DeepSeek
 from modelport.service.generation.formats.effort import ThinkingPlan
 from modelport.service.generation.formats.gemma4 import Gemma4
-from modelport.service.generation.formats.glm_xml import GlmXml
+from modelport.service.generation.formats.glm_xml import HY3_TAGS, GlmXml
 from modelport.service.generation.formats.invoke_xml import DEEPSEEK_V4, DEEPSEEK_V32, MINICPM5, MINIMAX
 from modelport.service.generation.formats.json_answer import AnswerParser
 from modelport.service.generation.formats.json_calls import (
@@ -64,7 +64,7 @@ _ALL = (
     Hermes(), Llama3(), Mistral(), MistralArgs(), Qwen3Xml(), Qwen3Xml(seed=True), GlmXml(), DeepSeek(),
     Kimi(), Granite(), Nemotron(), Pythonic(), MINIMAX, DEEPSEEK_V4, DEEPSEEK_V32,
     Gemma4(), Cohere("cohere"), Cohere("cohere_text"), MINICPM5, MiniMaxM1(), GigaChat(),
-    MiniMaxM3(), KIMI_K3,
+    MiniMaxM3(), KIMI_K3, GlmXml("hy3", HY3_TAGS),
 )  # fmt: skip
 SYNTAXES: dict[str, CallSyntax] = {syntax.name: syntax for syntax in _ALL}
 
@@ -132,8 +132,16 @@ def shape(
     tags = form.thinking
     if tags is None:
         return Shape(grammar, answer, form.markers)
-    opened = tags.opened and (thinking is None or thinking.on or not tags.closable)
+    opened = _opened(tags, thinking)
     return Shape(grammar, lambda: ThinkingReader(tags.open, tags.close, opened, answer()), form.markers)
+
+
+def _opened(tags: ThinkingMarks, thinking: ThinkingPlan | None) -> bool:
+    """Whether the prompt opened the thinking: as the engine found it at the model's load, unless the effort
+    closed it; or, for a template that opens it whenever it is told to think (Hy3's), whether it was."""
+    if tags.opens and thinking is not None:
+        return thinking.on
+    return tags.opened and (thinking is None or thinking.on or not tags.closable)
 
 
 def _grammar(
@@ -174,7 +182,7 @@ def _grammar(
     opening, closing = g.literal(tags.open), g.literal(tags.close)
     if thinking.on:
         thought = g.until("thought", tags.close, thinking.budget)  # the thinking and its closing marker
-        if tags.opened:
+        if _opened(tags, thinking):
             g.rule("start", f"{thought} {space}? {answer}")
         else:
             # A turn that does not think may say so with the closing marker alone (MiniMax M3's).

@@ -14,7 +14,8 @@ When the budget is spent, the closing marker is forced (the grammar's bound), so
 comes. A family whose template takes the budget itself (Seed-OSS's `thinking_budget`) is told it too: it then
 plans its thinking to fit, where the bound alone would cut it short. gpt-oss reads the effort itself
 (`Reasoning: low|medium|high` in its system message, from the `reasoning_effort` variable): `minimal` and
-`none` are `low` there, `xhigh` and `max` are `high`.
+`none` are `low` there, `xhigh` and `max` are `high`. Hy3 takes `no_think` (for `none` and `minimal`), `low`
+and `high` (for the rest), and its prompt opens the thinking for the two.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ _SHARE = {
     "xhigh": (0.9, None),
     "max": (0.9, None),
 }
-_HARMONY_EFFORT = {"none": "low", "minimal": "low", "xhigh": "high", "max": "high"}
 
 
 @dataclass(frozen=True)
@@ -63,13 +63,14 @@ def plan(form: ChatFormat, effort: str | None, max_tokens: int | None) -> Thinki
         return None
     effort = effort or DEFAULT
     variables: dict[str, Any] = {}
+    words = dict(thinking.words)  # the template's own, where it has them (gpt-oss's, Hy3's)
     if thinking.effort:
-        variables[thinking.effort] = _HARMONY_EFFORT.get(effort, effort) if form.harmony else effort
+        variables[thinking.effort] = words.get(effort, effort)
     if effort in ("none", "minimal"):
         if thinking.switch:
             variables[thinking.switch] = thinking.off
         elif thinking.effort and not form.harmony:  # the effort is the switch: `none` the word for off
-            variables[thinking.effort] = "none"
+            variables[thinking.effort] = words.get("none", "none")
         if thinking.budget:
             variables[thinking.budget] = 0
         return ThinkingPlan(False, 0, variables)

@@ -2,7 +2,8 @@
 one block per call, `<tool_call>NAME`, then for each argument `<arg_key>KEY</arg_key>` and
 `<arg_value>VALUE</arg_value>`, then `</tool_call>`; a line break after each part in GLM 4.5 and 4.6's
 templates, none in 4.7's (the grammar takes either). A value is text: a string as it is, anything else as
-JSON.
+JSON. Tencent Hy3's (`hy3`) are the same with every tag after `:opensource` (`<tool_call:opensource>`), a
+`<tool_sep:opensource>` after the name, and the calls in one `<tool_calls:opensource>` block.
 
 The grammar holds each function's arguments to their order in its schema (the optional ones may be left
 out) and each value to its type; the reader turns the blocks back into OpenAI's `tool_calls`, each argument
@@ -11,8 +12,10 @@ given out as its value closes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from modelport.service.generation.formats.call_lists import calls_or_text, listed
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import (
     ArgumentsReader,
@@ -24,44 +27,82 @@ from modelport.service.generation.formats.readers import (
 from modelport.service.generation.formats.xml_values import argument_piece, tagged_calls, tagged_function
 from modelport.service.generation.tools.plan import ToolPlan
 
-_OPEN, _CLOSE = "<tool_call>", "</tool_call>"
-_KEY, _END_KEY = "<arg_key>", "</arg_key>"
-_VALUE, _END_VALUE = "<arg_value>", "</arg_value>"
 _BREAK = '"\\n"?'  # the line break GLM 4.5 and 4.6 write between the parts, and 4.7 does not
 
 
-class GlmXml:
-    """GLM's call syntax."""
+@dataclass(frozen=True)
+class GlmTags:
+    """The tags of one family's GLM-like calls: a call's, a key's and a value's (each an opening and a
+    closing), the block around the calls (None: none) and what follows a call's name ("": nothing)."""
 
-    name = "glm_xml"
+    call: tuple[str, str] = ("<tool_call>", "</tool_call>")
+    key: tuple[str, str] = ("<arg_key>", "</arg_key>")
+    value: tuple[str, str] = ("<arg_value>", "</arg_value>")
+    block: tuple[str, str] | None = None
+    sep: str = ""
+
+
+def _hy3(name: str) -> str:
+    return f"<{name}:opensource>"
+
+
+HY3_TAGS = GlmTags(
+    (_hy3("tool_call"), _hy3("/tool_call")),
+    (_hy3("arg_key"), _hy3("/arg_key")),
+    (_hy3("arg_value"), _hy3("/arg_value")),
+    (_hy3("tool_calls"), _hy3("/tool_calls")),
+    _hy3("tool_sep"),
+)
+
+
+class GlmXml:
+    """GLM's call syntax, or a family's that took it up with tags of its own."""
+
     arguments = "arguments"
-    opener = _OPEN
+
+    def __init__(self, name: str = "glm_xml", tags: GlmTags = GlmTags()) -> None:
+        self.name, self.tags = name, tags
 
     def answer(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
-        """The rule of an answer that follows `plan`: the calls, or (unless one is required) text that
-        does not begin like one."""
+        """The rule of an answer that follows `plan`: the calls (in their block, where the family has one), or
+        (unless one is required) text that does not begin like one."""
         functions = [self._function(tool, i, grammar, compact) for i, tool in enumerate(plan.tools)]
-        return tagged_calls(plan, grammar, functions, (_OPEN, _CLOSE), _BREAK)
+        tags = self.tags
+        if tags.block is None:
+            return tagged_calls(plan, grammar, functions, tags.call, _BREAK)
+        function = grammar.rule("function", " | ".join(functions))
+        opening, closing = (grammar.literal(tag) for tag in tags.call)
+        call = grammar.rule("block", f"{opening} {function} {closing} {_BREAK}")
+        begins, ends = (grammar.literal(tag) for tag in tags.block)
+        return calls_or_text(
+            plan, grammar, grammar.rule("calls", f"{begins} {_BREAK} {listed(plan, call)} {ends}")
+        )
 
     def _function(self, tool: dict[str, Any], i: int, grammar: Grammar, compact: bool) -> str:
-        def opening(key: str) -> str:
-            return f"{grammar.literal(f'{_KEY}{key}{_END_KEY}')} {_BREAK} {grammar.literal(_VALUE)}"
+        key, value = self.tags.key, self.tags.value
 
-        head = f"{grammar.literal(tool['name'])} {_BREAK}"
-        return tagged_function(tool, i, grammar, compact, head, opening, _END_VALUE, _BREAK)
+        def opening(name: str) -> str:
+            return f"{grammar.literal(f'{key[0]}{name}{key[1]}')} {_BREAK} {grammar.literal(value[0])}"
+
+        head = f"{grammar.literal(tool['name'] + self.tags.sep)} {_BREAK}"
+        return tagged_function(tool, i, grammar, compact, head, opening, value[1], _BREAK)
 
     def reader(self, plan: ToolPlan) -> GlmReader:
         """A reader of one answer in this syntax."""
-        return GlmReader({tool["name"]: tool.get("parameters") or {} for tool in plan.tools})
+        return GlmReader({tool["name"]: tool.get("parameters") or {} for tool in plan.tools}, self.tags)
 
     def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return messages
 
 
 class GlmReader(ArgumentsReader):
-    """An answer in GLM's syntax: text until `<tool_call>`, then each call's name as its first part ends
-    and each argument as its value closes (typed by the tool's schema). Its states: text, name, arguments,
-    value, between (after `</tool_call>`)."""
+    """An answer in GLM's syntax: text until `<tool_call>` (or the block of calls), then each call's name as
+    its first part ends and each argument as its value closes (typed by the tool's schema). Its states: text,
+    name, arguments, value, between (after `</tool_call>`, or the block's opening)."""
+
+    def __init__(self, parameters: dict[str, dict[str, Any]], tags: GlmTags) -> None:
+        super().__init__(parameters)
+        self.tags = tags
 
     def flush(self, cut: bool) -> list[Delta]:
         text, self.pending = self.pending, ""
@@ -79,16 +120,30 @@ class GlmReader(ArgumentsReader):
         return [call_delta(self.calls - 1, name)]
 
     def _step(self) -> list[Delta]:
-        pending = self.pending
+        pending, tags = self.pending, self.tags
+        (opens, closes), (key, end_key), (value, end_value) = tags.call, tags.key, tags.value
         if self.state in ("text", "between"):
             if self.state == "between":  # the line break between two calls is the format's
                 stripped = pending.lstrip()
-                if not stripped or _OPEN.startswith(stripped):
+                if tags.block is not None and stripped.startswith(tags.block[1]):
+                    self.pending, self.state = stripped[len(tags.block[1]) :], "text"
                     return []
-                if not stripped.startswith(_OPEN):
+                if (
+                    not stripped
+                    or opens.startswith(stripped)
+                    or (tags.block or ("", ""))[1].startswith(stripped)
+                ):
+                    return []
+                if not stripped.startswith(opens):
                     self.state = "text"
                 pending = self.pending = stripped
-            text, self.pending, opened = until(pending, _OPEN)
+            if self.state == "text" and tags.block is not None:
+                text, self.pending, opened = until(pending, tags.block[0])
+                if opened:  # the whitespace before the block is the template's, as before a call
+                    self.state = "between"
+                    return [{"content": text}] if text.strip() else []
+                return [{"content": text}] if text else []
+            text, self.pending, opened = until(pending, opens)
             if opened:  # the whitespace before a call is the template's, not the model's answer
                 self.state = "name"
                 return [{"content": text}] if text.strip() else []
@@ -105,32 +160,36 @@ class GlmReader(ArgumentsReader):
             return self._named(name)
         if self.state == "arguments":
             stripped = pending.lstrip()
-            if stripped.startswith(_KEY):
-                end = stripped.find(_END_KEY)
+            if tags.sep and stripped.startswith(tags.sep):  # what follows a name (Hy3's `<tool_sep>`)
+                self.pending = stripped[len(tags.sep) :]
+                return []
+            if stripped.startswith(key):
+                end = stripped.find(end_key)
                 if end < 0:
                     return []
-                after = stripped[end + len(_END_KEY) :].lstrip()
-                if len(after) < len(_VALUE) and _VALUE.startswith(after):
+                after = stripped[end + len(end_key) :].lstrip()
+                if len(after) < len(value) and value.startswith(after):
                     return []
-                if not after.startswith(_VALUE):
+                if not after.startswith(value):
                     self.pending, self.state, self.strayed = after, "text", True
                     return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
-                self.key, self.pending, self.state = stripped[len(_KEY) : end], after[len(_VALUE) :], "value"
+                self.key, self.pending, self.state = stripped[len(key) : end], after[len(value) :], "value"
                 return []
-            if stripped.startswith(_CLOSE):
-                self.pending, self.state = stripped[len(_CLOSE) :], "between"
+            if stripped.startswith(closes):
+                self.pending, self.state = stripped[len(closes) :], "between"
                 return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
-            if stripped and not (_KEY.startswith(stripped) or _CLOSE.startswith(stripped)):
+            held = (key, closes, tags.sep) if tags.sep else (key, closes)
+            if stripped and not any(tag.startswith(stripped) for tag in held):
                 self.pending, self.state, self.strayed = stripped, "text", True
                 return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
             self.pending = stripped
             return []
-        # value: up to </arg_value>
-        end = pending.find(_END_VALUE)
+        # value: up to its closing tag
+        end = pending.find(end_value)
         if end < 0:
             return []
-        value, self.pending, self.state = pending[:end], pending[end + len(_END_VALUE) :], "arguments"
+        said, self.pending, self.state = pending[:end], pending[end + len(end_value) :], "arguments"
         parameters = self.parameters.get(self.function) or {}
-        piece = argument_piece(parameters, self.key, value, first=not self.written)
+        piece = argument_piece(parameters, self.key, said, first=not self.written)
         self.written += 1
         return [arguments_delta(self.calls - 1, piece)]
