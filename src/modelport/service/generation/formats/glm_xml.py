@@ -104,15 +104,14 @@ class GlmReader(ArgumentsReader):
         super().__init__(parameters)
         self.tags = tags
 
+    inside = ("arguments", "value")
+
     def flush(self, cut: bool) -> list[Delta]:
-        text, self.pending = self.pending, ""
-        if self.state == "text":
-            return [{"content": text}] if text else []
-        if self.state == "name" and text.strip() and not cut:  # a call of no arguments, unclosed
-            return [*self._named(text.strip()), arguments_delta(self.calls - 1, "{}")]
-        if self.state in ("arguments", "value") and not cut:
-            return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
-        return []
+        name = self.pending.strip()
+        if self.state == "name" and name and not cut:  # a call of no arguments, unclosed
+            self.pending = ""
+            return [*self._named(name), self.closed()]
+        return super().flush(cut)
 
     def _named(self, name: str) -> list[Delta]:
         self.function, self.state, self.written = name, "arguments", 0
@@ -172,16 +171,16 @@ class GlmReader(ArgumentsReader):
                     return []
                 if not after.startswith(value):
                     self.pending, self.state, self.strayed = after, "text", True
-                    return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
+                    return [self.closed()]
                 self.key, self.pending, self.state = stripped[len(key) : end], after[len(value) :], "value"
                 return []
             if stripped.startswith(closes):
                 self.pending, self.state = stripped[len(closes) :], "between"
-                return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
+                return [self.closed()]
             held = (key, closes, tags.sep) if tags.sep else (key, closes)
             if stripped and not any(tag.startswith(stripped) for tag in held):
                 self.pending, self.state, self.strayed = stripped, "text", True
-                return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
+                return [self.closed()]
             self.pending = stripped
             return []
         # value: up to its closing tag

@@ -105,17 +105,11 @@ class InvokeReader(ArgumentsReader):
     invocation opens and each argument as its parameter closes (typed by the tool's schema). Its states:
     text, calls (between invocations), name, parameters, key, value."""
 
+    inside = ("parameters", "key", "value")
+
     def __init__(self, syntax: InvokeXml, parameters: dict[str, dict[str, Any]]) -> None:
         super().__init__(parameters)
         self.syntax = syntax
-
-    def flush(self, cut: bool) -> list[Delta]:
-        text, self.pending = self.pending, ""
-        if self.state == "text":
-            return [{"content": text}] if text else []
-        if self.state in ("parameters", "key", "value") and not cut:
-            return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
-        return []
 
     def _step(self) -> list[Delta]:
         pending, syntax = self.pending, self.syntax
@@ -151,7 +145,7 @@ class InvokeReader(ArgumentsReader):
                 self.pending, self.state = stripped[len(syntax.parameter) :], "key"
             elif stripped.startswith(syntax.end_invoke):
                 self.pending, self.state = stripped[len(syntax.end_invoke) :], "calls"
-                return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
+                return [self.closed()]
             else:
                 self.pending = stripped
             return []

@@ -104,7 +104,7 @@ class KeyedReader(ArgumentsReader):
         if self.state not in ("arguments", "value") or cut:
             return []
         out = [self._argument(text)] if self.state == "value" and text.strip() else []
-        return [*out, arguments_delta(self.calls - 1, "}" if self.written else "{}")]
+        return [*out, self.closed()]
 
     def _step(self) -> list[Delta]:
         pending = self.pending
@@ -122,13 +122,13 @@ class KeyedReader(ArgumentsReader):
             stripped = pending.lstrip(" \n,")
             if stripped.startswith(self.closes):
                 self.pending, self.state = stripped[1:], "closed"
-                return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
+                return [self.closed()]
             keyed = self._key.match(stripped)
             if keyed:
                 self.key, self.pending, self.state = keyed.group(1), stripped[keyed.end() :], "value"
             elif stripped and not re.fullmatch(rf"{_NAME}\s*", stripped):
                 self._stray(stripped)
-                return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
+                return [self.closed()]
             else:
                 self.pending = stripped
             return []

@@ -68,19 +68,13 @@ class XmlReader(ArgumentsReader):
     opens and each argument as its parameter closes (typed by the tool's schema). Its states: text, call
     (before `<function=`), function (its name), parameters, value."""
 
+    inside = ("parameters", "value")
+
     def __init__(
         self, parameters: dict[str, dict[str, Any]], opener: str = _OPEN, closer: str = _CLOSE
     ) -> None:
         super().__init__(parameters)
         self.opener, self.closer = opener, closer
-
-    def flush(self, cut: bool) -> list[Delta]:
-        text, self.pending = self.pending, ""
-        if self.state == "text":
-            return [{"content": text}] if text else []
-        if self.state in ("parameters", "value") and not cut:
-            return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
-        return []
 
     def _step(self) -> list[Delta]:
         pending = self.pending
@@ -121,7 +115,7 @@ class XmlReader(ArgumentsReader):
                 return []
             if stripped.startswith(_END_FUNCTION):
                 self.pending, self.state = stripped[len(_END_FUNCTION) :].lstrip(), "closing"
-                return [arguments_delta(self.calls - 1, "}" if self.written else "{}")]
+                return [self.closed()]
             self.pending = stripped
             return []
         if self.state == "value":

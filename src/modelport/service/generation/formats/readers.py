@@ -232,6 +232,21 @@ class ArgumentsReader(Stepped):
         self.key = ""
         self.written = 0  # arguments written in the open call
 
+    inside: tuple[str, ...] = ()  # the states within a call's arguments, where an answer may end unclosed
+
+    def closed(self) -> Delta:
+        """The end of the open call's arguments: `}`, or `{}` where none was written."""
+        return arguments_delta(self.calls - 1, "}" if self.written else "{}")
+
+    def flush(self, cut: bool) -> list[Delta]:
+        """Text kept back is content; arguments the answer ended within are closed, unless it was cut."""
+        text, self.pending = self.pending, ""
+        if self.state == "text":
+            return [{"content": text}] if text else []
+        if self.state in self.inside and not cut:
+            return [self.closed()]
+        return []
+
 
 class JsonArguments:
     """A call's arguments, written as one JSON object, streamed as written less the whitespace between
