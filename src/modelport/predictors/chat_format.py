@@ -111,6 +111,13 @@ _OPENED_FRAMES = {"kimi_k3"}  # whose prompt opens the frame when it does not op
 _COHERE = ("<|START_ACTION|>", "<|END_ACTION|>")
 # Hy3's template makes every tag with this suffix (`<tool_call:opensource>`): the code that says so, its tags.
 _HY3 = "set HYTK = ':opensource'"
+
+
+def hy3_tag(name: str) -> str:
+    """One of Hy3's tags (`<tool_call:opensource>`)."""
+    return f"<{name}:opensource>"
+
+
 _HY3_TAGS = (
     "tool_calls", "/tool_calls", "tool_call", "/tool_call", "tool_sep", "arg_key", "/arg_key", "arg_value",
     "/arg_value",
@@ -153,7 +160,7 @@ _CALL_MARKERS = {
     # Every tag of its calls after its namespace token (a special token of its vocabulary); an invocation's
     # opening named by its tokens too, as the block's end is (which of the two follows is told by tokens).
     "minimax_m3": ("]<]minimax[>[", "<tool_call>", "</tool_call>", '<invoke name="'),
-    "hy3": tuple(f"<{name}:opensource>" for name in _HY3_TAGS),
+    "hy3": tuple(hy3_tag(name) for name in _HY3_TAGS),
     "kimi_k3": (
         *XTML,
         *FRAMES["kimi_k3"],
@@ -282,7 +289,7 @@ def detect(template: str) -> ChatFormat:
         )
         return ChatFormat("harmony", analysis, harmony=True)
     if _HY3 in template:  # Hy3's tags, each `<NAME:opensource>` (its effort its switch, in words of its own)
-        marks = ("<think:opensource>", "</think:opensource>")
+        marks = (hy3_tag("think"), hy3_tag("/think"))
         return ChatFormat(
             call_syntax(template), ThinkingMarks(*marks, effort=_EFFORT, words=_HY3_EFFORT, opens=True)
         )

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from modelport.predictors.chat_format import hy3_tag
 from modelport.service.generation.formats.call_lists import calls_or_text, listed
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import (
@@ -42,16 +43,12 @@ class GlmTags:
     sep: str = ""
 
 
-def _hy3(name: str) -> str:
-    return f"<{name}:opensource>"
-
-
 HY3_TAGS = GlmTags(
-    (_hy3("tool_call"), _hy3("/tool_call")),
-    (_hy3("arg_key"), _hy3("/arg_key")),
-    (_hy3("arg_value"), _hy3("/arg_value")),
-    (_hy3("tool_calls"), _hy3("/tool_calls")),
-    _hy3("tool_sep"),
+    (hy3_tag("tool_call"), hy3_tag("/tool_call")),
+    (hy3_tag("arg_key"), hy3_tag("/arg_key")),
+    (hy3_tag("arg_value"), hy3_tag("/arg_value")),
+    (hy3_tag("tool_calls"), hy3_tag("/tool_calls")),
+    hy3_tag("tool_sep"),
 )
 
 
