@@ -136,7 +136,8 @@ DRAFTS_ACCEPTED = Counter(
 CONVERSATION_TURNS = Counter(
     "modelport_conversation_turns_total",
     "Turns placed by the conversation cache, by how each began: restored (from a saved turn's file), resumed "
-    "(in the slot its conversation's last turn rests in), fresh (nothing of it kept), left (to llama.cpp)",
+    "(in the slot its conversation's last turn rests in), shared (in the slot another conversation's last "
+    "turn rests in, from what their prompts share), fresh (nothing of it kept), left (to llama.cpp)",
     ["gguf", "start"],
 )
 CONVERSATION_SAVES = Counter(

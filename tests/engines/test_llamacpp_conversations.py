@@ -4,6 +4,7 @@ own whole history, whichever conversations ran in between."""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import subprocess
 import sys
@@ -222,7 +223,7 @@ def test_a_conversation_s_next_turn_goes_on_in_the_slot_its_last_rests_in(tmp_pa
 
         def turn(question: str) -> str:
             """How the conversation's next turn began."""
-            before = {start: began(start) for start in ("restored", "resumed", "fresh", "left")}
+            before = {start: began(start) for start in ("restored", "resumed", "shared", "fresh", "left")}
             history.append({"role": "user", "content": question})
             reply = model.chat.completions.create(model="m", messages=history, max_tokens=8, temperature=0)  # type: ignore[arg-type]
             history.append({"role": "assistant", "content": reply.choices[0].message.content or ""})
@@ -249,13 +250,51 @@ def test_a_conversation_s_next_turn_goes_on_in_the_slot_its_last_rests_in(tmp_pa
         assert turn("And item 5?") == "resumed"
         after_five = saved(after_four + 1)
         other = [{"role": "user", "content": "Count the crates on the dock."}]
+        shared = began("shared")
         model.chat.completions.create(model="m", messages=other, max_tokens=8, temperature=0)  # type: ignore[arg-type]
+        assert began("shared") == shared + 1  # in the rest's slot, from the little their prompts share
         saved(after_five + 1)  # the other request's own turn, resting
         time.sleep(conversation_cache.REST_UNSAVED)
         assert saved(0) == after_five + 1  # the rest it put away was saved already, and not again
         assert turn("And item 6?") == "restored"
     for (earlier, _), (prompt, cached) in itertools.pairwise(seen):
         assert earlier <= cached < prompt
+
+
+PREAMBLE = "The terms of the operator: every answer is short, polite and checked twice. "
+# SmolLM2's ChatML, after a preamble of ~500 tokens.
+PREAMBLED = (
+    "{{ '"
+    + PREAMBLE
+    + "' * 30 }}{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+ONE_SLOT = CONFIG.format(mib=1024).replace("n_parallel = 2", "n_parallel = 1")
+ONE_SLOT += f"chat_template = {json.dumps(PREAMBLED)}\n"
+
+
+def test_a_new_conversation_reuses_the_preamble_its_template_writes_before_every_conversation(
+    tmp_path: Path,
+) -> None:
+    """What a template writes before the messages (Command R's safety preamble, GigaChat's roles, the
+    tools' description where there is no system message) is shared by every conversation: a new one goes
+    on in the slot the last one rests in, and processes only its own messages. Before, the slot was
+    emptied and the preamble processed again for each (GigaChat 3.1's 1,100 tokens: 3.5 s on two cores)."""
+    with configured_server(tmp_path, ONE_SLOT) as live:
+        model = openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=120)
+        seen = []
+        for question in ("Name a colour.", "Count the crates on the dock.", "Which shelf is empty?"):
+            usage = model.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": question}], max_tokens=4, temperature=0
+            ).usage
+            assert usage is not None
+            assert usage.prompt_tokens_details is not None
+            seen.append((usage.prompt_tokens, usage.prompt_tokens_details.cached_tokens or 0))
+        shared = counted(live.url, "modelport_conversation_turns_total", start="shared")
+    assert seen[0][1] == 0
+    preamble = seen[0][0] - 16  # the preamble's tokens, at least: no question is as long as 16
+    assert all(preamble <= cached < prompt for prompt, cached in seen[1:])
+    assert shared == 2
 
 
 def test_a_lone_prompt_is_kept_when_it_ends_alone_and_from_its_second_sending_beside_others(

@@ -15,8 +15,10 @@ request that finds no other running waits for them, so that it decodes beside no
 while no answer's end waits for either. The one exception is the last turn to end while no other ran (one
 user's chat, one agent's loop): it rests in its slot, unsaved for `REST_UNSAVED` seconds and then saved,
 for its conversation's next turn to go on there with nothing saved first or restored; any other request
-first saves it (unless saved) and empties the slot. llama.cpp reuses the longest prefix a restored slot's
-tokens share with the new prompt, so a stale or mismatched file costs speed, never correctness.
+first saves it (unless saved) and goes on in its slot from what the two prompts share (a template's
+preamble, the tools), unless a saved turn holds more of its messages. llama.cpp reuses the longest prefix a
+restored slot's tokens share with the new prompt, so a stale or mismatched file costs speed, never
+correctness.
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ from modelport.engines.llamacpp.launch import SideDoor
 log = logging.getLogger("modelport.llamacpp")
 
 _PREFIX = "modelport-slots-"  # then the process id, a dash and a random tail
-_STARTS = ("restored", "resumed", "fresh", "left")  # how a turn began (`modelport_conversation_turns_total`)
+# How a turn began (`modelport_conversation_turns_total`).
+_STARTS = ("restored", "resumed", "shared", "fresh", "left")
 LONE_SEEN = 1024  # lone requests remembered, so that one sent again is kept from then on
 # A lone message this long is kept at its first sending: reading it again costs more than saving it.
 LONE_KEPT_CHARS = 4096
@@ -140,7 +143,7 @@ class Kept:
 
 class Resting:
     """The last turn to end while no other ran, left in its slot (held for it) for its conversation's next
-    turn; saved once it has rested `REST_UNSAVED` seconds, or by a request that needs the slot emptied."""
+    turn; saved once it has rested `REST_UNSAVED` seconds, or by a request that needs its slot."""
 
     def __init__(self, slot: int, kept: Kept) -> None:
         self.slot = slot
@@ -340,23 +343,26 @@ class ConversationCache:
     def place(self, request: dict[str, Any], names: list[str], lone: bool = False) -> Turn:
         """Pin `request` to an idle slot, into which the saved turn sharing the longest of its prefixes
         (`names`: `conversation_names`' `message_names` or `prompt_names`) is restored, or to the slot its
-        conversation's last turn rests in; with no slot free, leave it to llama.cpp and ask which slot it
-        used (`verbose`). A turn with no names is neither looked up nor saved, only placed and emptied. A
-        `lone` one (a single message, a short prompt: most are one-off questions) sent for the first time
-        is saved only if it ends while no other turn runs (one user's chat, whose next turn then reads
-        nothing again), since saving every one cost free chat throughput; one that is sent again (a retry,
-        a prompt used over and over) is kept from its second sending on, and, being short, restored rather
-        than processed again."""
+        conversation's last turn rests in (or another's, for what their prompts share); with no slot
+        free, leave it to llama.cpp and ask which slot it used (`verbose`). A turn with no names is
+        neither looked up nor saved, only placed and emptied. A `lone` one (a single message, a short
+        prompt: most are one-off questions) sent for the first time is saved only if it ends while no
+        other turn runs (one user's chat, whose next turn then reads nothing again), since saving every
+        one cost free chat throughput; one that is sent again (a retry, a prompt used over and over) is
+        kept from its second sending on, and, being short, restored rather than processed again."""
         first = lone and not (names and self._seen_before(names[-1]))
         self._begin()
         # A seeded request processes its whole prompt: it goes on from nothing.
-        resting, went_on = self._woken(names if request.get("cache_prompt") is not False else None)
+        reuses = bool(names) and request.get("cache_prompt") is not False
+        resting, went_on = self._woken(names if reuses else None)
         if resting is not None and went_on:  # its conversation's next turn (or the same sent again)
             request["id_slot"] = resting.slot
             kept = resting.kept
             earlier = kept.names[-1] if kept.saved else kept.superseded
             self._began["resumed"].inc()
             return Turn(self, names, resting.slot, earlier, lone=first)
+        if resting is not None and reuses:
+            return self._share(request, names, resting, first)
         if resting is not None:
             self._put_away(resting)
         else:
@@ -365,10 +371,40 @@ class ConversationCache:
         if slot is None:
             return self._left(request, names, lone=first)
         request["id_slot"] = slot
-        if not names or request.get("cache_prompt") is False:  # a seeded request processes its whole prompt
+        if not reuses:
             self._began["fresh"].inc()
             return Turn(self, names, slot, None, lone=first)
-        with self._lock:  # the turn this continues, if its save is still under way
+        found = self._holding_file(names)
+        restored = found is not None and self._restore(slot, found)
+        self._began["restored" if restored else "fresh"].inc()
+        return Turn(self, names, slot, found if restored else None, lone=first)
+
+    def _share(self, request: dict[str, Any], names: list[str], resting: Resting, lone: bool) -> Turn:
+        """Place a request in the slot of the resting turn it does not go on from, once that turn is saved:
+        llama.cpp reuses whatever beginning the two prompts share (a template's preamble, the tools'
+        description, a system prompt), where an emptied slot processed it all again (GigaChat 3.1's
+        preamble of 1,100 tokens: 3.5 s of SmolLM2 on two cores, every new conversation). A saved turn
+        holding more of the request's messages is restored over it."""
+        try:
+            if not resting.kept.saved:
+                self._save_kept(resting.slot, resting.kept)
+        finally:
+            with self._emptied:
+                self._putting_away -= 1
+                self._emptied.notify_all()
+        request["id_slot"] = slot = resting.slot
+        found = self._holding_file(names)
+        # The file saved from the slot (it holds the same tokens) is the one that shares most, or none is.
+        if found is not None and found != resting.kept.names[-1] and self._restore(slot, found):
+            self._began["restored"].inc()
+            return Turn(self, names, slot, found, lone=lone)
+        self._began["shared"].inc()
+        return Turn(self, names, slot, None, lone=lone)
+
+    def _holding_file(self, names: list[str]) -> str | None:
+        """The saved file holding the longest of these prefixes, once a save of one under way (the turn
+        this request continues, ended a moment ago) is done."""
+        with self._lock:
             saving = next((self._saving[name] for name in reversed(names) if name in self._saving), None)
         if saving is not None:
             saving.done.wait(SAVE_WAIT)
@@ -377,11 +413,10 @@ class ConversationCache:
             found = next((file for file in held if file in self._files), None)
             if found is not None:
                 self._files.move_to_end(found)
-        restored = found is not None and self._call(
-            f"/slots/{slot}?action=restore", {"filename": f"{found}.bin"}
-        )
-        self._began["restored" if restored else "fresh"].inc()
-        return Turn(self, names, slot, found if restored else None, lone=first)
+        return found
+
+    def _restore(self, slot: int, file: str) -> bool:
+        return self._call(f"/slots/{slot}?action=restore", {"filename": f"{file}.bin"})
 
     def _seen_before(self, name: str) -> bool:
         """Whether a lone request of this name was sent before (and remember it)."""
