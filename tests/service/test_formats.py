@@ -487,6 +487,41 @@ def test_nemotron_nano_2_calls_are_held_and_read_between_its_tags() -> None:
     assert formats.history(form, given) == given  # the template writes them, whatever their ids
 
 
+def test_apriel_1_6_thinks_in_words_its_prompt_opens_and_lists_its_calls_in_tags() -> None:
+    # Apriel 1.6's prompt opens its thinking with "Here are my reasoning steps:", which ends at "[BEGIN FINAL
+    # RESPONSE]"; its calls are a list in `<tool_calls>`. Before, llama.cpp read the thinking, so its calls
+    # could not be its own: the tools were described again and modelport's JSON held.
+    form = family("real/apriel-1.6-15b-thinker", opened=True)
+    assert form.thinking is not None
+    assert (form.calls, form.thinking.open, form.thinking.close) == (
+        "apriel",
+        "Here are my reasoning steps:",
+        "[BEGIN FINAL RESPONSE]",
+    )
+    call = '<tool_calls>[{"name": "add", "arguments": {"a": 2, "b": 3}}]</tool_calls>'
+    thought = "The user asks for a sum.\n[BEGIN FINAL RESPONSE]\n"
+    required = plan(required=True)
+    assert held(form, thought + call, required)[0]
+    assert not held(form, call, required)[0]  # the prompt opened the thinking: its end comes first
+    assert not held(form, thought + call.replace('"b": 3', '"b": "three"'), required)[0]
+    assert not held(form, thought + call.removesuffix("</tool_calls>"), required)[0]
+    assert held(form, thought + "Five.", plan())[0]
+    # Nothing turns its thinking off: told `none`, the grammar closes it at once.
+    assert held(form, "[BEGIN FINAL RESPONSE]\n" + call, required, effort="none")[0]
+    assert not held(form, thought + call, required, effort="none")[0]
+    two = call.replace("}}]", '}}, {"name": "add", "arguments": {"a": 4, "b": 3}}]')
+    for size in (1, 5, 1000):
+        read = read_all(
+            formats.shape(form, None, plan(), None, True, False).read(), f"{thought}Sure.\n{two}", size
+        )
+        assert (read["reasoning"], read["content"], read["calls"], read["strayed"]) == (
+            "The user asks for a sum.\n",
+            "Sure.\n",
+            [("add", {"a": 2, "b": 3}), ("add", {"a": 4, "b": 3})],
+            False,
+        )
+
+
 def test_minimax_m1_calls_are_json_lines_in_one_block_and_gigachat_s_one_object() -> None:
     # MiniMax M1's template asks for a JSON object a line in `<tool_calls>`, GigaChat 3.1's for one object
     # after `<|function_call|>`: before, neither was read (the tools described again, modelport's JSON held).

@@ -1,10 +1,11 @@
 """The real chat templates of Gemma 2, Mistral 7B v0.2, Phi-3 mini and Llama 3.1, of families with call
 syntaxes of their own (GLM 4.7 Flash, Mistral Small 3.2, Kimi K2, Granite 3.3, LFM2.5, Nemotron Nano 2,
 MiniMax M2, DeepSeek V4 Flash, Gemma 4, Command R7B, Cohere's MoE, MiniCPM5, MiniMax M1 and M3, GigaChat
-3.1, Kimi K3 and Hy3) and of Apertus, whose thinking llama.cpp reads (byte for byte; see
-templates/real/SOURCES.md), each over SmolLM2's weights: every request shape renders and answers, the text
-each template ends a turn with ends generation and never shows, a call is written in the family's own
-syntax and read back, and a conversation a template still refuses is a 400 with the template's own words."""
+3.1, Kimi K3, Hy3 and Apriel 1.6) and of Apertus and K2 Horizon, whose thinking llama.cpp reads (byte for
+byte; see templates/real/SOURCES.md), each over SmolLM2's weights: every request shape renders and answers,
+the text each template ends a turn with ends generation and never shows, a call is written in the family's
+own syntax and read back, and a conversation a template still refuses is a 400 with the template's own
+words."""
 
 from __future__ import annotations
 
@@ -52,6 +53,7 @@ NATIVE = {
     "minimax-m3": "minimax_m3",
     "kimi-k3": "kimi_k3",
     "tencent-hy3": "hy3",
+    "apriel-1.6-15b-thinker": "apriel",
 }
 # The markers a family writes its text between: never the answer's content.
 FRAMES = {
@@ -61,7 +63,7 @@ FRAMES = {
 # A family whose thinking llama.cpp reads, steered by a variable of its template.
 STEERED = "apertus-8b-instruct"
 # A family whose prompt opens the thinking llama.cpp reads, and whose calls modelport holds to its own JSON.
-OPENED = "apriel-1.6-15b-thinker"
+OPENED = "ifm-k2-horizon"
 CALL = {"id": "call_abc123", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}
 SHAPES: dict[str, list[dict[str, Any]]] = {
     "a user": [{"role": "user", "content": "Name a colour."}],
@@ -202,6 +204,7 @@ def test_a_call_is_written_in_the_family_s_own_syntax_and_read_back(url: str, te
         "hy3": "<tool_call:opensource>add<tool_sep:opensource>\n<arg_key:opensource>a</arg_key:opensource>",
         "kimi_k3": '<|open|>call tool="add" index="1"<|sep|><|open|>argument key="a" type="number"<|sep|>2',
         "minimax_m3": '{ns}<invoke name="add">{ns}<a>2{ns}</a>{ns}<b>3{ns}</b>'.format(ns="]<]minimax[>["),
+        "apriel": '<tool_calls>[{"name": "add", "arguments": {"a": 2, "b": 3}, "id": "call_abc123"}]',
     }
     assert written[NATIVE[template]] in text
 

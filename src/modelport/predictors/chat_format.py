@@ -9,6 +9,8 @@ Reasoning families, by the markers their templates write:
   `<|channel>thought…<channel|>` (Gemma 4), `<mm:think>…</mm:think>` (MiniMax M3); where the generation
   prompt already opens the tag (DeepSeek R1's distills, QwQ) every answer starts inside the thinking
   (`opened`, learnt by the engine from the rendered prompt);
+- words: Apriel 1.6's prompt opens its thinking with "Here are my reasoning steps:", which ends at
+  "[BEGIN FINAL RESPONSE]";
 - harmony (gpt-oss): each message on a channel, the thinking on `analysis`, calls on `commentary`, the
   answer on `final`.
 
@@ -17,7 +19,8 @@ Call syntaxes:
   `<tool_calls>` (MiniMax M1); `llama3`: the answer is one JSON call; `gigachat`: one after
   `<|function_call|>` (GigaChat 3.1);
 - `mistral`: `[TOOL_CALLS][...]` (Mistral Nemo); `granite` the same after `<|tool_call|>` (Granite 3.x);
-  `nemotron` the same between `<TOOLCALL>` and `</TOOLCALL>` (Nemotron Nano 2);
+  `nemotron` the same between `<TOOLCALL>` and `</TOOLCALL>` (Nemotron Nano 2); `apriel` between
+  `<tool_calls>` and `</tool_calls>` (Apriel 1.6);
 - `mistral_args`: `[TOOL_CALLS]NAME[ARGS]{…}` (Mistral Small 3.2, Devstral, Ministral 3);
 - `qwen3_xml`: `<tool_call><function=NAME><parameter=K>…` (Qwen3-Coder, Qwen3.5, Nemotron 3); `seed_xml` the
   same in `<seed:tool_call>` (Seed-OSS);
@@ -46,7 +49,7 @@ from dataclasses import dataclass, field
 CALL_SYNTAXES = (
     "hermes", "llama3", "mistral", "granite", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek",
     "kimi", "harmony", "lfm2", "nemotron", "minimax_xml", "deepseek_v32", "deepseek_v4", "gemma4", "cohere",
-    "cohere_text", "minicpm5", "minimax_m1", "gigachat", "minimax_m3", "kimi_k3", "hy3",
+    "cohere_text", "minicpm5", "minimax_m1", "gigachat", "minimax_m3", "kimi_k3", "hy3", "apriel",
 )  # fmt: skip
 
 # (open, close) of the thinking tags modelport reads, as templates write them.
@@ -64,6 +67,8 @@ THINKING_TAGS = (
 _SWITCHES = ("enable_thinking", "thinking", "thinking_mode")
 _SWITCH_WORDS = {"thinking_mode": (None, "disabled")}  # MiniMax M3's (its default, "adaptive", may think)
 _EFFORT = "reasoning_effort"
+# Apriel 1.6's thinking, in words: its generation prompt opens it, and it ends where the answer begins.
+_APRIEL = ("Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]")
 _BUDGET = "thinking_budget"  # Seed-OSS's: the thinking's bound in tokens, 0 for none and -1 for no bound
 
 # Harmony's markers (https://cookbook.openai.com/articles/openai-harmony).
@@ -149,6 +154,7 @@ _CALL_MARKERS = {
     "harmony": tuple(HARMONY.values()),
     "lfm2": ("<|tool_call_start|>", "<|tool_call_end|>"),
     "nemotron": ("<TOOLCALL>", "</TOOLCALL>"),
+    "apriel": ("<tool_calls>", "</tool_calls>"),
     # An invocation's opening is named by its tokens too, as the block's end is: which of the two follows a
     # call is then told apart by tokens (`</parameter>` is not: free text ends lazily at its text).
     "minimax_xml": ("<minimax:tool_call>", "</minimax:tool_call>", '<invoke name="'),
@@ -293,6 +299,8 @@ def detect(template: str) -> ChatFormat:
         return ChatFormat(
             call_syntax(template), ThinkingMarks(*marks, effort=_EFFORT, words=_HY3_EFFORT, opens=True)
         )
+    if all(marker in template for marker in _APRIEL):  # Apriel 1.6's thinking in words (never turned off)
+        return ChatFormat(call_syntax(template), ThinkingMarks(*_APRIEL))
     if all(marker in template for marker in XTML):  # Kimi K3's sections (its thinking is `think`)
         switch = "thinking" if _variable("thinking", template) else None
         return ChatFormat(call_syntax(template), ThinkingMarks(*xtml_tag("think"), switch=switch))
@@ -346,10 +354,12 @@ def call_syntax(template: str) -> str | None:
         return "cohere_text" if FRAMES["cohere_text"][0] in template else "cohere"
     if "]<]minimax[>[" in template:  # MiniMax M3's elements, each tag after its namespace token
         return "minimax_m3"
+    if "<tool_calls>[" in template and _APRIEL[0] in template:  # Apriel 1.6's list, its thinking read here
+        return "apriel"
     if "<invoke" in template or "<tool_calls>[" in template:
-        # MiniMax M1's and M3's `<invoke name=…>` and Apriel's list of calls, in or beside `<tool_call>` tags:
-        # syntaxes modelport does not write, and not Hermes's (the tools are described and modelport's JSON
-        # held)
+        # `<invoke name=…>` beside `<tool_call>` tags, Apriel 1.5's list of calls (its thinking, unmarked, is
+        # llama.cpp's to read): syntaxes modelport does not write, and not Hermes's (the tools are described
+        # and modelport's JSON held)
         return None
     if "<tool_calls>" in template and "</tool_calls>" in template:  # MiniMax M1's JSON lines in one block
         return "minimax_m1"

@@ -5,8 +5,9 @@
   (GigaChat 3.1): one object after `<|function_call|>`;
 - `mistral` (Mistral Nemo): text, or `[TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]`; `granite` the
   same after `<|tool_call|>` (Granite 3.x); `nemotron` the same between `<TOOLCALL>` and `</TOOLCALL>`
-  (Nemotron Nano 2); `cohere` and `cohere_text` numbered between `<|START_ACTION|>` and `<|END_ACTION|>`
-  (Command R7B, Command A, Cohere's MoE models), their text framed;
+  (Nemotron Nano 2), `apriel` between `<tool_calls>` and `</tool_calls>` (Apriel 1.6); `cohere` and
+  `cohere_text` numbered between `<|START_ACTION|>` and `<|END_ACTION|>` (Command R7B, Command A, Cohere's
+  MoE models), their text framed;
 - `mistral_args` (Mistral Small 3.2, Devstral, Ministral 3, Magistral): text, or for each call
   `[TOOL_CALLS]NAME`, `[CALL_ID]` and an id where Small 3.2 writes one, then `[ARGS]{...}`.
 
@@ -149,6 +150,14 @@ class Nemotron(Mistral):
 
     def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return messages
+
+
+class Apriel(Nemotron):
+    """Apriel 1.6's: the list of calls between `<tool_calls>` and `</tool_calls>`, after its thinking (which
+    its prompt opens) and its answer's text; its template writes a call given back itself."""
+
+    name, opener, closer = "apriel", "<tool_calls>", "</tool_calls>"
+    tags = (closer,)
 
 
 class MiniMaxM1(Hermes):

@@ -28,8 +28,8 @@ async def read(
     """`chunks` with their text read by a reader per choice; `thinks`: the usage says how many tokens went
     to thinking (it always does when some did); `thought_is_answer`: what the engine read as thinking is the
     answer's text (modelport's JSON answer, held from its first token, on a family whose prompt opens the
-    thinking the engine reads: Apriel's, K2 Horizon's), less what the engine puts before it (the opening the
-    prompt wrote: Apriel's "Here are my reasoning steps:")."""
+    thinking the engine reads: K2 Horizon's), less what the engine puts before it (the opening the prompt
+    wrote, where the engine gives it back)."""
     readers: dict[int, Reader] = {}
     filters: dict[int, MarkerFilter] = {}
     thought: dict[int, int] = {}
