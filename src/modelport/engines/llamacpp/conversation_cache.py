@@ -388,6 +388,10 @@ class ConversationCache:
         try:
             if not resting.kept.saved:
                 self._save_kept(resting.slot, resting.kept)
+        except BaseException:
+            with self._lock:
+                self._reserved.discard(resting.slot)
+            raise
         finally:
             with self._emptied:
                 self._putting_away -= 1
