@@ -183,6 +183,16 @@ def test_names_of_messages_are_shared_as_far_as_the_messages_are() -> None:
     assert whole[-1] not in extended
     assert set(names(long, other)) & set(names(long + other)) == set(whole[:3])
     assert names(long, other)[: len(whole)] == whole
+    # Offered the same tools, two conversations share the name of what comes before their messages.
+    tools = {"tools": [{"type": "function", "function": {"name": "shelf"}}]}
+
+    def offered(content: str, kwargs: Any = tools) -> list[str]:
+        messages = [{"role": "user", "content": content}]
+        return conversation_names.message_names({"messages": messages, "chat_template_kwargs": kwargs})
+
+    assert set(offered("a")) & set(offered("b")) == {offered("a")[0]}
+    assert not set(offered("a")) & set(offered("b", {"tools": []}))
+    assert not set(names("a")) & set(names("b"))
 
 
 @pytest.mark.slow
@@ -295,6 +305,61 @@ def test_a_new_conversation_reuses_the_preamble_its_template_writes_before_every
     preamble = seen[0][0] - 16  # the preamble's tokens, at least: no question is as long as 16
     assert all(preamble <= cached < prompt for prompt, cached in seen[1:])
     assert shared == 2
+
+
+QWEN3 = Path(__file__).parents[1] / "service" / "templates" / "qwen3.jinja"
+SHELVES: Any = [
+    {
+        "type": "function",
+        "function": {
+            "name": f"shelf_{i}",
+            "description": f"Where an item of aisle {i} is kept, and how many of it are left.",
+            "parameters": {
+                "type": "object",
+                "properties": {"item": {"type": "string"}},
+                "required": ["item"],
+            },
+        },
+    }
+    for i in range(8)
+]
+
+
+def test_a_new_conversation_beside_others_reuses_the_tools_its_template_describes_before_the_messages(
+    tmp_path: Path,
+) -> None:
+    """Qwen3's template describes the tools before the messages where no system message comes: a new
+    conversation offered the same tools while another request runs (nothing rests) restores a turn that
+    holds their description. Before, only prefixes of the messages were named, and the description was
+    processed again for each new conversation."""
+    config = CONFIG.format(mib=1024) + f"chat_template = {json.dumps(QWEN3.read_text())}\n"
+    with configured_server(tmp_path, config) as live:
+        model = openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=120)
+
+        def asked(question: str) -> tuple[int, int]:
+            conversation: Any = [{"role": "user", "content": question}]
+            usage = model.chat.completions.create(
+                model="m", messages=conversation, tools=SHELVES, max_tokens=4, reasoning_effort="none"
+            ).usage
+            assert usage is not None
+            assert usage.prompt_tokens_details is not None
+            return usage.prompt_tokens, usage.prompt_tokens_details.cached_tokens or 0
+
+        with ThreadPoolExecutor(1) as other:
+            story = "Tell a long story about a ship. " * 4
+            running = other.submit(
+                model.completions.create, model="m", prompt=story, max_tokens=400, logit_bias={"2": -100}
+            )
+            time.sleep(1.0)  # the long answer is under way
+            # Sent twice (a lone request is kept from its second sending when others run).
+            first = [asked("Where is the flour?"), asked("Where is the flour?")]
+            restored = counted(live.url, "modelport_conversation_turns_total", start="restored")
+            prompt, cached = asked("Which aisle holds the salt?")
+            assert counted(live.url, "modelport_conversation_turns_total", start="restored") == restored + 1
+            assert not running.done()
+            running.result()
+    assert first[0][1] == 0
+    assert first[0][0] - 24 <= cached < prompt  # the tools' description, whole
 
 
 def test_a_lone_prompt_is_kept_when_it_ends_alone_and_from_its_second_sending_beside_others(

@@ -20,13 +20,17 @@ def message_names(request: dict[str, Any]) -> list[str]:
     barred), or the day's date; whole messages alone found nothing to restore, and such a turn processed
     its whole prompt again where llama.cpp reuses every token two prompts share. A message is written role
     first, as templates render it, and ends with what closes it, so that no message's end is a beginning
-    of another."""
+    of another. Where tools are offered, the prompt's beginning before any message is named too: a template
+    may describe them there (Qwen3's, with no system message), and a new conversation offered the same
+    tools then finds a turn that holds their description (1,600 tokens for 16 tools: 5 s of SmolLM2 on two
+    cores)."""
     pieces: list[str] = []
     for message in request["messages"]:
         rest = {key: value for key, value in message.items() if key not in ("role", "content")}
         text = json.dumps([message.get("role"), message.get("content"), rest], sort_keys=True)
         pieces.extend(text[at : at + PROMPT_PIECE] for at in range(0, len(text), PROMPT_PIECE))
-    return _names(json.dumps(request.get("chat_template_kwargs"), sort_keys=True), pieces)
+    context = request.get("chat_template_kwargs")
+    return _names(json.dumps(context, sort_keys=True), pieces, bare=bool(context and context.get("tools")))
 
 
 def prompt_names(request: dict[str, Any]) -> list[str]:
@@ -38,9 +42,10 @@ def prompt_names(request: dict[str, Any]) -> list[str]:
     return _names("prompt", pieces)
 
 
-def _names(context: str, pieces: Iterable[str]) -> list[str]:
+def _names(context: str, pieces: Iterable[str], bare: bool = False) -> list[str]:
+    """A name for each prefix, shortest first (the context alone first, where `bare`)."""
     digest = hashlib.sha256(context.encode())
-    names = []
+    names = [digest.hexdigest()[:40]] if bare else []
     for piece in pieces:
         digest.update(piece.encode())
         names.append(digest.hexdigest()[:40])
