@@ -81,8 +81,9 @@ class LlamaChat:
         if _has_media(request["messages"]):
             turn = kept.leave(request)
             return stream_chunks(self._instances.chat(request), request, turn.ended)
-        # A one-off question, a RAG answer, a code edit; unless the caller means to go on from it.
-        lone = len(request["messages"]) == 1 and not kept_for_later
+        # A one-off question, a RAG answer, a code edit; unless the caller means to go on from it, or it is
+        # offered tools: the next conversation offered them reuses their description (`message_names`).
+        lone = len(request["messages"]) == 1 and not kept_for_later and not tools
         lone = lone and len(json.dumps(request["messages"][0])) < conversation_cache.LONE_KEPT_CHARS
         turn = kept.place(request, conversation_names.message_names(request), lone)
         return stream_chunks(self._instances.chat(request), request, turn.ended)
