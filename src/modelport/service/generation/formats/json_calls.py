@@ -154,7 +154,7 @@ class Nemotron(Mistral):
 
 class Apriel(Nemotron):
     """Apriel 1.6's: the list of calls between `<tool_calls>` and `</tool_calls>`, after its thinking (which
-    its prompt opens) and its answer's text; its template writes a call given back itself."""
+    its prompt opens); its template writes a call given back itself, with its id."""
 
     name, opener, closer = "apriel", "<tool_calls>", "</tool_calls>"
     tags = (closer,)
