@@ -325,22 +325,26 @@ SHELVES: Any = [
 ]
 
 
-def test_a_new_conversation_beside_others_reuses_the_tools_its_template_describes_before_the_messages(
-    tmp_path: Path,
+@pytest.mark.parametrize("before", ["the tools' description", "the template's own text"])
+def test_a_new_conversation_beside_others_reuses_what_its_template_writes_before_the_messages(
+    tmp_path: Path, before: str
 ) -> None:
-    """Qwen3's template describes the tools before the messages where no system message comes: a new
-    conversation offered the same tools while another request runs (nothing rests) restores a turn that
-    holds their description, though that turn was a lone question. Before, only prefixes of the messages
-    were named, a lone question beside others was not kept, and the description was processed again for
-    each new conversation."""
-    config = CONFIG.format(mib=1024) + f"chat_template = {json.dumps(QWEN3.read_text())}\n"
+    """Qwen3's template describes the tools before the messages where no system message comes; another
+    writes a long text of its own there (GigaChat's roles, Command R's safety preamble). A new conversation
+    sent while another request runs (nothing rests) restores a turn that holds it, though that turn was a
+    lone question. Before, only prefixes of the messages were named, a lone question beside others was not
+    kept, and that text was processed again for each new conversation."""
+    tools = before == "the tools' description"
+    template = QWEN3.read_text() if tools else PREAMBLED
+    config = CONFIG.format(mib=1024) + f"chat_template = {json.dumps(template)}\n"
     with configured_server(tmp_path, config) as live:
         model = openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=120)
 
         def asked(question: str) -> tuple[int, int]:
             conversation: Any = [{"role": "user", "content": question}]
+            offered: Any = {"tools": SHELVES, "reasoning_effort": "none"} if tools else {}
             usage = model.chat.completions.create(
-                model="m", messages=conversation, tools=SHELVES, max_tokens=4, reasoning_effort="none"
+                model="m", messages=conversation, max_tokens=4, **offered
             ).usage
             assert usage is not None
             assert usage.prompt_tokens_details is not None
@@ -356,7 +360,7 @@ def test_a_new_conversation_beside_others_reuses_the_tools_its_template_describe
                 logit_bias={"0": -100, "2": -100},
             )
             time.sleep(1.0)  # the long answer is under way
-            # A lone question beside others is kept only from its second sending; one offered tools at once.
+            # A lone question beside others is kept only from its second sending; this one at once.
             first = asked("Where is the flour?")
             restored = counted(live.url, "modelport_conversation_turns_total", start="restored")
             prompt, cached = asked("Which aisle holds the salt?")
@@ -364,7 +368,7 @@ def test_a_new_conversation_beside_others_reuses_the_tools_its_template_describe
             assert not running.done()
             running.result()
     assert first[1] == 0
-    assert first[0] - 24 <= cached < prompt  # the tools' description, whole
+    assert first[0] - 24 <= cached < prompt  # what comes before the messages, whole
 
 
 def test_a_lone_prompt_is_kept_when_it_ends_alone_and_from_its_second_sending_beside_others(

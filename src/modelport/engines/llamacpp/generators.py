@@ -45,6 +45,8 @@ class LlamaChat:
         self._vocab_size = vocab_size  # `logit_bias` ids are checked against it
         self.tool_format = form.calls  # read from the template llama.cpp renders with, before it loaded
         self._traits = template_probe.probe(self._rendered)
+        # A template that writes this much before the messages: every conversation shares it.
+        self._preambled = self._traits.preamble >= conversation_names.PROMPT_PIECE
         self.chat_format = template_probe.opened(form, self._rendered)
         if form.markers:
             tokens = tuple((marker, self._tokens(marker)) for marker in form.markers)
@@ -81,11 +83,12 @@ class LlamaChat:
         if _has_media(request["messages"]):
             turn = kept.leave(request)
             return stream_chunks(self._instances.chat(request), request, turn.ended)
-        # A one-off question, a RAG answer, a code edit; unless the caller means to go on from it, or it is
-        # offered tools: the next conversation offered them reuses their description (`message_names`).
-        lone = len(request["messages"]) == 1 and not kept_for_later and not tools
+        # A one-off question, a RAG answer, a code edit; unless the caller means to go on from it, or what
+        # comes before its message is long (the tools' description, the template's own text): the next
+        # conversation reuses that (`message_names`).
+        lone = len(request["messages"]) == 1 and not kept_for_later and not tools and not self._preambled
         lone = lone and len(json.dumps(request["messages"][0])) < conversation_cache.LONE_KEPT_CHARS
-        turn = kept.place(request, conversation_names.message_names(request), lone)
+        turn = kept.place(request, conversation_names.message_names(request, self._preambled), lone)
         return stream_chunks(self._instances.chat(request), request, turn.ended)
 
     def render(self, messages: list[dict[str, Any]]) -> str:

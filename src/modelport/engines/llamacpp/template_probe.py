@@ -29,10 +29,12 @@ _FIRST_TOKEN = re.compile(r"\s*(<\|[^|>]{1,40}\|>|</?[A-Za-z_]{1,40}>)")
 
 @dataclass(frozen=True)
 class TemplateTraits:
-    """A template's turn ending, and whether it needs the user to speak first."""
+    """A template's turn ending, whether it needs the user to speak first, and how many characters it
+    writes before a lone user message's text (its own system text, the turn's opening)."""
 
     turn_end: str | None
     user_first: bool
+    preamble: int = 0
 
     def adapt(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """`messages` as the template accepts them: an empty user turn before an opening assistant turn
@@ -57,12 +59,12 @@ def probe(render: Render) -> TemplateTraits:
     )
     alone = render([{"role": "user", "content": _V}])
     turn_end = None
+    preamble = alone.index(_V) if alone is not None and _V in alone else 0
     if answered is not None and alone is not None and _A in answered and _V in answered and _V in alone:
         between = answered[answered.index(_A) + len(_A) : answered.index(_V)]
-        before = alone[: alone.index(_V)]
-        turn_end = _turn_end(between, before)
+        turn_end = _turn_end(between, alone[:preamble])
     refused = render([{"role": "assistant", "content": _A}, {"role": "user", "content": _U}]) is None
-    return TemplateTraits(turn_end, refused)
+    return TemplateTraits(turn_end, refused, preamble)
 
 
 def _turn_end(between: str, before: str) -> str | None:
