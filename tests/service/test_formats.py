@@ -487,6 +487,50 @@ def test_nemotron_nano_2_calls_are_held_and_read_between_its_tags() -> None:
     assert formats.history(form, given) == given  # the template writes them, whatever their ids
 
 
+def test_k2_horizon_thinks_in_its_own_tags_and_calls_in_glm_s_after_its_prefix() -> None:
+    # K2 Horizon's template writes GLM's calls with every tag after `ifm|`, in a block, and its prompt opens
+    # `<ifm|think>`: before, llama.cpp read its thinking, so its calls could not be its own (the tools were
+    # described again and modelport's JSON held).
+    form = family("real/ifm-k2-horizon", opened=True)
+    assert form.thinking is not None
+    assert (form.calls, form.thinking.open, form.thinking.close) == (
+        "k2_horizon",
+        "<ifm|think>",
+        "</ifm|think>",
+    )
+
+    def call(a: object, b: object) -> str:
+        arguments = "".join(
+            f"<ifm|arg_key>{k}</ifm|arg_key>\n<ifm|arg_value>{v}</ifm|arg_value>\n"
+            for k, v in (("a", a), ("b", b))
+        )
+        return f"\n<ifm|tool_call>add\n{arguments}</ifm|tool_call>"
+
+    def block(*calls: str) -> str:
+        return "<ifm|tool_calls>" + "".join(calls) + "\n</ifm|tool_calls>"
+
+    required = plan(required=True)
+    thought = "Add.</ifm|think>"
+    assert held(form, thought + block(call(2, 3)), required)[0]
+    assert held(form, thought + block(call(2, 3), call(4.5, -1)), required)[0]
+    assert not held(form, thought + block(call(2, "three")), required)[0]
+    assert not held(form, thought + call(2, 3), required)[0]  # its block
+    assert not held(form, block(call(2, 3)), required)[0]  # the prompt opened the thinking: its end first
+    assert held(form, thought + "Five.", plan())[0]
+    assert held(form, "</ifm|think>" + block(call(2, 3)), required, effort="none")[0]  # closed at once
+    answer = f"{thought}Sure.\n" + block(call(2, 3), call(4.5, -1))
+    for size in (1, 5, 1000):
+        read = read_all(formats.shape(form, None, plan(), None, True, False).read(), answer, size)
+        assert (read["reasoning"], read["content"], read["strayed"]) == ("Add.", "Sure.\n", False)
+        assert read["calls"] == [("add", {"a": 2, "b": 3}), ("add", {"a": 4.5, "b": -1})]
+    # Its template refuses an assistant turn without thinking, and llama.cpp drops an empty one.
+    given = [
+        {"role": "assistant", "content": "Hi."},
+        {"role": "assistant", "reasoning_content": "Hm.", "content": ""},
+    ]
+    assert [m.get("reasoning_content") for m in formats.history(form, given)] == [" ", "Hm."]
+
+
 def test_apriel_1_6_thinks_in_words_its_prompt_opens_and_lists_its_calls_in_tags() -> None:
     # Apriel 1.6's prompt opens its thinking with "Here are my reasoning steps:", which ends at "[BEGIN FINAL
     # RESPONSE]"; its calls are a list in `<tool_calls>`. Before, llama.cpp read the thinking, so its calls

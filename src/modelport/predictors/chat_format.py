@@ -9,6 +9,7 @@ Reasoning families, by the markers their templates write:
   `<|channel>thought…<channel|>` (Gemma 4), `<mm:think>…</mm:think>` (MiniMax M3); where the generation
   prompt already opens the tag (DeepSeek R1's distills, QwQ) every answer starts inside the thinking
   (`opened`, learnt by the engine from the rendered prompt);
+- `<ifm|think>…</ifm|think>` (K2 Horizon), opened by its prompt at its default effort;
 - words: Apriel 1.6's prompt opens its thinking with "Here are my reasoning steps:", which ends at
   "[BEGIN FINAL RESPONSE]";
 - harmony (gpt-oss): each message on a channel, the thinking on `analysis`, calls on `commentary`, the
@@ -25,7 +26,8 @@ Call syntaxes:
 - `qwen3_xml`: `<tool_call><function=NAME><parameter=K>…` (Qwen3-Coder, Qwen3.5, Nemotron 3); `seed_xml` the
   same in `<seed:tool_call>` (Seed-OSS);
 - `glm_xml`: `<tool_call>NAME<arg_key>K</arg_key><arg_value>…` (GLM 4.5-4.7, Ling 3.0, Laguna); `hy3` the
-  same with every tag after `:opensource`, in a `<tool_calls:opensource>` block (Tencent Hy3);
+  same with every tag after `:opensource`, in a `<tool_calls:opensource>` block (Tencent Hy3); `k2_horizon`
+  with every tag after `ifm|`, in an `<ifm|tool_calls>` block (K2 Horizon);
 - `minimax_xml`: `<minimax:tool_call><invoke name="NAME"><parameter name="K">…` (MiniMax M2); `deepseek_v32`
   and `deepseek_v4` the same after `｜DSML｜` (DeepSeek V3.2, V4);
 - `minicpm5`: `<function name="NAME"><param name="K">…</param></function>` (MiniCPM5); `minimax_m3`: each
@@ -50,6 +52,7 @@ CALL_SYNTAXES = (
     "hermes", "llama3", "mistral", "granite", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek",
     "kimi", "harmony", "lfm2", "nemotron", "minimax_xml", "deepseek_v32", "deepseek_v4", "gemma4", "cohere",
     "cohere_text", "minicpm5", "minimax_m1", "gigachat", "minimax_m3", "kimi_k3", "hy3", "apriel",
+    "k2_horizon",
 )  # fmt: skip
 
 # (open, close) of the thinking tags modelport reads, as templates write them.
@@ -69,6 +72,27 @@ _SWITCH_WORDS = {"thinking_mode": (None, "disabled")}  # MiniMax M3's (its defau
 _EFFORT = "reasoning_effort"
 # Apriel 1.6's thinking, in words: its generation prompt opens it, and it ends where the answer begins.
 _APRIEL = ("Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]")
+# K2 Horizon's turns (its every tag after `ifm|`): its thinking is `<ifm|think>` at its default effort (the
+# template's `reasoning_effort`, whose other words change the tag, is not told).
+_K2_HORIZON = "<|ifm|im_start|>"
+
+
+def ifm_tag(name: str) -> str:
+    """One of K2 Horizon's tags (`<ifm|tool_call>`; `/tool_call`: `</ifm|tool_call>`)."""
+    closing = name.startswith("/")
+    return f"<{'/' if closing else ''}ifm|{name.removeprefix('/')}>"
+
+
+_IFM_TAGS = (
+    "tool_calls",
+    "/tool_calls",
+    "tool_call",
+    "/tool_call",
+    "arg_key",
+    "/arg_key",
+    "arg_value",
+    "/arg_value",
+)
 _BUDGET = "thinking_budget"  # Seed-OSS's: the thinking's bound in tokens, 0 for none and -1 for no bound
 
 # Harmony's markers (https://cookbook.openai.com/articles/openai-harmony).
@@ -167,6 +191,7 @@ _CALL_MARKERS = {
     # opening named by its tokens too, as the block's end is (which of the two follows is told by tokens).
     "minimax_m3": ("]<]minimax[>[", "<tool_call>", "</tool_call>", '<invoke name="'),
     "hy3": tuple(hy3_tag(name) for name in _HY3_TAGS),
+    "k2_horizon": tuple(ifm_tag(name) for name in _IFM_TAGS),
     "kimi_k3": (
         *XTML,
         *FRAMES["kimi_k3"],
@@ -228,8 +253,7 @@ class ChatFormat:
     # The template shows thinking in a way modelport does not read: the engine's own parser reads it.
     foreign_thinking: bool = False
     # The variable that turns such a template's thinking off when false (Gemma 4's `enable_thinking`). One
-    # that takes an effort is not told one: such templates refuse any but their own words for it (Hy3's
-    # `no_think`, K2 Horizon's three).
+    # that takes an effort is not told one: such templates refuse any but their own words for it.
     foreign_switch: str | None = None
 
     @property
@@ -299,6 +323,8 @@ def detect(template: str) -> ChatFormat:
         return ChatFormat(
             call_syntax(template), ThinkingMarks(*marks, effort=_EFFORT, words=_HY3_EFFORT, opens=True)
         )
+    if _K2_HORIZON in template:  # K2 Horizon's `<ifm|think>`, opened by its prompt (never turned off)
+        return ChatFormat(call_syntax(template), ThinkingMarks(ifm_tag("think"), ifm_tag("/think")))
     if all(marker in template for marker in _APRIEL):  # Apriel 1.6's thinking in words (never turned off)
         return ChatFormat(call_syntax(template), ThinkingMarks(*_APRIEL))
     if all(marker in template for marker in XTML):  # Kimi K3's sections (its thinking is `think`)
@@ -334,6 +360,8 @@ def call_syntax(template: str) -> str | None:
         return "kimi_k3"
     if _HY3 in template:  # Hy3's GLM-like calls, every tag after `:opensource`
         return "hy3"
+    if _K2_HORIZON in template:  # K2 Horizon's GLM-like calls (its default format), every tag after `ifm|`
+        return "k2_horizon"
     if "<|tool_call>" in template and "<tool_call|>" in template:  # Gemma 4's `call:NAME{…}`
         return "gemma4"
     if all(part in template for part in _MINICPM5):  # MiniCPM5's, in no block (K2 Horizon's tools show both)

@@ -3,12 +3,12 @@ the effort's budget, then the answer: text, JSON, or calls in its syntax) and th
 text into OpenAI's deltas (`reasoning_content`, `content`, `tool_calls`).
 
 One module per call syntax (`json_calls`: hermes, minimax_m1, llama3, gigachat, mistral, granite, nemotron,
-apriel, mistral_args, cohere, cohere_text; `qwen3_xml`; `glm_xml`: glm_xml, hy3; `invoke_xml`: minimax_xml,
-deepseek_v32, deepseek_v4, minicpm5; `deepseek` and `kimi`, with `sections` for what calls in a section of
-their own share; `xml_values` for the values of the XML ones; `pythonic`: LFM2's calls in Python; `gemma4`;
-`minimax_m3`; `xtml`: kimi_k3), `harmony` for gpt-oss's channels, `readers` for text, thinking tags and
-markers, `effort` for budgets, `lark` for writing grammars, `reading` for the stream. The syntaxes are found
-by name in `SYNTAXES`.
+apriel, mistral_args, cohere, cohere_text; `qwen3_xml`; `glm_xml`: glm_xml, hy3, k2_horizon; `invoke_xml`:
+minimax_xml, deepseek_v32, deepseek_v4, minicpm5; `deepseek` and `kimi`, with `sections` for what calls in a
+section of their own share; `xml_values` for the values of the XML ones; `pythonic`: LFM2's calls in Python;
+`gemma4`; `minimax_m3`; `xtml`: kimi_k3), `harmony` for gpt-oss's channels, `readers` for text, thinking tags
+and markers, `effort` for budgets, `lark` for writing grammars, `reading` for the stream. The syntaxes are
+found by name in `SYNTAXES`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from modelport.service.generation.formats import harmony
 from modelport.service.generation.formats.deepseek import DeepSeek
 from modelport.service.generation.formats.effort import ThinkingPlan
 from modelport.service.generation.formats.gemma4 import Gemma4
-from modelport.service.generation.formats.glm_xml import HY3_TAGS, GlmXml
+from modelport.service.generation.formats.glm_xml import HY3_TAGS, GlmXml, K2Horizon
 from modelport.service.generation.formats.invoke_xml import DEEPSEEK_V4, DEEPSEEK_V32, MINICPM5, MINIMAX
 from modelport.service.generation.formats.json_answer import AnswerParser
 from modelport.service.generation.formats.json_calls import (
@@ -65,7 +65,7 @@ _ALL = (
     Hermes(), Llama3(), Mistral(), MistralArgs(), Qwen3Xml(), Qwen3Xml(seed=True), GlmXml(), DeepSeek(),
     Kimi(), Granite(), Nemotron(), Pythonic(), MINIMAX, DEEPSEEK_V4, DEEPSEEK_V32,
     Gemma4(), Cohere("cohere"), Cohere("cohere_text"), MINICPM5, MiniMaxM1(), GigaChat(),
-    MiniMaxM3(), KIMI_K3, GlmXml("hy3", HY3_TAGS), Apriel(),
+    MiniMaxM3(), KIMI_K3, GlmXml("hy3", HY3_TAGS), Apriel(), K2Horizon(),
 )  # fmt: skip
 SYNTAXES: dict[str, CallSyntax] = {syntax.name: syntax for syntax in _ALL}
 

@@ -3,7 +3,8 @@ one block per call, `<tool_call>NAME`, then for each argument `<arg_key>KEY</arg
 `<arg_value>VALUE</arg_value>`, then `</tool_call>`; a line break after each part in GLM 4.5 and 4.6's
 templates, none in 4.7's (the grammar takes either). A value is text: a string as it is, anything else as
 JSON. Tencent Hy3's (`hy3`) are the same with every tag after `:opensource` (`<tool_call:opensource>`), a
-`<tool_sep:opensource>` after the name, and the calls in one `<tool_calls:opensource>` block.
+`<tool_sep:opensource>` after the name, and the calls in one `<tool_calls:opensource>` block; K2 Horizon's
+(`k2_horizon`) with every tag after `ifm|` (`<ifm|tool_call>`), in one `<ifm|tool_calls>` block.
 
 The grammar holds each function's arguments to their order in its schema (the optional ones may be left
 out) and each value to its type; the reader turns the blocks back into OpenAI's `tool_calls`, each argument
@@ -15,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from modelport.predictors.chat_format import hy3_tag
+from modelport.predictors.chat_format import hy3_tag, ifm_tag
 from modelport.service.generation.formats.call_lists import calls_or_text, listed
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import (
@@ -49,6 +50,12 @@ HY3_TAGS = GlmTags(
     (hy3_tag("arg_value"), hy3_tag("/arg_value")),
     (hy3_tag("tool_calls"), hy3_tag("/tool_calls")),
     hy3_tag("tool_sep"),
+)
+K2_HORIZON_TAGS = GlmTags(
+    (ifm_tag("tool_call"), ifm_tag("/tool_call")),
+    (ifm_tag("arg_key"), ifm_tag("/arg_key")),
+    (ifm_tag("arg_value"), ifm_tag("/arg_value")),
+    (ifm_tag("tool_calls"), ifm_tag("/tool_calls")),
 )
 
 
@@ -90,6 +97,24 @@ class GlmXml:
 
     def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return messages
+
+
+class K2Horizon(GlmXml):
+    """K2 Horizon's: GLM's calls with every tag after `ifm|`, in a block. Its template refuses an assistant
+    turn without thinking, and llama.cpp drops an empty `reasoning_content` before the template sees it: a
+    turn given back without its thinking (as OpenAI's clients give them) is given a space of it, which the
+    template writes as the empty thinking block it writes for none, the space within."""
+
+    def __init__(self) -> None:
+        super().__init__("k2_horizon", K2_HORIZON_TAGS)
+
+    def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        def thought(message: dict[str, Any]) -> dict[str, Any]:
+            if message.get("role") != "assistant" or message.get("reasoning_content"):
+                return message
+            return {**message, "reasoning_content": " "}
+
+        return [thought(message) for message in messages]
 
 
 class GlmReader(ArgumentsReader):
