@@ -51,6 +51,14 @@ def family(name: str, opened: bool = False) -> ChatFormat:
     return form
 
 
+def opened_family(name: str, calls: str, marks: tuple[str, str]) -> ChatFormat:
+    """The format of a family whose prompt opens its thinking, read as its call syntax and thinking marks."""
+    form = family(name, opened=True)
+    assert form.thinking is not None
+    assert (form.calls, form.thinking.open, form.thinking.close) == (calls, *marks)
+    return form
+
+
 def named(marker: str) -> bytes:
     """A marker as llguidance shows the tokens it forces (`\\xff[id]` each)."""
     return b"".join(b"\xff[%d]" % token for token in BYTES.tokenize_str(marker))
@@ -491,13 +499,7 @@ def test_k2_horizon_thinks_in_its_own_tags_and_calls_in_glm_s_after_its_prefix()
     # K2 Horizon's template writes GLM's calls with every tag after `ifm|`, in a block, and its prompt opens
     # `<ifm|think>`: before, llama.cpp read its thinking, so its calls could not be its own (the tools were
     # described again and modelport's JSON held).
-    form = family("real/ifm-k2-horizon", opened=True)
-    assert form.thinking is not None
-    assert (form.calls, form.thinking.open, form.thinking.close) == (
-        "k2_horizon",
-        "<ifm|think>",
-        "</ifm|think>",
-    )
+    form = opened_family("real/ifm-k2-horizon", "k2_horizon", ("<ifm|think>", "</ifm|think>"))
 
     def call(a: object, b: object) -> str:
         arguments = "".join(
@@ -535,13 +537,8 @@ def test_apriel_1_6_thinks_in_words_its_prompt_opens_and_lists_its_calls_in_tags
     # Apriel 1.6's prompt opens its thinking with "Here are my reasoning steps:", which ends at "[BEGIN FINAL
     # RESPONSE]"; its calls are a list in `<tool_calls>`. Before, llama.cpp read the thinking, so its calls
     # could not be its own: the tools were described again and modelport's JSON held.
-    form = family("real/apriel-1.6-15b-thinker", opened=True)
-    assert form.thinking is not None
-    assert (form.calls, form.thinking.open, form.thinking.close) == (
-        "apriel",
-        "Here are my reasoning steps:",
-        "[BEGIN FINAL RESPONSE]",
-    )
+    marks = ("Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]")
+    form = opened_family("real/apriel-1.6-15b-thinker", "apriel", marks)
     call = '<tool_calls>[{"name": "add", "arguments": {"a": 2, "b": 3}}]</tool_calls>'
     thought = "The user asks for a sum.\n[BEGIN FINAL RESPONSE]\n"
     required = plan(required=True)
