@@ -298,15 +298,20 @@ class ConversationCache:
             resting.timer.cancel()  # one thread less; `settle` would find the turn taken anyway
         return resting, went_on
 
-    def _put_away(self, resting: Resting) -> None:
-        """Save a resting turn (unless saved) and empty its slot, before another request is placed."""
+    def _put_away(self, resting: Resting, emptied: bool = True) -> None:
+        """Save a resting turn (unless saved) and empty its slot, before another request is placed; or, not
+        `emptied`, leave the slot as it is and held, for the request that goes on in it."""
+        held = False
         try:
             if not resting.kept.saved:
                 self._save_kept(resting.slot, resting.kept)
-            self.erase(resting.slot)
+            if emptied:
+                self.erase(resting.slot)
+            held = not emptied
         finally:
             with self._emptied:
-                self._reserved.discard(resting.slot)
+                if not held:
+                    self._reserved.discard(resting.slot)
                 self._putting_away -= 1
                 self._emptied.notify_all()
 
@@ -385,17 +390,7 @@ class ConversationCache:
         description, a system prompt), where an emptied slot processed it all again (GigaChat 3.1's
         preamble of 1,100 tokens: 3.5 s of SmolLM2 on two cores, every new conversation). A saved turn
         holding more of the request's messages is restored over it."""
-        try:
-            if not resting.kept.saved:
-                self._save_kept(resting.slot, resting.kept)
-        except BaseException:
-            with self._lock:
-                self._reserved.discard(resting.slot)
-            raise
-        finally:
-            with self._emptied:
-                self._putting_away -= 1
-                self._emptied.notify_all()
+        self._put_away(resting, emptied=False)
         request["id_slot"] = slot = resting.slot
         found = self._holding_file(names)
         # The file saved from the slot (it holds the same tokens) is the one that shares most, or none is.
