@@ -83,7 +83,8 @@ def ifm_tag(name: str) -> str:
     return f"<{'/' if closing else ''}ifm|{name.removeprefix('/')}>"
 
 
-_IFM_TAGS = (
+# GLM's tags, as the families that took up its calls in a block name them (Hy3, K2 Horizon).
+_GLM_TAGS = (
     "tool_calls",
     "/tool_calls",
     "tool_call",
@@ -147,10 +148,6 @@ def hy3_tag(name: str) -> str:
     return f"<{name}:opensource>"
 
 
-_HY3_TAGS = (
-    "tool_calls", "/tool_calls", "tool_call", "/tool_call", "tool_sep", "arg_key", "/arg_key", "arg_value",
-    "/arg_value",
-)  # fmt: skip
 _HY3_EFFORT = (
     ("none", "no_think"),
     ("minimal", "no_think"),
@@ -190,8 +187,8 @@ _CALL_MARKERS = {
     # Every tag of its calls after its namespace token (a special token of its vocabulary); an invocation's
     # opening named by its tokens too, as the block's end is (which of the two follows is told by tokens).
     "minimax_m3": ("]<]minimax[>[", "<tool_call>", "</tool_call>", '<invoke name="'),
-    "hy3": tuple(hy3_tag(name) for name in _HY3_TAGS),
-    "k2_horizon": tuple(ifm_tag(name) for name in _IFM_TAGS),
+    "hy3": tuple(hy3_tag(name) for name in (*_GLM_TAGS, "tool_sep")),
+    "k2_horizon": tuple(ifm_tag(name) for name in _GLM_TAGS),
     "kimi_k3": (
         *XTML,
         *FRAMES["kimi_k3"],

@@ -13,6 +13,7 @@ given out as its value closes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,20 +44,19 @@ class GlmTags:
     block: tuple[str, str] | None = None
     sep: str = ""
 
+    @classmethod
+    def named(cls, tag: Callable[[str], str], sep: str = "") -> GlmTags:
+        """A family's tags made from GLM's names by `tag` (`tool_call` → `<tool_call:opensource>`, and
+        `/tool_call` its closing), its calls in a block."""
 
-HY3_TAGS = GlmTags(
-    (hy3_tag("tool_call"), hy3_tag("/tool_call")),
-    (hy3_tag("arg_key"), hy3_tag("/arg_key")),
-    (hy3_tag("arg_value"), hy3_tag("/arg_value")),
-    (hy3_tag("tool_calls"), hy3_tag("/tool_calls")),
-    hy3_tag("tool_sep"),
-)
-K2_HORIZON_TAGS = GlmTags(
-    (ifm_tag("tool_call"), ifm_tag("/tool_call")),
-    (ifm_tag("arg_key"), ifm_tag("/arg_key")),
-    (ifm_tag("arg_value"), ifm_tag("/arg_value")),
-    (ifm_tag("tool_calls"), ifm_tag("/tool_calls")),
-)
+        def pair(name: str) -> tuple[str, str]:
+            return tag(name), tag(f"/{name}")
+
+        return cls(pair("tool_call"), pair("arg_key"), pair("arg_value"), pair("tool_calls"), sep)
+
+
+HY3_TAGS = GlmTags.named(hy3_tag, hy3_tag("tool_sep"))
+K2_HORIZON_TAGS = GlmTags.named(ifm_tag)
 
 
 class GlmXml:
