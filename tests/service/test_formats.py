@@ -344,6 +344,31 @@ def test_kimi_k3_calls_follow_its_response_in_a_tools_section_of_xtml_tags() -> 
         assert read["calls"] == [("add", {"a": 2, "b": 3, "note": "x <y>"})]
 
 
+# OpenAI's efforts as templates that take words of their own are told them (None: the default, medium).
+EFFORT_WORDS = {
+    # Kimi K3's template refuses any but low, high and max: before, it was told none (its default, max).
+    "real/kimi-k3": (
+        "thinking_effort",
+        {"none": "low", "low": "low", None: "high", "xhigh": "max", "max": "max"},
+    ),
+    # DeepSeek V4's writes its prompt for `max` (and V4 Flash's for `high`): before, `xhigh` wrote nothing.
+    "real/deepseek-v4-flash": (
+        "reasoning_effort",
+        {"low": "low", None: "medium", "high": "high", "xhigh": "max"},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(EFFORT_WORDS))
+def test_an_effort_is_told_in_the_words_its_family_s_template_takes(name: str) -> None:
+    variable, words = EFFORT_WORDS[name]
+    form = family(name)
+    assert form.thinking is not None
+    assert form.thinking.effort == variable
+    told = {given: effort.plan(form, given, 400) for given in words}
+    assert {given: plan.variables[variable] for given, plan in told.items() if plan} == words
+
+
 def test_hy3_calls_are_glm_s_in_its_own_tags_and_its_effort_in_its_own_words() -> None:
     # Tencent Hy3's template writes GLM's calls with every tag after `:opensource`, in a block, and takes
     # `no_think`, `low` and `high` (opening the thinking in the prompt for the two): before, its thinking was
@@ -512,19 +537,33 @@ def test_k2_horizon_thinks_in_its_own_tags_and_calls_in_glm_s_after_its_prefix()
         return "<ifm|tool_calls>" + "".join(calls) + "\n</ifm|tool_calls>"
 
     required = plan(required=True)
-    thought = "Add.</ifm|think>"
-    assert held(form, thought + block(call(2, 3)), required)[0]
-    assert held(form, thought + block(call(2, 3), call(4.5, -1)), required)[0]
-    assert not held(form, thought + block(call(2, "three")), required)[0]
-    assert not held(form, thought + call(2, 3), required)[0]  # its block
-    assert not held(form, block(call(2, 3)), required)[0]  # the prompt opened the thinking: its end first
-    assert held(form, thought + "Five.", plan())[0]
-    assert held(form, "</ifm|think>" + block(call(2, 3)), required, effort="none")[0]  # closed at once
-    answer = f"{thought}Sure.\n" + block(call(2, 3), call(4.5, -1))
-    for size in (1, 5, 1000):
-        read = read_all(formats.shape(form, None, plan(), None, True, False).read(), answer, size)
-        assert (read["reasoning"], read["content"], read["strayed"]) == ("Add.", "Sure.\n", False)
-        assert read["calls"] == [("add", {"a": 2, "b": 3}), ("add", {"a": 4.5, "b": -1})]
+    thought = "Add.</ifm|think>"  # at high effort (the template's default)
+    assert held(form, thought + block(call(2, 3)), required, effort="high")[0]
+    assert held(form, thought + block(call(2, 3), call(4.5, -1)), required, effort="high")[0]
+    assert not held(form, thought + block(call(2, "three")), required, effort="high")[0]
+    assert not held(form, thought + call(2, 3), required, effort="high")[0]  # its block
+    assert not held(form, block(call(2, 3)), required, effort="high")[
+        0
+    ]  # the prompt opened it: its end first
+    assert held(form, thought + "Five.", plan(), effort="high")[0]
+    # Its effort is told in its words, and names the tag its prompt opens; nothing turns the thinking off:
+    # told `none`, it is told its lowest, closed at once.
+    for given, told, tag in [("xhigh", "high", "think"), (None, "medium", "think_fast"),
+                             ("low", "low", "think_faster"), ("none", "low", "think_faster")]:  # fmt: skip
+        thinking = effort.plan(form, given, 400)
+        assert thinking is not None
+        assert thinking.variables == {"reasoning_effort": told}
+        end = f"</ifm|{tag}>"
+        assert held(form, ("" if given == "none" else "Add.") + end + "Five.", plan(), effort=given)[0]
+        if tag != "think":  # another's closing mark is text of the thinking
+            assert not held(form, "Add.</ifm|think>Five.", plan(), effort=given)[0]
+        answer = f"Add.{end}Sure.\n" + block(call(2, 3), call(4.5, -1))
+        for size in (1, 5, 1000):
+            read = read_all(formats.shape(form, thinking, plan(), None, True, False).read(), answer, size)
+            assert (read["reasoning"], read["content"], read["strayed"]) == ("Add.", "Sure.\n", False)
+            assert read["calls"] == [("add", {"a": 2, "b": 3}), ("add", {"a": 4.5, "b": -1})]
+    assert held(form, "</ifm|think_faster>" + block(call(2, 3)), required, effort="none")[0]
+    assert not held(form, "Add.</ifm|think_faster>" + block(call(2, 3)), required, effort="none")[0]
     # Its template refuses an assistant turn without thinking, and llama.cpp drops an empty one.
     given = [
         {"role": "assistant", "content": "Hi."},

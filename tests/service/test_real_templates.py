@@ -209,12 +209,23 @@ def test_a_call_is_written_in_the_family_s_own_syntax_and_read_back(url: str, te
     assert written[NATIVE[template]] in text
 
 
-def test_a_family_whose_thinking_the_engine_reads_is_told_the_effort(url: str) -> None:
-    # Such a template's `enable_thinking` took no effort before: `reasoning_effort: "none"` could not turn it
-    # off. Apertus's writes "Deliberation: enabled" or "disabled", as many tokens: what tells the prompts
-    # apart is what of the one before each can reuse.
+# Families told an effort by a variable of their template, and an effort that writes another prompt than
+# `high`: what tells the two prompts apart is what of the one before each can reuse.
+TOLD = {
+    # A template whose thinking the engine reads: its `enable_thinking` took no effort before (`none` could
+    # not turn it off); Apertus's writes "Deliberation: enabled" or "disabled", as many tokens.
+    STEERED: "none",
+    # K2 Horizon's tag of its thinking (`<ifm|think_faster>` at low), and Kimi K3's system message of its
+    # `thinking_effort`: before, neither was told one.
+    "ifm-k2-horizon": "low",
+    "kimi-k3": "low",
+}
+
+
+@pytest.mark.parametrize("template", list(TOLD))
+def test_a_family_s_template_is_told_the_effort(url: str, template: str) -> None:
     def cached(effort: str) -> int:
-        asked = {"model": STEERED, "messages": SHAPES["a user"], "max_tokens": 1, "temperature": 0}
+        asked = {"model": template, "messages": SHAPES["a user"], "max_tokens": 1, "temperature": 0}
         reply = sdk(url).chat.completions.create(**asked, reasoning_effort=effort)  # type: ignore[call-overload]
         assert reply.usage is not None
         assert reply.usage.prompt_tokens_details is not None
@@ -223,7 +234,7 @@ def test_a_family_whose_thinking_the_engine_reads_is_told_the_effort(url: str) -
     cached("high")
     again = cached("high")
     assert again > 0  # the same prompt, reused
-    assert cached("none") < again  # another prompt: the template wrote the switch into it
+    assert cached(TOLD[template]) < again  # another prompt: the template wrote the effort into it
 
 
 def test_a_required_call_comes_from_a_family_whose_thinking_the_engine_reads(url: str) -> None:

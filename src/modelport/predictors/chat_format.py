@@ -9,7 +9,8 @@ Reasoning families, by the markers their templates write:
   `<|channel>thought…<channel|>` (Gemma 4), `<mm:think>…</mm:think>` (MiniMax M3); where the generation
   prompt already opens the tag (DeepSeek R1's distills, QwQ) every answer starts inside the thinking
   (`opened`, learnt by the engine from the rendered prompt);
-- `<ifm|think>…</ifm|think>` (K2 Horizon), opened by its prompt at its default effort;
+- `<ifm|think>…</ifm|think>` (K2 Horizon), opened by its prompt; told a lower effort, its tag is
+  `ifm|think_fast` (medium) or `ifm|think_faster` (low);
 - words: Apriel 1.6's prompt opens its thinking with "Here are my reasoning steps:", which ends at
   "[BEGIN FINAL RESPONSE]";
 - harmony (gpt-oss): each message on a channel, the thinking on `analysis`, calls on `commentary`, the
@@ -46,7 +47,7 @@ Call syntaxes:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 CALL_SYNTAXES = (
     "hermes", "llama3", "mistral", "granite", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek",
@@ -72,9 +73,14 @@ _SWITCH_WORDS = {"thinking_mode": (None, "disabled")}  # MiniMax M3's (its defau
 _EFFORT = "reasoning_effort"
 # Apriel 1.6's thinking, in words: its generation prompt opens it, and it ends where the answer begins.
 _APRIEL = ("Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]")
-# K2 Horizon's turns (its every tag after `ifm|`): its thinking is `<ifm|think>` at its default effort (the
-# template's `reasoning_effort`, whose other words change the tag, is not told).
+# K2 Horizon's turns (its every tag after `ifm|`). Its `reasoning_effort` is high, medium or low (nothing
+# turns its thinking off), and names its thinking's tag: `<ifm|think>` at high (its default).
 _K2_HORIZON = "<|ifm|im_start|>"
+_K2_HORIZON_EFFORT = (("none", "low"), ("minimal", "low"), ("xhigh", "high"), ("max", "high"))
+_K2_HORIZON_THINKING = (("medium", "think_fast"), ("low", "think_faster"))
+# Kimi K3's `thinking_effort`: low, high or max (its default; the template refuses medium).
+_K3_EFFORT = "thinking_effort"
+_KIMI_K3_EFFORT = (("none", "low"), ("minimal", "low"), ("medium", "high"), ("xhigh", "max"))
 
 
 def ifm_tag(name: str) -> str:
@@ -201,6 +207,8 @@ _CALL_MARKERS = {
     "cohere": (*_COHERE, *FRAMES["cohere"]),
     "cohere_text": (*_COHERE, *FRAMES["cohere_text"]),
 }
+# OpenAI's `xhigh` where a template's highest effort is `max` (DeepSeek V4's; its others write nothing).
+_XHIGH_AS_MAX = (("xhigh", "max"),)
 _HARMONY_EFFORT = (("none", "low"), ("minimal", "low"), ("xhigh", "high"), ("max", "high"))
 # MiniCPM5's call and parameter elements, and the wrapper of its strings that hold markup.
 _MINICPM5 = ('<function name="', '<param name="', "<![CDATA[")
@@ -225,12 +233,22 @@ class ThinkingMarks:
     opens: bool = False  # the prompt opens the thinking whenever the effort lets it think (Hy3's)
     effort: str | None = None  # the template variable that takes the reasoning effort (low, medium, high)
     budget: str | None = None  # the template variable that takes the thinking's bound in tokens
+    # The effort says how long the thinking is, never whether: no word of it turns the thinking off (K2
+    # Horizon's).
+    kept: bool = False
+    # The thinking's tags by the effort's word told, where the word names them (K2 Horizon's `think_fast`).
+    tagged: tuple[tuple[str, tuple[str, str]], ...] = ()
 
     @property
     def closable(self) -> bool:
         """Whether a template variable turns the thinking off: its switch, or its effort where it has no
         switch (`none` turns off the thinking of Cohere's MoE models, whose prompt opens it otherwise)."""
-        return bool(self.switch or self.effort)
+        return bool(self.switch or (self.effort and not self.kept))
+
+    def told(self, word: str) -> ThinkingMarks:
+        """The marks of a thinking whose template is told `word` for its effort."""
+        tags = dict(self.tagged).get(word)
+        return self if tags is None else replace(self, open=tags[0], close=tags[1])
 
 
 @dataclass(frozen=True)
@@ -259,6 +277,7 @@ class ChatFormat:
         found: list[str] = list(_CALL_MARKERS.get(self.calls or "", ()))
         if self.thinking is not None:
             found += [self.thinking.open, self.thinking.close]
+            found += [tag for _, tags in self.thinking.tagged for tag in tags]
         return tuple(dict.fromkeys(found))
 
     @property
@@ -321,12 +340,25 @@ def detect(template: str) -> ChatFormat:
             call_syntax(template), ThinkingMarks(*marks, effort=_EFFORT, words=_HY3_EFFORT, opens=True)
         )
     if _K2_HORIZON in template:  # K2 Horizon's `<ifm|think>`, opened by its prompt (never turned off)
-        return ChatFormat(call_syntax(template), ThinkingMarks(ifm_tag("think"), ifm_tag("/think")))
+        tagged = tuple((word, (ifm_tag(tag), ifm_tag(f"/{tag}"))) for word, tag in _K2_HORIZON_THINKING)
+        horizon = ThinkingMarks(
+            ifm_tag("think"),
+            ifm_tag("/think"),
+            effort=_EFFORT,
+            words=_K2_HORIZON_EFFORT,
+            kept=True,
+            tagged=tagged,
+        )
+        return ChatFormat(call_syntax(template), horizon)
     if all(marker in template for marker in _APRIEL):  # Apriel 1.6's thinking in words (never turned off)
         return ChatFormat(call_syntax(template), ThinkingMarks(*_APRIEL))
     if all(marker in template for marker in XTML):  # Kimi K3's sections (its thinking is `think`)
         switch = "thinking" if _variable("thinking", template) else None
-        return ChatFormat(call_syntax(template), ThinkingMarks(*xtml_tag("think"), switch=switch))
+        effort = _K3_EFFORT if _variable(_K3_EFFORT, template) else None
+        return ChatFormat(
+            call_syntax(template),
+            ThinkingMarks(*xtml_tag("think"), switch=switch, effort=effort, words=_KIMI_K3_EFFORT),
+        )
     thinking: ThinkingMarks | None = None
     for open_tag, close_tag in THINKING_TAGS:
         # The closing marker alone is enough: a template that takes past thinking out of the history (LFM2.5's
@@ -336,8 +368,9 @@ def detect(template: str) -> ChatFormat:
             effort = _EFFORT if _variable(_EFFORT, template) else None
             budget = _BUDGET if _variable(_BUDGET, template) else None
             on, off = _SWITCH_WORDS.get(switch or "", (True, False))
+            words = _XHIGH_AS_MAX if effort and "'max'" in template and "xhigh" not in template else ()
             thinking = ThinkingMarks(
-                open_tag, close_tag, False, switch, on, off, effort=effort, budget=budget
+                open_tag, close_tag, False, switch, on, off, words=words, effort=effort, budget=budget
             )
             break
     foreign = thinking is None and bool(_UNKNOWN_THINKING.search(template))

@@ -130,11 +130,17 @@ def shape(
     legacy = bool(plan and plan.legacy)
     if form.harmony:
         return Shape(grammar, lambda: harmony.HarmonyReader(answer(), legacy), form.markers)
-    tags = form.thinking
+    tags = _marks(form, thinking)
     if tags is None:
         return Shape(grammar, answer, form.markers)
     opened = _opened(tags, thinking)
     return Shape(grammar, lambda: ThinkingReader(tags.open, tags.close, opened, answer()), form.markers)
+
+
+def _marks(form: ChatFormat, thinking: ThinkingPlan | None) -> ThinkingMarks | None:
+    """The marks of the answer's thinking: as the effort told makes them (K2 Horizon's tag), else the
+    family's."""
+    return thinking.marks if thinking is not None and thinking.marks is not None else form.thinking
 
 
 def _opened(tags: ThinkingMarks, thinking: ThinkingPlan | None) -> bool:
@@ -161,7 +167,7 @@ def _grammar(
         held = body(g) if body is not None else None
         harmony.answer(g, thinking.budget if thinking.on else None, held, plan, compact)
         return g.text()
-    tags = form.thinking
+    tags = _marks(form, thinking)
     if syntax is not None and plan is not None:
         answer: str | None = syntax.answer(plan, g, compact)
     else:

@@ -15,7 +15,10 @@ comes. A family whose template takes the budget itself (Seed-OSS's `thinking_bud
 plans its thinking to fit, where the bound alone would cut it short. gpt-oss reads the effort itself
 (`Reasoning: low|medium|high` in its system message, from the `reasoning_effort` variable): `minimal` and
 `none` are `low` there, `xhigh` and `max` are `high`. Hy3 takes `no_think` (for `none` and `minimal`), `low`
-and `high` (for the rest), and its prompt opens the thinking for the two.
+and `high` (for the rest), and its prompt opens the thinking for the two. K2 Horizon takes high, medium and
+low, each opening a thinking of its own tag (`none` and `minimal` are `low`, closed at once: nothing turns it
+off); Kimi K3's `thinking_effort` low, high and max (`medium` is `high`, `xhigh` `max`); DeepSeek V4 writes
+its prompt for `max` (`xhigh` is told `max`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from modelport.predictors.chat_format import ChatFormat
+from modelport.predictors.chat_format import ChatFormat, ThinkingMarks
 
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 DEFAULT = "medium"
@@ -39,11 +42,13 @@ _SHARE = {
 @dataclass(frozen=True)
 class ThinkingPlan:
     """What a request lets a model that thinks do: whether it thinks, within how many tokens (None: no
-    bound), and the template variables that tell it."""
+    bound), the template variables that tell it, and the marks its thinking is then in (None: the family's
+    own; K2 Horizon's tag changes with its effort)."""
 
     on: bool
     budget: int | None
     variables: dict[str, Any] = field(default_factory=dict)
+    marks: ThinkingMarks | None = None
 
 
 def foreign(form: ChatFormat, effort: str | None) -> dict[str, Any]:
@@ -66,14 +71,17 @@ def plan(form: ChatFormat, effort: str | None, max_tokens: int | None) -> Thinki
     words = dict(thinking.words)  # the template's own, where it has them (gpt-oss's, Hy3's)
     if thinking.effort:
         variables[thinking.effort] = words.get(effort, effort)
+        thinking = thinking.told(variables[thinking.effort])
     if effort in ("none", "minimal"):
         if thinking.switch:
             variables[thinking.switch] = thinking.off
-        elif thinking.effort and not form.harmony:  # the effort is the switch: `none` the word for off
+        elif (
+            thinking.effort and not thinking.kept and not form.harmony
+        ):  # the effort is the switch: `none` is off
             variables[thinking.effort] = words.get("none", "none")
         if thinking.budget:
             variables[thinking.budget] = 0
-        return ThinkingPlan(False, 0, variables)
+        return ThinkingPlan(False, 0, variables, thinking)
     if thinking.switch and thinking.on is not None:
         variables[thinking.switch] = thinking.on
     share, most = _SHARE[effort]
@@ -82,4 +90,4 @@ def plan(form: ChatFormat, effort: str | None, max_tokens: int | None) -> Thinki
         budget = most if budget is None else min(budget, most)
     if thinking.budget:
         variables[thinking.budget] = -1 if budget is None else budget
-    return ThinkingPlan(True, budget, variables)
+    return ThinkingPlan(True, budget, variables, thinking)
