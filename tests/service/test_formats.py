@@ -369,6 +369,17 @@ def test_an_effort_is_told_in_the_words_its_family_s_template_takes(name: str) -
     assert {given: plan.variables[variable] for given, plan in told.items() if plan} == words
 
 
+def test_a_family_whose_thinking_the_engine_reads_is_told_the_effort_by_its_switch_or_its_effort() -> None:
+    # Solar Open's template takes `reasoning_effort` (its `low` and `minimal` write a turn of no thinking),
+    # and no switch: before, it was told nothing, and `none` left it thinking.
+    apertus, solar = family("real/apertus-8b-instruct"), family("real/solar-open-100b")
+    assert (apertus.foreign_thinking, solar.foreign_thinking) == (True, True)
+    assert effort.foreign(apertus, "none") == {"enable_thinking": False}
+    assert effort.foreign(solar, "none") == {"reasoning_effort": "minimal"}  # it takes no `none`
+    assert effort.foreign(solar, "high") == {"reasoning_effort": "high"}
+    assert effort.foreign(solar, None) == {}  # its own default stands
+
+
 def test_hy3_calls_are_glm_s_in_its_own_tags_and_its_effort_in_its_own_words() -> None:
     # Tencent Hy3's template writes GLM's calls with every tag after `:opensource`, in a block, and takes
     # `no_think`, `low` and `high` (opening the thinking in the prompt for the two): before, its thinking was

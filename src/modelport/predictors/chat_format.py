@@ -267,9 +267,10 @@ class ChatFormat:
     tokens: tuple[tuple[str, tuple[int, ...]], ...] = ()
     # The template shows thinking in a way modelport does not read: the engine's own parser reads it.
     foreign_thinking: bool = False
-    # The variable that turns such a template's thinking off when false (Gemma 4's `enable_thinking`). One
-    # that takes an effort is not told one: such templates refuse any but their own words for it.
+    # The variable that turns such a template's thinking off when false (Gemma 4's `enable_thinking`), and
+    # the one that takes its effort (Solar Open's `reasoning_effort`, whose `low` and `minimal` turn it off).
     foreign_switch: str | None = None
+    foreign_effort: str | None = None
 
     @property
     def markers(self) -> tuple[str, ...]:
@@ -311,7 +312,9 @@ class ChatFormat:
         steering = [
             name
             for name in (
-                (thinking.switch, thinking.effort, thinking.budget) if thinking else (self.foreign_switch,)
+                (thinking.switch, thinking.effort, thinking.budget)
+                if thinking
+                else (self.foreign_switch, self.foreign_effort)
             )
             if name
         ]
@@ -377,7 +380,10 @@ def detect(template: str) -> ChatFormat:
     if not foreign:
         return ChatFormat(call_syntax(template), thinking)
     switch = next((name for name in _SWITCHES if _variable(name, template)), None)
-    return ChatFormat(call_syntax(template), foreign_thinking=True, foreign_switch=switch)
+    effort = _EFFORT if _variable(_EFFORT, template) else None
+    return ChatFormat(
+        call_syntax(template), foreign_thinking=True, foreign_switch=switch, foreign_effort=effort
+    )
 
 
 def call_syntax(template: str) -> str | None:
