@@ -369,17 +369,6 @@ def test_an_effort_is_told_in_the_words_its_family_s_template_takes(name: str) -
     assert {given: plan.variables[variable] for given, plan in told.items() if plan} == words
 
 
-def test_a_family_whose_thinking_the_engine_reads_is_told_the_effort_by_its_switch_or_its_effort() -> None:
-    # Solar Open's template takes `reasoning_effort` (its `low` and `minimal` write a turn of no thinking),
-    # and no switch: before, it was told nothing, and `none` left it thinking.
-    apertus, solar = family("real/apertus-8b-instruct"), family("real/solar-open-100b")
-    assert (apertus.foreign_thinking, solar.foreign_thinking) == (True, True)
-    assert effort.foreign(apertus, "none") == {"enable_thinking": False}
-    assert effort.foreign(solar, "none") == {"reasoning_effort": "minimal"}  # it takes no `none`
-    assert effort.foreign(solar, "high") == {"reasoning_effort": "high"}
-    assert effort.foreign(solar, None) == {}  # its own default stands
-
-
 def test_hy3_calls_are_glm_s_in_its_own_tags_and_its_effort_in_its_own_words() -> None:
     # Tencent Hy3's template writes GLM's calls with every tag after `:opensource`, in a block, and takes
     # `no_think`, `low` and `high` (opening the thinking in the prompt for the two): before, its thinking was
@@ -581,6 +570,62 @@ def test_k2_horizon_thinks_in_its_own_tags_and_calls_in_glm_s_after_its_prefix()
         {"role": "assistant", "reasoning_content": "Hm.", "content": ""},
     ]
     assert [m.get("reasoning_content") for m in formats.history(form, given)] == [" ", "Hm."]
+
+
+def test_solar_open_thinks_answers_and_calls_in_messages_of_their_own() -> None:
+    # Solar Open writes its thinking, its text and its calls each as a message after `<|begin|>assistant`:
+    # before, llama.cpp read its thinking, so its calls could not be its own (the tools were described
+    # again and modelport's JSON held).
+    form = family("real/solar-open-100b")
+    assert form.calls == "solar"
+    assert form.thinking is not None
+    assert (form.thinking.open, form.thinking.close, form.thinking.opened) == (
+        "<|think|>",
+        "<|end|><|begin|>assistant",
+        False,
+    )
+
+    def call(call_id: str, a: object, b: object) -> str:
+        arguments = json.dumps({"a": a, "b": b})
+        return (
+            f"<|tool_call:begin|>{call_id}<|tool_call:name|>add<|tool_call:args|>{arguments}<|tool_call:end|>"
+        )
+
+    def calls(*written: str) -> str:
+        return "<|tool_calls|>" + "".join(written) + "<|calls|>"
+
+    thought, required = "<|think|>Add.<|end|><|begin|>assistant", plan(required=True)
+    assert held(form, thought + calls(call("a1b2c3d4e5", 2, 3)), required)[0]
+    assert held(form, calls(call("a1b2c3d4e5", 2, 3), call("0123456789", 4.5, -1)), required)[0]
+    assert not held(form, thought + calls(call("a1b2c3d4e5", 2, "three")), required)[0]
+    assert not held(form, thought + calls(call("A1B2C3D4E5", 2, 3)), required)[0]  # its ids' letters
+    assert not held(form, thought + calls(call("a1b2c3d4e5", 2, 3)).removesuffix("<|calls|>"), required)[0]
+    assert not held(form, thought + "<|content|>Five.", required)[0]  # a call is required
+    assert held(form, thought + "<|content|>Five.", plan())[0]
+    assert held(form, "<|content|>Five.<|end|>", plan())[0]
+    assert not held(form, thought + "Five.", plan())[0]  # text is a message of its own
+    # Its `reasoning_effort` takes no `none`: `minimal`, which writes a thinking closed at once in the
+    # prompt; the answer then does not think.
+    none = effort.plan(form, "none", 400)
+    assert none is not None
+    assert none.variables == {"reasoning_effort": "minimal"}
+    assert held(form, "<|content|>Five.", plan(), effort="none")[0]
+    assert not held(form, thought + "<|content|>Five.", plan(), effort="none")[0]
+    answer = thought + calls(call("a1b2c3d4e5", 2, 3), call("0123456789", 4.5, -1))
+    for size in (1, 5, 1000):
+        read = read_all(formats.shape(form, None, plan(), None, True, False).read(), answer, size)
+        assert (read["reasoning"], read["content"], read["strayed"]) == ("Add.", "", False)
+        assert read["calls"] == [("add", {"a": 2, "b": 3}), ("add", {"a": 4.5, "b": -1})]
+        said = read_all(
+            formats.shape(form, None, plan(), None, True, False).read(),
+            thought + "<|content|>Sure.<|end|>",
+            size,
+        )
+        assert (said["reasoning"], said["content"], said["calls"]) == ("Add.", "Sure.", [])
+    # Its template writes the calls of the history itself, with their ids.
+    given = [{"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function",
+              "function": {"name": "add", "arguments": "{}"}}]}]  # fmt: skip
+    assert formats.history(form, given) == given
 
 
 def test_apriel_1_6_thinks_in_words_its_prompt_opens_and_lists_its_calls_in_tags() -> None:

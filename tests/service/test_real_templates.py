@@ -1,8 +1,8 @@
 """The real chat templates of Gemma 2, Mistral 7B v0.2, Phi-3 mini and Llama 3.1, of families with call
 syntaxes of their own (GLM 4.7 Flash, Mistral Small 3.2, Kimi K2, Granite 3.3, LFM2.5, Nemotron Nano 2,
 MiniMax M2, DeepSeek V4 Flash, Gemma 4, Command R7B, Cohere's MoE, MiniCPM5, MiniMax M1 and M3, GigaChat
-3.1, Kimi K3, Hy3, Apriel 1.6 and K2 Horizon) and of Apertus and Solar Open, whose thinking llama.cpp
-reads (byte for byte; see templates/real/SOURCES.md), each over SmolLM2's weights: every request shape
+3.1, Kimi K3, Hy3, Apriel 1.6, K2 Horizon and Solar Open) and of Apertus, whose thinking llama.cpp reads
+(byte for byte; see templates/real/SOURCES.md), each over SmolLM2's weights: every request shape
 renders and answers, the text each template ends a turn with ends generation and never shows, a call is
 written in the family's own syntax and read back, each family is told the effort, and a conversation a
 template still refuses is a 400 with the template's own words."""
@@ -55,16 +55,15 @@ NATIVE = {
     "tencent-hy3": "hy3",
     "apriel-1.6-15b-thinker": "apriel",
     "ifm-k2-horizon": "k2_horizon",
+    "solar-open-100b": "solar",
 }
 # The markers a family writes its text between: never the answer's content.
 FRAMES = {
     "cohere": ("<|START_RESPONSE|>", "<|END_RESPONSE|>"),
     "cohere_text": ("<|START_TEXT|>", "<|END_TEXT|>"),
 }
-# Families whose thinking llama.cpp reads, steered by a variable of their template: a switch (Apertus's), an
-# effort (Solar Open's).
+# A family whose thinking llama.cpp reads, steered by a variable of its template.
 STEERED = "apertus-8b-instruct"
-SOLAR = "solar-open-100b"
 CALL = {"id": "call_abc123", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}
 SHAPES: dict[str, list[dict[str, Any]]] = {
     "a user": [{"role": "user", "content": "Name a colour."}],
@@ -92,7 +91,7 @@ def config() -> str:
     models = [
         f'[[models]]\nid = "{name}"\nengine = "llamacpp"\nn_parallel = 1\nn_ctx_per_slot = 2048\n'
         f"chat_template = {json.dumps((REAL / f'{name}.jinja').read_text())}\n"
-        for name in [*TEMPLATES, *NATIVE, STEERED, SOLAR]
+        for name in [*TEMPLATES, *NATIVE, STEERED]
     ]
     return "defaults = false\n" + "".join(models)
 
@@ -207,6 +206,8 @@ def test_a_call_is_written_in_the_family_s_own_syntax_and_read_back(url: str, te
         "minimax_m3": '{ns}<invoke name="add">{ns}<a>2{ns}</a>{ns}<b>3{ns}</b>'.format(ns="]<]minimax[>["),
         "apriel": '<tool_calls>[{"name": "add", "arguments": {"a": 2, "b": 3}, "id": "call_abc123"}]',
         "k2_horizon": "<ifm|tool_call>add\n<ifm|arg_key>a</ifm|arg_key>\n<ifm|arg_value>2</ifm|arg_value>",
+        "solar": "<|tool_calls|><|tool_call:begin|>call_abc123<|tool_call:name|>add<|tool_call:args|>"
+        '{"a": 2, "b": 3}<|tool_call:end|><|calls|>',
     }
     assert written[NATIVE[template]] in text
 
@@ -218,7 +219,7 @@ TOLD = {
     # not turn it off); Apertus's writes "Deliberation: enabled" or "disabled", as many tokens.
     STEERED: "none",
     # Solar Open's `reasoning_effort` (its `low` and `minimal` write a turn of no thinking): before, not told.
-    SOLAR: "none",
+    "solar-open-100b": "none",
     # K2 Horizon's tag of its thinking (`<ifm|think_faster>` at low), and Kimi K3's system message of its
     # `thinking_effort`: before, neither was told one.
     "ifm-k2-horizon": "low",
@@ -259,6 +260,23 @@ def test_a_required_call_comes_from_a_family_whose_thinking_the_engine_reads(url
             (call,) = reply.choices[0].message.tool_calls or []
             arguments = call.function.arguments
         jsonschema.validate(json.loads(arguments), ADD["function"]["parameters"])
+
+
+@pytest.mark.parametrize(
+    ("template", "given"),
+    [("solar-open-100b", "<|begin|>assistant<|think|>Hm.<|end|>"), ("lfm2.5-8b-a1b", "<think>Hm.</think>")],
+)
+def test_a_turn_s_thinking_is_given_back_to_a_template_that_reads_it_by_another_name(
+    url: str, template: str, given: str
+) -> None:
+    # Solar Open's template reads a message's thinking as `reasoning`, LFM2.5's as `thinking`; llama.cpp
+    # hands a template `reasoning_content`: before, the thinking of a turn that called a tool was lost.
+    turns = [SHAPES["a tool call and its result"][0],
+             {**SHAPES["a tool call and its result"][1], "reasoning_content": "Hm."},
+             SHAPES["a tool call and its result"][2]]  # fmt: skip
+    body = {"model": template, "messages": turns, "max_tokens": 1}
+    (text,) = httpx.post(f"{url}/generate", json=body, timeout=60).json()["text"]
+    assert given in text
 
 
 def test_llama_31_shows_tools_natively_and_tool_results_as_ipython(url: str) -> None:

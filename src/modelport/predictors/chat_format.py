@@ -13,6 +13,7 @@ Reasoning families, by the markers their templates write:
   `ifm|think_fast` (medium) or `ifm|think_faster` (low);
 - words: Apriel 1.6's prompt opens its thinking with "Here are my reasoning steps:", which ends at
   "[BEGIN FINAL RESPONSE]";
+- a message of its own: Solar Open's `<|think|>…<|end|>`, then `<|begin|>assistant` and its answer's message;
 - harmony (gpt-oss): each message on a channel, the thinking on `analysis`, calls on `commentary`, the
   answer on `final`.
 
@@ -41,7 +42,9 @@ Call syntaxes:
 - `cohere`: `<|START_ACTION|>[{"tool_call_id": "0", "tool_name": NAME, "parameters": {…}}]<|END_ACTION|>`, and
   text between `<|START_RESPONSE|>` and `<|END_RESPONSE|>` (Command R7B, Command A); `cohere_text` the same
   with text between `<|START_TEXT|>` and `<|END_TEXT|>` (Cohere's MoE models);
-- `harmony`: `to=functions.NAME <|constrain|>json<|message|>{…}` (gpt-oss).
+- `harmony`: `to=functions.NAME <|constrain|>json<|message|>{…}` (gpt-oss);
+- `solar`: a message of calls, `<|tool_calls|><|tool_call:begin|>ID<|tool_call:name|>NAME<|tool_call:args|>{…}
+  <|tool_call:end|>…<|calls|>`, and text a message `<|content|>…` (Solar Open).
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ CALL_SYNTAXES = (
     "hermes", "llama3", "mistral", "granite", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek",
     "kimi", "harmony", "lfm2", "nemotron", "minimax_xml", "deepseek_v32", "deepseek_v4", "gemma4", "cohere",
     "cohere_text", "minicpm5", "minimax_m1", "gigachat", "minimax_m3", "kimi_k3", "hy3", "apriel",
-    "k2_horizon",
+    "k2_horizon", "solar",
 )  # fmt: skip
 
 # (open, close) of the thinking tags modelport reads, as templates write them.
@@ -100,6 +103,21 @@ _GLM_TAGS = (
     "arg_value",
     "/arg_value",
 )
+# Solar Open's messages: its generation prompt (which its template also writes, closed at once, to think
+# not at all), its thinking's end, and its calls' markers (the section's opening and end, a call's head,
+# name and arguments, and a call's end). Its `reasoning_effort` of `low` or `minimal` does not think; it
+# takes no `none`.
+_SOLAR = "<|begin|>assistant<|think|>"
+_SOLAR_THINKING = ("<|think|>", "<|end|><|begin|>assistant")
+_SOLAR_EFFORT = (("none", "minimal"),)
+SOLAR_CALLS = (
+    "<|tool_calls|>",
+    "<|calls|>",
+    "<|tool_call:begin|>",
+    "<|tool_call:name|>",
+    "<|tool_call:args|>",
+    "<|tool_call:end|>",
+)
 _BUDGET = "thinking_budget"  # Seed-OSS's: the thinking's bound in tokens, 0 for none and -1 for no bound
 
 # Harmony's markers (https://cookbook.openai.com/articles/openai-harmony).
@@ -142,6 +160,7 @@ FRAMES = {
     "cohere": ("<|START_RESPONSE|>", "<|END_RESPONSE|>"),
     "cohere_text": ("<|START_TEXT|>", "<|END_TEXT|>"),
     "kimi_k3": xtml_tag("response"),
+    "solar": ("<|content|>", "<|end|>"),
 }
 _OPENED_FRAMES = {"kimi_k3"}  # whose prompt opens the frame when it does not open the thinking
 _COHERE = ("<|START_ACTION|>", "<|END_ACTION|>")
@@ -204,6 +223,8 @@ _CALL_MARKERS = {
     ),
     # The turn's end after its calls (`<|tool_response>`) too: never an answer's text.
     "gemma4": ("<|tool_call>", "<tool_call|>", '<|"|>', "<|tool_response>"),
+    # The end of its answer (`<|flush|>`, an end-of-generation token of its vocabulary) too: never text.
+    "solar": (*SOLAR_CALLS, *FRAMES["solar"], "<|flush|>"),
     "cohere": (*_COHERE, *FRAMES["cohere"]),
     "cohere_text": (*_COHERE, *FRAMES["cohere_text"]),
 }
@@ -267,10 +288,9 @@ class ChatFormat:
     tokens: tuple[tuple[str, tuple[int, ...]], ...] = ()
     # The template shows thinking in a way modelport does not read: the engine's own parser reads it.
     foreign_thinking: bool = False
-    # The variable that turns such a template's thinking off when false (Gemma 4's `enable_thinking`), and
-    # the one that takes its effort (Solar Open's `reasoning_effort`, whose `low` and `minimal` turn it off).
+    # The variable that turns such a template's thinking off when false (Gemma 4's `enable_thinking`). One
+    # that takes an effort is not told one: such templates refuse any but their own words for it.
     foreign_switch: str | None = None
-    foreign_effort: str | None = None
 
     @property
     def markers(self) -> tuple[str, ...]:
@@ -312,9 +332,7 @@ class ChatFormat:
         steering = [
             name
             for name in (
-                (thinking.switch, thinking.effort, thinking.budget)
-                if thinking
-                else (self.foreign_switch, self.foreign_effort)
+                (thinking.switch, thinking.effort, thinking.budget) if thinking else (self.foreign_switch,)
             )
             if name
         ]
@@ -353,6 +371,11 @@ def detect(template: str) -> ChatFormat:
             tagged=tagged,
         )
         return ChatFormat(call_syntax(template), horizon)
+    if _SOLAR in template:  # Solar Open's thinking, a message of its own
+        effort = _EFFORT if _variable(_EFFORT, template) else None
+        return ChatFormat(
+            call_syntax(template), ThinkingMarks(*_SOLAR_THINKING, effort=effort, words=_SOLAR_EFFORT)
+        )
     if all(marker in template for marker in _APRIEL):  # Apriel 1.6's thinking in words (never turned off)
         return ChatFormat(call_syntax(template), ThinkingMarks(*_APRIEL))
     if all(marker in template for marker in XTML):  # Kimi K3's sections (its thinking is `think`)
@@ -380,10 +403,7 @@ def detect(template: str) -> ChatFormat:
     if not foreign:
         return ChatFormat(call_syntax(template), thinking)
     switch = next((name for name in _SWITCHES if _variable(name, template)), None)
-    effort = _EFFORT if _variable(_EFFORT, template) else None
-    return ChatFormat(
-        call_syntax(template), foreign_thinking=True, foreign_switch=switch, foreign_effort=effort
-    )
+    return ChatFormat(call_syntax(template), foreign_thinking=True, foreign_switch=switch)
 
 
 def call_syntax(template: str) -> str | None:
@@ -398,6 +418,8 @@ def call_syntax(template: str) -> str | None:
         return "hy3"
     if _K2_HORIZON in template:  # K2 Horizon's GLM-like calls (its default format), every tag after `ifm|`
         return "k2_horizon"
+    if _SOLAR in template:  # Solar Open's, a message of their own
+        return "solar"
     if "<|tool_call>" in template and "<tool_call|>" in template:  # Gemma 4's `call:NAME{…}`
         return "gemma4"
     if all(part in template for part in _MINICPM5):  # MiniCPM5's, in no block (K2 Horizon's tools show both)

@@ -38,8 +38,9 @@ def load(conversation_cache_mib: int = 1024, **options: Any) -> Sequence[LlamaCh
     # answer handed over raw (`raw_chat`), with special-token markers written as text.
     template, form = chat_format(**options)
     options = {**options, "raw_chat": form.read_here, "special_text": bool(form.special)}
-    if form.harmony and template:
-        options["chat_template"] = template_probe.given_thinking(template)
+    given = template_probe.given_thinking(template, form.harmony) if form.read_here else template
+    if given != template:
+        options["chat_template"] = given
     server = start_server(**options, api_key=key, slot_save_path=saved)
     door = SideDoor(server, key)
     instances = Instances(server, options, gguf)

@@ -101,17 +101,20 @@ def opened(form: ChatFormat, render: Render) -> ChatFormat:
     return dataclasses.replace(form, thinking=dataclasses.replace(thinking, opened=True))
 
 
-# A message's thinking as harmony templates read it (`message.thinking`, as gpt-oss's does) and as llama.cpp
-# hands messages to a template (`reasoning_content`).
-_THINKING_FIELD = re.compile(r"\b(message|m|msg)\.thinking\b|\[(['\"])thinking\2\]")
+# A message's thinking as templates read it where not from `reasoning_content`, the field llama.cpp hands
+# messages to a template with: `message.thinking` (gpt-oss's, LFM2.5's), `message.reasoning` (Solar Open's),
+# and in harmony's templates `message['thinking']` (elsewhere that is a content block's: Ministral's).
+_THINKING_FIELD = re.compile(r"\b(message|m|msg)\.(?:thinking|reasoning)\b")
+_HARMONY_THINKING_FIELD = re.compile(r"\b(message|m|msg)\.thinking\b|\[(['\"])thinking\2\]")
 
 
-def given_thinking(template: str) -> str:
-    """A harmony template that reads a message's thinking from `reasoning_content`, the field llama.cpp
-    renders messages with, where it read `thinking` (which llama.cpp's own gpt-oss path copies over, and
-    which a raw chat does not pass on): so the analysis of a turn that called a tool is given back."""
+def given_thinking(template: str, harmony: bool) -> str:
+    """A template that reads a message's thinking from `reasoning_content`, the field llama.cpp renders
+    messages with, where it read another (which llama.cpp's own paths for some families copy over, and which
+    a raw chat does not pass on): so the thinking of a turn that called a tool is given back."""
     if "reasoning_content" in template:
         return template
-    return _THINKING_FIELD.sub(
+    field = _HARMONY_THINKING_FIELD if harmony else _THINKING_FIELD
+    return field.sub(
         lambda found: f"{found[1]}.reasoning_content" if found[1] else "['reasoning_content']", template
     )

@@ -4,11 +4,11 @@ text into OpenAI's deltas (`reasoning_content`, `content`, `tool_calls`).
 
 One module per call syntax (`json_calls`: hermes, minimax_m1, llama3, gigachat, mistral, granite, nemotron,
 apriel, mistral_args, cohere, cohere_text; `qwen3_xml`; `glm_xml`: glm_xml, hy3, k2_horizon; `invoke_xml`:
-minimax_xml, deepseek_v32, deepseek_v4, minicpm5; `deepseek` and `kimi`, with `sections` for what calls in a
-section of their own share; `xml_values` for the values of the XML ones; `pythonic`: LFM2's calls in Python;
-`gemma4`; `minimax_m3`; `xtml`: kimi_k3), `harmony` for gpt-oss's channels, `readers` for text, thinking tags
-and markers, `effort` for budgets, `lark` for writing grammars, `reading` for the stream. The syntaxes are
-found by name in `SYNTAXES`.
+minimax_xml, deepseek_v32, deepseek_v4, minicpm5; `deepseek`, `kimi` and `solar`, with `sections` for what
+calls in a section of their own share; `xml_values` for the values of the XML ones; `pythonic`: LFM2's calls
+in Python; `gemma4`; `minimax_m3`; `xtml`: kimi_k3), `harmony` for gpt-oss's channels, `readers` for text,
+thinking tags and markers, `effort` for budgets, `lark` for writing grammars, `reading` for the stream. The
+syntaxes are found by name in `SYNTAXES`.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from modelport.service.generation.formats.minimax_m3 import MiniMaxM3
 from modelport.service.generation.formats.pythonic import Pythonic
 from modelport.service.generation.formats.qwen3_xml import Qwen3Xml
 from modelport.service.generation.formats.readers import Reader, TextReader, ThinkingReader, Unframed
+from modelport.service.generation.formats.solar import Solar
 from modelport.service.generation.formats.xtml import KIMI_K3
 from modelport.service.generation.tools.plan import ToolPlan
 
@@ -65,7 +66,7 @@ _ALL = (
     Hermes(), Llama3(), Mistral(), MistralArgs(), Qwen3Xml(), Qwen3Xml(seed=True), GlmXml(), DeepSeek(),
     Kimi(), Granite(), Nemotron(), Pythonic(), MINIMAX, DEEPSEEK_V4, DEEPSEEK_V32,
     Gemma4(), Cohere("cohere"), Cohere("cohere_text"), MINICPM5, MiniMaxM1(), GigaChat(),
-    MiniMaxM3(), KIMI_K3, GlmXml("hy3", HY3_TAGS), Apriel(), K2Horizon(),
+    MiniMaxM3(), KIMI_K3, GlmXml("hy3", HY3_TAGS), Apriel(), K2Horizon(), Solar(),
 )  # fmt: skip
 SYNTAXES: dict[str, CallSyntax] = {syntax.name: syntax for syntax in _ALL}
 

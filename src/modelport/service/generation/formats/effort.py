@@ -52,18 +52,12 @@ class ThinkingPlan:
 
 
 def foreign(form: ChatFormat, effort: str | None) -> dict[str, Any]:
-    """The template variables that tell a family whose thinking the engine reads the effort a request gives:
-    its switch whether it thinks (Apertus's), its effort variable the effort (Solar Open's; `none` is
-    `minimal` there, as `reasoning_effort` takes no `none`). None given, nothing: the engine's default stands
-    (llama.cpp tells a template to think)."""
-    if effort is None or not form.foreign_thinking:
+    """The template variable that tells a family whose thinking the engine reads (Gemma 4's) whether the
+    effort a request gives lets it think. None given, nothing: the engine's default stands (llama.cpp tells a
+    template to think)."""
+    if effort is None or not form.foreign_thinking or not form.foreign_switch:
         return {}
-    told: dict[str, Any] = {}
-    if form.foreign_switch:
-        told[form.foreign_switch] = effort not in ("none", "minimal")
-    if form.foreign_effort:
-        told[form.foreign_effort] = "minimal" if effort == "none" else effort
-    return told
+    return {form.foreign_switch: effort not in ("none", "minimal")}
 
 
 def plan(form: ChatFormat, effort: str | None, max_tokens: int | None) -> ThinkingPlan | None:

@@ -45,15 +45,18 @@ class SectionCalls:
         return called.strip()
 
     def answer(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
-        """The calls of `plan` (one at least; more where calls may go in parallel), or (unless one is
-        required) text that does not begin like them."""
+        """The calls of `plan`, or (unless one is required) text that does not begin like them."""
+        return calls_or_text(plan, grammar, self.section(plan, grammar, compact))
+
+    def section(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
+        """The rule of the section of calls (one at least; more where calls may go in parallel)."""
         begin, end, head, _, call_end = self.markers
         functions = self.functions(plan, grammar, compact)
         call = grammar.rule(
             "call", f"{grammar.literal(head)} ({' | '.join(functions)}) {grammar.literal(call_end)}"
         )
         calls = f"{grammar.literal(begin)} {listed(plan, call, self.between)} {grammar.literal(end)}"
-        return calls_or_text(plan, grammar, grammar.rule("calls", calls))
+        return grammar.rule("calls", calls)
 
     def reader(self, plan: ToolPlan) -> SectionReader:
         """A reader of one answer in this syntax."""

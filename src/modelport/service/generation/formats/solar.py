@@ -1,0 +1,45 @@
+"""Solar Open's calls (`solar`): every part of its answer a message of its own after the prompt's
+`<|begin|>assistant` — its thinking `<|think|>…<|end|>` (then `<|begin|>assistant` again), its text
+`<|content|>…`, or its calls `<|tool_calls|>`, each `<|tool_call:begin|>ID<|tool_call:name|>NAME
+<|tool_call:args|>`, its arguments as JSON, then `<|tool_call:end|>`, the calls ended by `<|calls|>`. The ID
+is ten lowercase letters or digits, as its template tells the model.
+
+The grammar holds each call's arguments to its tool's schema, and the text to its frame; the reader is the
+sectioned syntaxes' (the text read without its frame).
+"""
+
+from __future__ import annotations
+
+from modelport.predictors.chat_format import FRAMES, SOLAR_CALLS
+from modelport.service.generation.formats.lark import Grammar
+from modelport.service.generation.formats.sections import SectionCalls
+from modelport.service.generation.tools.plan import ToolPlan
+
+BEGIN, END, CALL, NAME, ARGUMENTS, CALL_END = SOLAR_CALLS
+
+
+class Solar(SectionCalls):
+    """Solar Open's call syntax (its template writes the calls of the history itself, with their ids)."""
+
+    name = "solar"
+    markers = (BEGIN, END, CALL, ARGUMENTS, CALL_END)
+
+    def answer(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
+        """The calls of `plan`, or (unless one is required) its framed text."""
+        calls = self.section(plan, grammar, compact)
+        if plan.required:
+            return calls
+        return grammar.rule("answer", f"{grammar.framed('text', FRAMES[self.name])} | {calls}")
+
+    def functions(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> list[str]:
+        call_id = grammar.shared("call_id", lambda: grammar.rule("CALL_ID", "/[a-z0-9]{10}/"))
+        functions = []
+        for i, tool in enumerate(plan.tools):
+            arguments = grammar.json(f"arguments{i}", tool.get("parameters") or {"type": "object"}, compact)
+            named = grammar.literal(f"{NAME}{tool['name']}{ARGUMENTS}")
+            functions.append(grammar.rule(f"function{i}", f"{call_id} {named} {arguments}"))
+        return functions
+
+    def name_of(self, called: str) -> str:
+        """`NAME` of a call's `ID<|tool_call:name|>NAME`."""
+        return called.rpartition(NAME)[2].strip()
