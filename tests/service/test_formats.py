@@ -503,6 +503,14 @@ def test_nemotron_nano_2_calls_are_held_and_read_between_its_tags() -> None:
     # was read there (the tools were described again and held to modelport's JSON).
     form = family("real/nvidia-nemotron-nano-v2")
     assert form.calls == "nemotron"
+    # Its thinking is switched by `/no_think` in a message; the template reads no variable for it (its
+    # `namespace(enable_thinking=true)` was taken for one, and `none` told it to a template that ignores it:
+    # the thinking its prompt opens was then read as the answer). Nothing turns it off: closed at once.
+    assert form.thinking is not None
+    assert form.thinking.switch is None
+    opened = family("real/nvidia-nemotron-nano-v2", opened=True)
+    assert held(opened, "</think>Five.", plan(), effort="none")[0]
+    assert not held(opened, "Five.", plan(), effort="none")[0]
     answer = '<TOOLCALL>[{"name": "add", "arguments": {"a": 2, "b": 3}}]</TOOLCALL>'
     assert held(form, answer, plan(required=True), effort="none")[0]
     assert not held(form, answer.removesuffix("</TOOLCALL>"), plan(required=True), effort="none")[0]

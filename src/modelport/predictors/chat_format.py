@@ -468,9 +468,11 @@ def call_syntax(template: str) -> str | None:
 
 def _variable(name: str, template: str) -> bool:
     """Whether the template reads `name` as a variable: in its code (`{% … %}`, `{{ … }}`), outside the
-    strings there (Seed-OSS's prompt says "thinking" in prose, and reads no such variable)."""
+    strings there (Seed-OSS's prompt says "thinking" in prose, and reads no such variable), and not as the
+    name of an argument it passes (Nemotron Nano 2's `namespace(enable_thinking=true)`: its thinking is
+    switched by `/no_think` in a message, and it reads no such variable)."""
     code = " ".join(_STRING.sub('""', block) for block in _CODE.findall(template))
-    return re.search(rf"(?<![\w.'\"]){re.escape(name)}\b(?!['\"])", code) is not None
+    return re.search(rf"(?<![\w.'\"]){re.escape(name)}\b(?!['\"]|\s*=[^=])", code) is not None
 
 
 _CODE = re.compile(r"\{[{%](.*?)[%}]\}", re.DOTALL)
