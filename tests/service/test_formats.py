@@ -666,17 +666,20 @@ def test_apriel_1_6_thinks_in_words_its_prompt_opens_and_lists_its_calls_in_tags
         )
 
 
-def test_minimax_m1_calls_are_json_lines_in_one_block_and_gigachat_s_one_object() -> None:
+def test_minimax_m1_calls_are_json_lines_in_one_block_and_gigachat_s_one_object_or_message() -> None:
     # MiniMax M1's template asks for a JSON object a line in `<tool_calls>`, GigaChat 3.1's for one object
-    # after `<|function_call|>`: before, neither was read (the tools described again, modelport's JSON held).
+    # after `<|function_call|>`, GigaChat 3.0's for one as a message of its own (`function call`'s): before,
+    # none was read (the tools described again, modelport's JSON held).
     m1, gigachat = family("real/minimax-m1"), family("real/gigachat3.1-10b-a1.8b")
-    assert (m1.calls, gigachat.calls) == ("minimax_m1", "gigachat")
+    gigachat_3 = family("real/gigachat3-10b-a1.8b")
+    assert (m1.calls, gigachat.calls, gigachat_3.calls) == ("minimax_m1", "gigachat", "gigachat_message")
     call = '{"name": "add", "arguments": {"a": 2, "b": 3}}'
     other = '{"name": "add", "arguments": {"a": 4, "b": 3}}'
     required = plan(required=True)
     answers = {
         "m1": (m1, f"<tool_calls>\n{call}\n</tool_calls>", f"<tool_calls>\n{call}\n{other}\n</tool_calls>"),
         "gigachat": (gigachat, f"<|function_call|>{call}", None),  # one call a message
+        "gigachat 3.0": (gigachat_3, f"<|message_sep|>\n\nfunction call<|role_sep|>\n{call}", None),
     }
     for form, one, two in answers.values():
         assert held(form, one, required)[0]
@@ -691,6 +694,8 @@ def test_minimax_m1_calls_are_json_lines_in_one_block_and_gigachat_s_one_object(
             expected = [("add", {"a": 2, "b": 3})] + ([("add", {"a": 4, "b": 3})] if two else [])
             assert (read["content"], read["calls"], read["strayed"]) == ("Sure.\n", expected, False)
     assert held(m1, answers["m1"][2], required)[0]
+    assert held(gigachat_3, "Five.<|message_sep|>", plan())[0]  # its text's message may end
+    assert not held(gigachat_3, "Five.<|message_sep|>\n\nuser<|role_sep|>\nMore.", plan())[0]
 
 
 # Families whose calls are `<invoke>` elements in a block: the block's tags, every tag's prefix, and whether a

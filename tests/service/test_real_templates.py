@@ -1,8 +1,8 @@
 """The real chat templates of Gemma 2, Mistral 7B v0.2, Phi-3 mini and Llama 3.1, of families with call
 syntaxes of their own (GLM 4.7 Flash, Mistral Small 3.2, Kimi K2, Granite 3.3, LFM2.5, Nemotron Nano 2,
 MiniMax M2, DeepSeek V4 Flash, Gemma 4, Command R7B, Cohere's MoE, MiniCPM5, MiniMax M1 and M3, GigaChat
-3.1, Kimi K3, Hy3, Apriel 1.6, K2 Horizon and Solar Open) and of Apertus, whose thinking llama.cpp reads
-(byte for byte; see templates/real/SOURCES.md), each over SmolLM2's weights: every request shape
+3.0 and 3.1, Kimi K3, Hy3, Apriel 1.6, K2 Horizon and Solar Open) and of Apertus, whose thinking llama.cpp
+reads (byte for byte; see templates/real/SOURCES.md), each over SmolLM2's weights: every request shape
 renders and answers, the text each template ends a turn with ends generation and never shows, a call is
 written in the family's own syntax and read back, each family is told the effort, and a conversation a
 template still refuses is a 400 with the template's own words."""
@@ -50,6 +50,7 @@ NATIVE = {
     "minicpm5-1b": "minicpm5",
     "minimax-m1": "minimax_m1",
     "gigachat3.1-10b-a1.8b": "gigachat",
+    "gigachat3-10b-a1.8b": "gigachat_message",
     "minimax-m3": "minimax_m3",
     "kimi-k3": "kimi_k3",
     "tencent-hy3": "hy3",
@@ -201,6 +202,8 @@ def test_a_call_is_written_in_the_family_s_own_syntax_and_read_back(url: str, te
         "minicpm5": '<function name="add"><param name="a">2</param><param name="b">3</param></function>',
         "minimax_m1": '<tool_calls>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n</tool_calls>',
         "gigachat": '<|function_call|>{"name": "add", "arguments": {"a": 2, "b": 3}}',
+        "gigachat_message": "function call<|role_sep|>\n"
+        '{"name": "add", "arguments": {"a": 2, "b": 3}}<|message_sep|>',
         "hy3": "<tool_call:opensource>add<tool_sep:opensource>\n<arg_key:opensource>a</arg_key:opensource>",
         "kimi_k3": '<|open|>call tool="add" index="1"<|sep|><|open|>argument key="a" type="number"<|sep|>2',
         "minimax_m3": '{ns}<invoke name="add">{ns}<a>2{ns}</a>{ns}<b>3{ns}</b>'.format(ns="]<]minimax[>["),
@@ -260,6 +263,26 @@ def test_a_required_call_comes_from_a_family_whose_thinking_the_engine_reads(url
             (call,) = reply.choices[0].message.tool_calls or []
             arguments = call.function.arguments
         jsonschema.validate(json.loads(arguments), ADD["function"]["parameters"])
+
+
+def test_solar_open_s_answer_goes_on_past_its_thinking_s_end_which_also_ends_a_turn(url: str) -> None:
+    # `<|end|>` ends Solar Open's turns, and its thinking's message before the answer's: it was a stop, so a
+    # thinking answer ended with its thinking. Here a grammar of the request's own writes both messages.
+    thought = "<|think|>Add.<|end|><|begin|>assistant<|content|>Five."
+    pattern = "".join(f"[{c}]" if c in "|<>." else c for c in thought)
+    for stream in (False, True):
+        answer = sdk(url).chat.completions.create(
+            model="solar-open-100b", messages=SHAPES["a user"], max_tokens=60, stream=stream,
+            extra_body={"guided_regex": pattern},
+        )  # fmt: skip
+        if stream:
+            deltas = [c.choices[0].delta for c in answer if c.choices]
+            reasoning = "".join(getattr(d, "reasoning_content", None) or "" for d in deltas)
+            text = "".join(d.content or "" for d in deltas)
+        else:
+            message = answer.choices[0].message
+            reasoning, text = getattr(message, "reasoning_content", None) or "", message.content or ""
+        assert (reasoning, text) == ("Add.", "Five.")
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,8 @@ Reasoning families, by the markers their templates write:
 Call syntaxes:
 - `hermes`: `<tool_call>{json}</tool_call>` (Qwen 2.5/3, Hermes); `minimax_m1`: a JSON call a line in
   `<tool_calls>` (MiniMax M1); `llama3`: the answer is one JSON call; `gigachat`: one after
-  `<|function_call|>` (GigaChat 3.1);
+  `<|function_call|>` (GigaChat 3.1); `gigachat_message`: one a message of its own, after `<|message_sep|>`
+  and its role, `function call<|role_sep|>` (GigaChat 3.0);
 - `mistral`: `[TOOL_CALLS][...]` (Mistral Nemo); `granite` the same after `<|tool_call|>` (Granite 3.x);
   `nemotron` the same between `<TOOLCALL>` and `</TOOLCALL>` (Nemotron Nano 2); `apriel` between
   `<tool_calls>` and `</tool_calls>` (Apriel 1.6);
@@ -55,8 +56,8 @@ from dataclasses import dataclass, field, replace
 CALL_SYNTAXES = (
     "hermes", "llama3", "mistral", "granite", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek",
     "kimi", "harmony", "lfm2", "nemotron", "minimax_xml", "deepseek_v32", "deepseek_v4", "gemma4", "cohere",
-    "cohere_text", "minicpm5", "minimax_m1", "gigachat", "minimax_m3", "kimi_k3", "hy3", "apriel",
-    "k2_horizon", "solar",
+    "cohere_text", "minicpm5", "minimax_m1", "gigachat", "gigachat_message", "minimax_m3", "kimi_k3", "hy3",
+    "apriel", "k2_horizon", "solar",
 )  # fmt: skip
 
 # (open, close) of the thinking tags modelport reads, as templates write them.
@@ -163,6 +164,9 @@ FRAMES = {
     "solar": ("<|content|>", "<|end|>"),
 }
 _OPENED_FRAMES = {"kimi_k3"}  # whose prompt opens the frame when it does not open the thinking
+# The end of a message after which an answer in the format may go on with another (a turn's end too): Solar
+# Open's thinking is a message before its answer's, GigaChat 3.0's call one after its text's.
+_GOES_ON = {"solar": "<|end|>", "gigachat_message": "<|message_sep|>"}
 _COHERE = ("<|START_ACTION|>", "<|END_ACTION|>")
 # Hy3's template makes every tag with this suffix (`<tool_call:opensource>`): the code that says so, its tags.
 _HY3 = "set HYTK = ':opensource'"
@@ -209,6 +213,8 @@ _CALL_MARKERS = {
     "minicpm5": ('<function name="', "</function>", '<param name="', "</param>"),
     "minimax_m1": ("<tool_calls>", "</tool_calls>"),
     "gigachat": ("<|function_call|>",),
+    # The end of a message, and of a role's name before it.
+    "gigachat_message": ("<|message_sep|>", "<|role_sep|>"),
     # Every tag of its calls after its namespace token (a special token of its vocabulary); an invocation's
     # opening named by its tokens too, as the block's end is (which of the two follows is told by tokens).
     "minimax_m3": ("]<]minimax[>[", "<tool_call>", "</tool_call>", '<invoke name="'),
@@ -305,6 +311,11 @@ class ChatFormat:
     def frame(self) -> tuple[str, str] | None:
         """The markers the family writes its text between (Cohere's), if it frames it."""
         return FRAMES.get(self.calls or "")
+
+    @property
+    def goes_on(self) -> str | None:
+        """The end of a message after which an answer may go on with another (Solar Open's `<|end|>`)."""
+        return _GOES_ON.get(self.calls or "")
 
     @property
     def frame_opened(self) -> bool:
@@ -449,8 +460,10 @@ def call_syntax(template: str) -> str | None:
         return None
     if "<tool_calls>" in template and "</tool_calls>" in template:  # MiniMax M1's JSON lines in one block
         return "minimax_m1"
-    if "<|function_call|>" in template and "<|role_sep|>" in template:  # GigaChat 3.1's (3.0's is a message)
+    if "<|function_call|>" in template and "<|role_sep|>" in template:  # GigaChat 3.1's
         return "gigachat"
+    if "'function call'" in template and "<|role_sep|>" in template:  # GigaChat 3.0's, a message of its own
+        return "gigachat_message"
     if "<tool_call>" in template:  # Hermes 2 Pro, Qwen 2.5/3, and their many fine-tunes
         return "hermes"
     if "<TOOLCALL>" in template:  # Nemotron Nano 2: a list of calls between it and its closing tag

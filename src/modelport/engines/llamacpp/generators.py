@@ -58,6 +58,10 @@ class LlamaChat:
         eos = str(props.get("eos_token") or "")
         if form.special and eos and eos not in self.stops:  # special tokens are written as text, this one too
             self.stops.append(eos)
+        # Where a grammar holds the answer, it says where the answer ends: a turn's end after which the format
+        # goes on with another message (Solar Open's thinking ends where its answer's message begins) is no
+        # stop then.
+        self._held_stops = [stop for stop in self.stops if stop.strip() != form.goes_on]
         self._timed = form.foreign_thinking  # llama.cpp reads it, and may refuse: the usage so far is kept
 
     def __call__(
@@ -70,9 +74,10 @@ class LlamaChat:
         kept_for_later = request.pop("prompt_cache_key", None) is not None
         if self._timed:
             request["timings_per_token"] = True
-        if self.stops:  # however the vocabulary spells it, the turn's end ends the answer
+        stops = self._held_stops if "grammar" in request else self.stops
+        if stops:  # however the vocabulary spells it, the turn's end ends the answer
             stop = request.get("stop") or []
-            request["stop"] = [*([stop] if isinstance(stop, str) else stop), *self.stops]
+            request["stop"] = [*([stop] if isinstance(stop, str) else stop), *stops]
         if tools:
             # As a template variable rather than llama.cpp's `tools`, which refuses a grammar beside it:
             # modelport constrains the native call format itself.

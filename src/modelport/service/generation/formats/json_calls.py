@@ -2,7 +2,8 @@
 - `hermes` (Hermes 2 Pro, Qwen 2.5/3): text, or a block a call, `<tool_call>\\n{"name": ..., "arguments":
   {...}}\\n</tool_call>`; `minimax_m1` (MiniMax M1): an object a line in one `<tool_calls>` block;
 - `llama3` (Llama 3.1-3.3): text, or the answer is one `{"name": ..., "parameters": {...}}`; `gigachat`
-  (GigaChat 3.1): one object after `<|function_call|>`;
+  (GigaChat 3.1): one object after `<|function_call|>`; `gigachat_message` (GigaChat 3.0): one a message of
+  its own, after `<|message_sep|>\n\nfunction call<|role_sep|>\n`;
 - `mistral` (Mistral Nemo): text, or `[TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]`; `granite` the
   same after `<|tool_call|>` (Granite 3.x); `nemotron` the same between `<TOOLCALL>` and `</TOOLCALL>`
   (Nemotron Nano 2), `apriel` between `<tool_calls>` and `</tool_calls>` (Apriel 1.6); `cohere` and
@@ -182,6 +183,21 @@ class GigaChat(JsonCalls):
     def calls(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
         call = self.call_rule(plan, grammar, compact)
         return grammar.rule("calls", f"{grammar.literal(self.opener)} {call}")
+
+
+class GigaChatMessage(GigaChat):
+    """GigaChat 3.0's: a call is a message of its own, `function call`'s, and its JSON (its template shows one
+    call a message, and writes the call given back itself)."""
+
+    name, opener = "gigachat_message", "<|message_sep|>\n\nfunction call<|role_sep|>\n"
+    end = "<|message_sep|>"  # of its text's message: the answer may end with it
+
+    def answer(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
+        calls = self.calls(plan, grammar, compact)
+        if plan.required:
+            return calls
+        text = grammar.text_lexeme("text", self.end, not_first="<")
+        return grammar.rule("answer", f"{text} ({grammar.literal(self.end)})? | {calls}")
 
 
 class Cohere(Mistral):
