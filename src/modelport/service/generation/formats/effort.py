@@ -75,10 +75,8 @@ def plan(form: ChatFormat, effort: str | None, max_tokens: int | None) -> Thinki
     if effort in ("none", "minimal"):
         if thinking.switch:
             variables[thinking.switch] = thinking.off
-        elif (
-            thinking.effort and not thinking.kept and not form.harmony
-        ):  # the effort is the switch: `none` is off
-            variables[thinking.effort] = words.get("none", "none")
+        elif thinking.effort and thinking.closable and not form.harmony:  # the effort is its switch
+            variables[thinking.effort] = words.get("none", "none")  # its word for none turns it off
         if thinking.budget:
             variables[thinking.budget] = 0
         return ThinkingPlan(False, 0, variables, thinking)
