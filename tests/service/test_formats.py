@@ -232,13 +232,6 @@ def test_seed_oss_calls_are_qwen3_coder_s_in_its_own_tags_held_and_read_back() -
         assert (read["content"], read["calls"]) == ("Sure.", [("add", {"a": 2, "b": 3.5})])
 
 
-def test_a_call_syntax_modelport_does_not_write_is_not_taken_for_hermes_s() -> None:
-    # Apriel's list in `<tool_calls>` sits beside `<tool_call>` in its template: held to Hermes's JSON in
-    # tags, the model wrote a syntax it never learnt. Unknown, the tools are described to it and modelport's
-    # own JSON answer is held.
-    assert family("real/apriel-1.5").calls is None
-
-
 def test_minimax_m3_calls_are_elements_after_its_namespace_token_nested_as_its_template_writes_them() -> None:
     # MiniMax M3's template writes each argument as an element named by its key (objects and lists as
     # elements inside it), every tag after `]<]minimax[>[`, and thinks in `<mm:think>` steered by
@@ -664,6 +657,43 @@ def test_apriel_1_6_thinks_in_words_its_prompt_opens_and_lists_its_calls_in_tags
             [("add", {"a": 2, "b": 3}), ("add", {"a": 4, "b": 3})],
             False,
         )
+
+
+def test_apriel_1_5_thinks_until_its_final_response_which_holds_its_calls() -> None:
+    # Apriel 1.5 writes its thinking itself (its prompt opens none; it begins "Here are my reasoning steps:"),
+    # then its final response between "[BEGIN FINAL RESPONSE]" and "[END FINAL RESPONSE]", its calls a list in
+    # `<tool_calls>` there. Before, llama.cpp was left its thinking, and its calls (its list sits beside
+    # `<tool_call>` in its template, once taken for Hermes's) were modelport's JSON.
+    form = family("real/apriel-1.5")
+    assert (form.calls, form.frame) == ("apriel_framed", ("[BEGIN FINAL RESPONSE]", "[END FINAL RESPONSE]"))
+    assert form.thinking is not None
+    assert form.thinking.opened  # all it writes before its final response is thinking
+    call = '<tool_calls>[{"name": "add", "arguments": {"a": 2, "b": 3}}]</tool_calls>'
+    thought = "Here are my reasoning steps:\nA sum.\n[BEGIN FINAL RESPONSE]"
+    required = plan(required=True)
+    assert held(form, thought + call + "[END FINAL RESPONSE]", required)[0]
+    assert held(form, "A sum.[BEGIN FINAL RESPONSE]" + call, required)[0]
+    assert not held(form, thought + call.replace('"b": 3', '"b": "three"'), required)[0]
+    assert not held(form, thought + "Five.[END FINAL RESPONSE]", required)[0]  # a call is required
+    assert not held(form, call, required)[0]  # its thinking's end comes first
+    assert held(form, thought + "Five.[END FINAL RESPONSE]", plan())[0]
+    assert not held(form, thought + "Five.[END FINAL RESPONSE] More.", plan())[0]  # nothing after its end
+    assert held(form, "[BEGIN FINAL RESPONSE]" + call, required, effort="none")[0]  # closed at once
+    two = call.replace("}}]", '}}, {"name": "add", "arguments": {"a": 4, "b": 3}}]')
+    for size in (1, 5, 1000):
+        read = read_all(
+            formats.shape(form, None, plan(), None, True, False).read(),
+            f"{thought}{two}[END FINAL RESPONSE]",
+            size,
+        )
+        assert (read["reasoning"], read["content"], read["strayed"]) == ("A sum.\n", "", False)
+        assert read["calls"] == [("add", {"a": 2, "b": 3}), ("add", {"a": 4, "b": 3})]
+        said = read_all(
+            formats.shape(form, None, None, None, True, False).read(),
+            f"{thought}\nFive.\n[END FINAL RESPONSE]",
+            size,
+        )
+        assert (said["reasoning"], said["content"]) == ("A sum.\n", "Five.\n")
 
 
 def test_minimax_m1_calls_are_json_lines_in_one_block_and_gigachat_s_one_object_or_message() -> None:

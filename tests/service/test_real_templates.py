@@ -1,10 +1,10 @@
 """The real chat templates of Gemma 2, Mistral 7B v0.2, Phi-3 mini and Llama 3.1, of families with call
 syntaxes of their own (GLM 4.7 Flash, Mistral Small 3.2, Kimi K2, Granite 3.3, LFM2.5, Nemotron Nano 2,
 MiniMax M2, DeepSeek V4 Flash, Gemma 4, Command R7B, Cohere's MoE, MiniCPM5, MiniMax M1 and M3, GigaChat
-3.0 and 3.1, Kimi K3, Hy3, Apriel 1.6, K2 Horizon and Solar Open) and of Apertus, whose thinking llama.cpp
-reads (byte for byte; see templates/real/SOURCES.md), each over SmolLM2's weights: every request shape
-renders and answers, the text each template ends a turn with ends generation and never shows, a call is
-written in the family's own syntax and read back, each family is told the effort, and a conversation a
+3.0 and 3.1, Kimi K3, Hy3, Apriel 1.5 and 1.6, K2 Horizon and Solar Open) and of Apertus, whose thinking
+llama.cpp reads (byte for byte; see templates/real/SOURCES.md), each over SmolLM2's weights: every request
+shape renders and answers, the text each template ends a turn with ends generation and never shows, a call
+is written in the family's own syntax and read back, each family is told the effort, and a conversation a
 template still refuses is a 400 with the template's own words."""
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ NATIVE = {
     "kimi-k3": "kimi_k3",
     "tencent-hy3": "hy3",
     "apriel-1.6-15b-thinker": "apriel",
+    "apriel-1.5": "apriel_framed",
     "ifm-k2-horizon": "k2_horizon",
     "solar-open-100b": "solar",
 }
@@ -208,6 +209,7 @@ def test_a_call_is_written_in_the_family_s_own_syntax_and_read_back(url: str, te
         "kimi_k3": '<|open|>call tool="add" index="1"<|sep|><|open|>argument key="a" type="number"<|sep|>2',
         "minimax_m3": '{ns}<invoke name="add">{ns}<a>2{ns}</a>{ns}<b>3{ns}</b>'.format(ns="]<]minimax[>["),
         "apriel": '<tool_calls>[{"name": "add", "arguments": {"a": 2, "b": 3}, "id": "call_abc123"}]',
+        "apriel_framed": '{"name": "add", "arguments": {"a": 2, "b": 3}, "id": "call_abc123"}]</tool_calls>',
         "k2_horizon": "<ifm|tool_call>add\n<ifm|arg_key>a</ifm|arg_key>\n<ifm|arg_value>2</ifm|arg_value>",
         "solar": "<|tool_calls|><|tool_call:begin|>call_abc123<|tool_call:name|>add<|tool_call:args|>"
         '{"a": 2, "b": 3}<|tool_call:end|><|calls|>',

@@ -12,7 +12,8 @@ Reasoning families, by the markers their templates write:
 - `<ifm|think>…</ifm|think>` (K2 Horizon), opened by its prompt; told a lower effort, its tag is
   `ifm|think_fast` (medium) or `ifm|think_faster` (low);
 - words: Apriel 1.6's prompt opens its thinking with "Here are my reasoning steps:", which ends at
-  "[BEGIN FINAL RESPONSE]";
+  "[BEGIN FINAL RESPONSE]"; Apriel 1.5 writes them itself (all it writes before the latter is its thinking),
+  and ends its answer with "[END FINAL RESPONSE]";
 - a message of its own: Solar Open's `<|think|>…<|end|>`, then `<|begin|>assistant` and its answer's message;
 - harmony (gpt-oss): each message on a channel, the thinking on `analysis`, calls on `commentary`, the
   answer on `final`.
@@ -24,7 +25,8 @@ Call syntaxes:
   and its role, `function call<|role_sep|>` (GigaChat 3.0);
 - `mistral`: `[TOOL_CALLS][...]` (Mistral Nemo); `granite` the same after `<|tool_call|>` (Granite 3.x);
   `nemotron` the same between `<TOOLCALL>` and `</TOOLCALL>` (Nemotron Nano 2); `apriel` between
-  `<tool_calls>` and `</tool_calls>` (Apriel 1.6);
+  `<tool_calls>` and `</tool_calls>` (Apriel 1.6); `apriel_framed` the same in its final response, which
+  "[END FINAL RESPONSE]" ends (Apriel 1.5);
 - `mistral_args`: `[TOOL_CALLS]NAME[ARGS]{…}` (Mistral Small 3.2, Devstral, Ministral 3);
 - `qwen3_xml`: `<tool_call><function=NAME><parameter=K>…` (Qwen3-Coder, Qwen3.5, Nemotron 3); `seed_xml` the
   same in `<seed:tool_call>` (Seed-OSS);
@@ -57,7 +59,7 @@ CALL_SYNTAXES = (
     "hermes", "llama3", "mistral", "granite", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek",
     "kimi", "harmony", "lfm2", "nemotron", "minimax_xml", "deepseek_v32", "deepseek_v4", "gemma4", "cohere",
     "cohere_text", "minicpm5", "minimax_m1", "gigachat", "gigachat_message", "minimax_m3", "kimi_k3", "hy3",
-    "apriel", "k2_horizon", "solar",
+    "apriel", "apriel_framed", "k2_horizon", "solar",
 )  # fmt: skip
 
 # (open, close) of the thinking tags modelport reads, as templates write them.
@@ -77,6 +79,8 @@ _SWITCH_WORDS = {"thinking_mode": (None, "disabled")}  # MiniMax M3's (its defau
 _EFFORT = "reasoning_effort"
 # Apriel 1.6's thinking, in words: its generation prompt opens it, and it ends where the answer begins.
 _APRIEL = ("Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]")
+# Apriel 1.5's final response, which its template asks for in words (its prompt opens no thinking).
+_APRIEL_RESPONSE = ("[BEGIN FINAL RESPONSE]", "[END FINAL RESPONSE]")
 # K2 Horizon's turns (its every tag after `ifm|`). Its `reasoning_effort` is high, medium or low (nothing
 # turns its thinking off), and names its thinking's tag: `<ifm|think>` at high (its default).
 _K2_HORIZON = "<|ifm|im_start|>"
@@ -162,8 +166,11 @@ FRAMES = {
     "cohere_text": ("<|START_TEXT|>", "<|END_TEXT|>"),
     "kimi_k3": xtml_tag("response"),
     "solar": ("<|content|>", "<|end|>"),
+    "apriel_framed": _APRIEL_RESPONSE,
 }
-_OPENED_FRAMES = {"kimi_k3"}  # whose prompt opens the frame when it does not open the thinking
+# Whose frame may be opened before the answer: by the prompt when it does not open the thinking (Kimi K3's),
+# by the thinking's end (Apriel 1.5's).
+_OPENED_FRAMES = {"kimi_k3", "apriel_framed"}
 # The end of a message after which an answer in the format may go on with another (a turn's end too): Solar
 # Open's thinking is a message before its answer's, GigaChat 3.0's call one after its text's.
 _GOES_ON = {"solar": "<|end|>", "gigachat_message": "<|message_sep|>"}
@@ -205,6 +212,7 @@ _CALL_MARKERS = {
     "lfm2": ("<|tool_call_start|>", "<|tool_call_end|>"),
     "nemotron": ("<TOOLCALL>", "</TOOLCALL>"),
     "apriel": ("<tool_calls>", "</tool_calls>"),
+    "apriel_framed": ("<tool_calls>", "</tool_calls>", *_APRIEL_RESPONSE),
     # An invocation's opening is named by its tokens too, as the block's end is: which of the two follows a
     # call is then told apart by tokens (`</parameter>` is not: free text ends lazily at its text).
     "minimax_xml": ("<minimax:tool_call>", "</minimax:tool_call>", '<invoke name="'),
@@ -389,6 +397,8 @@ def detect(template: str) -> ChatFormat:
         )
     if all(marker in template for marker in _APRIEL):  # Apriel 1.6's thinking in words (never turned off)
         return ChatFormat(call_syntax(template), ThinkingMarks(*_APRIEL))
+    if all(marker in template for marker in _APRIEL_RESPONSE):  # Apriel 1.5's: everything before its answer
+        return ChatFormat(call_syntax(template), ThinkingMarks(*_APRIEL, opened=True))
     if all(marker in template for marker in XTML):  # Kimi K3's sections (its thinking is `think`)
         switch = "thinking" if _variable("thinking", template) else None
         effort = _K3_EFFORT if _variable(_K3_EFFORT, template) else None
@@ -453,10 +463,12 @@ def call_syntax(template: str) -> str | None:
         return "minimax_m3"
     if "<tool_calls>[" in template and _APRIEL[0] in template:  # Apriel 1.6's list, its thinking read here
         return "apriel"
+    if "<tool_calls>[" in template and all(marker in template for marker in _APRIEL_RESPONSE):  # Apriel 1.5's
+        return "apriel_framed"
     if "<invoke" in template or "<tool_calls>[" in template:
-        # `<invoke name=…>` beside `<tool_call>` tags, Apriel 1.5's list of calls (its thinking, unmarked, is
-        # llama.cpp's to read): syntaxes modelport does not write, and not Hermes's (the tools are described
-        # and modelport's JSON held)
+        # `<invoke name=…>` beside `<tool_call>` tags, a list of calls beside a thinking modelport does not
+        # read: syntaxes modelport does not write, and not Hermes's (the tools are described and modelport's
+        # JSON held)
         return None
     if "<tool_calls>" in template and "</tool_calls>" in template:  # MiniMax M1's JSON lines in one block
         return "minimax_m1"

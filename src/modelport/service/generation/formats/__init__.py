@@ -3,12 +3,12 @@ the effort's budget, then the answer: text, JSON, or calls in its syntax) and th
 text into OpenAI's deltas (`reasoning_content`, `content`, `tool_calls`).
 
 One module per call syntax (`json_calls`: hermes, minimax_m1, llama3, gigachat, gigachat_message, mistral,
-granite, nemotron, apriel, mistral_args, cohere, cohere_text; `qwen3_xml`; `glm_xml`: glm_xml, hy3,
-k2_horizon; `invoke_xml`: minimax_xml, deepseek_v32, deepseek_v4, minicpm5; `deepseek`, `kimi` and `solar`,
-with `sections` for what calls in a section of their own share; `xml_values` for the values of the XML ones;
-`pythonic`: LFM2's calls in Python; `gemma4`; `minimax_m3`; `xtml`: kimi_k3), `harmony` for gpt-oss's
-channels, `readers` for text, thinking tags and markers, `effort` for budgets, `lark` for writing grammars,
-`reading` for the stream. The syntaxes are found by name in `SYNTAXES`.
+granite, nemotron, apriel, apriel_framed, mistral_args, cohere, cohere_text; `qwen3_xml`; `glm_xml`: glm_xml,
+hy3, k2_horizon; `invoke_xml`: minimax_xml, deepseek_v32, deepseek_v4, minicpm5; `deepseek`, `kimi` and
+`solar`, with `sections` for what calls in a section of their own share; `xml_values` for the values of the
+XML ones; `pythonic`: LFM2's calls in Python; `gemma4`; `minimax_m3`; `xtml`: kimi_k3), `harmony` for
+gpt-oss's channels, `readers` for text, thinking tags and markers, `effort` for budgets, `lark` for writing
+grammars, `reading` for the stream. The syntaxes are found by name in `SYNTAXES`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from modelport.service.generation.formats.invoke_xml import DEEPSEEK_V4, DEEPSEE
 from modelport.service.generation.formats.json_answer import AnswerParser
 from modelport.service.generation.formats.json_calls import (
     Apriel,
+    AprielFramed,
     Cohere,
     GigaChat,
     GigaChatMessage,
@@ -67,7 +68,8 @@ _ALL = (
     Hermes(), Llama3(), Mistral(), MistralArgs(), Qwen3Xml(), Qwen3Xml(seed=True), GlmXml(), DeepSeek(),
     Kimi(), Granite(), Nemotron(), Pythonic(), MINIMAX, DEEPSEEK_V4, DEEPSEEK_V32,
     Gemma4(), Cohere("cohere"), Cohere("cohere_text"), MINICPM5, MiniMaxM1(), GigaChat(), GigaChatMessage(),
-    MiniMaxM3(), KIMI_K3, GlmXml("hy3", HY3_TAGS), Apriel(), K2Horizon(), Solar(),
+    MiniMaxM3(), KIMI_K3, GlmXml("hy3", HY3_TAGS), Apriel(), AprielFramed(), K2Horizon(),
+    Solar(),
 )  # fmt: skip
 SYNTAXES: dict[str, CallSyntax] = {syntax.name: syntax for syntax in _ALL}
 

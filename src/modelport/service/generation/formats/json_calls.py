@@ -6,7 +6,8 @@
   its own, after `<|message_sep|>\n\nfunction call<|role_sep|>\n`;
 - `mistral` (Mistral Nemo): text, or `[TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]`; `granite` the
   same after `<|tool_call|>` (Granite 3.x); `nemotron` the same between `<TOOLCALL>` and `</TOOLCALL>`
-  (Nemotron Nano 2), `apriel` between `<tool_calls>` and `</tool_calls>` (Apriel 1.6); `cohere` and
+  (Nemotron Nano 2), `apriel` between `<tool_calls>` and `</tool_calls>` (Apriel 1.6), `apriel_framed` the
+  same in a final response that "[END FINAL RESPONSE]" ends (Apriel 1.5); `cohere` and
   `cohere_text` numbered between `<|START_ACTION|>` and `<|END_ACTION|>` (Command R7B, Command A, Cohere's
   MoE models), their text framed;
 - `mistral_args` (Mistral Small 3.2, Devstral, Ministral 3, Magistral): text, or for each call
@@ -159,6 +160,20 @@ class Apriel(Nemotron):
 
     name, opener, closer = "apriel", "<tool_calls>", "</tool_calls>"
     tags = (closer,)
+
+
+class AprielFramed(Apriel):
+    """Apriel 1.5's: Apriel 1.6's list of calls, in its final response (after its thinking's end, "[BEGIN
+    FINAL RESPONSE]"), which "[END FINAL RESPONSE]" ends; its text is the final response's."""
+
+    name = "apriel_framed"
+
+    def answer(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
+        ending = f"({grammar.literal(FRAMES[self.name][1])})?"
+        calls = f"{self.calls(plan, grammar, compact)} {ending}"
+        if plan.required:
+            return grammar.rule("answer", calls)
+        return grammar.rule("answer", f"{grammar.framed('text', FRAMES[self.name], opened=True)} | {calls}")
 
 
 class MiniMaxM1(Hermes):

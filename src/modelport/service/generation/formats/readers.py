@@ -119,6 +119,7 @@ class ThinkingReader(Stepped):
         self.open, self.close = open_tag, close_tag
         self.answer = answer
         self.state = "thinking" if opened else "start"  # start, thinking, between, answer
+        self.fresh = opened  # the prompt opened it and nothing is read yet: an opening written again is not
         self.pending = ""
 
     @property
@@ -144,6 +145,11 @@ class ThinkingReader(Stepped):
                 self.state = "answer"
             return []
         if self.state == "thinking":
+            if self.fresh:  # Apriel 1.5 opens its thinking itself, where its prompt opened none
+                rest = self._unopened()
+                if rest is None:
+                    return []  # perhaps the opening: wait for what follows it
+                self.pending, self.fresh = rest, False
             thought, self.pending, closed = until(self.pending, self.close)
             if closed:
                 self.state = "between"
@@ -156,7 +162,18 @@ class ThinkingReader(Stepped):
         text, self.pending = self.pending, ""
         return self.answer.feed(text) if text else []
 
+    def _unopened(self) -> str | None:
+        """What is pending without an opening written again and the whitespace after it; None while it may
+        still be that opening."""
+        stripped = self.pending.lstrip()
+        if self.open.startswith(stripped):
+            return None
+        rest = stripped[len(self.open) :].lstrip() if stripped.startswith(self.open) else self.pending
+        return rest or None
+
     def flush(self, cut: bool) -> list[Delta]:
+        if self.state == "thinking" and self.fresh:
+            self.pending = self._unopened() or ""
         text, self.pending = self.pending, ""
         if self.state == "thinking":
             return [{"reasoning_content": text}] if text else []
