@@ -267,14 +267,22 @@ def test_a_required_call_comes_from_a_family_whose_thinking_the_engine_reads(url
         jsonschema.validate(json.loads(arguments), ADD["function"]["parameters"])
 
 
-def test_solar_open_s_answer_goes_on_past_its_thinking_s_end_which_also_ends_a_turn(url: str) -> None:
+# A family's thinking and answer as a grammar of the request's own writes them, and what is read of them.
+WRITTEN = {
     # `<|end|>` ends Solar Open's turns, and its thinking's message before the answer's: it was a stop, so a
-    # thinking answer ended with its thinking. Here a grammar of the request's own writes both messages.
-    thought = "<|think|>Add.<|end|><|begin|>assistant<|content|>Five."
-    pattern = "".join(f"[{c}]" if c in "|<>." else c for c in thought)
+    # thinking answer ended with its thinking.
+    "solar-open-100b": "<|think|>Add.<|end|><|begin|>assistant<|content|>Five.",
+    # Apriel 1.5 writes its thinking itself, and frames its answer: both were the answer's text.
+    "apriel-1.5": "Here are my reasoning steps: Add.[BEGIN FINAL RESPONSE]Five.[END FINAL RESPONSE]",
+}
+
+
+@pytest.mark.parametrize("template", list(WRITTEN))
+def test_a_family_s_thinking_and_answer_are_read_apart(url: str, template: str) -> None:
+    pattern = "".join(f"\\{c}" if c in "[]" else f"[{c}]" if c in "|<>." else c for c in WRITTEN[template])
     for stream in (False, True):
         answer = sdk(url).chat.completions.create(
-            model="solar-open-100b", messages=SHAPES["a user"], max_tokens=60, stream=stream,
+            model=template, messages=SHAPES["a user"], max_tokens=60, stream=stream,
             extra_body={"guided_regex": pattern},
         )  # fmt: skip
         if stream:
@@ -284,7 +292,7 @@ def test_solar_open_s_answer_goes_on_past_its_thinking_s_end_which_also_ends_a_t
         else:
             message = answer.choices[0].message
             reasoning, text = getattr(message, "reasoning_content", None) or "", message.content or ""
-        assert (reasoning, text) == ("Add.", "Five.")
+        assert (reasoning.strip(), text.strip()) == ("Add.", "Five.")
 
 
 @pytest.mark.parametrize(
