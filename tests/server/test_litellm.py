@@ -78,6 +78,8 @@ def test_openai_provider_reads_the_thinking_apart_whole_and_streamed(served: Fac
     assert streamed == ("pondering What is the answer?", "nothing given back")
 
 
+# LiteLLM serializes its own copy of a response's usage, in Chat Completions' fields, into its Responses type.
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")
 def test_openai_provider_embeds_and_answers_through_the_responses_api(served: Faces, litellm: Any) -> None:
     at = {"api_base": f"{served.url}/v1", "api_key": KEY}
     embedded = litellm.embedding(model="openai/trigrams", input=["a b c", "d e"], **at)
