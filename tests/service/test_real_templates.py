@@ -274,6 +274,8 @@ WRITTEN = {
     "solar-open-100b": "<|think|>Add.<|end|><|begin|>assistant<|content|>Five.",
     # Apriel 1.5 writes its thinking itself, and frames its answer: both were the answer's text.
     "apriel-1.5": "Here are my reasoning steps: Add.[BEGIN FINAL RESPONSE]Five.[END FINAL RESPONSE]",
+    # K2 Horizon told the default effort (medium) opens `<ifm|think_fast>`: its thinking ends at its closing.
+    "ifm-k2-horizon": "Add.</ifm|think_fast>Five.",
 }
 
 
