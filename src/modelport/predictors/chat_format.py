@@ -1,6 +1,7 @@
 """A chat model's own format, read from its chat template's text: the syntax its calls are written in (when
 the template shows the tools itself), how it marks its thinking, and the template variables that steer that
-thinking. modelport constrains and reads a model's answer by it (`service/generation/formats`).
+thinking. modelport constrains and reads a model's answer by it (`service/generation/formats`); the
+families' marks themselves are in `family_marks`.
 
 Reasoning families, by the markers their templates write:
 - tags around the thinking: `<think>…</think>` (Qwen3, QwQ, DeepSeek R1 and its distills, GLM 4.5, Granite
@@ -55,202 +56,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-CALL_SYNTAXES = (
-    "hermes", "llama3", "mistral", "granite", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek",
-    "kimi", "harmony", "lfm2", "nemotron", "minimax_xml", "deepseek_v32", "deepseek_v4", "gemma4", "cohere",
-    "cohere_text", "minicpm5", "minimax_m1", "gigachat", "gigachat_message", "minimax_m3", "kimi_k3", "hy3",
-    "apriel", "apriel_framed", "k2_horizon", "solar",
-)  # fmt: skip
-
-# (open, close) of the thinking tags modelport reads, as templates write them.
-THINKING_TAGS = (
-    ("<think>", "</think>"),
-    ("[THINK]", "[/THINK]"),
-    ("<|START_THINKING|>", "<|END_THINKING|>"),
-    ("◁think▷", "◁/think▷"),
-    ("<seed:think>", "</seed:think>"),
-    ("<|channel>thought", "<channel|>"),  # Gemma 4's thought channel
-    ("<mm:think>", "</mm:think>"),  # MiniMax M3's
-)
-# Template variables that turn thinking off when false, in the order families adopted them; and those that
-# take words instead, with the words for on and off (None: not told, the template's default stands).
-_SWITCHES = ("enable_thinking", "thinking", "thinking_mode")
-_SWITCH_WORDS = {"thinking_mode": (None, "disabled")}  # MiniMax M3's (its default, "adaptive", may think)
-_EFFORT = "reasoning_effort"
-# Apriel 1.6's thinking, in words: its generation prompt opens it, and it ends where the answer begins.
-_APRIEL = ("Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]")
-# Apriel 1.5's final response, which its template asks for in words (its prompt opens no thinking).
-_APRIEL_RESPONSE = ("[BEGIN FINAL RESPONSE]", "[END FINAL RESPONSE]")
-# K2 Horizon's turns (its every tag after `ifm|`). Its `reasoning_effort` is high, medium or low (nothing
-# turns its thinking off), and names its thinking's tag: `<ifm|think>` at high (its default).
-_K2_HORIZON = "<|ifm|im_start|>"
-_K2_HORIZON_EFFORT = (("none", "low"), ("minimal", "low"), ("xhigh", "high"), ("max", "high"))
-_K2_HORIZON_THINKING = (("medium", "think_fast"), ("low", "think_faster"))
-# Kimi K3's `thinking_effort`: low, high or max (its default; the template refuses medium).
-_K3_EFFORT = "thinking_effort"
-_KIMI_K3_EFFORT = (("none", "low"), ("minimal", "low"), ("medium", "high"), ("xhigh", "max"))
-
-
-def ifm_tag(name: str) -> str:
-    """One of K2 Horizon's tags (`<ifm|tool_call>`; `/tool_call`: `</ifm|tool_call>`)."""
-    closing = name.startswith("/")
-    return f"<{'/' if closing else ''}ifm|{name.removeprefix('/')}>"
-
-
-# GLM's tags, as the families that took up its calls in a block name them (Hy3, K2 Horizon).
-_GLM_TAGS = (
-    "tool_calls",
-    "/tool_calls",
-    "tool_call",
-    "/tool_call",
-    "arg_key",
-    "/arg_key",
-    "arg_value",
-    "/arg_value",
-)
-# Solar Open's messages: its generation prompt (which its template also writes, closed at once, to think
-# not at all), its thinking's end, and its calls' markers (the section's opening and end, a call's head,
-# name and arguments, and a call's end). Its `reasoning_effort` of `low` or `minimal` does not think; it
-# takes no `none`.
-_SOLAR = "<|begin|>assistant<|think|>"
-_SOLAR_THINKING = ("<|think|>", "<|end|><|begin|>assistant")
-_SOLAR_EFFORT = (("none", "minimal"),)
-SOLAR_CALLS = (
-    "<|tool_calls|>",
-    "<|calls|>",
-    "<|tool_call:begin|>",
-    "<|tool_call:name|>",
-    "<|tool_call:args|>",
-    "<|tool_call:end|>",
-)
-_BUDGET = "thinking_budget"  # Seed-OSS's: the thinking's bound in tokens, 0 for none and -1 for no bound
-
-# Harmony's markers (https://cookbook.openai.com/articles/openai-harmony).
-HARMONY = {
-    "start": "<|start|>",
-    "end": "<|end|>",
-    "message": "<|message|>",
-    "channel": "<|channel|>",
-    "constrain": "<|constrain|>",
-    "return": "<|return|>",
-    "call": "<|call|>",
-}
-_DEEPSEEK = (
-    "<｜tool▁calls▁begin｜>",
-    "<｜tool▁call▁begin｜>",
-    "<｜tool▁sep｜>",
-    "<｜tool▁call▁end｜>",
-    "<｜tool▁calls▁end｜>",
-)
-_KIMI = (
-    "<|tool_calls_section_begin|>",
-    "<|tool_call_begin|>",
-    "<|tool_call_argument_begin|>",
-    "<|tool_call_end|>",
-    "<|tool_calls_section_end|>",
-)
-# Kimi K3's XTML: every section of a message a tag between markers, `<|open|>NAME ATTRIBUTES<|sep|>` …
-# `<|close|>NAME<|sep|>`.
-XTML = ("<|open|>", "<|close|>", "<|sep|>")
-
-
-def xtml_tag(name: str) -> tuple[str, str]:
-    """The opening and closing of an XTML section without attributes."""
-    return f"{XTML[0]}{name}{XTML[2]}", f"{XTML[1]}{name}{XTML[2]}"
-
-
-# The markers a family writes its text between, where it frames it (an answer is that text, without them), by
-# call syntax: Cohere's response (Command R7B, Command A) or text (its MoE models), Kimi K3's response.
-FRAMES = {
-    "cohere": ("<|START_RESPONSE|>", "<|END_RESPONSE|>"),
-    "cohere_text": ("<|START_TEXT|>", "<|END_TEXT|>"),
-    "kimi_k3": xtml_tag("response"),
-    "solar": ("<|content|>", "<|end|>"),
-    "apriel_framed": _APRIEL_RESPONSE,
-}
-# Whose frame may be opened before the answer: by the prompt when it does not open the thinking (Kimi K3's),
-# by the thinking's end (Apriel 1.5's).
-_OPENED_FRAMES = {"kimi_k3", "apriel_framed"}
-# The end of a message after which an answer in the format may go on with another (a turn's end too): Solar
-# Open's thinking is a message before its answer's, GigaChat 3.0's call one after its text's.
-_GOES_ON = {"solar": "<|end|>", "gigachat_message": "<|message_sep|>"}
-_COHERE = ("<|START_ACTION|>", "<|END_ACTION|>")
-# Hy3's template makes every tag with this suffix (`<tool_call:opensource>`): the code that says so, its tags.
-_HY3 = "set HYTK = ':opensource'"
-
-
-def hy3_tag(name: str) -> str:
-    """One of Hy3's tags (`<tool_call:opensource>`)."""
-    return f"<{name}:opensource>"
-
-
-_HY3_EFFORT = (
-    ("none", "no_think"),
-    ("minimal", "no_think"),
-    ("medium", "high"),
-    ("xhigh", "high"),
-    ("max", "high"),
-)
-_CALL_MARKERS = {
-    "hermes": ("<tool_call>", "</tool_call>"),
-    "mistral": ("[TOOL_CALLS]",),
-    "granite": ("<|tool_call|>",),
-    "mistral_args": ("[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"),
-    "qwen3_xml": ("<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>"),
-    "seed_xml": (
-        "<seed:tool_call>",
-        "</seed:tool_call>",
-        "<function=",
-        "</function>",
-        "<parameter=",
-        "</parameter>",
-    ),
-    "glm_xml": ("<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"),
-    "deepseek": _DEEPSEEK,
-    "kimi": _KIMI,
-    "harmony": tuple(HARMONY.values()),
-    "lfm2": ("<|tool_call_start|>", "<|tool_call_end|>"),
-    "nemotron": ("<TOOLCALL>", "</TOOLCALL>"),
-    "apriel": ("<tool_calls>", "</tool_calls>"),
-    "apriel_framed": ("<tool_calls>", "</tool_calls>", *_APRIEL_RESPONSE),
-    # An invocation's opening is named by its tokens too, as the block's end is: which of the two follows a
-    # call is then told apart by tokens (`</parameter>` is not: free text ends lazily at its text).
-    "minimax_xml": ("<minimax:tool_call>", "</minimax:tool_call>", '<invoke name="'),
-    "deepseek_v32": ("<｜DSML｜function_calls>", "</｜DSML｜function_calls>", '<｜DSML｜invoke name="'),
-    "deepseek_v4": ("<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>", '<｜DSML｜invoke name="'),
-    "minicpm5": ('<function name="', "</function>", '<param name="', "</param>"),
-    "minimax_m1": ("<tool_calls>", "</tool_calls>"),
-    "gigachat": ("<|function_call|>",),
-    # The end of a message, and of a role's name before it.
-    "gigachat_message": ("<|message_sep|>", "<|role_sep|>"),
-    # Every tag of its calls after its namespace token (a special token of its vocabulary); an invocation's
-    # opening named by its tokens too, as the block's end is (which of the two follows is told by tokens).
-    "minimax_m3": ("]<]minimax[>[", "<tool_call>", "</tool_call>", '<invoke name="'),
-    "hy3": tuple(hy3_tag(name) for name in (*_GLM_TAGS, "tool_sep")),
-    "k2_horizon": tuple(ifm_tag(name) for name in _GLM_TAGS),
-    "kimi_k3": (
-        *XTML,
-        *FRAMES["kimi_k3"],
-        *xtml_tag("tools"),
-        '<|open|>call tool="',
-        '<|open|>argument key="',
-    ),
-    # The turn's end after its calls (`<|tool_response>`) too: never an answer's text.
-    "gemma4": ("<|tool_call>", "<tool_call|>", '<|"|>', "<|tool_response>"),
-    # The end of its answer (`<|flush|>`, an end-of-generation token of its vocabulary) too: never text.
-    "solar": (*SOLAR_CALLS, *FRAMES["solar"], "<|flush|>"),
-    "cohere": (*_COHERE, *FRAMES["cohere"]),
-    "cohere_text": (*_COHERE, *FRAMES["cohere_text"]),
-}
-# OpenAI's `xhigh` where a template's highest effort is `max` (DeepSeek V4's; its others write nothing).
-_XHIGH_AS_MAX = (("xhigh", "max"),)
-_HARMONY_EFFORT = (("none", "low"), ("minimal", "low"), ("xhigh", "high"), ("max", "high"))
-# MiniCPM5's call and parameter elements, and the wrapper of its strings that hold markup.
-_MINICPM5 = ('<function name="', '<param name="', "<![CDATA[")
-# LFM2's tool list between markers, LFM2.5's plain one, and the calls LFM2.5's larger template gives back.
-_LFM2 = ("<|tool_list_start|>", "List of tools: [", "<|tool_call_start|>")
-# Words a template that thinks in markers modelport does not know would show; llama.cpp then reads it.
-_UNKNOWN_THINKING = re.compile(r"reasoning_content|thinking|<\|?[a-z_]*think", re.IGNORECASE)
+from modelport.predictors import family_marks as marks
 
 
 @dataclass(frozen=True)
@@ -309,7 +115,7 @@ class ChatFormat:
     @property
     def markers(self) -> tuple[str, ...]:
         """Every marker of the format: never part of an answer's text."""
-        found: list[str] = list(_CALL_MARKERS.get(self.calls or "", ()))
+        found: list[str] = list(marks.CALL_MARKERS.get(self.calls or "", ()))
         if self.thinking is not None:
             found += [self.thinking.open, self.thinking.close]
             found += [tag for _, tags in self.thinking.tagged for tag in tags]
@@ -318,17 +124,17 @@ class ChatFormat:
     @property
     def frame(self) -> tuple[str, str] | None:
         """The markers the family writes its text between (Cohere's), if it frames it."""
-        return FRAMES.get(self.calls or "")
+        return marks.FRAMES.get(self.calls or "")
 
     @property
     def goes_on(self) -> str | None:
         """The end of a message after which an answer may go on with another (Solar Open's `<|end|>`)."""
-        return _GOES_ON.get(self.calls or "")
+        return marks.GOES_ON.get(self.calls or "")
 
     @property
     def frame_opened(self) -> bool:
         """Whether the generation prompt may open the frame itself (Kimi K3's, when it does not think)."""
-        return (self.calls or "") in _OPENED_FRAMES
+        return (self.calls or "") in marks.OPENED_FRAMES
 
     @property
     def read_here(self) -> bool:
@@ -366,64 +172,74 @@ PLAIN = ChatFormat()  # no format of its own: its answer is its text, its calls 
 def detect(template: str) -> ChatFormat:
     """The format a chat template shows: its call syntax (only where it renders `tools` itself) and its
     thinking markers and variables."""
-    if HARMONY["channel"] in template and HARMONY["message"] in template:
+    if marks.HARMONY["channel"] in template and marks.HARMONY["message"] in template:
         analysis = ThinkingMarks(
-            f"{HARMONY['channel']}analysis{HARMONY['message']}",
-            HARMONY["end"],
-            effort=_EFFORT if _EFFORT in template else None,
-            words=_HARMONY_EFFORT,
+            f"{marks.HARMONY['channel']}analysis{marks.HARMONY['message']}",
+            marks.HARMONY["end"],
+            effort=marks.EFFORT if marks.EFFORT in template else None,
+            words=marks.HARMONY_EFFORT,
         )
         return ChatFormat("harmony", analysis, harmony=True)
-    if _HY3 in template:  # Hy3's tags, each `<NAME:opensource>` (its effort its switch, in words of its own)
-        marks = (hy3_tag("think"), hy3_tag("/think"))
+    if (
+        marks.HY3 in template
+    ):  # Hy3's tags, each `<NAME:opensource>` (its effort its switch, in words of its own)
+        tags = (marks.hy3_tag("think"), marks.hy3_tag("/think"))
         return ChatFormat(
-            call_syntax(template), ThinkingMarks(*marks, effort=_EFFORT, words=_HY3_EFFORT, opens=True)
+            call_syntax(template),
+            ThinkingMarks(*tags, effort=marks.EFFORT, words=marks.HY3_EFFORT, opens=True),
         )
-    if _K2_HORIZON in template:  # K2 Horizon's `<ifm|think>`, opened by its prompt (never turned off)
-        tagged = tuple((word, (ifm_tag(tag), ifm_tag(f"/{tag}"))) for word, tag in _K2_HORIZON_THINKING)
+    if marks.K2_HORIZON in template:  # K2 Horizon's `<ifm|think>`, opened by its prompt (never turned off)
+        tagged = tuple(
+            (word, (marks.ifm_tag(tag), marks.ifm_tag(f"/{tag}"))) for word, tag in marks.K2_HORIZON_THINKING
+        )
         horizon = ThinkingMarks(
-            ifm_tag("think"),
-            ifm_tag("/think"),
-            effort=_EFFORT,
-            words=_K2_HORIZON_EFFORT,
+            marks.ifm_tag("think"),
+            marks.ifm_tag("/think"),
+            effort=marks.EFFORT,
+            words=marks.K2_HORIZON_EFFORT,
             kept=True,
             tagged=tagged,
         )
         return ChatFormat(call_syntax(template), horizon)
-    if _SOLAR in template:  # Solar Open's thinking, a message of its own
-        effort = _EFFORT if _variable(_EFFORT, template) else None
-        return ChatFormat(
-            call_syntax(template), ThinkingMarks(*_SOLAR_THINKING, effort=effort, words=_SOLAR_EFFORT)
-        )
-    if all(marker in template for marker in _APRIEL):  # Apriel 1.6's thinking in words (never turned off)
-        return ChatFormat(call_syntax(template), ThinkingMarks(*_APRIEL))
-    if all(marker in template for marker in _APRIEL_RESPONSE):  # Apriel 1.5's: everything before its answer
-        return ChatFormat(call_syntax(template), ThinkingMarks(*_APRIEL, opened=True))
-    if all(marker in template for marker in XTML):  # Kimi K3's sections (its thinking is `think`)
-        switch = "thinking" if _variable("thinking", template) else None
-        effort = _K3_EFFORT if _variable(_K3_EFFORT, template) else None
+    if marks.SOLAR in template:  # Solar Open's thinking, a message of its own
+        effort = marks.EFFORT if _variable(marks.EFFORT, template) else None
         return ChatFormat(
             call_syntax(template),
-            ThinkingMarks(*xtml_tag("think"), switch=switch, effort=effort, words=_KIMI_K3_EFFORT),
+            ThinkingMarks(*marks.SOLAR_THINKING, effort=effort, words=marks.SOLAR_EFFORT),
+        )
+    if all(
+        marker in template for marker in marks.APRIEL
+    ):  # Apriel 1.6's thinking in words (never turned off)
+        return ChatFormat(call_syntax(template), ThinkingMarks(*marks.APRIEL))
+    if all(
+        marker in template for marker in marks.APRIEL_RESPONSE
+    ):  # Apriel 1.5's: everything before its answer
+        return ChatFormat(call_syntax(template), ThinkingMarks(*marks.APRIEL, opened=True))
+    if all(marker in template for marker in marks.XTML):  # Kimi K3's sections (its thinking is `think`)
+        switch = "thinking" if _variable("thinking", template) else None
+        effort = marks.K3_EFFORT if _variable(marks.K3_EFFORT, template) else None
+        return ChatFormat(
+            call_syntax(template),
+            ThinkingMarks(*marks.xtml_tag("think"), switch=switch, effort=effort, words=marks.KIMI_K3_EFFORT),
         )
     thinking: ThinkingMarks | None = None
-    for open_tag, close_tag in THINKING_TAGS:
+    for open_tag, close_tag in marks.THINKING_TAGS:
         # The closing marker alone is enough: a template that takes past thinking out of the history (LFM2.5's
         # `split("</think>")`) says its model's answers hold it.
         if close_tag in template:
-            switch = next((name for name in _SWITCHES if _variable(name, template)), None)
-            effort = _EFFORT if _variable(_EFFORT, template) else None
-            budget = _BUDGET if _variable(_BUDGET, template) else None
-            on, off = _SWITCH_WORDS.get(switch or "", (True, False))
-            words = _XHIGH_AS_MAX if effort and "'max'" in template and "xhigh" not in template else ()
+            switch = next((name for name in marks.SWITCHES if _variable(name, template)), None)
+            effort = marks.EFFORT if _variable(marks.EFFORT, template) else None
+            budget = marks.BUDGET if _variable(marks.BUDGET, template) else None
+            on, off = marks.SWITCH_WORDS.get(switch or "", (True, False))
+            words = marks.XHIGH_AS_MAX if effort and "'max'" in template and "xhigh" not in template else ()
             thinking = ThinkingMarks(
                 open_tag, close_tag, False, switch, on, off, words=words, effort=effort, budget=budget
             )
             break
-    foreign = thinking is None and bool(_UNKNOWN_THINKING.search(template))
+    foreign = thinking is None and bool(marks.UNKNOWN_THINKING.search(template))
     if not foreign:
         return ChatFormat(call_syntax(template), thinking)
-    switch = next((name for name in _SWITCHES if _variable(name, template)), None)
+    switch = next((name for name in marks.SWITCHES if _variable(name, template)), None)
     return ChatFormat(call_syntax(template), foreign_thinking=True, foreign_switch=switch)
 
 
@@ -431,25 +247,29 @@ def call_syntax(template: str) -> str | None:
     """The native call syntax a chat template renders, if it renders tools at all."""
     if "tools" not in template:
         return None
-    if HARMONY["channel"] in template and HARMONY["message"] in template:
+    if marks.HARMONY["channel"] in template and marks.HARMONY["message"] in template:
         return "harmony"
-    if all(marker in template for marker in XTML):  # Kimi K3's `tools` section of `call` elements
+    if all(marker in template for marker in marks.XTML):  # Kimi K3's `tools` section of `call` elements
         return "kimi_k3"
-    if _HY3 in template:  # Hy3's GLM-like calls, every tag after `:opensource`
+    if marks.HY3 in template:  # Hy3's GLM-like calls, every tag after `:opensource`
         return "hy3"
-    if _K2_HORIZON in template:  # K2 Horizon's GLM-like calls (its default format), every tag after `ifm|`
+    if (
+        marks.K2_HORIZON in template
+    ):  # K2 Horizon's GLM-like calls (its default format), every tag after `ifm|`
         return "k2_horizon"
-    if _SOLAR in template:  # Solar Open's, a message of their own
+    if marks.SOLAR in template:  # Solar Open's, a message of their own
         return "solar"
     if "<|tool_call>" in template and "<tool_call|>" in template:  # Gemma 4's `call:NAME{…}`
         return "gemma4"
-    if all(part in template for part in _MINICPM5):  # MiniCPM5's, in no block (K2 Horizon's tools show both)
+    if all(
+        part in template for part in marks.MINICPM5
+    ):  # MiniCPM5's, in no block (K2 Horizon's tools show both)
         return "minicpm5"
     if "<function=" in template and "<parameter=" in template:  # Qwen3-Coder's XML calls, or Seed-OSS's
         return "seed_xml" if "<seed:tool_call>" in template else "qwen3_xml"
-    if _DEEPSEEK[0] in template:
+    if marks.DEEPSEEK[0] in template:
         return "deepseek"
-    if _KIMI[0] in template:
+    if marks.KIMI[0] in template:
         return "kimi"
     if "<arg_key>" in template and "<tool_call>" in template:  # GLM's, before Hermes's `<tool_call>`
         return "glm_xml"
@@ -457,13 +277,17 @@ def call_syntax(template: str) -> str | None:
         return "minimax_xml"
     if "｜DSML｜" in template:  # DeepSeek V3.2's and V4's `<invoke name=…>`, every tag after `｜DSML｜`
         return "deepseek_v32" if "function_calls" in template else "deepseek_v4"
-    if _COHERE[0] in template:  # Cohere's list of numbered calls, and its text between markers
-        return "cohere_text" if FRAMES["cohere_text"][0] in template else "cohere"
+    if marks.COHERE[0] in template:  # Cohere's list of numbered calls, and its text between markers
+        return "cohere_text" if marks.FRAMES["cohere_text"][0] in template else "cohere"
     if "]<]minimax[>[" in template:  # MiniMax M3's elements, each tag after its namespace token
         return "minimax_m3"
-    if "<tool_calls>[" in template and _APRIEL[0] in template:  # Apriel 1.6's list, its thinking read here
+    if (
+        "<tool_calls>[" in template and marks.APRIEL[0] in template
+    ):  # Apriel 1.6's list, its thinking read here
         return "apriel"
-    if "<tool_calls>[" in template and all(marker in template for marker in _APRIEL_RESPONSE):  # Apriel 1.5's
+    if "<tool_calls>[" in template and all(
+        marker in template for marker in marks.APRIEL_RESPONSE
+    ):  # Apriel 1.5's
         return "apriel_framed"
     if "<invoke" in template or "<tool_calls>[" in template:
         # `<invoke name=…>` beside `<tool_call>` tags, a list of calls beside a thinking modelport does not
@@ -484,7 +308,7 @@ def call_syntax(template: str) -> str | None:
         return "granite"
     if "[TOOL_CALLS]" in template:  # Mistral Nemo's list of calls, or a name and `[ARGS]` a call (later ones)
         return "mistral_args" if "[ARGS]" in template else "mistral"
-    if any(marker in template for marker in _LFM2):
+    if any(marker in template for marker in marks.LFM2):
         return "lfm2"
     if "<|start_header_id|>" in template and '"parameters"' in template:  # Llama 3.1-3.3
         return "llama3"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from modelport.predictors.chat_format import CALL_SYNTAXES
+from modelport.predictors.family_marks import CALL_SYNTAXES
 
 # The native tool-call formats modelport can constrain and parse (`Parameter.ChatTools(format=...)`).
 TOOL_FORMATS = CALL_SYNTAXES

@@ -19,7 +19,8 @@ from modelport.engines.llamacpp.launch import SideDoor
 from modelport.engines.llamacpp.scoring import Scorer
 from modelport.errors import InvalidRequestError
 from modelport.predictors.abilities import ScoredToken
-from modelport.predictors.chat_format import HARMONY, PLAIN, ChatFormat
+from modelport.predictors.chat_format import PLAIN, ChatFormat
+from modelport.predictors.family_marks import HARMONY
 from modelport.predictors.parameter import Parameter
 
 SCORING_CTX = 4096  # the longest prompt `echo` + `logprobs` scores (one pass: memory grows with its square)

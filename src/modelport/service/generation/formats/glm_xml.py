@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from modelport.predictors.chat_format import hy3_tag, ifm_tag
+from modelport.predictors.family_marks import hy3_tag, ifm_tag
 from modelport.service.generation.formats.call_lists import calls_or_text, listed
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import (

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from modelport.predictors.chat_format import HARMONY
+from modelport.predictors.family_marks import HARMONY
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import (
     Delta,

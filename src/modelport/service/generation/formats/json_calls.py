@@ -23,7 +23,7 @@ import hashlib
 import json
 from typing import Any, ClassVar
 
-from modelport.predictors.chat_format import FRAMES
+from modelport.predictors.family_marks import FRAMES
 from modelport.protocol.validation import json_value
 from modelport.service.generation.formats.json_answer import AnswerParser
 from modelport.service.generation.formats.lark import Grammar

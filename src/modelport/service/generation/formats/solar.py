@@ -10,7 +10,7 @@ sectioned syntaxes' (the text read without its frame).
 
 from __future__ import annotations
 
-from modelport.predictors.chat_format import FRAMES, SOLAR_CALLS
+from modelport.predictors.family_marks import FRAMES, SOLAR_CALLS
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.sections import SectionCalls
 from modelport.service.generation.tools.plan import ToolPlan

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from modelport.predictors.chat_format import FRAMES, xtml_tag
+from modelport.predictors.family_marks import FRAMES, xtml_tag
 from modelport.service.generation.formats.call_lists import listed
 from modelport.service.generation.formats.invoke_xml import InvokeXml
 from modelport.service.generation.formats.lark import Grammar
