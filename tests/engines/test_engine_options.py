@@ -50,3 +50,18 @@ def test_a_model_is_described_from_its_file_without_pulling_it() -> None:
     assert far is not None
     assert here()["llama.context_length"] == 8192
     assert far() == {}
+
+
+def test_a_template_that_shows_no_tools_is_rendered_as_given_them_without_loading_the_model() -> None:
+    """What `modelport models` shows of a model, and what its load renders with, is its template as given the
+    tools it does not show (DeepSeek V3.1's, `chat_format.shown_tools`); any other as it comes."""
+    from pathlib import Path
+
+    from modelport.engines.llamacpp import chat_format
+
+    real = Path(__file__).parents[1] / "service" / "templates" / "real"
+    v31 = (real / "deepseek-v3.1.jinja").read_text()
+    template, form = chat_format(chat_template=v31)
+    assert (form.calls, "## Tools" in template, "## Tools" in v31) == ("deepseek_v31", True, False)
+    glm = (real / "glm-4.7-flash.jinja").read_text()
+    assert chat_format(chat_template=glm)[0] == glm

@@ -15,7 +15,7 @@ import llguidance
 import pytest
 
 from modelport.errors import InvalidRequestError
-from modelport.predictors.chat_format import PLAIN, ChatFormat, detect
+from modelport.predictors.chat_format import PLAIN, ChatFormat, detect, shown_tools
 from modelport.protocol.answers import listed
 from modelport.service.generation import formats
 from modelport.service.generation.formats import effort
@@ -26,6 +26,7 @@ from modelport.service.generation.tools.plan import ToolPlan
 from modelport.service.responses import items
 from modelport.service.responses.sealing import Sealer
 from tests.service.test_tool_formats import rebuild
+from tests.support.jinja_templates import jinja_environment
 
 TEMPLATES = Path(__file__).parent / "templates"
 REAL = TEMPLATES / "real"
@@ -42,9 +43,9 @@ ADD = {
 
 
 def family(name: str, opened: bool = False) -> ChatFormat:
-    """A test template's format (`real/NAME`: a model's own, byte for byte), its markers named by their bytes
-    (as a vocabulary's tokens would be)."""
-    form = detect((TEMPLATES / f"{name}.jinja").read_text())
+    """A test template's format (`real/NAME`: a model's own, byte for byte; given the tools where it shows
+    none, as the engine does), its markers named by their bytes (as a vocabulary's tokens would be)."""
+    form = detect(shown_tools((TEMPLATES / f"{name}.jinja").read_text()))
     form = dataclasses.replace(form, tokens=tuple((m, tuple(BYTES.tokenize_str(m))) for m in form.markers))
     if opened and form.thinking is not None:
         form = dataclasses.replace(form, thinking=dataclasses.replace(form.thinking, opened=True))
@@ -294,6 +295,54 @@ def test_minimax_m3_calls_are_elements_after_its_namespace_token_nested_as_its_t
     assert none is not None
     assert low is not None
     assert (none.variables, low.variables) == ({"thinking_mode": "disabled"}, {})  # thinking: its default
+
+
+def test_deepseek_v3_1_is_shown_its_tools_in_its_model_card_s_words_and_calls_them_by_name() -> None:
+    # DeepSeek V3.1's template writes calls given back, `NAME<｜tool▁sep｜>{…}`, but shows no tools (its model
+    # card has the caller describe them): before, the tools were described in modelport's words and its JSON
+    # held. Now its template is given them where its system prompt ends, in the card's words.
+    text = (REAL / "deepseek-v3.1.jinja").read_text()
+    assert (detect(text).calls, "tools" in text) == (None, False)  # as it comes
+    shown = shown_tools(text)
+    tool = {"type": "function", "function": ADD}
+    prompt = jinja_environment().from_string(shown).render(
+        messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
+        tools=[tool], add_generation_prompt=True, bos_token="<s>",
+    )  # fmt: skip
+    assert prompt.startswith("<s>Be brief.\n\n## Tools\nYou have access to the following tools:\n\n### add\n")
+    assert f"Description: Add two numbers.\n\nParameters: {json.dumps(ADD['parameters'])}\n\n" in prompt
+    assert "IMPORTANT: ALWAYS adhere to this exact format for tool use:\n<｜tool▁calls▁begin｜>" in prompt
+    assert "<s>Be brief.<｜User｜>" in jinja_environment().from_string(shown).render(
+        messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
+        bos_token="<s>",
+    )  # no tools, no description
+    form = family("real/deepseek-v3.1")
+    assert form.calls == "deepseek_v31"
+    r1 = (TEMPLATES / "deepseek-r1.jinja").read_text()  # R1's calls, a type and a JSON block, are another's
+    assert shown_tools(r1) == r1
+
+    def call(a: object, b: object) -> str:
+        return f"<｜tool▁call▁begin｜>add<｜tool▁sep｜>{json.dumps({'a': a, 'b': b})}<｜tool▁call▁end｜>"
+
+    def calls(*written: str) -> str:
+        return "<｜tool▁calls▁begin｜>" + "".join(written) + "<｜tool▁calls▁end｜>"
+
+    required = plan(required=True)
+    assert held(form, calls(call(2, 3)), required, effort="none")[0]
+    assert held(form, calls(call(2, 3), call(4.5, -1)), required, effort="none")[0]
+    assert not held(form, calls(call(2, "three")), required, effort="none")[0]
+    assert not held(
+        form, calls("<｜tool▁call▁begin｜>function<｜tool▁sep｜>add\n```json\n{}"), required, effort="none"
+    )[0]
+    assert held(form, "Five.", plan(), effort="none")[0]
+    for size in (1, 5, 1000):
+        read = read_all(
+            formats.shape(form, None, plan(), None, True, False).read(),
+            "Sure." + calls(call(2, 3), call(4.5, -1)),
+            size,
+        )
+        assert (read["content"], read["strayed"]) == ("Sure.", False)
+        assert read["calls"] == [("add", {"a": 2, "b": 3}), ("add", {"a": 4.5, "b": -1})]
 
 
 def test_kimi_k3_calls_follow_its_response_in_a_tools_section_of_xtml_tags() -> None:

@@ -1,11 +1,11 @@
 """The real chat templates of Gemma 2, Mistral 7B v0.2, Phi-3 mini and Llama 3.1, of families with call
 syntaxes of their own (GLM 4.7 Flash, Mistral Small 3.2, Kimi K2, Granite 3.3, LFM2.5, Nemotron Nano 2,
-MiniMax M2, DeepSeek V4 Flash, Gemma 4, Command R7B, Cohere's MoE, MiniCPM5, MiniMax M1 and M3, GigaChat
-3.0 and 3.1, Kimi K3, Hy3, Apriel 1.5 and 1.6, K2 Horizon and Solar Open) and of Apertus, whose thinking
-llama.cpp reads (byte for byte; see templates/real/SOURCES.md), each over SmolLM2's weights: every request
-shape renders and answers, the text each template ends a turn with ends generation and never shows, a call
-is written in the family's own syntax and read back, each family is told the effort, and a conversation a
-template still refuses is a 400 with the template's own words."""
+MiniMax M2, DeepSeek V3.1 and V4 Flash, Gemma 4, Command R7B, Cohere's MoE, MiniCPM5, MiniMax M1 and M3,
+GigaChat 3.0 and 3.1, Kimi K3, Hy3, Apriel 1.5 and 1.6, K2 Horizon and Solar Open) and of Apertus, whose
+thinking llama.cpp reads (byte for byte; see templates/real/SOURCES.md), each over SmolLM2's weights: every
+request shape renders and answers, the text each template ends a turn with ends generation and never shows,
+a call is written in the family's own syntax and read back, each family is told the effort, and a
+conversation a template still refuses is a 400 with the template's own words."""
 
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ NATIVE = {
     "nvidia-nemotron-nano-v2": "nemotron",
     "minimax-m2": "minimax_xml",
     "deepseek-v4-flash": "deepseek_v4",
+    "deepseek-v3.1": "deepseek_v31",  # its template is given the tools it does not show
     "gemma-4-31b-it": "gemma4",
     "command-r7b-12-2024": "cohere",
     "cohere2-moe": "cohere_text",
@@ -197,6 +198,7 @@ def test_a_call_is_written_in_the_family_s_own_syntax_and_read_back(url: str, te
         "nemotron": '<TOOLCALL>[{"name": "add", "arguments": {"a": 2, "b": 3}}]</TOOLCALL>',
         "minimax_xml": '<invoke name="add">',
         "deepseek_v4": '<｜DSML｜invoke name="add">',
+        "deepseek_v31": '<｜tool▁call▁begin｜>add<｜tool▁sep｜>{"a": 2, "b": 3}<｜tool▁call▁end｜>',
         "gemma4": "<|tool_call>call:add{a:2,b:3}<tool_call|>",
         "cohere": '"tool_call_id": "0", "tool_name": "add", "parameters": {"a": 2, "b": 3}}',
         "cohere_text": '"tool_call_id": "0", "tool_name": "add", "parameters": {"a": 2, "b": 3}}',

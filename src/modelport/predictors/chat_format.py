@@ -39,6 +39,8 @@ Call syntaxes:
 - `minicpm5`: `<function name="NAME"><param name="K">…</param></function>` (MiniCPM5); `minimax_m3`: each
   argument an element, `NS<invoke name="NAME">NS<K>…NS</K>NS</invoke>` (MiniMax M3);
 - `deepseek`: `<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME` and a JSON block (DeepSeek R1/V3);
+  `deepseek_v31`: `<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}` (DeepSeek V3.1, whose template is given its
+  tools: `shown_tools`);
 - `kimi`: `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}` (Kimi K2); `kimi_k3`: XTML
   sections, `<|open|>call tool="NAME" index="1"<|sep|><|open|>argument key="K" type="T"<|sep|>…` (Kimi K3);
 - `lfm2`: `<|tool_call_start|>[NAME(KEY='value', …)]<|tool_call_end|>` (LFM2, LFM2.5);
@@ -243,6 +245,19 @@ def detect(template: str) -> ChatFormat:
     return ChatFormat(call_syntax(template), foreign_thinking=True, foreign_switch=switch)
 
 
+def shown_tools(template: str) -> str:
+    """A template that writes its family's calls but shows no tools, with the tools shown as its family is
+    told them (DeepSeek V3.1's, in its model card's words where its system prompt ends); any other as is."""
+    if (
+        "tools" not in template
+        and marks.DEEPSEEK[0] in template
+        and marks.DEEPSEEK_JSON_BLOCK not in template
+        and template.count(marks.DEEPSEEK_V31_AT) == 1
+    ):
+        return template.replace(marks.DEEPSEEK_V31_AT, marks.DEEPSEEK_V31_AT + marks.DEEPSEEK_V31_TOOLS)
+    return template
+
+
 def call_syntax(template: str) -> str | None:
     """The native call syntax a chat template renders, if it renders tools at all."""
     if "tools" not in template:
@@ -267,8 +282,8 @@ def call_syntax(template: str) -> str | None:
         return "minicpm5"
     if "<function=" in template and "<parameter=" in template:  # Qwen3-Coder's XML calls, or Seed-OSS's
         return "seed_xml" if "<seed:tool_call>" in template else "qwen3_xml"
-    if marks.DEEPSEEK[0] in template:
-        return "deepseek"
+    if marks.DEEPSEEK[0] in template:  # R1's and V3's function calls of a type, or V3.1's named
+        return "deepseek" if marks.DEEPSEEK_JSON_BLOCK in template else "deepseek_v31"
     if marks.KIMI[0] in template:
         return "kimi"
     if "<arg_key>" in template and "<tool_call>" in template:  # GLM's, before Hermes's `<tool_call>`

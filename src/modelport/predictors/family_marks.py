@@ -12,7 +12,7 @@ CALL_SYNTAXES = (
     "hermes", "llama3", "mistral", "granite", "mistral_args", "qwen3_xml", "seed_xml", "glm_xml", "deepseek",
     "kimi", "harmony", "lfm2", "nemotron", "minimax_xml", "deepseek_v32", "deepseek_v4", "gemma4", "cohere",
     "cohere_text", "minicpm5", "minimax_m1", "gigachat", "gigachat_message", "minimax_m3", "kimi_k3", "hy3",
-    "apriel", "apriel_framed", "k2_horizon", "solar",
+    "apriel", "apriel_framed", "k2_horizon", "solar", "deepseek_v31",
 )  # fmt: skip
 
 # (open, close) of the thinking tags modelport reads, as templates write them.
@@ -95,6 +95,23 @@ DEEPSEEK = (
     "<｜tool▁call▁end｜>",
     "<｜tool▁calls▁end｜>",
 )
+# DeepSeek V3.1's calls name the function where R1's and V3's name a type and write a JSON block after it. Its
+# template writes calls given back but shows no tools: their description is the model card's, given where its
+# system prompt ends (as vLLM's tool template for it does).
+DEEPSEEK_JSON_BLOCK = "```json"
+DEEPSEEK_V31_AT = "{{ bos_token }}{{ ns.system_prompt }}"
+DEEPSEEK_V31_TOOLS = (
+    r"{%- if tools %}{{ '\n\n## Tools\nYou have access to the following tools:\n\n' }}"
+    r"{%- for tool in tools %}{{ '### ' + tool.function.name + '\nDescription: '"
+    r" + (tool.function.description or '') + '\n\nParameters: '"
+    r" + (tool.function.parameters | tojson) + '\n\n' }}"
+    r"{%- endfor %}{{ 'IMPORTANT: ALWAYS adhere to this exact format for tool use:\n"
+    r"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>tool_call_name<｜tool▁sep｜>tool_call_arguments<｜tool▁call▁end｜>"
+    r"{additional_tool_calls}<｜tool▁calls▁end｜>\n\nWhere:\n"
+    r"- `tool_call_name` must be an exact match to one of the available tools\n"
+    r"- `tool_call_arguments` must be valid JSON that strictly follows the tool\'s Parameters Schema\n"
+    r"- For multiple tool calls, chain them directly without separators or spaces' }}{%- endif %}"
+)
 KIMI = (
     "<|tool_calls_section_begin|>",
     "<|tool_call_begin|>",
@@ -160,6 +177,7 @@ CALL_MARKERS = {
     ),
     "glm_xml": ("<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"),
     "deepseek": DEEPSEEK,
+    "deepseek_v31": DEEPSEEK,
     "kimi": KIMI,
     "harmony": tuple(HARMONY.values()),
     "lfm2": ("<|tool_call_start|>", "<|tool_call_end|>"),

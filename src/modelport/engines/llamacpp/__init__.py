@@ -20,7 +20,7 @@ from modelport.engines.llamacpp import conversation_cache, gguf_header, template
 from modelport.engines.llamacpp.generators import LlamaChat, LlamaCompletion, vocabulary_size
 from modelport.engines.llamacpp.instances import Instances
 from modelport.engines.llamacpp.launch import SLOTS, SideDoor, default_gguf, start_server
-from modelport.predictors.chat_format import ChatFormat
+from modelport.predictors.chat_format import ChatFormat, shown_tools
 
 __all__ = ["ENGINE", "SLOTS", "LlamaChat", "LlamaCompletion", "default_gguf", "start_server"]
 
@@ -39,7 +39,7 @@ def load(conversation_cache_mib: int = 1024, **options: Any) -> Sequence[LlamaCh
     template, form = chat_format(**options)
     options = {**options, "raw_chat": form.read_here, "special_text": bool(form.special)}
     given = template_probe.given_thinking(template, form.harmony) if form.read_here else template
-    if given != template:
+    if given != _own_template(**options):
         options["chat_template"] = given
     server = start_server(**options, api_key=key, slot_save_path=saved)
     door = SideDoor(server, key)
@@ -54,11 +54,18 @@ def load(conversation_cache_mib: int = 1024, **options: Any) -> Sequence[LlamaCh
 def chat_format(
     path: str | None = None, chat_template: str | None = None, **_: Any
 ) -> tuple[str, ChatFormat]:
-    """The chat template a GGUF model renders with (its own, or the one its options give) and the format it
-    shows, read without loading the model (`modelport models`, and the load itself)."""
+    """The chat template a GGUF model renders with (its own, or the one its options give; given the tools
+    where it writes its family's calls but shows none, `shown_tools`) and the format it shows, read without
+    loading the model (`modelport models`, and the load itself)."""
     gguf = Path(path) if path else default_gguf()
-    template = str(chat_template or gguf_header.read(gguf).get("tokenizer.chat_template") or "")
+    template = shown_tools(_own_template(path, chat_template))
     return template, template_probe.formatted(template, gguf)
+
+
+def _own_template(path: str | None = None, chat_template: str | None = None, **_: Any) -> str:
+    """The chat template a GGUF model comes with, or the one its options give."""
+    gguf = Path(path) if path else default_gguf()
+    return str(chat_template or gguf_header.read(gguf).get("tokenizer.chat_template") or "")
 
 
 def estimate(

@@ -4,11 +4,12 @@ text into OpenAI's deltas (`reasoning_content`, `content`, `tool_calls`).
 
 One module per call syntax (`json_calls`: hermes, minimax_m1, llama3, gigachat, gigachat_message, mistral,
 granite, nemotron, apriel, apriel_framed, mistral_args, cohere, cohere_text; `qwen3_xml`; `glm_xml`: glm_xml,
-hy3, k2_horizon; `invoke_xml`: minimax_xml, deepseek_v32, deepseek_v4, minicpm5; `deepseek`, `kimi` and
-`solar`, with `sections` for what calls in a section of their own share; `xml_values` for the values of the
-XML ones; `pythonic`: LFM2's calls in Python; `gemma4`; `minimax_m3`; `xtml`: kimi_k3), `harmony` for
-gpt-oss's channels, `readers` for text, thinking tags and markers, `effort` for budgets, `lark` for writing
-grammars, `reading` for the stream. The syntaxes are found by name in `SYNTAXES`.
+hy3, k2_horizon; `invoke_xml`: minimax_xml, deepseek_v32, deepseek_v4, minicpm5; `deepseek` (deepseek,
+deepseek_v31), `kimi` and `solar`, with `sections` for what calls in a section of their own share;
+`xml_values` for the values of the XML ones; `pythonic`: LFM2's calls in Python; `gemma4`; `minimax_m3`;
+`xtml`: kimi_k3), `harmony` for gpt-oss's channels, `readers` for text, thinking tags and markers, `effort`
+for budgets, `lark` for writing grammars, `reading` for the stream. The syntaxes are found by name in
+`SYNTAXES`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, Protocol
 
 from modelport.predictors.chat_format import ChatFormat, ThinkingMarks
 from modelport.service.generation.formats import harmony
-from modelport.service.generation.formats.deepseek import DeepSeek
+from modelport.service.generation.formats.deepseek import DeepSeek, DeepSeekV31
 from modelport.service.generation.formats.effort import ThinkingPlan
 from modelport.service.generation.formats.gemma4 import Gemma4
 from modelport.service.generation.formats.glm_xml import HY3_TAGS, GlmXml, K2Horizon
@@ -69,7 +70,7 @@ _ALL = (
     Kimi(), Granite(), Nemotron(), Pythonic(), MINIMAX, DEEPSEEK_V4, DEEPSEEK_V32,
     Gemma4(), Cohere("cohere"), Cohere("cohere_text"), MINICPM5, MiniMaxM1(), GigaChat(), GigaChatMessage(),
     MiniMaxM3(), KIMI_K3, GlmXml("hy3", HY3_TAGS), Apriel(), AprielFramed(), K2Horizon(),
-    Solar(),
+    Solar(), DeepSeekV31(),
 )  # fmt: skip
 SYNTAXES: dict[str, CallSyntax] = {syntax.name: syntax for syntax in _ALL}
 

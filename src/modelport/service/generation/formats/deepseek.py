@@ -1,6 +1,8 @@
 """DeepSeek's calls (R1, V3): text, or the calls between `<｜tool▁calls▁begin｜>` and
 `<｜tool▁calls▁end｜>`, each `<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME`, its arguments as a JSON block
-(```json … ```), then `<｜tool▁call▁end｜>`.
+(```json … ```), then `<｜tool▁call▁end｜>`; V3.1's (`deepseek_v31`) each
+`<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>`, its arguments as JSON, then `<｜tool▁call▁end｜>`, one after
+another.
 
 The grammar holds each call's arguments to its tool's schema; the reader gives each call's name as its
 block opens and its arguments as they are written.
@@ -31,5 +33,21 @@ class DeepSeek(SectionCalls):
             opening = grammar.literal(f"{tool['name']}{_OPEN_ARGUMENTS}")
             functions.append(
                 grammar.rule(f"function{i}", f"{opening} {arguments} {grammar.literal(_CLOSE_ARGUMENTS)}")
+            )
+        return functions
+
+
+class DeepSeekV31(SectionCalls):
+    """DeepSeek V3.1's call syntax."""
+
+    name = "deepseek_v31"
+    markers = (BEGIN, END, CALL, SEP, CALL_END)
+
+    def functions(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> list[str]:
+        functions = []
+        for i, tool in enumerate(plan.tools):
+            arguments = grammar.json(f"arguments{i}", tool.get("parameters") or {"type": "object"}, compact)
+            functions.append(
+                grammar.rule(f"function{i}", f"{grammar.literal(tool['name'] + SEP)} {arguments}")
             )
         return functions
