@@ -10,9 +10,10 @@ block opens and its arguments as they are written.
 
 from __future__ import annotations
 
+from typing import Any
+
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.sections import SectionCalls
-from modelport.service.generation.tools.plan import ToolPlan
 
 BEGIN, END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
 CALL, SEP, CALL_END = "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>"
@@ -25,16 +26,10 @@ class DeepSeek(SectionCalls):
     name = "deepseek"
     markers = (BEGIN, END, f"{CALL}function{SEP}", _OPEN_ARGUMENTS, CALL_END)
     between = '"\\n"'
+    closes = _CLOSE_ARGUMENTS
 
-    def functions(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> list[str]:
-        functions = []
-        for i, tool in enumerate(plan.tools):
-            arguments = grammar.json(f"arguments{i}", tool.get("parameters") or {"type": "object"}, compact)
-            opening = grammar.literal(f"{tool['name']}{_OPEN_ARGUMENTS}")
-            functions.append(
-                grammar.rule(f"function{i}", f"{opening} {arguments} {grammar.literal(_CLOSE_ARGUMENTS)}")
-            )
-        return functions
+    def named(self, tool: dict[str, Any], grammar: Grammar) -> str:
+        return grammar.literal(f"{tool['name']}{_OPEN_ARGUMENTS}")
 
 
 class DeepSeekV31(SectionCalls):
@@ -43,11 +38,5 @@ class DeepSeekV31(SectionCalls):
     name = "deepseek_v31"
     markers = (BEGIN, END, CALL, SEP, CALL_END)
 
-    def functions(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> list[str]:
-        functions = []
-        for i, tool in enumerate(plan.tools):
-            arguments = grammar.json(f"arguments{i}", tool.get("parameters") or {"type": "object"}, compact)
-            functions.append(
-                grammar.rule(f"function{i}", f"{grammar.literal(tool['name'] + SEP)} {arguments}")
-            )
-        return functions
+    def named(self, tool: dict[str, Any], grammar: Grammar) -> str:
+        return grammar.literal(f"{tool['name']}{SEP}")

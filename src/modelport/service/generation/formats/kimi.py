@@ -9,9 +9,10 @@ arguments begin and its arguments as they are written.
 
 from __future__ import annotations
 
+from typing import Any
+
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.sections import SectionCalls
-from modelport.service.generation.tools.plan import ToolPlan
 
 SECTION, SECTION_END = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
 CALL, ARGUMENTS, CALL_END = "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"
@@ -25,14 +26,10 @@ class Kimi(SectionCalls):
     name = "kimi"
     markers = (SECTION, SECTION_END, CALL, ARGUMENTS, CALL_END)
 
-    def functions(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> list[str]:
-        index = grammar.rule("INDEX", "/[0-9]{1,4}/")  # the count of calls so far (a model may not stop)
-        functions = []
-        for i, tool in enumerate(plan.tools):
-            arguments = grammar.json(f"arguments{i}", tool.get("parameters") or {"type": "object"}, compact)
-            named = f"{grammar.literal(_PREFIX + tool['name'] + ':')} {index} {grammar.literal(ARGUMENTS)}"
-            functions.append(grammar.rule(f"function{i}", f"{named} {arguments}"))
-        return functions
+    def named(self, tool: dict[str, Any], grammar: Grammar) -> str:
+        # the count of calls so far (a model may not stop)
+        index = grammar.shared("index", lambda: grammar.rule("INDEX", "/[0-9]{1,4}/"))
+        return f"{grammar.literal(_PREFIX + tool['name'] + ':')} {index} {grammar.literal(ARGUMENTS)}"
 
     def name_of(self, called: str) -> str:
         """`NAME` of a call's `functions.NAME:INDEX`."""

@@ -29,16 +29,29 @@ Markers = tuple[str, str, str, str, str]
 
 class SectionCalls:
     """A call syntax of calls in a section: `markers`, `between` (the grammar between parallel calls; none:
-    they follow each other), and its `functions` (the rule of each tool's name and arguments, between a
-    call's head and its end)."""
+    they follow each other), and how a function is `named` before its arguments (and what `closes` them,
+    where something does), between a call's head and its end."""
 
     name = ""
     arguments = "arguments"
     markers: Markers = ("", "", "", "", "")
     between = ""
+    closes = ""  # what follows a call's arguments before its end, where the syntax writes anything
+
+    def named(self, tool: dict[str, Any], grammar: Grammar) -> str:
+        """The grammar of what a call of `tool` writes before its arguments: its name, what opens them."""
+        raise NotImplementedError
 
     def functions(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> list[str]:
-        raise NotImplementedError
+        """Each tool's rule: its name as the syntax writes it, then its arguments held to its schema."""
+        functions = []
+        for i, tool in enumerate(plan.tools):
+            arguments = grammar.json(f"arguments{i}", tool.get("parameters") or {"type": "object"}, compact)
+            closing = f" {grammar.literal(self.closes)}" if self.closes else ""
+            functions.append(
+                grammar.rule(f"function{i}", f"{self.named(tool, grammar)} {arguments}{closing}")
+            )
+        return functions
 
     def name_of(self, called: str) -> str:
         """A function's name, of what a call writes before its arguments."""

@@ -10,6 +10,8 @@ sectioned syntaxes' (the text read without its frame).
 
 from __future__ import annotations
 
+from typing import Any
+
 from modelport.predictors.family_marks import FRAMES, SOLAR_CALLS
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.sections import SectionCalls
@@ -31,14 +33,9 @@ class Solar(SectionCalls):
             return calls
         return grammar.rule("answer", f"{grammar.framed('text', FRAMES[self.name])} | {calls}")
 
-    def functions(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> list[str]:
+    def named(self, tool: dict[str, Any], grammar: Grammar) -> str:
         call_id = grammar.shared("call_id", lambda: grammar.rule("CALL_ID", "/[a-z0-9]{10}/"))
-        functions = []
-        for i, tool in enumerate(plan.tools):
-            arguments = grammar.json(f"arguments{i}", tool.get("parameters") or {"type": "object"}, compact)
-            named = grammar.literal(f"{NAME}{tool['name']}{ARGUMENTS}")
-            functions.append(grammar.rule(f"function{i}", f"{call_id} {named} {arguments}"))
-        return functions
+        return f"{call_id} {grammar.literal(NAME + tool['name'] + ARGUMENTS)}"
 
     def name_of(self, called: str) -> str:
         """`NAME` of a call's `ID<|tool_call:name|>NAME`."""
