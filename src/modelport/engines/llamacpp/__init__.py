@@ -36,10 +36,11 @@ def load(conversation_cache_mib: int = 1024, **options: Any) -> Sequence[LlamaCh
     gguf = Path(options["path"]) if options.get("path") else default_gguf()
     # The model's own format, read from its template before it loads: a format modelport reads has the
     # answer handed over raw (`raw_chat`), with special-token markers written as text.
-    template, form = chat_format(**options)
+    own = _own_template(options.get("path"), options.get("chat_template"))
+    template, form = chat_format(options.get("path"), own)
     options = {**options, "raw_chat": form.read_here, "special_text": bool(form.special)}
     given = template_probe.given_thinking(template, form.harmony) if form.read_here else template
-    if given != _own_template(**options):
+    if given != own:
         options["chat_template"] = given
     server = start_server(**options, api_key=key, slot_save_path=saved)
     door = SideDoor(server, key)
@@ -62,7 +63,7 @@ def chat_format(
     return template, template_probe.formatted(template, gguf)
 
 
-def _own_template(path: str | None = None, chat_template: str | None = None, **_: Any) -> str:
+def _own_template(path: str | None, chat_template: str | None) -> str:
     """The chat template a GGUF model comes with, or the one its options give."""
     gguf = Path(path) if path else default_gguf()
     return str(chat_template or gguf_header.read(gguf).get("tokenizer.chat_template") or "")
