@@ -22,3 +22,14 @@ def calls_or_text(plan: ToolPlan, grammar: Grammar, calls: str, not_first: str =
         return calls
     text = grammar.text_lexeme("text", not_first=not_first)
     return grammar.rule("answer", f"{text} | {calls}")
+
+
+def calls_or_framed(
+    plan: ToolPlan, grammar: Grammar, calls: str, frame: tuple[str, str], opened: bool = False
+) -> str:
+    """The rule of an answer: `calls` (a rule), or (unless a call is required) text between the markers its
+    family frames it in (Cohere's, Solar Open's; `opened`: its opening may be written already, as Apriel 1.5's
+    thinking ends with it)."""
+    if plan.required:
+        return calls
+    return grammar.rule("answer", f"{grammar.framed('text', frame, opened=opened)} | {calls}")

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 from modelport.predictors.family_marks import FRAMES
 from modelport.protocol.validation import json_value
+from modelport.service.generation.formats.call_lists import calls_or_framed
 from modelport.service.generation.formats.json_answer import AnswerParser
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import (
@@ -169,11 +170,9 @@ class AprielFramed(Apriel):
     name = "apriel_framed"
 
     def answer(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
-        ending = f"({grammar.literal(FRAMES[self.name][1])})?"
-        calls = f"{self.calls(plan, grammar, compact)} {ending}"
-        if plan.required:
-            return grammar.rule("answer", calls)
-        return grammar.rule("answer", f"{grammar.framed('text', FRAMES[self.name], opened=True)} | {calls}")
+        frame = FRAMES[self.name]
+        ended = grammar.rule("ended", f"{self.calls(plan, grammar, compact)} ({grammar.literal(frame[1])})?")
+        return calls_or_framed(plan, grammar, ended, frame, opened=True)
 
 
 class MiniMaxM1(Hermes):
@@ -231,10 +230,7 @@ class Cohere(Mistral):
         self.frame = FRAMES[name]
 
     def answer(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
-        calls = self.calls(plan, grammar, compact)
-        if plan.required:
-            return calls
-        return grammar.rule("answer", f"{grammar.framed('text', self.frame)} | {calls}")
+        return calls_or_framed(plan, grammar, self.calls(plan, grammar, compact), self.frame)
 
     def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return messages

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from modelport.predictors.family_marks import FRAMES, SOLAR_CALLS
+from modelport.service.generation.formats.call_lists import calls_or_framed
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.sections import SectionCalls
 from modelport.service.generation.tools.plan import ToolPlan
@@ -28,10 +29,7 @@ class Solar(SectionCalls):
 
     def answer(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
         """The calls of `plan`, or (unless one is required) its framed text."""
-        calls = self.section(plan, grammar, compact)
-        if plan.required:
-            return calls
-        return grammar.rule("answer", f"{grammar.framed('text', FRAMES[self.name])} | {calls}")
+        return calls_or_framed(plan, grammar, self.section(plan, grammar, compact), FRAMES[self.name])
 
     def named(self, tool: dict[str, Any], grammar: Grammar) -> str:
         call_id = grammar.shared("call_id", lambda: grammar.rule("CALL_ID", "/[a-z0-9]{10}/"))
