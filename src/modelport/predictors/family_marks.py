@@ -141,9 +141,10 @@ FRAMES = {
 # Whose frame may be opened before the answer: by the prompt when it does not open the thinking (Kimi K3's),
 # by the thinking's end (Apriel 1.5's).
 OPENED_FRAMES = {"kimi_k3", "apriel_framed"}
-# The end of a message after which an answer in the format may go on with another (a turn's end too): Solar
-# Open's thinking is a message before its answer's, GigaChat 3.0's call one after its text's.
-GOES_ON = {"solar": "<|end|>", "gigachat_message": "<|message_sep|>"}
+# What ends a turn's text, after which an answer in the format may go on (a turn's end too): Solar Open's
+# thinking is a message before its answer's, GigaChat 3.0's call one after its text's, and Kimi K3's calls a
+# section after its response's.
+GOES_ON = {"solar": "<|end|>", "gigachat_message": "<|message_sep|>", "kimi_k3": FRAMES["kimi_k3"][1]}
 COHERE = ("<|START_ACTION|>", "<|END_ACTION|>")
 # Hy3's template makes every tag with this suffix (`<tool_call:opensource>`): the code that says so, its tags.
 HY3 = "set HYTK = ':opensource'"

@@ -44,7 +44,9 @@ class Xtml(InvokeXml):
 
     def answer(self, plan: ToolPlan, grammar: Grammar, compact: bool) -> str:
         """The rule of an answer that follows `plan`: its text (which may be empty), then the `tools` section
-        of its calls (one, or more where calls may go in parallel), which only a required call must have."""
+        of its calls (one, or more where calls may go in parallel), which only a required call must have. A
+        required call's `response` section is closed at once, empty, as its template writes a turn of calls
+        alone: the calls come first, as in every other syntax."""
         assert self.block is not None
         functions = [self._function(tool, i, grammar, compact) for i, tool in enumerate(plan.tools)]
         function = grammar.rule("function", " | ".join(functions))
@@ -53,8 +55,11 @@ class Xtml(InvokeXml):
         )
         opening, closing = (grammar.literal(tag) for tag in self.block)
         calls = grammar.rule("calls", f"{opening} {listed(plan, invoke)} {closing}")
+        if plan.required:
+            opened, closed = (grammar.literal(tag) for tag in FRAMES[self.name])
+            return grammar.rule("answer", f"({opened})? {closed} {calls}")
         text = grammar.framed("text", FRAMES[self.name], opened=True)
-        return grammar.rule("answer", f"{text}? {calls}" if plan.required else f"{text} {calls}?")
+        return grammar.rule("answer", f"{text} {calls}?")
 
     def _function(self, tool: dict[str, Any], i: int, grammar: Grammar, compact: bool) -> str:
         properties = (tool.get("parameters") or {}).get("properties") or {}
