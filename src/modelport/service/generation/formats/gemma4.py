@@ -17,7 +17,7 @@ from typing import Any
 from modelport.service.generation.formats.keyed import KeyedReader, keyed_function
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import Delta, text_until
-from modelport.service.generation.formats.xml_values import INTEGER, NUMBER, free_text, tagged_calls
+from modelport.service.generation.formats.xml_values import INTEGER, NUMBER, bounded, free_text, tagged_calls
 from modelport.service.generation.tools.plan import ToolPlan
 
 CALL, CALL_END, QUOTE = "<|tool_call>", "<tool_call|>", '<|"|>'
@@ -36,7 +36,7 @@ class Gemma4:
         parallel), or (unless one is required) text that does not begin like one."""
 
         def value(schema: dict[str, Any], name: str) -> str:
-            return _value(schema, grammar)
+            return _value(schema, name, grammar)
 
         functions = []
         for i, tool in enumerate(plan.tools):  # `NAME{`, the arguments in their keys' sorted order, `}`
@@ -52,8 +52,8 @@ class Gemma4:
         return messages
 
 
-def _value(schema: dict[str, Any], grammar: Grammar) -> str:
-    """The rule of an argument's value of `schema`."""
+def _value(schema: dict[str, Any], name: str, grammar: Grammar) -> str:
+    """The rule of an argument's value of `schema` (`name`: its rule's)."""
     kind = schema.get("type")
     if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]):
         return "(" + " | ".join(grammar.literal(f"{QUOTE}{v}{QUOTE}") for v in schema["enum"]) + ")"
@@ -63,10 +63,11 @@ def _value(schema: dict[str, Any], grammar: Grammar) -> str:
         return '("true" | "false")'
     if kind == "null":
         return '"null"'
-    bounded = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} & schema.keys()
-    if kind == "integer" and not bounded:
+    if kind in ("integer", "number") and bounded(schema):  # JSON's numbers are the notation's
+        return grammar.json(f"v_{name}", schema)
+    if kind == "integer":
         return grammar.shared("integer", lambda: grammar.rule("INTEGER", INTEGER))
-    if kind in ("integer", "number"):
+    if kind == "number":
         return _number_rule(grammar)
     return grammar.shared("value", lambda: _any(grammar))
 

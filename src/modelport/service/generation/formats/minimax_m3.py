@@ -24,6 +24,7 @@ from modelport.service.generation.formats.xml_values import (
     INTEGER,
     NUMBER,
     argument_piece,
+    bounded,
     in_order,
     rule_name,
 )
@@ -86,10 +87,9 @@ def _value(schema: dict[str, Any], name: str, closing: str, grammar: Grammar, co
         return "(" + " | ".join(grammar.literal(v) for v in enum) + f") {closed}"
     if kind == "string":  # as it is, up to the namespace token that begins the closing tag
         return f"{grammar.shared('string', lambda: grammar.text_lexeme('STRING', NS))} {closed}"
-    bounded = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} & schema.keys()
-    if kind == "integer" and not bounded:
+    if kind == "integer" and not bounded(schema):
         return f"{grammar.shared('integer', lambda: grammar.rule('INTEGER', INTEGER))} {closed}"
-    if kind == "number" and not bounded:
+    if kind == "number" and not bounded(schema):
         return f"{grammar.shared('number', lambda: grammar.rule('NUMBER', NUMBER))} {closed}"
     if kind == "boolean":
         return f'("true" | "false") {closed}'

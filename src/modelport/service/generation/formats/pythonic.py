@@ -22,7 +22,7 @@ from modelport.service.generation.formats.json_calls import arguments_object
 from modelport.service.generation.formats.keyed import KeyedReader, keyed_function
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import Delta, text_until
-from modelport.service.generation.formats.xml_values import INTEGER, NUMBER, free_text
+from modelport.service.generation.formats.xml_values import INTEGER, NUMBER, bounded, free_text
 from modelport.service.generation.tools.plan import ToolPlan
 from modelport.service.generation.tools.render import content_text
 
@@ -103,10 +103,9 @@ def _value(schema: dict[str, Any], name: str, grammar: Grammar, compact: bool) -
         return '("True" | "False")'
     if kind == "null":
         return '"None"'
-    bounded = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} & schema.keys()
-    if kind == "integer" and not bounded:
+    if kind == "integer" and not bounded(schema):
         return grammar.shared("integer", lambda: grammar.rule("INTEGER", INTEGER))
-    if kind == "number":
+    if kind == "number" and not bounded(schema):
         return grammar.shared("number", lambda: grammar.rule("NUMBER", NUMBER))
     return grammar.json(f"v_{name}", schema, compact)
 

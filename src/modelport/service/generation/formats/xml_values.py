@@ -100,6 +100,12 @@ def argument_piece(
     return ("{" if first else ", ") + f"{json.dumps(key)}: {said}"
 
 
+def bounded(schema: dict[str, Any]) -> bool:
+    """Whether a number's schema holds it to what a regex of its digits cannot say (bounds, a multiple):
+    JSON's grammar holds it then."""
+    return bool({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"} & schema.keys())
+
+
 def free_text(schema: dict[str, Any]) -> bool:
     """Whether a parameter's value is any text (a string under no constraint)."""
     constrained = {"pattern", "format", "minLength", "maxLength", "enum", "const"} & schema.keys()
@@ -111,11 +117,9 @@ def _value_rule(schema: dict[str, Any], name: str, grammar: Grammar, compact: bo
     kind = schema.get("type")
     if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]):
         return "(" + " | ".join(grammar.literal(v) for v in schema["enum"]) + ")"
-    if kind == "integer" and not (
-        {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} & schema.keys()
-    ):
+    if kind == "integer" and not bounded(schema):
         return grammar.rule(f"V_{name}", INTEGER)
-    if kind == "number":
+    if kind == "number" and not bounded(schema):
         return grammar.rule(f"V_{name}", NUMBER)
     if kind == "boolean":
         return '("true" | "false")'
