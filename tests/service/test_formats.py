@@ -369,8 +369,11 @@ def test_kimi_k3_calls_follow_its_response_in_a_tools_section_of_xtml_tags() -> 
     )
     required = plan(required=True)
     assert held(form, response("") + tools, required, effort="none")[0]
-    assert held(form, tools, required, effort="none")[0]
-    assert held(form, f"Add.{c}think{sep}" + response("Sure.") + tools, required)[0]
+    assert held(form, f"Add.{c}think{sep}" + response("") + tools, required)[0]
+    # A required call comes first, as in every syntax: its response closed at once, as its template writes
+    # a turn of calls alone. Before, text could come first, without end (a tiny model's never reached a call).
+    assert not held(form, f"Add.{c}think{sep}" + response("Sure.") + tools, required)[0]
+    assert not held(form, tools, required, effort="none")[0]
     assert not held(form, response("Five."), required, effort="none")[0]  # a call is required
     assert not held(form, response("") + tools.replace('"number"', '"string"', 1), required, effort="none")[0]
     assert not held(form, response("") + tools.replace(">3<", ">three<"), required, effort="none")[0]
@@ -1013,6 +1016,40 @@ def test_gemma_4_thinks_in_its_channel_and_calls_in_its_notation() -> None:
             ("add", {"a": 2, "b": 3, "note": "it, is: {x}"}),
             ("set", {"config": config, "on": True, "tags": ["a", "b, c"], "unit": "celsius"}),
         ]
+
+
+M3_TAGS = (
+    "<tool_call>\n",
+    '<invoke name="add">',
+    "<a>{a}",
+    "</a>",
+    "<b>{b}",
+    "</b>",
+    "</invoke>\n",
+    "</tool_call>",
+)
+# A call of `add` (`{a}`, `{b}`: its numbers) in each syntax that writes a number bare, not as JSON does.
+BARE_NUMBERS = {
+    "qwen3-coder": "<tool_call>\n<function=add>\n<parameter=a>\n{a}\n</parameter>\n<parameter=b>\n{b}\n"
+    "</parameter>\n</function>\n</tool_call>",
+    "real/lfm2.5-8b-a1b": "<|tool_call_start|>[add(a={a}, b={b})]<|tool_call_end|>",
+    "real/gemma-4-31b-it": "<|tool_call>call:add{{a:{a},b:{b}}}<tool_call|>",
+    "real/minimax-m3": "".join(f"]<]minimax[>[{tag}" for tag in M3_TAGS),
+}
+
+
+@pytest.mark.parametrize("name", list(BARE_NUMBERS))
+def test_a_number_s_bounds_hold_in_every_syntax_that_writes_it_bare(name: str) -> None:
+    # Held by JSON's grammar, which says them. Before, Gemma 4's integer under bounds was any number
+    # (SmolLM2's first layers wrote `1e-101`), and a number's bounds held only in JSON and MiniMax M3's.
+    form, call = family(name), BARE_NUMBERS[name]
+    digit = {"type": "integer", "minimum": 0, "maximum": 9}
+    properties = {"a": digit, "b": {**digit, "type": "number"}}
+    digits = {**ADD, "parameters": {"type": "object", "properties": properties, "required": ["a", "b"]}}
+    bounded = ToolPlan([digits], required=True, parallel=False, legacy=False)
+    assert held(form, call.format(a=2, b=2.5), bounded, effort="none")[0]
+    for a, b in ((12, 3), ("1e-101", 3), (2.5, 3), (-1, 3), (2, 9.5), (2, -0.5)):
+        assert not held(form, call.format(a=a, b=b), bounded, effort="none")[0], (a, b)
 
 
 COHERE = {"real/command-r7b-12-2024": "cohere", "real/cohere2-moe": "cohere_text"}
