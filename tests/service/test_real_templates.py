@@ -28,7 +28,7 @@ import pytest
 
 from modelport.settings import Settings
 from tests.support.faces import faces
-from tests.support.families import ADD, repack
+from tests.support.families import ADD, DIGITS, repack
 
 pytestmark = pytest.mark.slow  # 28 models with real templates
 
@@ -72,15 +72,6 @@ FRAMES = {
 }
 # A family whose thinking llama.cpp reads, steered by a variable of its template.
 STEERED = "apertus-8b-instruct"
-# `add` of a digit and a digit: a call as long as the grammar lets it be, whatever the weights write.
-DIGIT = {"type": "integer", "minimum": 0, "maximum": 9}
-DIGITS = {
-    "type": "function",
-    "function": {
-        **ADD["function"],
-        "parameters": {"type": "object", "properties": {"a": DIGIT, "b": DIGIT}, "required": ["a", "b"]},
-    },
-}
 CALL = {"id": "call_abc123", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}
 SHAPES: dict[str, list[dict[str, Any]]] = {
     "a user": [{"role": "user", "content": "Name a colour."}],

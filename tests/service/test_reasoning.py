@@ -1,4 +1,4 @@
-"""Models that think, and families' own formats, over SmolLM2's weights (`tests/support/families.py`): a
+"""Models that think, and families' own formats, over SmolLM2's first blocks (`tests/support/families.py`): a
 DeepSeek R1 distill's template (its prompt opens `<think>`), Qwen3's (`enable_thinking`), gpt-oss's harmony
 (its markers special tokens of a re-packed vocabulary) and Qwen3-Coder's XML calls. The weights know none
 of these formats; every check here is of what the format, the template and the grammar decide — where the
@@ -18,7 +18,7 @@ import pytest
 
 from modelport.settings import ModelConfig, Settings
 from tests.support.faces import Faces, faces
-from tests.support.families import ADD, HARMONY_TOKENS, repack, template
+from tests.support.families import DIGITS, HARMONY_TOKENS, repack, template
 from tests.support.openresponses import EVENT, RESPONSE, problems
 
 pytestmark = pytest.mark.slow  # four models of their own
@@ -26,6 +26,7 @@ pytestmark = pytest.mark.slow  # four models of their own
 ASK = [{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "2 + 3?"}]
 MARKERS = ("<think>", "</think>", "<|channel|>", "<|message|>", "<|end|>", "<|start|>", "<tool_call>")
 CLOSE_TOKENS = 4  # `</think>` in SmolLM2's vocabulary is at most this many tokens
+LAYERS = 4  # of SmolLM2's 30 blocks: the weights decide nothing checked here, and read a prompt 7× as fast
 
 
 def model(name: str, **options: Any) -> ModelConfig:
@@ -37,11 +38,12 @@ def model(name: str, **options: Any) -> ModelConfig:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Faces]:
     folder = tmp_path_factory.mktemp("families")
+    shallow = str(repack("smollm2", folder, layers=LAYERS))
     models = [
-        model("r1", path=str(repack("deepseek-r1", folder))),
-        model("oss", path=str(repack("gpt-oss", folder, HARMONY_TOKENS))),
-        model("qwen3", chat_template=template("qwen3")),
-        model("coder", chat_template=template("qwen3-coder")),
+        model("r1", path=str(repack("deepseek-r1", folder, layers=LAYERS))),
+        model("oss", path=str(repack("gpt-oss", folder, HARMONY_TOKENS, layers=LAYERS))),
+        model("qwen3", path=shallow, chat_template=template("qwen3")),
+        model("coder", path=shallow, chat_template=template("qwen3-coder")),
         ModelConfig.model_validate({"id": "thinking-voice", "engine": "realtime", "chat": "r1"}),
     ]
     # The default models beside them (loaded when used): a realtime pipeline chains them to a thinking model.
@@ -105,13 +107,13 @@ def test_a_thinking_model_calls_a_required_tool_within_its_budget(sdk: openai.Op
     # Before: the grammar forced `<tool_call>` while the model was still inside its thinking, so every call
     # was text in `reasoning_content` and the answer ran to `max_tokens`.
     reply = sdk.chat.completions.create(
-        model="r1", messages=ASK, tools=[ADD], tool_choice="required", parallel_tool_calls=False,
+        model="r1", messages=ASK, tools=[DIGITS], tool_choice="required", parallel_tool_calls=False,
         reasoning_effort="low", max_tokens=400, temperature=0,
     )  # fmt: skip
     choice = reply.choices[0]
     assert choice.finish_reason == "tool_calls"
     (call,) = choice.message.tool_calls or []
-    jsonschema.validate(json.loads(call.function.arguments), ADD["function"]["parameters"])
+    jsonschema.validate(json.loads(call.function.arguments), DIGITS["function"]["parameters"])
     assert reply.usage is not None
     # `low` of 400 tokens: a quarter, 100, and the closing marker the budget forces after them.
     assert thought_tokens(reply.usage) <= 100 + CLOSE_TOKENS
@@ -147,7 +149,7 @@ def test_effort_reaches_the_template_in_the_variable_its_family_reads(served: Fa
 @pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize(
     "asked",
-    [{}, {"tools": [ADD]}, {"tools": [ADD], "tool_choice": "required"}, {"reasoning_effort": "none"}],
+    [{}, {"tools": [DIGITS]}, {"tools": [DIGITS], "tool_choice": "required"}, {"reasoning_effort": "none"}],
     ids=["plain", "tools", "required", "none"],
 )
 def test_harmony_is_answered_in_its_channels_never_a_500(
@@ -182,7 +184,7 @@ def test_harmony_is_answered_in_its_channels_never_a_500(
     if asked.get("tool_choice") == "required":
         (call,) = calls  # harmony makes one call a turn
         assert call.function.name == "add"
-        jsonschema.validate(json.loads(call.function.arguments), ADD["function"]["parameters"])
+        jsonschema.validate(json.loads(call.function.arguments), DIGITS["function"]["parameters"])
         assert finish == "tool_calls"
     if "tools" not in asked:
         assert not calls
@@ -191,12 +193,12 @@ def test_harmony_is_answered_in_its_channels_never_a_500(
 def test_a_call_syntax_llama_cpp_knows_and_modelport_did_not(sdk: openai.OpenAI) -> None:
     # Qwen3-Coder's XML calls: before, its template's tools were refused as no format modelport knew.
     reply = sdk.chat.completions.create(
-        model="coder", messages=ASK, tools=[ADD], tool_choice="required", parallel_tool_calls=False,
+        model="coder", messages=ASK, tools=[DIGITS], tool_choice="required", parallel_tool_calls=False,
         max_tokens=80, temperature=0,
     )  # fmt: skip
     (call,) = reply.choices[0].message.tool_calls or []
     assert call.function.name == "add"
-    jsonschema.validate(json.loads(call.function.arguments), ADD["function"]["parameters"])
+    jsonschema.validate(json.loads(call.function.arguments), DIGITS["function"]["parameters"])
     assert reply.choices[0].finish_reason == "tool_calls"
 
 
@@ -260,7 +262,7 @@ def test_reasoning_given_back_reaches_a_template_that_reads_it(served: Faces) ->
     }
 
     def counted(items: list[dict[str, Any]]) -> int:
-        tool = {"type": "function", **ADD["function"]}  # the Responses API's flat shape
+        tool = {"type": "function", **DIGITS["function"]}  # the Responses API's flat shape
         return served.http.responses.input_tokens.count(model="oss", input=items, tools=[tool]).input_tokens
 
     assert counted([turn[0], thought, *turn[1:]]) > counted(turn)

@@ -27,6 +27,16 @@ ADD = {
         },
     },
 }
+# `add` of a digit and a digit: a call as long as its grammar lets it be, whatever the weights write (a model
+# of SmolLM2's first blocks writes numbers without end).
+DIGIT = {"type": "integer", "minimum": 0, "maximum": 9}
+DIGITS = {
+    "type": "function",
+    "function": {
+        **ADD["function"],
+        "parameters": {"type": "object", "properties": {"a": DIGIT, "b": DIGIT}, "required": ["a", "b"]},
+    },
+}
 # SmolLM2's special tokens 3-9 (`<repo_name>` … `<issue_closed>`: code-hosting markers no chat uses), renamed
 # to harmony's.
 HARMONY_TOKENS = {
