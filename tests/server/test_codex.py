@@ -7,9 +7,11 @@ items of its own: outputs of no call) in the next request.
 
 What the model says is its own affair, so a relay between Codex and the server decides the turn's shape, as a
 user's `tool_choice` would: the first request must call the shell (`exec_command`), the next must answer in
-a short JSON object, greedily. Everything else Codex sends reaches the server as Codex wrote it. The model is
-SmolLM2 with a training context of 32k tokens (its GGUF re-packed), since Codex's requests pass its 8k.
-"""
+a short JSON object, greedily; the call's command or program is held to one (`ls`). Everything else Codex
+sends reaches the server as Codex wrote it. The model is SmolLM2's first four blocks with a training context
+of 32k tokens (its GGUF re-packed), since Codex's requests pass its 8k: what is checked here is what Codex
+and the server do with a turn, never the model's words, and such a model reads Codex's prompts seven times
+as fast."""
 
 from __future__ import annotations
 
@@ -75,6 +77,16 @@ EXEC: dict[str, Any] = {
 }
 
 
+# Codex's `exec_command` takes any command, which a model of SmolLM2's first blocks writes without end: here it
+# is held to one (its schema narrowed, as a user may give one), as `exec`'s program is.
+COMMAND = {"type": "object", "properties": {"cmd": {"type": "string", "enum": ["ls"]}}, "required": ["cmd"]}
+
+
+def narrowed(tool: dict[str, Any]) -> dict[str, Any]:
+    """Codex's tool, its `exec_command`'s command held to COMMAND."""
+    return {**tool, "parameters": COMMAND} if tool.get("name") == "exec_command" else tool
+
+
 def bounded(item: dict[str, Any]) -> dict[str, Any]:
     """An `additional_tools` item with its `exec` tool's grammar narrowed to PROGRAM (and described short)."""
     if item.get("type") != "additional_tools":
@@ -106,6 +118,7 @@ class Relay(Passing):
                 shaped["text"] = {**(given.get("text") or {}), "format": ANSWER}
             else:
                 shaped["input"] = [bounded(item) for item in given["input"]]
+                shaped["tools"] = [narrowed(tool) for tool in given.get("tools") or []]
             body = json.dumps(shaped).encode()
         return await self.passed(request, body)
 
@@ -113,7 +126,7 @@ class Relay(Passing):
 @pytest.fixture(scope="module")
 def relayed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Relay]]:
     folder = tmp_path_factory.mktemp("codex")
-    model = repack("smollm2", folder, context_length=32768)
+    model = repack("smollm2", folder, context_length=32768, layers=4)
     config = (
         f'[[models]]\nid = "smollm2-135m-instruct"\nengine = "llamacpp"\npath = "{model}"\nn_parallel = 1\n'
     )
@@ -176,6 +189,6 @@ def test_codex_runs_a_turn_that_calls_its_shell_and_ends(
     else:
         commands = [item for item in done if item["type"] == "command_execution"]
         assert commands
-        assert commands[0]["status"] in ("completed", "failed")  # the command is the model's; it ran
+        assert commands[0]["command"].endswith("ls")  # the call the grammar held, run by Codex's shell
     assert events[-1]["type"] == "turn.completed"
     assert [item for item in done if item["type"] == "agent_message"]
