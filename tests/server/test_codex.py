@@ -77,8 +77,8 @@ EXEC: dict[str, Any] = {
 }
 
 
-# Codex's `exec_command` takes any command, which a model of SmolLM2's first blocks writes without end: here it
-# is held to one (its schema narrowed, as a user may give one), as `exec`'s program is.
+# Codex's `exec_command` takes any command, which a model of SmolLM2's first blocks writes without end: here
+# it is held to one (its schema narrowed, as a user may give one), as `exec`'s program is.
 COMMAND = {"type": "object", "properties": {"cmd": {"type": "string", "enum": ["ls"]}}, "required": ["cmd"]}
 
 
