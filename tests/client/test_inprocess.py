@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import subprocess
 import sys
+import threading
+from collections.abc import Iterable
 
 import openai
 import pytest
@@ -12,6 +15,7 @@ from openai.types import CreateEmbeddingResponse, Model
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 import modelport
+from modelport.settings import Settings
 from tests.support.configs import NO_EOS
 
 
@@ -62,6 +66,52 @@ def test_closing_a_stream_early_frees_the_slot(inprocess_client: modelport.OpenA
         model="smollm2-135m-instruct", messages=[{"role": "user", "content": "Hi"}], max_tokens=2
     )
     assert reply.choices
+
+
+# A model of one slot that streams its answer (the user's words, reversed).
+ONE_SLOT = Settings.model_validate(
+    {
+        "defaults": False,
+        "models": [{"id": "r", "predictor": "tests.predictors.tiny_models:reverse_chat", "concurrency": 1}],
+    }
+)
+ASK = {"model": "r", "messages": [{"role": "user", "content": "one two three"}]}
+
+
+def test_a_stream_left_open_and_unread_frees_its_slot_when_its_work_ends() -> None:
+    # A reader that stops reading without closing (a `break`, an exception while reading) keeps the stream:
+    # read only as its reader asked, it held the model's slot as long, and the next call waited for ever.
+    def answered(client: modelport.OpenAI) -> list[str | None]:
+        """The next call's answer, if it came within 30 s (a thread of its own: a call that waits for ever
+        fails the test, not hangs it)."""
+        replies: list[str | None] = []
+        call = threading.Thread(
+            target=lambda: replies.append(client.chat.completions.create(**ASK).choices[0].message.content),
+            daemon=True,
+        )
+        call.start()
+        call.join(30)
+        return replies
+
+    def text(chunks: Iterable[ChatCompletionChunk]) -> str:
+        return "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices)
+
+    with modelport.OpenAI(settings=ONE_SLOT) as client:
+        for read in (0, 2):  # never read, or read in part
+            left = client.chat.completions.create(**ASK, stream=True)
+            started = list(itertools.islice(left, read))
+            assert answered(client) == ["three two one"]
+            assert text(started) + text(left) == "three two one"  # what the stream still holds, whole
+
+    async def run() -> None:
+        async with modelport.AsyncOpenAI(settings=ONE_SLOT) as client:
+            left = await client.chat.completions.create(**ASK, stream=True)
+            await anext(aiter(left))
+            reply = await asyncio.wait_for(client.chat.completions.create(**ASK), 30)
+            assert reply.choices[0].message.content == "three two one"
+            await left.close()
+
+    asyncio.run(run())
 
 
 LEAVES_MID_STREAM = """

@@ -65,7 +65,7 @@ class AsyncOpenAI(openai.AsyncOpenAI):
         answer, headers = await self._dispatch.answer(options)
         shaped = self._dispatch.shaped(self, answer, headers, options, cast_to)
         if shaped.events is not None:
-            return LocalAsyncStream(shaped.events, shaped.path, self, cast_to)
+            return await LocalAsyncStream(shaped.events, shaped.path, self, cast_to).start()
         if shaped.response is None:
             return shaped.value
         with sdk_errors(shaped.path):
