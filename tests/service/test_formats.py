@@ -565,7 +565,7 @@ def test_nemotron_nano_2_calls_are_held_and_read_between_its_tags() -> None:
     for size in (1, 5, 1000):
         read = read_all(formats.shape(form, None, plan(), None, True, False).read(), f"Sure.\n{two}", size)
         assert (read["content"], read["calls"]) == (
-            "Sure.\n",
+            "Sure.",
             [("add", {"a": 2, "b": 3}), ("add", {"a": 4, "b": 3})],
         )
     call = {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}
@@ -705,7 +705,7 @@ def test_apriel_1_6_thinks_in_words_its_prompt_opens_and_lists_its_calls_in_tags
         )
         assert (read["reasoning"], read["content"], read["calls"], read["strayed"]) == (
             "The user asks for a sum.\n",
-            "Sure.\n",
+            "Sure.",
             [("add", {"a": 2, "b": 3}), ("add", {"a": 4, "b": 3})],
             False,
         )
@@ -774,7 +774,7 @@ def test_minimax_m1_calls_are_json_lines_in_one_block_and_gigachat_s_one_object_
                 formats.shape(form, None, plan(), None, True, False).read(), f"Sure.\n{two or one}", size
             )
             expected = [("add", {"a": 2, "b": 3})] + ([("add", {"a": 4, "b": 3})] if two else [])
-            assert (read["content"], read["calls"], read["strayed"]) == ("Sure.\n", expected, False)
+            assert (read["content"], read["calls"], read["strayed"]) == ("Sure.", expected, False)
     assert held(m1, answers["m1"][2], required)[0]
     assert held(gigachat_3, "Five.<|message_sep|>", plan())[0]  # its text's message may end
     assert not held(gigachat_3, "Five.<|message_sep|>\n\nuser<|role_sep|>\nMore.", plan())[0]
@@ -1160,6 +1160,20 @@ def test_readers_take_each_familys_answer_in_any_chunking(size: int) -> None:
     )
     coder = read_all(reader(family("qwen3-coder"), plan()), answer, size)
     assert coder["calls"] == [("add", {"a": 2, "note": "see <b>"})]
+
+
+@pytest.mark.parametrize("space", [" \n", "\xa0", "\u3000\n"])
+def test_whitespace_before_json_calls_is_the_format_s_and_a_text_answer_keeps_its_own(space: str) -> None:
+    # Before, it was the answer's content: a model of SmolLM2's first blocks wrote a no-break space before
+    # a required call, and its message's content was that space.
+    form = family("qwen3")
+    call = '<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n</tool_call>'
+    for size in (1, 1000):
+        shape = formats.shape(form, effort.plan(form, "none", 400), plan(), None, True, False)
+        read = read_all(shape.read(), space + call, size)
+        assert (read["content"], read["calls"]) == ("", [("add", {"a": 2, "b": 3})])
+        shape = formats.shape(form, effort.plan(form, "none", 400), plan(), None, True, False)
+        assert read_all(shape.read(), f"Five.{space}", size)["content"] == f"Five.{space}"
 
 
 @pytest.mark.parametrize("size", [1, 4, 1000])

@@ -34,6 +34,7 @@ from modelport.service.generation.formats.readers import (
     Stepped,
     arguments_delta,
     call_delta,
+    text_until,
     until,
 )
 from modelport.service.generation.tools.plan import ToolPlan
@@ -357,11 +358,13 @@ class NativeReader:
         return self._calls()
 
     def flush(self, cut: bool) -> list[Delta]:
-        """At the end of the answer: text kept back in case it began the opener was text after all."""
+        """At the end of the answer: text kept back in case it began the opener (or, whitespace, came before
+        it) was text after all."""
         if self.in_calls:
             return self.inner.flush(cut)
         text, self.pending = self.pending, ""
-        return [{"content": text}] if text.strip() or self.in_calls is False else []
+        said = text.strip() or self.in_calls is False or self.syntax.opener  # an answer of text says it all
+        return [{"content": text}] if text and said else []
 
     def _text(self) -> list[Delta]:
         opener = self.syntax.opener
@@ -372,7 +375,9 @@ class NativeReader:
                 return []
             text, self.pending = self.pending, ""
             return [{"content": text}]
-        text, self.pending, opened = until(self.pending, opener)
+        # The whitespace before the calls is the format's, not the answer's (any: a model of SmolLM2's first
+        # blocks wrote a no-break space there).
+        text, self.pending, opened = text_until(self.pending, opener)
         if opened:
             self.in_calls = True
         return [{"content": text}] if text else []
