@@ -1162,6 +1162,28 @@ def test_readers_take_each_familys_answer_in_any_chunking(size: int) -> None:
     assert coder["calls"] == [("add", {"a": 2, "note": "see <b>"})]
 
 
+@pytest.mark.parametrize("name", ["real/minicpm5-1b", "real/minimax-m3", "qwen3"])
+def test_a_json_answer_after_the_thinking_begins_with_json_s_whitespace_only(name: str) -> None:
+    # A regex's `\s` is any Unicode space: a JSON answer began with no-break spaces (SmolLM2's first blocks
+    # under MiniCPM5's template, effort none), which no JSON parser takes.
+    form = family(name)
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+    def body(g: Any) -> str:
+        return str(g.json("answer", schema))
+
+    def held_json(text: str) -> bool:
+        shape = formats.shape(form, effort.plan(form, "none", 400), None, body, True, True)
+        assert shape.grammar is not None
+        matcher = llguidance.LLMatcher(BYTES, llguidance.grammar_from("lark", shape.grammar))
+        tokens = BYTES.tokenize_str(text)
+        return matcher.try_consume_tokens(tokens) == len(tokens) and matcher.is_accepting()
+
+    closed = form.thinking.close if form.thinking is not None and form.thinking.opened else ""
+    assert held_json(f'{closed}\n\n{{"n": 1}}')
+    assert not held_json(f'{closed}\xa0\xa0{{"n": 1}}')
+
+
 @pytest.mark.parametrize("space", [" \n", "\xa0", "\u3000\n"])
 def test_whitespace_before_json_calls_is_the_format_s_and_a_text_answer_keeps_its_own(space: str) -> None:
     # Before, it was the answer's content: a model of SmolLM2's first blocks wrote a no-break space before

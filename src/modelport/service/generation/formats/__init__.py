@@ -182,8 +182,10 @@ def _grammar(
             answer = g.framed("framed", form.frame, answer, form.frame_opened) + optional
     # Bounded: a model that does not know the format's opening (or the text after its thinking) could write
     # whitespace to the end of its tokens, which the grammar would allow (SmolLM2's weights under LFM2's
-    # template wrote 120 tokens of it before a required call).
-    space = g.rule("SPACE", "/\\s{1,8}/")
+    # template wrote 120 tokens of it before a required call). And ASCII's, what templates write there and
+    # JSON may begin with: a regex's `\s` is any Unicode space, and a JSON answer began with no-break spaces
+    # that no JSON parser takes (SmolLM2's first blocks under MiniCPM5's template).
+    space = g.rule("SPACE", "/[ \\t\\r\\n]{1,8}/")
     if tags is None or thinking is None:  # calls in the model's syntax, no thinking
         assert answer is not None
         g.rule("start", f"{space}? {answer}")
