@@ -96,23 +96,23 @@ def _taken(taken: Taken, path: str) -> Any:
 class _Closer(httpx2.AsyncByteStream, httpx2.SyncByteStream):
     """The stream's `response` body: closing it (as the SDK closes a stream) stops the work behind it."""
 
-    def __init__(self, ahead: StreamPump, runner: Runner | None) -> None:
-        self.ahead = ahead
+    def __init__(self, pump: StreamPump, runner: Runner | None) -> None:
+        self.pump = pump
         self.runner = runner
 
     async def aclose(self) -> None:
-        await self.ahead.stop()
+        await self.pump.stop()
 
     def close(self) -> None:
         assert self.runner is not None
-        self.runner.settle(self.ahead.stop())
+        self.runner.settle(self.pump.stop())
 
 
-def _response(ahead: StreamPump, path: str, runner: Runner | None) -> httpx2.Response:
+def _response(pump: StreamPump, path: str, runner: Runner | None) -> httpx2.Response:
     return httpx2.Response(
         200,
         headers={"content-type": "text/event-stream"},
-        stream=_Closer(ahead, runner),
+        stream=_Closer(pump, runner),
         request=httpx2.Request("POST", BASE_URL + path),
     )
 
@@ -122,8 +122,8 @@ class LocalAsyncStream(AsyncStream[T]):
 
     def __init__(self, events: Events[Any], path: str, client: Any, cast_to: type[T]) -> None:
         self._taken: asyncio.Queue[Taken] = asyncio.Queue()
-        self._ahead = StreamPump(events, self._taken.put_nowait)
-        self.response = _response(self._ahead, path, None)
+        self._pump = StreamPump(events, self._taken.put_nowait)
+        self.response = _response(self._pump, path, None)
         self._cast_to = cast_to
         self._client = client
         self._options = None
@@ -131,7 +131,7 @@ class LocalAsyncStream(AsyncStream[T]):
         self._iterator = self.__stream__()
 
     async def start(self) -> LocalAsyncStream[T]:
-        await self._ahead.start()
+        await self._pump.start()
         return self
 
     async def __stream__(self) -> AsyncIterator[T]:
@@ -139,7 +139,7 @@ class LocalAsyncStream(AsyncStream[T]):
             while (item := _taken(await self._taken.get(), self._path)) is not _DONE:
                 yield item
         finally:
-            await self._ahead.stop()
+            await self._pump.stop()
 
 
 class LocalStream(Stream[T]):
@@ -147,8 +147,8 @@ class LocalStream(Stream[T]):
 
     def __init__(self, events: Events[Any], path: str, client: Any, cast_to: type[T], runner: Runner) -> None:
         self._taken: queue.SimpleQueue[Taken] = queue.SimpleQueue()
-        self._ahead = StreamPump(events, self._taken.put)
-        self.response = _response(self._ahead, path, runner)
+        self._pump = StreamPump(events, self._taken.put)
+        self.response = _response(self._pump, path, runner)
         self._cast_to = cast_to
         self._client = client
         self._options = None
@@ -156,7 +156,7 @@ class LocalStream(Stream[T]):
         self._runner = runner
         self._generator = self.__stream__()
         self._iterator = self._generator
-        runner.run(self._ahead.start())
+        runner.run(self._pump.start())
         _OPEN.add(self)
 
     def __stream__(self) -> Generator[T, None, None]:
@@ -164,7 +164,7 @@ class LocalStream(Stream[T]):
             while (item := _taken(self._taken.get(), self._path)) is not _DONE:
                 yield item
         finally:
-            self._runner.settle(self._ahead.stop())
+            self._runner.settle(self._pump.stop())
 
 
 # The blocking streams not yet read to their end or closed. A program may end with some open: they are
