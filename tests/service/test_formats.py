@@ -1184,12 +1184,20 @@ def test_a_json_answer_after_the_thinking_begins_with_json_s_whitespace_only(nam
     assert not held_json(f'{closed}\xa0\xa0{{"n": 1}}')
 
 
+JSON_CALLS = {
+    "qwen3": '<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n</tool_call>',
+    "real/mistral-small-3.2-24b-instruct-2506": '[TOOL_CALLS]add[ARGS]{"a": 2, "b": 3}',
+}
+
+
+@pytest.mark.parametrize("name", list(JSON_CALLS))
 @pytest.mark.parametrize("space", [" \n", "\xa0", "\u3000\n"])
-def test_whitespace_before_json_calls_is_the_format_s_and_a_text_answer_keeps_its_own(space: str) -> None:
+def test_whitespace_before_json_calls_is_the_format_s_and_a_text_answer_keeps_its_own(
+    name: str, space: str
+) -> None:
     # Before, it was the answer's content: a model of SmolLM2's first blocks wrote a no-break space before
-    # a required call, and its message's content was that space.
-    form = family("qwen3")
-    call = '<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n</tool_call>'
+    # a required call, and its message's content was that space (Mistral's, read a character at a time).
+    form, call = family(name), JSON_CALLS[name]
     for size in (1, 1000):
         shape = formats.shape(form, effort.plan(form, "none", 400), plan(), None, True, False)
         read = read_all(shape.read(), space + call, size)

@@ -294,7 +294,8 @@ class ArgsReader(Stepped):
     def _step(self) -> list[Delta]:
         pending = self.pending
         if self.state in ("text", "between"):
-            text, self.pending, opened = until(pending, _TOOL_CALLS)
+            # The whitespace before the calls is the format's (kept back until what follows says so).
+            text, self.pending, opened = text_until(pending, _TOOL_CALLS)
             between, self.state = self.state == "between", "name" if opened else self.state
             if between and text.strip():  # text after the calls: taken as it is
                 self.strayed = True
