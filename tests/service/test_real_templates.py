@@ -317,11 +317,11 @@ def test_kimi_k3_s_text_and_the_calls_after_it_are_both_read(url: str) -> None:
             reasoning_effort="none", extra_body={"guided_regex": re.escape(written)},
         )  # fmt: skip
         if stream:
-            deltas = [c.choices[0].delta for c in answer if c.choices]
+            deltas = [chunk.choices[0].delta for chunk in answer if chunk.choices]
             text = "".join(d.content or "" for d in deltas)
-            pieces = [p for d in deltas for p in d.tool_calls or []]
-            calls = [("".join(p.function.name or "" for p in pieces if p.function),
-                      "".join(p.function.arguments or "" for p in pieces if p.function))]  # fmt: skip
+            pieces = [p.function for d in deltas for p in d.tool_calls or [] if p.function]
+            name = "".join(p.name or "" for p in pieces)
+            calls = [(name, "".join(p.arguments or "" for p in pieces))] if pieces else []
         else:
             message = answer.choices[0].message
             text = message.content or ""
