@@ -182,9 +182,8 @@ def detect(template: str) -> ChatFormat:
             words=marks.HARMONY_EFFORT,
         )
         return ChatFormat("harmony", analysis, harmony=True)
-    if (
-        marks.HY3 in template
-    ):  # Hy3's tags, each `<NAME:opensource>` (its effort its switch, in words of its own)
+    # Hy3's tags, each `<NAME:opensource>` (its effort its switch, in words of its own)
+    if marks.HY3 in template:
         tags = (marks.hy3_tag("think"), marks.hy3_tag("/think"))
         return ChatFormat(
             call_syntax(template),
@@ -209,13 +208,11 @@ def detect(template: str) -> ChatFormat:
             call_syntax(template),
             ThinkingMarks(*marks.SOLAR_THINKING, effort=effort, words=marks.SOLAR_EFFORT),
         )
-    if all(
-        marker in template for marker in marks.APRIEL
-    ):  # Apriel 1.6's thinking in words (never turned off)
+    # Apriel 1.6's thinking in words (never turned off)
+    if all(marker in template for marker in marks.APRIEL):
         return ChatFormat(call_syntax(template), ThinkingMarks(*marks.APRIEL))
-    if all(
-        marker in template for marker in marks.APRIEL_RESPONSE
-    ):  # Apriel 1.5's: everything before its answer
+    # Apriel 1.5's: everything before its answer
+    if all(marker in template for marker in marks.APRIEL_RESPONSE):
         return ChatFormat(call_syntax(template), ThinkingMarks(*marks.APRIEL, opened=True))
     if all(marker in template for marker in marks.XTML):  # Kimi K3's sections (its thinking is `think`)
         switch = "thinking" if _variable("thinking", template) else None
@@ -268,17 +265,15 @@ def call_syntax(template: str) -> str | None:
         return "kimi_k3"
     if marks.HY3 in template:  # Hy3's GLM-like calls, every tag after `:opensource`
         return "hy3"
-    if (
-        marks.K2_HORIZON in template
-    ):  # K2 Horizon's GLM-like calls (its default format), every tag after `ifm|`
+    # K2 Horizon's GLM-like calls (its default format), every tag after `ifm|`
+    if marks.K2_HORIZON in template:
         return "k2_horizon"
     if marks.SOLAR in template:  # Solar Open's, a message of their own
         return "solar"
     if "<|tool_call>" in template and "<tool_call|>" in template:  # Gemma 4's `call:NAME{…}`
         return "gemma4"
-    if all(
-        part in template for part in marks.MINICPM5
-    ):  # MiniCPM5's, in no block (K2 Horizon's tools show both)
+    # MiniCPM5's, in no block (K2 Horizon's tools show both)
+    if all(part in template for part in marks.MINICPM5):
         return "minicpm5"
     if "<function=" in template and "<parameter=" in template:  # Qwen3-Coder's XML calls, or Seed-OSS's
         return "seed_xml" if "<seed:tool_call>" in template else "qwen3_xml"
@@ -296,13 +291,11 @@ def call_syntax(template: str) -> str | None:
         return "cohere_text" if marks.FRAMES["cohere_text"][0] in template else "cohere"
     if "]<]minimax[>[" in template:  # MiniMax M3's elements, each tag after its namespace token
         return "minimax_m3"
-    if (
-        "<tool_calls>[" in template and marks.APRIEL[0] in template
-    ):  # Apriel 1.6's list, its thinking read here
+    # Apriel 1.6's list, its thinking read here
+    if "<tool_calls>[" in template and marks.APRIEL[0] in template:
         return "apriel"
-    if "<tool_calls>[" in template and all(
-        marker in template for marker in marks.APRIEL_RESPONSE
-    ):  # Apriel 1.5's
+    # Apriel 1.5's
+    if "<tool_calls>[" in template and all(marker in template for marker in marks.APRIEL_RESPONSE):
         return "apriel_framed"
     if "<invoke" in template or "<tool_calls>[" in template:
         # `<invoke name=…>` beside `<tool_call>` tags, a list of calls beside a thinking modelport does not
