@@ -18,8 +18,9 @@ from modelport.errors import InvalidRequestError
 from modelport.predictors.chat_format import PLAIN, ChatFormat, detect, shown_tools
 from modelport.protocol.answers import listed
 from modelport.service.generation import formats
-from modelport.service.generation.formats import effort
+from modelport.service.generation.formats import Body, effort
 from modelport.service.generation.formats.json_answer import AnswerParser
+from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import Reader
 from modelport.service.generation.formats.reading import read
 from modelport.service.generation.tools.plan import ToolPlan
@@ -69,11 +70,13 @@ def plan(required: bool = False) -> ToolPlan:
     return ToolPlan([ADD], required=required, parallel=True, legacy=False)
 
 
-def held(form: ChatFormat, text: str, tools: ToolPlan | None = None, **thinking: Any) -> tuple[bool, bytes]:
-    """Whether the grammar of an answer in `form` takes `text` whole (and may end there), and what it forces
-    next."""
+def held(
+    form: ChatFormat, text: str, tools: ToolPlan | None = None, body: Body | None = None, **thinking: Any
+) -> tuple[bool, bytes]:
+    """Whether the grammar of an answer in `form` (held to `body`, where given) takes `text` whole (and may
+    end there), and what it forces next."""
     shape = formats.shape(form, effort.plan(form, **{"effort": None, "max_tokens": 400, **thinking}), tools,
-                          None, True, True)  # fmt: skip
+                          body, True, True)  # fmt: skip
     assert shape.grammar is not None
     grammar = llguidance.grammar_from("lark", shape.grammar)
     assert llguidance.LLMatcher.validate_grammar(grammar) == ""
@@ -1169,19 +1172,12 @@ def test_a_json_answer_after_the_thinking_begins_with_json_s_whitespace_only(nam
     form = family(name)
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
-    def body(g: Any) -> str:
-        return str(g.json("answer", schema))
-
-    def held_json(text: str) -> bool:
-        shape = formats.shape(form, effort.plan(form, "none", 400), None, body, True, True)
-        assert shape.grammar is not None
-        matcher = llguidance.LLMatcher(BYTES, llguidance.grammar_from("lark", shape.grammar))
-        tokens = BYTES.tokenize_str(text)
-        return matcher.try_consume_tokens(tokens) == len(tokens) and matcher.is_accepting()
+    def body(g: Grammar) -> str:
+        return g.json("answer", schema)
 
     closed = form.thinking.close if form.thinking is not None and form.thinking.opened else ""
-    assert held_json(f'{closed}\n\n{{"n": 1}}')
-    assert not held_json(f'{closed}\xa0\xa0{{"n": 1}}')
+    assert held(form, f'{closed}\n\n{{"n": 1}}', body=body, effort="none")[0]
+    assert not held(form, f'{closed}\xa0\xa0{{"n": 1}}', body=body, effort="none")[0]
 
 
 JSON_CALLS = {
