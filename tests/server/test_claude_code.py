@@ -30,7 +30,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from tests.support.agent_clis import Passing, installed
-from tests.support.families import repack
+from tests.support.families import FIRST_BLOCKS, repack
 from tests.support.live import configured_server, serve_app
 
 pytestmark = pytest.mark.slow  # Claude Code from npm, a server of its own
@@ -101,7 +101,7 @@ class Relay(Passing):
 def relayed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Relay]]:
     folder = tmp_path_factory.mktemp("claude-code")
     config = 'defaults = false\n[[models]]\nid = "smollm2-135m-instruct"\nengine = "llamacpp"\n'
-    config += f'path = "{repack("smollm2", folder, layers=4)}"\nn_parallel = 1\n'
+    config += f'path = "{repack("smollm2", folder, layers=FIRST_BLOCKS)}"\nn_parallel = 1\n'
     with configured_server(folder, config) as live:
         relay = Relay(live.url)
         routes = [Route("/{path:path}", relay.handle, methods=["GET", "POST", "DELETE", "HEAD"])]

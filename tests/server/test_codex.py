@@ -30,7 +30,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from tests.support.agent_clis import Passing, installed
-from tests.support.families import repack
+from tests.support.families import FIRST_BLOCKS, repack
 from tests.support.live import configured_server, serve_app
 
 pytestmark = pytest.mark.slow  # Codex from npm, a model of its own
@@ -126,7 +126,7 @@ class Relay(Passing):
 @pytest.fixture(scope="module")
 def relayed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Relay]]:
     folder = tmp_path_factory.mktemp("codex")
-    model = repack("smollm2", folder, context_length=32768, layers=4)
+    model = repack("smollm2", folder, context_length=32768, layers=FIRST_BLOCKS)
     config = (
         f'[[models]]\nid = "smollm2-135m-instruct"\nengine = "llamacpp"\npath = "{model}"\nn_parallel = 1\n'
     )

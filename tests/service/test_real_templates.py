@@ -7,7 +7,7 @@ answers, the text each template ends a turn with ends generation and never shows
 family's own syntax and read back, each family is told the effort, and a conversation a template still
 refuses is a 400 with the template's own words.
 
-Each is served over the first four of SmolLM2's 30 blocks (`repack(layers=4)`): what these tests check is
+Each is served over the first four of SmolLM2's 30 blocks (`families.FIRST_BLOCKS`): what these tests check is
 what the template, the grammar and the reader decide, which the weights' words never do (a call's numbers are
 held to a digit each, so even its length is the grammar's), and such a model reads a prompt seven times as
 fast (the module took 174 s on 2 cores over the whole model, 65 s over these blocks)."""
@@ -28,7 +28,7 @@ import pytest
 
 from modelport.settings import Settings
 from tests.support.faces import faces
-from tests.support.families import ADD, DIGITS, repack
+from tests.support.families import ADD, DIGITS, FIRST_BLOCKS, repack
 
 pytestmark = pytest.mark.slow  # 28 models with real templates
 
@@ -107,7 +107,7 @@ def config(model: Path) -> str:
 
 @pytest.fixture(scope="module")
 def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    model = repack("smollm2", tmp_path_factory.mktemp("shallow"), layers=4)
+    model = repack("smollm2", tmp_path_factory.mktemp("shallow"), layers=FIRST_BLOCKS)
     with faces(Settings.model_validate(tomllib.loads(config(model)))) as live:
         yield live.url
 

@@ -18,7 +18,7 @@ import pytest
 
 from modelport.settings import ModelConfig, Settings
 from tests.support.faces import Faces, faces
-from tests.support.families import DIGITS, HARMONY_TOKENS, repack, template
+from tests.support.families import DIGITS, FIRST_BLOCKS, HARMONY_TOKENS, repack, template
 from tests.support.openresponses import EVENT, RESPONSE, problems
 
 pytestmark = pytest.mark.slow  # four models of their own
@@ -26,7 +26,6 @@ pytestmark = pytest.mark.slow  # four models of their own
 ASK = [{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "2 + 3?"}]
 MARKERS = ("<think>", "</think>", "<|channel|>", "<|message|>", "<|end|>", "<|start|>", "<tool_call>")
 CLOSE_TOKENS = 4  # `</think>` in SmolLM2's vocabulary is at most this many tokens
-LAYERS = 4  # of SmolLM2's 30 blocks: the weights decide nothing checked here, and read a prompt 7× as fast
 
 
 def model(name: str, **options: Any) -> ModelConfig:
@@ -38,10 +37,10 @@ def model(name: str, **options: Any) -> ModelConfig:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Faces]:
     folder = tmp_path_factory.mktemp("families")
-    shallow = str(repack("smollm2", folder, layers=LAYERS))
+    shallow = str(repack("smollm2", folder, layers=FIRST_BLOCKS))
     models = [
-        model("r1", path=str(repack("deepseek-r1", folder, layers=LAYERS))),
-        model("oss", path=str(repack("gpt-oss", folder, HARMONY_TOKENS, layers=LAYERS))),
+        model("r1", path=str(repack("deepseek-r1", folder, layers=FIRST_BLOCKS))),
+        model("oss", path=str(repack("gpt-oss", folder, HARMONY_TOKENS, layers=FIRST_BLOCKS))),
         model("qwen3", path=shallow, chat_template=template("qwen3")),
         model("coder", path=shallow, chat_template=template("qwen3-coder")),
         ModelConfig.model_validate({"id": "thinking-voice", "engine": "realtime", "chat": "r1"}),

@@ -2,9 +2,9 @@
 the engine detects the format, the template renders tools and tool history, the decoder holds the answer
 to the native call format and modelport parses it back.
 
-The model is SmolLM2's first four blocks under each template (`repack(layers=4)`: its weights know no tools,
-so these test the formats, not the model's judgement, and such a model reads a prompt seven times as fast);
-the parsers are also fed hand-written native answers in pieces.
+The model is SmolLM2's first four blocks under each template (`families.FIRST_BLOCKS`: its weights know no
+tools, so these test the formats, not the model's judgement, and such a model reads a prompt seven times as
+fast); the parsers are also fed hand-written native answers in pieces.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from modelport.service.generation.formats.json_answer import AnswerParser
 from modelport.service.generation.tools.plan import ToolPlan
 from modelport.settings import ModelConfig, Settings
 from tests.service.test_tools import ASK, SCHEMAS, TOOLS, assert_valid_calls
-from tests.support.families import repack
+from tests.support.families import FIRST_BLOCKS, repack
 
 TEMPLATES = Path(__file__).parent / "templates"
 JSON_SYNTAXES = ("hermes", "llama3", "mistral")  # the syntaxes whose calls are JSON (one template each here)
@@ -32,7 +32,7 @@ JSON_SYNTAXES = ("hermes", "llama3", "mistral")  # the syntaxes whose calls are 
 
 @pytest.fixture(scope="module")
 def native(tmp_path_factory: pytest.TempPathFactory) -> Iterator[modelport.OpenAI]:
-    shallow = str(repack("smollm2", tmp_path_factory.mktemp("shallow"), layers=4))
+    shallow = str(repack("smollm2", tmp_path_factory.mktemp("shallow"), layers=FIRST_BLOCKS))
     models = [
         ModelConfig.model_validate(
             {

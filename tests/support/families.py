@@ -37,6 +37,9 @@ DIGITS = {
         "parameters": {"type": "object", "properties": {"a": DIGIT, "b": DIGIT}, "required": ["a", "b"]},
     },
 }
+# How many of SmolLM2's 30 blocks the tests that check what a template and a grammar decide keep (`repack`'s
+# `layers`): its words mean nothing to them, and it reads a prompt seven times as fast.
+FIRST_BLOCKS = 4
 # SmolLM2's special tokens 3-9 (`<repo_name>` … `<issue_closed>`: code-hosting markers no chat uses), renamed
 # to harmony's.
 HARMONY_TOKENS = {
@@ -65,9 +68,8 @@ def repack(
     """SmolLM2's GGUF under the template `name` (`smollm2`: its own), with the tokens `renamed` (id: new
     text), a training context of `context_length` tokens (positions past its 8,192 are extrapolated: for
     prompts as long as an agent's, whose words do not matter) and only its first `layers` blocks of 30 (its
-    embeddings, the first blocks and its output: a model whose words mean nothing, for tests that check what
-    a template and a grammar decide, its prompts read at seven times the speed with four), written into
-    `folder` as `NAME.gguf` (`NAME-LAYERS.gguf` when cut)."""
+    embeddings, those blocks and its output: `FIRST_BLOCKS`), written into `folder` as `NAME.gguf`
+    (`NAME-LAYERS.gguf` when cut)."""
     out = folder / (f"{name}-{layers}.gguf" if layers else f"{name}.gguf")
     reader = gguf.GGUFReader(default_gguf())
     architecture = reader.get_field(gguf.Keys.General.ARCHITECTURE).contents()
