@@ -1,5 +1,8 @@
 """Conversations behind one shared system prompt, more of them than slots: each later turn starts from its
-own whole history, whichever conversations ran in between."""
+own whole history, whichever conversations ran in between.
+
+What is checked is which tokens a turn reuses and how it began, never what the model says: the model is
+SmolLM2's first blocks (`families.FIRST_BLOCKS`), which reads a prompt seven times as fast as the whole."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +24,8 @@ import openai
 import pytest
 
 from modelport.engines.llamacpp import conversation_cache, conversation_names
+from tests.support.configs import NO_EOS
+from tests.support.families import FIRST_BLOCKS, repack
 from tests.support.live import configured_server, counted
 
 pytestmark = pytest.mark.models  # real models: not the unit tier
@@ -33,16 +39,61 @@ CONFIG = """defaults = false
 [[models]]
 id = "m"
 engine = "llamacpp"
+path = "{path}"
 n_parallel = 2
 conversation_cache_mib = {mib}
 """
 
 
+@pytest.fixture(scope="module")
+def shallow(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """SmolLM2's GGUF cut to its first blocks."""
+    return repack("smollm2", tmp_path_factory.mktemp("shallow"), layers=FIRST_BLOCKS)
+
+
+def configured(shallow: Path, mib: int) -> str:
+    """A server's configuration: two slots of `shallow`, a conversation cache of `mib` MiB (0: none)."""
+    return CONFIG.format(path=shallow, mib=mib)
+
+
 @contextmanager
-def client(folder: Path, mib: int) -> Iterator[openai.OpenAI]:
+def client(folder: Path, config: str) -> Iterator[openai.OpenAI]:
     """The SDK over HTTP to a server of its own (its llama.cpp slots are the subject)."""
-    with configured_server(folder, CONFIG.format(mib=mib)) as live:
+    with configured_server(folder, config) as live:
         yield openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=120)
+
+
+@contextmanager
+def answering_beside(model: openai.OpenAI) -> Iterator[None]:
+    """A long answer under way in a slot of its own while the block runs, and still running when it ends
+    (asserted). It is streamed, so the block starts once it is under way, and closed after the block; it
+    runs to a length no block reaches (`ignore_eos`: no end, no repetition stop), whatever the machine's
+    speed. Before, a fixed wait and a 200-token greedy answer, which the repetition stop or a quiet machine
+    ended before the block did."""
+    under_way, leave = threading.Event(), threading.Event()
+    ended: list[str] = []
+
+    def answer() -> None:
+        with model.completions.create(
+            model="m", prompt="Tell a long story about a ship.", max_tokens=4096, stream=True,
+            extra_body={"ignore_eos": True},
+        ) as stream:  # fmt: skip
+            for chunk in stream:
+                under_way.set()
+                ended.extend(choice.finish_reason for choice in chunk.choices if choice.finish_reason)
+                if leave.is_set():
+                    return
+
+    with ThreadPoolExecutor(1) as other:
+        running = other.submit(answer)
+        while not under_way.wait(0.05):
+            assert not running.done(), running.result()
+        try:
+            yield
+            assert not ended, "the long answer ended before the block did"
+        finally:
+            leave.set()
+            running.result()
 
 
 def interleaved(model: openai.OpenAI, conversations: int, turns: int) -> list[tuple[int, int, int]]:
@@ -68,8 +119,10 @@ def interleaved(model: openai.OpenAI, conversations: int, turns: int) -> list[tu
     return seen
 
 
-def test_every_later_turn_reuses_its_whole_history_though_others_took_its_slot(tmp_path: Path) -> None:
-    with client(tmp_path, 1024) as model:
+def test_every_later_turn_reuses_its_whole_history_though_others_took_its_slot(
+    tmp_path: Path, shallow: Path
+) -> None:
+    with client(tmp_path, configured(shallow, 1024)) as model:
         turns = interleaved(model, conversations=3, turns=3)
     for earlier, prompt, cached in turns[3:]:
         assert earlier <= cached < prompt  # the earlier prompt (and more: part of the answer) was reused
@@ -77,10 +130,11 @@ def test_every_later_turn_reuses_its_whole_history_though_others_took_its_slot(t
 
 def test_a_turn_sent_as_the_last_answer_ends_reuses_that_answer_while_another_conversation_runs(
     tmp_path: Path,
+    shallow: Path,
 ) -> None:
     """An answer's slot is saved after its end has been told: a next turn sent at once, while another
     conversation holds the other slot, finds the history it continues (waiting for its save if it must)."""
-    with client(tmp_path, 1024) as model:
+    with client(tmp_path, configured(shallow, 1024)) as model:
 
         def converse(label: str) -> list[tuple[int, int]]:
             history = [{"role": "system", "content": SYSTEM}]
@@ -104,8 +158,10 @@ def test_a_turn_sent_as_the_last_answer_ends_reuses_that_answer_while_another_co
             assert earlier <= cached < prompt
 
 
-def test_without_the_conversation_cache_a_later_turn_reuses_only_what_all_share(tmp_path: Path) -> None:
-    with client(tmp_path, 0) as model:
+def test_without_the_conversation_cache_a_later_turn_reuses_only_what_all_share(
+    tmp_path: Path, shallow: Path
+) -> None:
+    with client(tmp_path, configured(shallow, 0)) as model:
         turns = interleaved(model, conversations=3, turns=2)
     assert all(cached < earlier for earlier, _, cached in turns[3:])
 
@@ -130,10 +186,11 @@ def test_folders_left_by_processes_that_are_gone_are_removed(
 
 def test_a_completion_reuses_a_long_prompt_it_shares_with_an_earlier_one_though_others_ran_between(
     tmp_path: Path,
+    shallow: Path,
 ) -> None:
     """Completions are kept like chat turns: a few-shot prefix, sent again after other prompts took both
     slots, is not processed again."""
-    with client(tmp_path, 1024) as model:
+    with client(tmp_path, configured(shallow, 1024)) as model:
         shots = SYSTEM + "\nQ: where is the ladder?\nA:"
 
         def complete(prompt: str) -> tuple[int, int]:
@@ -149,13 +206,13 @@ def test_a_completion_reuses_a_long_prompt_it_shares_with_an_earlier_one_though_
     assert first - 12 <= cached < prompt
 
 
-def test_a_turn_reuses_a_long_system_prompt_another_turn_extended(tmp_path: Path) -> None:
+def test_a_turn_reuses_a_long_system_prompt_another_turn_extended(tmp_path: Path, shallow: Path) -> None:
     """Offered tools are described at the end of the system prompt where a call may be made, and not
     where `tool_choice` is `none` (as an agent asks for its last answer): the turn that bars calls shares
     the system prompt's beginning, not the whole message, with the turn before it, and still reuses it."""
     tools: Any = [{"type": "function", "function": {"name": "shelf", "parameters": {"type": "object"}}}]
     asked: Any = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Where is item 7?"}]
-    with client(tmp_path, 1024) as model:
+    with client(tmp_path, configured(shallow, 1024)) as model:
         model.chat.completions.create(
             model="m", messages=asked, tools=tools, tool_choice="required", max_tokens=16
         )
@@ -196,7 +253,9 @@ def test_names_of_messages_are_shared_as_far_as_the_messages_are() -> None:
 
 
 @pytest.mark.slow
-def test_the_first_answer_after_a_start_is_the_one_a_start_without_the_cache_gives(tmp_path: Path) -> None:
+def test_the_first_answer_after_a_start_is_the_one_a_start_without_the_cache_gives(
+    tmp_path: Path, shallow: Path
+) -> None:
     """Nothing run while the model loads stays in a slot: with the cache on, slots are emptied only by the
     turns placed in them, and tokens left in one changed the first greedy answers (this prompt's did). Nor
     does a turn resting in its slot (the last to end, kept there for its conversation's next turn): another
@@ -208,7 +267,7 @@ def test_the_first_answer_after_a_start_is_the_one_a_start_without_the_cache_giv
     answers = []
     for mib in (1024, 0):
         (folder := tmp_path / str(mib)).mkdir()
-        with client(folder, mib) as model:
+        with client(folder, configured(shallow, mib)) as model:
             reply = model.chat.completions.create(model="m", messages=poem, max_tokens=128, temperature=0)  # type: ignore[arg-type]
             answers.append(reply.choices[0].message.content)
             if mib:  # a conversation sharing nothing with the poem rests in a slot; the poem again, whole
@@ -221,12 +280,14 @@ def test_the_first_answer_after_a_start_is_the_one_a_start_without_the_cache_giv
     assert answers[0] == answers[1] == answers[2]
 
 
-def test_a_conversation_s_next_turn_goes_on_in_the_slot_its_last_rests_in(tmp_path: Path) -> None:
+def test_a_conversation_s_next_turn_goes_on_in_the_slot_its_last_rests_in(
+    tmp_path: Path, shallow: Path
+) -> None:
     """The last turn to end while no other runs rests in its slot: its conversation's next turn goes on
     there, restoring nothing, sent at once (the rest not yet saved) or after the rest was saved; another
     request puts a saved rest away without saving it again, and the conversation's next turn is then
     restored from its file."""
-    with configured_server(tmp_path, CONFIG.format(mib=1024)) as live:
+    with configured_server(tmp_path, configured(shallow, 1024)) as live:
         model = openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=120)
         history = [{"role": "system", "content": SYSTEM}]
         seen: list[tuple[int, int]] = []  # (prompt tokens, cached tokens) of each turn
@@ -279,18 +340,18 @@ PREAMBLED = (
     + "' * 30 }}{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
-ONE_SLOT = CONFIG.format(mib=1024).replace("n_parallel = 2", "n_parallel = 1")
-ONE_SLOT += f"chat_template = {json.dumps(PREAMBLED)}\n"
 
 
 def test_a_new_conversation_reuses_the_preamble_its_template_writes_before_every_conversation(
     tmp_path: Path,
+    shallow: Path,
 ) -> None:
     """What a template writes before the messages (Command R's safety preamble, GigaChat's roles, the
     tools' description where there is no system message) is shared by every conversation: a new one goes
     on in the slot the last one rests in, and processes only its own messages. Before, the slot was
     emptied and the preamble processed again for each (GigaChat 3.1's 1,100 tokens: 3.5 s on two cores)."""
-    with configured_server(tmp_path, ONE_SLOT) as live:
+    one_slot = configured(shallow, 1024).replace("n_parallel = 2", "n_parallel = 1")
+    with configured_server(tmp_path, one_slot + f"chat_template = {json.dumps(PREAMBLED)}\n") as live:
         model = openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=120)
         seen = []
         for question in ("Name a colour.", "Count the crates on the dock.", "Which shelf is empty?"):
@@ -327,7 +388,7 @@ SHELVES: Any = [
 
 @pytest.mark.parametrize("before", ["the tools' description", "the template's own text"])
 def test_a_new_conversation_beside_others_reuses_what_its_template_writes_before_the_messages(
-    tmp_path: Path, before: str
+    tmp_path: Path, shallow: Path, before: str
 ) -> None:
     """Qwen3's template describes the tools before the messages where no system message comes; another
     writes a long text of its own there (GigaChat's roles, Command R's safety preamble). A new conversation
@@ -336,7 +397,7 @@ def test_a_new_conversation_beside_others_reuses_what_its_template_writes_before
     kept, and that text was processed again for each new conversation."""
     tools = before == "the tools' description"
     template = QWEN3.read_text() if tools else PREAMBLED
-    config = CONFIG.format(mib=1024) + f"chat_template = {json.dumps(template)}\n"
+    config = configured(shallow, 1024) + f"chat_template = {json.dumps(template)}\n"
     with configured_server(tmp_path, config) as live:
         model = openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=120)
 
@@ -350,35 +411,25 @@ def test_a_new_conversation_beside_others_reuses_what_its_template_writes_before
             assert usage.prompt_tokens_details is not None
             return usage.prompt_tokens, usage.prompt_tokens_details.cached_tokens or 0
 
-        with ThreadPoolExecutor(1) as other:
-            story = "Tell a long story about a ship. " * 4
-            running = other.submit(
-                model.completions.create,
-                model="m",
-                prompt=story,
-                max_tokens=400,
-                logit_bias={"0": -100, "2": -100},
-            )
-            time.sleep(1.0)  # the long answer is under way
+        with answering_beside(model):
             # A lone question beside others is kept only from its second sending; this one at once.
             first = asked("Where is the flour?")
             restored = counted(live.url, "modelport_conversation_turns_total", start="restored")
             prompt, cached = asked("Which aisle holds the salt?")
             assert counted(live.url, "modelport_conversation_turns_total", start="restored") == restored + 1
-            assert not running.done()
-            running.result()
     assert first[1] == 0
     assert first[0] - 24 <= cached < prompt  # what comes before the messages, whole
 
 
 def test_a_lone_prompt_is_kept_when_it_ends_alone_and_from_its_second_sending_beside_others(
     tmp_path: Path,
+    shallow: Path,
 ) -> None:
     """A lone request (most are one-off questions) ending while no other runs — one user's session — is
     saved, so its next sending reuses its prompt though other prompts took both slots in between; a sending
     restored from the file that holds it does not save it again. One that ends beside another running is
     not saved the first time (saving every one cost free chat throughput), only from its second sending."""
-    with configured_server(tmp_path, CONFIG.format(mib=1024)) as live:
+    with configured_server(tmp_path, configured(shallow, 1024)) as live:
         model = openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=120)
         kept = [
             *Path("/dev/shm").glob(f"modelport-slots-{live.pid}-*"),
@@ -386,9 +437,9 @@ def test_a_lone_prompt_is_kept_when_it_ends_alone_and_from_its_second_sending_be
         ]
         assert len(kept) == 1
 
-        def cached(prompt: str, tokens: int = 4) -> int:
+        def cached(prompt: str) -> int:
             usage = model.completions.create(
-                model="m", prompt=prompt, max_tokens=tokens, temperature=0, logit_bias={"0": -100, "2": -100}
+                model="m", prompt=prompt, max_tokens=4, temperature=0, logit_bias=NO_EOS
             ).usage
             assert usage is not None
             assert usage.prompt_tokens_details is not None
@@ -404,12 +455,8 @@ def test_a_lone_prompt_is_kept_when_it_ends_alone_and_from_its_second_sending_be
             cached(f"A question asked once: {i}?")
             saved.append({file.name: file.stat().st_mtime_ns for file in kept[0].glob("*.bin")})
         beside = "Name two mountains of Asia and the countries they stand in."
-        with ThreadPoolExecutor(1) as other:
-            running = other.submit(cached, "Tell a long story about a ship. " * 4, 200)
-            time.sleep(1.0)  # the long answer is under way
+        with answering_beside(model):
             first = cached(beside)
-            assert not running.done()
-            running.result()
         again = [cached(beside), cached(beside)]
     assert reused[0] == 0
     assert reused[1] > 10
