@@ -20,8 +20,10 @@ from modelport.protocol.answers import listed
 from modelport.service.generation import formats
 from modelport.service.generation.formats import Body, effort
 from modelport.service.generation.formats.json_answer import AnswerParser
+from modelport.service.generation.formats.keyed import ValueScan
 from modelport.service.generation.formats.lark import Grammar
-from modelport.service.generation.formats.readers import Reader
+from modelport.service.generation.formats.pythonic import PythonicReader
+from modelport.service.generation.formats.readers import Reader, UpTo
 from modelport.service.generation.formats.reading import read
 from modelport.service.generation.tools.plan import ToolPlan
 from modelport.service.responses import items
@@ -1335,3 +1337,69 @@ def test_reasoning_given_back_is_the_thinking_of_the_answer_it_led_to() -> None:
     chat = items.messages(turn)
     assert [m.get("reasoning_content") for m in chat] == [None, "Use add.", None, "It is 5."]
     assert chat[1]["tool_calls"][0]["function"]["name"] == "add"
+
+
+WRITE = {
+    "name": "write",
+    "description": "Write a file.",
+    "parameters": {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "text": {"type": "string"}},
+        "required": ["path", "text"],
+    },
+}
+# A file's text with what may end a value early or be taken for a marker: quotes, escapes, brackets, and the
+# beginnings of every syntax's closing quote or tag.
+FILE = "\n".join(
+    ['def f(x):\n    return "a\\tb" + x  # it\'s [1, (2)] {3} <| <|" </arg_val </param ]<]mini'] * 50
+)
+# Each syntax whose calls' values end at a closing quote or tag, a call of `write` as its family's template
+# writes one: the file's text where `{}` stands.
+LONG_VALUES = {
+    "real/lfm2.5-8b-a1b": "<|tool_call_start|>[write(path='a.py', text={})]<|tool_call_end|>",
+    "real/gemma-4-31b-it": '<|tool_call>call:write{{path:<|"|>a.py<|"|>,text:<|"|>{}<|"|>}}<tool_call|>',
+    "real/glm-4.6": "<tool_call>write\n<arg_key>path</arg_key>\n<arg_value>a.py</arg_value>\n"
+    "<arg_key>text</arg_key>\n<arg_value>{}</arg_value>\n</tool_call>",
+    "qwen3-coder": "<tool_call>\n<function=write>\n<parameter=path>\na.py\n</parameter>\n"
+    "<parameter=text>\n{}\n</parameter>\n</function>\n</tool_call>",
+    "real/minimax-m2": '<minimax:tool_call>\n<invoke name="write">\n<parameter name="path">a.py</parameter>\n'
+    '<parameter name="text">{}</parameter>\n</invoke>\n</minimax:tool_call>',
+    "real/minimax-m3": ']<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name="write">]<]minimax[>[<path>a.py'
+    "]<]minimax[>[</path>]<]minimax[>[<text>{}]<]minimax[>[</text>]<]minimax[>[</invoke>\n"
+    "]<]minimax[>[</tool_call>",
+}
+
+
+@pytest.mark.parametrize("size", [1, 4, 7])
+@pytest.mark.parametrize("name", list(LONG_VALUES))
+def test_a_value_as_long_as_a_file_reads_back_whole_in_any_chunking(name: str, size: int) -> None:
+    """Each look at a value reads on from where the last stopped (64,000 characters of LFM2's call, four a
+    piece, took 41 s of the serving thread when each piece read the value again from its start; GLM's and
+    the `<invoke>` syntaxes', a time growing as the square of the value's length): where a piece ends inside
+    an escape, a quote or a closing tag, the value still reads back whole."""
+    written = repr(FILE) if "lfm2" in name else FILE
+    reader = formats.shape(
+        family(name), None, ToolPlan([WRITE], False, True, False), None, True, False
+    ).read()
+    got = read_all(reader, LONG_VALUES[name].format(written), size)
+    assert got["calls"] == [("write", {"path": "a.py", "text": FILE})]
+    assert (got["content"], got["strayed"]) == ("", False)
+
+
+def test_a_value_s_scan_and_its_closing_tag_s_search_read_each_piece_once() -> None:
+    """What makes a long value's reading linear: the scan of a value written bare (LFM2's, Gemma 4's) stands
+    where the text may still change after each look, and a value read up to its closing tag holds back no
+    more than the tag's beginning."""
+    scan = ValueScan(")", PythonicReader.quoting)
+    text = "'it\\'s"
+    assert scan.end(text) is None
+    assert scan.at == len(text)
+    assert scan.end(text + "\\") is None
+    assert scan.at == len(text)  # the escape's second character is yet to come
+    assert scan.end(text + "\\n', b=1)") == len(text) + 3  # the comma after the string
+    up_to, rest = UpTo("</arg_value>"), ""
+    pieces = chunked(FILE + "</arg_value>after", 5)
+    while (taken := up_to.take(rest + pieces.pop(0)))[0] is None:
+        rest = taken[1]
+        assert len(rest) < len("</arg_value>")  # held back: what may begin the tag
+    assert (taken[0], taken[1] + "".join(pieces)) == (FILE, "after")

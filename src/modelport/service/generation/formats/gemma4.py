@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from modelport.service.generation.formats.keyed import KeyedReader, keyed_function
+from modelport.service.generation.formats.keyed import KeyedReader, Quoting, keyed_function
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import Delta, text_until
 from modelport.service.generation.formats.xml_values import INTEGER, NUMBER, bounded, free_text, tagged_calls
@@ -151,13 +151,19 @@ def _number(word: str) -> bool:
     return True
 
 
-def _string_at(text: str, at: int) -> int | None:
-    """Where a string between `<|"|>` marks that begins at `at` ends (None: not yet; -1: none begins
-    there)."""
-    if not text.startswith(QUOTE, at):
-        return -1
-    end = text.find(QUOTE, at + len(QUOTE))
-    return None if end < 0 else end + len(QUOTE)
+class _Gemma4Quoting(Quoting):
+    """Gemma 4's strings: between `<|"|>` marks, with no escapes."""
+
+    def opens(self, text: str, at: int) -> int | None:
+        if text.startswith(QUOTE, at):
+            return len(QUOTE)
+        return None if QUOTE.startswith(text[at:]) else 0
+
+    def close(self, text: str, start: int, at: int) -> tuple[int | None, int]:
+        end = text.find(QUOTE, at)
+        if end >= 0:
+            return end + len(QUOTE), end + len(QUOTE)
+        return None, max(at, len(text) - len(QUOTE) + 1)  # the marker may have begun
 
 
 class Gemma4Reader(KeyedReader):
@@ -186,5 +192,5 @@ class Gemma4Reader(KeyedReader):
             self.pending, self.state = stripped, "text"
         return []
 
-    _string_at = staticmethod(_string_at)
+    quoting = _Gemma4Quoting()
     _json_of = staticmethod(_json_of)

@@ -23,6 +23,7 @@ from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import (
     ArgumentsReader,
     Delta,
+    UpTo,
     arguments_delta,
     call_delta,
     until,
@@ -125,6 +126,7 @@ class GlmReader(ArgumentsReader):
     def __init__(self, parameters: dict[str, dict[str, Any]], tags: GlmTags) -> None:
         super().__init__(parameters)
         self.tags = tags
+        self.value = UpTo(tags.value[1])
 
     inside = ("arguments", "value")
 
@@ -142,7 +144,7 @@ class GlmReader(ArgumentsReader):
 
     def _step(self) -> list[Delta]:
         pending, tags = self.pending, self.tags
-        (opens, closes), (key, end_key), (value, end_value) = tags.call, tags.key, tags.value
+        (opens, closes), (key, end_key), (value, _) = tags.call, tags.key, tags.value
         if self.state in ("text", "between"):
             if self.state == "between":  # the line break between two calls is the format's
                 stripped = pending.lstrip()
@@ -205,11 +207,10 @@ class GlmReader(ArgumentsReader):
                 return [self.closed()]
             self.pending = stripped
             return []
-        # value: up to its closing tag
-        end = pending.find(end_value)
-        if end < 0:
+        said, self.pending = self.value.take(pending)  # value: up to its closing tag
+        if said is None:
             return []
-        said, self.pending, self.state = pending[:end], pending[end + len(end_value) :], "arguments"
+        self.state = "arguments"
         parameters = self.parameters.get(self.function) or {}
         piece = argument_piece(parameters, self.key, said, first=not self.written)
         self.written += 1

@@ -22,10 +22,10 @@ from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import (
     ArgumentsReader,
     Delta,
+    UpTo,
     arguments_delta,
     call_delta,
     text_until,
-    until,
 )
 from modelport.service.generation.formats.xml_values import argument_piece, free_text, tagged_function
 from modelport.service.generation.tools.plan import ToolPlan
@@ -110,6 +110,7 @@ class InvokeReader(ArgumentsReader):
     def __init__(self, syntax: InvokeXml, parameters: dict[str, dict[str, Any]]) -> None:
         super().__init__(parameters)
         self.syntax = syntax
+        self.value = UpTo(syntax.end_parameter)
 
     def _step(self) -> list[Delta]:
         pending, syntax = self.pending, self.syntax
@@ -149,9 +150,8 @@ class InvokeReader(ArgumentsReader):
             else:
                 self.pending = stripped
             return []
-        value, self.pending, closed = until(pending, syntax.end_parameter)  # value
-        if not closed:
-            self.pending = pending
+        value, self.pending = self.value.take(pending)  # value
+        if value is None:
             return []
         self.state = "parameters"
         parameters = self.parameters.get(self.function) or {}

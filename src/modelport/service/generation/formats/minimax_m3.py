@@ -183,4 +183,8 @@ class MiniMaxM3Reader(InvokeReader):
                 piece = argument_piece(parameters, self.key, value, not self.written, as_json)
                 self.written += 1
                 return [arguments_delta(self.calls - 1, piece)]
+        # Read on from where a tag may yet be completed, not again from the last whole tag: a tag not yet
+        # whole begins at the last namespace after it (no tag's name holds one), or at the text's end.
+        last = self.pending.rfind(NS, self.seen)
+        self.seen = last if last >= 0 else max(self.seen, len(self.pending) - len(NS) + 1)
         return []

@@ -14,12 +14,12 @@ import ast
 import json
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from modelport.protocol.validation import json_value
 from modelport.service.generation.formats.call_lists import calls_or_text, listed
 from modelport.service.generation.formats.json_calls import arguments_object
-from modelport.service.generation.formats.keyed import KeyedReader, keyed_function
+from modelport.service.generation.formats.keyed import KeyedReader, Quoting, keyed_function
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import Delta, text_until
 from modelport.service.generation.formats.xml_values import INTEGER, NUMBER, bounded, free_text
@@ -141,7 +141,7 @@ def _outside_strings(text: str, change: Callable[[str], str]) -> str:
     out: list[str] = []
     start = at = 0
     while at < len(text):
-        after = _string_at(text, at)
+        after = _QUOTING.string_at(text, at)
         if after == -1:
             at += 1
             continue
@@ -151,20 +151,28 @@ def _outside_strings(text: str, change: Callable[[str], str]) -> str:
     return "".join([*out, change(text[start:])])
 
 
-def _string_at(text: str, at: int) -> int | None:
-    """Where a Python string that begins at `at` ends (None: not yet; -1: none begins there)."""
-    quote = text[at]
-    if quote not in "'\"":
-        return -1
-    at += 1
-    while at < len(text):
-        if text[at] == "\\":
+class _PythonQuoting(Quoting):
+    """Python's strings, in either quote, with backslash escapes."""
+
+    # What a string's reading stops at: an escape, or the quote that closes it.
+    _STOPS: ClassVar[dict[str, re.Pattern[str]]] = {quote: re.compile(rf"[\\{quote}]") for quote in "'\""}
+
+    def opens(self, text: str, at: int) -> int | None:
+        return 1 if text[at] in "'\"" else 0
+
+    def close(self, text: str, start: int, at: int) -> tuple[int | None, int]:
+        stops = self._STOPS[text[start]]
+        while found := stops.search(text, at):
+            at = found.start()
+            if text[at] != "\\":
+                return at + 1, at + 1
+            if at + 1 == len(text):
+                return None, at  # the escape's second character is yet to come
             at += 2
-            continue
-        if text[at] == quote:
-            return at + 1
-        at += 1
-    return None
+        return None, len(text)
+
+
+_QUOTING = _PythonQuoting()
 
 
 class PythonicReader(KeyedReader):
@@ -197,5 +205,5 @@ class PythonicReader(KeyedReader):
             self.pending, self.state = stripped, "text"
         return []
 
-    _string_at = staticmethod(_string_at)
+    quoting = _QUOTING
     _json_of = staticmethod(_json_of)

@@ -16,6 +16,7 @@ from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import (
     ArgumentsReader,
     Delta,
+    UpTo,
     arguments_delta,
     call_delta,
     until,
@@ -75,6 +76,7 @@ class XmlReader(ArgumentsReader):
     ) -> None:
         super().__init__(parameters)
         self.opener, self.closer = opener, closer
+        self.value = UpTo(_END_PARAMETER)
 
     def _step(self) -> list[Delta]:
         pending = self.pending
@@ -119,13 +121,12 @@ class XmlReader(ArgumentsReader):
             self.pending = stripped
             return []
         if self.state == "value":
-            end = pending.find(_END_PARAMETER)
-            if end < 0:
+            value, self.pending = self.value.take(pending)
+            if value is None:
                 return []
-            value = pending[:end]
             value = value[1:] if value.startswith("\n") else value
             value = value[:-1] if value.endswith("\n") else value
-            self.pending, self.state = pending[end + len(_END_PARAMETER) :], "parameters"
+            self.state = "parameters"
             parameters = self.parameters.get(self.function) or {}
             piece = argument_piece(parameters, self.key, value, first=not self.written)
             self.written += 1

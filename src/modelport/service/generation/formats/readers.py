@@ -78,6 +78,26 @@ def until(text: str, marker: str) -> tuple[str, str, bool]:
     return text[:cut], text[cut:], False
 
 
+class UpTo:
+    """A value's text read up to the marker that closes it, as it comes: each look reads only what came since
+    the last (and the end held back as the marker's beginning), so that a value as long as a file's text is
+    read once rather than again with every piece that lengthens it."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+        self._read: list[str] = []
+
+    def take(self, pending: str) -> tuple[str | None, str]:
+        """The value whole and what follows its marker, once the marker has come; before, None and what is
+        left to read."""
+        said, rest, closed = until(pending, self.marker)
+        self._read.append(said)
+        if not closed:
+            return None, rest
+        value, self._read = "".join(self._read), []
+        return value, rest
+
+
 def text_until(text: str, opener: str) -> tuple[str, str, bool]:
     """An answer's text read up to the `opener` of its calls: its content, what is left to read, and whether
     the calls opened. The whitespace before the calls is the format's, not content: whitespace at the end of
