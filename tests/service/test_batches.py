@@ -15,7 +15,8 @@ from typing import Any
 import openai
 import pytest
 
-from modelport.settings import FileSettings, Settings
+import modelport
+from modelport.settings import BatchSettings, FileSettings, ModelConfig, Settings, StoreSettings
 from tests.support.faces import faces
 
 CHAT_LINES = 64  # four times the lines a batch runs at once (`[batches] concurrency`, 16)
@@ -322,6 +323,42 @@ def test_a_batch_cancelled_as_soon_as_it_is_made_ends_cancelled(client: Any) -> 
         assert client.batches.cancel(made.id).status == "cancelling"
         ended.append(wait(client, made.id, 60))
     assert [(b.status, b.cancelled_at is not None) for b in ended] == [("cancelled", True)] * 4
+
+
+def test_no_line_of_a_batch_cancelled_here_starts_after_the_cancel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel stops the batch's lines at once on the server that took it: those running finish, no other
+    starts. Before, the runner heard of it at its next heartbeat, up to 2 s later, and went on starting
+    lines until then (60 lines of SmolLM2 cancelled once 8 were written: 32 written, cancelled 5.5 s later;
+    now 24, the 16 in flight finishing, 3.5 s)."""
+    calls = tmp_path / "calls.txt"
+    calls.touch()
+    monkeypatch.setenv("MODELPORT_TEST_CALLS", str(calls))
+    counted = ModelConfig(id="counted", predictor="tests.predictors.tiny_models:counted_chat")
+    settings = Settings(defaults=False, models=[counted], batches=BatchSettings(concurrency=1),
+                        store=StoreSettings(url=f"sqlite:///{tmp_path}/db.sqlite"))  # fmt: skip
+    lines = [
+        {"custom_id": f"l{i}", "method": "POST", "url": "/v1/chat/completions",
+         "body": {"model": "counted", "messages": [{"role": "user", "content": f"line {i}"}]}}
+        for i in range(200)
+    ]  # fmt: skip
+    with modelport.OpenAI(settings=settings) as client:
+        uploaded = client.files.create(file=("c.jsonl", jsonl(lines)), purpose="batch")
+        made = client.batches.create(
+            input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+        )
+        deadline = time.monotonic() + 30
+        while len(calls.read_text().splitlines()) < 3:  # under way (each line takes 20 ms)
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert client.batches.cancel(made.id).status == "cancelling"
+        started = len(calls.read_text().splitlines())
+        ended = wait(client, made.id, 60)
+    assert ended.status == "cancelled"
+    assert ended.request_counts is not None
+    assert len(calls.read_text().splitlines()) <= started + 1  # the one line running as the cancel came
+    assert ended.request_counts.completed == len(calls.read_text().splitlines())
 
 
 @pytest.mark.parametrize("after", [0.0, 0.05, 0.2, 0.5, 1.0])

@@ -61,6 +61,7 @@ class BatchRunner:
         self.heartbeat = min(HEARTBEAT, lease / 5)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{new_id('r', '')[-8:]}"
         self._running: dict[str, asyncio.Task[None]] = {}
+        self._stops: dict[str, asyncio.Event] = {}  # set to start no more of a running batch's lines
         self._loop: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
 
@@ -68,6 +69,14 @@ class BatchRunner:
         """Look for batches now (one was created or cancelled), starting the runner if it is not running."""
         self.start()
         self._wake.set()
+
+    def cancelled(self, batch_id: str) -> None:
+        """A batch was cancelled here: if it runs here, no more of its lines start (a cancel another server
+        stored is seen at the next heartbeat, `HEARTBEAT` seconds at most)."""
+        stop = self._stops.get(batch_id)
+        if stop is not None:
+            stop.set()
+        self.wake()
 
     def start(self) -> None:
         """Run batches from now on, in the running event loop."""
@@ -194,7 +203,7 @@ class BatchRunner:
         for line in lines:
             if line["line"] not in done:
                 queue.put_nowait(line)
-        stop = asyncio.Event()
+        stop = self._stops[batch["id"]] = asyncio.Event()
         state = {"batch": batch}
 
         async def worker() -> None:
@@ -220,6 +229,7 @@ class BatchRunner:
         try:
             await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, queue.qsize())))))
         finally:
+            self._stops.pop(batch["id"], None)
             beating.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beating

@@ -106,7 +106,7 @@ class Batches:
         if batch["status"] in ("validating", "in_progress"):
             cancelled = {**batch, "status": "cancelling", "cancelling_at": int(time.time())}
             if await self._store().batches.cancel(batch_id, cancelled):
-                self.runner.wake()
+                self.runner.cancelled(batch_id)
                 return Batch.model_validate(cancelled)
             batch = (await self._row(batch_id))["batch"]  # it moved on meanwhile: answer as it is now
         if batch["status"] in ("completed", "failed", "expired", "cancelled"):
