@@ -299,6 +299,12 @@ U = {"role": "user", "content": "a"}
         ("completions", {"prompt": "a" * 51}, "prompt"),
         ("embeddings", {"input": ["a"] * 5}, "input"),
         ("embeddings", {"input": "a" * 51}, "input"),
+        # The Responses API's own names, not those of the chat request it becomes.
+        ("responses", {"input": [U] * 4}, "input"),
+        ("responses", {"input": "a" * 51}, "input"),
+        ("responses", {"input": [U, {"role": "user", "content": "a" * 51}]}, "input[1].content"),
+        ("responses", {"input": "a", "instructions": "a" * 51}, "instructions"),
+        ("responses", {"input": "a", "max_output_tokens": 17}, "max_output_tokens"),
     ],
 )
 def test_each_limit_is_a_400_naming_the_parameter(
@@ -308,11 +314,13 @@ def test_each_limit_is_a_400_naming_the_parameter(
         "chat": lambda: limited.chat.completions.create(model="gpt-4o-mini", **arguments),  # type: ignore[call-overload]
         "completions": lambda: limited.completions.create(model="gpt-3.5-turbo-instruct", **arguments),  # type: ignore[call-overload]
         "embeddings": lambda: limited.embeddings.create(model="text-embedding-3-small", **arguments),  # type: ignore[arg-type]
+        "responses": lambda: limited.responses.create(model="gpt-4o-mini", **arguments),  # type: ignore[arg-type]
     }[endpoint]
     with pytest.raises(openai.BadRequestError) as caught:
         create()
     assert caught.value.body["param"] == param  # type: ignore[index]
     assert "limit" in caught.value.body["message"]  # type: ignore[index]
+    assert f"'{param}'" in caught.value.body["message"]  # type: ignore[index]
 
 
 HOSTILE = [

@@ -126,7 +126,7 @@ class Responses:
             async for _ in self.turns.events(chat, request, response, ended, tools, client, compacting):
                 pass
             return response
-        answer = await self.turns.answer(chat, request.truncation == "auto", turn)
+        answer = await self.turns.answer(chat, request, request.truncation == "auto", turn)
         assert isinstance(answer, ChatCompletion)
         whole = answer.model_dump(mode="json", exclude_unset=True)
         choice = whole["choices"][0] if whole["choices"] else {}
@@ -204,7 +204,7 @@ class Responses:
         client = client_tools(request.tools or [], added_tools(turn), SERVED)
         chat = turn_chat(request, history, turn, False, ServerTools(self.vector_stores), client)
         chat.max_completion_tokens, chat.max_tokens = 1, None
-        answer = await self.turns.answer(chat, request.truncation == "auto", turn)
+        answer = await self.turns.answer(chat, request, request.truncation == "auto", turn)
         assert isinstance(answer, ChatCompletion)
         assert answer.usage is not None
         return InputTokenCountResponse(

@@ -87,7 +87,7 @@ class TurnLoop:
         truncate = request.truncation == "auto"
         early = compacting if compacting is not None and compacting.first else None
         chunks = await self._unless_compacting(
-            chat, early, lambda: self.answer(chat, truncate and early is None, ended.turn)
+            chat, early, lambda: self.answer(chat, request, truncate and early is None, ended.turn)
         )
         # What a compaction between rounds would summarise: the context, the turn and its rounds so far.
         covered = [*compacting.covered, *approved] if compacting is not None else []
@@ -103,7 +103,7 @@ class TurnLoop:
                     turn = self._go_on_compacted(chat, request, builder, compacting, tools, client)
                     chat.messages += _messages(approved)
                     covered = [*items.messages(turn), *approved]
-                    chunks = await self.answer(chat, truncate, turn)
+                    chunks = await self.answer(chat, request, truncate, turn)
             ran = 0
             for round_number in range(1, _ROUNDS + 1):
                 if chunks is None:
@@ -175,10 +175,14 @@ class TurnLoop:
         yield closing[-1]
 
     async def answer(
-        self, chat: ChatCompletionRequest, truncate: bool, turn: list[dict[str, Any]]
+        self,
+        chat: ChatCompletionRequest,
+        request: ResponseRequest,
+        truncate: bool,
+        turn: list[dict[str, Any]],
     ) -> ChatCompletion | Events[ChatCompletion]:
-        """The turn's chat answer (whole, or streamed as the request says); with `truncation: auto`, the
-        oldest turns go until it fits. A 400 about a part of the turn's input names it as `input[i]…`."""
+        """The turn's chat answer (whole, or streamed as the request says); when `truncate`, the oldest turns
+        go until it fits. A 400 names what `request` sent (`input[i]…`, `instructions`), not the chat's."""
         try:
             for _ in range(_TRUNCATION_TRIES):
                 try:
@@ -188,7 +192,7 @@ class TurnLoop:
                         raise
             return await self.models.chat_completion(chat)
         except InvalidRequestError as error:
-            _name_input(error, len(chat.messages), turn)
+            _name_input(error, len(chat.messages), turn, request)
             raise
 
     async def summary(
@@ -369,19 +373,43 @@ def _answer_now(chat: ChatCompletionRequest, served: frozenset[str]) -> None:
     chat.tool_choice = "none" if kept else None
 
 
-def _name_input(error: InvalidRequestError, sent: int, turn: list[dict[str, Any]]) -> None:
-    """Rename `messages[k]…` in a chat error to the turn's `input[i]…` it came from: the turn's messages
-    are the last ones sent (truncation drops the oldest)."""
+# The chat's parameters a Responses request sends under other names.
+_RESPONSE_PARAMS = {
+    "messages": "input",
+    "max_tokens": "max_output_tokens",
+    "max_completion_tokens": "max_output_tokens",
+}
+
+
+def _name_input(
+    error: InvalidRequestError, sent: int, turn: list[dict[str, Any]], request: ResponseRequest
+) -> None:
+    """Rename what a chat error names to what `request` sent it as: the messages' count as `input`, a bound
+    on tokens as `max_output_tokens`, `messages[k]…` as the turn's `input[i]…` it came from (the turn's
+    messages are the last ones sent: truncation drops the oldest), a text input's as `input`, and the
+    instructions' (the first message, before the turn) as `instructions`."""
+    renamed = _RESPONSE_PARAMS.get(error.param or "")
     found = re.match(r"messages\[(\d+)\]", error.param or "")
-    if found is None:
-        return
-    position = int(found[1]) - (sent - len(items.messages(turn)))
-    for i, item in enumerate(turn):
-        if item.get("type", "message") == "message" and len(items.messages(turn[: i + 1])) - 1 == position:
-            named = f"input[{i}]"
-            error.param = named + (error.param or "")[found.end() :]
-            error.message = error.message.replace(found[0], named)
-            return
+    if renamed is None and found is not None:
+        position = int(found[1]) - (sent - len(items.messages(turn)))
+        if position < 0:
+            renamed = "instructions" if found[1] == "0" and request.instructions else None
+        elif isinstance(request.input, str):
+            renamed = "input"
+        else:
+            renamed = next(
+                (
+                    f"input[{i}]" + (error.param or "")[found.end() :]
+                    for i, item in enumerate(turn)
+                    if item.get("type", "message") == "message"
+                    and len(items.messages(turn[: i + 1])) - 1 == position
+                ),
+                None,
+            )
+    if renamed is not None:  # a bare name is quoted where the message says it (`4 messages` is prose)
+        old, new = (error.param or "", renamed) if found is not None else (f"'{error.param}'", f"'{renamed}'")
+        error.message = error.message.replace(old, new)
+        error.param = renamed
 
 
 def _drop_oldest(chat: ChatCompletionRequest) -> bool:
