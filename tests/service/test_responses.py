@@ -180,6 +180,36 @@ def test_what_a_local_model_cannot_honour_is_a_400_naming_it(
     assert caught.value.body["param"] == param
 
 
+NONSENSE = {"type": "object", "properties": {"a": {"type": "nonsense"}}}
+IMAGE = {
+    "role": "user",
+    "content": [{"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}],
+}
+
+
+@pytest.mark.parametrize(
+    ("params", "param", "said"),
+    [
+        ({"text": {"format": {"type": "json_schema", "name": "x", "schema": NONSENSE}}}, "text.format",
+         "text.format.schema.properties.a.type"),
+        ({"tools": [{"type": "custom", "name": "c"}, {"type": "function", "name": "g", "parameters": {}},
+                    {"type": "function", "name": "f", "parameters": NONSENSE}]}, "tools",
+         "tools[2].parameters.properties.a.type"),
+        ({"instructions": "x", "input": [{"role": "user", "content": "hi"}, IMAGE]},
+         "input[1].content[0].type", "input[1].content[0] is an image"),
+    ],
+)  # fmt: skip
+def test_a_400_of_the_chat_a_turn_becomes_says_what_the_request_sent(
+    recall: Any, params: dict[str, Any], param: str, said: str
+) -> None:
+    """The chat's checks name `response_format.json_schema.schema`, `tools[i].function.parameters` and
+    `messages[k]`; a Responses request sent `text.format`, flat tools and `input[i]`."""
+    with pytest.raises(openai.BadRequestError) as caught:
+        recall.responses.create(**{"model": "recall", "input": "hi", **params})
+    assert caught.value.body["param"] == param
+    assert said in caught.value.body["message"]
+
+
 def test_reasoning_and_verbosity_are_accepted_and_echoed_as_clients_send_them(recall: Any) -> None:
     # The OpenAI Agents SDK sends both by default with gpt-5 models; they change nothing on these models.
     response = recall.responses.create(

@@ -4,7 +4,6 @@ the server runs; the turn stored as it ends, before its closing event goes out."
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import replace
 from typing import Any, Protocol
@@ -24,7 +23,7 @@ from modelport.protocol.requests import ChatCompletionRequest, ChatMessage
 from modelport.protocol.response_object import ResponseObject
 from modelport.protocol.response_request import ResponseRequest
 from modelport.service.generation.tools.flat import chat_request
-from modelport.service.responses import compaction, items
+from modelport.service.responses import compaction, items, sent_names
 from modelport.service.responses.client_tools import ClientTools
 from modelport.service.responses.compaction import Compacting
 from modelport.service.responses.output import usage
@@ -192,7 +191,7 @@ class TurnLoop:
                         raise
             return await self.models.chat_completion(chat)
         except InvalidRequestError as error:
-            _name_input(error, len(chat.messages), turn, request)
+            sent_names.rename(error, chat, turn, request)
             raise
 
     async def summary(
@@ -371,45 +370,6 @@ def _answer_now(chat: ChatCompletionRequest, served: frozenset[str]) -> None:
     kept = [tool for tool in chat.tools or [] if (tool.get("function") or {}).get("name") not in served]
     chat.tools = kept or None
     chat.tool_choice = "none" if kept else None
-
-
-# The chat's parameters a Responses request sends under other names.
-_RESPONSE_PARAMS = {
-    "messages": "input",
-    "max_tokens": "max_output_tokens",
-    "max_completion_tokens": "max_output_tokens",
-}
-
-
-def _name_input(
-    error: InvalidRequestError, sent: int, turn: list[dict[str, Any]], request: ResponseRequest
-) -> None:
-    """Rename what a chat error names to what `request` sent it as: the messages' count as `input`, a bound
-    on tokens as `max_output_tokens`, `messages[k]…` as the turn's `input[i]…` it came from (the turn's
-    messages are the last ones sent: truncation drops the oldest), a text input's as `input`, and the
-    instructions' (the first message, before the turn) as `instructions`."""
-    renamed = _RESPONSE_PARAMS.get(error.param or "")
-    found = re.match(r"messages\[(\d+)\]", error.param or "")
-    if renamed is None and found is not None:
-        position = int(found[1]) - (sent - len(items.messages(turn)))
-        if position < 0:
-            renamed = "instructions" if found[1] == "0" and request.instructions else None
-        elif isinstance(request.input, str):
-            renamed = "input"
-        else:
-            renamed = next(
-                (
-                    f"input[{i}]" + (error.param or "")[found.end() :]
-                    for i, item in enumerate(turn)
-                    if item.get("type", "message") == "message"
-                    and len(items.messages(turn[: i + 1])) - 1 == position
-                ),
-                None,
-            )
-    if renamed is not None:  # a bare name is quoted where the message says it (`4 messages` is prose)
-        old, new = (error.param or "", renamed) if found is not None else (f"'{error.param}'", f"'{renamed}'")
-        error.message = error.message.replace(old, new)
-        error.param = renamed
 
 
 def _drop_oldest(chat: ChatCompletionRequest) -> bool:
