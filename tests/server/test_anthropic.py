@@ -294,6 +294,41 @@ def test_a_tool_this_server_cannot_serve_is_a_400_that_says_why(
     assert said in message
 
 
+NONSENSE = {"type": "object", "properties": {"a": {"type": "nonsense"}}}
+LONG = "x" * 200_001  # past the default `[limits] input_chars`
+SEARCH = {"type": "web_search_20250305", "name": "web_search"}  # a server tool: no chat tool of its own
+LONG_TURN = [
+    *ASK,
+    {"role": "assistant", "content": "Sunny."},
+    {"role": "user", "content": [{"type": "text", "text": LONG}]},
+]
+
+
+@pytest.mark.parametrize(
+    ("asked", "said"),
+    [
+        ({"tools": [SEARCH, {"name": "f", "input_schema": NONSENSE}]},
+         "tools[1].input_schema.properties.a.type"),
+        ({"output_config": {"format": {"type": "json_schema", "schema": NONSENSE}}},
+         "output_config.format.schema.properties.a.type"),
+        ({"system": LONG}, "'system'"),
+        ({"system": "s", "messages": LONG_TURN},
+         "'messages[2].content'"),
+        ({"stop_sequences": ["a"], "temperature": 5}, "'temperature'"),
+    ],
+)  # fmt: skip
+def test_a_400_of_the_chat_a_message_becomes_names_what_was_sent(
+    tiny: Faces, asked: dict[str, Any], said: str
+) -> None:
+    """The chat's checks name `response_format.json_schema.schema`, `tools[i].function.parameters` and
+    `messages[k]` (the system prompt the first of them); a Messages request sent `output_config.format`,
+    its own tools' `input_schema` (Anthropic's server tools among them), `system` and its `messages[i]`."""
+    body = {"model": "reverse", "max_tokens": 4, "messages": ASK, **asked}
+    refused = httpx.post(f"{tiny.url}/v1/messages", json=body, headers={"x-api-key": KEY})
+    assert refused.status_code == 400
+    assert said in refused.json()["error"]["message"]
+
+
 def test_a_server_tool_of_anthropic_s_is_left_out_and_one_forced_is_a_400(tiny: Faces) -> None:
     search = {"type": "web_search_20250305", "name": "web_search"}
     asked = {"model": "tools", "max_tokens": 40, "messages": ASK, "tools": [search, WEATHER]}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import jsonschema
@@ -265,3 +266,28 @@ def test_errors_are_ollama_s_shape(tiny: Faces) -> None:
     unknown_path = httpx.get(f"{tiny.url}/api/nothing", headers={"Authorization": f"Bearer {KEY}"})
     assert unknown_path.status_code == 404  # the router's refusal, in the face's shape too
     assert set(unknown_path.json()) == {"error"}
+
+
+NONSENSE = {"type": "object", "properties": {"a": {"type": "nonsense"}}}
+LONG = "x" * 200_001  # past the default `[limits] input_chars`
+
+
+@pytest.mark.parametrize(
+    ("path", "asked", "said"),
+    [
+        ("/api/chat", {"messages": ASK, "format": NONSENSE}, "format.properties.a.type"),
+        ("/api/chat", {"messages": ASK, "options": {"temperature": 5}}, "'options.temperature'"),
+        ("/api/chat", {"messages": [*ASK, {"role": "user", "content": LONG}]}, "'messages[1].content'"),
+        ("/api/generate", {"prompt": LONG, "system": "s"}, "'prompt'"),
+        ("/api/generate", {"prompt": "a", "system": LONG}, "'system'"),
+    ],
+)
+def test_a_400_of_the_chat_a_request_becomes_names_what_was_sent(
+    tiny: Faces, path: str, asked: dict[str, Any], said: str
+) -> None:
+    """The chat's checks name `response_format.json_schema.schema`, `temperature` and `messages[k]`; an
+    Ollama request sent `format`, `options` and a generate request's `prompt` and `system`."""
+    body = {"model": "reverse", "stream": False, **asked}
+    refused = httpx.post(f"{tiny.url}{path}", json=body, headers={"Authorization": f"Bearer {KEY}"})
+    assert refused.status_code == 400
+    assert said in refused.json()["error"]

@@ -17,6 +17,8 @@ from pydantic.json_schema import models_json_schema
 
 from modelport.errors import InvalidRequestError
 from modelport.protocol.answers import Events
+from modelport.protocol.requests import ChatCompletionRequest
+from modelport.protocol.sent_as import SentAs, rename
 from modelport.server.anthropic.message_request import CountTokensRequest, MessagesRequest
 from modelport.server.anthropic.to_chat import Verify, chat_request
 from modelport.server.json_routes import json_router
@@ -39,8 +41,8 @@ async def create_message(request: Request, given: MessagesRequest) -> Response:
     from modelport.server.anthropic.from_chat import events, message
 
     service: Service = request.app.state.service
-    chat = chat_request(given, _verify(service), stream=given.stream)
-    answer = await CHAT.invoke(service, {}, body=chat)
+    chat, sent = chat_request(given, _verify(service), stream=given.stream)
+    answer = await _invoked(service, chat, sent)
     seal = _seal(service)
     if isinstance(answer, Events):
         return EventStream(events(answer, given.model, seal))
@@ -55,12 +57,21 @@ async def count_message_tokens(request: Request, given: CountTokensRequest) -> R
     from anthropic.types import MessageTokensCount
 
     service: Service = request.app.state.service
-    chat = chat_request(given, _verify(service), stream=False)
+    chat, sent = chat_request(given, _verify(service), stream=False)
     chat.max_completion_tokens = 1
-    answer = await CHAT.invoke(service, {}, body=chat)
+    answer = await _invoked(service, chat, sent)
     assert isinstance(answer, ChatCompletion)
     assert answer.usage is not None
     return _json(MessageTokensCount(input_tokens=answer.usage.prompt_tokens))
+
+
+async def _invoked(service: Service, chat: ChatCompletionRequest, sent: SentAs) -> object:
+    """The chat row's answer; its 400s naming what the Messages request sent."""
+    try:
+        return await CHAT.invoke(service, {}, body=chat)
+    except InvalidRequestError as error:
+        rename(error, sent)
+        raise
 
 
 def _json(answer: BaseModel) -> Response:

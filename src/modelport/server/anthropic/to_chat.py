@@ -11,6 +11,7 @@ from typing import Any
 
 from modelport.errors import InvalidRequestError
 from modelport.protocol.requests import ChatCompletionRequest
+from modelport.protocol.sent_as import Message, SentAs, rename
 from modelport.protocol.validation import parse
 from modelport.server.anthropic import defined_tools
 from modelport.server.anthropic.message_request import (
@@ -34,19 +35,31 @@ Verify = Callable[[str, str, str], None] | None
 # A thinking budget as the effort whose budget holds it (`service/generation/formats/effort.py`).
 _EFFORT_BY_BUDGET = ((1024, "low"), (4096, "medium"), (16384, "high"))
 _TOOL_CHOICE = {"auto": "auto", "any": "required", "none": "none"}
+# The chat's fields a Messages request sends under other names.
+_FIELDS = {"max_completion_tokens": "max_tokens", "stop": "stop_sequences"}
+_OUTPUT_FORMAT = ("output_config.format", "output_config.format.schema")  # the answer's format, its schema
 
 
-def chat_request(given: MessagesRequest, verify: Verify, *, stream: bool) -> ChatCompletionRequest:
-    """The chat completion request `given` stands for; a 400 naming the field for what has no counterpart."""
+def chat_request(
+    given: MessagesRequest, verify: Verify, *, stream: bool
+) -> tuple[ChatCompletionRequest, SentAs]:
+    """The chat completion request `given` stands for, and how `given` named its parts (for the chat's
+    400s); a 400 naming the field for what has no counterpart."""
     messages: list[dict[str, Any]] = []
+    origins: list[Message | None] = []
     if given.system:
         system = given.system if isinstance(given.system, str) else "\n\n".join(b.text for b in given.system)
         messages.append({"role": "system", "content": system})
+        origins.append(Message("system"))
     for i, message in enumerate(given.messages):
         if message.role == "user":
-            messages.extend(_user(message.content, f"messages[{i}].content"))
+            made = _user(message.content, f"messages[{i}].content")
         else:
-            messages.append(_assistant(message.content, f"messages[{i}].content", verify))
+            made = [_assistant(message.content, f"messages[{i}].content", verify)]
+        # A user message's blocks are the chat message's parts, unless tool results were taken out of it.
+        inside = message.role == "user" and len(made) == 1
+        messages += made
+        origins += [Message(f"messages[{i}]", inside)] * len(made)
     if given.stop_sequences is not None and len(given.stop_sequences) > 4:
         raise InvalidRequestError("At most 4 stop_sequences are served here.", param="stop_sequences")
     body: dict[str, Any] = {
@@ -72,6 +85,8 @@ def chat_request(given: MessagesRequest, verify: Verify, *, stream: bool) -> Cha
     ]
     if any(offered):
         body["tools"] = [{"type": "function", "function": function} for function in offered if function]
+    places = [f"tools[{i}]" for i, function in enumerate(offered) if function]
+    sent = SentAs(origins, _FIELDS, places, "input_schema", _OUTPUT_FORMAT)
     choice = given.tool_choice
     if choice is not None:
         if choice.type == "tool":
@@ -97,7 +112,11 @@ def chat_request(given: MessagesRequest, verify: Verify, *, stream: bool) -> Cha
             "type": "json_schema",
             "json_schema": {"name": "output", "schema": output.format.schema_, "strict": True},
         }
-    return parse(ChatCompletionRequest, body)
+    try:
+        return parse(ChatCompletionRequest, body), sent
+    except InvalidRequestError as error:
+        rename(error, sent)
+        raise
 
 
 def _effort(given: MessagesRequest) -> str:

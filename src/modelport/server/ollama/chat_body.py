@@ -7,8 +7,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from modelport.protocol.sent_as import Message, SentAs
 from modelport.server.ollama.ollama_request import ChatRequest, GenerateRequest, OllamaMessage, Options
 
+# The chat's fields an Ollama request sends under other names: its options.
+_FIELDS = {
+    "max_tokens": "options.num_predict",
+    "repetition_penalty": "options.repeat_penalty",
+    **{name: f"options.{name}" for name in (
+        "temperature", "top_p", "top_k", "min_p", "seed", "stop", "presence_penalty", "frequency_penalty"
+    )},
+}  # fmt: skip
+_FORMAT = ("format", "format")  # where an Ollama request holds the answer's format, and its schema
 _IMAGE_KINDS = {"iVBOR": "image/png", "/9j/": "image/jpeg", "R0lG": "image/gif", "UklG": "image/webp"}
 
 
@@ -53,6 +63,19 @@ def messages(given: list[OllamaMessage]) -> list[dict[str, Any]]:
         else:
             out.append({"role": message.role, "content": message.content})
     return out
+
+
+def chat_sent_as(given: list[OllamaMessage]) -> SentAs:
+    """How a chat request named the parts of the chat request `messages(given)` makes: its messages one
+    for one (one with images named whole, its text and images being the chat message's parts)."""
+    origins = [Message(f"messages[{i}]", not message.images) for i, message in enumerate(given)]
+    return SentAs(origins, _FIELDS, answer_format=_FORMAT)
+
+
+def generate_sent_as(given: GenerateRequest) -> SentAs:
+    """How a generate request named the parts of the chat request it makes: its system and its prompt."""
+    made = [Message("system")] if given.system else []
+    return SentAs([*made, Message("prompt")], _FIELDS, answer_format=_FORMAT)
 
 
 def _data_url(image: str) -> str:

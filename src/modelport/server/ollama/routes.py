@@ -16,9 +16,10 @@ from pydantic import BaseModel
 
 from modelport.errors import InvalidRequestError
 from modelport.protocol.answers import Events
+from modelport.protocol.sent_as import SentAs, rename
 from modelport.server.json_routes import json_router
 from modelport.server.ollama import ollama_lines, ollama_models
-from modelport.server.ollama.chat_body import messages, sampling
+from modelport.server.ollama.chat_body import chat_sent_as, generate_sent_as, messages, sampling
 from modelport.server.ollama.ollama_models import Running, Tags, Version
 from modelport.server.ollama.ollama_request import (
     ChatRequest,
@@ -52,7 +53,7 @@ async def chat(request: Request, given: ChatRequest) -> Response:
     body = {"model": given.model, "messages": messages(given.messages), **sampling(given)}
     if given.tools:
         body["tools"] = given.tools
-    answer = await CHAT.invoke(service, {}, body=body)
+    answer = await _chat(service, body, chat_sent_as(given.messages))
     assert isinstance(answer, Events)  # whole or not (`sampling`)
     if given.stream:
         after = functools.partial(_kept, service, given.model, given.keep_alive)
@@ -86,7 +87,7 @@ async def generate(request: Request, given: GenerateRequest) -> Response:
         turn = OllamaMessage(role="user", content=given.prompt, images=given.images)
         system = [OllamaMessage(role="system", content=given.system)] if given.system else []
         body = {"model": given.model, "messages": messages([*system, turn]), **asked}
-        answer = await CHAT.invoke(service, {}, body=body)
+        answer = await _chat(service, body, generate_sent_as(given))
     assert isinstance(answer, Events)  # whole or not (`sampling`)
     if given.stream:
         after = functools.partial(_kept, service, given.model, given.keep_alive)
@@ -202,6 +203,15 @@ async def _kept(service: Service, model: str, keep_alive: Any) -> None:
     """A request's `keep_alive`, applied once its answer is made."""
     if keep_alive is not None:
         await service.keep_alive(model, keep_alive_seconds(keep_alive))
+
+
+async def _chat(service: Service, body: dict[str, Any], sent: SentAs) -> object:
+    """The chat row's answer; its 400s naming what the Ollama request sent."""
+    try:
+        return await CHAT.invoke(service, {}, body=body)
+    except InvalidRequestError as error:
+        rename(error, sent)
+        raise
 
 
 def _json(answer: BaseModel) -> Response:

@@ -1,80 +1,42 @@
-"""A 400 of the chat request a Responses request becomes, renamed to what the Responses request sent: its
-`input[i]`, `instructions`, `text.format`, flat `tools[j]` and `max_output_tokens`, where the chat's checks
-name `messages[k]`, `response_format`, `tools[i].function` and `max_completion_tokens`."""
+"""How a Responses request named what became its chat request (`protocol.sent_as`): its `instructions`, its
+`input` (a text) or `input[i]`, flat `tools[j]`, `text.format` and `max_output_tokens`."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from modelport.errors import InvalidRequestError
 from modelport.protocol.requests import ChatCompletionRequest
 from modelport.protocol.response_request import ResponseRequest
+from modelport.protocol.sent_as import Message, SentAs, rename
 from modelport.service.responses import items
 
-# The chat's parameters a Responses request sends under other names.
-_RENAMED = {
+# The chat's fields a Responses request sends under other names.
+_FIELDS = {
     "messages": "input",
     "max_tokens": "max_output_tokens",
     "max_completion_tokens": "max_output_tokens",
-    "response_format": "text.format",
 }
-# How the chat's checks write a part of `response_format`, and the Responses request's name of that part.
-_FORMAT_PARTS = (
-    ("response_format.json_schema.schema", "text.format.schema"),
-    ("response_format", "text.format"),
-)
-_CHAT_TOOL = re.compile(r"tools\[(\d+)\]\.function")
 
 
-def rename(
+def name_as_sent(
     error: InvalidRequestError,
     chat: ChatCompletionRequest,
     turn: list[dict[str, Any]],
     request: ResponseRequest,
 ) -> None:
-    """Rename what `error` names as `request` sent it: the messages' count as `input`, a bound on tokens as
-    `max_output_tokens`, `messages[k]…` as the turn's `input[i]…` it came from (the turn's messages are the
-    last ones sent: truncation drops the oldest), a text input's as `input`, the instructions' (the first
-    message, before the turn) as `instructions`, a part of the answer's format as `text.format…`, and a
-    function tool's as its place among `request`'s tools."""
-    found = re.match(r"messages\[(\d+)\]", error.param or "")
-    if found is not None:
-        renamed = _message(int(found[1]), len(chat.messages), turn, request)
-        if renamed is not None:
-            whole = renamed in ("input", "instructions")
-            old, new = (error.param or "", renamed) if whole else (found[0], renamed)
-            error.message = error.message.replace(old, new)
-            error.param = renamed if whole else renamed + (error.param or "")[found.end() :]
-        return
-    renamed = _RENAMED.get(error.param or "")
-    if renamed is not None:  # quoted where the message says it (`4 messages` is prose)
-        error.message = error.message.replace(f"'{error.param}'", f"'{renamed}'")
-        for old, new in _FORMAT_PARTS:
-            error.message = error.message.replace(old, new)
-        error.param = renamed
-    error.message = _CHAT_TOOL.sub(lambda tool: _tool(int(tool[1]), chat, request), error.message)
-
-
-def _message(k: int, sent: int, turn: list[dict[str, Any]], request: ResponseRequest) -> str | None:
-    """What the chat's `messages[k]` was sent as: `input[i]`, `input` (a text), `instructions`, or None (an
-    earlier turn's)."""
-    position = k - (sent - len(items.messages(turn)))
-    if position < 0:
-        return "instructions" if k == 0 and request.instructions else None
-    if isinstance(request.input, str):
-        return "input"
-    for i, item in enumerate(turn):
-        if item.get("type", "message") == "message" and len(items.messages(turn[: i + 1])) - 1 == position:
-            return f"input[{i}]"
-    return None
-
-
-def _tool(i: int, chat: ChatCompletionRequest, request: ResponseRequest) -> str:
-    """The chat's `tools[i].function` as `request` sent it: `tools[j]`, found by its name."""
-    chat_tools = chat.tools or []
-    name = (chat_tools[i].get("function") or {}).get("name") if i < len(chat_tools) else None
-    for j, tool in enumerate(request.tools or []):
-        if tool.type == "function" and tool.name == name:
-            return f"tools[{j}]"
-    return f"tools[{i}].function"
+    """`error` naming what `request` sent: the turn's messages are the last of the chat's (before them, the
+    instructions, then earlier turns'; truncation drops the oldest of those)."""
+    turned: list[Message | None] = []
+    for i, item in enumerate(turn):  # a message's parts are named as in the chat; a call's output is whole
+        inside = item.get("type", "message") == "message"
+        origin = Message("input") if isinstance(request.input, str) else Message(f"input[{i}]", inside)
+        turned += [origin] * (len(items.messages(turn[: i + 1])) - len(turned))
+    before: list[Message | None] = [None] * (len(chat.messages) - len(turned))
+    if before and request.instructions:
+        before[0] = Message("instructions")
+    functions = [(j, tool.name) for j, tool in enumerate(request.tools or []) if tool.type == "function"]
+    places = {name: f"tools[{j}]" for j, name in functions}
+    tools = [places.get((tool.get("function") or {}).get("name", "")) for tool in chat.tools or []]
+    sent = SentAs([*before, *turned], _FIELDS, tools, answer_format=("text.format", "text.format.schema"))
+    rename(error, sent)

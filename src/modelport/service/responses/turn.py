@@ -191,7 +191,7 @@ class TurnLoop:
                         raise
             return await self.models.chat_completion(chat)
         except InvalidRequestError as error:
-            sent_names.rename(error, chat, turn, request)
+            sent_names.name_as_sent(error, chat, turn, request)
             raise
 
     async def summary(
