@@ -23,8 +23,9 @@ from modelport.service.generation.formats.json_answer import AnswerParser
 from modelport.service.generation.formats.keyed import ValueScan
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.pythonic import PythonicReader
-from modelport.service.generation.formats.readers import Reader, UpTo
+from modelport.service.generation.formats.readers import Reader
 from modelport.service.generation.formats.reading import read
+from modelport.service.generation.formats.xml_values import ArgumentText
 from modelport.service.generation.tools.plan import ToolPlan
 from modelport.service.responses import items
 from modelport.service.responses.sealing import Sealer
@@ -1370,8 +1371,15 @@ LONG_VALUES = {
 }
 
 
+# MiniCPM5's, whose template writes a string in a CDATA section.
+MINICPM5_CALL = (
+    '<function name="write"><param name="path">a.py</param>'
+    '<param name="text"><![CDATA[{}]]></param></function>'
+)
+
+
 @pytest.mark.parametrize("size", [1, 4, 7])
-@pytest.mark.parametrize("name", list(LONG_VALUES))
+@pytest.mark.parametrize("name", [*LONG_VALUES, "real/minicpm5-1b"])
 def test_a_value_as_long_as_a_file_reads_back_whole_in_any_chunking(name: str, size: int) -> None:
     """Each look at a value reads on from where the last stopped (64,000 characters of LFM2's call, four a
     piece, took 41 s of the serving thread when each piece read the value again from its start; GLM's and
@@ -1381,7 +1389,7 @@ def test_a_value_as_long_as_a_file_reads_back_whole_in_any_chunking(name: str, s
     reader = formats.shape(
         family(name), None, ToolPlan([WRITE], False, True, False), None, True, False
     ).read()
-    got = read_all(reader, LONG_VALUES[name].format(written), size)
+    got = read_all(reader, LONG_VALUES.get(name, MINICPM5_CALL).format(written), size)
     assert got["calls"] == [("write", {"path": "a.py", "text": FILE})]
     assert (got["content"], got["strayed"]) == ("", False)
 
@@ -1389,7 +1397,7 @@ def test_a_value_as_long_as_a_file_reads_back_whole_in_any_chunking(name: str, s
 def test_a_value_s_scan_and_its_closing_tag_s_search_read_each_piece_once() -> None:
     """What makes a long value's reading linear: the scan of a value written bare (LFM2's, Gemma 4's) stands
     where the text may still change after each look, and a value read up to its closing tag holds back no
-    more than the tag's beginning."""
+    more than what may begin the tag (its text given out as it comes)."""
     scan = ValueScan(")", PythonicReader.quoting)
     text = "'it\\'s"
     assert scan.end(text) is None
@@ -1397,9 +1405,29 @@ def test_a_value_s_scan_and_its_closing_tag_s_search_read_each_piece_once() -> N
     assert scan.end(text + "\\") is None
     assert scan.at == len(text)  # the escape's second character is yet to come
     assert scan.end(text + "\\n', b=1)") == len(text) + 3  # the comma after the string
-    up_to, rest = UpTo("</arg_value>"), ""
+    argument, rest, given = ArgumentText("</arg_value>", {"type": "string"}), "", []
     pieces = chunked(FILE + "</arg_value>after", 5)
-    while (taken := up_to.take(rest + pieces.pop(0)))[0] is None:
+    while not (taken := argument.take(rest + pieces.pop(0)))[2]:
+        given.append(taken[0])
         rest = taken[1]
         assert len(rest) < len("</arg_value>")  # held back: what may begin the tag
-    assert (taken[0], taken[1] + "".join(pieces)) == (FILE, "after")
+    assert json.loads("".join([*given, taken[0]])) == FILE
+    assert taken[1] + "".join(pieces) == "after"
+    assert len(json.loads("".join(given) + '"')) > len(FILE) - 32  # given out as it came
+
+
+@pytest.mark.parametrize("name", ["qwen3-coder", "real/glm-4.6", "real/minimax-m2", "real/minicpm5-1b"])
+def test_a_free_text_argument_streams_as_it_is_written(name: str) -> None:
+    """A string argument's text goes out as the model writes it, as OpenAI streams a call's arguments (a
+    file an agent writes is seen being written), where it went out whole at its closing tag; an answer that
+    ends within it (not cut at its length) closes the string and the arguments."""
+    form = family(name)
+    reader = formats.shape(form, None, ToolPlan([WRITE], False, True, False), None, True, False).read()
+    call = LONG_VALUES.get(name) or MINICPM5_CALL
+    half = FILE[: FILE.index("return", len(FILE) // 2) + 3]  # the model's answer ends here
+    pieces = [p for part in chunked(call.format(FILE).split(FILE)[0] + half, 7) for p in reader.feed(part)]
+    arguments = "".join(c["function"]["arguments"] for p in pieces for c in p.get("tool_calls", []))
+    assert arguments.startswith('{"path": "a.py", "text": "')
+    assert len(json.loads(arguments + '"}')["text"]) > len(half) - 32
+    _, calls = rebuild(pieces + reader.flush(cut=False))
+    assert calls == [("write", {"path": "a.py", "text": half})]

@@ -23,12 +23,15 @@ from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import (
     ArgumentsReader,
     Delta,
-    UpTo,
-    arguments_delta,
     call_delta,
     until,
 )
-from modelport.service.generation.formats.xml_values import argument_piece, tagged_calls, tagged_function
+from modelport.service.generation.formats.xml_values import (
+    ArgumentText,
+    parameter_schema,
+    tagged_calls,
+    tagged_function,
+)
 from modelport.service.generation.tools.plan import ToolPlan
 
 _BREAK = '"\\n"?'  # the line break GLM 4.5 and 4.6 write between the parts, and 4.7 does not
@@ -126,7 +129,6 @@ class GlmReader(ArgumentsReader):
     def __init__(self, parameters: dict[str, dict[str, Any]], tags: GlmTags) -> None:
         super().__init__(parameters)
         self.tags = tags
-        self.value = UpTo(tags.value[1])
 
     inside = ("arguments", "value")
 
@@ -197,6 +199,8 @@ class GlmReader(ArgumentsReader):
                     self.pending, self.state, self.strayed = after, "text", True
                     return [self.closed()]
                 self.key, self.pending, self.state = stripped[len(key) : end], after[len(value) :], "value"
+                schema = parameter_schema(self.parameters.get(self.function), self.key)
+                self.argument = ArgumentText(tags.value[1], schema)
                 return []
             if stripped.startswith(closes):
                 self.pending, self.state = stripped[len(closes) :], "between"
@@ -207,11 +211,4 @@ class GlmReader(ArgumentsReader):
                 return [self.closed()]
             self.pending = stripped
             return []
-        said, self.pending = self.value.take(pending)  # value: up to its closing tag
-        if said is None:
-            return []
-        self.state = "arguments"
-        parameters = self.parameters.get(self.function) or {}
-        piece = argument_piece(parameters, self.key, said, first=not self.written)
-        self.written += 1
-        return [arguments_delta(self.calls - 1, piece)]
+        return self._read_argument(pending, "arguments")  # value: up to its closing tag

@@ -22,12 +22,15 @@ from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import (
     ArgumentsReader,
     Delta,
-    UpTo,
-    arguments_delta,
     call_delta,
     text_until,
 )
-from modelport.service.generation.formats.xml_values import argument_piece, free_text, tagged_function
+from modelport.service.generation.formats.xml_values import (
+    ArgumentText,
+    free_text,
+    parameter_schema,
+    tagged_function,
+)
 from modelport.service.generation.tools.plan import ToolPlan
 
 DSML = "｜DSML｜"
@@ -97,7 +100,6 @@ DEEPSEEK_V32 = InvokeXml(
     "deepseek_v32", (f"<{DSML}function_calls>", f"</{DSML}function_calls>"), DSML, typed=True
 )
 MINICPM5 = InvokeXml("minicpm5", None, elements=("function", "param"), lines=False)
-_CDATA = ("<![CDATA[", "]]>")  # MiniCPM5's wrapper of a string with `<`, `&` or a line break in it
 
 
 class InvokeReader(ArgumentsReader):
@@ -110,7 +112,6 @@ class InvokeReader(ArgumentsReader):
     def __init__(self, syntax: InvokeXml, parameters: dict[str, dict[str, Any]]) -> None:
         super().__init__(parameters)
         self.syntax = syntax
-        self.value = UpTo(syntax.end_parameter)
 
     def _step(self) -> list[Delta]:
         pending, syntax = self.pending, self.syntax
@@ -137,6 +138,8 @@ class InvokeReader(ArgumentsReader):
             name, self.pending = pending[:quote], pending[end + 1 :]  # what is between: `string="…"`
             if self.state == "key":
                 self.key, self.state = name, "value"
+                schema = parameter_schema(self.parameters.get(self.function), name)
+                self.argument = ArgumentText(syntax.end_parameter, schema, trims=None, cdata=True)
                 return []
             self.function, self.state, self.written = name, "parameters", 0
             self.calls += 1
@@ -150,14 +153,4 @@ class InvokeReader(ArgumentsReader):
             else:
                 self.pending = stripped
             return []
-        value, self.pending = self.value.take(pending)  # value
-        if value is None:
-            return []
-        self.state = "parameters"
-        parameters = self.parameters.get(self.function) or {}
-        value = value.strip("\n")
-        if value.startswith(_CDATA[0]) and value.endswith(_CDATA[1]):
-            value = value[len(_CDATA[0]) : len(value) - len(_CDATA[1])]
-        piece = argument_piece(parameters, self.key, value, first=not self.written)
-        self.written += 1
-        return [arguments_delta(self.calls - 1, piece)]
+        return self._read_argument(pending, "parameters")  # value

@@ -16,12 +16,15 @@ from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import (
     ArgumentsReader,
     Delta,
-    UpTo,
-    arguments_delta,
     call_delta,
     until,
 )
-from modelport.service.generation.formats.xml_values import argument_piece, tagged_calls, tagged_function
+from modelport.service.generation.formats.xml_values import (
+    ArgumentText,
+    parameter_schema,
+    tagged_calls,
+    tagged_function,
+)
 from modelport.service.generation.tools.plan import ToolPlan
 
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
@@ -76,7 +79,6 @@ class XmlReader(ArgumentsReader):
     ) -> None:
         super().__init__(parameters)
         self.opener, self.closer = opener, closer
-        self.value = UpTo(_END_PARAMETER)
 
     def _step(self) -> list[Delta]:
         pending = self.pending
@@ -114,6 +116,8 @@ class XmlReader(ArgumentsReader):
                     stripped[end + 1 :],
                     "value",
                 )
+                schema = parameter_schema(self.parameters.get(self.function), self.key)
+                self.argument = ArgumentText(_END_PARAMETER, schema, trims=1)  # a line break on each side
                 return []
             if stripped.startswith(_END_FUNCTION):
                 self.pending, self.state = stripped[len(_END_FUNCTION) :].lstrip(), "closing"
@@ -121,16 +125,7 @@ class XmlReader(ArgumentsReader):
             self.pending = stripped
             return []
         if self.state == "value":
-            value, self.pending = self.value.take(pending)
-            if value is None:
-                return []
-            value = value[1:] if value.startswith("\n") else value
-            value = value[:-1] if value.endswith("\n") else value
-            self.state = "parameters"
-            parameters = self.parameters.get(self.function) or {}
-            piece = argument_piece(parameters, self.key, value, first=not self.written)
-            self.written += 1
-            return [arguments_delta(self.calls - 1, piece)]
+            return self._read_argument(pending, "parameters")
         # closing: past </function>, before </tool_call>
         stripped = pending.lstrip()
         if stripped.startswith(self.closer):

@@ -9,8 +9,12 @@ JSON arguments that the call syntaxes share.
 
 from __future__ import annotations
 
+import json
 import uuid
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from modelport.service.generation.formats.xml_values import ArgumentText
 
 Delta = dict[str, Any]
 
@@ -76,26 +80,6 @@ def until(text: str, marker: str) -> tuple[str, str, bool]:
         return text[:at], text[at + len(marker) :], True
     cut = len(text) - held(text, marker)
     return text[:cut], text[cut:], False
-
-
-class UpTo:
-    """A value's text read up to the marker that closes it, as it comes: each look reads only what came since
-    the last (and the end held back as the marker's beginning), so that a value as long as a file's text is
-    read once rather than again with every piece that lengthens it."""
-
-    def __init__(self, marker: str) -> None:
-        self.marker = marker
-        self._read: list[str] = []
-
-    def take(self, pending: str) -> tuple[str | None, str]:
-        """The value whole and what follows its marker, once the marker has come; before, None and what is
-        left to read."""
-        said, rest, closed = until(pending, self.marker)
-        self._read.append(said)
-        if not closed:
-            return None, rest
-        value, self._read = "".join(self._read), []
-        return value, rest
 
 
 def text_until(text: str, opener: str) -> tuple[str, str, bool]:
@@ -268,6 +252,7 @@ class ArgumentsReader(Stepped):
         self.function = ""
         self.key = ""
         self.written = 0  # arguments written in the open call
+        self.argument: ArgumentText | None = None  # the value being read (the tag syntaxes')
 
     inside: tuple[str, ...] = ()  # the states within a call's arguments, where an answer may end unclosed
 
@@ -281,8 +266,30 @@ class ArgumentsReader(Stepped):
         if self.state == "text":
             return [{"content": text}] if text else []
         if self.state in self.inside and not cut:
-            return [self.closed()]
+            ended = self._given(self.argument.end()) if self.argument is not None else []
+            return [*ended, self.closed()]
         return []
+
+    def _read_argument(self, pending: str, after: str) -> list[Delta]:
+        """Read on in the open argument's value (`argument`): what of the call's arguments it gives out; the
+        value closed, the state is `after`."""
+        assert self.argument is not None
+        piece, self.pending, closed = self.argument.take(pending)
+        out = self._given(piece)
+        if closed:
+            self.argument, self.state = None, after
+        return out
+
+    def _given(self, piece: str) -> list[Delta]:
+        """A piece of the open argument's JSON value as a piece of the call's arguments: its key first."""
+        argument = self.argument
+        if not piece or argument is None:
+            return []
+        if not argument.opened:
+            piece = ("{" if not self.written else ", ") + f"{json.dumps(self.key)}: " + piece
+            argument.opened = True
+            self.written += 1
+        return [arguments_delta(self.calls - 1, piece)]
 
 
 class JsonArguments:

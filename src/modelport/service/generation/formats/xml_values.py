@@ -14,6 +14,7 @@ from typing import Any
 from modelport.protocol.validation import json_value
 from modelport.service.generation.formats.call_lists import calls_or_text, listed
 from modelport.service.generation.formats.lark import Grammar
+from modelport.service.generation.formats.readers import until
 from modelport.service.generation.tools.plan import ToolPlan
 
 _ANY_TEXT = "/(.|\\n)+/"
@@ -98,6 +99,92 @@ def argument_piece(
     schema = (parameters.get("properties") or {}).get(key) or {}
     said = (as_json or _as_schema_type)(value, schema)
     return ("{" if first else ", ") + f"{json.dumps(key)}: {said}"
+
+
+CDATA = ("<![CDATA[", "]]>")  # MiniCPM5's wrapper of a string with `<`, `&` or a line break in it
+
+
+class ArgumentText:
+    """One argument's value, read up to its closing tag (`marker`) and given out as the JSON value it is, as
+    it comes: a free-text value's JSON string as its text comes (its opening quote once its beginning is
+    known, its text escaped, its closing quote at the tag), as OpenAI streams a call's arguments; any other
+    value whole at its tag (a number, an object, a string the grammar held to JSON: one beginning with `"`),
+    made the JSON its schema says it is. Held back until what follows says whose they are: what may begin
+    the tag, the line breaks the syntax trims around a value (`trims` at each end; None: every one), a CDATA
+    section's marks (`cdata`). Read whole, a value that opens a CDATA section and never closes it keeps its
+    opening; streamed, it has gone out without it."""
+
+    def __init__(
+        self, marker: str, schema: dict[str, Any], trims: int | None = 0, cdata: bool = False
+    ) -> None:
+        self.marker, self.schema, self.trims, self.cdata = marker, schema, trims, cdata
+        self.mode = "start" if free_text(schema) else "whole"  # start, text (streamed) or whole
+        self.opened = False  # its key has gone out (the reader's part)
+        self._read: list[str] = []  # its raw text so far, while it is read whole or its beginning is unknown
+        self._held = ""  # streamed: the end of what is read that is not yet given out
+        self._in_cdata = False
+
+    def take(self, pending: str) -> tuple[str, str, bool]:
+        """What of the value's JSON to give out now, what is left to read after it, and whether it closed."""
+        said, rest, closed = until(pending, self.marker)
+        if self.mode == "text":
+            return self._text(self._held + said, closed), rest, closed
+        self._read.append(said)
+        if self.mode == "start":
+            body = self._lead("".join(self._read))
+            opening = self.cdata and len(body) < len(CDATA[0]) and CDATA[0].startswith(body)
+            if body and not opening and not body.startswith('"'):
+                self.mode, self._read = "text", []
+                if self.cdata and body.startswith(CDATA[0]):
+                    self._in_cdata, body = True, body[len(CDATA[0]) :]
+                return '"' + self._text(body, closed), rest, closed
+            if body and not opening:
+                self.mode = "whole"
+        if not closed:
+            return "", rest, False
+        return _as_schema_type(self._whole("".join(self._read)), self.schema), rest, True
+
+    def end(self) -> str:
+        """The end of the value's JSON where the answer ends within it (unclosed): a streamed string's held
+        text and closing quote; nothing of a value read whole (its text may be cut anywhere)."""
+        return self._text(self._held, True) if self.mode == "text" else ""
+
+    def _lead(self, raw: str) -> str:
+        """`raw` less the line breaks the syntax trims before a value."""
+        breaks = len(raw) - len(raw.lstrip("\n"))
+        return raw[breaks if self.trims is None else min(breaks, self.trims) :]
+
+    def _trail(self, text: str) -> int:
+        """How many line breaks at the end of `text` the syntax would trim after a value."""
+        breaks = len(text) - len(text.rstrip("\n"))
+        return breaks if self.trims is None else min(breaks, self.trims)
+
+    def _whole(self, raw: str) -> str:
+        """A value read whole, as the syntax reads it: its line breaks trimmed, a CDATA section unwrapped."""
+        value = self._lead(raw)
+        value = value[: len(value) - self._trail(value)]
+        if self.cdata and value.startswith(CDATA[0]) and value.endswith(CDATA[1]):
+            value = value[len(CDATA[0]) : len(value) - len(CDATA[1])]
+        return value
+
+    def _text(self, text: str, closed: bool) -> str:
+        """Streamed text's JSON: at the close, all of it (less what the syntax trims at its end) and the
+        closing quote; before, all but the end that may yet be the syntax's."""
+        held = self._trail(text)
+        if self._in_cdata:  # a section's end, whole or begun, before those line breaks
+            body = text[: len(text) - held]
+            held += next((n for n in (3, 2, 1) if body.endswith(CDATA[1][:n])), 0) if not closed else 0
+            if closed and body.endswith(CDATA[1]):
+                held += len(CDATA[1])
+        self._held = "" if closed else text[len(text) - held :]
+        escaped = json.dumps(text[: len(text) - held], ensure_ascii=False)[1:-1]
+        return escaped + '"' if closed else escaped
+
+
+def parameter_schema(parameters: dict[str, Any] | None, key: str) -> dict[str, Any]:
+    """A parameter's schema among a tool's `parameters` ({} where it has none)."""
+    schema = ((parameters or {}).get("properties") or {}).get(key)
+    return schema if isinstance(schema, dict) else {}
 
 
 def bounded(schema: dict[str, Any]) -> bool:
