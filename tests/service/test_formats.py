@@ -1416,7 +1416,9 @@ def test_a_value_s_scan_and_its_closing_tag_s_search_read_each_piece_once() -> N
     assert len(json.loads("".join(given) + '"')) > len(FILE) - 32  # given out as it came
 
 
-@pytest.mark.parametrize("name", ["qwen3-coder", "real/glm-4.6", "real/minimax-m2", "real/minicpm5-1b"])
+@pytest.mark.parametrize(
+    "name", ["qwen3-coder", "real/glm-4.6", "real/minimax-m2", "real/minicpm5-1b", "real/gemma-4-31b-it"]
+)
 def test_a_free_text_argument_streams_as_it_is_written(name: str) -> None:
     """A string argument's text goes out as the model writes it, as OpenAI streams a call's arguments (a
     file an agent writes is seen being written), where it went out whole at its closing tag; an answer that

@@ -1,20 +1,33 @@
 """What the syntaxes of calls written as a name and its arguments key by key share: LFM2's
 `NAME(KEY=VALUE, …)` and Gemma 4's `NAME{KEY:VALUE,…}`. The grammar of a call (`keyed_function`); and its
 reading: a call's name given as its arguments open, each argument as its value ends (made the JSON value it
-is by the syntax), and the arguments' object closed as they do; what does not follow the syntax is text from
-there on. Each syntax reads what lies around its calls (`_around`) and says where a value ends and what JSON
+is by the syntax; a free-text string of a syntax with no escapes, Gemma 4's, as its text comes), and the
+arguments' object closed as they do; what does not follow the syntax is text from there on. Each syntax reads what lies around its calls (`_around`) and says where a value ends and what JSON
 it is.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from modelport.service.generation.formats.lark import Grammar
-from modelport.service.generation.formats.readers import ArgumentsReader, Delta, arguments_delta, call_delta
-from modelport.service.generation.formats.xml_values import argument_piece, in_order, rule_name
+from modelport.service.generation.formats.readers import (
+    ArgumentsReader,
+    Delta,
+    arguments_delta,
+    call_delta,
+    until,
+)
+from modelport.service.generation.formats.xml_values import (
+    argument_piece,
+    free_text,
+    in_order,
+    parameter_schema,
+    rule_name,
+)
 
 _NAME = r"[A-Za-z_][\w.\-]*"
 
@@ -114,6 +127,9 @@ class KeyedReader(ArgumentsReader):
     # What opens and closes a call's arguments, and what joins a key to its value.
     opens, closes, assigns = "(", ")", "="
     quoting: Quoting
+    # The quote that ends a string of a syntax whose strings hold no escapes (Gemma 4's): a free-text
+    # argument's text then goes out as it comes. None: every value goes out whole as it ends.
+    string_quote: str | None = None
 
     def __init__(self, parameters: dict[str, dict[str, Any]]) -> None:
         super().__init__(parameters)
@@ -133,8 +149,10 @@ class KeyedReader(ArgumentsReader):
         text, self.pending = self.pending, ""
         if self.state == "text":  # whitespace after the calls is not the model's answer
             return [{"content": text}] if text.strip() or (text and not self.calls) else []
-        if self.state not in ("arguments", "value") or cut:
+        if self.state not in ("arguments", "value", "string") or cut:
             return []
+        if self.state == "string":  # the answer ended within a streamed string: it is closed
+            return [arguments_delta(self.calls - 1, _escaped(text) + '"'), self.closed()]
         out = [self._argument(text)] if self.state == "value" and text.strip() else []
         return [*out, self.closed()]
 
@@ -165,6 +183,23 @@ class KeyedReader(ArgumentsReader):
             else:
                 self.pending = stripped
             return []
+        if self.state == "string":
+            assert self.string_quote is not None
+            said, self.pending, closed = until(pending, self.string_quote)
+            if closed:
+                self.state = "arguments"
+            piece = _escaped(said) + ('"' if closed else "")
+            return [arguments_delta(self.calls - 1, piece)] if piece else []
+        if self.state == "value" and self.string_quote is not None and self._value.at == 0:
+            stripped = pending.lstrip()
+            free = free_text(parameter_schema(self.parameters.get(self.function), self.key))
+            if free and stripped.startswith(self.string_quote):  # a free-text string: streamed
+                self.pending, self.state = stripped[len(self.string_quote) :], "string"
+                self.written += 1
+                head = ("{" if self.written == 1 else ", ") + f"{json.dumps(self.key)}: " + '"'
+                return [arguments_delta(self.calls - 1, head)]
+            if free and (not stripped or self.string_quote.startswith(stripped)):
+                return []  # what the value begins with is not yet known
         if self.state == "value":
             end = self._value.end(pending)
             if end is None:
@@ -182,3 +217,8 @@ class KeyedReader(ArgumentsReader):
     def _stray(self, rest: str) -> None:
         """The answer left the syntax: what is left is text."""
         self.pending, self.state, self.strayed = rest, "text", True
+
+
+def _escaped(text: str) -> str:
+    """Text as it stands inside a JSON string."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
