@@ -2,13 +2,12 @@
 `NAME(KEY=VALUE, …)` and Gemma 4's `NAME{KEY:VALUE,…}`. The grammar of a call (`keyed_function`); and its
 reading: a call's name given as its arguments open, each argument as its value ends (made the JSON value it
 is by the syntax; a free-text string of a syntax with no escapes, Gemma 4's, as its text comes), and the
-arguments' object closed as they do; what does not follow the syntax is text from there on. Each syntax reads what lies around its calls (`_around`) and says where a value ends and what JSON
-it is.
+arguments' object closed as they do; what does not follow the syntax is text from there on. Each syntax
+reads what lies around its calls (`_around`) and says where a value ends and what JSON it is.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -22,7 +21,9 @@ from modelport.service.generation.formats.readers import (
     until,
 )
 from modelport.service.generation.formats.xml_values import (
+    argument_head,
     argument_piece,
+    escaped,
     free_text,
     in_order,
     parameter_schema,
@@ -152,7 +153,7 @@ class KeyedReader(ArgumentsReader):
         if self.state not in ("arguments", "value", "string") or cut:
             return []
         if self.state == "string":  # the answer ended within a streamed string: it is closed
-            return [arguments_delta(self.calls - 1, _escaped(text) + '"'), self.closed()]
+            return [arguments_delta(self.calls - 1, escaped(text) + '"'), self.closed()]
         out = [self._argument(text)] if self.state == "value" and text.strip() else []
         return [*out, self.closed()]
 
@@ -188,7 +189,7 @@ class KeyedReader(ArgumentsReader):
             said, self.pending, closed = until(pending, self.string_quote)
             if closed:
                 self.state = "arguments"
-            piece = _escaped(said) + ('"' if closed else "")
+            piece = escaped(said) + ('"' if closed else "")
             return [arguments_delta(self.calls - 1, piece)] if piece else []
         if self.state == "value" and self.string_quote is not None and self._value.at == 0:
             stripped = pending.lstrip()
@@ -196,8 +197,7 @@ class KeyedReader(ArgumentsReader):
             if free and stripped.startswith(self.string_quote):  # a free-text string: streamed
                 self.pending, self.state = stripped[len(self.string_quote) :], "string"
                 self.written += 1
-                head = ("{" if self.written == 1 else ", ") + f"{json.dumps(self.key)}: " + '"'
-                return [arguments_delta(self.calls - 1, head)]
+                return [arguments_delta(self.calls - 1, argument_head(self.key, self.written == 1) + '"')]
             if free and (not stripped or self.string_quote.startswith(stripped)):
                 return []  # what the value begins with is not yet known
         if self.state == "value":
@@ -217,8 +217,3 @@ class KeyedReader(ArgumentsReader):
     def _stray(self, rest: str) -> None:
         """The answer left the syntax: what is left is text."""
         self.pending, self.state, self.strayed = rest, "text", True
-
-
-def _escaped(text: str) -> str:
-    """Text as it stands inside a JSON string."""
-    return json.dumps(text, ensure_ascii=False)[1:-1]

@@ -9,7 +9,6 @@ JSON arguments that the call syntaxes share.
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -286,7 +285,7 @@ class ArgumentsReader(Stepped):
         if not piece or argument is None:
             return []
         if not argument.opened:
-            piece = ("{" if not self.written else ", ") + f"{json.dumps(self.key)}: " + piece
+            piece = argument.head(self.key, not self.written) + piece
             argument.opened = True
             self.written += 1
         return [arguments_delta(self.calls - 1, piece)]

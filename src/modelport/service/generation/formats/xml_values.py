@@ -97,8 +97,17 @@ def argument_piece(
     `, "key": value` after), its value the JSON its schema (among the tool's `parameters`) says it is: read
     by `as_json` (the value's text and its schema), the XML syntaxes' reading (text as it is) unless told."""
     schema = (parameters.get("properties") or {}).get(key) or {}
-    said = (as_json or _as_schema_type)(value, schema)
-    return ("{" if first else ", ") + f"{json.dumps(key)}: {said}"
+    return argument_head(key, first) + (as_json or _as_schema_type)(value, schema)
+
+
+def argument_head(key: str, first: bool) -> str:
+    """What opens an argument in its call's JSON arguments: `{"key": ` first, `, "key": ` after."""
+    return ("{" if first else ", ") + f"{json.dumps(key)}: "
+
+
+def escaped(text: str) -> str:
+    """Text as it stands inside a JSON string."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
 CDATA = ("<![CDATA[", "]]>")  # MiniCPM5's wrapper of a string with `<`, `&` or a line break in it
@@ -123,6 +132,8 @@ class ArgumentText:
         self._read: list[str] = []  # its raw text so far, while it is read whole or its beginning is unknown
         self._held = ""  # streamed: the end of what is read that is not yet given out
         self._in_cdata = False
+
+    head = staticmethod(argument_head)  # what opens the argument (for a reader that cannot import this)
 
     def take(self, pending: str) -> tuple[str, str, bool]:
         """What of the value's JSON to give out now, what is left to read after it, and whether it closed."""
@@ -177,8 +188,8 @@ class ArgumentText:
             if closed and body.endswith(CDATA[1]):
                 held += len(CDATA[1])
         self._held = "" if closed else text[len(text) - held :]
-        escaped = json.dumps(text[: len(text) - held], ensure_ascii=False)[1:-1]
-        return escaped + '"' if closed else escaped
+        given = escaped(text[: len(text) - held])
+        return given + '"' if closed else given
 
 
 def parameter_schema(parameters: dict[str, Any] | None, key: str) -> dict[str, Any]:
