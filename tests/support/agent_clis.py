@@ -1,11 +1,13 @@
-"""What the agent CLI tests (and those of other npm packages) share: packages installed from npm once into
-a cache folder (a skip saying why where they cannot be), and a relay between the CLI and the server that
-passes each request on, as the test shaped it, and its answer back as it streams."""
+"""What the agent CLI tests (and those of other npm packages) share: packages installed from npm, or from
+PyPI into a virtual environment of their own, once into a cache folder (a skip saying why where they cannot
+be), and a relay between the CLI and the server that passes each request on, as the test shaped it, and its
+answer back as it streams."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -21,6 +23,30 @@ def installed(package: str, version: str, command: str, cache: Path) -> Path:
         node_packages({package: version}, cache)
     if not binary.exists():
         pytest.skip(f"{package} installed from npm without its `{command}` command")
+    return binary
+
+
+def python_installed(package: str, version: str, command: str, cache: Path) -> Path:
+    """The command `command` of PyPI's `package==version`, installed once into a virtual environment of its
+    own under `cache` (a CLI that pins its own dependencies, as aider pins openai 2, cannot share ours); a
+    mark written last says the install is whole (a virtual environment cannot be moved into place: its
+    scripts name its folder)."""
+    venv = cache / f"{package}-{version}"
+    binary, whole = venv / "bin" / command, venv / "installed"
+    if whole.exists():
+        return binary
+    shutil.rmtree(venv, ignore_errors=True)
+    cache.mkdir(parents=True, exist_ok=True)
+    steps = (
+        [sys.executable, "-m", "venv", str(venv)],
+        [str(venv / "bin" / "pip"), "install", "--quiet", "--only-binary=:all:", f"{package}=={version}"],
+    )
+    for step in steps:
+        done = subprocess.run(step, capture_output=True, text=True, timeout=900)
+        if done.returncode != 0:
+            shutil.rmtree(venv, ignore_errors=True)
+            pytest.skip(f"{package} did not install from PyPI: {done.stderr[-500:]}")
+    whole.touch()
     return binary
 
 
