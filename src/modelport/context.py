@@ -5,6 +5,7 @@ line; in-process calls are the default project's."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from contextvars import ContextVar
@@ -18,16 +19,22 @@ DEFAULT_PROJECT = "proj_default"
 @dataclass(frozen=True)
 class RequestContext:
     """The request id, the `x-session-id` header when a client sent one, whether it is background work
-    (a batch's line) that must leave room on the model for interactive requests, the project and key it is
-    made with (and the key's limits), and the headers the service wants on the answer (rate limits)."""
+    (a batch's line) that must leave room on the model for interactive requests (and, set when it is no
+    longer wanted, `withdrawn`), the project and key it is made with (and the key's limits), and the
+    headers the service wants on the answer (rate limits)."""
 
     request_id: str | None = None
     session_id: str | None = None
     background: bool = False
+    withdrawn: asyncio.Event | None = None
     project: str = DEFAULT_PROJECT
     key_id: str | None = None
     limits: tuple[dict[str, Any], ...] = ()
     headers: dict[str, str] = field(default_factory=dict)
+
+
+class WorkWithdrawn(Exception):
+    """Background work given up before it took a model's slot: its batch was cancelled while it waited."""
 
 
 # A request id or session id a client may give (`x-request-id`, `x-session-id`): anything else is replaced.

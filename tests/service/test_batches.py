@@ -325,18 +325,20 @@ def test_a_batch_cancelled_as_soon_as_it_is_made_ends_cancelled(client: Any) -> 
     assert [(b.status, b.cancelled_at is not None) for b in ended] == [("cancelled", True)] * 4
 
 
+@pytest.mark.parametrize("in_flight", [1, 16], ids=["one-line-at-a-time", "lines-waiting-for-the-slot"])
 def test_no_line_of_a_batch_cancelled_here_starts_after_the_cancel(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_flight: int
 ) -> None:
     """A cancel stops the batch's lines at once on the server that took it: those running finish, no other
-    starts. Before, the runner heard of it at its next heartbeat, up to 2 s later, and went on starting
-    lines until then (60 lines of SmolLM2 cancelled once 8 were written: 32 written, cancelled 5.5 s later;
-    now 24, the 16 in flight finishing, 3.5 s)."""
+    starts, nor one of those in flight still waiting for the model's slot (a batch takes a share of them).
+    Before, the runner heard of it at its next heartbeat, up to 2 s later, starting lines until then, and
+    every line in flight ran (60 lines of SmolLM2 cancelled once 8 were written: 32 written, cancelled 5.5 s
+    later; now 10, the 2 holding a slot finishing, 0.35 s)."""
     calls = tmp_path / "calls.txt"
     calls.touch()
     monkeypatch.setenv("MODELPORT_TEST_CALLS", str(calls))
-    counted = ModelConfig(id="counted", predictor="tests.predictors.tiny_models:counted_chat")
-    settings = Settings(defaults=False, models=[counted], batches=BatchSettings(concurrency=1),
+    counted = ModelConfig(id="counted", predictor="tests.predictors.tiny_models:counted_chat", concurrency=1)
+    settings = Settings(defaults=False, models=[counted], batches=BatchSettings(concurrency=in_flight),
                         store=StoreSettings(url=f"sqlite:///{tmp_path}/db.sqlite"))  # fmt: skip
     lines = [
         {"custom_id": f"l{i}", "method": "POST", "url": "/v1/chat/completions",

@@ -49,9 +49,10 @@ class Slots:
         (the blocking client runs each step as its own task), and the slot must follow the stream.
         """
         token = object()
-        if context.current().background:
-            while self._limiter.available_tokens <= self.reserve or self.waiting:
-                await self._released.wait()
+        asked = context.current()
+        if asked.background:
+            while self._limiter.available_tokens <= self.reserve or self.waiting or _gone(asked):
+                await self._freed(asked.withdrawn)
             self._limiter.acquire_on_behalf_of_nowait(token)
         elif self._limiter.available_tokens < 1 or self.waiting:
             if self.waiting >= self.queue:
@@ -73,6 +74,27 @@ class Slots:
             self._released.set()
             self._released = asyncio.Event()
 
+    async def _freed(self, withdrawn: asyncio.Event | None) -> None:
+        """Until a slot is released; `WorkWithdrawn` once `withdrawn` is set (the work is not wanted)."""
+        if withdrawn is None:
+            await self._released.wait()
+            return
+        if withdrawn.is_set():
+            raise context.WorkWithdrawn
+        waits = {asyncio.ensure_future(self._released.wait()), asyncio.ensure_future(withdrawn.wait())}
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+        if withdrawn.is_set():
+            raise context.WorkWithdrawn
+
     def retry_after(self) -> int:
         """Seconds until the line has likely moved up by its length: whole seconds, at least one."""
         return max(1, math.ceil(self._mean_hold * (self.waiting + 1) / self.total))
+
+
+def _gone(asked: context.RequestContext) -> bool:
+    """Whether background work is no longer wanted (it then takes no slot, even a free one)."""
+    return asked.withdrawn is not None and asked.withdrawn.is_set()

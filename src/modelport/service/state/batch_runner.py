@@ -213,8 +213,9 @@ class BatchRunner:
                     state["batch"] = {**state["batch"], "status": "expired"}
                     stop.set()
                     return
-                ok, output = await self._line(batch["endpoint"], line, project)
-                await store.batches.add_result(batch["id"], line["line"], ok, output)
+                ran = await self._line(batch["endpoint"], line, project, stop)
+                if ran is not None:  # withdrawn by a cancel before it took a slot: it never ran
+                    await store.batches.add_result(batch["id"], line["line"], *ran)
 
         async def heartbeat() -> None:
             while True:
@@ -242,15 +243,21 @@ class BatchRunner:
             }
         return state["batch"]
 
-    async def _line(self, endpoint: str, line: dict[str, Any], project: str) -> tuple[bool, dict[str, Any]]:
-        """One request, as background work; the line of the output file, or of the error file."""
+    async def _line(
+        self, endpoint: str, line: dict[str, Any], project: str, withdrawn: asyncio.Event
+    ) -> tuple[bool, dict[str, Any]] | None:
+        """One request, as background work; the line of the output file, or of the error file (None: it was
+        withdrawn, `withdrawn` set, before it took a model's slot)."""
         request_id = new_id("batch_req", "_")
-        context.enter(RequestContext(request_id=request_id, background=True, project=project))
+        asked = RequestContext(request_id=request_id, background=True, project=project, withdrawn=withdrawn)
+        context.enter(asked)
         record: dict[str, Any] = {"id": request_id, "custom_id": line["custom_id"], "error": None}
         try:
             if line["body"].get("stream") or line["body"].get("background"):
                 raise InvalidRequestError("A batch's requests are neither streamed nor in the background.")
             body = _result_body(await self.run_line(endpoint, line["body"]))
+        except context.WorkWithdrawn:
+            return None
         except ModelportError as error:
             record["response"] = {"status_code": error.status, "request_id": request_id, "body": error.body()}
             return False, record

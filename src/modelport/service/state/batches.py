@@ -99,8 +99,8 @@ class Batches:
         return ListPage([Batch.model_validate(row["batch"]) for row in page.rows], page.has_more)
 
     async def cancel(self, batch_id: str) -> Batch:
-        """`POST /v1/batches/{id}/cancel`: no new request starts; those running finish and are kept. A
-        cancel is final: whatever the runner writes next cannot undo it."""
+        """`POST /v1/batches/{id}/cancel`: no new request starts (nor one waiting for a model's slot); those
+        running finish and are kept. A cancel is final: whatever the runner writes next cannot undo it."""
         row = await self._row(batch_id)
         batch = row["batch"]
         if batch["status"] in ("validating", "in_progress"):
