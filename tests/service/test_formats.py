@@ -1417,7 +1417,15 @@ def test_a_value_s_scan_and_its_closing_tag_s_search_read_each_piece_once() -> N
 
 
 @pytest.mark.parametrize(
-    "name", ["qwen3-coder", "real/glm-4.6", "real/minimax-m2", "real/minicpm5-1b", "real/gemma-4-31b-it"]
+    "name",
+    [
+        "qwen3-coder",
+        "real/glm-4.6",
+        "real/minimax-m2",
+        "real/minimax-m3",
+        "real/minicpm5-1b",
+        "real/gemma-4-31b-it",
+    ],
 )
 def test_a_free_text_argument_streams_as_it_is_written(name: str) -> None:
     """A string argument's text goes out as the model writes it, as OpenAI streams a call's arguments (a

@@ -23,9 +23,12 @@ from modelport.service.generation.formats.readers import Delta, arguments_delta
 from modelport.service.generation.formats.xml_values import (
     INTEGER,
     NUMBER,
+    ArgumentText,
     argument_piece,
     bounded,
+    free_text,
     in_order,
+    parameter_schema,
     rule_name,
 )
 from modelport.service.generation.tools.plan import ToolPlan
@@ -155,8 +158,8 @@ class MiniMaxM3Reader(InvokeReader):
         self.depth = 0  # the elements open inside it there
 
     def _step(self) -> list[Delta]:
-        if self.state == "value":
-            return self._value()
+        if self.state == "value":  # a free-text string streamed as it comes; any other value whole
+            return self._read_argument(self.pending, "parameters") if self.argument else self._value()
         stripped = self.pending.lstrip()
         if self.state != "parameters" or stripped.startswith(self.syntax.end_invoke):
             return super()._step()
@@ -164,6 +167,9 @@ class MiniMaxM3Reader(InvokeReader):
         if tag is not None and not tag.group(1):
             self.key, self.pending, self.state = tag.group(2), stripped[tag.end() :], "value"
             self.seen = self.depth = 0
+            schema = parameter_schema(self.parameters.get(self.function), self.key)
+            if free_text(schema):  # its text holds no tag: it ends at its own
+                self.argument = ArgumentText(f"{NS}</{self.key}>", schema, as_json=as_json, quoted=False)
         elif tag is not None or (stripped and not (NS.startswith(stripped) or stripped.startswith(NS))):
             self.pending, self.state, self.strayed = stripped, "text", True  # the rest is text
         return []

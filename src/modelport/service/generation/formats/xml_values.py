@@ -121,12 +121,21 @@ class ArgumentText:
     made the JSON its schema says it is. Held back until what follows says whose they are: what may begin
     the tag, the line breaks the syntax trims around a value (`trims` at each end; None: every one), a CDATA
     section's marks (`cdata`). Read whole, a value that opens a CDATA section and never closes it keeps its
-    opening; streamed, it has gone out without it."""
+    opening; streamed, it has gone out without it. `as_json` is the syntax's reading of a value read whole;
+    `quoted`, whether a string beginning with `"` may be one the grammar held to JSON (not in a syntax that
+    writes every string as it is)."""
 
     def __init__(
-        self, marker: str, schema: dict[str, Any], trims: int | None = 0, cdata: bool = False
+        self,
+        marker: str,
+        schema: dict[str, Any],
+        trims: int | None = 0,
+        cdata: bool = False,
+        as_json: Callable[[str, dict[str, Any]], str] | None = None,
+        quoted: bool = True,
     ) -> None:
         self.marker, self.schema, self.trims, self.cdata = marker, schema, trims, cdata
+        self.as_json, self.quoted = as_json or _as_schema_type, quoted
         self.mode = "start" if free_text(schema) else "whole"  # start, text (streamed) or whole
         self.opened = False  # its key has gone out (the reader's part)
         self._read: list[str] = []  # its raw text so far, while it is read whole or its beginning is unknown
@@ -144,7 +153,7 @@ class ArgumentText:
         if self.mode == "start":
             body = self._lead("".join(self._read))
             opening = self.cdata and len(body) < len(CDATA[0]) and CDATA[0].startswith(body)
-            if body and not opening and not body.startswith('"'):
+            if body and not opening and not (self.quoted and body.startswith('"')):
                 self.mode, self._read = "text", []
                 if self.cdata and body.startswith(CDATA[0]):
                     self._in_cdata, body = True, body[len(CDATA[0]) :]
@@ -153,7 +162,7 @@ class ArgumentText:
                 self.mode = "whole"
         if not closed:
             return "", rest, False
-        return _as_schema_type(self._whole("".join(self._read)), self.schema), rest, True
+        return self.as_json(self._whole("".join(self._read)), self.schema), rest, True
 
     def end(self) -> str:
         """The end of the value's JSON where the answer ends within it (unclosed): a streamed string's held
