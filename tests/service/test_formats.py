@@ -1425,6 +1425,7 @@ def test_a_value_s_scan_and_its_closing_tag_s_search_read_each_piece_once() -> N
         "real/minimax-m3",
         "real/minicpm5-1b",
         "real/gemma-4-31b-it",
+        "real/lfm2.5-8b-a1b",
     ],
 )
 def test_a_free_text_argument_streams_as_it_is_written(name: str) -> None:
@@ -1435,9 +1436,33 @@ def test_a_free_text_argument_streams_as_it_is_written(name: str) -> None:
     reader = formats.shape(form, None, ToolPlan([WRITE], False, True, False), None, True, False).read()
     call = LONG_VALUES.get(name) or MINICPM5_CALL
     half = FILE[: FILE.index("return", len(FILE) // 2) + 3]  # the model's answer ends here
-    pieces = [p for part in chunked(call.format(FILE).split(FILE)[0] + half, 7) for p in reader.feed(part)]
+    # LFM2's value is a Python string, escaped (its quotes, its backslashes and line breaks).
+    whole, written = (repr(FILE), repr(half)[:-1]) if "lfm2" in name else (FILE, half)
+    answer = call.format(whole).split(whole)[0] + written
+    pieces = [p for part in chunked(answer, 7) for p in reader.feed(part)]
     arguments = "".join(c["function"]["arguments"] for p in pieces for c in p.get("tool_calls", []))
     assert arguments.startswith('{"path": "a.py", "text": "')
     assert len(json.loads(arguments + '"}')["text"]) > len(half) - 32
     _, calls = rebuild(pieces + reader.flush(cut=False))
     assert calls == [("write", {"path": "a.py", "text": half})]
+
+
+@pytest.mark.parametrize("size", [1, 3, 1000])
+def test_an_lfm2_string_streamed_reads_its_escapes_as_the_whole_string_does(size: int) -> None:
+    """LFM2's strings are Python's: an escape Python and JSON read alike goes out as it comes; from one they
+    do not (`\\x41`, `\\u00e9`, octal, `\\/`: JSON's in a string JSON can read, Python's otherwise) the rest
+    goes out at the string's end, as the whole string reads; one that is no Python escape, as written."""
+    form = family("real/lfm2.5-8b-a1b")
+    said = {
+        "'it\\'s \"q\"'": 'it\'s "q"',
+        "'x\\u00e9y'": "xéy",
+        "'a\\x41b\\tc'": "aAb\tc",
+        "'oct\\101'": "octA",
+        '"j\\/son"': "j/son",  # JSON's
+        "'p\\/y'": "p\\/y",  # Python's
+        "'bad\\N{NOPE}'": "bad\\N{NOPE}",
+    }
+    for written, text in said.items():
+        reader = formats.shape(form, None, ToolPlan([WRITE], False, True, False), None, True, False).read()
+        answer = f"<|tool_call_start|>[write(path='a.py', text={written})]<|tool_call_end|>"
+        assert read_all(reader, answer, size)["calls"] == [("write", {"path": "a.py", "text": text})], written

@@ -193,5 +193,5 @@ class Gemma4Reader(KeyedReader):
         return []
 
     quoting = _Gemma4Quoting()
-    string_quote = QUOTE
+    string_quotes = (QUOTE,)
     _json_of = staticmethod(_json_of)

@@ -121,6 +121,24 @@ class ValueScan:
             self.at += 1
 
 
+class StreamedString:
+    """A free-text argument's string given out as it comes, as the text of its JSON string: here one of a
+    syntax whose strings hold no escapes, which ends at the quote that opened it."""
+
+    def __init__(self, quote: str) -> None:
+        self.quote = quote
+
+    def take(self, pending: str) -> tuple[str, str, bool]:
+        """What of the JSON string to give out now (its closing quote at the string's end), what is left to
+        read after it, and whether the string has ended."""
+        said, rest, closed = until(pending, self.quote)
+        return escaped(said) + ('"' if closed else ""), rest, closed
+
+    def end(self, held: str) -> str:
+        """The rest of the JSON string where the answer ends within it: what was `held` back, closed."""
+        return escaped(held) + '"'
+
+
 class KeyedReader(ArgumentsReader):
     """One answer's calls: the states `name`, `arguments` and `value` are read here, the rest (`text`, and
     the syntax's own around its calls) by `_around`."""
@@ -128,15 +146,16 @@ class KeyedReader(ArgumentsReader):
     # What opens and closes a call's arguments, and what joins a key to its value.
     opens, closes, assigns = "(", ")", "="
     quoting: Quoting
-    # The quote that ends a string of a syntax whose strings hold no escapes (Gemma 4's): a free-text
-    # argument's text then goes out as it comes. None: every value goes out whole as it ends.
-    string_quote: str | None = None
+    # The quotes that open a string whose text goes out as it comes (a free-text argument's), each its own
+    # `StreamedString` (`_streamed`). None: every value goes out whole as it ends.
+    string_quotes: tuple[str, ...] = ()
 
     def __init__(self, parameters: dict[str, dict[str, Any]]) -> None:
         super().__init__(parameters)
         self._name = re.compile(rf"\s*({_NAME}){re.escape(self.opens)}")
         self._key = re.compile(rf"({_NAME})\s*{re.escape(self.assigns)}")
         self._value = ValueScan(self.closes, self.quoting)  # the value being read
+        self._string: StreamedString | None = None  # the free-text string being streamed
 
     def _around(self) -> list[Delta]:
         raise NotImplementedError
@@ -153,7 +172,8 @@ class KeyedReader(ArgumentsReader):
         if self.state not in ("arguments", "value", "string") or cut:
             return []
         if self.state == "string":  # the answer ended within a streamed string: it is closed
-            return [arguments_delta(self.calls - 1, escaped(text) + '"'), self.closed()]
+            assert self._string is not None
+            return [arguments_delta(self.calls - 1, self._string.end(text)), self.closed()]
         out = [self._argument(text)] if self.state == "value" and text.strip() else []
         return [*out, self.closed()]
 
@@ -185,20 +205,23 @@ class KeyedReader(ArgumentsReader):
                 self.pending = stripped
             return []
         if self.state == "string":
-            assert self.string_quote is not None
-            said, self.pending, closed = until(pending, self.string_quote)
+            assert self._string is not None
+            piece, self.pending, closed = self._string.take(pending)
             if closed:
-                self.state = "arguments"
-            piece = escaped(said) + ('"' if closed else "")
+                self.state, self._string = "arguments", None
             return [arguments_delta(self.calls - 1, piece)] if piece else []
-        if self.state == "value" and self.string_quote is not None and self._value.at == 0:
+        if self.state == "value" and self.string_quotes and self._value.at == 0:
             stripped = pending.lstrip()
-            free = free_text(parameter_schema(self.parameters.get(self.function), self.key))
-            if free and stripped.startswith(self.string_quote):  # a free-text string: streamed
-                self.pending, self.state = stripped[len(self.string_quote) :], "string"
+            schema = parameter_schema(self.parameters.get(self.function), self.key)
+            quote = next((q for q in self.string_quotes if stripped.startswith(q)), None)
+            if free_text(schema) and quote is not None:  # a free-text string: streamed
+                self.pending, self.state = stripped[len(quote) :], "string"
+                self._string = self._streamed(quote, schema)
                 self.written += 1
                 return [arguments_delta(self.calls - 1, argument_head(self.key, self.written == 1) + '"')]
-            if free and (not stripped or self.string_quote.startswith(stripped)):
+            if free_text(schema) and (
+                not stripped or any(q.startswith(stripped) for q in self.string_quotes)
+            ):
                 return []  # what the value begins with is not yet known
         if self.state == "value":
             end = self._value.end(pending)
@@ -207,6 +230,11 @@ class KeyedReader(ArgumentsReader):
             self.pending, self.state = pending[end:], "arguments"
             return [self._argument(pending[:end])]
         return self._around()
+
+    def _streamed(self, quote: str, schema: dict[str, Any]) -> StreamedString:
+        """The reader of a free-text string opened by `quote`: one of a syntax with no escapes in its
+        strings (Gemma 4's), unless the syntax says otherwise."""
+        return StreamedString(quote)
 
     def _argument(self, value: str) -> Delta:
         parameters = self.parameters.get(self.function) or {}

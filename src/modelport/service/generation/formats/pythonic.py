@@ -13,16 +13,17 @@ from __future__ import annotations
 import ast
 import json
 import re
+import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 from modelport.protocol.validation import json_value
 from modelport.service.generation.formats.call_lists import calls_or_text, listed
 from modelport.service.generation.formats.json_calls import arguments_object
-from modelport.service.generation.formats.keyed import KeyedReader, Quoting, keyed_function
+from modelport.service.generation.formats.keyed import KeyedReader, Quoting, StreamedString, keyed_function
 from modelport.service.generation.formats.lark import Grammar
 from modelport.service.generation.formats.readers import Delta, text_until
-from modelport.service.generation.formats.xml_values import INTEGER, NUMBER, bounded, free_text
+from modelport.service.generation.formats.xml_values import INTEGER, NUMBER, bounded, escaped, free_text
 from modelport.service.generation.tools.plan import ToolPlan
 from modelport.service.generation.tools.render import content_text
 
@@ -131,7 +132,9 @@ def _literal(text: str) -> Any:
     itself."""
     python = _outside_strings(text, lambda part: _JSON_WORDS.sub(lambda m: _PYTHON_WORDS[m.group()], part))
     try:
-        return ast.literal_eval(python)
+        with warnings.catch_warnings():  # a string's `\/` is Python's too, read as written: no warning
+            warnings.simplefilter("ignore", (DeprecationWarning, SyntaxWarning))
+            return ast.literal_eval(python)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return text
 
@@ -160,8 +163,12 @@ class _PythonQuoting(Quoting):
     def opens(self, text: str, at: int) -> int | None:
         return 1 if text[at] in "'\"" else 0
 
+    def stops(self, quote: str) -> re.Pattern[str]:
+        """What a string opened by `quote` is read up to: an escape, or its closing quote."""
+        return self._STOPS[quote]
+
     def close(self, text: str, start: int, at: int) -> tuple[int | None, int]:
-        stops = self._STOPS[text[start]]
+        stops = self.stops(text[start])
         while found := stops.search(text, at):
             at = found.start()
             if text[at] != "\\":
@@ -173,6 +180,65 @@ class _PythonQuoting(Quoting):
 
 
 _QUOTING = _PythonQuoting()
+
+
+# The escapes Python and JSON read alike (a double-quoted string JSON can read is read as JSON), and `\'`.
+_ALIKE = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
+
+
+class _PythonString(StreamedString):
+    """A free-text argument's Python string, its text given out as it comes, its escapes read. From an
+    escape Python and JSON do not read alike (`\\x41`, `\\u…`, `\\N{…}`, octal, `\\/`) on, nothing more goes
+    out until the string's end, and then what the string read whole (`_json_of`) holds after what went out."""
+
+    def __init__(self, quote: str, schema: dict[str, Any]) -> None:
+        super().__init__(quote)
+        self.schema = schema
+        self._stops = _QUOTING.stops(quote)
+        self._written: list[str] = []  # the string's text as written, so far
+        self._given: list[str] = []  # its text given out, so far
+        self._held: list[str] = []  # its text as written from the first escape not read alike on
+
+    def take(self, pending: str) -> tuple[str, str, bool]:
+        out: list[str] = []
+        at = 0
+        while found := self._stops.search(pending, at):
+            stop = found.start()
+            self._read(pending[at:stop], pending[at:stop], out)
+            if pending[stop] == self.quote:
+                return self._ended(out), pending[stop + 1 :], True
+            if stop + 1 == len(pending):  # the escape's second character is yet to come
+                return escaped("".join(out)), pending[stop:], False
+            escape = pending[stop : stop + 2]
+            alike = _ALIKE.get(escape[1])
+            self._read(escape, alike if alike is not None and not self._held else None, out)
+            at = stop + 2
+        self._read(pending[at:], pending[at:], out)
+        return escaped("".join(out)), "", False
+
+    def end(self, held: str) -> str:
+        out: list[str] = []
+        self._read(held.rstrip("\\"), held.rstrip("\\"), out)
+        return self._ended(out)
+
+    def _read(self, written: str, text: str | None, out: list[str]) -> None:
+        """Some of the string as `written`, and the `text` it stands for, given out now (None: held)."""
+        self._written.append(written)
+        if text is None or self._held:
+            self._held.append(written)
+        else:
+            out.append(text)
+            self._given.append(text)
+
+    def _ended(self, out: list[str]) -> str:
+        """The rest of the JSON string at the string's end: what was read now, and what the whole string
+        reads as after what went out (as written, where the whole is no Python string: `\\N{NOPE}`)."""
+        rest = ""
+        if self._held:
+            value = json.loads(_json_of(self.quote + "".join(self._written) + self.quote, self.schema))
+            given = "".join(self._given)
+            rest = value[len(given) :] if value.startswith(given) else "".join(self._held)
+        return escaped("".join(out) + rest) + '"'
 
 
 class PythonicReader(KeyedReader):
@@ -206,4 +272,9 @@ class PythonicReader(KeyedReader):
         return []
 
     quoting = _QUOTING
+    string_quotes = ("'", '"')
+
+    def _streamed(self, quote: str, schema: dict[str, Any]) -> StreamedString:
+        return _PythonString(quote, schema)
+
     _json_of = staticmethod(_json_of)
