@@ -265,7 +265,7 @@ class ArgumentsReader(Stepped):
         if self.state == "text":
             return [{"content": text}] if text else []
         if self.state in self.inside and not cut:
-            ended = self._given(self.argument.end()) if self.argument is not None else []
+            ended = self._given(self.argument.end(text)) if self.argument is not None else []
             return [*ended, self.closed()]
         return []
 

@@ -164,10 +164,11 @@ class ArgumentText:
             return "", rest, False
         return self.as_json(self._whole("".join(self._read)), self.schema), rest, True
 
-    def end(self) -> str:
-        """The end of the value's JSON where the answer ends within it (unclosed): a streamed string's held
-        text and closing quote; nothing of a value read whole (its text may be cut anywhere)."""
-        return self._text(self._held, True) if self.mode == "text" else ""
+    def end(self, pending: str) -> str:
+        """The end of the value's JSON where the answer ends within it (unclosed, `pending` the last of it
+        held back as what might have begun the tag): a streamed string's held text and closing quote; nothing
+        of a value read whole (its text may be cut anywhere)."""
+        return self._text(self._held + pending, True) if self.mode == "text" else ""
 
     def _lead(self, raw: str) -> str:
         """`raw` less the line breaks the syntax trims before a value."""
