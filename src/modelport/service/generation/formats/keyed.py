@@ -146,8 +146,8 @@ class KeyedReader(ArgumentsReader):
     # What opens and closes a call's arguments, and what joins a key to its value.
     opens, closes, assigns = "(", ")", "="
     quoting: Quoting
-    # The quotes that open a string whose text goes out as it comes (a free-text argument's), each its own
-    # `StreamedString` (`_streamed`). None: every value goes out whole as it ends.
+    # The quotes that open a string whose text goes out as it comes (a free-text argument's), each read by
+    # the syntax's `StreamedString` (`_streamed`). None given: every value goes out whole as it ends.
     string_quotes: tuple[str, ...] = ()
 
     def __init__(self, parameters: dict[str, dict[str, Any]]) -> None:
