@@ -10,7 +10,6 @@ blocks: what is checked is what aider and the server do with a turn, never the m
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -18,14 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
 
-from tests.support.agent_clis import Passing, python_installed
+from tests.support.agent_clis import Relay, python_installed, relaying
 from tests.support.families import FIRST_BLOCKS, repack
-from tests.support.live import configured_server, serve_app
+from tests.support.live import configured_server
 
 pytestmark = pytest.mark.slow  # aider from PyPI, a model of its own
 
@@ -35,20 +30,9 @@ CACHE = Path(os.environ.get("MODELPORT_AIDER_DIR", Path.home() / ".cache" / "mod
 EDIT = r"hello\.py\n```python\nprint\(42\)\n```\n"
 
 
-class Relay(Passing):
-    """Between aider and the server: each chat request as aider sent it, its answer held to EDIT."""
-
-    def __init__(self, upstream: str) -> None:
-        super().__init__(upstream)
-        self.sent: list[dict[str, Any]] = []  # what aider sent, as it sent it
-
-    async def handle(self, request: Request) -> Response:
-        body = await request.body()
-        if request.url.path.endswith("/chat/completions") and request.method == "POST":
-            given = json.loads(body)
-            self.sent.append(given)
-            body = json.dumps({**given, "guided_regex": EDIT, "temperature": 0}).encode()
-        return await self.passed(request, body)
+def shaped(given: dict[str, Any]) -> dict[str, Any]:
+    """A chat request of aider's, its answer held to EDIT, greedily."""
+    return {**given, "guided_regex": EDIT, "temperature": 0}
 
 
 @pytest.fixture(scope="module")
@@ -56,11 +40,8 @@ def relayed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Rel
     folder = tmp_path_factory.mktemp("aider")
     model = repack("smollm2", folder, layers=FIRST_BLOCKS)
     config = f'defaults = false\n[[models]]\nid = "coder"\nengine = "llamacpp"\npath = "{model}"\n'
-    with configured_server(folder, config) as live:
-        relay = Relay(live.url)
-        routes = [Route("/{path:path}", relay.handle, methods=["GET", "POST"])]
-        with serve_app(Starlette(routes=routes)) as url:
-            yield url, relay
+    with configured_server(folder, config) as live, relaying(live.url, "/chat/completions", shaped) as served:
+        yield served
 
 
 @pytest.mark.parametrize("streamed", [True, False], ids=["streamed", "whole"])

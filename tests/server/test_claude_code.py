@@ -24,14 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
 
-from tests.support.agent_clis import Passing, installed
+from tests.support.agent_clis import Relay, installed, relaying
 from tests.support.families import FIRST_BLOCKS, repack
-from tests.support.live import configured_server, serve_app
+from tests.support.live import configured_server
 
 pytestmark = pytest.mark.slow  # Claude Code from npm, a server of its own
 
@@ -67,34 +63,23 @@ def answered(request: dict[str, Any]) -> bool:
     return any(block.get("type") == "tool_result" for block in blocks)
 
 
-class Relay(Passing):
-    """Between Claude Code and the server: each Messages request as Claude Code sent it, the turn's shape
-    set."""
-
-    def __init__(self, upstream: str) -> None:
-        super().__init__(upstream)
-        self.sent: list[dict[str, Any]] = []  # what Claude Code sent, as it sent it
-
-    async def handle(self, request: Request) -> Response:
-        body = await request.body()
-        if request.url.path.endswith("/messages") and request.method == "POST":
-            given = json.loads(body)
-            self.sent.append(given)
-            shaped = {**given, "temperature": 0}
-            tools = {tool.get("name") for tool in given.get("tools") or []}
-            if answered(given):
-                shaped["tool_choice"] = {"type": "none"}
-                shaped["output_config"] = {"format": {"type": "json_schema", "schema": ANSWER}}
-            elif "Bash" in tools:
-                shaped["tool_choice"] = {"type": "tool", "name": "Bash"}
-                shaped["tools"] = [
-                    {**tool, "input_schema": COMMAND} if tool.get("name") == "Bash" else tool
-                    for tool in given["tools"]
-                ]
-            else:  # Claude Code's own small requests (a title, a topic): short
-                shaped["output_config"] = {"format": {"type": "json_schema", "schema": ANSWER}}
-            body = json.dumps(shaped).encode()
-        return await self.passed(request, body)
+def shaped(given: dict[str, Any]) -> dict[str, Any]:
+    """A Messages request of Claude Code's with the turn's shape set: Bash called, or, once its result came
+    back (or for Claude Code's own small requests: a title, a topic), a short answer; greedily."""
+    onward = {**given, "temperature": 0}
+    tools = {tool.get("name") for tool in given.get("tools") or []}
+    if answered(given):
+        onward["tool_choice"] = {"type": "none"}
+        onward["output_config"] = {"format": {"type": "json_schema", "schema": ANSWER}}
+    elif "Bash" in tools:
+        onward["tool_choice"] = {"type": "tool", "name": "Bash"}
+        onward["tools"] = [
+            {**tool, "input_schema": COMMAND} if tool.get("name") == "Bash" else tool
+            for tool in given["tools"]
+        ]
+    else:
+        onward["output_config"] = {"format": {"type": "json_schema", "schema": ANSWER}}
+    return onward
 
 
 @pytest.fixture(scope="module")
@@ -102,11 +87,8 @@ def relayed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Rel
     folder = tmp_path_factory.mktemp("claude-code")
     config = 'defaults = false\n[[models]]\nid = "smollm2-135m-instruct"\nengine = "llamacpp"\n'
     config += f'path = "{repack("smollm2", folder, layers=FIRST_BLOCKS)}"\nn_parallel = 1\n'
-    with configured_server(folder, config) as live:
-        relay = Relay(live.url)
-        routes = [Route("/{path:path}", relay.handle, methods=["GET", "POST", "DELETE", "HEAD"])]
-        with serve_app(Starlette(routes=routes)) as url:
-            yield url, relay
+    with configured_server(folder, config) as live, relaying(live.url, "/messages", shaped) as served:
+        yield served
 
 
 def test_claude_code_runs_a_turn_that_calls_its_shell_and_ends(

@@ -24,14 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
 
-from tests.support.agent_clis import Passing, installed
+from tests.support.agent_clis import Relay, installed, relaying
 from tests.support.families import FIRST_BLOCKS, repack
-from tests.support.live import configured_server, serve_app
+from tests.support.live import configured_server
 
 pytestmark = pytest.mark.slow  # Codex from npm, a model of its own
 
@@ -99,28 +95,18 @@ def bounded(item: dict[str, Any]) -> dict[str, Any]:
     return {**item, "tools": narrowed}
 
 
-class Relay(Passing):
-    """Between Codex and the server: each Responses request as Codex sent it, with the turn's shape set."""
-
-    def __init__(self, upstream: str) -> None:
-        super().__init__(upstream)
-        self.sent: list[dict[str, Any]] = []  # what Codex sent, as it sent it
-
-    async def handle(self, request: Request) -> Response:
-        body = await request.body()
-        if request.url.path.endswith("/responses") and request.method == "POST":
-            given = json.loads(body)
-            self.sent.append(given)
-            answered = any(item.get("type") in OUTPUTS and item.get("call_id") for item in given["input"])
-            shaped = {**given, "temperature": 0}
-            shaped["tool_choice"] = "none" if answered else shell(given)
-            if answered:  # a short answer, whose end the grammar decides
-                shaped["text"] = {**(given.get("text") or {}), "format": ANSWER}
-            else:
-                shaped["input"] = [bounded(item) for item in given["input"]]
-                shaped["tools"] = [narrowed(tool) for tool in given.get("tools") or []]
-            body = json.dumps(shaped).encode()
-        return await self.passed(request, body)
+def shaped(given: dict[str, Any]) -> dict[str, Any]:
+    """A Responses request of Codex's with the turn's shape set: the shell called, or, once its output came
+    back, a short answer whose end the grammar decides; greedily."""
+    answered = any(item.get("type") in OUTPUTS and item.get("call_id") for item in given["input"])
+    onward = {**given, "temperature": 0}
+    onward["tool_choice"] = "none" if answered else shell(given)
+    if answered:
+        onward["text"] = {**(given.get("text") or {}), "format": ANSWER}
+    else:
+        onward["input"] = [bounded(item) for item in given["input"]]
+        onward["tools"] = [narrowed(tool) for tool in given.get("tools") or []]
+    return onward
 
 
 @pytest.fixture(scope="module")
@@ -130,11 +116,8 @@ def relayed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Rel
     config = (
         f'[[models]]\nid = "smollm2-135m-instruct"\nengine = "llamacpp"\npath = "{model}"\nn_parallel = 1\n'
     )
-    with configured_server(folder, config) as live:
-        relay = Relay(live.url)
-        routes = [Route("/{path:path}", relay.handle, methods=["GET", "POST", "DELETE"])]
-        with serve_app(Starlette(routes=routes)) as url:
-            yield url, relay
+    with configured_server(folder, config) as live, relaying(live.url, "/responses", shaped) as served:
+        yield served
 
 
 @pytest.mark.parametrize("model", [None, "gpt-5"], ids=["codex-default", "gpt-5"])

@@ -5,15 +5,23 @@ answer back as it streams."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
+from starlette.routing import Route
+
+from tests.support.live import serve_app
 
 
 def installed(package: str, version: str, command: str, cache: Path) -> Path:
@@ -68,23 +76,42 @@ def node_packages(packages: dict[str, str], cache: Path) -> Path:
     return cache
 
 
-class Passing:
-    """Requests passed on to `upstream` as given (but for the body, which the test may have shaped), their
-    statuses recorded."""
+class Relay:
+    """Between a CLI and the server: each JSON request POSTed to a path ending in `endpoint` kept as the CLI
+    sent it (`sent`) and passed on as `shape` makes it (the turn's shape, which the test decides); every
+    other request passed on as given; each answer passed back as it streams, its status kept."""
 
-    def __init__(self, upstream: str) -> None:
-        self.upstream = upstream
+    def __init__(
+        self, upstream: str, endpoint: str, shape: Callable[[dict[str, Any]], dict[str, Any]]
+    ) -> None:
+        self.upstream, self.endpoint, self.shape = upstream, endpoint, shape
+        self.sent: list[dict[str, Any]] = []  # what the CLI sent, as it sent it
         self.statuses: list[int] = []
         self.client = httpx.AsyncClient(timeout=900)
 
-    async def passed(self, request: Request, body: bytes) -> StreamingResponse:
-        """`request` sent on with `body`; its answer as it streams."""
+    async def handle(self, request: Request) -> StreamingResponse:
+        body = await request.body()
+        if request.url.path.endswith(self.endpoint) and request.method == "POST":
+            given = json.loads(body)
+            self.sent.append(given)
+            body = json.dumps(self.shape(given)).encode()
         headers = {k: v for k, v in request.headers.items() if k not in ("host", "content-length")}
-        sent = self.client.build_request(
+        onward = self.client.build_request(
             request.method, self.upstream + request.url.path, params=request.query_params, content=body,
             headers=headers,
         )  # fmt: skip
-        answer = await self.client.send(sent, stream=True)
+        answer = await self.client.send(onward, stream=True)
         self.statuses.append(answer.status_code)
         passed = {k: v for k, v in answer.headers.items() if k not in ("content-length", "transfer-encoding")}
         return StreamingResponse(answer.aiter_raw(), status_code=answer.status_code, headers=passed)
+
+
+@contextmanager
+def relaying(
+    upstream: str, endpoint: str, shape: Callable[[dict[str, Any]], dict[str, Any]]
+) -> Iterator[tuple[str, Relay]]:
+    """A `Relay` to `upstream` served on 127.0.0.1 while the block runs: its base URL, and it."""
+    relay = Relay(upstream, endpoint, shape)
+    routes = [Route("/{path:path}", relay.handle, methods=["GET", "POST", "DELETE", "HEAD"])]
+    with serve_app(Starlette(routes=routes)) as url:
+        yield url, relay
