@@ -18,12 +18,11 @@ from modelport.service.generation.formats.readers import (
     Delta,
     arguments_delta,
     call_delta,
+    escaped,
     until,
 )
 from modelport.service.generation.formats.xml_values import (
-    argument_head,
     argument_piece,
-    escaped,
     free_text,
     in_order,
     parameter_schema,
@@ -217,8 +216,7 @@ class KeyedReader(ArgumentsReader):
             if free_text(schema) and quote is not None:  # a free-text string: streamed
                 self.pending, self.state = stripped[len(quote) :], "string"
                 self._string = self._streamed(quote, schema)
-                self.written += 1
-                return [arguments_delta(self.calls - 1, argument_head(self.key, self.written == 1) + '"')]
+                return [arguments_delta(self.calls - 1, self._opening('"'))]
             if free_text(schema) and (
                 not stripped or any(q.startswith(stripped) for q in self.string_quotes)
             ):

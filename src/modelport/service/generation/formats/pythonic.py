@@ -22,8 +22,8 @@ from modelport.service.generation.formats.call_lists import calls_or_text, liste
 from modelport.service.generation.formats.json_calls import arguments_object
 from modelport.service.generation.formats.keyed import KeyedReader, Quoting, StreamedString, keyed_function
 from modelport.service.generation.formats.lark import Grammar
-from modelport.service.generation.formats.readers import Delta, text_until
-from modelport.service.generation.formats.xml_values import INTEGER, NUMBER, bounded, escaped, free_text
+from modelport.service.generation.formats.readers import Delta, escaped, text_until
+from modelport.service.generation.formats.xml_values import INTEGER, NUMBER, bounded, free_text
 from modelport.service.generation.tools.plan import ToolPlan
 from modelport.service.generation.tools.render import content_text
 

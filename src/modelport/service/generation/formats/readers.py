@@ -9,6 +9,7 @@ JSON arguments that the call syntaxes share.
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -57,6 +58,16 @@ class TextReader:
 
     def flush(self, cut: bool) -> list[Delta]:
         return []
+
+
+def argument_head(key: str, first: bool) -> str:
+    """What opens an argument in its call's JSON arguments: `{"key": ` first, `, "key": ` after."""
+    return ("{" if first else ", ") + f"{json.dumps(key)}: "
+
+
+def escaped(text: str) -> str:
+    """Text as it stands inside a JSON string."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
 def held(text: str, *markers: str) -> int:
@@ -285,10 +296,13 @@ class ArgumentsReader(Stepped):
         if not piece or argument is None:
             return []
         if not argument.opened:
-            piece = argument.head(self.key, not self.written) + piece
-            argument.opened = True
-            self.written += 1
+            piece, argument.opened = self._opening(piece), True
         return [arguments_delta(self.calls - 1, piece)]
+
+    def _opening(self, piece: str) -> str:
+        """`piece`, the first of the open argument's value, after what opens it (one more written)."""
+        self.written += 1
+        return argument_head(self.key, self.written == 1) + piece
 
 
 class JsonArguments:

@@ -14,7 +14,7 @@ from typing import Any
 from modelport.protocol.validation import json_value
 from modelport.service.generation.formats.call_lists import calls_or_text, listed
 from modelport.service.generation.formats.lark import Grammar
-from modelport.service.generation.formats.readers import until
+from modelport.service.generation.formats.readers import argument_head, escaped, until
 from modelport.service.generation.tools.plan import ToolPlan
 
 _ANY_TEXT = "/(.|\\n)+/"
@@ -96,18 +96,7 @@ def argument_piece(
     """An argument read back, as the piece of its call's JSON arguments it makes (`{"key": value` first,
     `, "key": value` after), its value the JSON its schema (among the tool's `parameters`) says it is: read
     by `as_json` (the value's text and its schema), the XML syntaxes' reading (text as it is) unless told."""
-    schema = (parameters.get("properties") or {}).get(key) or {}
-    return argument_head(key, first) + (as_json or _as_schema_type)(value, schema)
-
-
-def argument_head(key: str, first: bool) -> str:
-    """What opens an argument in its call's JSON arguments: `{"key": ` first, `, "key": ` after."""
-    return ("{" if first else ", ") + f"{json.dumps(key)}: "
-
-
-def escaped(text: str) -> str:
-    """Text as it stands inside a JSON string."""
-    return json.dumps(text, ensure_ascii=False)[1:-1]
+    return argument_head(key, first) + (as_json or _as_schema_type)(value, parameter_schema(parameters, key))
 
 
 CDATA = ("<![CDATA[", "]]>")  # MiniCPM5's wrapper of a string with `<`, `&` or a line break in it
@@ -141,8 +130,6 @@ class ArgumentText:
         self._read: list[str] = []  # its raw text so far, while it is read whole or its beginning is unknown
         self._held = ""  # streamed: the end of what is read that is not yet given out
         self._in_cdata = False
-
-    head = staticmethod(argument_head)  # what opens the argument (for a reader that cannot import this)
 
     def take(self, pending: str) -> tuple[str, str, bool]:
         """What of the value's JSON to give out now, what is left to read after it, and whether it closed."""
