@@ -204,9 +204,20 @@ def thinking(item: dict[str, Any]) -> str:
 def messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Chat messages for items: consecutive function calls become one assistant message with its calls; a
     reasoning item is the thinking (`reasoning_content`) of the assistant message that follows it."""
+    return _chat(items)[0]
+
+
+def made_by(items: list[dict[str, Any]]) -> list[int]:
+    """For each chat message `messages(items)` makes, the index of the item that made it."""
+    return _chat(items)[1]
+
+
+def _chat(items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
+    """`messages(items)`, and `made_by(items)`."""
     chat: list[dict[str, Any]] = []
+    made: list[int] = []
     thought = ""  # a reasoning item's, until the assistant message it led to
-    for item in items:
+    for i, item in enumerate(items):
         kind = item.get("type", "message")
         before = len(chat)
         if kind == "reasoning":
@@ -250,7 +261,8 @@ def messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
             thought = ""
         elif kind not in ("reasoning", "function_call", "custom_tool_call", *CALLS):
             thought = ""  # thinking that led to no answer of the model's is not given back
-    return chat
+        made += [i] * (len(chat) - before)
+    return chat, made
 
 
 def chat_fields(request: ResponseRequest, tools: ClientTools, choice: str | None = None) -> dict[str, Any]:

@@ -28,10 +28,9 @@ def name_as_sent(
     """`error` naming what `request` sent: the turn's messages are the last of the chat's (before them, the
     instructions, then earlier turns'; truncation drops the oldest of those)."""
     turned: list[Message | None] = []
-    for i, item in enumerate(turn):  # a message's parts are named as in the chat; a call's output is whole
-        inside = item.get("type", "message") == "message"
-        origin = Message("input") if isinstance(request.input, str) else Message(f"input[{i}]", inside)
-        turned += [origin] * (len(items.messages(turn[: i + 1])) - len(turned))
+    for i in items.made_by(turn):  # a message's parts are named as in the chat; a call's output is whole
+        inside = turn[i].get("type", "message") == "message"
+        turned.append(Message("input") if isinstance(request.input, str) else Message(f"input[{i}]", inside))
     before: list[Message | None] = [None] * (len(chat.messages) - len(turned))
     if before and request.instructions:
         before[0] = Message("instructions")
