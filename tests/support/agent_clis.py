@@ -35,27 +35,32 @@ def installed(package: str, version: str, command: str, cache: Path) -> Path:
 
 
 def python_installed(package: str, version: str, command: str, cache: Path) -> Path:
-    """The command `command` of PyPI's `package==version`, installed once into a virtual environment of its
-    own under `cache` (a CLI that pins its own dependencies, as aider pins openai 2, cannot share ours); a
-    mark written last says the install is whole (a virtual environment cannot be moved into place: its
-    scripts name its folder)."""
-    venv = cache / f"{package}-{version}"
-    binary, whole = venv / "bin" / command, venv / "installed"
+    """The command `command` of PyPI's `package==version`, in a virtual environment of its own under `cache`
+    (a CLI that pins its own dependencies, as aider pins openai 2, cannot share ours)."""
+    return python_environment(f"{package}-{version}", [f"{package}=={version}"], cache) / "bin" / command
+
+
+def python_environment(name: str, requirements: list[str], cache: Path) -> Path:
+    """A virtual environment `cache/name` with PyPI's `requirements` installed into it once; a mark written
+    last says the install is whole (a virtual environment cannot be moved into place: its scripts name its
+    folder)."""
+    venv = cache / name
+    whole = venv / "installed"
     if whole.exists():
-        return binary
+        return venv
     shutil.rmtree(venv, ignore_errors=True)
     cache.mkdir(parents=True, exist_ok=True)
     steps = (
         [sys.executable, "-m", "venv", str(venv)],
-        [str(venv / "bin" / "pip"), "install", "--quiet", "--only-binary=:all:", f"{package}=={version}"],
+        [str(venv / "bin" / "pip"), "install", "--quiet", "--only-binary=:all:", *requirements],
     )
     for step in steps:
         done = subprocess.run(step, capture_output=True, text=True, timeout=900)
         if done.returncode != 0:
             shutil.rmtree(venv, ignore_errors=True)
-            pytest.skip(f"{package} did not install from PyPI: {done.stderr[-500:]}")
+            pytest.skip(f"{' '.join(requirements)} did not install from PyPI: {done.stderr[-500:]}")
     whole.touch()
-    return binary
+    return venv
 
 
 def node_packages(packages: dict[str, str], cache: Path) -> Path:
