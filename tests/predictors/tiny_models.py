@@ -276,6 +276,16 @@ def ponder_chat(messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """A model that thinks: streams its thinking (`pondering` and the last user message's words, as
     `reasoning_content`), then answers with the thinking of earlier turns it was given back (each
     assistant message's `reasoning_content`), or `nothing given back`."""
+    return _pondering(messages, "reasoning_content")
+
+
+def ponder_as_vllm_chat(messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """`ponder_chat` streaming its thinking as `reasoning`, as vLLM (since 0.10), Ollama's OpenAI API and
+    OpenRouter name it: a relay of such an upstream."""
+    return _pondering(messages, "reasoning")
+
+
+def _pondering(messages: list[dict[str, Any]], field: str) -> Iterator[dict[str, Any]]:
     text = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
     given = [
         str(m["reasoning_content"])
@@ -292,7 +302,7 @@ def ponder_chat(messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     answer = (" | ".join(given) or "nothing given back").split(" ")
     yield {**base, "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}
     for i, word in enumerate(thinking):
-        delta = {"reasoning_content": (" " if i else "") + word}
+        delta = {field: (" " if i else "") + word}
         yield {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
     for i, word in enumerate(answer):
         yield {

@@ -51,7 +51,13 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Faces]:
     offered) behind a key."""
     database = str(tmp_path_factory.mktemp("anthropic") / "state.db")
     settings = tiny_models(
-        database, KEY, ponder="ponder_chat", reverse="reverse_chat", recall="recall_chat", tools="tool_chat"
+        database,
+        KEY,
+        ponder="ponder_chat",
+        reverse="reverse_chat",
+        recall="recall_chat",
+        tools="tool_chat",
+        vllm="ponder_as_vllm_chat",
     )
     with faces(settings, api_key=KEY) as served:
         yield served
@@ -226,6 +232,24 @@ def test_thinking_is_a_signed_block_given_back_to_the_model(tiny: Faces) -> None
     assert "messages[1].content[0].signature" in refused.value.message
 
 
+def test_thinking_an_upstream_names_reasoning_is_a_thinking_block(tiny: Faces) -> None:
+    """vLLM (since 0.10), Ollama's OpenAI API and OpenRouter stream a chat's thinking as `reasoning`, not
+    `reasoning_content`: relayed from such an upstream it is thinking still, whole and streamed."""
+    asked: dict[str, Any] = {
+        "model": "vllm", "max_tokens": 100, "messages": [{"role": "user", "content": "two plus three"}],
+        "thinking": {"type": "enabled", "budget_tokens": 2048},
+    }  # fmt: skip
+    whole = sdk(tiny).messages.create(**asked)
+    with sdk(tiny).messages.stream(**asked) as stream:
+        streamed = stream.get_final_message()
+    for answer in (whole, streamed):
+        first, text = answer.content
+        assert isinstance(first, types.ThinkingBlock)
+        assert first.thinking == "pondering two plus three"
+        assert isinstance(text, types.TextBlock)
+        assert text.text == "nothing given back"
+
+
 def test_streamed_thinking_ends_with_its_signature(tiny: Faces) -> None:
     with sdk(tiny).messages.stream(
         model="ponder", max_tokens=100, messages=[{"role": "user", "content": "two plus three"}],
@@ -363,7 +387,7 @@ def test_documents_reach_the_model_as_their_text(tiny: Faces) -> None:
 def test_the_models_list_is_anthropic_s_when_asked_by_its_sdk(tiny: Faces) -> None:
     client = sdk(tiny)
     listed = client.models.list()
-    assert [m.id for m in listed.data] == ["ponder", "reverse", "recall", "tools"]
+    assert [m.id for m in listed.data] == ["ponder", "reverse", "recall", "tools", "vllm"]
     assert all(m.type == "model" for m in listed.data)
     assert client.models.retrieve("reverse").display_name == "reverse"
     # Without `anthropic-version`, OpenAI's list.

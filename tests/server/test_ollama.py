@@ -27,7 +27,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Faces]:
     database = str(tmp_path_factory.mktemp("ollama") / "state.db")
     settings = tiny_models(
         database, KEY, reverse="reverse_chat", recall="recall_chat", ponder="ponder_chat",
-        trigram="trigram_embed", caller="tool_chat",
+        trigram="trigram_embed", caller="tool_chat", vllm="ponder_as_vllm_chat",
     )  # fmt: skip
     with faces(settings, api_key=KEY) as served:
         yield served
@@ -95,6 +95,16 @@ def test_thinking_comes_apart_and_is_given_back(tiny: Faces) -> None:
         {"role": "user", "content": "x"},
     ]
     assert client(tiny).chat(model="ponder", messages=turns, stream=False).message.content == "earlier"
+
+
+def test_thinking_an_upstream_names_reasoning_comes_apart(tiny: Faces) -> None:
+    """Thinking streamed as `reasoning` (vLLM since 0.10, OpenRouter) is thinking here too."""
+    whole = client(tiny).chat(model="vllm", messages=ASK, think=True, stream=False)
+    assert whole.message.thinking == "pondering one two three"
+    assert whole.message.content == "nothing given back"
+    streamed = list(client(tiny).chat(model="vllm", messages=ASK, think=True, stream=True))
+    assert "".join(line.message.thinking or "" for line in streamed) == "pondering one two three"
+    assert "".join(line.message.content or "" for line in streamed) == "nothing given back"
 
 
 ADD = {
@@ -212,7 +222,7 @@ def test_embed_and_the_older_embeddings(tiny: Faces) -> None:
 
 def test_the_listings(tiny: Faces) -> None:
     names = {m.model for m in client(tiny).list().models}
-    assert names == {"reverse", "recall", "ponder", "trigram", "caller"}
+    assert names == {"reverse", "recall", "ponder", "trigram", "caller", "vllm"}
     raw = httpx.get(f"{tiny.url}/api/tags", headers={"Authorization": f"Bearer {KEY}"}).json()
     assert {m["name"] for m in raw["models"]} == names  # what Ollama's apps read
     assert "embedding" in (client(tiny).show("trigram").capabilities or [])

@@ -19,6 +19,14 @@ from modelport.ids import new_id
 _NAMES = frozenset({"index", "type", "role", "id"})
 
 
+def thinking_of(delta: dict[str, Any]) -> str | None:
+    """The thinking a chat delta (or whole message) carries: `reasoning_content` (llama-server, DeepSeek, vLLM
+    before 0.10, modelport) or `reasoning` (vLLM since, Ollama's OpenAI API, OpenRouter), as an upstream of
+    either kind sends it."""
+    text = delta.get("reasoning_content") or delta.get("reasoning")
+    return text if isinstance(text, str) else None
+
+
 def merge_delta(acc: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
     """Merge `delta` into `acc` (and return it): strings are joined, objects merged key by key, lists of
     objects with an `index` merged entry by entry, other lists extended; a value that names something

@@ -33,6 +33,7 @@ from pydantic import BaseModel
 
 from modelport.errors import ModelportError
 from modelport.protocol.answers import Events
+from modelport.protocol.chunk_folds import thinking_of
 from modelport.protocol.validation import json_value
 from modelport.server.error_shapes import anthropic_error
 
@@ -63,7 +64,7 @@ def message(answer: ChatCompletion, seal: Seal) -> Message:
     choice = answer.choices[0]
     said = choice.message
     blocks: list[Any] = []
-    reasoning = getattr(said, "reasoning_content", None)
+    reasoning = thinking_of(said.model_extra or {})
     if reasoning:
         blocks.append(ThinkingBlock(type="thinking", thinking=reasoning, signature=seal(reasoning)))
     if said.content:
@@ -193,7 +194,7 @@ async def events(answer: Events[ChatCompletion], model: str, seal: Seal) -> Asyn
 def _pieces(delta: dict[str, Any], blocks: _Blocks, seal: Seal) -> list[bytes]:
     """The events one chat delta makes: a block opened where its kind changes, then its deltas."""
     out: list[bytes] = []
-    thought = delta.get("reasoning_content")
+    thought = thinking_of(delta)
     if thought:
         if blocks.kind != "thinking":
             out += _open(blocks, "thinking", ThinkingBlock(type="thinking", thinking="", signature=""), seal)

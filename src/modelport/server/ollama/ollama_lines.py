@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from modelport.errors import ModelportError
 from modelport.protocol.answers import Events
+from modelport.protocol.chunk_folds import thinking_of
 from modelport.protocol.validation import json_value
 from modelport.server.error_shapes import ollama_error
 
@@ -120,7 +121,7 @@ class _Reading:
                     held["name"] += function.get("name") or ""
                     held["arguments"] += function.get("arguments") or ""
                 text = choice.get("text") if "text" in choice else delta.get("content")  # a completion's
-                thought = delta.get("reasoning_content")
+                thought = thinking_of(delta)
                 if text or thought:
                     self.first = self.first or time.monotonic()
                     yield text or "", thought or None

@@ -22,18 +22,12 @@ from openai.types.responses.response_reasoning_item import Content as ReasoningT
 from openai.types.responses.response_reasoning_item import Summary
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
+from modelport.protocol.chunk_folds import thinking_of
 from modelport.service.responses.client_tools import ClientTools
 from modelport.service.responses.defined_tools import DefinedCall
 from modelport.service.responses.items import new_item_id
 
 Status = Literal["in_progress", "completed", "incomplete"]
-
-
-def thought(delta: dict[str, Any]) -> str | None:
-    """The thinking a chat delta (or message) carries: `reasoning_content` (llama-server, DeepSeek, vLLM
-    before 0.10, modelport) or `reasoning` (vLLM since)."""
-    text = delta.get("reasoning_content") or delta.get("reasoning")
-    return text if isinstance(text, str) else None
 
 
 def reasoning_item(
@@ -81,7 +75,7 @@ def completion_output(
     status: Status = "incomplete" if choice.get("finish_reason") == "length" else "completed"
     message = choice.get("message") or {}
     items: list[Output] = []
-    text = thought(message)
+    text = thinking_of(message)
     if text:
         sealed = seal(text) if seal is not None else None
         items.append(reasoning_item(new_item_id("rs"), text, status, summary, sealed))

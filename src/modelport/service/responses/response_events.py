@@ -64,7 +64,7 @@ from openai.types.responses.response_reasoning_summary_part_done_event import Pa
 from openai.types.responses.response_text_delta_event import Logprob as DeltaLogprob
 from openai.types.responses.response_text_done_event import Logprob as DoneLogprob
 
-from modelport.protocol.chunk_folds import ChatFold
+from modelport.protocol.chunk_folds import ChatFold, thinking_of
 from modelport.protocol.response_object import ResponseObject
 from modelport.service.responses.client_tools import ClientTools
 from modelport.service.responses.defined_tools import DefinedCall
@@ -74,7 +74,6 @@ from modelport.service.responses.output import (
     logprob,
     message_item,
     reasoning_item,
-    thought,
     usage,
 )
 
@@ -154,7 +153,7 @@ class ResponseEvents:
         events: list[ResponseStreamEvent] = []
         for piece in chunk.get("choices") or []:
             delta = piece.get("delta") or {}
-            said = thought(delta)
+            said = thinking_of(delta)
             if said:
                 events += self._reasoning(said)
             text = delta.get("content")
@@ -299,7 +298,7 @@ class ResponseEvents:
         events: list[ResponseStreamEvent] = []
         if self._open is None or not self._open.reasoning:
             events += self._close(False)
-            written = len(thought(self.fold.choice(0)["message"]) or "") - len(text)
+            written = len(thinking_of(self.fold.choice(0)["message"]) or "") - len(text)
             self._open = _Open(new_item_id("rs"), len(self.response.output), start=written, reasoning=True)
             events += self._open_reasoning(self._open.id, self._open.output_index)
         return [*events, self._reasoning_delta(self._open.id, self._open.output_index, text)]
@@ -350,7 +349,7 @@ class ResponseEvents:
             return []
         status: Literal["completed", "incomplete"] = "incomplete" if cut else "completed"
         if opened.reasoning:
-            text = (thought(self.fold.choice(0)["message"]) or "")[opened.start :]
+            text = (thinking_of(self.fold.choice(0)["message"]) or "")[opened.start :]
             sealed = self.seal(text) if self.seal is not None else None
             return self._close_reasoning(reasoning_item(opened.id, text, status, self.summary, sealed))
         if opened.call is not None:
