@@ -206,6 +206,43 @@ def test_every_capability_passes_through_a_real_upstream(front: str) -> None:
     assert text.strip() == "0.2 seconds of sound"
 
 
+def counted(front: str, model: str) -> tuple[float, float]:
+    """The prompt and completion tokens the front has counted for `model` (its metrics)."""
+    lines = httpx.get(f"{front}/metrics").text.splitlines()
+    found = dict.fromkeys(("prompt", "completion"), 0.0)
+    for kind in found:
+        head = f'modelport_tokens_total{{kind="{kind}",model="{model}"}} '
+        found[kind] = sum(float(line.removeprefix(head)) for line in lines if line.startswith(head))
+    return found["prompt"], found["completion"]
+
+
+@pytest.mark.parametrize("asked", [False, True], ids=["usage not asked", "usage asked"])
+@pytest.mark.parametrize("model", ["tiny-chat", "fine"], ids=["streamed", "whole upstream"])
+def test_a_relayed_stream_is_counted_once_and_its_usage_comes_only_when_asked(
+    front: str, model: str, asked: bool
+) -> None:
+    """Tokens are counted for every answer (the metrics, each project's usage and its limits): a stream is
+    relayed asking its upstream for its usage whatever the client asked, and a client that did not ask is
+    sent no usage, as OpenAI sends none; an upstream that answers whole (`fine`) is streamed and counted
+    once."""
+    before = counted(front, model)
+    body = {"model": model, "messages": [{"role": "user", "content": "a b c d"}], "stream": True}
+    if asked:
+        body["stream_options"] = {"include_usage": True}
+    with httpx.stream("POST", f"{front}/v1/chat/completions", json=body, timeout=30) as answer:
+        lines = [line.removeprefix("data: ") for line in answer.iter_lines() if line.startswith("data: ")]
+    assert lines[-1] == "[DONE]"
+    chunks = [json.loads(line) for line in lines[:-1]]
+    said, used = ("d c b a", 4) if model == "tiny-chat" else ("fine", 1)
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]) == said
+    if asked:
+        assert chunks[-1]["usage"]["completion_tokens"] == used
+    else:
+        assert all(c["choices"] and "usage" not in c for c in chunks)
+    after = counted(front, model)
+    assert (after[0] - before[0], after[1] - before[1]) == (used, used)
+
+
 def test_discovery_serves_the_allowed_models_under_a_prefix(front: str) -> None:
     ids = {m.id for m in sdk(front).models.list()}
     assert {"tiny/reverse", "tiny/trigram"} <= ids

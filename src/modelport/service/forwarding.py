@@ -50,20 +50,22 @@ async def forward(
             )
         return answer  # audio, or a transcript as text, srt or vtt
     streamed = bool(getattr(request, "stream", False))
+    usage_shown = not streamed or bool(getattr(request, "include_usage", False))
     if isinstance(answer, Events):
         if endpoint.events is None:
             await answer.aclose()
             raise UpstreamError(f"The upstream {origin} answered with a stream where JSON was expected.")
-        events = Events(_ours(answer.items, model, origin, endpoint.chunks), endpoint.events)
+        events = Events(_ours(answer.items, model, origin, endpoint.chunks, usage_shown), endpoint.events)
         return await events.whole() if endpoint.chunks and not streamed else events
     if endpoint.whole is None:
         raise UpstreamError(f"The upstream {origin} answered a speech request with JSON, not audio.")
     whole = _object(answer, origin, endpoint.key, model if endpoint.named_model else None)
-    metrics.count_tokens(model.spec.id, whole.get("usage") or {})
     if streamed and endpoint.events is not None and endpoint.chunks:
-        # An upstream that ignored `stream`: its whole answer as the chunks OpenAI would have sent.
+        # An upstream that ignored `stream`: its whole answer as the chunks OpenAI would have sent (counted
+        # as they pass).
         pieces = chunks_of(whole) if relay.capability is Capability.CHAT else [whole]
-        return Events(_ours(listed(pieces), model, origin, True), endpoint.events)
+        return Events(_ours(listed(pieces), model, origin, True, usage_shown), endpoint.events)
+    metrics.count_tokens(model.spec.id, whole.get("usage") or {})
     return _relayed_as(endpoint.whole(request), whole, origin)
 
 
@@ -73,6 +75,10 @@ async def _started(
     """The relay's reply, begun within one of the model's slots. A whole answer frees the slot at once; a
     stream holds it until it ends or is closed."""
     body = request.model_dump(mode="json", exclude_unset=True)
+    if operation.relayed is not None and operation.relayed.chunks and body.get("stream"):
+        # Every answer's tokens are counted (the metrics, the project's usage and limits), so a stream is
+        # asked for its usage whether or not the client asked (`_ours` keeps it from one that did not).
+        body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
     stack = AsyncExitStack()
     await stack.enter_async_context(model.slots.hold())
     try:
@@ -103,9 +109,10 @@ async def _releasing(
 
 
 async def _ours(
-    events: AsyncGenerator[Event, None], model: LoadedModel, origin: str, chunks: bool
+    events: AsyncGenerator[Event, None], model: LoadedModel, origin: str, chunks: bool, usage_shown: bool
 ) -> AsyncGenerator[Event, None]:
-    """The upstream's events; chunks checked to have `choices`, with our model id and counted."""
+    """The upstream's events; chunks checked to have `choices`, with our model id and counted, their usage
+    left out where the client did not ask for it (the chunk that holds only the usage, left out whole)."""
     try:
         async for event in events:
             if chunks:
@@ -114,6 +121,8 @@ async def _ours(
                 event["model"] = model.spec.id
                 if event.get("usage"):
                     metrics.count_tokens(model.spec.id, event["usage"])
+                if not usage_shown and event.pop("usage", None) is not None and not event["choices"]:
+                    continue
             yield event
     finally:
         await events.aclose()
