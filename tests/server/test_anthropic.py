@@ -51,14 +51,9 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Faces]:
     offered) behind a key."""
     database = str(tmp_path_factory.mktemp("anthropic") / "state.db")
     settings = tiny_models(
-        database,
-        KEY,
-        ponder="ponder_chat",
-        reverse="reverse_chat",
-        recall="recall_chat",
-        tools="tool_chat",
+        database, KEY, ponder="ponder_chat", reverse="reverse_chat", recall="recall_chat", tools="tool_chat",
         vllm="ponder_as_vllm_chat",
-    )
+    )  # fmt: skip
     with faces(settings, api_key=KEY) as served:
         yield served
 
@@ -201,12 +196,15 @@ def test_count_tokens_is_what_the_message_would_use(server: Faces) -> None:
 
 
 # Tiny predictors: thinking, keys, errors, the models' list.
+# `vllm` streams its thinking as `reasoning` (vLLM since 0.10, OpenRouter), `ponder` as `reasoning_content`.
+THINKERS = ["ponder", "vllm"]
 
 
-def test_thinking_is_a_signed_block_given_back_to_the_model(tiny: Faces) -> None:
+@pytest.mark.parametrize("model", THINKERS)
+def test_thinking_is_a_signed_block_given_back_to_the_model(tiny: Faces, model: str) -> None:
     client = sdk(tiny)
     thought = client.messages.create(
-        model="ponder", max_tokens=100, messages=[{"role": "user", "content": "two plus three"}],
+        model=model, max_tokens=100, messages=[{"role": "user", "content": "two plus three"}],
         thinking={"type": "enabled", "budget_tokens": 2048},
     )  # fmt: skip
     first, answer = thought.content
@@ -221,38 +219,21 @@ def test_thinking_is_a_signed_block_given_back_to_the_model(tiny: Faces) -> None
         {"role": "assistant", "content": thought.content},
         {"role": "user", "content": "and four"},
     ]
-    again = client.messages.create(model="ponder", max_tokens=100, messages=turns)  # type: ignore[arg-type]
+    again = client.messages.create(model=model, max_tokens=100, messages=turns)  # type: ignore[arg-type]
     assert again.content[-1].text == "pondering two plus three"  # type: ignore[union-attr]
     # A thinking block changed on the way is refused, naming it.
     forged = {"type": "thinking", "thinking": "pondering something else", "signature": first.signature}
     turns[1] = {"role": "assistant", "content": [forged, {"type": "text", "text": answer.text}]}
     with pytest.raises(anthropic.BadRequestError) as refused:
-        client.messages.create(model="ponder", max_tokens=100, messages=turns)  # type: ignore[arg-type]
+        client.messages.create(model=model, max_tokens=100, messages=turns)  # type: ignore[arg-type]
     assert refused.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
     assert "messages[1].content[0].signature" in refused.value.message
 
 
-def test_thinking_an_upstream_names_reasoning_is_a_thinking_block(tiny: Faces) -> None:
-    """vLLM (since 0.10), Ollama's OpenAI API and OpenRouter stream a chat's thinking as `reasoning`, not
-    `reasoning_content`: relayed from such an upstream it is thinking still, whole and streamed."""
-    asked: dict[str, Any] = {
-        "model": "vllm", "max_tokens": 100, "messages": [{"role": "user", "content": "two plus three"}],
-        "thinking": {"type": "enabled", "budget_tokens": 2048},
-    }  # fmt: skip
-    whole = sdk(tiny).messages.create(**asked)
-    with sdk(tiny).messages.stream(**asked) as stream:
-        streamed = stream.get_final_message()
-    for answer in (whole, streamed):
-        first, text = answer.content
-        assert isinstance(first, types.ThinkingBlock)
-        assert first.thinking == "pondering two plus three"
-        assert isinstance(text, types.TextBlock)
-        assert text.text == "nothing given back"
-
-
-def test_streamed_thinking_ends_with_its_signature(tiny: Faces) -> None:
+@pytest.mark.parametrize("model", THINKERS)
+def test_streamed_thinking_ends_with_its_signature(tiny: Faces, model: str) -> None:
     with sdk(tiny).messages.stream(
-        model="ponder", max_tokens=100, messages=[{"role": "user", "content": "two plus three"}],
+        model=model, max_tokens=100, messages=[{"role": "user", "content": "two plus three"}],
         thinking={"type": "enabled", "budget_tokens": 2048},
     ) as stream:  # fmt: skip
         deltas = [(e.index, e.delta.type) for e in stream if e.type == "content_block_delta"]

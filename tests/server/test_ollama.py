@@ -83,28 +83,20 @@ def test_a_body_is_read_as_json_whatever_its_content_type_as_ollama_reads_it(
         assert "Content-Type: application/json" in from_page.json()["error"]
 
 
-def test_thinking_comes_apart_and_is_given_back(tiny: Faces) -> None:
-    thought = client(tiny).chat(model="ponder", messages=ASK, think=True, stream=False)
+# `vllm` streams its thinking as `reasoning` (vLLM since 0.10, OpenRouter), `ponder` as `reasoning_content`.
+@pytest.mark.parametrize("model", ["ponder", "vllm"])
+def test_thinking_comes_apart_and_is_given_back(tiny: Faces, model: str) -> None:
+    thought = client(tiny).chat(model=model, messages=ASK, think=True, stream=False)
     assert thought.message.thinking == "pondering one two three"
     assert thought.message.content == "nothing given back"
-    streamed = list(client(tiny).chat(model="ponder", messages=ASK, think=True, stream=True))
+    streamed = list(client(tiny).chat(model=model, messages=ASK, think=True, stream=True))
     assert "".join(line.message.thinking or "" for line in streamed) == "pondering one two three"
     turns = [
         *ASK,
         {"role": "assistant", "content": "", "thinking": "earlier"},
         {"role": "user", "content": "x"},
     ]
-    assert client(tiny).chat(model="ponder", messages=turns, stream=False).message.content == "earlier"
-
-
-def test_thinking_an_upstream_names_reasoning_comes_apart(tiny: Faces) -> None:
-    """Thinking streamed as `reasoning` (vLLM since 0.10, OpenRouter) is thinking here too."""
-    whole = client(tiny).chat(model="vllm", messages=ASK, think=True, stream=False)
-    assert whole.message.thinking == "pondering one two three"
-    assert whole.message.content == "nothing given back"
-    streamed = list(client(tiny).chat(model="vllm", messages=ASK, think=True, stream=True))
-    assert "".join(line.message.thinking or "" for line in streamed) == "pondering one two three"
-    assert "".join(line.message.content or "" for line in streamed) == "nothing given back"
+    assert client(tiny).chat(model=model, messages=turns, stream=False).message.content == "earlier"
 
 
 ADD = {
