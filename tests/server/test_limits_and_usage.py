@@ -4,19 +4,27 @@ through the Usage API and `modelport usage`, equal to what the answers said they
 
 from __future__ import annotations
 
+import io
 import time
+import wave
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import ollama
 import openai
 import pytest
 
-from modelport.settings import AuthSettings, Limits
-from tests.server.test_projects import cli, made_key
+from modelport.predictors.registry import ModelRegistry
+from modelport.server import create_app
+from modelport.service import Service
+from modelport.settings import AuthSettings, Limits, ModelConfig
+from tests.predictors.tiny_models import loudness_transcriber, reverse_chat
+from tests.server.test_projects import cli, made_key, new_key
 from tests.support.configs import tiny_settings
 from tests.support.faces import Faces, faces
+from tests.support.live import serve_app, wait_healthy
 
 
 @pytest.fixture(scope="module")
@@ -196,3 +204,71 @@ def test_an_answer_with_no_bound_of_its_own_gets_the_operator_s_default_length(t
                 model="reverse", messages=[{"role": "user", "content": "one two three four"}], max_tokens=3
             )
             assert asked.choices[0].message.content == "four three two"  # a request may ask for more
+
+
+def test_a_model_served_elsewhere_is_metered_as_one_served_here(tmp_path: Path) -> None:
+    """A remote model's answers count against the caller's project as a local one's: a stream whose client
+    asked for no usage (the SDK's default), and the seconds of a transcript, whole and streamed."""
+    start = int(time.time()) // 60 * 60
+    registry = ModelRegistry()
+    registry.add_predictor("reverse", reverse_chat)
+    registry.add_predictor("loudness", loudness_transcriber)
+    database = str(tmp_path / "state.db")
+    cli("projects", "create", "ops", "--database", database)
+    cli("projects", "create", "far", "--database", database)
+    with serve_app(create_app(service=Service(registry))) as upstream:
+        wait_healthy(upstream)
+        far = {"engine": "remote", "upstreams": [f"{upstream}/v1"]}
+        settings = tiny_settings(database)
+        settings.auth = AuthSettings(usage_flush_seconds=0.2)
+        settings.models = [
+            ModelConfig.model_validate({**far, "id": "far-chat", "upstream_model": "reverse"}),
+            ModelConfig.model_validate(
+                {**far, "id": "far-ears", "upstream_model": "loudness", "capabilities": ["transcription"]}
+            ),
+        ]
+        with faces(settings) as served:
+            client = openai.OpenAI(
+                base_url=f"{served.url}/v1", api_key=new_key(database, "far"), max_retries=0
+            )
+            streamed = client.chat.completions.create(
+                model="far-chat", messages=[{"role": "user", "content": "a b c d"}], stream=True
+            )
+            assert [chunk.usage for chunk in streamed] == [None] * 6  # none asked for, none sent
+            heard = client.audio.transcriptions.create(model="far-ears", file=("tone.wav", _tone(1.5)))
+            assert heard.text == "1.5 seconds of sound"
+            for _ in client.audio.transcriptions.create(
+                model="far-ears", file=("tone.wav", _tone(2.5)), stream=True
+            ):
+                pass
+            admin = openai.OpenAI(
+                base_url=f"{served.url}/v1", api_key=new_key(database, "ops", "--admin"), max_retries=0
+            )
+            project = cli("projects", "list", "--database", database).split("far")[0].split()[-1]
+
+            def used(kind: str, count: str) -> float:
+                asked = {"start_time": start, "bucket_width": "1m", "project_ids": [project]}
+                page: Any = admin.get(
+                    f"/organization/usage/{kind}", options={"params": asked}, cast_to=object
+                )
+                return sum(r[count] for bucket in page["data"] for r in bucket["results"])
+
+            for _ in range(50):  # usage is written every `usage_flush_seconds`
+                if used("audio_transcriptions", "num_model_requests") >= 2:
+                    break
+                time.sleep(0.1)
+            assert used("completions", "output_tokens") == 4
+            assert used("completions", "input_tokens") == 4
+            assert used("audio_transcriptions", "seconds") == 2 + 3  # each answer's, in whole seconds
+
+
+def _tone(seconds: float) -> bytes:
+    """A WAV of a loud tone, 8 kHz."""
+    samples = (0.5 * np.sin(np.arange(int(8000 * seconds)) * 0.3) * 32767).astype("<i2")
+    out = io.BytesIO()
+    with wave.open(out, "wb") as wav:
+        wav.setnchannels(1)
+        wav.setsampwidth(2)
+        wav.setframerate(8000)
+        wav.writeframes(samples.tobytes())
+    return out.getvalue()

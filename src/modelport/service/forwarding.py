@@ -65,7 +65,7 @@ async def forward(
         # as they pass).
         pieces = chunks_of(whole) if relay.capability is Capability.CHAT else [whole]
         return Events(_ours(listed(pieces), model, origin, True, usage_shown), endpoint.events)
-    metrics.count_tokens(model.spec.id, whole.get("usage") or {})
+    _count(model.spec.id, whole.get("usage"))
     return _relayed_as(endpoint.whole(request), whole, origin)
 
 
@@ -119,13 +119,27 @@ async def _ours(
                 if not isinstance(event.get("choices"), list):
                     raise UpstreamError(f"The upstream {origin} sent a chunk without a `choices` list.")
                 event["model"] = model.spec.id
-                if event.get("usage"):
-                    metrics.count_tokens(model.spec.id, event["usage"])
+                _count(model.spec.id, event.get("usage"))
                 if not usage_shown and event.pop("usage", None) is not None and not event["choices"]:
                     continue
+            elif _heard(event.get("usage")):  # a streamed transcript's last event
+                _count(model.spec.id, event["usage"])
             yield event
     finally:
         await events.aclose()
+
+
+def _count(model_id: str, usage: Any) -> None:
+    """An answer's usage counted against its request: a transcript's seconds of audio heard (OpenAI's
+    `{"type": "duration", "seconds": …}`), else its tokens."""
+    if _heard(usage):
+        metrics.count_seconds(float(usage.get("seconds") or 0))
+    elif isinstance(usage, dict) and usage:
+        metrics.count_tokens(model_id, usage)
+
+
+def _heard(usage: Any) -> bool:
+    return isinstance(usage, dict) and usage.get("type") == "duration"
 
 
 def _object(body: Any, origin: str, key: str | None, model: LoadedModel | None) -> dict[str, Any]:
