@@ -112,6 +112,17 @@ def test_the_sdk_parse_helper_gets_a_pydantic_object(client: openai.OpenAI) -> N
         ),
         ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "uniqueItems"),
         ({"type": "number", "minimum": 0.5}, "minimum"),
+        # What llguidance cannot compile, which llama.cpp once answered held to nothing: a regular expression
+        # it does not read, a schema no value satisfies.
+        (
+            {"type": "object", "properties": {"a": {"type": "string", "pattern": "(("}}},
+            "properties.a.pattern",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"type": "string", "pattern": "^(?=.*[A-Z]).+$"}}},
+            "properties.a.pattern: the regular expression cannot be enforced: look-around",
+        ),
+        ({"type": "string", "minLength": 5, "maxLength": 2}, "schema cannot be enforced: Unsatisfiable"),
     ],
 )
 def test_a_schema_the_decoder_cannot_enforce_is_a_400_naming_the_part(
@@ -126,6 +137,35 @@ def test_a_schema_the_decoder_cannot_enforce_is_a_400_naming_the_part(
         )
     assert caught.value.param == "response_format"
     assert part in caught.value.message
+
+
+# A tool no call of which satisfies its parameters (`a` at least 3 characters long and at most 1).
+UNSATISFIABLE = {"type": "object", "properties": {"a": {"type": "string", "minLength": 3, "maxLength": 1}}}
+
+
+@pytest.mark.parametrize(
+    ("asked", "param", "said"),
+    [
+        (
+            {"tool_choice": "required", "tools": [{"type": "function", "function": {
+                "name": "f", "parameters": {**UNSATISFIABLE, "required": ["a"]},
+            }}]},
+            "tools",
+            "tools[0].function.parameters cannot be enforced: Unsatisfiable",
+        ),
+        ({"extra_body": {"guided_grammar": "%llguidance {}\nstart: /((/"}}, "guided_grammar", "unclosed"),
+    ],
+    ids=["a tool's parameters", "a grammar"],
+)  # fmt: skip
+def test_what_the_answer_cannot_be_held_to_is_a_400_not_an_answer_held_to_nothing(
+    client: openai.OpenAI, asked: dict[str, Any], param: str, said: str
+) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "Hi"}], max_tokens=5, **asked
+        )
+    assert caught.value.param == param
+    assert said in caught.value.message
 
 
 @pytest.mark.one_face

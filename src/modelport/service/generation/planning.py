@@ -3,6 +3,7 @@ predictor, by denotation (tools, response formats and vLLM's guided decoding tur
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -12,7 +13,7 @@ from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
 from modelport.protocol.validation import json_value
 from modelport.service.generation import formats, grammar
 from modelport.service.generation.formats.effort import ThinkingPlan, foreign
-from modelport.service.generation.schema import check_enforceable, json_grammar
+from modelport.service.generation.schema import check_compiles, check_schema, json_grammar
 from modelport.service.generation.tools import plan as tool_plan
 
 log = logging.getLogger("modelport.service")
@@ -38,6 +39,8 @@ _HANDLED_HERE = {
     "reasoning_effort",
 }  # fmt: skip
 _TOOL_FIELDS = {"tools", "tool_choice", "parallel_tool_calls", "functions", "function_call"}
+# vLLM's guided decoding, the one that holds the answer (`_guided`) first where a request gives several.
+_GUIDED = ("guided_grammar", "guided_regex", "guided_choice", "guided_json")
 
 
 def choices_per_input(request: ChatCompletionRequest | CompletionRequest) -> int:
@@ -82,6 +85,7 @@ def options(
     if plan is not None and shown:  # the template shows the tools; the grammar holds the model's own syntax
         sent.pop("response_format", None)
         sent["tools"] = [{"type": "function", "function": tool} for tool in plan.tools]
+    guided = next((name for name in _GUIDED if name in sent), None)
     _guided(sent)
     _check_format(sent.get("response_format"))
     # A grammar the request gives (vLLM's guided decoding) is the whole answer's: the model's format is
@@ -99,6 +103,7 @@ def options(
         sent["chat_template_kwargs"] = {**(sent.get("chat_template_kwargs") or {}), **told}
     if compact and predictor.accepts(ALL) and "grammar" not in sent:
         _held_compact(sent)
+    _check_compiles(sent, "tools" if plan is not None else guided or "response_format")
     if ("response_format" in sent or "grammar" in sent) and not (
         predictor.accepts(FORMAT) or predictor.accepts(ALL)
     ):
@@ -173,6 +178,18 @@ def _held_compact(sent: dict[str, Any]) -> None:
     del sent["response_format"]
 
 
+def _check_compiles(sent: dict[str, Any], param: str) -> None:
+    """The grammar or JSON schema the answer is held to, compiled as llama.cpp's llguidance will: where it
+    cannot be, llama.cpp decodes unconstrained and says nothing."""
+    if "grammar" in sent:
+        check_compiles(sent["grammar"], param)
+        return
+    response_format = sent.get("response_format") or {}
+    if response_format.get("type") == "json_schema":
+        schema = (response_format.get("json_schema") or {}).get("schema")
+        check_compiles(f"%llguidance {{}}\nstart: %json {json.dumps(schema or {})}\n", param)
+
+
 def _check_format(response_format: dict[str, Any] | None) -> None:
     if not response_format or response_format.get("type") != "json_schema":
         return
@@ -180,4 +197,4 @@ def _check_format(response_format: dict[str, Any] | None) -> None:
     if not isinstance(spec, dict):
         raise InvalidRequestError("response_format.json_schema must be an object.", param="response_format")
     if "schema" in spec:
-        check_enforceable(spec["schema"], "response_format.json_schema.schema", "response_format")
+        check_schema(spec["schema"], "response_format.json_schema.schema", "response_format")

@@ -7,8 +7,12 @@ those instead, with the path of the offending keyword.
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from typing import Any
+
+from llguidance import LLMatcher
 
 from modelport.errors import InvalidRequestError
 
@@ -29,7 +33,17 @@ _SCHEMA_MAPS = {"properties", "$defs", "definitions"}
 _SCHEMA_LISTS = {"anyOf", "oneOf", "allOf", "prefixItems"}
 
 
-def check_enforceable(schema: Any, where: str, param: str) -> None:
+def check_schema(schema: Any, where: str, param: str) -> None:
+    """Raise a 400 naming the first part of `schema` the decoder cannot enforce, or saying why llguidance
+    cannot compile it (a schema no value satisfies: `minLength` above `maxLength`)."""
+    _check_enforceable(schema, where, param)
+    error = _grammar_error(LLMatcher.grammar_from_json_schema(schema))
+    if error:
+        reason = error.removeprefix("failed to compile JSON schema: ")
+        raise InvalidRequestError(f"{where} cannot be enforced: {reason}", param=param)
+
+
+def _check_enforceable(schema: Any, where: str, param: str) -> None:
     """Raise a 400 naming the first part of `schema` the decoder cannot enforce."""
     if isinstance(schema, bool):
         return
@@ -51,6 +65,8 @@ def check_enforceable(schema: Any, where: str, param: str) -> None:
                 f"supported: {', '.join(sorted(_FORMATS))}.",
                 param=param,
             )
+        if key == "pattern":
+            _check_pattern(value, at, param)
         if key == "type":
             for kind in value if isinstance(value, list) else [value]:
                 if kind not in _TYPES:
@@ -61,19 +77,49 @@ def check_enforceable(schema: Any, where: str, param: str) -> None:
             if not isinstance(value, dict):
                 raise InvalidRequestError(f"{at} must be an object.", param=param)
             for name, sub in value.items():
-                check_enforceable(sub, f"{at}.{name}", param)
+                _check_enforceable(sub, f"{at}.{name}", param)
         elif key in _SCHEMA_LISTS:
             if not isinstance(value, list):
                 raise InvalidRequestError(f"{at} must be a list of schemas.", param=param)
             for i, sub in enumerate(value):
-                check_enforceable(sub, f"{at}[{i}]", param)
+                _check_enforceable(sub, f"{at}[{i}]", param)
         elif key in ("items", "additionalProperties") and not isinstance(value, bool):
-            check_enforceable(value, at, param)
+            _check_enforceable(value, at, param)
     bounds = _BOUNDS & set(schema)
     if bounds and schema.get("type") != "integer":
         raise InvalidRequestError(
             f"{where}: `{sorted(bounds)[0]}` can be enforced on integers only.", param=param
         )
+
+
+def _check_pattern(pattern: Any, at: str, param: str) -> None:
+    """A `pattern` the grammar can hold a string to: a regular expression llguidance compiles (no
+    look-arounds, no back-references)."""
+    if not isinstance(pattern, str):
+        raise InvalidRequestError(f"{at} must be a string (a regular expression).", param=param)
+    error = _grammar_error(LLMatcher.grammar_from_regex(pattern))
+    if error:
+        raise InvalidRequestError(f"{at}: the regular expression cannot be enforced: {error}", param=param)
+
+
+def check_compiles(grammar: str, param: str) -> None:
+    """Raise a 400 where llguidance cannot compile an llguidance grammar (a schema it cannot satisfy, say,
+    `minLength` above `maxLength`): llama.cpp would decode unconstrained, and say nothing."""
+    if grammar.startswith("%llguidance"):
+        error = _grammar_error(LLMatcher.grammar_from_lark(grammar))
+        if error:
+            raise InvalidRequestError(f"The answer cannot be held to what was asked: {error}", param=param)
+
+
+@functools.lru_cache(maxsize=256)  # an agent's every turn holds its answer to the same tools
+def _grammar_error(grammar: str) -> str:
+    """What llguidance says is wrong with a grammar (the reason it gives, without where), or ''."""
+    said = LLMatcher.validate_grammar(grammar).strip()
+    if not said:
+        return ""
+    reasons = [line.removeprefix("error:").strip() for line in said.splitlines() if line.startswith("error:")]
+    reason = reasons[0] if reasons else re.sub(r"^at \d+\(\d+\): ", "", said.splitlines()[0])
+    return reason.rstrip(".") + "."
 
 
 # JSON held to one layout: a space after `,` and `:`, nowhere else. Left free, a small model pads its JSON
