@@ -293,3 +293,19 @@ def test_a_400_of_the_chat_a_request_becomes_names_what_was_sent(
     refused = httpx.post(f"{tiny.url}{path}", json=body, headers={"Authorization": f"Bearer {KEY}"})
     assert refused.status_code == 400
     assert said in refused.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("asked", "said"),
+    [
+        ({"format": NONSENSE}, "format: format.properties.a.type"),
+        ({"options": {"stop": ["a", "b", "c", "d", "e"]}}, "'options.stop'"),
+    ],
+)
+def test_a_400_of_a_raw_generate_names_what_was_sent(server: Faces, asked: dict[str, Any], said: str) -> None:
+    """A raw generate is a completion of its prompt (its `format` as vLLM's `guided_json`): the completion's
+    checks name `response_format…`, `guided_json` and `stop`; the request sent `format` and `options`."""
+    body = {"model": "smollm2-135m-instruct", "prompt": "a", "raw": True, "stream": False, **asked}
+    refused = httpx.post(f"{server.url}/api/generate", json=body)
+    assert refused.status_code == 400
+    assert said in refused.json()["error"]

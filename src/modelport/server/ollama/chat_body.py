@@ -78,6 +78,10 @@ def generate_sent_as(given: GenerateRequest) -> SentAs:
     return SentAs([*made, Message("prompt")], _FIELDS, answer_format=_FORMAT)
 
 
+# How a raw generate (a completion of its `prompt`, its `format` as vLLM's `guided_json`) named what it sent.
+RAW_SENT_AS = SentAs([], {**_FIELDS, "guided_json": "format"}, answer_format=_FORMAT)
+
+
 def _data_url(image: str) -> str:
     """An image as Ollama sends it (base64, no media type) as a data URL; one given as a data URL is kept."""
     if image.startswith("data:"):

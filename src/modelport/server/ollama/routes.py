@@ -19,7 +19,7 @@ from modelport.protocol.answers import Events
 from modelport.protocol.sent_as import SentAs, rename
 from modelport.server.json_routes import json_router
 from modelport.server.ollama import ollama_lines, ollama_models
-from modelport.server.ollama.chat_body import chat_sent_as, generate_sent_as, messages, sampling
+from modelport.server.ollama.chat_body import RAW_SENT_AS, chat_sent_as, generate_sent_as, messages, sampling
 from modelport.server.ollama.ollama_models import Running, Tags, Version
 from modelport.server.ollama.ollama_request import (
     ChatRequest,
@@ -32,6 +32,7 @@ from modelport.server.ollama.ollama_request import (
 )
 from modelport.service import Service
 from modelport.service.operation_table import OPERATIONS
+from modelport.service.operations import Operation
 
 # Ollama reads a body as JSON whatever its content type, and clients count on it (`json_routes`).
 router = json_router(any_content_type=True)
@@ -53,7 +54,7 @@ async def chat(request: Request, given: ChatRequest) -> Response:
     body = {"model": given.model, "messages": messages(given.messages), **sampling(given)}
     if given.tools:
         body["tools"] = given.tools
-    answer = await _chat(service, body, chat_sent_as(given.messages))
+    answer = await _invoked(CHAT, service, body, chat_sent_as(given.messages))
     assert isinstance(answer, Events)  # whole or not (`sampling`)
     if given.stream:
         after = functools.partial(_kept, service, given.model, given.keep_alive)
@@ -82,12 +83,13 @@ async def generate(request: Request, given: GenerateRequest) -> Response:
                 shape["json_schema"]["schema"] if "json_schema" in shape else {"type": "object"}
             )
         body = {"model": given.model, "prompt": given.prompt, "suffix": given.suffix, **asked}
-        answer = await COMPLETION.invoke(service, {}, body={k: v for k, v in body.items() if v is not None})
+        completion = {k: v for k, v in body.items() if v is not None}
+        answer = await _invoked(COMPLETION, service, completion, RAW_SENT_AS)
     else:
         turn = OllamaMessage(role="user", content=given.prompt, images=given.images)
         system = [OllamaMessage(role="system", content=given.system)] if given.system else []
         body = {"model": given.model, "messages": messages([*system, turn]), **asked}
-        answer = await _chat(service, body, generate_sent_as(given))
+        answer = await _invoked(CHAT, service, body, generate_sent_as(given))
     assert isinstance(answer, Events)  # whole or not (`sampling`)
     if given.stream:
         after = functools.partial(_kept, service, given.model, given.keep_alive)
@@ -205,10 +207,10 @@ async def _kept(service: Service, model: str, keep_alive: Any) -> None:
         await service.keep_alive(model, keep_alive_seconds(keep_alive))
 
 
-async def _chat(service: Service, body: dict[str, Any], sent: SentAs) -> object:
-    """The chat row's answer; its 400s naming what the Ollama request sent."""
+async def _invoked(row: Operation, service: Service, body: dict[str, Any], sent: SentAs) -> object:
+    """The chat (or completion) row's answer; its 400s naming what the Ollama request sent."""
     try:
-        return await CHAT.invoke(service, {}, body=body)
+        return await row.invoke(service, {}, body=body)
     except InvalidRequestError as error:
         rename(error, sent)
         raise
