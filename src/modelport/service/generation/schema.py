@@ -1,8 +1,10 @@
 """Which JSON schemas the decoder can enforce: anything else is refused up front, naming the part.
 
-llama.cpp turns a schema into a grammar and silently drops keywords it cannot express; a caller who asked
-for `patternProperties` or `uniqueItems` would get output that parses but does not validate. We refuse
-those instead, with the path of the offending keyword.
+llama.cpp hands a schema to llguidance (as modelport's own grammars are), which compiles what it can
+enforce and, where it cannot compile one, leaves the answer unconstrained without a word; a caller who asked
+for `uniqueItems` would get output that parses but does not validate, one whose `pattern` has a look-ahead,
+free text. llguidance's own compiler is asked first (what it implements, in its version, which is
+llama.cpp's), and what it refuses is a 400 naming the part.
 """
 
 from __future__ import annotations
@@ -10,61 +12,71 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from llguidance import LLMatcher
 
 from modelport.errors import InvalidRequestError
 
-# Keywords the grammar enforces, and ones that only annotate (safe to ignore).
-_ENFORCED = {
-    "type", "properties", "required", "additionalProperties", "items", "prefixItems", "minItems",
-    "maxItems", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "$defs", "definitions", "pattern",
-    "format", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-}  # fmt: skip
-_ANNOTATIONS = {
-    "title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated",
-    "readOnly", "writeOnly", "strict", "nullable",
-}  # fmt: skip
-_BOUNDS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
-_FORMATS = {"date", "time", "date-time", "uuid"}
 _TYPES = {"string", "number", "integer", "boolean", "object", "array", "null"}
 _SCHEMA_MAPS = {"properties", "$defs", "definitions"}
 _SCHEMA_LISTS = {"anyOf", "oneOf", "allOf", "prefixItems"}
+_UNIMPLEMENTED = re.compile(r"Unimplemented keys: (\[.*\])")
+_UNKNOWN_FORMAT = re.compile(r"Unknown format: (.+)")
 
 
 def check_schema(schema: Any, where: str, param: str) -> None:
-    """Raise a 400 naming the first part of `schema` the decoder cannot enforce, or saying why llguidance
-    cannot compile it (a schema no value satisfies: `minLength` above `maxLength`)."""
-    _check_enforceable(schema, where, param)
-    error = _grammar_error(LLMatcher.grammar_from_json_schema(schema))
-    if error:
-        reason = error.removeprefix("failed to compile JSON schema: ")
-        raise InvalidRequestError(f"{where} cannot be enforced: {reason}", param=param)
+    """Raise a 400 naming the first part of `schema` the decoder cannot enforce (a keyword llguidance does
+    not implement, a string format it does not know, a `pattern` it cannot read), or saying why it cannot
+    compile it (a schema no value satisfies: `minLength` above `maxLength`)."""
+    _check_shape(schema, where, param)
+    said = _schema_warnings(json.dumps(schema))
+    if not said:
+        return
+    if unimplemented := _UNIMPLEMENTED.match(said[0]):
+        key = json.loads(unimplemented[1])[0]
+        at = next(_places(schema, where, lambda k, _: k == key), where)
+        raise InvalidRequestError(
+            f"{at}: the keyword `{key}` cannot be enforced by the decoder; remove it.", param=param
+        )
+    if unknown := _UNKNOWN_FORMAT.match(said[0]):
+        kind = unknown[1].strip()
+        at = next(_places(schema, where, lambda k, v: k == "format" and v == kind), where)
+        raise InvalidRequestError(f"{at}: the string format `{kind}` cannot be enforced.", param=param)
+    reason = re.sub(r"^at \d+\(\d+\): ", "", said[0]).removeprefix("failed to compile JSON schema: ")
+    raise InvalidRequestError(f"{where} cannot be enforced: {reason.rstrip('. ')}.", param=param)
 
 
-def _check_enforceable(schema: Any, where: str, param: str) -> None:
-    """Raise a 400 naming the first part of `schema` the decoder cannot enforce."""
+@functools.lru_cache(maxsize=256)  # an agent's every turn holds its answer to the same tools
+def _schema_warnings(schema: str) -> tuple[str, ...]:
+    """What llguidance says of a schema (given as JSON) it cannot compile whole: nothing where it can."""
+    failed, said = LLMatcher.validate_grammar_with_warnings(LLMatcher.grammar_from_json_schema(schema))
+    return tuple(said) if failed else ()
+
+
+def _places(schema: Any, where: str, found: Any) -> Iterator[str]:
+    """The paths of `schema`'s keywords for which `found(key, value)` holds, depth first."""
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if found(key, value):
+                yield f"{where}.{key}"
+            if isinstance(value, dict | list):
+                yield from _places(value, f"{where}.{key}", found)
+    elif isinstance(schema, list):
+        for i, item in enumerate(schema):
+            yield from _places(item, f"{where}[{i}]", found)
+
+
+def _check_shape(schema: Any, where: str, param: str) -> None:
+    """Raise a 400 naming the first part of `schema` that is no schema: not an object, an unknown type, a
+    reference outside it, a `pattern` that is no regular expression llguidance reads."""
     if isinstance(schema, bool):
         return
     if not isinstance(schema, dict):
         raise InvalidRequestError(f"{where} must be a JSON schema object.", param=param)
     for key, value in schema.items():
         at = f"{where}.{key}"
-        if key in _ANNOTATIONS:
-            continue
-        if key not in _ENFORCED:
-            raise InvalidRequestError(
-                f"{at}: the keyword `{key}` cannot be enforced by the decoder; remove it or use one of: "
-                f"{', '.join(sorted(_ENFORCED))}.",
-                param=param,
-            )
-        if key == "format" and value not in _FORMATS:
-            raise InvalidRequestError(
-                f"{at}: the string format `{value}` cannot be enforced; "
-                f"supported: {', '.join(sorted(_FORMATS))}.",
-                param=param,
-            )
         if key == "pattern":
             _check_pattern(value, at, param)
         if key == "type":
@@ -77,19 +89,14 @@ def _check_enforceable(schema: Any, where: str, param: str) -> None:
             if not isinstance(value, dict):
                 raise InvalidRequestError(f"{at} must be an object.", param=param)
             for name, sub in value.items():
-                _check_enforceable(sub, f"{at}.{name}", param)
+                _check_shape(sub, f"{at}.{name}", param)
         elif key in _SCHEMA_LISTS:
             if not isinstance(value, list):
                 raise InvalidRequestError(f"{at} must be a list of schemas.", param=param)
             for i, sub in enumerate(value):
-                _check_enforceable(sub, f"{at}[{i}]", param)
+                _check_shape(sub, f"{at}[{i}]", param)
         elif key in ("items", "additionalProperties") and not isinstance(value, bool):
-            _check_enforceable(value, at, param)
-    bounds = _BOUNDS & set(schema)
-    if bounds and schema.get("type") != "integer":
-        raise InvalidRequestError(
-            f"{where}: `{sorted(bounds)[0]}` can be enforced on integers only.", param=param
-        )
+            _check_shape(value, at, param)
 
 
 def _check_pattern(pattern: Any, at: str, param: str) -> None:
