@@ -3,7 +3,6 @@ predictor, by denotation (tools, response formats and vLLM's guided decoding tur
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -103,7 +102,8 @@ def options(
         sent["chat_template_kwargs"] = {**(sent.get("chat_template_kwargs") or {}), **told}
     if compact and predictor.accepts(ALL) and "grammar" not in sent:
         _held_compact(sent)
-    _check_compiles(sent, "tools" if plan is not None else guided or "response_format")
+    if "grammar" in sent:  # what llama.cpp would decode unconstrained, saying nothing (schemas are checked)
+        check_compiles(sent["grammar"], "tools" if plan is not None else guided or "response_format")
     if ("response_format" in sent or "grammar" in sent) and not (
         predictor.accepts(FORMAT) or predictor.accepts(ALL)
     ):
@@ -176,18 +176,6 @@ def _held_compact(sent: dict[str, Any]) -> None:
     else:
         return
     del sent["response_format"]
-
-
-def _check_compiles(sent: dict[str, Any], param: str) -> None:
-    """The grammar or JSON schema the answer is held to, compiled as llama.cpp's llguidance will: where it
-    cannot be, llama.cpp decodes unconstrained and says nothing."""
-    if "grammar" in sent:
-        check_compiles(sent["grammar"], param)
-        return
-    response_format = sent.get("response_format") or {}
-    if response_format.get("type") == "json_schema":
-        schema = (response_format.get("json_schema") or {}).get("schema")
-        check_compiles(f"%llguidance {{}}\nstart: %json {json.dumps(schema or {})}\n", param)
 
 
 def _check_format(response_format: dict[str, Any] | None) -> None:
