@@ -70,6 +70,40 @@ def typed(tools: list[dict[str, Any]]) -> list[Tool]:
     return [tool_of(tool, f"tools[{i}]") for i, tool in enumerate(tools)]
 
 
+@pytest.mark.parametrize(
+    ("syntax", "definition", "said"),
+    [
+        ("regex", "^(?=.*[A-Z]).+$", "look-around"),  # Python's `re` reads it; llguidance cannot hold it
+        ("regex", "((", "unclosed group"),
+        ("lark", 'start: "a" /(?<=a)b/', "look-around"),
+    ],
+)
+def test_a_custom_tool_s_grammar_llguidance_cannot_hold_is_a_400_naming_its_definition(
+    syntax: str, definition: str, said: str
+) -> None:
+    """Where llguidance cannot compile the input's pattern, llama.cpp decoded the call unconstrained."""
+    custom = {
+        "type": "custom",
+        "name": "t",
+        "format": {"type": "grammar", "syntax": syntax, "definition": definition},
+    }
+    with pytest.raises(InvalidRequestError) as refused:
+        client_tools(typed([custom]), [], SERVED)
+    assert refused.value.param == "tools[0].format.definition"
+    assert said in refused.value.message
+
+
+def test_a_custom_tool_s_regex_in_rust_s_syntax_is_held() -> None:
+    """`\\p{Lu}` is Rust's regex (OpenAI's and llguidance's syntax), not Python's."""
+    custom = {
+        "type": "custom",
+        "name": "t",
+        "format": {"type": "grammar", "syntax": "regex", "definition": r"\p{Lu}"},
+    }
+    offered = client_tools(typed([custom]), [], SERVED)
+    assert offered.chat[0]["function"]["parameters"]["properties"]["input"]["pattern"] == r"^(\p{Lu})$"
+
+
 def test_codex_tools_are_offered_as_chat_functions_and_hosted_ones_left_out(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -104,9 +104,15 @@ def _check_pattern(pattern: Any, at: str, param: str) -> None:
     look-arounds, no back-references)."""
     if not isinstance(pattern, str):
         raise InvalidRequestError(f"{at} must be a string (a regular expression).", param=param)
-    error = _grammar_error(LLMatcher.grammar_from_regex(pattern))
+    error = regex_error(pattern)
     if error:
         raise InvalidRequestError(f"{at}: the regular expression cannot be enforced: {error}", param=param)
+
+
+def regex_error(pattern: str) -> str:
+    """Why llguidance cannot hold a string to the regular expression `pattern` (a look-around, a
+    back-reference, an unclosed group), or ''."""
+    return _grammar_error(LLMatcher.grammar_from_regex(pattern))
 
 
 def check_compiles(grammar: str, param: str) -> None:

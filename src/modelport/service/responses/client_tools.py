@@ -41,6 +41,7 @@ from modelport.errors import InvalidRequestError
 from modelport.protocol.response_request import ToolChoice, tool_of
 from modelport.protocol.validation import json_value
 from modelport.service.generation.lark_regex import to_regex
+from modelport.service.generation.schema import regex_error
 from modelport.service.responses.defined_tools import DEFINED, DefinedCall
 
 log = logging.getLogger("modelport.service")
@@ -227,9 +228,18 @@ def custom_input(arguments: str, offered: Offered, status: Status) -> str:
         text = str(given.get(INPUT, "")) if isinstance(given, dict) else arguments
     except ValueError:
         text = arguments
-    if status == "completed" and offered.pattern is not None and not re.fullmatch(offered.pattern, text):
+    if status == "completed" and offered.pattern is not None and not _matches(offered.pattern, text):
         log.warning("the input of a call of custom tool %s does not match its grammar", offered.name)
     return text
+
+
+def _matches(pattern: str, text: str) -> bool:
+    r"""Whether `text` is all `pattern` says, as far as Python's `re` reads the pattern (llguidance, which
+    held the input to it, reads Rust's syntax: `\p{L}` and the like are not Python's)."""
+    try:
+        return re.fullmatch(pattern, text) is not None
+    except re.error:
+        return True
 
 
 def _add(
@@ -270,15 +280,11 @@ def _custom_format(given: Text | Grammar | None, where: str) -> tuple[str | None
     if not given.definition:
         raise InvalidRequestError(f"{where}.definition is empty.", param=f"{where}.definition")
     told = f"The tool's input, written in this {given.syntax} grammar:\n{given.definition}"
-    if given.syntax == "regex":
-        try:
-            re.compile(given.definition)
-        except re.error as error:
-            raise InvalidRequestError(
-                f"{where}.definition is not a regex: {error}.", param=f"{where}.definition"
-            ) from None
-        return f"^({given.definition})$", told
-    pattern = to_regex(given.definition)
+    pattern = f"^({given.definition})$" if given.syntax == "regex" else to_regex(given.definition)
     if pattern is None:
         log.info("%s: the grammar recurses or goes past what a regex says; its input is free text", where)
+    elif error := regex_error(pattern):  # what llama.cpp would leave unconstrained, saying nothing
+        raise InvalidRequestError(
+            f"{where}.definition cannot be enforced: {error}", param=f"{where}.definition"
+        )
     return pattern, told
