@@ -150,6 +150,11 @@ def test_the_sdk_parse_helper_gets_a_pydantic_object(client: openai.OpenAI) -> N
             "properties.a.pattern: the regular expression cannot be enforced: look-around",
         ),
         ({"type": "string", "minLength": 5, "maxLength": 2}, "schema cannot be enforced: Unsatisfiable"),
+        # Malformed, each once a 500: a type that is no name, and what llguidance's compiler panics on (its
+        # message about the value cut inside a character).
+        ({"type": {}}, "schema.type: unknown type `{}`"),
+        ({"required": [["a" * 79 + "\U00060d4a" * 5]]}, "schema.required must be a list of property names"),
+        ({"minItems": ["a" * 79 + "\U00060d4a" * 5]}, "schema cannot be enforced: llguidance cannot read it"),
     ],
 )
 def test_a_schema_the_decoder_cannot_enforce_is_a_400_naming_the_part(

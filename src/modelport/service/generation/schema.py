@@ -51,8 +51,20 @@ def check_schema(schema: Any, where: str, param: str) -> None:
 @functools.lru_cache(maxsize=256)  # an agent's every turn holds its answer to the same tools
 def _schema_warnings(schema: str) -> tuple[str, ...]:
     """What llguidance says of a schema (given as JSON) it cannot compile whole: nothing where it can."""
-    failed, said = LLMatcher.validate_grammar_with_warnings(LLMatcher.grammar_from_json_schema(schema))
+    try:
+        failed, said = LLMatcher.validate_grammar_with_warnings(LLMatcher.grammar_from_json_schema(schema))
+    except BaseException as error:
+        if not _panicked(error):
+            raise
+        return (f"llguidance cannot read it ({str(error).splitlines()[0][:200]})",)
     return tuple(said) if failed else ()
+
+
+def _panicked(error: BaseException) -> bool:
+    """Whether `error` is a panic of llguidance's Rust (pyo3's `PanicException`, a `BaseException`: in a
+    request's task it would be no 400 but a 500), as its compiler raises on some malformed schemas (an
+    error message cut inside a character)."""
+    return type(error).__name__ == "PanicException"
 
 
 def _places(schema: Any, where: str, found: Any) -> Iterator[str]:
@@ -81,8 +93,10 @@ def _check_shape(schema: Any, where: str, param: str) -> None:
             _check_pattern(value, at, param)
         if key == "type":
             for kind in value if isinstance(value, list) else [value]:
-                if kind not in _TYPES:
-                    raise InvalidRequestError(f"{at}: unknown type `{kind}`.", param=param)
+                if not isinstance(kind, str) or kind not in _TYPES:
+                    raise InvalidRequestError(f"{at}: unknown type `{json.dumps(kind)}`.", param=param)
+        if key == "required" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise InvalidRequestError(f"{at} must be a list of property names.", param=param)
         if key == "$ref" and not (isinstance(value, str) and value.startswith("#")):
             raise InvalidRequestError(f"{at}: only local references (`#/...`) can be resolved.", param=param)
         if key in _SCHEMA_MAPS:
@@ -127,7 +141,12 @@ def check_compiles(grammar: str, param: str) -> None:
 @functools.lru_cache(maxsize=256)  # an agent's every turn holds its answer to the same tools
 def _grammar_error(grammar: str) -> str:
     """What llguidance says is wrong with a grammar (the reason it gives, without where), or ''."""
-    said = LLMatcher.validate_grammar(grammar).strip()
+    try:
+        said = LLMatcher.validate_grammar(grammar).strip()
+    except BaseException as error:
+        if not _panicked(error):
+            raise
+        return f"llguidance cannot read it ({str(error).splitlines()[0][:200]})."
     if not said:
         return ""
     reasons = [line.removeprefix("error:").strip() for line in said.splitlines() if line.startswith("error:")]
