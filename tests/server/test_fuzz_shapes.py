@@ -120,6 +120,44 @@ def test_no_responses_socket_event_breaks_the_connection(tiny_faces: Faces) -> N
     fuzz()
 
 
+# JSON Schema's keywords, each given a value of any kind: the nested schemas, patterns, formats and
+# references llguidance compiles, and values that make its compiler panic (a message cut inside a character).
+KEYWORDS = st.sampled_from([
+    "type", "properties", "required", "items", "prefixItems", "enum", "const", "anyOf", "oneOf", "allOf",
+    "$ref", "$defs", "pattern", "format", "minLength", "maxLength", "minimum", "maximum", "multipleOf",
+    "additionalProperties", "minItems", "maxItems", "uniqueItems", "not", "title",
+])  # fmt: skip
+SCHEMA_LEAF = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 2**70), st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(["string", "integer", "object", "array", "null", "#/$defs/a", "((", "^[a-z]+$", "email"]),
+    st.integers(0, 120).map(lambda n: "a" * n + "\U00060d4a" * 5),
+)  # fmt: skip
+SCHEMA = st.recursive(
+    SCHEMA_LEAF,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYWORDS | st.text(max_size=4), inner),
+    max_leaves=12,
+)
+
+
+def test_no_json_schema_breaks_the_server(tiny_faces: Faces) -> None:
+    """Schemas as a chat's `response_format` and as a tool's parameters: checked before any model runs."""
+
+    @given(schema=st.dictionaries(KEYWORDS, SCHEMA, max_size=5), as_tool=st.booleans())
+    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    def fuzz(schema: dict[str, Any], as_tool: bool) -> None:
+        body: dict[str, Any] = {"model": "reverse", "messages": [{"role": "user", "content": "hi"}]}
+        if as_tool:
+            body["tools"] = [{"type": "function", "function": {"name": "f", "parameters": schema}}]
+        else:
+            body["response_format"] = {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}
+        answer = httpx.post(f"{tiny_faces.url}/v1/chat/completions", json=body, timeout=60)
+        assert answer.status_code < 500, (body, answer.text)
+        if answer.status_code >= 400:
+            assert set(answer.json()["error"]) >= {"message", "type", "param", "code"}, answer.text
+
+    fuzz()
+
+
 # The multipart operations' form fields, as the SDK sends them (`expires_after[seconds]`, `include[]`).
 FORMS = {
     "/v1/files": ["purpose", "expires_after[anchor]", "expires_after[seconds]", "expires_after"],
