@@ -150,11 +150,11 @@ def test_the_sdk_parse_helper_gets_a_pydantic_object(client: openai.OpenAI) -> N
             "properties.a.pattern: the regular expression cannot be enforced: look-around",
         ),
         ({"type": "string", "minLength": 5, "maxLength": 2}, "schema cannot be enforced: Unsatisfiable"),
-        # Malformed, each once a 500: a type that is no name, and what llguidance's compiler panics on (its
+        # Malformed, each once a 500: a type that is no name, values llguidance's compiler panics on (its
         # message about the value cut inside a character).
         ({"type": {}}, "schema.type: unknown type `{}`"),
         ({"required": [["a" * 79 + "\U00060d4a" * 5]]}, "schema.required must be a list of property names"),
-        ({"minItems": ["a" * 79 + "\U00060d4a" * 5]}, "schema cannot be enforced: llguidance cannot read it"),
+        ({"minItems": ["a" * 79 + "\U00060d4a" * 5]}, "schema.minItems must be a whole number"),
     ],
 )
 def test_a_schema_the_decoder_cannot_enforce_is_a_400_naming_the_part(
@@ -171,6 +171,7 @@ def test_a_schema_the_decoder_cannot_enforce_is_a_400_naming_the_part(
     assert part in caught.value.message
 
 
+PANICS = '%llguidance {}\nstart: %json {"required": [["' + "a" * 79 + "\U00060d4a" * 5 + '"]]}'
 # A tool no call of which satisfies its parameters (`a` at least 3 characters long and at most 1).
 UNSATISFIABLE = {"type": "object", "properties": {"a": {"type": "string", "minLength": 3, "maxLength": 1}}}
 
@@ -186,8 +187,10 @@ UNSATISFIABLE = {"type": "object", "properties": {"a": {"type": "string", "minLe
             "tools[0].function.parameters cannot be enforced: Unsatisfiable",
         ),
         ({"extra_body": {"guided_grammar": "%llguidance {}\nstart: /((/"}}, "guided_grammar", "unclosed"),
+        # What llguidance's compiler panics on (a Rust panic, a BaseException in Python: once a 500).
+        ({"extra_body": {"guided_grammar": PANICS}}, "guided_grammar", "llguidance cannot read it"),
     ],
-    ids=["a tool's parameters", "a grammar"],
+    ids=["a tool's parameters", "a grammar", "a grammar llguidance panics on"],
 )  # fmt: skip
 def test_what_the_answer_cannot_be_held_to_is_a_400_not_an_answer_held_to_nothing(
     client: openai.OpenAI, asked: dict[str, Any], param: str, said: str

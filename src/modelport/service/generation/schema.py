@@ -22,6 +22,8 @@ from modelport.errors import InvalidRequestError
 _TYPES = {"string", "number", "integer", "boolean", "object", "array", "null"}
 _SCHEMA_MAPS = {"properties", "$defs", "definitions"}
 _SCHEMA_LISTS = {"anyOf", "oneOf", "allOf", "prefixItems"}
+_COUNTS = {"minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"}
+_BOUNDS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
 _UNIMPLEMENTED = re.compile(r"Unimplemented keys: (\[.*\])")
 _UNKNOWN_FORMAT = re.compile(r"Unknown format: (.+)")
 
@@ -82,7 +84,9 @@ def _places(schema: Any, where: str, found: Any) -> Iterator[str]:
 
 def _check_shape(schema: Any, where: str, param: str) -> None:
     """Raise a 400 naming the first part of `schema` that is no schema: not an object, an unknown type, a
-    reference outside it, a `pattern` that is no regular expression llguidance reads."""
+    count or bound that is no number, `required` that is no list of names, a reference outside it, a
+    `pattern` that is no regular expression llguidance reads (llguidance's compiler would refuse the rest
+    without the path, and panics on some)."""
     if isinstance(schema, bool):
         return
     if not isinstance(schema, dict):
@@ -95,6 +99,12 @@ def _check_shape(schema: Any, where: str, param: str) -> None:
             for kind in value if isinstance(value, list) else [value]:
                 if not isinstance(kind, str) or kind not in _TYPES:
                     raise InvalidRequestError(f"{at}: unknown type `{json.dumps(kind)}`.", param=param)
+        if key in _COUNTS and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise InvalidRequestError(f"{at} must be a whole number, 0 or more.", param=param)
+        if key in _BOUNDS and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise InvalidRequestError(f"{at} must be a number.", param=param)
+        if key in ("format", "pattern") and not isinstance(value, str):
+            raise InvalidRequestError(f"{at} must be a string.", param=param)
         if key == "required" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
             raise InvalidRequestError(f"{at} must be a list of property names.", param=param)
         if key == "$ref" and not (isinstance(value, str) and value.startswith("#")):
