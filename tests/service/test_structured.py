@@ -96,6 +96,27 @@ def test_bounds_of_numbers_and_formats_of_strings_hold_the_answer(client: openai
 
 
 @pytest.mark.one_face
+def test_a_record_as_zod_writes_it_is_held(client: openai.OpenAI) -> None:
+    """zod writes every record with `propertyNames: {"type": "string"}`, which llguidance does not implement
+    and every JSON object satisfies: the schema is held without it, as a response format and as a tool's
+    parameters, where it was a 400."""
+    numbers = {"type": "number"}
+    record = {"type": "object", "propertyNames": {"type": "string"}, "additionalProperties": numbers}
+    schema = {"type": "object", "properties": {"counts": record}, "required": ["counts"]}
+    said = [SYSTEM, {"role": "user", "content": "Count the fruit."}]
+    reply = client.chat.completions.create(
+        model="gpt-4o-mini", messages=said, max_tokens=60, temperature=0,
+        response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": schema}},
+    )  # fmt: skip
+    assert (reply.choices[0].message.content or "").startswith('{"counts')
+    tool = {"type": "function", "function": {"name": "count", "parameters": schema}}
+    called = client.chat.completions.create(
+        model="gpt-4o-mini", messages=said, max_tokens=60, temperature=0, tools=[tool], tool_choice="required"
+    )  # type: ignore[list-item]
+    assert (called.choices[0].message.tool_calls or [])[0].function.name == "count"  # type: ignore[union-attr]
+
+
+@pytest.mark.one_face
 def test_json_object_output_parses(client: openai.OpenAI) -> None:
     reply = client.chat.completions.create(
         model="gpt-4o-mini",

@@ -12,7 +12,7 @@ from modelport.protocol.requests import ChatCompletionRequest, CompletionRequest
 from modelport.protocol.validation import json_value
 from modelport.service.generation import formats, grammar
 from modelport.service.generation.formats.effort import ThinkingPlan, foreign
-from modelport.service.generation.schema import check_compiles, check_schema, json_grammar
+from modelport.service.generation.schema import check_compiles, enforced, json_grammar
 from modelport.service.generation.tools import plan as tool_plan
 
 log = logging.getLogger("modelport.service")
@@ -185,4 +185,4 @@ def _check_format(response_format: dict[str, Any] | None) -> None:
     if not isinstance(spec, dict):
         raise InvalidRequestError("response_format.json_schema must be an object.", param="response_format")
     if "schema" in spec:
-        check_schema(spec["schema"], "response_format.json_schema.schema", "response_format")
+        spec["schema"] = enforced(spec["schema"], "response_format.json_schema.schema", "response_format")

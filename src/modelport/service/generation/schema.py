@@ -28,10 +28,44 @@ _UNIMPLEMENTED = re.compile(r"Unimplemented keys: (\[.*\])")
 _UNKNOWN_FORMAT = re.compile(r"Unknown format: (.+)")
 
 
-def check_schema(schema: Any, where: str, param: str) -> None:
-    """Raise a 400 naming the first part of `schema` the decoder cannot enforce (a keyword llguidance does
-    not implement, a string format it does not know, a `pattern` it cannot read), or saying why it cannot
-    compile it (a schema no value satisfies: `minLength` above `maxLength`)."""
+def enforced(schema: Any, where: str, param: str) -> Any:
+    """`schema` as the decoder is given it (without what constrains nothing: `_without_trivia`); a 400
+    naming its first part the decoder cannot enforce (a keyword llguidance does not implement, a string
+    format it does not know, a `pattern` it cannot read), or saying why llguidance cannot compile it (a
+    schema no value satisfies: `minLength` above `maxLength`)."""
+    schema = _without_trivia(schema)
+    _check(schema, where, param)
+    return schema
+
+
+def _without_trivia(schema: Any) -> Any:
+    """`schema` without `propertyNames` that only says keys are strings (zod writes it for every record, and
+    JSON's keys are strings): llguidance does not implement the keyword, so it would refuse the schema for
+    a constraint that holds of any answer."""
+    if not isinstance(schema, dict):
+        return schema
+    kept = {}
+    for key, value in schema.items():
+        if key == "propertyNames" and (value is True or _annotations_of_strings(value)):
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            value = {name: _without_trivia(sub) for name, sub in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            value = [_without_trivia(sub) for sub in value]
+        elif key in ("items", "additionalProperties", "not"):
+            value = _without_trivia(value)
+        kept[key] = value
+    return kept
+
+
+def _annotations_of_strings(schema: Any) -> bool:
+    """Whether `schema` holds every string: `{}`, or `{"type": "string"}` with a title or description."""
+    return isinstance(schema, dict) and schema.get("type", "string") == "string" and set(schema) <= {
+        "type", "title", "description"
+    }  # fmt: skip
+
+
+def _check(schema: Any, where: str, param: str) -> None:
     _check_shape(schema, where, param)
     said = _schema_warnings(json.dumps(schema))
     if not said:

@@ -13,7 +13,7 @@ from typing import Any
 
 from modelport.errors import InvalidRequestError
 from modelport.protocol.requests import ChatCompletionRequest
-from modelport.service.generation.schema import check_schema
+from modelport.service.generation.schema import enforced
 
 _PREAMBLE = (
     "You can call these tools. Each line is one tool: its name, what it does, and the JSON schema of its "
@@ -129,7 +129,8 @@ def plan(request: ChatCompletionRequest) -> ToolPlan | None:
             param="tool_choice",
         )
     for i, tool in enumerate(tools):
-        check_schema(tool.get("parameters") or {}, f"tools[{i}].function.parameters", "tools")
+        where = f"tools[{i}].function.parameters"
+        tool["parameters"] = enforced(tool.get("parameters") or {}, where, "tools")
     parallel = request.parallel_tool_calls is not False and not legacy and not named
     return ToolPlan(tools, required, parallel, legacy)
 
