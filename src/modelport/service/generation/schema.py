@@ -66,6 +66,7 @@ def _annotations_of_strings(schema: Any) -> bool:
 
 
 def _check(schema: Any, where: str, param: str) -> None:
+    """Its shape here (with paths), then llguidance's verdict, mapped back to the keyword's path."""
     _check_shape(schema, where, param)
     said = _schema_warnings(json.dumps(schema))
     if not said:
