@@ -9,6 +9,7 @@ import random
 import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -306,6 +307,37 @@ def test_processes_starting_together_on_a_new_sqlite_file_all_migrate_it(tmp_pat
         assert process.returncode == 0, errors
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT count(*) FROM alembic_version").fetchone() == (1,)
+
+
+def test_stores_of_one_process_migrating_at_once_each_migrate_their_own(tmp_path: Path) -> None:
+    """Services of one process opening new stores together (each on a thread and loop of its own, or several
+    on one loop): alembic keeps the migration under way in module globals, so migrations that overlapped ran
+    each other's operations on the wrong file (`table … already exists`) or waited for ever (the in-process
+    client's first request in a test, once)."""
+    failed: list[str] = []
+
+    async def opened(paths: list[Path]) -> None:
+        stores = [Store(str(path)) for path in paths]
+        for result in await asyncio.gather(*(store.open() for store in stores), return_exceptions=True):
+            if isinstance(result, BaseException):
+                failed.append(repr(result))
+        await asyncio.gather(*(store.close() for store in stores))
+
+    threads = [
+        threading.Thread(
+            target=asyncio.run, args=(opened([tmp_path / f"{i}-{j}.db" for j in range(2)]),), daemon=True
+        )
+        for i in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not [thread for thread in threads if thread.is_alive()], "a migration waited for ever"
+    assert failed == []
+    for path in tmp_path.glob("*.db"):
+        with sqlite3.connect(path) as db:
+            assert db.execute("SELECT count(*) FROM alembic_version").fetchone() == (1,)
 
 
 def test_a_store_opening_a_file_another_connection_is_writing_waits_for_it(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -28,6 +29,11 @@ log = logging.getLogger("modelport.store")
 MIGRATIONS = Path(__file__).parent / "migrations"
 _MIGRATION_LOCK = 0x6D6F64656C706F  # PostgreSQL advisory lock: one replica migrates at a time
 _BUSY_TIMEOUT_S = 30  # how long a SQLite connection waits for another's write lock
+# Alembic keeps the migration under way in module globals (`alembic.context`, `alembic.op`): two stores
+# migrating at once in one process (services on threads of their own, or two on one loop, whose migrations
+# interleave at every statement awaited) ran each other's operations on the wrong connection (`table …
+# already exists` on a new file) or waited for ever. One migration at a time in a process.
+_MIGRATING = threading.Lock()
 
 
 def async_url(url: str) -> str:
@@ -150,7 +156,7 @@ class Database:
         deadline, pause = time.monotonic() + _BUSY_TIMEOUT_S, 0.01
         while True:
             try:
-                async with engine.begin() as connection:
+                async with _alone(), engine.begin() as connection:
                     await self._migrate(connection)
                 return
             except sqlalchemy.exc.OperationalError as error:
@@ -169,6 +175,18 @@ class Database:
         else:
             await connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
         await connection.run_sync(_upgrade)
+
+
+@asynccontextmanager
+async def _alone() -> AsyncIterator[None]:
+    """The process's one migration slot, waited for without holding up the loop (a lock taken in a worker
+    thread would stay taken when its waiter is cancelled)."""
+    while not _MIGRATING.acquire(blocking=False):  # noqa: ASYNC110 (a lock of threads: no loop's event tells)
+        await asyncio.sleep(0.01)
+    try:
+        yield
+    finally:
+        _MIGRATING.release()
 
 
 def _upgrade(connection: Connection) -> None:
