@@ -340,6 +340,23 @@ def test_stores_of_one_process_migrating_at_once_each_migrate_their_own(tmp_path
             assert db.execute("SELECT count(*) FROM alembic_version").fetchone() == (1,)
 
 
+def test_a_migration_frozen_in_another_store_of_the_process_is_a_503_not_a_wait_for_ever(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another store holding the process's migration (its loop stopped where it stood): this one's opening
+    gives up after a SQLite file's busy timeout, as unreachable."""
+    from modelport.store import database
+
+    monkeypatch.setattr(database, "_BUSY_TIMEOUT_S", 0.3)
+    assert database._MIGRATING.acquire(blocking=False)
+    try:
+        with pytest.raises(StoreUnavailableError) as caught:
+            asyncio.run(asyncio.wait_for(Store(str(tmp_path / "late.db")).open(), 10))  # not for ever
+    finally:
+        database._MIGRATING.release()
+    assert "migrating" in str(caught.value)
+
+
 def test_a_store_opening_a_file_another_connection_is_writing_waits_for_it(tmp_path: Path) -> None:
     """A file still in rollback-journal mode, as a new one is, with another writer holding its lock: SQLite
     refuses the switch to WAL at once, without its busy timeout, so the store waits for it itself (CI saw one

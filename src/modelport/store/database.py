@@ -180,8 +180,12 @@ class Database:
 @asynccontextmanager
 async def _alone() -> AsyncIterator[None]:
     """The process's one migration slot, waited for without holding up the loop (a lock taken in a worker
-    thread would stay taken when its waiter is cancelled)."""
-    while not _MIGRATING.acquire(blocking=False):  # noqa: ASYNC110 (a lock of threads: no loop's event tells)
+    thread would stay taken when its waiter is cancelled), as long as a SQLite file's lock is: a migration
+    frozen where it stood (its loop stopped) is a store unreachable, not a wait for ever."""
+    given_up = time.monotonic() + _BUSY_TIMEOUT_S
+    while not _MIGRATING.acquire(blocking=False):  # a lock of threads: no loop's event tells when it is free
+        if time.monotonic() > given_up:
+            raise TimeoutError(f"another store of this process has been migrating for {_BUSY_TIMEOUT_S} s")
         await asyncio.sleep(0.01)
     try:
         yield
