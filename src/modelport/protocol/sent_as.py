@@ -6,7 +6,8 @@ Ollama's chat and generate), renamed to what that request sent: the chat's own c
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from modelport.errors import InvalidRequestError
@@ -48,6 +49,16 @@ def rename(error: InvalidRequestError, sent: SentAs) -> None:
         return
     error.param = _named(said, sent)
     error.message = _named(error.message, sent)
+
+
+@contextmanager
+def renamed(sent: SentAs) -> Iterator[None]:
+    """Within the block, a 400 of the chat's checks names what `sent` says was sent (`rename`)."""
+    try:
+        yield
+    except InvalidRequestError as error:
+        rename(error, sent)
+        raise
 
 
 def _named(text: str, sent: SentAs) -> str:

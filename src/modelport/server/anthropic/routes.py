@@ -17,8 +17,7 @@ from pydantic.json_schema import models_json_schema
 
 from modelport.errors import InvalidRequestError
 from modelport.protocol.answers import Events
-from modelport.protocol.requests import ChatCompletionRequest
-from modelport.protocol.sent_as import SentAs, rename
+from modelport.protocol.sent_as import renamed
 from modelport.server.anthropic.message_request import CountTokensRequest, MessagesRequest
 from modelport.server.anthropic.to_chat import Verify, chat_request
 from modelport.server.json_routes import json_router
@@ -42,7 +41,8 @@ async def create_message(request: Request, given: MessagesRequest) -> Response:
 
     service: Service = request.app.state.service
     chat, sent = chat_request(given, _verify(service), stream=given.stream)
-    answer = await _invoked(service, chat, sent)
+    with renamed(sent):
+        answer = await CHAT.invoke(service, {}, body=chat)
     seal = _seal(service)
     if isinstance(answer, Events):
         return EventStream(events(answer, given.model, seal))
@@ -59,19 +59,11 @@ async def count_message_tokens(request: Request, given: CountTokensRequest) -> R
     service: Service = request.app.state.service
     chat, sent = chat_request(given, _verify(service), stream=False)
     chat.max_completion_tokens = 1
-    answer = await _invoked(service, chat, sent)
+    with renamed(sent):
+        answer = await CHAT.invoke(service, {}, body=chat)
     assert isinstance(answer, ChatCompletion)
     assert answer.usage is not None
     return _json(MessageTokensCount(input_tokens=answer.usage.prompt_tokens))
-
-
-async def _invoked(service: Service, chat: ChatCompletionRequest, sent: SentAs) -> object:
-    """The chat row's answer; its 400s naming what the Messages request sent."""
-    try:
-        return await CHAT.invoke(service, {}, body=chat)
-    except InvalidRequestError as error:
-        rename(error, sent)
-        raise
 
 
 def _json(answer: BaseModel) -> Response:

@@ -11,7 +11,7 @@ from typing import Any
 
 from modelport.errors import InvalidRequestError
 from modelport.protocol.requests import ChatCompletionRequest
-from modelport.protocol.sent_as import Message, SentAs, rename
+from modelport.protocol.sent_as import Message, SentAs, renamed
 from modelport.protocol.validation import parse
 from modelport.server.anthropic import defined_tools
 from modelport.server.anthropic.message_request import (
@@ -112,11 +112,8 @@ def chat_request(
             "type": "json_schema",
             "json_schema": {"name": "output", "schema": output.format.schema_, "strict": True},
         }
-    try:
+    with renamed(sent):
         return parse(ChatCompletionRequest, body), sent
-    except InvalidRequestError as error:
-        rename(error, sent)
-        raise
 
 
 def _effort(given: MessagesRequest) -> str:

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from modelport.errors import InvalidRequestError
 from modelport.protocol.answers import Events
-from modelport.protocol.sent_as import SentAs, rename
+from modelport.protocol.sent_as import renamed
 from modelport.server.json_routes import json_router
 from modelport.server.ollama import ollama_lines, ollama_models
 from modelport.server.ollama.chat_body import RAW_SENT_AS, chat_sent_as, generate_sent_as, messages, sampling
@@ -32,7 +32,6 @@ from modelport.server.ollama.ollama_request import (
 )
 from modelport.service import Service
 from modelport.service.operation_table import OPERATIONS
-from modelport.service.operations import Operation
 
 # Ollama reads a body as JSON whatever its content type, and clients count on it (`json_routes`).
 router = json_router(any_content_type=True)
@@ -54,7 +53,8 @@ async def chat(request: Request, given: ChatRequest) -> Response:
     body = {"model": given.model, "messages": messages(given.messages), **sampling(given)}
     if given.tools:
         body["tools"] = given.tools
-    answer = await _invoked(CHAT, service, body, chat_sent_as(given.messages))
+    with renamed(chat_sent_as(given.messages)):
+        answer = await CHAT.invoke(service, {}, body=body)
     assert isinstance(answer, Events)  # whole or not (`sampling`)
     if given.stream:
         after = functools.partial(_kept, service, given.model, given.keep_alive)
@@ -84,12 +84,14 @@ async def generate(request: Request, given: GenerateRequest) -> Response:
             )
         body = {"model": given.model, "prompt": given.prompt, "suffix": given.suffix, **asked}
         completion = {k: v for k, v in body.items() if v is not None}
-        answer = await _invoked(COMPLETION, service, completion, RAW_SENT_AS)
+        with renamed(RAW_SENT_AS):
+            answer = await COMPLETION.invoke(service, {}, body=completion)
     else:
         turn = OllamaMessage(role="user", content=given.prompt, images=given.images)
         system = [OllamaMessage(role="system", content=given.system)] if given.system else []
         body = {"model": given.model, "messages": messages([*system, turn]), **asked}
-        answer = await _invoked(CHAT, service, body, generate_sent_as(given))
+        with renamed(generate_sent_as(given)):
+            answer = await CHAT.invoke(service, {}, body=body)
     assert isinstance(answer, Events)  # whole or not (`sampling`)
     if given.stream:
         after = functools.partial(_kept, service, given.model, given.keep_alive)
@@ -205,15 +207,6 @@ async def _kept(service: Service, model: str, keep_alive: Any) -> None:
     """A request's `keep_alive`, applied once its answer is made."""
     if keep_alive is not None:
         await service.keep_alive(model, keep_alive_seconds(keep_alive))
-
-
-async def _invoked(row: Operation, service: Service, body: dict[str, Any], sent: SentAs) -> object:
-    """The chat (or completion) row's answer; its 400s naming what the Ollama request sent."""
-    try:
-        return await row.invoke(service, {}, body=body)
-    except InvalidRequestError as error:
-        rename(error, sent)
-        raise
 
 
 def _json(answer: BaseModel) -> Response:
