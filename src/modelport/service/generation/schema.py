@@ -26,6 +26,7 @@ _COUNTS = {"minLength", "maxLength", "minItems", "maxItems", "minProperties", "m
 _BOUNDS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
 _UNIMPLEMENTED = re.compile(r"Unimplemented keys: (\[.*\])")
 _UNKNOWN_FORMAT = re.compile(r"Unknown format: (.+)")
+_WHERE = re.compile(r"^at \d+\(\d+\): ")  # where in the grammar llguidance's message says it went wrong
 
 
 def enforced(schema: Any, where: str, param: str) -> Any:
@@ -81,7 +82,7 @@ def _check(schema: Any, where: str, param: str) -> None:
         kind = unknown[1].strip()
         at = next(_places(schema, where, lambda k, v: k == "format" and v == kind), where)
         raise InvalidRequestError(f"{at}: the string format `{kind}` cannot be enforced.", param=param)
-    reason = re.sub(r"^at \d+\(\d+\): ", "", said[0]).removeprefix("failed to compile JSON schema: ")
+    reason = _WHERE.sub("", said[0]).removeprefix("failed to compile JSON schema: ")
     raise InvalidRequestError(f"{where} cannot be enforced: {reason.rstrip('. ')}.", param=param)
 
 
@@ -91,17 +92,17 @@ def _schema_warnings(schema: str) -> tuple[str, ...]:
     try:
         failed, said = LLMatcher.validate_grammar_with_warnings(LLMatcher.grammar_from_json_schema(schema))
     except BaseException as error:
-        if not _panicked(error):
-            raise
-        return (f"llguidance cannot read it ({str(error).splitlines()[0][:200]})",)
+        return (_panic(error),)
     return tuple(said) if failed else ()
 
 
-def _panicked(error: BaseException) -> bool:
-    """Whether `error` is a panic of llguidance's Rust (pyo3's `PanicException`, a `BaseException`: in a
-    request's task it would be no 400 but a 500), as its compiler raises on some malformed schemas (an
-    error message cut inside a character)."""
-    return type(error).__name__ == "PanicException"
+def _panic(error: BaseException) -> str:
+    """What to say of a panic of llguidance's Rust (pyo3's `PanicException`, a `BaseException`: in a
+    request's task it would be no 400 but a 500), as its compiler raises on some malformed input (an error
+    message cut inside a character); anything else is raised again."""
+    if type(error).__name__ != "PanicException":
+        raise error
+    return f"llguidance cannot read it ({str(error).splitlines()[0][:200]})"
 
 
 def _places(schema: Any, where: str, found: Any) -> Iterator[str]:
@@ -189,13 +190,11 @@ def _grammar_error(grammar: str) -> str:
     try:
         said = LLMatcher.validate_grammar(grammar).strip()
     except BaseException as error:
-        if not _panicked(error):
-            raise
-        return f"llguidance cannot read it ({str(error).splitlines()[0][:200]})."
+        said = _panic(error)
     if not said:
         return ""
     reasons = [line.removeprefix("error:").strip() for line in said.splitlines() if line.startswith("error:")]
-    reason = reasons[0] if reasons else re.sub(r"^at \d+\(\d+\): ", "", said.splitlines()[0])
+    reason = reasons[0] if reasons else _WHERE.sub("", said.splitlines()[0])
     return reason.rstrip(".") + "."
 
 
