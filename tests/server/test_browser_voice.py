@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import os
 import time
-import wave
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from tests.server.test_playground import CHROMIUM, TIMEOUT_MS, playwright, with_
 from tests.server.test_webrtc import HEARD_AS_SAID, heard_unlike_said
 from tests.service.test_audio import word_error_rate
 from tests.support.faces import Faces, faces
+from tests.support.wav import wav
 
 pytestmark = pytest.mark.slow  # a headless Chromium
 __all__ = ["playwright"]  # the fixture, shared with the playground's tests
@@ -163,11 +163,8 @@ def test_a_voice_agent_of_the_agents_sdk_talks_over_webrtc_with_a_client_secret(
 ) -> None:
     voice = own_voice
     recording = tmp_path / "question.wav"
-    with wave.open(str(recording), "wb") as wav:
-        wav.setnchannels(1)
-        wav.setsampwidth(2)
-        wav.setframerate(24_000)
-        wav.writeframes(question + bytes(24_000 * 2 * 60))  # asked once: a minute of silence follows
+    # Asked once: a minute of silence follows.
+    recording.write_bytes(wav(question + bytes(24_000 * 2 * 60), 24_000))
     # What the app's backend does with its API key: mint a client secret for the page.
     backend = openai.OpenAI(base_url=f"{voice.url}/v1", api_key="unused", max_retries=0)
     secret = backend.realtime.client_secrets.create(

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import io
 import json
 import re
-import wave
 
 import httpx
 import openai
 import pytest
 
 from tests.support.faces import Faces
+from tests.support.wav import wav
 
 
 def test_both_prefixes_serve_the_api(server: Faces) -> None:
@@ -81,16 +80,11 @@ def test_a_whole_completion_carries_what_openai_requires_and_no_null_it_does_not
 
     assert nulls(chat, "") == [".choices[0].logprobs", ".choices[0].message.refusal"]
     assert nulls(legacy, "") == [".choices[0].logprobs"]
-    silence = io.BytesIO()
-    with wave.open(silence, "wb") as sound:
-        sound.setnchannels(1)
-        sound.setsampwidth(2)
-        sound.setframerate(16000)
-        sound.writeframes(bytes(32000))
+    silence = wav(bytes(32000), 16000)
     for form in ("json", "verbose_json"):
         heard = httpx.post(
             f"{server.url}/v1/audio/transcriptions",
-            files={"file": ("quiet.wav", silence.getvalue())},
+            files={"file": ("quiet.wav", silence)},
             data={"model": "whisper-1", "response_format": form},
         )
         assert nulls(heard.json(), "") == []

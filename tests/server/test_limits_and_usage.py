@@ -4,9 +4,7 @@ through the Usage API and `modelport usage`, equal to what the answers said they
 
 from __future__ import annotations
 
-import io
 import time
-import wave
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +23,7 @@ from tests.server.test_projects import cli, made_key, new_key
 from tests.support.configs import tiny_settings
 from tests.support.faces import Faces, faces
 from tests.support.live import serve_app, wait_healthy
+from tests.support.wav import wav
 
 
 @pytest.fixture(scope="module")
@@ -265,10 +264,4 @@ def test_a_model_served_elsewhere_is_metered_as_one_served_here(tmp_path: Path) 
 def _tone(seconds: float) -> bytes:
     """A WAV of a loud tone, 8 kHz."""
     samples = (0.5 * np.sin(np.arange(int(8000 * seconds)) * 0.3) * 32767).astype("<i2")
-    out = io.BytesIO()
-    with wave.open(out, "wb") as wav:
-        wav.setnchannels(1)
-        wav.setsampwidth(2)
-        wav.setframerate(8000)
-        wav.writeframes(samples.tobytes())
-    return out.getvalue()
+    return wav(samples.tobytes(), 8000)

@@ -9,7 +9,6 @@ import base64
 import json
 import os
 import re
-import wave
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from modelport.server import create_app
 from modelport.settings import ModelConfig, Settings
 from tests.support.faces import Faces
 from tests.support.live import serve_app
+from tests.support.wav import wav
 
 pytestmark = pytest.mark.slow  # a headless Chromium
 
@@ -330,11 +330,7 @@ def test_the_voice_tab_talks_and_is_interrupted(
     said = "What is the weather like in Paris today?"
     speech = http_client.audio.speech.create(model="tts-1", voice="alloy", input=said, response_format="pcm")
     out = tmp_path / "question.wav"
-    with wave.open(str(out), "wb") as wav:
-        wav.setnchannels(1)
-        wav.setsampwidth(2)
-        wav.setframerate(24_000)
-        wav.writeframes(speech.content + bytes(24_000 * 2 * 3))  # then 3 s of silence, before it loops
+    out.write_bytes(wav(speech.content + bytes(24_000 * 2 * 3), 24_000))  # 3 s of silence before it loops
     talking = with_microphone(playwright, out)
     page = talking.new_context(permissions=["microphone"]).new_page()
     errors: list[str] = []

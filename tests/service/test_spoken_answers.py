@@ -5,9 +5,7 @@ streamed clause by clause, heard back by its transcription model; a later turn n
 from __future__ import annotations
 
 import base64
-import io
 import time
-import wave
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +18,7 @@ from modelport.protocol.requests import ChatCompletionRequest
 from modelport.settings import DEFAULT_SPEECH, DEFAULT_TRANSCRIPTION, ModelConfig, Settings
 from tests.service.test_audio import word_error_rate
 from tests.support.faces import Faces, faces
+from tests.support.wav import wav
 
 pytestmark = pytest.mark.models  # real models: not the unit tier
 
@@ -41,16 +40,6 @@ def speaking() -> Iterator[Faces]:
 
 def heard(client: Any, audio: bytes, name: str = "answer.wav") -> str:
     return str(client.audio.transcriptions.create(model="whisper-1", file=(name, audio)).text)
-
-
-def as_wav(pcm: bytes) -> bytes:
-    out = io.BytesIO()
-    with wave.open(out, "wb") as wav:
-        wav.setnchannels(1)
-        wav.setsampwidth(2)
-        wav.setframerate(24_000)
-        wav.writeframes(pcm)
-    return out.getvalue()
 
 
 @pytest.mark.parametrize("face", ["http", "in-process"])
@@ -110,7 +99,7 @@ def test_a_streamed_answer_is_spoken_clause_by_clause(speaking: Faces, face: str
     assert chunks[-1].usage is not None
     assert chunks[-1].usage.completion_tokens > 0
     said = heard(
-        client, as_wav(audio) if fmt == "pcm16" else audio, f"answer.{'wav' if fmt == 'pcm16' else fmt}"
+        client, wav(audio, 24_000) if fmt == "pcm16" else audio, f"answer.{'wav' if fmt == 'pcm16' else fmt}"
     )
     assert word_error_rate(HEARD, said) <= 0.25
 

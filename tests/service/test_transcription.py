@@ -16,6 +16,7 @@ from openai.types.audio import TranscriptionVerbose
 from modelport.settings import DEFAULT_TRANSCRIPTION
 from tests.service.test_audio import TWO_WORDS_IN_A_SENTENCE, word_error_rate
 from tests.support.faces import Faces
+from tests.support.wav import wav
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",
@@ -174,16 +175,8 @@ def test_silence_is_skipped_by_voice_activity_detection(client: openai.OpenAI, p
         speech = np.concatenate([f.to_ndarray().reshape(-1) for f in container.decode(audio=0)])
     silence = np.zeros(24000 * 20, dtype=np.int16)
     padded = np.concatenate([silence, speech, silence]).astype("<i2")
-    out = io.BytesIO()
-    import wave
-
-    with wave.open(out, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(24000)
-        w.writeframes(padded.tobytes())
     result = client.audio.transcriptions.create(
-        model="whisper-1", file=("padded.wav", out.getvalue()), response_format="verbose_json"
+        model="whisper-1", file=("padded.wav", wav(padded.tobytes(), 24000)), response_format="verbose_json"
     )
     assert result.segments
     assert result.segments[0].start >= 15  # times refer to the original audio, after the skipped silence
