@@ -108,7 +108,7 @@ def test_a_record_as_zod_writes_it_is_held(client: openai.OpenAI) -> None:
         model="gpt-4o-mini", messages=said, max_tokens=60, temperature=0,
         response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": schema}},
     )  # fmt: skip
-    assert (reply.choices[0].message.content or "").startswith('{"counts')
+    assert re.match(r'\{\s*"counts"', reply.choices[0].message.content or "")  # its one key, any layout
     tool = {"type": "function", "function": {"name": "count", "parameters": schema}}
     called = client.chat.completions.create(
         model="gpt-4o-mini", messages=said, max_tokens=60, temperature=0, tools=[tool], tool_choice="required"
