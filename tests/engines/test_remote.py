@@ -42,6 +42,35 @@ WHOLE = {
     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
 }
 
+# Upstreams that refuse a field they do not know, `stream_options` among them: the body and status each
+# answers with (Azure OpenAI's older API versions; a FastAPI server whose request model forbids extras).
+STRICT: dict[str, tuple[dict[str, Any], int]] = {
+    "strict": (
+        {
+            "error": {
+                "message": "Unrecognized request argument supplied: stream_options",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": None,
+            }
+        },
+        400,
+    ),
+    "forbidding": (
+        {
+            "detail": [
+                {
+                    "type": "extra_forbidden",
+                    "loc": ["body", "stream_options"],
+                    "msg": "Extra inputs are not permitted",
+                    "input": {"include_usage": True},
+                }
+            ]
+        },
+        422,
+    ),
+}
+
 
 class Odd:
     """An upstream whose answer depends on the model asked for, optionally on one replica only
@@ -96,6 +125,17 @@ class Odd:
             if self.crowd == CROWD:
                 self.crowded.set()
             await self.crowded.wait()
+        if behaviour in STRICT and "stream_options" in body:  # a server whose request model forbids it
+            return JSONResponse(*STRICT[behaviour])
+        if behaviour in STRICT and body.get("stream"):
+
+            async def streamed() -> Any:
+                for delta, end in (({"role": "assistant", "content": "fine"}, None), ({}, "stop")):
+                    piece = {**CHUNK, "choices": [{"index": 0, "delta": delta, "finish_reason": end}]}
+                    yield f"data: {json.dumps(piece)}\n\n".encode()
+                yield b"data: [DONE]\n\n"
+
+            return StreamingResponse(streamed(), media_type="text/event-stream")
         if behaviour == "cut":
 
             async def cut() -> Any:
@@ -149,7 +189,10 @@ def front(odd: tuple[Odd, str], tiny_upstream: str, monkeypatch_module: pytest.M
             remote(name, [a, b], upstream_model=name, **quick)
             for name in ["hang", "hang@a", "html", "notjson", "shape", "busy", "busy@b", "teapot"]
         ),
-        *(remote(name, [a], upstream_model=name, **quick) for name in ["unknown", "crash", "cut", "fine"]),
+        *(
+            remote(name, [a], upstream_model=name, **quick)
+            for name in ["unknown", "crash", "cut", "fine", *STRICT]
+        ),
         remote("crowd", [f"{url}/c/v1"], upstream_model="crowd", first_byte_timeout=20, max_in_flight=CROWD),
         remote("ollama", [a], discover=True, prefix="", allowed_models=["qwen*"], refresh=0.5, **quick),
         remote("nowhere", ["http://127.0.0.1:9/v1"], health="/health", cooldown=30),
@@ -241,6 +284,31 @@ def test_a_relayed_stream_is_counted_once_and_its_usage_comes_only_when_asked(
         assert all(c["choices"] and "usage" not in c for c in chunks)
     after = counted(front, model)
     assert (after[0] - before[0], after[1] - before[1]) == (used, used)
+
+
+@pytest.mark.parametrize("model", list(STRICT))
+def test_an_upstream_that_refuses_stream_options_streams_without_them(
+    front: str, odd: tuple[Odd, str], model: str
+) -> None:
+    """`stream_options`, which this server adds to count a stream's tokens, is left out again for an
+    upstream that refuses it (one more request, the first time only); where the client sent it, the
+    upstream's refusal is the client's answer."""
+    upstream, _ = odd
+    body = {"model": model, "messages": [{"role": "user", "content": "a b"}], "stream": True}
+    for _ in range(2):
+        before = len(upstream.seen)
+        with httpx.stream("POST", f"{front}/v1/chat/completions", json=body, timeout=30) as answer:
+            assert answer.status_code == 200
+            lines = [line.removeprefix("data: ") for line in answer.iter_lines() if line.startswith("data: ")]
+        assert lines[-1] == "[DONE]"
+        said = [json.loads(line)["choices"][0]["delta"].get("content") for line in lines[:-1]]
+        assert "".join(piece or "" for piece in said) == "fine"
+        sent = [seen[2] for seen in upstream.seen[before:]]
+        assert "stream_options" not in sent[-1]
+    assert len(sent) == 1  # the second stream was sent without them at once
+    asked = ask(front, model, stream=True, stream_options={"include_usage": True})
+    assert asked.status_code == STRICT[model][1]
+    assert "stream_options" in asked.text
 
 
 def test_discovery_serves_the_allowed_models_under_a_prefix(front: str) -> None:

@@ -7,6 +7,8 @@ folded into it."""
 from __future__ import annotations
 
 import json
+import logging
+import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any, TypeVar, cast
@@ -14,7 +16,7 @@ from typing import Any, TypeVar, cast
 from pydantic import BaseModel, ValidationError
 
 from modelport import metrics
-from modelport.errors import UpstreamError
+from modelport.errors import RelayedError, UpstreamError
 from modelport.predictors.contract import Capability
 from modelport.predictors.manager import LoadedModel
 from modelport.predictors.relay import Relay, Reply, Upload
@@ -27,6 +29,10 @@ from modelport.service.operations import Operation
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
+log = logging.getLogger("modelport.service")
+# Relays whose upstream refused the `stream_options` a stream is sent with to count its tokens (a strict
+# server: pydantic models that forbid extra fields, Azure OpenAI's older API versions): not sent it again.
+_REFUSING_STREAM_OPTIONS: weakref.WeakSet[Relay] = weakref.WeakSet()
 
 
 async def forward(
@@ -75,15 +81,18 @@ async def _started(
     """The relay's reply, begun within one of the model's slots. A whole answer frees the slot at once; a
     stream holds it until it ends or is closed."""
     body = request.model_dump(mode="json", exclude_unset=True)
+    added = False  # `stream_options`, where the client sent none
     if operation.relayed is not None and operation.relayed.chunks and body.get("stream"):
         # Every answer's tokens are counted (the metrics, the project's usage and limits), so a stream is
         # asked for its usage whether or not the client asked (`_ours` keeps it from one that did not).
-        body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
+        added = "stream_options" not in body
+        if not (added and relay in _REFUSING_STREAM_OPTIONS):
+            body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
     stack = AsyncExitStack()
     await stack.enter_async_context(model.slots.hold())
     try:
         with calls.predictor_errors(relay):
-            reply = await relay.send(operation.path, body, upload)
+            reply = await _sent(relay, operation.path, body, upload, added)
     except BaseException:
         await stack.aclose()
         raise
@@ -95,6 +104,25 @@ async def _started(
         return Reply(Binary(answer.media_type, chunks=chunks), reply.origin)
     await stack.aclose()
     return reply
+
+
+async def _sent(relay: Relay, path: str, body: dict[str, Any], upload: Upload | None, added: bool) -> Reply:
+    """The relay's reply to `body`; where the upstream refuses the `stream_options` this server `added`,
+    the reply to the body the client sent, the field left out of the relay's streams from then on (their
+    tokens then go uncounted: such an upstream cannot be asked for them)."""
+    try:
+        return await relay.send(path, body, upload)
+    except RelayedError as error:
+        if not added or error.status not in (400, 422) or "stream_options" not in json.dumps(error.body()):
+            raise
+    _REFUSING_STREAM_OPTIONS.add(relay)
+    log.warning(
+        "model %s: its upstream refuses `stream_options`; its streams are relayed without it, and their "
+        "tokens are not counted",
+        relay.name,
+    )
+    without = {key: value for key, value in body.items() if key != "stream_options"}
+    return await relay.send(path, without, upload)
 
 
 async def _releasing(
