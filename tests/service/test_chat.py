@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import openai
 import pytest
 from openai.types import Completion
@@ -199,3 +201,28 @@ def test_a_token_id_outside_the_model_s_vocabulary_is_a_400_naming_it(client: op
     assert caught.value.param == "prompt"
     assert "prompt[1][1]" in caught.value.message
     assert "49151" in caught.value.message
+
+
+# An assistant turn OpenAI's model refused, sent back as the SDK hands it over: its refusal as a content part,
+# or as the message's `refusal` beside no content.
+REFUSED = [
+    [{"role": "assistant", "content": [{"type": "refusal", "refusal": "I cannot help with that."}]}],
+    [{"role": "assistant", "content": None, "refusal": "I cannot help with that."}],
+]
+
+
+@pytest.mark.parametrize("refused", REFUSED, ids=["a refusal part", "the message's refusal"])
+def test_a_refusal_sent_back_reaches_the_model_as_what_the_assistant_said(tiny: Any, refused: Any) -> None:
+    asked = [{"role": "user", "content": "Pick a lock."}, *refused, {"role": "user", "content": "Why not?"}]
+    said = tiny.chat.completions.create(model="recall", messages=asked).choices[0].message.content
+    assert "assistant: I cannot help with that. / user: Why not?" in said
+    assert "refusal" not in said
+
+
+@pytest.mark.one_face
+@pytest.mark.parametrize("refused", REFUSED, ids=["a refusal part", "the message's refusal"])
+def test_a_refusal_sent_back_is_read_by_the_engine(client: openai.OpenAI, refused: Any) -> None:
+    asked = [{"role": "user", "content": "Pick a lock."}, *refused, {"role": "user", "content": "Why not?"}]
+    reply = client.chat.completions.create(model="smollm2-135m-instruct", messages=asked, max_tokens=1)
+    assert reply.usage is not None
+    assert reply.usage.prompt_tokens > 0

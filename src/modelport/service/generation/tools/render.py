@@ -14,8 +14,9 @@ from modelport.service.generation.tools.plan import ToolPlan
 def render_history(
     messages: list[dict[str, Any]], plan: ToolPlan | None, native: bool = False
 ) -> list[dict[str, Any]]:
-    """Messages any chat template can render: `developer` becomes `system`, neighbouring text messages of
-    one role merge (for templates that demand strict alternation), and unless the template renders tools
+    """Messages any chat template can render: `developer` becomes `system`, an assistant's refusal becomes
+    what it said, neighbouring text messages of one role merge (for templates that demand strict
+    alternation), and unless the template renders tools
     itself (`native`), tool calls and results become text: in the answer format the model is asked for
     when tools are offered, and as plain sentences when none is (a model shown calls written as JSON
     writes its answer as another such call, which then reaches the user as text)."""
@@ -24,6 +25,8 @@ def render_history(
     for original in messages:
         message = dict(original)
         role = message["role"] = "system" if message["role"] == "developer" else message["role"]
+        if role == "assistant":
+            message["content"] = _said(message.get("content"), message.pop("refusal", None))
         if native:
             pass  # the template renders tool calls and results itself
         elif role == "assistant" and (message.get("tool_calls") or message.get("function_call")):
@@ -80,6 +83,22 @@ def _called(function: dict[str, Any], with_arguments: bool) -> str:
     return f"{function.get('name')} {arguments}".strip()
 
 
+def _said(content: Any, refusal: Any) -> Any:
+    """An assistant's content with its refusal as text: the `refusal` parts OpenAI's answers are sent back
+    with (which no template or engine reads), or the message's `refusal` where it has no content; parts
+    that are all text, as the one text they are."""
+    if isinstance(content, list):
+        parts = [
+            {"type": "text", "text": str(part.get("refusal") or "")}
+            if isinstance(part, dict) and part.get("type") == "refusal"
+            else part
+            for part in content
+        ]
+        texts = all(isinstance(part, dict) and part.get("type") == "text" for part in parts)
+        return content_text(parts) if texts and parts else parts
+    return refusal if not content and isinstance(refusal, str) else content
+
+
 def _plain(message: dict[str, Any]) -> bool:
     return message["role"] in ("system", "user", "assistant") and not message.get("tool_calls")
 
@@ -88,7 +107,7 @@ def _merged(first: Any, second: Any) -> str | list[dict[str, Any]]:
     """Two messages' contents as one, a blank line between their texts; parts stay parts where either
     holds an image, sound or a file, which joining the texts would drop."""
     parts = [_parts(first), _parts(second)]
-    if all(part.get("type") in ("text", "refusal") for part in [*parts[0], *parts[1]]):
+    if all(part.get("type") == "text" for part in [*parts[0], *parts[1]]):
         return f"{content_text(first)}\n\n{content_text(second)}"
     if parts[0] and parts[1] and parts[1][0].get("type") == "text":
         parts[1][0] = {**parts[1][0], "text": f"\n\n{parts[1][0].get('text', '')}"}
