@@ -220,6 +220,18 @@ def test_sse_stream_sends_deltas_then_done(server: Faces) -> None:
     assert 3 < len(pcm) / 2 / 24000 < 9
 
 
+def test_sse_speech_is_read_through_the_sdk_as_its_bytes(client: openai.OpenAI, tmp_path: Path) -> None:
+    """The SDK reads speech as bytes whatever its `stream_format` (`HttpxBinaryResponseContent`), the
+    in-process client as over HTTP."""
+    answer = client.audio.speech.create(
+        model="tts-1", voice="alloy", input="Hello there.", response_format="pcm", stream_format="sse"
+    )
+    events = [json.loads(line[6:]) for line in answer.iter_lines() if line.startswith("data: ")]
+    assert [e["type"] for e in events] == ["speech.audio.delta"] * (len(events) - 1) + ["speech.audio.done"]
+    answer.write_to_file(tmp_path / "events.txt")
+    assert (tmp_path / "events.txt").read_bytes() == answer.content
+
+
 def test_two_in_process_clients_both_get_espeak_audio(inprocess_client: openai.OpenAI) -> None:
     # libespeak-ng has one synth callback per process: a second client must not steal the first one's audio.
     import modelport

@@ -63,7 +63,7 @@ class AsyncOpenAI(openai.AsyncOpenAI):
         """The SDK's one chokepoint: answered by the service."""
         cast_to = self._maybe_override_cast_to(cast_to, options)
         answer, headers = await self._dispatch.answer(options)
-        shaped = self._dispatch.shaped(self, answer, headers, options, cast_to)
+        shaped = self._dispatch.shaped(self, answer, headers, options, cast_to, stream)
         if shaped.events is not None:
             return await LocalAsyncStream(shaped.events, shaped.path, self, cast_to).start()
         if shaped.response is None:

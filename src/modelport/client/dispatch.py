@@ -105,15 +105,17 @@ class Dispatch:
         headers: dict[str, str],
         options: FinalRequestOptions,
         cast_to: Any,
+        stream: bool,
         pull: Any = None,
     ) -> Shaped:
-        """How the sync and async clients' `request()` hand `answer` back: its events as the SDK's stream,
-        its object parsed as the SDK would, or what the SDK must read as a response (raw responses, bytes)
+        """How the sync and async clients' `request()` hand `answer` back: its events as the SDK's stream
+        (where the SDK asked for one: `stream`), its object parsed as the SDK would, or what the SDK must
+        read as a response (raw responses, bytes, and events the SDK reads as bytes, as speech's `sse`)
         rendered to HTTP. `pull` runs one step of an async iterator, for a blocking client."""
         path, raw = self.path(options), self.raw(options)
-        if not raw and isinstance(answer, Events):
+        if not raw and stream and isinstance(answer, Events):
             return Shaped(path, events=answer)
-        if not raw and not isinstance(answer, Binary):
+        if not raw and not isinstance(answer, Binary | Events):
             return Shaped(path, value=parsed(client, sdk_data(answer), cast_to, options))
         return Shaped(path, response=http_response(answer, options, headers, pull=pull))
 

@@ -118,7 +118,7 @@ class OpenAI(openai.OpenAI):
         """The SDK's one chokepoint: answered by the service, on its loop."""
         cast_to = self._maybe_override_cast_to(cast_to, options)
         answer, headers = self._loop.run(self._dispatch.answer(options))
-        shaped = self._dispatch.shaped(self, answer, headers, options, cast_to, pull=self._loop.run)
+        shaped = self._dispatch.shaped(self, answer, headers, options, cast_to, stream, pull=self._loop.run)
         if shaped.events is not None:
             return LocalStream(shaped.events, shaped.path, self, cast_to, self._loop)
         if shaped.response is None:
