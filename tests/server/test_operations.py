@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import http.client
+import inspect
 import io
 import json
 import time
@@ -440,3 +441,21 @@ def test_integers_past_64_bits_in_a_query_are_a_400_naming_them(tiny_served: Fac
         answer = httpx.get(tiny_served.url + path, timeout=30)
         assert answer.status_code == 400, (path, answer.text)
         assert answer.json()["error"]["param"] == name
+
+
+def test_a_required_query_parameter_left_out_is_a_400_naming_it_on_both_faces(tiny_served: Faces) -> None:
+    """As FastAPI says it over HTTP; in-process the service's call was made without it (a TypeError)."""
+    required = [
+        (operation, name)
+        for operation in OPERATIONS
+        if operation.method == "GET" and not operation.path_names()
+        for name in operation.query_names()
+        if operation.inputs[name].default is inspect.Parameter.empty
+    ]
+    assert required  # `/audio/voices` names its model
+    for operation, name in required:
+        answer = httpx.get(tiny_served.url + "/v1" + operation.path, timeout=30)
+        assert (answer.status_code, answer.json()["error"]["param"]) == (400, name)
+        with pytest.raises(openai.BadRequestError) as caught:
+            tiny_served.inprocess.get(operation.path, cast_to=object)
+        assert (caught.value.param, caught.value.code) == (name, "missing")

@@ -169,6 +169,9 @@ class Operation:
         for name in self.query_names():
             if values and name in values and values[name] is not None:
                 inputs[name] = _validated(self.adapters[name], values[name], name)
+            elif self.inputs[name].default is inspect.Parameter.empty:  # as FastAPI says it over HTTP
+                message = f"Missing required parameter: '{name}'."
+                raise InvalidRequestError(message, param=name, code="missing")
         if QUERY in self.inputs:
             inputs[QUERY] = query or []
         if UPLOAD in self.inputs:
