@@ -11,7 +11,7 @@ import httpx
 import numpy as np
 import openai
 import pytest
-from openai.types.audio import TranscriptionVerbose
+from openai.types.audio import TranscriptionVerbose, Translation
 
 from modelport.settings import DEFAULT_TRANSCRIPTION
 from tests.service.test_audio import TWO_WORDS_IN_A_SENTENCE, word_error_rate
@@ -194,6 +194,7 @@ def test_translation_on_an_english_only_model_is_a_400_naming_the_capability(
     # multilingual default instead of the English-only transcription default it reaches elsewhere.
     translated = client.audio.translations.create(model="whisper-1", file=("p.wav", paragraph_wav))
     assert translated.text.strip()
+    assert isinstance(translated, Translation)  # the in-process client's too, not a `Transcription`
 
 
 def test_diarization_is_refused_by_name_with_the_model_that_does_it(

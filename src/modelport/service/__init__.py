@@ -41,7 +41,13 @@ from modelport.protocol.requests import (
 from modelport.service import calls, embeddings, forwarding, generation, limits, watchdog
 from modelport.service.access import Access
 from modelport.service.audio.speech import speech as synthesised
-from modelport.service.audio.transcription import Transcribed, check_upload, transcribe
+from modelport.service.audio.transcription import (
+    Transcribed,
+    Translated,
+    check_upload,
+    transcribe,
+    translated,
+)
 from modelport.service.documents import Bounds, DocumentReader
 from modelport.service.fetching import Fetcher
 from modelport.service.generation import vllm_generate
@@ -383,7 +389,7 @@ class Service:
         """`POST /v1/audio/transcriptions`."""
         return await self._transcribed(Capability.TRANSCRIPTION, request, file)
 
-    async def translation(self, request: TranscriptionRequest, file: Upload) -> Transcribed:
+    async def translation(self, request: TranscriptionRequest, file: Upload) -> Translated:
         """`POST /v1/audio/translations`: speech in any language to English text. `whisper-1`, OpenAI's one
         translation model, reaches the multilingual default here (where it is served): the transcription
         default it reaches elsewhere hears English only."""
@@ -396,7 +402,7 @@ class Service:
                 pass  # (the 400 of the model it reaches says it cannot translate)
             else:
                 request = request.model_copy(update={"model": WHISPER_MULTILINGUAL})
-        return await self._transcribed(Capability.TRANSLATION, request, file)
+        return translated(await self._transcribed(Capability.TRANSLATION, request, file))
 
     async def _transcribed(
         self, capability: Capability, request: TranscriptionRequest, file: Upload

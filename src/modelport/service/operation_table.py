@@ -6,7 +6,7 @@ says how a row reads)."""
 from __future__ import annotations
 
 from openai.types import Completion, CreateEmbeddingResponse
-from openai.types.audio import Transcription, TranscriptionVerbose
+from openai.types.audio import Transcription, TranscriptionVerbose, Translation, TranslationVerbose
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 
@@ -107,9 +107,14 @@ def _transcript_type(request: TranscriptionRequest) -> type[BaseModel]:
     return TranscriptionVerbose if request.response_format == "verbose_json" else Transcription
 
 
+def _translation_type(request: TranscriptionRequest) -> type[BaseModel]:
+    return TranslationVerbose if request.response_format == "verbose_json" else Translation
+
+
 # A transcript is JSON of the type its format asks for, its events, or text (`text`, `srt`, `vtt`); the
-# transcript's JSON does not name its model.
+# transcript's JSON does not name its model. A translation's, the same as OpenAI types it.
 _TRANSCRIPT = Relayed(_transcript_type, "text", TRANSCRIPT_EVENTS, binary=True, named_model=False)
+_TRANSLATION = Relayed(_translation_type, "text", TRANSCRIPT_EVENTS, binary=True, named_model=False)
 
 
 def _rows() -> list[Operation]:
@@ -153,7 +158,7 @@ def _rows() -> list[Operation]:
         Operation("audio.transcriptions.create", post, "/audio/transcriptions", create_transcription,
                   Capability.TRANSCRIPTION, relayed=_TRANSCRIPT, usage="audio_transcriptions", bound="audio"),
         Operation("audio.translations.create", post, "/audio/translations", create_translation,
-                  Capability.TRANSLATION, relayed=_TRANSCRIPT, usage="audio_transcriptions", bound="audio"),
+                  Capability.TRANSLATION, relayed=_TRANSLATION, usage="audio_transcriptions", bound="audio"),
         Operation("responses.create", post, "/responses", create_response, chat, batchable=True, stored=True,
                   local_files="input"),
         Operation("responses.input_tokens.count", post, "/responses/input_tokens", count_input_tokens, chat),

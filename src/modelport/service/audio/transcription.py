@@ -7,7 +7,7 @@ from collections.abc import AsyncGenerator, Iterator
 from typing import Any
 
 import anyio
-from openai.types.audio import Transcription, TranscriptionVerbose
+from openai.types.audio import Transcription, TranscriptionVerbose, Translation, TranslationVerbose
 
 from modelport import metrics
 from modelport.errors import InvalidRequestError, PayloadTooLargeError, PredictorError
@@ -24,6 +24,7 @@ from modelport.settings import Limits
 
 TEXT = "text/plain; charset=utf-8"  # `text`, `srt` and `vtt` answers
 Transcribed = Transcription | TranscriptionVerbose | Binary | Events[Transcription]
+Translated = Translation | TranslationVerbose | Binary | Events[Transcription]
 
 
 def check_upload(upload: Upload, max_bytes: int) -> None:
@@ -101,6 +102,16 @@ async def _events(
     finally:
         await items.aclose()
     yield {"type": "transcript.text.done", "text": "".join(texts).strip(), "usage": _usage(duration)}
+
+
+def translated(answer: Transcribed) -> Translated:
+    """A translation's transcript as OpenAI types it: `Translation`, its text; `TranslationVerbose`, with the
+    language, the duration and the segments (a translation has no usage or words in OpenAI's reference)."""
+    if isinstance(answer, TranscriptionVerbose):
+        return TranslationVerbose.model_validate(answer.model_dump(exclude={"usage", "words"}))
+    if isinstance(answer, Transcription):
+        return Translation(text=answer.text)
+    return answer
 
 
 def _usage(duration: float) -> dict[str, Any]:
