@@ -365,6 +365,35 @@ def test_documents_reach_the_model_as_their_text(tiny: Faces) -> None:
     assert "Plain notes." in text
 
 
+def test_search_results_reach_the_model_as_their_text_and_hosted_tools_blocks_are_named(tiny: Faces) -> None:
+    """A client's retrieval hands search results over as blocks of their own, in a turn or a tool's result;
+    the blocks of Anthropic's server tools (run on its side, none here) are a 400 that names them, where
+    either was pydantic's "Input should be a valid string"."""
+    found = {
+        "type": "search_result",
+        "source": "https://wiki.example/vault",
+        "title": "Vault",
+        "content": [{"type": "text", "text": "The vault code is 4471."}],
+    }
+    called = {"type": "tool_use", "id": "toolu_1", "name": "search", "input": {"q": "vault"}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": [found]}
+    for said in (
+        [{"role": "user", "content": [found, {"type": "text", "text": "The code?"}]}],
+        [ASK[0], {"role": "assistant", "content": [called]}, {"role": "user", "content": [result]}],
+    ):
+        recalled = sdk(tiny).messages.create(model="recall", max_tokens=200, messages=said)  # type: ignore[arg-type]
+        text = "".join(block.text for block in recalled.content if isinstance(block, types.TextBlock))
+        assert "Vault (https://wiki.example/vault):" in text
+        assert "The vault code is 4471." in text
+        assert "search_result" not in text
+    hosted = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "x"}}
+    asked = [*ASK, {"role": "assistant", "content": [hosted]}]
+    body = {"model": "recall", "max_tokens": 8, "messages": asked}
+    refused = httpx.post(f"{tiny.url}/v1/messages", json=body, headers={"x-api-key": KEY})
+    assert refused.status_code == 400
+    assert "`server_tool_use` block" in refused.json()["error"]["message"]
+
+
 def test_the_models_list_is_anthropic_s_when_asked_by_its_sdk(tiny: Faces) -> None:
     client = sdk(tiny)
     listed = client.models.list()

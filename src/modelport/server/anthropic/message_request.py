@@ -1,13 +1,13 @@
 """The Messages API's request, as Anthropic's reference defines it: content blocks of the kinds a local
-model can read (text, images, documents, tool use and results, thinking), tools, tool choice, thinking and
-output configuration. Fields it does not use (`cache_control`, `service_tier`, …) are accepted and ignored,
+model can read (text, images, documents, search results, tool use and results, thinking), tools, tool
+choice, thinking and output configuration. Fields it does not use (`cache_control`, `service_tier`, …) are accepted and ignored,
 as a server without those features must."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 INT32 = 2**31 - 1
 
@@ -56,6 +56,15 @@ class DocumentIn(_Part):
     title: str | None = None
 
 
+class SearchResultIn(_Part):
+    """A search result a client's retrieval found (`source` its URL or name), with its text."""
+
+    type: Literal["search_result"]
+    source: str
+    title: str
+    content: list[TextIn]
+
+
 class ToolUseIn(_Part):
     type: Literal["tool_use"]
     id: str
@@ -66,7 +75,9 @@ class ToolUseIn(_Part):
 class ToolResultIn(_Part):
     type: Literal["tool_result"]
     tool_use_id: str
-    content: str | list[Annotated[TextIn | ImageIn | DocumentIn, Field(discriminator="type")]] = ""
+    content: (
+        str | list[Annotated[TextIn | ImageIn | DocumentIn | SearchResultIn, Field(discriminator="type")]]
+    ) = ""
     is_error: bool = False
 
 
@@ -82,14 +93,46 @@ class RedactedThinkingIn(_Part):
 
 
 Block = Annotated[
-    TextIn | ImageIn | DocumentIn | ToolUseIn | ToolResultIn | ThinkingIn | RedactedThinkingIn,
+    TextIn
+    | ImageIn
+    | DocumentIn
+    | SearchResultIn
+    | ToolUseIn
+    | ToolResultIn
+    | ThinkingIn
+    | RedactedThinkingIn,
     Field(discriminator="type"),
 ]
+BLOCKS = (
+    "text",
+    "image",
+    "document",
+    "search_result",
+    "tool_use",
+    "tool_result",
+    "thinking",
+    "redacted_thinking",
+)
 
 
 class MessageIn(BaseModel):
     role: Literal["user", "assistant"]
     content: str | list[Block]
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _known_blocks(cls, value: Any) -> Any:
+        # Said by name: pydantic's own words for a block of another type, as one side of `str | list`, are
+        # "Input should be a valid string". Anthropic's server tools' blocks (`server_tool_use`,
+        # `web_search_tool_result`, …) come from tools that run on Anthropic's side, none here.
+        for j, block in enumerate(value if isinstance(value, list) else []):
+            kind = block.get("type") if isinstance(block, dict) else None
+            if isinstance(kind, str) and kind not in BLOCKS:
+                raise ValueError(
+                    f"content[{j}] is a `{kind}` block, which no model here reads; a message holds "
+                    f"{', '.join(BLOCKS)} blocks"
+                )
+        return value
 
 
 class ToolIn(_Part):

@@ -22,6 +22,7 @@ from modelport.server.anthropic.message_request import (
     MessagesRequest,
     PlainTextSource,
     RedactedThinkingIn,
+    SearchResultIn,
     TextIn,
     ThinkingIn,
     ToolResultIn,
@@ -142,7 +143,7 @@ def _user(content: str | list[Any], param: str) -> list[dict[str, Any]]:
             text, images = _tool_result(block)
             turn.append({"role": "tool", "tool_call_id": block.tool_use_id, "content": text})
             parts.extend(images)  # a tool message holds text: what it showed follows as the user's
-        elif isinstance(block, TextIn | ImageIn | DocumentIn):
+        elif isinstance(block, TextIn | ImageIn | DocumentIn | SearchResultIn):
             parts.append(_part(block))
         else:
             raise InvalidRequestError(
@@ -157,8 +158,9 @@ def _tool_result(block: ToolResultIn) -> tuple[str, list[dict[str, Any]]]:
     if isinstance(block.content, str):
         text, images = block.content, []
     else:
-        text = "\n".join(b.text for b in block.content if isinstance(b, TextIn))
-        images = [_part(b) for b in block.content if not isinstance(b, TextIn)]
+        said = [_part(b)["text"] for b in block.content if isinstance(b, TextIn | SearchResultIn)]
+        text = "\n".join(said)
+        images = [_part(b) for b in block.content if not isinstance(b, TextIn | SearchResultIn)]
     return (f"Error: {text}" if block.is_error else text), images
 
 
@@ -195,10 +197,13 @@ def _assistant(content: str | list[Any], param: str, verify: Verify) -> dict[str
     return message
 
 
-def _part(block: TextIn | ImageIn | DocumentIn) -> dict[str, Any]:
-    """A text, image or document block as a chat content part."""
+def _part(block: TextIn | ImageIn | DocumentIn | SearchResultIn) -> dict[str, Any]:
+    """A text, image, document or search result block as a chat content part."""
     if isinstance(block, TextIn):
         return {"type": "text", "text": block.text}
+    if isinstance(block, SearchResultIn):
+        texts = "\n".join(text.text for text in block.content)
+        return {"type": "text", "text": f"{block.title} ({block.source}):\n{texts}"}
     if isinstance(block, ImageIn):
         image = block.source
         url = image.url if isinstance(image, UrlSource) else f"data:{image.media_type};base64,{image.data}"
