@@ -152,6 +152,29 @@ def test_generate_whole_streamed_and_raw(tiny: Faces, server: Faces) -> None:
     assert raw.response.startswith("{")
 
 
+def test_log_probabilities_come_with_their_tokens_when_asked(server: Faces) -> None:
+    """`logprobs` (Ollama 0.12.11): each token's, with `top_logprobs` alternatives, on every answer and
+    every line that carries text; none where not asked."""
+    local = ollama.Client(host=server.url)
+    asked: dict[str, Any] = {
+        "model": "smollm2-135m-instruct",
+        "options": {"num_predict": 4, "temperature": 0},
+    }
+    chat = local.chat(**asked, messages=ASK, stream=False, logprobs=True, top_logprobs=2)
+    generated = local.generate(**asked, prompt="one two", stream=False, logprobs=True, top_logprobs=2)
+    raw = local.generate(**asked, prompt="one two", raw=True, stream=False, logprobs=True, top_logprobs=2)
+    for answer, text in ((chat, chat.message.content), (generated, generated.response), (raw, raw.response)):
+        assert answer.logprobs is not None
+        assert len(answer.logprobs) == answer.eval_count == 4
+        assert "".join(token.token for token in answer.logprobs) == text
+        assert all(len(token.top_logprobs or ()) == 2 for token in answer.logprobs)
+    lines = list(local.chat(**asked, messages=ASK, stream=True, logprobs=True))
+    told = [token for line in lines for token in line.logprobs or ()]
+    assert "".join(token.token for token in told) == "".join(line.message.content or "" for line in lines)
+    assert all(token.top_logprobs is None for token in told)
+    assert local.chat(**asked, messages=ASK, stream=False).logprobs is None
+
+
 def test_embed_truncates_unless_told_not_to_as_ollama_does(server: Faces) -> None:
     asked = {"model": "all-minilm-l6-v2", "input": "word " * 600}
     assert len(ollama.Client(host=server.url).embed(**asked).embeddings) == 1

@@ -13,6 +13,7 @@ from modelport.server.ollama.ollama_request import ChatRequest, GenerateRequest,
 # The chat's fields an Ollama request sends under other names: its options.
 _FIELDS = {
     "max_tokens": "options.num_predict",
+    "logprobs": "top_logprobs",  # a raw generate's (a completion's count of alternatives)
     "repetition_penalty": "options.repeat_penalty",
     **{name: f"options.{name}" for name in (
         "temperature", "top_p", "top_k", "min_p", "seed", "stop", "presence_penalty", "frequency_penalty"
@@ -120,4 +121,6 @@ def sampling(given: ChatRequest | GenerateRequest) -> dict[str, Any]:
     if given.think is not None:
         think = given.think
         body["reasoning_effort"] = ("medium" if think else "none") if isinstance(think, bool) else think
+    if given.logprobs:
+        body.update(logprobs=True, top_logprobs=given.top_logprobs)
     return body

@@ -1,6 +1,7 @@
 """Answers in Ollama's shapes: a whole chat or generation as one object, or a stream as NDJSON lines, one
 object a line, the last with `done: true`, the stop reason and the counts (durations in nanoseconds, as
-Ollama gives them). Tool calls come whole, their arguments an object."""
+Ollama gives them). Tool calls come whole, their arguments an object; log-probabilities, where asked, with
+the text of their tokens."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from ollama import ChatResponse, GenerateResponse, Message
+from ollama._types import Logprob, TokenLogprob  # the answers' own types, which `ollama` does not re-export
 from pydantic import BaseModel
 
 from modelport.errors import ModelportError
@@ -34,14 +36,15 @@ async def chat_whole(answer: Events[Any], model: str, started: float) -> ChatRes
     text, thinking = await reading.whole(answer)
     calls = reading.tool_calls() or None
     message = Message(role="assistant", content=text, thinking=thinking or None, tool_calls=calls)
-    return ChatResponse(message=message, **reading.done())
+    return ChatResponse(message=message, logprobs=reading.logprobs or None, **reading.done())
 
 
 async def generate_whole(answer: Events[Any], model: str, started: float) -> GenerateResponse:
     """A whole generation (of a chat or a raw completion), its stream read to the end."""
     reading = _Reading(model, started)
     text, thinking = await reading.whole(answer)
-    return GenerateResponse(response=text, thinking=thinking or None, **reading.done())
+    logprobs = reading.logprobs or None
+    return GenerateResponse(response=text, thinking=thinking or None, logprobs=logprobs, **reading.done())
 
 
 def empty() -> Message:
@@ -88,6 +91,37 @@ def _done(
     }
 
 
+def _logprobs(choice: dict[str, Any]) -> list[Logprob]:
+    """A chunk's log-probabilities as Ollama gives them: a chat's (`content`, each token with its
+    alternatives) or a completion's (`tokens`, `token_logprobs`, `top_logprobs`)."""
+    given = choice.get("logprobs")
+    if not isinstance(given, dict):
+        return []
+    if "content" in given:
+        return [
+            Logprob(
+                token=token["token"],
+                logprob=token["logprob"],
+                top_logprobs=[TokenLogprob(token=t["token"], logprob=t["logprob"]) for t in top] or None,
+            )
+            for token in given.get("content") or ()
+            for top in [token.get("top_logprobs") or ()]
+        ]
+    tops = given.get("top_logprobs") or []
+    return [
+        Logprob(
+            token=token,
+            logprob=logprob,
+            top_logprobs=[TokenLogprob(token=t, logprob=p) for t, p in (tops[i] or {}).items()] or None
+            if i < len(tops)
+            else None,
+        )
+        for i, (token, logprob) in enumerate(
+            zip(given.get("tokens") or (), given.get("token_logprobs") or (), strict=False)
+        )
+    ]
+
+
 class _Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -104,9 +138,16 @@ class _Reading:
         self.finish: str | None = None
         self.usage = _Usage()
         self.calls: dict[int, dict[str, str]] = {}
+        self.logprobs: list[Logprob] = []  # every token's, where asked
+        self._told = 0  # how many of them a piece has carried
+
+    def fresh_logprobs(self) -> list[Logprob] | None:
+        """The log-probabilities of the tokens read since the last piece was told (None: none)."""
+        fresh, self._told = self.logprobs[self._told :], len(self.logprobs)
+        return fresh or None
 
     async def pieces(self, answer: Events[Any]) -> AsyncGenerator[tuple[str, str | None], None]:
-        """(text, thinking) as they come."""
+        """(text, thinking) as they come; their tokens' log-probabilities in `fresh_logprobs`."""
         async for chunk in answer.items:
             self.model = str(chunk.get("model") or self.model)
             if chunk.get("usage"):
@@ -120,6 +161,7 @@ class _Reading:
                     function = call.get("function") or {}
                     held["name"] += function.get("name") or ""
                     held["arguments"] += function.get("arguments") or ""
+                self.logprobs += _logprobs(choice)
                 text = choice.get("text") if "text" in choice else delta.get("content")  # a completion's
                 thought = thinking_of(delta)
                 if text or thought:
@@ -154,7 +196,11 @@ async def chat_lines(
     try:
         async for text, thought in reading.pieces(answer):
             said = Message(role="assistant", content=text, thinking=thought)
-            yield line(ChatResponse(model=reading.model, created_at=now(), message=said, done=False))
+            logprobs = reading.fresh_logprobs()
+            piece = ChatResponse(
+                model=reading.model, created_at=now(), message=said, logprobs=logprobs, done=False
+            )
+            yield line(piece)
         if reading.calls:
             said = Message(role="assistant", content="", tool_calls=reading.tool_calls())
             yield line(ChatResponse(model=reading.model, created_at=now(), message=said, done=False))
@@ -174,7 +220,12 @@ async def generate_lines(
     try:
         async for text, thought in reading.pieces(answer):
             piece = GenerateResponse(
-                model=reading.model, created_at=now(), response=text, thinking=thought, done=False
+                model=reading.model,
+                created_at=now(),
+                response=text,
+                thinking=thought,
+                logprobs=reading.fresh_logprobs(),
+                done=False,
             )
             yield line(piece)
         await after()

@@ -61,6 +61,8 @@ class _Generating(_Loose):
     options: Options | None = None
     keep_alive: KeepAlive = None
     think: Think = None
+    logprobs: bool = False  # each token's log-probability, with its `top_logprobs` likeliest alternatives
+    top_logprobs: int = Field(default=0, ge=0, le=20)
 
     @field_validator("think", mode="before")
     @classmethod

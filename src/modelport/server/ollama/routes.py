@@ -77,6 +77,8 @@ async def generate(request: Request, given: GenerateRequest) -> Response:
     asked = sampling(given)
     if given.raw or given.suffix is not None:  # the prompt as it is (and what follows it): a completion
         asked.pop("reasoning_effort", None)
+        if asked.pop("logprobs", False):  # a completion's: how many alternatives
+            asked["logprobs"] = asked.pop("top_logprobs")
         shape = asked.pop("response_format", None)
         if shape is not None:  # `format` holds a completion as vLLM's `guided_json` does
             asked["guided_json"] = (
