@@ -1,7 +1,7 @@
 """The Messages API's request, as Anthropic's reference defines it: content blocks of the kinds a local
 model can read (text, images, documents, search results, tool use and results, thinking), tools, tool
-choice, thinking and output configuration. Fields it does not use (`cache_control`, `service_tier`, …) are accepted and ignored,
-as a server without those features must."""
+choice, thinking and output configuration. Fields it does not use (`cache_control`, `service_tier`, …) are
+accepted and ignored, as a server without those features must."""
 
 from __future__ import annotations
 
