@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -402,3 +403,78 @@ def test_the_models_list_is_anthropic_s_when_asked_by_its_sdk(tiny: Faces) -> No
     assert client.models.retrieve("reverse").display_name == "reverse"
     # Without `anthropic-version`, OpenAI's list.
     assert tiny.http.models.list().data[0].object == "model"
+
+
+def ended(client: anthropic.Anthropic, batch_id: str) -> Any:
+    """The message batch once it has ended (its tiny models answer at once)."""
+    deadline = time.monotonic() + 60
+    while (batch := client.messages.batches.retrieve(batch_id)).processing_status != "ended":
+        assert time.monotonic() < deadline, batch
+        time.sleep(0.1)
+    return batch
+
+
+def test_a_message_batch_runs_each_request_as_a_message_and_gives_anthropic_s_results(tiny: Faces) -> None:
+    client = sdk(tiny)
+    one: dict[str, Any] = {"model": "reverse", "max_tokens": 50, "messages": ASK}
+    asked = [
+        {"custom_id": "reversed", "params": one},
+        {"custom_id": "recalled", "params": {**one, "model": "recall", "system": "Be brief."}},
+        # `reverse` cannot hold its answer to a format: refused as it runs
+        {"custom_id": "refused", "params": {**one, "output_config": BRIEF}},
+    ]
+    made = client.messages.batches.create(requests=asked)  # type: ignore[arg-type]
+    assert made.id.startswith("msgbatch_")
+    assert made.processing_status == "in_progress"
+    assert made.request_counts.processing == 3
+    batch = ended(client, made.id)
+    assert batch.request_counts.model_dump() == {
+        "processing": 0, "succeeded": 2, "errored": 1, "canceled": 0, "expired": 0
+    }  # fmt: skip
+    assert batch.results_url == f"{tiny.url}/v1/messages/batches/{made.id}/results"
+    results = {result.custom_id: result.result for result in client.messages.batches.results(made.id)}
+    reversed_, recalled, failed = results["reversed"], results["recalled"], results["refused"]
+    assert reversed_.type == "succeeded"
+    assert [block.text for block in reversed_.message.content] == ["Paris? in weather the is What"]  # type: ignore[union-attr]
+    assert recalled.type == "succeeded"
+    assert "system: Be brief." in recalled.message.content[0].text  # type: ignore[union-attr]
+    assert failed.type == "errored"
+    assert failed.error.error.type == "invalid_request_error"
+    # One of the caller's batches: on Anthropic's list, and on the OpenAI face's.
+    assert made.id in [listed.id for listed in client.messages.batches.list()]
+    assert "batch_" + made.id.removeprefix("msgbatch_") in [listed.id for listed in tiny.http.batches.list()]
+
+
+def test_a_message_batch_cancelled_at_once_ends_with_what_it_did_not_run_canceled(tiny: Faces) -> None:
+    client = sdk(tiny)
+    asked = [
+        {"custom_id": f"r{i}", "params": {"model": "reverse", "max_tokens": 5, "messages": ASK}}
+        for i in range(40)
+    ]
+    made = client.messages.batches.create(requests=asked)  # type: ignore[arg-type]
+    assert client.messages.batches.cancel(made.id).processing_status in ("canceling", "ended")
+    batch = ended(client, made.id)
+    counts = batch.request_counts
+    assert counts.succeeded + counts.canceled == 40
+    assert batch.cancel_initiated_at is not None
+    results = list(client.messages.batches.results(made.id))
+    assert sorted(result.custom_id for result in results) == sorted(f"r{i}" for i in range(40))
+    assert sum(result.result.type == "canceled" for result in results) == counts.canceled
+
+
+def test_a_message_batch_that_cannot_run_is_a_400_naming_the_request(tiny: Faces) -> None:
+    one = {"model": "reverse", "max_tokens": 5, "messages": ASK}
+    for requests, param in [
+        ([{"custom_id": "a", "params": one}, {"custom_id": "a", "params": one}], "requests[1].custom_id"),
+        ([{"custom_id": "a", "params": {**one, "model": "nowhere"}}], "requests[0].params.model"),
+        ([{"custom_id": "a", "params": {**one, "stream": True}}], "requests[0].params.stream"),
+        ([{"custom_id": "a b", "params": one}], "requests[0].custom_id"),
+    ]:
+        refused = httpx.post(
+            f"{tiny.url}/v1/messages/batches", json={"requests": requests}, headers={"x-api-key": KEY}
+        )
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["type"] == "error"
+        assert param in refused.json()["error"]["message"]
+    with pytest.raises(anthropic.NotFoundError):
+        sdk(tiny).messages.batches.retrieve("msgbatch_nowhere")

@@ -45,8 +45,15 @@ def test_the_app_serves_the_rows_of_the_table_and_nothing_else(tmp_path: Path) -
     }
     # Beside the rows, only the transport of a realtime session: a WebRTC call's offer (the WebSockets of
     # `/v1/realtime` and `/v1/responses` are not in an OpenAPI document; ending a call is a row), and
-    # Anthropic's Messages API, a face over the chat row.
+    # Anthropic's Messages API, a face over the chat row (its Message Batches over the files and batches
+    # rows).
     calls = {("POST", "/v1/realtime/calls"), ("POST", "/v1/messages"), ("POST", "/v1/messages/count_tokens")}
+    batches = "/v1/messages/batches"
+    calls |= {("POST", batches), ("GET", batches), ("GET", f"{batches}/{{message_batch_id}}")}
+    calls |= {
+        ("POST", f"{batches}/{{message_batch_id}}/cancel"),
+        ("GET", f"{batches}/{{message_batch_id}}/results"),
+    }
     assert documented == {(op.method, op.route) for op in OPERATIONS} | calls
     assert {op.route for op in OPERATIONS if op.batchable} == {
         "/v1/chat/completions",

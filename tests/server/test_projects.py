@@ -129,6 +129,7 @@ class Owned:
     vector_file: str
     file_batch: str
     upload: str
+    message_batch: str
 
 
 def make(client: openai.OpenAI) -> Owned:
@@ -150,9 +151,13 @@ def make(client: openai.OpenAI) -> Owned:
     store = client.vector_stores.create(name="secrets", file_ids=[text.id])
     file_batch = client.vector_stores.file_batches.create(store.id, file_ids=[text.id])
     upload = client.uploads.create(bytes=4, filename="in.txt", mime_type="text/plain", purpose="assistants")
+    asked = {"model": "reverse", "max_tokens": 5, "messages": [{"role": "user", "content": "one two"}]}
+    message_batch = client.post(
+        "/messages/batches", body={"requests": [{"custom_id": "a", "params": asked}]}, cast_to=dict[str, Any]
+    )["id"]  # Anthropic's Message Batches, on the same batches
     return Owned(
         completion.id, response.id, background.id, file.id, batch.id, conversation.id, item, store.id,
-        text.id, file_batch.id, upload.id,
+        text.id, file_batch.id, upload.id, message_batch,
     )  # fmt: skip
 
 
@@ -192,6 +197,18 @@ REACHES: dict[tuple[str, str], Call] = {
     ("get", "/v1/batches"): lambda c, o: c.batches.list(after=o.batch),
     ("get", "/v1/batches/{batch_id}"): lambda c, o: c.batches.retrieve(o.batch),
     ("post", "/v1/batches/{batch_id}/cancel"): lambda c, o: c.batches.cancel(o.batch),
+    ("get", "/v1/messages/batches"): lambda c, o: c.get(
+        "/messages/batches", options={"params": {"after_id": o.message_batch}}, cast_to=object
+    ),
+    ("get", "/v1/messages/batches/{message_batch_id}"): lambda c, o: c.get(
+        f"/messages/batches/{o.message_batch}", cast_to=object
+    ),
+    ("post", "/v1/messages/batches/{message_batch_id}/cancel"): lambda c, o: c.post(
+        f"/messages/batches/{o.message_batch}/cancel", cast_to=object
+    ),
+    ("get", "/v1/messages/batches/{message_batch_id}/results"): lambda c, o: c.get(
+        f"/messages/batches/{o.message_batch}/results", cast_to=object
+    ),
     ("get", "/v1/conversations/{conversation_id}"): lambda c, o: c.conversations.retrieve(o.conversation),
     ("post", "/v1/conversations/{conversation_id}"): lambda c, o: c.conversations.update(
         o.conversation, metadata={"seen": "yes"}
@@ -278,6 +295,7 @@ REACHES_NONE = {
     # Anthropic's and Ollama's faces: requests of the rows above, and models by name.
     ("post", "/v1/messages"),
     ("post", "/v1/messages/count_tokens"),
+    ("post", "/v1/messages/batches"),  # its requests' file and batch made as the rows above make them
     *{("post", f"/api/{name}") for name in ("chat", "generate", "embed", "embeddings", "show")},
     *{("get", f"/api/{name}") for name in ("tags", "ps", "version")},
     *{("post", f"/api/{name}") for name in ("pull", "push", "create", "copy")},

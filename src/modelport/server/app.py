@@ -23,6 +23,7 @@ from modelport.server import (
     realtime_routes,
     responses_socket,
 )
+from modelport.server.anthropic import message_batches
 from modelport.server.anthropic import routes as anthropic_routes
 from modelport.server.host_guard import HostGuard
 from modelport.server.middleware import Authenticate, BodyLimit, Disconnects, RequestRecords
@@ -69,6 +70,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         app.include_router(router, prefix="/v1")
         app.include_router(router, prefix="/v1/openai/v1", include_in_schema=False)
     app.include_router(anthropic_routes.router, prefix="/v1")  # where Anthropic's SDKs send it
+    app.include_router(message_batches.router, prefix="/v1")
     anthropic_routes.documented(app, "/v1")
     app.include_router(ollama_routes.router, prefix="/api")  # where Ollama's apps send it
     app.include_router(generate_route.router)

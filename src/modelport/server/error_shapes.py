@@ -42,8 +42,13 @@ def anthropic_error(error: ModelportError) -> ErrorResponse:
     """An error in Anthropic's shape: its type by the status, our message."""
     from anthropic.types import ErrorResponse  # where the face is used: see `anthropic.routes`
 
-    kind = _ANTHROPIC_TYPES.get(error.status, "api_error" if error.status >= 500 else "invalid_request_error")
+    kind = anthropic_error_type(error.status)
     return ErrorResponse.model_validate({"type": "error", "error": {"type": kind, "message": _said(error)}})
+
+
+def anthropic_error_type(status: int) -> str:
+    """Anthropic's error type for an HTTP status."""
+    return _ANTHROPIC_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
 
 
 def ollama_error(error: ModelportError) -> bytes:

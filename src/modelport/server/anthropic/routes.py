@@ -40,14 +40,14 @@ async def create_message(request: Request, given: MessagesRequest) -> Response:
     from modelport.server.anthropic.from_chat import events, message
 
     service: Service = request.app.state.service
-    chat, sent = chat_request(given, _verify(service), stream=given.stream)
+    chat, sent = chat_request(given, verifier(service), stream=given.stream)
     with renamed(sent):
         answer = await CHAT.invoke(service, {}, body=chat)
-    seal = _seal(service)
+    seal = seal_of(service)
     if isinstance(answer, Events):
         return EventStream(events(answer, given.model, seal))
     assert isinstance(answer, ChatCompletion)
-    return _json(message(answer, seal))
+    return json_answer(message(answer, seal))
 
 
 @router.post("/messages/count_tokens", response_class=Response, tags=["Anthropic"])
@@ -57,25 +57,25 @@ async def count_message_tokens(request: Request, given: CountTokensRequest) -> R
     from anthropic.types import MessageTokensCount
 
     service: Service = request.app.state.service
-    chat, sent = chat_request(given, _verify(service), stream=False)
+    chat, sent = chat_request(given, verifier(service), stream=False)
     chat.max_completion_tokens = 1
     with renamed(sent):
         answer = await CHAT.invoke(service, {}, body=chat)
     assert isinstance(answer, ChatCompletion)
     assert answer.usage is not None
-    return _json(MessageTokensCount(input_tokens=answer.usage.prompt_tokens))
+    return json_answer(MessageTokensCount(input_tokens=answer.usage.prompt_tokens))
 
 
-def _json(answer: BaseModel) -> Response:
+def json_answer(answer: BaseModel) -> Response:
     return Response(answer.model_dump_json(exclude_unset=True), media_type="application/json")
 
 
-def _seal(service: Service) -> Seal:
+def seal_of(service: Service) -> Seal:
     sealer = service.responses.sealer
     return sealer.seal if sealer is not None else (lambda _: "")
 
 
-def _verify(service: Service) -> Verify:
+def verifier(service: Service) -> Verify:
     """A thinking block's signature checked against its text: this server's seal of that very text."""
     sealer = service.responses.sealer
     if sealer is None:
