@@ -73,9 +73,8 @@ async def create_message_batch(request: Request, given: MessageBatchCreate) -> R
             raise InvalidRequestError(
                 error.message, param=f"{where}.params.{error.param or ''}".rstrip(".")
             ) from None
-        if not service.batches.runner.known_model(
-            chat.model
-        ):  # it would fail the whole batch as it is checked
+        # A model the runner does not know fails the whole batch as it is checked: said here, of this one.
+        if not service.batches.runner.known_model(chat.model):
             raise InvalidRequestError(
                 f"The model `{chat.model}` does not exist.",
                 param=f"{where}.params.model",
@@ -112,9 +111,8 @@ async def list_message_batches(
         after = page.data[-1].id
     ids = [_message_batch_id(batch.id) for batch in batches]
     for name, cursor in (("after_id", after_id), ("before_id", before_id)):
-        if (
-            cursor is not None and cursor not in ids
-        ):  # as OpenAI's lists answer a cursor of no object of theirs
+        # As the OpenAI face's lists answer a cursor that is none of the caller's objects.
+        if cursor is not None and cursor not in ids:
             raise NotFoundError(f"No message batch found with id '{cursor}'.", param=name)
     start, end = 0, len(batches)
     if after_id is not None:
@@ -124,13 +122,9 @@ async def list_message_batches(
         start = max(start, end - limit)
     chosen = batches[start:end][:limit]
     shown = [await _shown(request, service, batch) for batch in chosen]
-    listed = {
-        "data": [batch.model_dump(mode="json") for batch in shown],
-        "has_more": end > start + len(chosen) if before_id is None else start > 0,
-        "first_id": shown[0].id if shown else None,
-        "last_id": shown[-1].id if shown else None,
-    }
-    return Response(orjson.dumps(listed), media_type="application/json")
+    more = end > start + len(chosen) if before_id is None else start > 0
+    # Anthropic's page is OpenAI's list shape (`data`, `has_more`, `first_id`, `last_id`) but `object`.
+    return Response(orjson.dumps(ListPage(shown, more).body()), media_type="application/json")
 
 
 @router.get("/messages/batches/{message_batch_id}", response_class=Response, tags=["Anthropic"])
