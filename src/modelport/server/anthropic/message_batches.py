@@ -178,7 +178,7 @@ async def message_batch_results(request: Request, message_batch_id: str) -> Resp
             result: dict[str, Any] = {"type": "canceled"}
             if batch.status == "failed":
                 error = refused.get(number)
-                said = f"{error.message}" if error else "Not run: another request of the batch was refused."
+                said = error.message if error else "Not run: another request of the batch was refused."
                 result = {
                     "type": "errored",
                     "error": {"type": "error", "error": {"type": "invalid_request_error", "message": said}},
@@ -256,6 +256,7 @@ async def _shown(
     left = max(total - done - failed, 0)
     ended = batch.status in _ENDED
     identifier = _message_batch_id(batch.id)
+    results = f"{str(request.base_url).rstrip('/')}/v1/messages/batches/{identifier}/results"
     return MessageBatch.model_validate(
         {
             "id": identifier,
@@ -275,8 +276,6 @@ async def _shown(
             ),
             "cancel_initiated_at": _time(batch.cancelling_at),
             "archived_at": None,
-            "results_url": f"{str(request.base_url).rstrip('/')}/v1/messages/batches/{identifier}/results"
-            if ended
-            else None,
+            "results_url": results if ended else None,
         }
     )

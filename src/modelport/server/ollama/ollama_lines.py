@@ -107,18 +107,15 @@ def _logprobs(choice: dict[str, Any]) -> list[Logprob]:
             for token in given.get("content") or ()
             for top in [token.get("top_logprobs") or ()]
         ]
-    tops = given.get("top_logprobs") or []
+    tokens, tops = given.get("tokens") or [], given.get("top_logprobs") or []
+    tops = [*tops, *[None] * (len(tokens) - len(tops))]  # none asked: no alternatives
     return [
         Logprob(
             token=token,
             logprob=logprob,
-            top_logprobs=[TokenLogprob(token=t, logprob=p) for t, p in (tops[i] or {}).items()] or None
-            if i < len(tops)
-            else None,
+            top_logprobs=[TokenLogprob(token=t, logprob=p) for t, p in (top or {}).items()] or None,
         )
-        for i, (token, logprob) in enumerate(
-            zip(given.get("tokens") or (), given.get("token_logprobs") or (), strict=False)
-        )
+        for token, logprob, top in zip(tokens, given.get("token_logprobs") or [], tops, strict=False)
     ]
 
 
