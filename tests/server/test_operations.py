@@ -466,3 +466,6 @@ def test_a_required_query_parameter_left_out_is_a_400_naming_it_on_both_faces(ti
         with pytest.raises(openai.BadRequestError) as caught:
             tiny_served.inprocess.get(operation.path, cast_to=object)
         assert (caught.value.param, caught.value.code) == (name, "missing")
+        with pytest.raises(openai.BadRequestError) as over_http:
+            tiny_served.http.get(operation.path, cast_to=object)
+        assert str(caught.value) == str(over_http.value)  # the SDK's text: the status and the message

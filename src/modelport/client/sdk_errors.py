@@ -43,4 +43,7 @@ def to_sdk_error(error: ModelportError, path: str) -> openai.APIStatusError:
     cls = _STATUS_ERRORS.get(
         error.status, openai.InternalServerError if error.status >= 500 else openai.APIStatusError
     )
-    return cls(f"Error code: {error.status} - {body}", response=response, body=body["error"])
+    # The SDK's text for an answer's error: the status and its message alone (the body is the error's `body`).
+    message = body["error"].get("message")
+    said = f"Error code: {error.status} - {message}" if message else f"Error code: {error.status}"
+    return cls(said, response=response, body=body["error"])
