@@ -126,3 +126,23 @@ def test_an_upload_larger_than_a_file_may_be_is_refused_at_once(served: Faces) -
             bytes=10**12, filename="huge.bin", mime_type="application/octet-stream", purpose="batch"
         )
     assert refused.value.status_code == 413
+
+
+@pytest.mark.parametrize("face", ["http", "in-process"])
+def test_every_purpose_openai_s_files_take_is_kept_and_listed(served: Faces, face: str) -> None:
+    """`evals` among them, which the SDK's `FileObject` does not list: validating the File object refused it
+    (a 500 after the file was kept, and every later listing of the project's files a 500 too)."""
+    client = served.face(face)
+    line = (
+        b'{"custom_id": "a", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "reverse"}}\n'
+    )
+    made = {}
+    for purpose in ("assistants", "batch", "fine-tune", "vision", "user_data", "evals"):
+        made[purpose] = client.files.create(file=("f.jsonl", line), purpose=purpose)  # type: ignore[arg-type]
+        assert made[purpose].purpose == purpose
+        assert client.files.retrieve(made[purpose].id).purpose == purpose
+    listed = {file.id: file.purpose for file in client.files.list()}
+    assert {file.id: purpose for purpose, file in made.items()}.items() <= listed.items()
+    upload = client.uploads.create(bytes=4, filename="e.jsonl", mime_type="text/jsonl", purpose="evals")  # type: ignore[arg-type]
+    part = client.uploads.parts.create(upload.id, data=b"four")
+    assert client.uploads.complete(upload.id, part_ids=[part.id]).file.purpose == "evals"  # type: ignore[union-attr]
