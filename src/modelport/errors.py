@@ -36,6 +36,25 @@ class InvalidRequestError(ModelportError):
     type = "invalid_request_error"
 
 
+class RouteError(InvalidRequestError):
+    """A request for a URL nothing here serves (404), or by a method its endpoint does not take (405): said
+    the same way by every face, HTTP's router and the in-process client's table alike."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+    @classmethod
+    def unknown(cls, method: str, path: str) -> RouteError:
+        """`path` whole (`/v1/…`): OpenAI's words for it, then ours."""
+        return cls(404, f"Invalid URL ({method.upper()} {path}): modelport does not serve this endpoint.")
+
+    @classmethod
+    def wrong_method(cls, method: str, path: str, allowed: str) -> RouteError:
+        taken = allowed or "other methods"
+        return cls(405, f"Method not allowed ({method.upper()} {path}): this endpoint takes {taken}.")
+
+
 class ConversationFullError(InvalidRequestError):
     """A conversation holding the most items it may (`[limits] conversation_items`)."""
 

@@ -469,3 +469,26 @@ def test_a_required_query_parameter_left_out_is_a_400_naming_it_on_both_faces(ti
         with pytest.raises(openai.BadRequestError) as over_http:
             tiny_served.http.get(operation.path, cast_to=object)
         assert str(caught.value) == str(over_http.value)  # the SDK's text: the status and the message
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("get", "/containers", 404),
+        ("post", "/moderations", 404),
+        ("get", "/embeddings", 405),
+        ("post", "/files/x", 405),
+    ],
+)
+def test_a_url_nothing_serves_or_a_method_its_endpoint_does_not_take_is_refused_alike_on_both_faces(
+    tiny_served: Faces, method: str, path: str, status: int
+) -> None:
+    """HTTP's router and the in-process client's table say it in the same words (the in-process client
+    answered a wrong method as an unknown URL, in other words)."""
+    refused = []
+    for face in (tiny_served.http, tiny_served.inprocess):
+        with pytest.raises(openai.APIStatusError) as caught:
+            getattr(face, method)(path, cast_to=object, **({"body": {}} if method == "post" else {}))
+        refused.append((type(caught.value), caught.value.status_code, str(caught.value), caught.value.body))
+    assert refused[0] == refused[1]
+    assert refused[0][1] == status

@@ -11,9 +11,10 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
-from modelport.errors import ModelportError, ServerError
+from modelport.errors import ModelportError, RouteError, ServerError
 from modelport.protocol.validation import invalid, telling
 from modelport.server.error_shapes import error_content
+from modelport.service.operation_table import OPERATIONS
 
 log = logging.getLogger("modelport.server")
 
@@ -51,18 +52,22 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(HTTPException)
     async def _http(request: Request, error: HTTPException) -> Response:
         message = str(error.detail)
-        where = f"{request.method} {request.url.path}"
+        refused: ModelportError
         # The router's own refusals: say what was asked for, in OpenAI's words for an unknown URL.
         if error.status_code == 404 and message == "Not Found":
-            message = f"Invalid URL ({where}): modelport does not serve this endpoint."
+            refused = RouteError.unknown(request.method, request.url.path)
         elif error.status_code == 405 and message == "Method Not Allowed":
-            allowed = (error.headers or {}).get("Allow", "")
-            message = f"Method not allowed ({where}): this endpoint takes {allowed or 'other methods'}."
-        refused = ModelportError(message)
-        refused.status, refused.type = (
-            error.status_code,
-            _HTTP_TYPES.get(error.status_code, "invalid_request_error"),
-        )
+            # Every method the path's rows take, as the in-process client says it: Starlette's `Allow` names
+            # the first route's alone.
+            allowed = ", ".join(_row_methods(request.url.path)) or (error.headers or {}).get("Allow", "")
+            refused = RouteError.wrong_method(request.method, request.url.path, allowed)
+            return _shaped(request, refused, {**(error.headers or {}), "Allow": allowed})
+        else:
+            refused = ModelportError(message)
+            refused.status, refused.type = (
+                error.status_code,
+                _HTTP_TYPES.get(error.status_code, "invalid_request_error"),
+            )
         return _shaped(request, refused, dict(error.headers or {}))
 
     @app.exception_handler(ClientDisconnect)
@@ -76,3 +81,11 @@ def install(app: FastAPI) -> None:
     async def _unexpected(request: Request, error: Exception) -> Response:
         log.exception("unexpected error")
         return _shaped(request, ServerError(f"Internal error: {type(error).__name__}"))
+
+
+def _row_methods(path: str) -> list[str]:
+    """The methods the operation table's rows take at `path` (none where it is no row's)."""
+    for prefix in ("/v1/openai/v1/", "/v1/"):
+        if path.startswith(prefix):
+            return OPERATIONS.methods("/" + path.removeprefix(prefix))
+    return []

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from modelport.errors import InvalidRequestError, NotFoundError, PayloadTooLargeError
+from modelport.errors import InvalidRequestError, PayloadTooLargeError, RouteError
 from modelport.predictors.contract import Capability
 from modelport.protocol.answers import EventKind
 from modelport.protocol.validation import invalid, parse
@@ -233,11 +233,19 @@ class OperationTable:
         return None
 
     def get(self, method: str, path: str) -> tuple[Operation, dict[str, str]]:
-        """As `find`; a 404 naming the route when nothing serves it."""
+        """As `find`; a 404 naming the route when nothing serves it, a 405 naming the methods its endpoint
+        takes when it is asked by another."""
         found = self.find(method, path)
         if found is None:
-            raise NotFoundError(f"Invalid URL ({method.upper()} /v1{path})", code="unknown_url")
+            taken = self.methods(path)
+            if taken:
+                raise RouteError.wrong_method(method, f"/v1{path}", ", ".join(taken))
+            raise RouteError.unknown(method, f"/v1{path}")
         return found
+
+    def methods(self, path: str) -> list[str]:
+        """The methods the rows at `path` (below `/v1`) take."""
+        return sorted({op.method for op in self.operations if op.pattern.fullmatch(path)})
 
     def by_name(self, name: str) -> Operation:
         """The row named `name`."""
