@@ -260,6 +260,11 @@ def test_in_process_raw_responses_carry_the_request_id_as_http_does(tiny_served:
         assert raw.parse()._request_id == raw.headers["x-request-id"]
         given = client.models.with_raw_response.list(extra_headers={"x-request-id": "mine-1"})
         assert given.headers["x-request-id"] == "mine-1"
+    streamed = [
+        client.chat.completions.with_raw_response.create(model="reverse", messages=USER, stream=True)
+        for client in (tiny_served.http, tiny_served.inprocess)
+    ]
+    assert streamed[0].headers["content-type"] == streamed[1].headers["content-type"]
 
 
 @pytest.mark.parametrize("face", ["http", "in-process"])

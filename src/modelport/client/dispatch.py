@@ -30,6 +30,8 @@ from modelport.service.operation_table import OPERATIONS
 from modelport.service.operations import FilePart, Operation
 
 BASE_URL = "http://modelport.in-process/v1"
+# What the HTTP face says a stream of events is (Starlette adds the charset to a text type).
+EVENT_STREAM = "text/event-stream; charset=utf-8"
 NO_KEY = "in-process"  # what the SDK holds as its key when none is given (it asks for one)
 _QS = Querystring(array_format="brackets")  # as the SDK writes a query string
 
@@ -181,7 +183,7 @@ def http_response(
     for a blocking client (None: the bytes stay an async stream)."""
     request = httpx2.Request(options.method, BASE_URL + options.url, headers=_headers(options))
     if isinstance(answer, Events):
-        sent = {**headers, "content-type": "text/event-stream"}
+        sent = {**headers, "content-type": EVENT_STREAM}
         return httpx2.Response(200, headers=sent, stream=_stream(_frames(answer), pull), request=request)
     if isinstance(answer, Binary):
         sent = {**headers, "content-type": answer.media_type}

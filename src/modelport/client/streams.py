@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 import httpx2
 from openai import AsyncStream, Stream
 
-from modelport.client.dispatch import BASE_URL
+from modelport.client.dispatch import BASE_URL, EVENT_STREAM
 from modelport.client.sdk_errors import sdk_errors
 from modelport.errors import ServerError
 from modelport.protocol.answers import Events
@@ -111,7 +111,7 @@ class _Closer(httpx2.AsyncByteStream, httpx2.SyncByteStream):
 def _response(pump: StreamPump, path: str, runner: Runner | None) -> httpx2.Response:
     return httpx2.Response(
         200,
-        headers={"content-type": "text/event-stream"},
+        headers={"content-type": EVENT_STREAM},
         stream=_Closer(pump, runner),
         request=httpx2.Request("POST", BASE_URL + path),
     )
