@@ -165,7 +165,8 @@ def test_log_probabilities_come_with_their_tokens_when_asked(server: Faces) -> N
     raw = local.generate(**asked, prompt="one two", raw=True, stream=False, logprobs=True, top_logprobs=2)
     for answer, text in ((chat, chat.message.content), (generated, generated.response), (raw, raw.response)):
         assert answer.logprobs is not None
-        assert len(answer.logprobs) == answer.eval_count == 4
+        assert answer.eval_count is not None
+        assert len(answer.logprobs) == answer.eval_count <= 4  # a token each, however soon the model ends
         assert "".join(token.token for token in answer.logprobs) == text
         assert all(len(token.top_logprobs or ()) == 2 for token in answer.logprobs)
     lines = list(local.chat(**asked, messages=ASK, stream=True, logprobs=True))
