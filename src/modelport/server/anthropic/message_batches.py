@@ -178,11 +178,10 @@ async def message_batch_results(request: Request, message_batch_id: str) -> Resp
             result: dict[str, Any] = {"type": "canceled"}
             if batch.status == "failed":
                 error = refused.get(number)
-                said = error.message if error else "Not run: another request of the batch was refused."
-                result = {
-                    "type": "errored",
-                    "error": {"type": "error", "error": {"type": "invalid_request_error", "message": said}},
-                }
+                said = "Not run: another request of the batch was refused."
+                if error is not None:
+                    said = error.message or "The request was refused."
+                result = _errored("invalid_request_error", said)
             results.append({"custom_id": line["custom_id"], "result": result})
     lines = [
         MessageBatchIndividualResponse.model_validate(result).model_dump_json(exclude_unset=True)
@@ -198,8 +197,12 @@ def _failed(record: dict[str, Any]) -> dict[str, Any]:
     response = record.get("response") or {}
     error = (response.get("body") or {}).get("error") or record.get("error") or {}
     kind = anthropic_error_type(int(response.get("status_code") or 500))
-    said = str(error.get("message") or "The request failed.")
-    return {"type": "errored", "error": {"type": "error", "error": {"type": kind, "message": said}}}
+    return _errored(kind, str(error.get("message") or "The request failed."))
+
+
+def _errored(kind: str, message: str) -> dict[str, Any]:
+    """An errored result: Anthropic's error of type `kind` (`invalid_request_error`, …)."""
+    return {"type": "errored", "error": {"type": "error", "error": {"type": kind, "message": message}}}
 
 
 async def _batch(service: Service, message_batch_id: str) -> Batch:
