@@ -1,7 +1,8 @@
 """How llama.cpp's chunks reach an async reader (`stream_chunks`), on a handler built here that calls back
 as llama.cpp's streaming handlers do, a chunk at a time from its own thread (no model): one by one as
-they come, or, for a reader that wants only the whole answer, in bunches, with the end at once and no
-chunk held past its bunch's time when the generation pauses."""
+they come, or in bunches (a stream's tokens that come faster than its pace, a whole answer's), with the
+end at once, no chunk held past its bunch's time when the generation pauses, and a chunk that comes after
+a longer gap at once."""
 
 from __future__ import annotations
 
@@ -17,28 +18,48 @@ from modelport.predictors.abilities import Bunching
 Chunk = dict[str, Any]
 
 
-def handler(gaps: list[float]) -> Callable[[Chunk, Callable[[Chunk], bool]], None]:
-    """A streaming handler that sends a completion chunk after each of `gaps` (seconds), then the end."""
+def handler(
+    gaps: list[float], sent: list[float] | None = None
+) -> Callable[[Chunk, Callable[[Chunk], bool]], None]:
+    """A streaming handler that sends a completion chunk after each of `gaps` (seconds), then the end;
+    when each was sent goes to `sent`."""
 
     def handle(request: Chunk, callback: Callable[[Chunk], bool]) -> None:
         for i, gap in enumerate(gaps):
             time.sleep(gap)
+            if sent is not None:
+                sent.append(time.monotonic())
             if callback({"object": "text_completion", "choices": [{"index": 0, "text": f"t{i} "}]}):
                 return
 
     return handle
 
 
-async def received(gaps: list[float], bunch: float | None) -> tuple[list[float], float]:
-    """When each chunk reached the reader, and how long after the handler's last chunk the stream ended."""
-    stream = stream_chunks(handler(gaps), {"ignore_eos": True})
+async def received(
+    gaps: list[float], bunch: float | None, sent: list[float] | None = None
+) -> tuple[list[float], float]:
+    """When each chunk reached the reader, and how long after the handler's last chunk the stream ended (and
+    when each was sent, into `sent`), in seconds from the stream's start."""
+    stream = stream_chunks(handler(gaps, sent), {"ignore_eos": True})
     assert isinstance(stream, Bunching)
     if bunch is not None:
         stream.bunch(bunch)
     start, times = time.monotonic(), []
     async for _ in stream:
         times.append(time.monotonic() - start)
+    if sent is not None:
+        sent[:] = [at - start for at in sent]
     return times, time.monotonic() - start - sum(gaps)
+
+
+class CountedLoop(asyncio.SelectorEventLoop):
+    """An event loop that counts its wake-ups from other threads (what each costs a serving thread)."""
+
+    woken = 0
+
+    def call_soon_threadsafe(self, *args: Any, **kwargs: Any) -> Any:
+        CountedLoop.woken += 1
+        return super().call_soon_threadsafe(*args, **kwargs)
 
 
 def moments(times: list[float]) -> int:
@@ -63,3 +84,26 @@ def test_a_chunk_waits_no_longer_than_its_bunch_when_the_generation_pauses() -> 
     times, _ = asyncio.run(received([0.0, 0.6, 0.0], 0.1))
     assert len(times) == 3
     assert times[0] < 0.4  # handed over when its bunch's time was up, not with the chunk after the pause
+
+
+def test_a_stream_s_chunks_coming_faster_than_its_pace_wake_the_reader_s_loop_once_a_bunch_at_most() -> None:
+    """A steady stream paced at 50 ms: its chunks are handed over in bunches by a timer on the reader's own
+    loop, so llama.cpp's thread wakes that loop for the first chunks and the end only, where it woke it at
+    every chunk (or twice a bunch)."""
+    CountedLoop.woken = 0
+    with asyncio.Runner(loop_factory=CountedLoop) as runner:
+        times, late = runner.run(received([0.005] * 60, 0.05))
+    assert len(times) == 60
+    assert moments(times) <= 12  # 300 ms of chunks in bunches of 50 ms, and the end
+    assert late < 0.05  # the end at once
+    assert CountedLoop.woken <= 5
+
+
+def test_a_chunk_that_comes_after_a_longer_gap_than_the_pace_is_handed_over_at_once() -> None:
+    """A model slower than the pace (its tokens 300 ms apart, paced at 250) has each token sent as it comes,
+    not held for the pace's time."""
+    sent: list[float] = []
+    times, _ = asyncio.run(received([0.3] * 4, 0.25, sent))
+    assert len(times) == 4
+    delays = sorted(at - made for at, made in zip(times, sent, strict=True))
+    assert delays[len(delays) // 2] < 0.1

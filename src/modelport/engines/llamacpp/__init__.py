@@ -22,14 +22,24 @@ from modelport.engines.llamacpp.instances import Instances
 from modelport.engines.llamacpp.launch import SLOTS, SideDoor, default_gguf, start_server
 from modelport.predictors.chat_format import ChatFormat, shown_tools
 
+# A stream's tokens that come faster than this are sent together at most this often: the serving thread is
+# woken once a bunch, not once a token (`ChunkStream.bunch`), for a delay no reader sees (a screen
+# refreshes every 16 ms, a person reads a word in ~250).
+STREAM_INTERVAL_MS = 30.0
+
 __all__ = ["ENGINE", "SLOTS", "LlamaChat", "LlamaCompletion", "default_gguf", "start_server"]
 
 
-def load(conversation_cache_mib: int = 1024, **options: Any) -> Sequence[LlamaChat | LlamaCompletion]:
+def load(
+    conversation_cache_mib: int = 1024, stream_interval_ms: float = STREAM_INTERVAL_MS, **options: Any
+) -> Sequence[LlamaChat | LlamaCompletion]:
     """Load a GGUF (options as for `start_server`) and return its chat and completion predictors.
     `conversation_cache_mib` > 0 has modelport place chat and completion requests and keep their turns for
     later ones, in files of at most that many MiB (`conversations`); 0 leaves placement to llama.cpp. A
-    draft model keeps it off: a saved slot holds the main model's cache only."""
+    draft model keeps it off: a saved slot holds the main model's cache only. A stream's tokens that come
+    faster than one every `stream_interval_ms` are sent together at most that often (0: each at once)."""
+    if stream_interval_ms < 0:
+        raise ValueError(f"stream_interval_ms must be 0 or more, not {stream_interval_ms}")
     key = secrets.token_urlsafe(32)
     budget = conversation_cache_mib << 20
     saved = conversation_cache.folder(budget) if budget > 0 and not options.get("draft") else None
@@ -48,8 +58,9 @@ def load(conversation_cache_mib: int = 1024, **options: Any) -> Sequence[LlamaCh
     media = ("image",) if options.get("mmproj") else ()
     kept = conversation_cache.ConversationCache(door, saved, budget, gguf.name) if saved else None
     vocab_size = vocabulary_size(door)
-    chat = LlamaChat(instances, door, vocab_size, form, media, kept)
-    return [chat, LlamaCompletion(instances, door, vocab_size, gguf, kept)]
+    pace = stream_interval_ms / 1000
+    chat = LlamaChat(instances, door, vocab_size, form, media, kept, pace)
+    return [chat, LlamaCompletion(instances, door, vocab_size, gguf, kept, pace)]
 
 
 def chat_format(

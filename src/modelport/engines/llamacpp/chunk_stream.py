@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import logging
+import math
 import re
 import threading
 import time
@@ -42,8 +43,11 @@ _LIVE_LOCK = threading.Lock()
 _EXITING = threading.Event()
 
 
-def stream_chunks(handle: ChunkHandler, request: dict[str, Any], ended: Ended | None = None) -> ChunkStream:
-    """Run a blocking streaming handler in a thread and return its chunks as they come; `ended` is called
+def stream_chunks(
+    handle: ChunkHandler, request: dict[str, Any], ended: Ended | None = None, pace: float = 0.0
+) -> ChunkStream:
+    """Run a blocking streaming handler in a thread and return its chunks as they come (to an async reader
+    at most once every `pace` seconds while they come faster: `ChunkStream.bunch`); `ended` is called
     in that thread once the generation has ended, before the stream does, with the slot it ran in if
     llama.cpp said (a request with `verbose`) and whether it completed without error; what it returns
     is called after the stream's end. A generation is watched for repetition (`repetition`)."""
@@ -52,6 +56,7 @@ def stream_chunks(handle: ChunkHandler, request: dict[str, Any], ended: Ended | 
     if watch is not None:
         request["timings_per_token"] = True  # the usage so far, should the repetition stop end it early
     stream = ChunkStream(watch)
+    stream.bunch(pace)
     with _LIVE_LOCK:
         _LIVE.add(stream)
 
@@ -116,8 +121,11 @@ class ChunkStream:
         self._items: deque[Any] = deque()
         self._ready = threading.Condition()
         self._waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None
-        self._bunch = 0.0  # seconds chunks may wait for the next to be handed over with it
-        self._held_since: float | None = None  # when the first chunk held from the waiting reader came
+        self._bunch = 0.0  # seconds between hand-overs to an async reader while chunks come faster
+        self._handed = -math.inf  # when the async reader was last handed chunks (time.monotonic())
+        self._came = -math.inf  # when the last chunk came
+        self._gap = math.inf  # seconds between the last two chunks
+        self._timed = False  # a timer on the reader's loop hands over what comes before it fires
         self._cancelled = threading.Event()
         self._ended = False
         self.slot: int | None = None
@@ -149,33 +157,50 @@ class ChunkStream:
         return self._cancelled.is_set() or self.looped is not None
 
     def bunch(self, seconds: float) -> None:
-        """Hand the chunks to an async reader in bunches, a chunk waiting at most `seconds` for those after it
-        (the end, or a failure, at once): a reader that needs only the whole answer is then woken a few
-        times a second instead of at every token, a wake-up that costs a 2-core machine's serving thread
-        more than the token's own handling does."""
+        """Hand the chunks to an async reader in bunches, at most once every `seconds` while they come faster
+        than that (the first, the end and a failure at once; one that comes after a longer gap at once too).
+        A wake-up from llama.cpp's thread costs a 2-core machine's serving thread more than the token's own
+        handling does; a bunch's is shared, and a timer on the reader's own loop hands it over, so a
+        steady stream wakes the loop from outside not at all."""
         self._bunch = seconds
 
     def put(self, item: Any) -> None:
         with self._ready:
             self._items.append(item)
             self._ready.notify()
-            if self._waiter is None:
-                return
-            if self._bunch and isinstance(item, dict) and "error" not in item:
+            chunk = isinstance(item, dict) and "error" not in item
+            if chunk and self._bunch:
                 now = time.monotonic()
-                if self._held_since is None:
-                    self._held_since = now
-                    self._waiter[0].call_soon_threadsafe(self._wake_later, self._waiter[1])
-                    return
-                if now - self._held_since < self._bunch:
-                    return
-            waiter, self._waiter, self._held_since = self._waiter, None, None
+                self._gap, self._came = now - self._came, now
+            if self._waiter is None or (chunk and self._timed):  # the reader is busy, or its timer will come
+                return
+            waiter, self._waiter, self._timed = self._waiter, None, False
+            self._handed = time.monotonic() if self._bunch else self._handed
         waiter[0].call_soon_threadsafe(_wake, waiter[1])
 
-    def _wake_later(self, future: asyncio.Future[None]) -> None:
-        """On the reader's loop: wake it once a bunch's first chunk has waited its time, should no later
-        chunk come to (a generation that pauses: a long tool call's arguments checked, a slow step)."""
-        asyncio.get_running_loop().call_later(self._bunch, _wake, future)
+    def _wait(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
+        """The reader's wait for the next chunk (the lock held): woken by the chunk, or, while chunks come
+        faster than a bunch's time, by a timer when that time is up since the last hand-over."""
+        future = loop.create_future()
+        self._waiter, self._timed = (loop, future), False
+        if self._bunch and self._gap < self._bunch:
+            wait = self._handed + self._bunch - time.monotonic()
+            if wait > 0:
+                self._timed = True
+                loop.call_later(wait, self._hand_over, future)
+        return future
+
+    def _hand_over(self, future: asyncio.Future[None]) -> None:
+        """On the reader's loop, a bunch's time up: hand over what came since the last hand-over; if nothing
+        did (the generation paused), the next chunk wakes the reader at once."""
+        with self._ready:
+            if self._waiter is None or self._waiter[1] is not future:
+                return
+            self._timed = False
+            if not self._items:
+                return
+            self._waiter, self._handed = None, time.monotonic()
+        _wake(future)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return self
@@ -196,13 +221,8 @@ class ChunkStream:
                 if self._items or self._ended:
                     item = self._items.popleft() if self._items else _DONE
                     break
-                loop = asyncio.get_running_loop()
-                future = loop.create_future()
-                self._waiter, self._held_since = (loop, future), None
+                future = self._wait(asyncio.get_running_loop())
             await future
-            with self._ready:  # woken by the time a bunch may wait, not by a chunk
-                if self._waiter is not None and self._waiter[1] is future:
-                    self._waiter, self._held_since = None, None
         return self._unwrap(item, StopAsyncIteration)
 
     def _unwrap(self, item: Any, stop: type[Exception]) -> dict[str, Any]:

@@ -37,10 +37,12 @@ class LlamaChat:
         form: ChatFormat = PLAIN,
         media: tuple[str, ...] = (),
         kept: ConversationCache | None = None,
+        pace: float = 0.0,
     ) -> None:
         self._instances = instances
         self._door = door
         self._conversations = kept
+        self._pace = pace  # seconds between a stream's hand-overs while tokens come faster (`bunch`)
         self.media = media  # what its projector lets it read beside text: ("image",)
         props = door.get("/props")
         self._vocab_size = vocab_size  # `logit_bias` ids are checked against it
@@ -85,17 +87,17 @@ class LlamaChat:
             request["chat_template_kwargs"] = {**request.get("chat_template_kwargs", {}), "tools": tools}
         kept = self._conversations
         if kept is None or not self._instances.main(request):
-            return stream_chunks(self._instances.chat(request), request)
+            return stream_chunks(self._instances.chat(request), request, pace=self._pace)
         if _has_media(request["messages"]):
             turn = kept.leave(request)
-            return stream_chunks(self._instances.chat(request), request, turn.ended)
+            return stream_chunks(self._instances.chat(request), request, turn.ended, self._pace)
         # A one-off question, a RAG answer, a code edit; unless the caller means to go on from it, or what
         # comes before its message is long (the tools' description, the template's own text): the next
         # conversation reuses that (`message_names`).
         lone = len(request["messages"]) == 1 and not kept_for_later and not tools and not self._preambled
         lone = lone and len(json.dumps(request["messages"][0])) < conversation_cache.LONE_KEPT_CHARS
         turn = kept.place(request, conversation_names.message_names(request, self._preambled), lone)
-        return stream_chunks(self._instances.chat(request), request, turn.ended)
+        return stream_chunks(self._instances.chat(request), request, turn.ended, self._pace)
 
     def render(self, messages: list[dict[str, Any]]) -> str:
         """The prompt the template makes of `messages` (as adapted for it)."""
@@ -133,10 +135,12 @@ class LlamaCompletion:
         vocab_size: int,
         gguf: Path,
         kept: ConversationCache | None = None,
+        pace: float = 0.0,
     ) -> None:
         self._instances = instances
         self._door = door
         self._conversations = kept
+        self._pace = pace  # seconds between a stream's hand-overs while tokens come faster (`bunch`)
         self._fim = _fill_in_the_middle_tokens(door)
         self.fills_in_the_middle = self._fim is not None
         self.vocab_size = vocab_size
@@ -161,11 +165,11 @@ class LlamaCompletion:
         request = {**options, "prompt": prompt}
         kept = self._conversations
         if kept is None or not self._instances.main(request):
-            return stream_chunks(self._instances.completion(request), request)
+            return stream_chunks(self._instances.completion(request), request, pace=self._pace)
         # A prompt shorter than a piece is found by the same prompt again only.
         lone = len(prompt) < conversation_names.PROMPT_PIECE
         turn = kept.place(request, conversation_names.prompt_names(request), lone)
-        return stream_chunks(self._instances.completion(request), request, turn.ended)
+        return stream_chunks(self._instances.completion(request), request, turn.ended, self._pace)
 
     def detokenize(self, ids: list[int]) -> str:
         """The text of token ids (for `echo` of a prompt given as ids)."""
