@@ -12,6 +12,7 @@ a bare ASGI app (uvicorn's own choices: uvloop, httptools) streaming chunks of a
 handed over from another thread as llama.cpp's are, with no work of its own.
 
     .venv/bin/python -m bench.serving_cpu [--rounds 5] [--profile FILE] [--path "chat, streamed" ...]
+        [--stream-interval MS ...]  # a server at each (the engine's default otherwise), in turn
     .venv/bin/python -m bench.serving_cpu --top FILE   # the profile's busiest frames, self and inclusive
 """
 
@@ -35,7 +36,14 @@ from bench.common import NO_EOS, STORY, cpu_seconds, http_client, machine, model
 from tests.support.live import free_port, serving
 
 CHAT = "smollm2-135m-instruct"
-CONFIG = f'defaults = false\n[[models]]\nid = "{CHAT}"\nengine = "llamacpp"\n'
+
+
+def config(interval: float | None) -> str:
+    """The server's models.toml: the chat model alone, at this `stream_interval_ms` (None: its default)."""
+    paced = "" if interval is None else f"stream_interval_ms = {interval}\n"
+    return f'defaults = false\n[[models]]\nid = "{CHAT}"\nengine = "llamacpp"\n{paced}'
+
+
 # Tokens of a request; the difference is what a token costs. 16 at least: the Responses API's bound.
 SHORT, LONG = 16, 272
 
@@ -120,11 +128,28 @@ async def floor_row(rounds: int) -> list[object]:
     return [FLOOR, spent[SHORT] * 1000, per_chunk * 1000, f"{per_chunk / _FLOOR_GAP * 100:.1f}%"]
 
 
-async def measure(rounds: int, profile: str | None, paths: list[tuple[str, bool]]) -> list[list[object]]:
-    """The table's rows; or, with `profile`, py-spy's record of the same requests and no rows (py-spy stops
-    the process at every sample, which its CPU time would count)."""
+async def measure(
+    rounds: int, profile: str | None, paths: list[tuple[str, bool]], intervals: list[float | None]
+) -> list[list[object]]:
+    """The table's rows, a server in turn at each of `intervals`; or, with `profile`, py-spy's record of the
+    same requests at the first and no rows (py-spy stops the process at every sample, which its CPU time
+    would count)."""
     rows: list[list[object]] = []
-    with modelport_configured(CONFIG) as (url, pid):
+    for interval in intervals:
+        named = "" if len(intervals) == 1 else f" ({'default' if interval is None else f'{interval:g} ms'})"
+        rows += await measure_one(rounds, profile, paths, interval, named)
+        if profile is not None:
+            return rows
+    rows.append(await floor_row(rounds))
+    return rows
+
+
+async def measure_one(
+    rounds: int, profile: str | None, paths: list[tuple[str, bool]], interval: float | None, named: str
+) -> list[list[object]]:
+    """One server's rows, each path's name followed by `named`."""
+    rows: list[list[object]] = []
+    with modelport_configured(config(interval)) as (url, pid):
         client = http_client(url)
         # The model loaded, and each path answered once: a path's first answer imports what it needs (the
         # Responses types), which would count in its figures, or its profile.
@@ -147,7 +172,7 @@ async def measure(rounds: int, profile: str | None, paths: list[tuple[str, bool]
         before = cpu_seconds(pid, pid)
         await asyncio.sleep(10)
         idle = (cpu_seconds(pid, pid) - before) / 10  # CPU-seconds a second, doing nothing
-        rows.append(["idle", f"{idle * 1000:.1f} ms a second", "", ""])
+        rows.append([f"idle{named}", f"{idle * 1000:.1f} ms a second", "", ""])
         for kind, stream in paths:
             spent = {}
             for tokens in (SHORT, LONG):
@@ -158,9 +183,8 @@ async def measure(rounds: int, profile: str | None, paths: list[tuple[str, bool]
                 spent[tokens] = (cpu_seconds(pid, pid) - before - idle * wall) / rounds
             per_token = (spent[LONG] - spent[SHORT]) / (LONG - SHORT)
             rate = rounds * LONG / wall
-            row = [path_name(kind, stream), spent[SHORT] * 1000, per_token * 1000]
+            row = [path_name(kind, stream) + named, spent[SHORT] * 1000, per_token * 1000]
             rows.append([*row, f"{per_token * rate * 100:.1f}%"])
-    rows.append(await floor_row(rounds))
     return rows
 
 
@@ -184,11 +208,13 @@ def top(path: str, thread: str = "MainThread", count: int = 25) -> None:
         print(table(f"{thread}: {total} samples, by {title}", ["share", "frame"], rows))
 
 
-def main(rounds: int, profile: str | None, paths: list[tuple[str, bool]]) -> None:
+def main(
+    rounds: int, profile: str | None, paths: list[tuple[str, bool]], intervals: list[float | None]
+) -> None:
     print(
         f"# The serving thread's CPU, {rounds} requests of {SHORT} and of {LONG} tokens each\n\n{machine()}"
     )
-    rows = asyncio.run(measure(rounds, profile, paths))
+    rows = asyncio.run(measure(rounds, profile, paths, intervals))
     if profile is not None:
         top(profile)
         return
@@ -207,6 +233,13 @@ if __name__ == "__main__":
     parser.add_argument("--top", help="print a recorded profile's busiest frames, and measure nothing")
     names = [path_name(kind, stream) for kind, stream in PATHS]
     parser.add_argument("--path", action="append", choices=names, help="only this path (again for more)")
+    parser.add_argument(
+        "--stream-interval",
+        type=float,
+        action="append",
+        help="a server at this stream_interval_ms (ms; 0: each token at once), the servers in turn "
+        "(again for more; default: one at the engine's default)",
+    )
     parser.add_argument("--floor-server", type=int, help=argparse.SUPPRESS)  # serve the floor on this port
     arguments = parser.parse_args()
     chosen = [path for path in PATHS if arguments.path is None or path_name(*path) in arguments.path]
@@ -216,4 +249,4 @@ if __name__ == "__main__":
     elif arguments.top:
         top(arguments.top)
     else:
-        main(arguments.rounds, arguments.profile, chosen)
+        main(arguments.rounds, arguments.profile, chosen, arguments.stream_interval or [None])
