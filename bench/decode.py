@@ -3,6 +3,7 @@ directly (alone, and beside a second idle instance in its process), modelport in
 llama.cpp's own llama-server — same threads and slots.
 
     .venv/bin/python -m bench.decode [--runs 5] [--tokens 128] [--model smollm2|gemma3-270m]
+        [--stream-interval MS ...]  # another modelport server beside the first, at this stream_interval_ms
 """
 
 from __future__ import annotations
@@ -45,9 +46,13 @@ CONFIG = f'defaults = false\n[[models]]\nid = "{CHAT}"\nengine = "llamacpp"\n'
 SLOTS, N_CTX = 8, 32768  # the engine's defaults, given to llama-server too
 
 
-def config(model: BenchModel) -> str:
-    """The models.toml of a server of `model` alone."""
-    return f'defaults = false\n[[models]]\nid = "{model.id}"\nengine = "llamacpp"\npath = "{model.gguf}"\n'
+def config(model: BenchModel, interval: float | None = None) -> str:
+    """The models.toml of a server of `model` alone (at this `stream_interval_ms`, else the default)."""
+    paced = "" if interval is None else f"stream_interval_ms = {interval}\n"
+    return (
+        f'defaults = false\n[[models]]\nid = "{model.id}"\nengine = "llamacpp"\npath = "{model.gguf}"\n'
+        f"{paced}"
+    )
 
 
 def engine_stream(server: Any, prompt: str, max_tokens: int, no_eos: dict[str, int] = NO_EOS) -> Stream:
@@ -118,7 +123,7 @@ async def worker_process(case: str, tokens: int, model: str) -> AsyncIterator[Me
         await process.wait()
 
 
-async def main(runs: int, tokens: int, name: str) -> None:
+async def main(runs: int, tokens: int, name: str, intervals: list[float]) -> None:
     model = bench_model(name)
     print(
         f"# Single-stream decode, {model.gguf.name}, {tokens} tokens, median of {runs} interleaved rounds"
@@ -136,18 +141,25 @@ async def main(runs: int, tokens: int, name: str) -> None:
                 worker_process("engine beside another", tokens, name)
             ),
         }
-        url, pid = stack.enter_context(modelport_configured(config(model)))
-        client = http_client(url)
-        serving_cpu = [0.0]
+        serving_cpu: dict[str, float] = {}  # each modelport server's event-loop thread, over the rounds
 
-        async def over_http(prompt: str) -> Stream:
-            # The event loop's thread (the main one) does all of the server's Python work per chunk.
-            before = cpu_seconds(pid, pid)
-            stream = await stream_completion(client, model.id, prompt, tokens, model.no_eos)
-            serving_cpu[0] += cpu_seconds(pid, pid) - before
-            return stream
+        def over_http(case: str, interval: float | None) -> Measure:
+            url, pid = stack.enter_context(modelport_configured(config(model, interval)))
+            client = http_client(url)
 
-        cases["modelport HTTP"] = over_http
+            async def one(prompt: str) -> Stream:
+                # The event loop's thread (the main one) does all of the server's Python work per chunk.
+                before = cpu_seconds(pid, pid)
+                stream = await stream_completion(client, model.id, prompt, tokens, model.no_eos)
+                serving_cpu[case] = serving_cpu.get(case, 0.0) + cpu_seconds(pid, pid) - before
+                return stream
+
+            return one
+
+        cases["modelport HTTP"] = over_http("modelport HTTP", None)
+        for interval in intervals:
+            case = f"modelport HTTP, stream_interval_ms {interval:g}"
+            cases[case] = over_http(case, interval)
         binary = references.llama_server()
         if binary is None:
             print("\nllama-server: not built (python -m bench.references, ~25 min); its row is absent.")
@@ -163,7 +175,7 @@ async def main(runs: int, tokens: int, name: str) -> None:
         results: dict[str, list[Stream]] = {name: [] for name in cases}
         for one in cases.values():
             await one(f"0. {STORY}")  # warm-up
-        serving_cpu[0] = 0.0
+        serving_cpu.clear()
         for i in range(runs):
             for name in rotated(list(cases), i):
                 results[name].append(await cases[name](f"{i + 1}. {STORY}"))
@@ -188,8 +200,10 @@ async def main(runs: int, tokens: int, name: str) -> None:
         )
     headers = ["", "first token ms", "+ms vs engine", "decode tok/s", "× engine", "× llama-server"]
     print(table("Single stream", headers, rows))
-    chunks = sum(s.tokens for s in results["modelport HTTP"])
-    print(f"\nmodelport HTTP: serving thread CPU {serving_cpu[0] * 1000 / chunks:.3f} ms per streamed chunk")
+    print()
+    for case, spent in serving_cpu.items():
+        chunks = sum(s.tokens for s in results[case])
+        print(f"{case}: serving thread CPU {spent * 1000 / chunks:.3f} ms per streamed chunk")
     print(
         "\nTargets: HTTP decode ≥ 0.97× the engine and ≥ 1.0× llama-server; first token ≤ +2 ms over the "
         "engine; serving thread CPU ≤ 0.15 ms per chunk."
@@ -201,6 +215,13 @@ if __name__ == "__main__":
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--model", choices=MODELS, default=MODELS[0])
+    parser.add_argument(
+        "--stream-interval",
+        type=float,
+        action="append",
+        default=[],
+        help="another modelport server, at this stream_interval_ms (0: each token at once); again for more",
+    )
     cases = ["engine", "engine beside another", "in-process"]
     parser.add_argument("--case", choices=cases, help=argparse.SUPPRESS)
     arguments = parser.parse_args()
@@ -208,4 +229,4 @@ if __name__ == "__main__":
     if arguments.case:
         asyncio.run(worker(arguments.case, arguments.tokens, bench_model(arguments.model)))
     else:
-        asyncio.run(main(arguments.runs, arguments.tokens, arguments.model))
+        asyncio.run(main(arguments.runs, arguments.tokens, arguments.model, arguments.stream_interval))

@@ -65,3 +65,15 @@ def test_a_template_that_shows_no_tools_is_rendered_as_given_them_without_loadin
     assert (form.calls, "## Tools" in template, "## Tools" in v31) == ("deepseek_v31", True, False)
     glm = (real / "glm-4.7-flash.jinja").read_text()
     assert chat_format(chat_template=glm)[0] == glm
+
+
+def test_the_llama_cpp_engine_takes_the_pace_of_its_streams_in_milliseconds() -> None:
+    """`stream_interval_ms` (how often at most a stream's tokens that come faster are sent together) is one
+    of the llama.cpp engine's options, a number of milliseconds, checked when the settings are read."""
+    from modelport.engines import engine
+
+    llamacpp = engine("llamacpp")
+    llamacpp.check_options({"stream_interval_ms": 0}, "m", "llamacpp")
+    llamacpp.check_options({"stream_interval_ms": 12.5}, "m", "llamacpp")
+    with pytest.raises(ValueError, match="`stream_interval_ms`: Input should be a valid number"):
+        llamacpp.check_options({"stream_interval_ms": "fast"}, "m", "llamacpp")
