@@ -169,13 +169,12 @@ class ChunkStream:
             self._items.append(item)
             self._ready.notify()
             chunk = isinstance(item, dict) and "error" not in item
+            now = time.monotonic() if self._bunch else 0.0
             if chunk and self._bunch:
-                now = time.monotonic()
                 self._gap, self._came = now - self._came, now
             if self._waiter is None or (chunk and self._timed):  # the reader is busy, or its timer will come
                 return
-            waiter, self._waiter, self._timed = self._waiter, None, False
-            self._handed = time.monotonic() if self._bunch else self._handed
+            waiter, self._waiter, self._timed, self._handed = self._waiter, None, False, now
         waiter[0].call_soon_threadsafe(_wake, waiter[1])
 
     def _wait(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
