@@ -5,7 +5,7 @@ accepted and ignored, as a server without those features must."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -103,16 +103,8 @@ Block = Annotated[
     | RedactedThinkingIn,
     Field(discriminator="type"),
 ]
-BLOCKS = (
-    "text",
-    "image",
-    "document",
-    "search_result",
-    "tool_use",
-    "tool_result",
-    "thinking",
-    "redacted_thinking",
-)
+# The block types a message may hold, as `Block` lists them.
+BLOCKS = tuple(get_args(kind.model_fields["type"].annotation)[0] for kind in get_args(get_args(Block)[0]))
 
 
 class MessageIn(BaseModel):
