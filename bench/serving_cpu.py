@@ -32,17 +32,18 @@ from typing import Any
 import httpx
 import uvicorn
 
-from bench.common import NO_EOS, STORY, cpu_seconds, http_client, machine, modelport_configured, table
+from bench.common import (
+    NO_EOS,
+    STORY,
+    bench_model,
+    cpu_seconds,
+    http_client,
+    machine,
+    modelport_configured,
+    table,
+)
+from bench.decode import CHAT, config
 from tests.support.live import free_port, serving
-
-CHAT = "smollm2-135m-instruct"
-
-
-def config(interval: float | None) -> str:
-    """The server's models.toml: the chat model alone, at this `stream_interval_ms` (None: its default)."""
-    paced = "" if interval is None else f"stream_interval_ms = {interval}\n"
-    return f'defaults = false\n[[models]]\nid = "{CHAT}"\nengine = "llamacpp"\n{paced}'
-
 
 # Tokens of a request; the difference is what a token costs. 16 at least: the Responses API's bound.
 SHORT, LONG = 16, 272
@@ -149,7 +150,7 @@ async def measure_one(
 ) -> list[list[object]]:
     """One server's rows, each path's name followed by `named`."""
     rows: list[list[object]] = []
-    with modelport_configured(config(interval)) as (url, pid):
+    with modelport_configured(config(bench_model("smollm2"), interval)) as (url, pid):
         client = http_client(url)
         # The model loaded, and each path answered once: a path's first answer imports what it needs (the
         # Responses types), which would count in its figures, or its profile.
