@@ -258,6 +258,43 @@ def test_a_response_cancelled_mid_answer(voice: Faces) -> None:
     assert done.output[0].status == "incomplete"
 
 
+def test_a_response_cancelled_while_it_waits_for_the_transcript_leaves_it_to_the_next(
+    voice: Faces, question: bytes
+) -> None:
+    """A response asked for before its turn's audio is transcribed waits for the transcript (as on a busy
+    machine, where the user speaks again before it comes): cancelled while it waits, the transcript still
+    comes, and the next response reads it."""
+
+    async def run() -> tuple[list[Any], Any]:
+        async with connect(voice, model="gpt-realtime") as connection:
+            await until(connection, "session.created")
+            heard = {"transcription": {"model": "whisper-1", "language": "en"}, "turn_detection": None}
+            session = {"type": "realtime", "audio": {"input": heard}, "max_output_tokens": 16}
+            await connection.session.update(session=session)
+            await until(connection, "session.updated")
+            # Long enough (~15 s) that it is still being transcribed when the response is cancelled.
+            await say(connection, question * 6, 500, 0.0, silence_ms=0)
+            await connection.input_audio_buffer.commit()
+            await connection.response.create()
+            seen = await until(connection, "response.created")
+            await connection.response.cancel()
+            await until(connection, "response.done", seen)
+            await until(connection, "conversation.item.input_audio_transcription.completed", seen)
+            await connection.response.create()
+            return seen, (await until(connection, "response.done"))[-1]
+
+    events, answered = asyncio.run(run())
+    order = kinds(events)
+    cancelled = events[order.index("response.done")].response
+    assert cancelled.status == "cancelled"
+    assert cancelled.status_details.reason == "client_cancelled"
+    # Cancelled while it waited, not after the transcript came (what this test is about).
+    assert order.index("response.done") < order.index("conversation.item.input_audio_transcription.completed")
+    assert len(events[-1].transcript.split()) >= 3
+    assert answered.response.status in ("completed", "incomplete")  # incomplete: max_output_tokens
+    assert answered.response.output[0].content[0].transcript
+
+
 def test_barge_in_cancels_the_answer_and_truncate_cuts_it(voice: Faces, question: bytes) -> None:
     async def run() -> tuple[list[Any], Any, Any]:
         async with connect(voice, model="gpt-realtime") as connection:

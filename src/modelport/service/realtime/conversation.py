@@ -176,7 +176,9 @@ async def _content(entry: Entry) -> str | list[dict[str, Any]]:
         elif kind in ("input_audio", "output_audio", "audio"):
             transcript = part.get("transcript")
             if transcript is None and entry.heard is not None:
-                transcript = await entry.heard
+                # Shielded: a response cancelled while it waits (the user spoke again) must not cancel the
+                # transcript, which the item keeps and the next response reads.
+                transcript = await asyncio.shield(entry.heard)
             parts.append({"type": "text", "text": transcript or ""})
         elif kind == "input_image" and part.get("image_url"):
             image = {"url": part["image_url"], **({"detail": part["detail"]} if part.get("detail") else {})}

@@ -191,12 +191,15 @@ class InputAudio:
         async def transcribe() -> None:
             assert entry.heard is not None
             item = entry.item
+            text, failed = "", None
             try:
                 given = config.transcription(session.session) or {}
                 text = await (early if early is not None else session.pipes.transcribe(samples, given))
             except ModelportError as error:
-                entry.heard.set_result("")
                 failed = {"type": error.type, "code": error.code, "message": error.message}
+            finally:  # the responses waiting for it go on (shielded), with nothing heard where it failed
+                entry.heard.set_result(text)
+            if failed is not None:
                 await session.send(
                     server_event(
                         "conversation.item.input_audio_transcription.failed",
@@ -206,7 +209,6 @@ class InputAudio:
                     )
                 )
                 return
-            entry.heard.set_result(text)
             if asked:
                 item["content"][0]["transcript"] = text
                 where = {"item_id": item["id"], "content_index": 0}
