@@ -290,9 +290,10 @@ def test_a_response_cancelled_while_it_waits_for_the_transcript_leaves_it_to_the
     assert cancelled.status_details.reason == "client_cancelled"
     # Cancelled while it waited, not after the transcript came (what this test is about).
     assert order.index("response.done") < order.index("conversation.item.input_audio_transcription.completed")
-    assert len(events[-1].transcript.split()) >= 3
+    words = len(events[-1].transcript.split())
+    assert words >= 3
     assert answered.response.status in ("completed", "incomplete")  # incomplete: max_output_tokens
-    assert answered.response.output[0].content[0].transcript
+    assert answered.response.usage.input_tokens > words  # it read the transcript (a token a word at least)
 
 
 def test_barge_in_cancels_the_answer_and_truncate_cuts_it(voice: Faces, question: bytes) -> None:
