@@ -20,15 +20,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import openai
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from modelport.engines.llamacpp import conversation_cache, conversation_names
 from tests.support.configs import NO_EOS
 from tests.support.families import FIRST_BLOCKS, repack
-from tests.support.live import configured_server, counted
+from tests.support.live import configured_server, counted, counted_by
 
 pytestmark = pytest.mark.models  # real models: not the unit tier
 
@@ -305,18 +303,12 @@ def test_a_conversation_s_next_turn_goes_on_in_the_slot_its_last_rests_in(
             assert reply.usage.prompt_tokens_details is not None
             seen.append((reply.usage.prompt_tokens, reply.usage.prompt_tokens_details.cached_tokens or 0))
             after = starts()
-            (start,) = (start for start, count in before.items() if after.get(start) == count + 1)
+            (start,) = (start for start, count in after.items() if count == before.get(start, 0.0) + 1)
             return start
 
         def starts() -> dict[str, float]:
             """How many turns began each way so far."""
-            families = text_string_to_metric_families(httpx.get(f"{live.url}/metrics", timeout=30).text)
-            return {
-                sample.labels["start"]: sample.value
-                for family in families
-                for sample in family.samples
-                if sample.name == "modelport_conversation_turns_total"
-            }
+            return counted_by(live.url, "modelport_conversation_turns_total", "start")
 
         def began(start: str) -> float:
             return counted(live.url, "modelport_conversation_turns_total", start=start)

@@ -152,6 +152,17 @@ def counted(url: str, name: str, **labels: str) -> float:
     return total
 
 
+def counted_by(url: str, name: str, label: str) -> dict[str, float]:
+    """A server's counter `name` so far, summed by the value of its `label`, in one read of its metrics."""
+    totals: dict[str, float] = {}
+    for family in text_string_to_metric_families(httpx.get(f"{url}/metrics", timeout=30).text):
+        for sample in family.samples:
+            if sample.name == name and label in sample.labels:
+                key = sample.labels[label]
+                totals[key] = totals.get(key, 0.0) + sample.value
+    return totals
+
+
 @contextmanager
 def health_probed(url: str, every: float = 0.02) -> Iterator[list[float]]:
     """`/health` asked every `every` seconds from a thread of its own while the block runs: the seconds each
