@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import base64
 import http.server
+import ssl
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -17,6 +19,7 @@ import pytest
 
 from modelport.engines.document_text import UnreadableError, document_text
 from modelport.settings import Limits
+from tests.support.certificates import authority
 from tests.support.configs import tiny_settings
 from tests.support.documents import pdf
 from tests.support.faces import Faces, faces
@@ -96,10 +99,10 @@ def test_bad_files_are_a_400_naming_the_part(tiny: Any) -> None:
 
 
 class Listener:
-    """An HTTP server on 127.0.0.1 that records each request; `routes` maps a path to (status, headers,
-    body), or to None to hang."""
+    """An HTTP server on 127.0.0.1 (HTTPS, with `tls`) that records each request; `routes` maps a path to
+    (status, headers, body), or to None to hang."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.seen: list[str] = []
         self.routes: dict[str, tuple[int, dict[str, str], bytes] | None] = {}
         listener = self
@@ -124,6 +127,8 @@ class Listener:
 
         self.port = free_port()
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
@@ -136,13 +141,24 @@ def listeners() -> Iterator[tuple[Listener, Listener]]:
 
 
 @pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Listener, Path]]:
+    """An HTTPS listener for `localhost`, and the file of the authority that signed its certificate."""
+    ca, served = authority(tmp_path_factory.mktemp("authority"))
+    listener = Listener(served)
+    yield listener, ca
+    listener.server.shutdown()
+
+
+@pytest.fixture(scope="module")
 def guarded(
-    tmp_path_factory: pytest.TempPathFactory, listeners: tuple[Listener, Listener]
+    tmp_path_factory: pytest.TempPathFactory,
+    listeners: tuple[Listener, Listener],
+    secured: tuple[Listener, Path],
 ) -> Iterator[Faces]:
-    """A server that allows fetching from the first listener only, with small limits."""
+    """A server that allows fetching from the first listener and the HTTPS one only, with small limits."""
     allowed, _ = listeners
     settings = tiny_settings(str(tmp_path_factory.mktemp("fetch") / "state.db"))
-    settings.allow_fetch = [f"127.0.0.1:{allowed.port}"]
+    settings.allow_fetch = [f"127.0.0.1:{allowed.port}", f"localhost:{secured[0].port}"]
     settings.limits = Limits(fetch_bytes=1000, fetch_seconds=1.0)
     with faces(settings) as served:
         yield served
@@ -162,6 +178,25 @@ def test_an_allowed_host_is_fetched_and_its_text_reaches_the_model(
     allowed, _ = listeners
     allowed.routes["/memo.txt"] = (200, {"Content-Type": "text/plain"}, b"Meet at noon.")
     assert "Meet at noon." in by_url(guarded.http, f"http://127.0.0.1:{allowed.port}/memo.txt")
+
+
+def test_https_is_fetched_as_the_machines_trust_store_says(
+    guarded: Faces, secured: tuple[Listener, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listener, ca = secured
+    listener.routes["/memo.txt"] = (200, {"Content-Type": "text/plain"}, b"Meet at two.")
+    url = f"https://localhost:{listener.port}/memo.txt"
+    # An authority in no store the machine has (the run's own is another): its certificate is refused.
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    with pytest.raises(openai.BadRequestError) as refused:
+        by_url(guarded.http, url)
+    assert refused.value.body["code"] == "invalid_url"
+    assert listener.seen == []  # the handshake failed: no request was made
+    # Named by SSL_CERT_FILE, as OpenSSL reads it for the machine's store, it is trusted.
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca))
+    assert "Meet at two." in by_url(guarded.http, url)
+    assert listener.seen == ["/memo.txt"]
 
 
 @pytest.mark.parametrize(

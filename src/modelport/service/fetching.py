@@ -8,8 +8,11 @@ sent on."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
+import os
 import socket
+import ssl
 from dataclasses import dataclass
 
 import anyio
@@ -76,7 +79,9 @@ class Fetcher:
             raise _refused(param, f"fetching {url} failed: {type(error).__name__}") from None
 
     async def _follow(self, url: str, param: str, cap: int) -> Fetched:
-        async with httpx.AsyncClient(follow_redirects=False, trust_env=False, timeout=self.seconds) as client:
+        async with httpx.AsyncClient(
+            follow_redirects=False, trust_env=False, timeout=self.seconds, verify=tls()
+        ) as client:
             for _ in range(_REDIRECTS + 1):
                 target = _url(url, param)
                 request = await self._pinned(client, target, param)
@@ -149,6 +154,24 @@ class Fetcher:
 
     def _in_allowed_network(self, address: IP) -> bool:
         return any(address in network for network in self._networks)
+
+
+def tls() -> ssl.SSLContext:
+    """The TLS context of every connection the server opens to a URL a client gave: certificates checked
+    against the machine's trust store (OpenSSL's, which `SSL_CERT_FILE` and `SSL_CERT_DIR` name where set),
+    or certifi's where no file of it holds any. One for the process: loading a store is 10-35 ms of CPU,
+    which a context made for each fetch (an image by URL, an MCP server's session) added to its request."""
+    return _tls(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@functools.lru_cache(maxsize=4)
+def _tls(cafile: str | None, capath: str | None) -> ssl.SSLContext:
+    context = ssl.create_default_context()  # OpenSSL reads the two variables itself
+    if not context.cert_store_stats()["x509_ca"] and cafile is None and capath is None:
+        import certifi
+
+        context.load_verify_locations(cafile=certifi.where())
+    return context
 
 
 # IPv6 forms that carry an IPv4 address in their last 32 bits, which a router or a NAT64 gateway may deliver

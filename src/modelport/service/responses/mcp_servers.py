@@ -18,7 +18,7 @@ from openai.types.responses import McpToolCallError
 from openai.types.responses.mcp_tool_call_error import HTTPError, McpProtocolError, McpToolExecutionError
 
 from modelport.protocol.validation import json_value
-from modelport.service.fetching import Pin
+from modelport.service.fetching import Pin, tls
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -163,7 +163,7 @@ class _Pinned(httpx2.AsyncBaseTransport):
         # An idle connection is dropped after 3 s, before the 5 s at which uvicorn (the `mcp` package's
         # servers) and Node close theirs: a tool call sent on one as its server closes it is reset unanswered
         # (a turn's calls are often more than 5 s apart, while the model writes).
-        self.inner = httpx2.AsyncHTTPTransport(limits=httpx2.Limits(keepalive_expiry=3.0))
+        self.inner = httpx2.AsyncHTTPTransport(verify=tls(), limits=httpx2.Limits(keepalive_expiry=3.0))
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         url = request.url
