@@ -7,6 +7,7 @@ read as a response (`.with_raw_response`, binary and text answers)."""
 from __future__ import annotations
 
 import contextlib
+import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -33,6 +34,9 @@ BASE_URL = "http://modelport.in-process/v1"
 # What the HTTP face says a stream of events is (Starlette adds the charset to a text type).
 EVENT_STREAM = "text/event-stream; charset=utf-8"
 NO_KEY = "in-process"  # what the SDK holds as its key when none is given (it asks for one)
+# The TLS context of the SDK's HTTP client, which nothing here sends through: it trusts no certificate,
+# where the SDK's default loaded the machine's CA certificates for every client made (10-35 ms of CPU).
+UNSENT_TLS = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 _QS = Querystring(array_format="brackets")  # as the SDK writes a query string
 
 
