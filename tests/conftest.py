@@ -10,9 +10,12 @@ import sys
 import tempfile
 import zlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from tests.support.certificates import authority
 
 # The server and the SDK are imported by the fixtures that start them: pytest-xdist's controller loads this
 # file too, and runs no test (the workers start only once it has loaded).
@@ -37,6 +40,11 @@ if _WORKER or "MODELPORT_DATA_DIR" not in os.environ:
 # The servers the tests start run this CPU's llama.cpp build if the machine has one, but none starts a build
 # (minutes of compiling beside the tests); tests/engines/test_engine_build.py sets its own.
 os.environ.setdefault("MODELPORT_LLAMACPP_BUILD", "cached")
+# The tests reach no machine but this one, over plain HTTP, so the run trusts one authority of its own; with
+# the machine's store, each HTTP client a test or a server made (the SDK's, httpx's; ~600 in the unit tier)
+# loaded its 140-odd certificates first: 10-35 ms of CPU each, a sixth of the unit tier's.
+os.environ["SSL_CERT_FILE"] = str(authority(Path(tempfile.mkdtemp(prefix="modelport-test-authority-")))[0])
+os.environ.pop("SSL_CERT_DIR", None)
 FACES = ["http", "in-process"]
 pytest_plugins = ["tests.support.workers"]
 
