@@ -27,6 +27,7 @@ _SCALARS = {
     12: "<d",
 }
 _STRING, _ARRAY = 8, 9
+_LENGTH = struct.Struct("<Q")  # a string's length, before its bytes
 _CONTROL = 3  # llama.cpp's token type of a special token, written as text only when asked to
 
 
@@ -110,9 +111,9 @@ def _parse(data: mmap.mmap) -> tuple[dict[str, Any], int]:
         (kind,), offset = struct.unpack_from("<I", data, offset), offset + 4
         if kind == _ARRAY:
             (item, length), offset = struct.unpack_from("<IQ", data, offset), offset + 12
-            for _ in range(length) if item == _STRING else ():
-                offset = _string(data, offset)[1]
-            if item != _STRING:
+            if item == _STRING:
+                offset = _past_strings(data, offset, length)
+            else:
                 offset += struct.calcsize(_SCALARS[item]) * length
         elif kind == _STRING:
             found[key], offset = _string(data, offset)
@@ -135,6 +136,15 @@ def _parameters(data: mmap.mmap, offset: int) -> int:
         offset += 8 * dimensions + 4 + 8
         total += math.prod(sizes)
     return total
+
+
+def _past_strings(data: mmap.mmap, offset: int, count: int) -> int:
+    """Where `count` strings from `offset` end: each stepped over by its length, not read (a vocabulary's
+    100,000 tokens and merges decoded were 60% of a header's reading)."""
+    unpack = _LENGTH.unpack_from
+    for _ in range(count):
+        offset += 8 + unpack(data, offset)[0]
+    return offset
 
 
 def _string(data: mmap.mmap, offset: int) -> tuple[str, int]:
