@@ -114,6 +114,23 @@ def test_a_stream_left_open_and_unread_frees_its_slot_when_its_work_ends() -> No
     asyncio.run(run())
 
 
+def test_a_caller_cancelled_while_a_stream_closes_is_cancelled() -> None:
+    # Closing a stream cancels its work and waits for it: a caller cancelled meanwhile (a `wait_for`'s
+    # deadline, a task group's end) once had its cancellation taken for the work's, and went on.
+    async def run() -> None:
+        async with modelport.AsyncOpenAI(settings=ONE_SLOT) as client:
+            stream = await client.chat.completions.create(**ASK, stream=True)
+            await anext(aiter(stream))
+            closing = asyncio.create_task(stream.close())
+            await asyncio.sleep(0)  # the close has cancelled the work and waits for it to end
+            closing.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await closing
+            assert (await client.chat.completions.create(**ASK)).choices[0].message.content == "three two one"
+
+    asyncio.run(run())
+
+
 LEAVES_MID_STREAM = """
 import modelport
 client = modelport.OpenAI()

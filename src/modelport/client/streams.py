@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import contextlib
 import queue
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
@@ -26,6 +25,7 @@ from modelport.client.dispatch import BASE_URL, EVENT_STREAM
 from modelport.client.sdk_errors import sdk_errors
 from modelport.errors import ServerError
 from modelport.protocol.answers import Events
+from modelport.tasks import stopped
 
 T = TypeVar("T")
 _ITEM, _END, _FAILED = "item", "end", "failed"
@@ -77,11 +77,11 @@ class StreamPump:
 
     async def stop(self) -> None:
         """Stop reading, and the work behind the events."""
-        if self.task is not None and not self.task.done():
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
-        await self.events.aclose()
+        try:
+            if self.task is not None and not self.task.done():
+                await stopped(self.task)
+        finally:
+            await self.events.aclose()
 
 
 def _taken(taken: Taken, path: str) -> Any:

@@ -16,6 +16,7 @@ from modelport.errors import InvalidRequestError, StoreDisabledError, StoreUnava
 from modelport.metrics import Tally
 from modelport.store import Store
 from modelport.store.usage_rows import COUNTS
+from modelport.tasks import stopped
 
 log = logging.getLogger("modelport.usage")
 
@@ -120,9 +121,7 @@ class Meter:
     async def close(self) -> None:
         """Write what is pending."""
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await stopped(self._task)
         with contextlib.suppress(StoreUnavailableError):
             await self.flush()
 

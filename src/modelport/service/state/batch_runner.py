@@ -28,6 +28,7 @@ from modelport.errors import InvalidRequestError, ModelportError, PredictorError
 from modelport.ids import new_id
 from modelport.service.state.files import Files, checked_lines
 from modelport.store import Store
+from modelport.tasks import stopped
 
 log = logging.getLogger("modelport.batches")
 HEARTBEAT = 2  # seconds between the lease's renewals (and looks at the batch's stored status), at most
@@ -231,9 +232,7 @@ class BatchRunner:
             await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, queue.qsize())))))
         finally:
             self._stops.pop(batch["id"], None)
-            beating.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await beating
+            await stopped(beating)
         stored = await store.batches.get(batch["id"], None)
         if stored is not None and stored["status"] == "cancelling":
             return {
