@@ -158,9 +158,10 @@ class Fetcher:
 
 def tls() -> ssl.SSLContext:
     """The TLS context of every connection the server opens to a URL a client gave: certificates checked
-    against the machine's trust store (OpenSSL's, which `SSL_CERT_FILE` and `SSL_CERT_DIR` name where set),
-    or certifi's where no file of it holds any. One for the process: loading a store is 10-35 ms of CPU,
-    which a context made for each fetch (an image by URL, an MCP server's session) added to its request."""
+    against the machine's trust store (OpenSSL's default, or what `SSL_CERT_FILE` and `SSL_CERT_DIR` name),
+    and certifi's bundle where the default's file holds no certificate. One for the process: loading a store
+    is 10-35 ms of CPU, which a context made for each fetch (an image by URL, an MCP server's session) added
+    to its request."""
     return _tls(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
 
 
