@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_SECONDS = 180.0
@@ -142,24 +143,23 @@ def tokens_counted(url: str, model: str, kind: str) -> float:
     return counted(url, "modelport_tokens_total", model=model, kind=kind)
 
 
+def _samples(url: str, name: str) -> Iterator[Sample]:
+    """The samples of a server's metric `name`, from one read of its metrics."""
+    for family in text_string_to_metric_families(httpx.get(f"{url}/metrics", timeout=30).text):
+        yield from (sample for sample in family.samples if sample.name == name)
+
+
 def counted(url: str, name: str, **labels: str) -> float:
     """A server's counter `name` so far, summed over the samples that carry `labels` (among others)."""
-    total = 0.0
-    for family in text_string_to_metric_families(httpx.get(f"{url}/metrics", timeout=30).text):
-        for sample in family.samples:
-            if sample.name == name and labels.items() <= sample.labels.items():
-                total += sample.value
-    return total
+    return sum((s.value for s in _samples(url, name) if labels.items() <= s.labels.items()), 0.0)
 
 
 def counted_by(url: str, name: str, label: str) -> dict[str, float]:
     """A server's counter `name` so far, summed by the value of its `label`, in one read of its metrics."""
     totals: dict[str, float] = {}
-    for family in text_string_to_metric_families(httpx.get(f"{url}/metrics", timeout=30).text):
-        for sample in family.samples:
-            if sample.name == name and label in sample.labels:
-                key = sample.labels[label]
-                totals[key] = totals.get(key, 0.0) + sample.value
+    for sample in _samples(url, name):
+        if label in sample.labels:
+            totals[sample.labels[label]] = totals.get(sample.labels[label], 0.0) + sample.value
     return totals
 
 
