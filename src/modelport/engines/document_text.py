@@ -11,9 +11,6 @@ import io
 import resource
 from dataclasses import dataclass
 
-import pypdfium2
-from pypdf import PdfReader
-
 _TEXT_ENDINGS = (
     ".txt", ".md", ".csv", ".tsv", ".json", ".jsonl", ".xml", ".yaml", ".yml", ".html", ".htm", ".py",
     ".js", ".ts", ".java", ".c", ".h", ".cpp", ".go", ".rs", ".rb", ".sh", ".sql", ".toml", ".ini", ".log",
@@ -66,8 +63,17 @@ class _Text:
         return text
 
 
+def load() -> None:
+    """Import the readers (pypdf and PDFium are an eighth of the server's own import, so they come with the
+    first document, not with the server); done before the workers are forked, they inherit them."""
+    import pypdf  # noqa: F401
+    import pypdfium2  # noqa: F401
+
+
 def _pdfium_text(data: bytes, bounds: Bounds) -> str:
     """A PDF's text as PDFium reads it; `UnreadableError` where it cannot either."""
+    import pypdfium2
+
     try:
         document = pypdfium2.PdfDocument(data)
     except pypdfium2.PdfiumError:
@@ -88,6 +94,8 @@ def document_text(name: str, data: bytes, bounds: Bounds = Bounds()) -> str:
     if not data:
         raise UnreadableError("an empty file")
     if data.startswith(b"%PDF-"):
+        from pypdf import PdfReader
+
         try:
             pages = PdfReader(io.BytesIO(data)).pages
             text = _Text(bounds)

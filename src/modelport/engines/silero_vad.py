@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import functools
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
-import onnxruntime
+
+if TYPE_CHECKING:
+    import onnxruntime
 
 RATE = 16_000
 WINDOW = 512  # samples: 32 ms
@@ -17,6 +20,8 @@ _CONTEXT = 64  # samples of the previous window the model reads before each one
 
 @functools.cache
 def _session() -> onnxruntime.InferenceSession:
+    # Imported by the first session that listens, not with the server: the style's rule for a backend.
+    import onnxruntime
     from faster_whisper.utils import get_assets_path
 
     options = onnxruntime.SessionOptions()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request, WebSocket
 from fastapi.responses import Response
@@ -19,11 +19,13 @@ from modelport import context
 from modelport.errors import InvalidRequestError, ModelportError
 from modelport.protocol.validation import json_value
 from modelport.server.realtime_watch import watch
-from modelport.server.webrtc import Calls
 from modelport.service import Service
 from modelport.service.access import Principal, acting_as
 from modelport.service.realtime import beta
 from modelport.service.realtime.realtime_events import Outgoing, error_event, wire
+
+if TYPE_CHECKING:
+    from modelport.server.webrtc import Calls
 
 router = APIRouter()
 
@@ -114,6 +116,9 @@ def calls_of(request: Request) -> Calls:
     """The app's calls in progress (made on first use)."""
     state = request.app.state
     if getattr(state, "calls", None) is None:
+        # aiortc, aioice and the codecs, a tenth of the server's own import, come with the first call.
+        from modelport.server.webrtc import Calls
+
         state.calls = Calls(state.service)
     calls: Calls = state.calls
     return calls

@@ -14,7 +14,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from pebble import ProcessExpired, ProcessPool
 
-from modelport.engines.document_text import Bounds, UnreadableError, bounded, read
+from modelport.engines.document_text import Bounds, UnreadableError, bounded, load, read
 from modelport.errors import ServerError
 
 __all__ = ["Bounds", "DocumentReader", "UnreadableError"]
@@ -40,6 +40,8 @@ class DocumentReader:
         """The document's text; `UnreadableError` if it cannot be read within the bounds. Cancelled, the
         read stops at once (its worker is stopped and another started)."""
         if self._pool is None or not self._pool.active:
+            await asyncio.to_thread(load)  # once a process; the workers forked below inherit the readers
+        if self._pool is None or not self._pool.active:  # another read may have made it during that wait
             # Forked: a spawned worker would first run the program's main module again (multiprocessing's
             # way), which an in-process client's unguarded script would make load its models again. A
             # forked worker runs only the reading, and touches nothing the server's threads hold.

@@ -4,9 +4,9 @@ Ollama's capability names for what each model can do."""
 from __future__ import annotations
 
 import datetime
+import functools
 from typing import Any
 
-import gguf
 from ollama import ListResponse, ProcessResponse, ShowResponse
 from openai.types import Model
 from pydantic import BaseModel
@@ -118,17 +118,22 @@ def _details(model: Model, info: dict[str, Any]) -> dict[str, str]:
     if isinstance(count, int) and count > 0:
         details["parameter_size"] = f"{count / 1e9:.1f}B" if count >= 10**9 else f"{count / 1e6:.0f}M"
     quantized = info.get("general.file_type")
-    if quantized in _FILE_TYPES:
-        details["quantization_level"] = _FILE_TYPES[quantized]
+    if isinstance(quantized, int) and quantized in _file_types():
+        details["quantization_level"] = _file_types()[quantized]
     return details
 
 
-# llama.cpp's file types by their number in a GGUF's header, as Ollama names them ("Q4_K_M", "F16").
-_FILE_TYPES = {
-    kind.value: kind.name.removeprefix("MOSTLY_").removeprefix("ALL_")
-    for kind in gguf.LlamaFileType
-    if kind is not gguf.LlamaFileType.GUESSED
-}
+@functools.cache
+def _file_types() -> dict[int, str]:
+    """llama.cpp's file types by their number in a GGUF's header, as Ollama names them ("Q4_K_M", "F16").
+    Made at the first look, not with the server: `gguf` is a twentieth of the server's own import."""
+    import gguf
+
+    return {
+        kind.value: kind.name.removeprefix("MOSTLY_").removeprefix("ALL_")
+        for kind in gguf.LlamaFileType
+        if kind is not gguf.LlamaFileType.GUESSED
+    }
 
 
 def _created(model: Model) -> datetime.datetime:
