@@ -29,6 +29,7 @@ from modelport.service.operation_table import OPERATIONS
 from modelport.service.operations import BODY, FORM_ROOM, PART_BYTES, UPLOAD, Operation, OperationTable
 from modelport.settings import AuthSettings, Limits
 from tests.server.test_projects import cli, new_key
+from tests.server.test_responses_socket import turn
 from tests.support.configs import tiny_settings
 from tests.support.faces import Faces, faces
 
@@ -93,6 +94,12 @@ def test_a_call_is_ended_through_its_row_on_every_face(tiny_served: Faces) -> No
 def test_openai_s_own_prefix_reaches_the_same_rows(tiny: openai.OpenAI, tiny_faces: Faces) -> None:
     mirrored = openai.OpenAI(base_url=f"{tiny_faces.url}/v1/openai/v1", api_key="unused", max_retries=0)
     assert [m.id for m in mirrored.models.list()] == [m.id for m in tiny.models.list()]
+    assert mirrored.models.retrieve("reverse").id == "reverse"  # a path's parameter
+    with mirrored.beta.responses.connect() as connection:  # a transport's WebSocket
+        assert turn(connection, model="reverse", input="abc", store=False)[-1].type == "response.completed"
+    unknown = httpx.post(f"{tiny_faces.url}/v1/openai/v1/nothing/here")
+    assert unknown.status_code == 404
+    assert "(POST /v1/openai/v1/nothing/here)" in unknown.json()["error"]["message"]  # the path as sent
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from modelport.server.http_render import render
 from modelport.server.json_routes import json_router
 from modelport.server.operation_routes import service_of
 
-router = json_router()
+router = json_router("")
 
 
 @router.post("/generate")

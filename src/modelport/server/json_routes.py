@@ -81,7 +81,7 @@ def _loaded(body: bytes) -> Any:
         return None
 
 
-def json_router(any_content_type: bool = False) -> APIRouter:
-    """A router whose routes hold their JSON bodies to the nesting bound; `any_content_type` reads a body as
-    JSON whatever its `Content-Type` says (but a web page's, `AnyTypeJsonRoute`)."""
-    return APIRouter(route_class=AnyTypeJsonRoute if any_content_type else DepthBoundRoute)
+def json_router(prefix: str, any_content_type: bool = False) -> APIRouter:
+    """A router whose routes, below `prefix`, hold their JSON bodies to the nesting bound; `any_content_type`
+    reads a body as JSON whatever its `Content-Type` says (but a web page's, `AnyTypeJsonRoute`)."""
+    return APIRouter(prefix=prefix, route_class=AnyTypeJsonRoute if any_content_type else DepthBoundRoute)

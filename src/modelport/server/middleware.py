@@ -26,6 +26,7 @@ _OPERATION = "operation"  # the scope state's key for the request's row
 # The WebRTC offers (`/realtime` is where OpenAI took them before `/realtime/calls`): a transport, as the
 # realtime WebSocket is, so not rows; a client secret may make them.
 WEBRTC_OFFERS = ("/realtime/calls", "/realtime")
+_MIRROR = "/v1/openai/v1"
 
 
 async def reply(send: Send, error: ModelportError, path: str) -> None:
@@ -266,9 +267,26 @@ class RequestRecords:
             )
 
 
+class OpenAIMirror:
+    """The `/v1` routes at `/v1/openai/v1` too (the base URL Llama Stack's clients use): such a request is
+    routed below `/v1/openai`, as by an app mounted there, its path as sent (every step, its records and its
+    errors see that)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            root, path = scope.get("root_path", ""), scope["path"]
+            below = path[len(root) :] if path.startswith(root) else path
+            if below.startswith(_MIRROR + "/"):
+                scope = {**scope, "root_path": root + _MIRROR.removesuffix("/v1")}
+        await self.app(scope, receive, send)
+
+
 def _below_v1(path: str) -> str:
     """A path below `/v1` (or OpenAI's `/v1/openai/v1`) without that prefix; others as they are."""
-    for prefix in ("/v1/openai/v1", "/v1"):
+    for prefix in (_MIRROR, "/v1"):
         if path.startswith(prefix + "/"):
             return path[len(prefix) :]
     return path

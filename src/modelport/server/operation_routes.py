@@ -4,6 +4,7 @@ and renders the answer. Nothing else is written per endpoint."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -28,9 +29,11 @@ def service_of(request: Request) -> Service:
     return service
 
 
+@functools.cache
 def router() -> APIRouter:
-    """Every operation of the table as a route (below the prefix the app mounts it at)."""
-    routes = json_router()
+    """Every operation of the table as a route below `/v1`: made once a process, for every app (an endpoint
+    finds its service on the request's app)."""
+    routes = json_router("/v1")
     for operation in OPERATIONS:
         multipart = UPLOAD in operation.inputs
         routes.add_api_route(

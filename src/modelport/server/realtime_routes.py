@@ -27,7 +27,7 @@ from modelport.service.realtime.realtime_events import Outgoing, error_event, wi
 if TYPE_CHECKING:
     from modelport.server.webrtc import Calls
 
-router = APIRouter()
+router = APIRouter(prefix="/v1")
 
 # Browsers cannot set headers on a WebSocket: they send the key as a subprotocol, as OpenAI's docs show.
 _KEY_PROTOCOL = "openai-insecure-api-key."

@@ -25,7 +25,7 @@ from modelport.service import Service
 from modelport.service.access import acting_as
 from modelport.service.operation_table import OPERATIONS
 
-router = APIRouter()
+router = APIRouter(prefix="/v1")
 _CREATE = OPERATIONS.by_name("responses.create")
 _DEFAULT_LANE = ""
 # What one connection may hold, so that nothing a client sends grows without a bound: lanes (each a task),

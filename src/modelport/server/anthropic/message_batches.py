@@ -31,7 +31,7 @@ from modelport.service.operations import FilePart
 if TYPE_CHECKING:
     from anthropic.types.messages import MessageBatch
 
-router = json_router()
+router = json_router("/v1")
 MARK = "anthropic_message_batch"  # the metadata key that makes a batch a message batch
 _PREFIX = "msgbatch_"
 _ENDED = ("completed", "failed", "expired", "cancelled")

@@ -28,7 +28,7 @@ from modelport.service.operation_table import OPERATIONS
 if TYPE_CHECKING:
     from modelport.server.anthropic.from_chat import Seal
 
-router = json_router()
+router = json_router("/v1")  # where Anthropic's SDKs send it
 CHAT = OPERATIONS.by_name("chat.completions.create")
 # What marks a request as Anthropic's (its SDKs and Claude Code always send it).
 VERSION_HEADER = "anthropic-version"

@@ -34,7 +34,7 @@ from modelport.service import Service
 from modelport.service.operation_table import OPERATIONS
 
 # Ollama reads a body as JSON whatever its content type, and clients count on it (`json_routes`).
-router = json_router(any_content_type=True)
+router = json_router("/api", any_content_type=True)  # where Ollama's apps send it
 CHAT = OPERATIONS.by_name("chat.completions.create")
 COMPLETION = OPERATIONS.by_name("completions.create")
 EMBEDDING = OPERATIONS.by_name("embeddings.create")
