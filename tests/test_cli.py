@@ -84,6 +84,7 @@ def test_the_commands_that_serve_nothing_start_without_the_server() -> None:
     assert done.stdout.splitlines() == ["[]", "False"], done.stderr
 
 
+@pytest.mark.slow  # the server imported afresh: ~3 s of CPU
 def test_the_server_starts_without_the_backends_no_request_has_asked_for() -> None:
     """WebRTC's stack, the PDF readers, the VAD's onnxruntime and gguf's tables come with the first call,
     document, listening session or model shown: together ~0.8 s of CPU that every start paid."""
