@@ -30,6 +30,7 @@ BENCHMARKS = [
     "workload",
     "neighbours",
     "second_turn",
+    "start",
 ]
 
 
