@@ -3,6 +3,7 @@ Commands run in this process through `main`, but where a real `serve` or a termi
 
 from __future__ import annotations
 
+import ast
 import io
 import socket
 import subprocess
@@ -66,22 +67,28 @@ def test_help_lists_the_commands() -> None:
     assert "--lazy" in serve.stdout
 
 
+def imported(script: str, modules: set[str]) -> list[str]:
+    """Those of `modules` that a fresh Python process running `script` has imported."""
+    probe = f"{script}\nimport sys\nprint(sorted(set(sys.modules) & {modules!r}))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    found: list[str] = ast.literal_eval(done.stdout.splitlines()[-1])
+    return found
+
+
 def test_the_commands_that_serve_nothing_start_without_the_server() -> None:
     """The service, the SDK and the web framework take ~3 s to import on 2 cores: only `serve` loads them."""
     commands = [["--help"], ["models", "--no-defaults"], ["engine"], ["pull", "--help"]]
     script = (
-        "import contextlib, io, sys\n"
+        "import contextlib, io\n"
         "from modelport.cli import main\n"
         f"for command in {commands!r}:\n"
         "    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
         "        main(command)\n"
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'openai', 'fastapi', 'starlette', 'mcp'}))\n"
-        "print('modelport.service' in sys.modules)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT
-    )
-    assert done.stdout.splitlines() == ["[]", "False"], done.stderr
+    assert imported(script, {"openai", "fastapi", "starlette", "mcp", "modelport.service"}) == []
 
 
 @pytest.mark.slow  # the server imported afresh: ~3 s of CPU
@@ -89,17 +96,11 @@ def test_the_server_starts_without_the_backends_no_request_has_asked_for() -> No
     """WebRTC's stack, the PDF readers, the VAD's onnxruntime and gguf's tables come with the first call,
     document, listening session or model shown: together ~0.8 s of CPU that every start paid."""
     script = (
-        "import sys\n"
         "from modelport.server import create_app\n"
         "from modelport.settings import Settings\n"
         "create_app(Settings(defaults=False))\n"
-        "print(sorted({m.split('.')[0] for m in sys.modules} & "
-        "{'aiortc', 'aioice', 'pypdf', 'pypdfium2', 'onnxruntime', 'gguf'}))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT
-    )
-    assert done.stdout.splitlines() == ["[]"], done.stderr
+    assert imported(script, {"aiortc", "aioice", "pypdf", "pypdfium2", "onnxruntime", "gguf"}) == []
 
 
 def test_models_lists_the_defaults_and_aliases() -> None:
