@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gc
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,14 @@ def test_usable_cpus_follow_affinity_and_the_cgroup_quota(
 def test_usable_cpus_follow_a_narrowed_affinity(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0})
     assert machine.usable_cpus() == 1
+
+
+def test_a_process_s_age_counts_from_its_start() -> None:
+    """What `serve` says it took to be ready: a process that slept a second before asking is a second old."""
+    script = "import time; time.sleep(1); from modelport import machine; print(machine.process_age())"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    age = float(done.stdout)
+    assert 1.0 <= age < 30
 
 
 def test_a_process_the_engines_own_holds_numpy_s_blas_to_one_thread() -> None:

@@ -52,6 +52,17 @@ def process_rss() -> int:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def process_age() -> float | None:
+    """Seconds since this process started (None where /proc does not say): what a user has waited, its
+    imports included."""
+    try:
+        with open("/proc/self/stat") as stat, open("/proc/uptime") as uptime:
+            started = int(stat.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+            return float(uptime.read().split()[0]) - started
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def give_back_memory() -> None:
     """Return the C heap's free pages to the system (glibc's `malloc_trim`; nothing elsewhere). A model
     freed leaves its memory in the allocator's arenas, held for the process's next allocations: without

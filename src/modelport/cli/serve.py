@@ -261,6 +261,8 @@ def _loading_bar(what: str = "loading") -> Callable[[str, int, int], None]:
         if done == total:
             bar.close()
             seconds = time.monotonic() - started
-            print(f"modelport: ready in {seconds:.1f} s with {', '.join(loaded)}", file=sys.stderr)
+            age = machine.process_age()
+            since = f"ready in {age:.1f} s (models {seconds:.1f} s)" if age else f"ready in {seconds:.1f} s"
+            print(f"modelport: {since} with {', '.join(loaded)}", file=sys.stderr)
 
     return progress
