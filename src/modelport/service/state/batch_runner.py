@@ -20,6 +20,9 @@ from typing import Any
 
 import anyio
 import orjson
+from openai.types import Batch, BatchError, BatchRequestCounts, BatchUsage
+from openai.types.batch import Errors
+from openai.types.batch_usage import InputTokensDetails, OutputTokensDetails
 from pydantic import BaseModel
 
 from modelport import context
@@ -101,7 +104,7 @@ class BatchRunner:
                 for row in await self.store.batches.claim(self.owner, self.lease):
                     if row["id"] not in self._running:
                         self._running[row["id"]] = asyncio.create_task(
-                            self._run(row["batch"], row["project"]), name=row["id"]
+                            self._run(Batch.model_validate(row["batch"]), row["project"]), name=row["id"]
                         )
             except StoreUnavailableError:
                 pass  # logged by the store; looked at again in a moment
@@ -109,22 +112,28 @@ class BatchRunner:
                 await asyncio.wait_for(self._wake.wait(), _POLL)
             self._wake.clear()
 
-    async def _run(self, batch: dict[str, Any], project: str) -> None:
+    async def _run(self, batch: Batch, project: str) -> None:
         assert self.store is not None
         try:
             await self._run_stages(batch, project)
         finally:
-            self._running.pop(batch["id"], None)
+            self._running.pop(batch.id, None)
 
-    async def _run_stages(self, batch: dict[str, Any], project: str) -> None:
+    async def _put(self, batch: Batch) -> str | None:
+        """Store the batch's new state as this runner (`BatchRows.put`): as the JSON it was read from, with
+        the fields set since."""
+        assert self.store is not None
+        return await self.store.batches.put(batch.model_dump(mode="json", exclude_unset=True), self.owner)
+
+    async def _run_stages(self, batch: Batch, project: str) -> None:
         """A batch runs as its creator's project: its lines' stored objects and usage are that project's."""
         assert self.store is not None
         try:
-            if batch["status"] == "validating":
+            if batch.status == "validating":
                 batch = await self._validated(batch, project)
-                if batch["status"] == "failed":
+                if batch.status == "failed":
                     return
-            if batch["status"] == "in_progress":
+            if batch.status == "in_progress":
                 batch = await self._lines(batch, project)
             await self._finish(batch, project)
         except FileNotFoundError:  # its input deleted while it ran: it can never run, so it fails now
@@ -132,114 +141,113 @@ class BatchRunner:
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("batch %s stopped; it is taken up again when its lease goes stale", batch["id"])
+            log.exception("batch %s stopped; it is taken up again when its lease goes stale", batch.id)
 
-    async def _validated(self, batch: dict[str, Any], project: str) -> dict[str, Any]:
+    async def _validated(self, batch: Batch, project: str) -> Batch:
         """The batch after its input is checked: `in_progress`, or `failed` with an error per line at fault
         (as OpenAI's batches fail while they validate), or `cancelling` if it was cancelled meanwhile."""
         assert self.store is not None
-        file_id = batch["input_file_id"]
+        file_id = batch.input_file_id
         try:
             # Only the project's own file: a batch may name any id, another project's included.
             if await self.store.files.get(file_id, project) is None:
                 raise FileNotFoundError(file_id)
             path = self.files.path(file_id)
             lines, errors = await anyio.to_thread.run_sync(
-                checked_lines, path, batch["endpoint"], self.known_model
+                checked_lines, path, batch.endpoint, self.known_model
             )
+            found = [BatchError.model_validate(error) for error in errors]
         except FileNotFoundError:  # never there, or deleted since the batch was made: nothing to run, ever
-            lines, errors = [], [_missing_input(file_id, project)]
+            lines, found = [], [_missing_input(file_id, project)]
         now = int(time.time())
-        if errors:
-            counts = _counts(len(lines) + sum(e["line"] is not None for e in errors), 0, 0)
-            data = errors[:_MOST_ERRORS]
-            batch = {
-                **batch,
-                "status": "failed",
-                "failed_at": now,
-                "errors": {"object": "list", "data": data},
-                "request_counts": counts,
-            }
+        if found:
+            total = len(lines) + sum(error.line is not None for error in found)
+            batch = batch.model_copy(
+                update={
+                    "status": "failed",
+                    "failed_at": now,
+                    "errors": Errors(object="list", data=found[:_MOST_ERRORS]),
+                    "request_counts": _counts(total, 0, 0),
+                }
+            )
         else:
-            batch = {
-                **batch,
+            update = {
                 "status": "in_progress",
                 "in_progress_at": now,
                 "request_counts": _counts(len(lines), 0, 0),
             }
-        if await self.store.batches.put(batch, self.owner) is not None:
+            batch = batch.model_copy(update=update)
+        if await self._put(batch) is not None:
             return await self._as_cancelled(batch)  # cancelled while it validated: the cancel stands
-        if batch["status"] == "failed":
-            log.info("batch %s failed validation: %d errors", batch["id"], len(errors))
+        if batch.status == "failed":
+            log.info("batch %s failed validation: %d errors", batch.id, len(found))
         return batch
 
-    async def _input_gone(self, batch: dict[str, Any], project: str) -> None:
+    async def _input_gone(self, batch: Batch, project: str) -> None:
         """Fail a running batch whose input file was deleted under it (what it answered is kept in the
         store; with no input, no line can be told apart)."""
-        assert self.store is not None
-        failed = {
-            **batch,
+        missing = _missing_input(batch.input_file_id, project)
+        update = {
             "status": "failed",
             "failed_at": int(time.time()),
-            "errors": {"object": "list", "data": [_missing_input(batch["input_file_id"], project)]},
+            "errors": Errors(object="list", data=[missing]),
         }
-        if await self.store.batches.put(failed, self.owner) is None:
-            log.info("batch %s failed: its input file %s was deleted", batch["id"], batch["input_file_id"])
+        if await self._put(batch.model_copy(update=update)) is None:
+            log.info("batch %s failed: its input file %s was deleted", batch.id, batch.input_file_id)
 
-    async def _as_cancelled(self, batch: dict[str, Any]) -> dict[str, Any]:
+    async def _as_cancelled(self, batch: Batch) -> Batch:
         """`batch` as the cancel that came first left it: `cancelling`, since when, and no failure."""
         assert self.store is not None
-        stored = await self.store.batches.get(batch["id"], None)
+        stored = await self.store.batches.get(batch.id, None)
         since = (stored or {}).get("batch", {}).get("cancelling_at") or int(time.time())
-        return {**batch, "status": "cancelling", "cancelling_at": since, "errors": None, "failed_at": None}
+        update = {"status": "cancelling", "cancelling_at": since, "errors": None, "failed_at": None}
+        return batch.model_copy(update=update)
 
-    async def _lines(self, batch: dict[str, Any], project: str) -> dict[str, Any]:
+    async def _lines(self, batch: Batch, project: str) -> Batch:
         """Run the lines that have no result yet; the batch as it stands when they are done, or when it
         was cancelled or expired."""
         store = self.store
         assert store is not None
-        lines = checked_lines(self.files.path(batch["input_file_id"]), batch["endpoint"])[0]
-        done = await store.batches.done_lines(batch["id"])
+        lines = checked_lines(self.files.path(batch.input_file_id), batch.endpoint)[0]
+        done = await store.batches.done_lines(batch.id)
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         for line in lines:
             if line["line"] not in done:
                 queue.put_nowait(line)
-        stop = self._stops[batch["id"]] = asyncio.Event()
+        stop = self._stops[batch.id] = asyncio.Event()
         state = {"batch": batch}
 
         async def worker() -> None:
             while not stop.is_set() and not queue.empty():
                 line = queue.get_nowait()
-                if time.time() > batch["expires_at"]:
-                    state["batch"] = {**state["batch"], "status": "expired"}
+                if batch.expires_at is not None and time.time() > batch.expires_at:
+                    state["batch"] = state["batch"].model_copy(update={"status": "expired"})
                     stop.set()
                     return
-                ran = await self._line(batch["endpoint"], line, project, stop)
+                ran = await self._line(batch.endpoint, line, project, stop)
                 if ran is not None:  # withdrawn by a cancel before it took a slot: it never ran
-                    await store.batches.add_result(batch["id"], line["line"], *ran)
+                    await store.batches.add_result(batch.id, line["line"], *ran)
 
         async def heartbeat() -> None:
             while True:
                 await asyncio.sleep(self.heartbeat)
-                completed, failed = await store.batches.counts(batch["id"])
-                current = {**state["batch"], "request_counts": _counts(len(lines), completed, failed)}
-                if await store.batches.put(current, self.owner) == "cancelling":
-                    state["batch"] = {**current, "status": "cancelling"}
+                completed, failed = await store.batches.counts(batch.id)
+                counts = _counts(len(lines), completed, failed)
+                current = state["batch"].model_copy(update={"request_counts": counts})
+                if await self._put(current) == "cancelling":
+                    state["batch"] = current.model_copy(update={"status": "cancelling"})
                     stop.set()
 
         beating = asyncio.create_task(heartbeat())
         try:
             await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, queue.qsize())))))
         finally:
-            self._stops.pop(batch["id"], None)
+            self._stops.pop(batch.id, None)
             await stopped(beating)
-        stored = await store.batches.get(batch["id"], None)
+        stored = await store.batches.get(batch.id, None)
         if stored is not None and stored["status"] == "cancelling":
-            return {
-                **state["batch"],
-                "status": "cancelling",
-                "cancelling_at": stored["batch"].get("cancelling_at"),
-            }
+            since = stored["batch"].get("cancelling_at")
+            return state["batch"].model_copy(update={"status": "cancelling", "cancelling_at": since})
         return state["batch"]
 
     async def _line(
@@ -268,43 +276,48 @@ class BatchRunner:
         record["response"] = {"status_code": 200, "request_id": request_id, "body": body}
         return True, record
 
-    async def _finish(self, batch: dict[str, Any], project: str) -> None:
+    async def _finish(self, batch: Batch, project: str) -> None:
         """Write the output and error files, and end the batch: completed, cancelled or expired."""
         assert self.store is not None
         now = int(time.time())
-        ending = {"in_progress": "completed", "cancelling": "cancelled"}.get(batch["status"], batch["status"])
+        ending = {"in_progress": "completed", "cancelling": "cancelled"}.get(batch.status, batch.status)
         if ending != "cancelled":
-            finalizing = {**batch, "status": "finalizing", "finalizing_at": batch.get("finalizing_at") or now}
-            if await self.store.batches.put(finalizing, self.owner) is None:
+            since = batch.finalizing_at or now
+            finalizing = batch.model_copy(update={"status": "finalizing", "finalizing_at": since})
+            if await self._put(finalizing) is None:
                 batch = finalizing
             else:  # cancelled since its last heartbeat: it ends cancelled
                 batch, ending = await self._as_cancelled(batch), "cancelled"
-        results = await self.store.batches.results(batch["id"])
+        results = await self.store.batches.results(batch.id)
         outputs = [output for ok, output in results if ok]
         errors = [output for ok, output in results if not ok]
         if ending == "expired":
             finished = {output["custom_id"] for _, output in results}
-            lines = checked_lines(self.files.path(batch["input_file_id"]), batch["endpoint"])[0]
+            lines = checked_lines(self.files.path(batch.input_file_id), batch.endpoint)[0]
             errors += [_expired(line["custom_id"]) for line in lines if line["custom_id"] not in finished]
-        suffix = batch["id"].removeprefix("batch_")
+        suffix = batch.id.removeprefix("batch_")
+        files: dict[str, str] = {}
         for items, field, name in (
             (outputs, "output_file_id", "output"),
             (errors, "error_file_id", "errors"),
         ):
             if items:  # the same file id again if a finish is repeated after a restart
                 content = b"".join(orjson.dumps(item) + b"\n" for item in items)
-                filename = f"{batch['id']}_{name}.jsonl"
-                batch[field] = (
-                    await self.files.save(f"file-{suffix}-{name}", content, filename, "batch_output", project)
-                ).id
-        batch.update(
-            status=ending,
-            request_counts=_counts(batch["request_counts"]["total"], len(outputs), len(errors)),
-            usage=_usage(outputs),
-            **{f"{ending}_at": int(time.time())},
-        )
-        await self.store.batches.put(batch, self.owner)
-        log.info("batch %s %s: %d done, %d failed", batch["id"], ending, len(outputs), len(errors))
+                filename = f"{batch.id}_{name}.jsonl"
+                made = await self.files.save(
+                    f"file-{suffix}-{name}", content, filename, "batch_output", project
+                )
+                files[field] = made.id
+        total = batch.request_counts.total if batch.request_counts is not None else 0
+        ended: dict[str, object] = {
+            **files,
+            "status": ending,
+            "request_counts": _counts(total, len(outputs), len(errors)),
+            "usage": _usage(outputs),
+            f"{ending}_at": int(time.time()),
+        }
+        await self._put(batch.model_copy(update=ended))
+        log.info("batch %s %s: %d done, %d failed", batch.id, ending, len(outputs), len(errors))
 
 
 def _result_body(answer: object) -> dict[str, Any]:
@@ -314,11 +327,11 @@ def _result_body(answer: object) -> dict[str, Any]:
     return answer.model_dump(mode="json", exclude_unset=True, warnings=False, by_alias=True)
 
 
-def _counts(total: int, completed: int, failed: int) -> dict[str, int]:
-    return {"total": total, "completed": completed, "failed": failed}
+def _counts(total: int, completed: int, failed: int) -> BatchRequestCounts:
+    return BatchRequestCounts(total=total, completed=completed, failed=failed)
 
 
-def _usage(outputs: list[dict[str, Any]]) -> dict[str, Any]:
+def _usage(outputs: list[dict[str, Any]]) -> BatchUsage:
     """Tokens over the batch's answers, in the Batch object's usage shape."""
     tokens = {"input": 0, "output": 0, "cached": 0}
     for output in outputs:
@@ -327,13 +340,13 @@ def _usage(outputs: list[dict[str, Any]]) -> dict[str, Any]:
         tokens["output"] += int(usage.get("completion_tokens") or usage.get("output_tokens") or 0)
         details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details") or {}
         tokens["cached"] += int(details.get("cached_tokens") or 0)
-    return {
-        "input_tokens": tokens["input"],
-        "input_tokens_details": {"cached_tokens": tokens["cached"]},
-        "output_tokens": tokens["output"],
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": tokens["input"] + tokens["output"],
-    }
+    return BatchUsage(
+        input_tokens=tokens["input"],
+        input_tokens_details=InputTokensDetails(cached_tokens=tokens["cached"]),
+        output_tokens=tokens["output"],
+        output_tokens_details=OutputTokensDetails(reasoning_tokens=0),
+        total_tokens=tokens["input"] + tokens["output"],
+    )
 
 
 def _expired(custom_id: str) -> dict[str, Any]:
@@ -348,8 +361,8 @@ def _expired(custom_id: str) -> dict[str, Any]:
     }
 
 
-def _missing_input(file_id: str, project: str) -> dict[str, Any]:
+def _missing_input(file_id: str, project: str) -> BatchError:
     """A batch's error for an input file its project does not have: OpenAI's, word for word but the project
     for the organization."""
     message = f"Cannot find file {file_id}, or project {project} does not have access to it."
-    return {"code": "invalid_request", "line": None, "message": message, "param": "file_id"}
+    return BatchError(code="invalid_request", line=None, message=message, param="file_id")
