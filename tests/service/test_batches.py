@@ -4,7 +4,9 @@ their custom_id, cancel keeps what was done, and bad inputs are 4xx naming the l
 
 from __future__ import annotations
 
+import asyncio
 import io
+import itertools
 import json
 import time
 import tomllib
@@ -17,6 +19,7 @@ import pytest
 
 import modelport
 from modelport.settings import BatchSettings, FileSettings, ModelConfig, Settings, StoreSettings
+from tests.support.configs import tiny_settings
 from tests.support.faces import faces
 
 CHAT_LINES = 64  # four times the lines a batch runs at once (`[batches] concurrency`, 16)
@@ -380,3 +383,42 @@ def test_a_batch_whose_input_is_deleted_at_any_moment_ends(client: Any, after: f
         error = ended.errors.data[0]
         assert (error.code, error.param) == ("invalid_request", "file_id")
         assert uploaded.id in error.message
+
+
+def test_a_batch_its_server_stopped_while_finishing_ends_at_the_next_look(tmp_path: Path) -> None:
+    """A batch left `finalizing` (its server stopped between that write and the end) is taken up by the next
+    runner and ends as the first would have, its files made again (before, it was finished again and left
+    `finalizing`, to be taken up again at every look, for ever)."""
+    lines = [
+        {"custom_id": f"{i}", "method": "POST", "url": "/v1/chat/completions",
+         "body": {"model": "reverse", "messages": [{"role": "user", "content": f"line {i}"}]}}
+        for i in range(3)
+    ]  # fmt: skip
+
+    async def run() -> tuple[Any, Any]:
+        async with modelport.AsyncOpenAI(settings=tiny_settings(str(tmp_path / "state.db"))) as client:
+            uploaded = await client.files.create(file=("lines.jsonl", jsonl(lines)), purpose="batch")
+            made = await client.batches.create(
+                input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+            )
+            done = await asyncio.wait_for(ended(client, made.id), 30)
+            store, runner = client.service.store, client.service.batches.runner
+            left = {**done.model_dump(mode="json"), "status": "finalizing", "completed_at": None}
+            assert await store.batches.put(left) is None  # as the runner left it, under its lease
+            runner.wake()
+            return done, await asyncio.wait_for(ended(client, made.id), 30)
+
+    first, again = asyncio.run(run())
+    assert first.status == again.status == "completed"
+    assert again.request_counts == first.request_counts
+    assert again.output_file_id == first.output_file_id  # its id is the batch's: the same file made again
+
+
+async def ended(client: Any, batch_id: str) -> Any:
+    """The batch once it has ended, looked at every 50 ms."""
+    for _ in itertools.count():
+        batch = await client.batches.retrieve(batch_id)
+        if batch.status in ("completed", "failed", "cancelled", "expired"):
+            return batch
+        await asyncio.sleep(0.05)
+    raise AssertionError("unreachable")

@@ -280,7 +280,10 @@ class BatchRunner:
         """Write the output and error files, and end the batch: completed, cancelled or expired."""
         assert self.store is not None
         now = int(time.time())
+        results = await self.store.batches.results(batch.id)
         ending = {"in_progress": "completed", "cancelling": "cancelled"}.get(batch.status, batch.status)
+        if ending == "finalizing":  # a finish its server began before it stopped: it ends as that one would
+            ending = "expired" if self._not_run(batch, results) else "completed"
         if ending != "cancelled":
             since = batch.finalizing_at or now
             finalizing = batch.model_copy(update={"status": "finalizing", "finalizing_at": since})
@@ -288,13 +291,10 @@ class BatchRunner:
                 batch = finalizing
             else:  # cancelled since its last heartbeat: it ends cancelled
                 batch, ending = await self._as_cancelled(batch), "cancelled"
-        results = await self.store.batches.results(batch.id)
         outputs = [output for ok, output in results if ok]
         errors = [output for ok, output in results if not ok]
         if ending == "expired":
-            finished = {output["custom_id"] for _, output in results}
-            lines = checked_lines(self.files.path(batch.input_file_id), batch.endpoint)[0]
-            errors += [_expired(line["custom_id"]) for line in lines if line["custom_id"] not in finished]
+            errors += [_expired(custom_id) for custom_id in self._not_run(batch, results)]
         suffix = batch.id.removeprefix("batch_")
         files: dict[str, str] = {}
         for items, field, name in (
@@ -318,6 +318,12 @@ class BatchRunner:
         }
         await self._put(batch.model_copy(update=ended))
         log.info("batch %s %s: %d done, %d failed", batch.id, ending, len(outputs), len(errors))
+
+    def _not_run(self, batch: Batch, results: list[tuple[bool, dict[str, Any]]]) -> list[str]:
+        """The custom ids of the batch's lines that have no result (it expired before they ran)."""
+        finished = {output["custom_id"] for _, output in results}
+        lines = checked_lines(self.files.path(batch.input_file_id), batch.endpoint)[0]
+        return [line["custom_id"] for line in lines if line["custom_id"] not in finished]
 
 
 def _result_body(answer: object) -> dict[str, Any]:
