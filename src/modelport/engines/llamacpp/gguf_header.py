@@ -148,6 +148,6 @@ def _past_strings(data: mmap.mmap, offset: int, count: int) -> int:
 
 
 def _string(data: mmap.mmap, offset: int) -> tuple[str, int]:
-    (length,) = struct.unpack_from("<Q", data, offset)
+    (length,) = _LENGTH.unpack_from(data, offset)
     start = offset + 8
     return data[start : start + length].decode(), start + length

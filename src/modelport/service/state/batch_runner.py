@@ -281,9 +281,11 @@ class BatchRunner:
         assert self.store is not None
         now = int(time.time())
         results = await self.store.batches.results(batch.id)
+        # Lines with no result: only an expired batch has any (read for one whose end is not known yet).
+        not_run = self._not_run(batch, results) if batch.status in ("expired", "finalizing") else []
         ending = {"in_progress": "completed", "cancelling": "cancelled"}.get(batch.status, batch.status)
         if ending == "finalizing":  # a finish its server began before it stopped: it ends as that one would
-            ending = "expired" if self._not_run(batch, results) else "completed"
+            ending = "expired" if not_run else "completed"
         if ending != "cancelled":
             since = batch.finalizing_at or now
             finalizing = batch.model_copy(update={"status": "finalizing", "finalizing_at": since})
@@ -294,7 +296,7 @@ class BatchRunner:
         outputs = [output for ok, output in results if ok]
         errors = [output for ok, output in results if not ok]
         if ending == "expired":
-            errors += [_expired(custom_id) for custom_id in self._not_run(batch, results)]
+            errors += [_expired(custom_id) for custom_id in not_run]
         suffix = batch.id.removeprefix("batch_")
         files: dict[str, str] = {}
         for items, field, name in (
