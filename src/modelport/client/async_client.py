@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import openai
 
 from modelport.client.arguments import build_service
-from modelport.client.dispatch import BASE_URL, NO_KEY, UNSENT_TLS, Dispatch
+from modelport.client.dispatch import Dispatch, sdk_arguments
 from modelport.client.realtime_pipes import LocalAsyncRealtime
 from modelport.client.sdk_errors import sdk_errors
 from modelport.client.streams import LocalAsyncStream
@@ -43,11 +43,7 @@ class AsyncOpenAI(openai.AsyncOpenAI):
         self.service = build_service(service, settings, config, preload)
         self._owns_service = service is None
         self._dispatch = Dispatch(self.service, api_key)
-        options.pop("base_url", None)
-        options.setdefault("max_retries", 0)  # nothing crosses a network here to retry
-        if options.get("http_client") is None:
-            options["http_client"] = openai.DefaultAsyncHttpxClient(verify=UNSENT_TLS)
-        super().__init__(api_key=api_key or NO_KEY, base_url=BASE_URL, **options)
+        super().__init__(**sdk_arguments(api_key, options, openai.DefaultAsyncHttpxClient))
 
     @cached_property
     def realtime(self) -> LocalAsyncRealtime:

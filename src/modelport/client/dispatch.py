@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import ssl
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -38,6 +38,19 @@ NO_KEY = "in-process"  # what the SDK holds as its key when none is given (it as
 # where the SDK's default loaded the machine's CA certificates for every client made (10-35 ms of CPU).
 UNSENT_TLS = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 _QS = Querystring(array_format="brackets")  # as the SDK writes a query string
+
+
+def sdk_arguments(
+    api_key: str | None, options: dict[str, Any], http_client: Callable[..., Any]
+) -> dict[str, Any]:
+    """What an in-process client gives the SDK's client it is: the SDK's other `options` as given, but a
+    `base_url` (ignored), no retries (nothing crosses a network here to retry) and, unless one is given, an
+    `http_client` of `http_client`'s kind that trusts nothing (`UNSENT_TLS`)."""
+    options = {name: value for name, value in options.items() if name != "base_url"}
+    options.setdefault("max_retries", 0)
+    if options.get("http_client") is None:
+        options["http_client"] = http_client(verify=UNSENT_TLS)
+    return {**options, "api_key": api_key or NO_KEY, "base_url": BASE_URL}
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import openai
 
 from modelport.client.arguments import build_service
-from modelport.client.dispatch import BASE_URL, NO_KEY, UNSENT_TLS, Dispatch
+from modelport.client.dispatch import Dispatch, sdk_arguments
 from modelport.client.realtime_pipes import LocalRealtime
 from modelport.client.sdk_errors import sdk_errors
 from modelport.client.streams import LocalStream
@@ -98,11 +98,7 @@ class OpenAI(openai.OpenAI):
         self._loop = _Loop(self.service.loop)
         if preload:
             self._loop.run(self.service.manager.load_all())
-        options.pop("base_url", None)
-        options.setdefault("max_retries", 0)  # nothing crosses a network here to retry
-        if options.get("http_client") is None:
-            options["http_client"] = openai.DefaultHttpxClient(verify=UNSENT_TLS)
-        super().__init__(api_key=api_key or NO_KEY, base_url=BASE_URL, **options)
+        super().__init__(**sdk_arguments(api_key, options, openai.DefaultHttpxClient))
 
     @cached_property
     def realtime(self) -> LocalRealtime:
