@@ -30,14 +30,12 @@ def jsonl(lines: list[dict[str, Any]]) -> bytes:
     return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
 
 
+ENDED = ("completed", "failed", "cancelled", "expired")
+
+
 def wait(client: Any, batch_id: str, seconds: float = 600) -> Any:
     deadline = time.monotonic() + seconds
-    while (batch := client.batches.retrieve(batch_id)).status not in (
-        "completed",
-        "failed",
-        "cancelled",
-        "expired",
-    ):
+    while (batch := client.batches.retrieve(batch_id)).status not in ENDED:
         assert time.monotonic() < deadline, f"batch {batch_id} still {batch.status}"
         time.sleep(0.2)
     return batch
@@ -418,7 +416,7 @@ async def ended(client: Any, batch_id: str) -> Any:
     """The batch once it has ended, looked at every 50 ms."""
     for _ in itertools.count():
         batch = await client.batches.retrieve(batch_id)
-        if batch.status in ("completed", "failed", "cancelled", "expired"):
+        if batch.status in ENDED:
             return batch
         await asyncio.sleep(0.05)
     raise AssertionError("unreachable")
