@@ -11,13 +11,15 @@ import multiprocessing
 import os
 from concurrent.futures import TimeoutError as ReadTimeout
 from concurrent.futures.process import BrokenProcessPool
-
-from pebble import ProcessExpired, ProcessPool
+from typing import TYPE_CHECKING
 
 from modelport.engines.document_text import Bounds, UnreadableError, bounded, load, read
 from modelport.errors import ServerError
 
 __all__ = ["Bounds", "DocumentReader", "UnreadableError"]
+
+if TYPE_CHECKING:
+    from pebble import ProcessPool  # with the first document (as its readers, `load`)
 
 _READS_PER_WORKER = 32
 
@@ -39,6 +41,8 @@ class DocumentReader:
     async def text(self, name: str, data: bytes) -> str:
         """The document's text; `UnreadableError` if it cannot be read within the bounds. Cancelled, the
         read stops at once (its worker is stopped and another started)."""
+        from pebble import ProcessExpired, ProcessPool
+
         if self._pool is None or not self._pool.active:
             await asyncio.to_thread(load)  # once a process; the workers forked below inherit the readers
         if self._pool is None or not self._pool.active:  # another read may have made it during that wait

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-import jwt
 
 from modelport.errors import AuthenticationError
 from modelport.service.access.keys import Principal
 from modelport.settings import AuthSettings
 from modelport.store import Store
+
+if TYPE_CHECKING:
+    import jwt  # PyJWT and `cryptography` under it: imported by the first token checked (SSO's alone)
 
 _REFETCH = 30.0
 _ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"]
@@ -41,6 +43,8 @@ class Tokens:
 
     async def check(self, token: str) -> Principal:
         """The caller a token stands for; a 401 naming what is wrong with it."""
+        import jwt
+
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError as error:
@@ -75,6 +79,8 @@ class Tokens:
         return found
 
     async def _fetch(self) -> None:
+        import jwt
+
         self._fetched = time.monotonic()
         try:
             async with httpx.AsyncClient(timeout=10, follow_redirects=False) as client:

@@ -1,4 +1,5 @@
-"""Audio decoding (any upload PyAV reads) and encoding (OpenAI's speech formats) with FFmpeg's libraries."""
+"""Audio decoding (any upload PyAV reads) and encoding (OpenAI's speech formats) with FFmpeg's libraries.
+PyAV is imported by the first audio decoded or encoded, not with the server."""
 
 from __future__ import annotations
 
@@ -6,12 +7,14 @@ import io
 import itertools
 import math
 from dataclasses import dataclass
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-import av
 import numpy as np
 
 from modelport.errors import InvalidRequestError
+
+if TYPE_CHECKING:
+    import av
 
 OUTPUT_RATE = 24_000  # OpenAI's speech output rate, and the rate of its raw `pcm` format
 
@@ -45,6 +48,8 @@ def decode(data: bytes, sample_rate: int, max_seconds: float = math.inf) -> np.n
     """Decode any audio file to float32 mono at `sample_rate`; a 400 naming `file` if it is not audio, or
     as soon as it has given more than `max_seconds` of audio: a few MB of FLAC can hold days of silence,
     tens of GB once decoded, so its length is known only by decoding, and decoding stops at the bound."""
+    import av
+
     most = max_seconds * sample_rate
     try:
         with av.open(io.BytesIO(data), "r") as container:
@@ -84,6 +89,8 @@ class Encoder:
     """
 
     def __init__(self, fmt: str, input_rate: int, *, streaming: bool = False) -> None:
+        import av
+
         self.spec = FORMATS[fmt]
         self.input_rate = input_rate
         self._resampler = av.AudioResampler(format=self.spec.sample_format, layout="mono", rate=OUTPUT_RATE)
@@ -101,6 +108,8 @@ class Encoder:
 
     def encode(self, pcm: np.ndarray) -> bytes:
         """Add a piece; return the bytes that are ready (always empty unless streaming)."""
+        import av
+
         mono = pcm.mean(axis=1) if pcm.ndim == 2 else pcm
         if not mono.size:  # a piece spoken as nothing ("..."): FFmpeg's resampler fails on an empty frame
             return self._take()

@@ -6,7 +6,7 @@ took ~60 ms to write and a BMP is 1 MB of base64, where this JPEG takes 1.4 ms a
 Pixels are counted from the header before anything is decoded (a decompression bomb is a 400), the
 orientation from EXIF is applied, the first frame of an animation is taken, and the image is scaled so its
 longest side is at most `LONGEST_SIDE` (`LOW_DETAIL_SIDE` for `detail: "low"`; padded to `SHORTEST_SIDE`
-where thinner), which bounds what the projector makes of it."""
+where thinner), which bounds what the projector makes of it. Pillow is imported by the first image read."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from collections import OrderedDict
 from typing import Any
 
 import anyio
-from PIL import Image, ImageOps, UnidentifiedImageError
 
 from modelport.errors import InvalidRequestError
 from modelport.protocol.requests import ChatCompletionRequest, ChatMessage
@@ -98,6 +97,8 @@ class Images:
 
 def normalised(data: bytes, param: str, longest: int = LONGEST_SIDE) -> bytes:
     """The image as a JPEG within the bounds above, or a 400 naming `param` that says what is wrong."""
+    from PIL import Image, ImageOps, UnidentifiedImageError
+
     try:
         with Image.open(io.BytesIO(data)) as image:
             if image.format not in FORMATS:

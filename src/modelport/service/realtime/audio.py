@@ -1,19 +1,22 @@
 """The Realtime API's audio formats: 16-bit PCM at 24 kHz (`audio/pcm`), and G.711 μ-law and A-law at
 8 kHz (`audio/pcmu`, `audio/pcma`). What comes in becomes 16 kHz float samples (what speech detection and
-Whisper read); what goes out is made from the speech model's 24 kHz PCM."""
+Whisper read); what goes out is made from the speech model's 24 kHz PCM. PyAV is imported by a session's
+first audio, not with the server."""
 
 from __future__ import annotations
 
 import base64
 import binascii
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import av
 import numpy as np
-from av.audio.codeccontext import AudioCodecContext
 
 from modelport.service.audio.codec import OUTPUT_RATE
 from modelport.service.realtime.realtime_events import ClientEventError
+
+if TYPE_CHECKING:
+    import av
+    from av.audio.codeccontext import AudioCodecContext
 
 LISTEN_RATE = 16_000
 RATES = {"audio/pcm": OUTPUT_RATE, "audio/pcmu": 8_000, "audio/pcma": 8_000}
@@ -24,6 +27,8 @@ _G711: dict[str, Literal["pcm_mulaw", "pcm_alaw"]] = {"audio/pcmu": "pcm_mulaw",
 
 
 def _g711(fmt: str, mode: Literal["r", "w"]) -> AudioCodecContext:
+    import av
+
     codec = av.CodecContext.create(_G711[fmt], mode)
     codec.sample_rate, codec.layout = RATES[fmt], "mono"
     if mode == "w":
@@ -31,8 +36,10 @@ def _g711(fmt: str, mode: Literal["r", "w"]) -> AudioCodecContext:
     return codec
 
 
-def _resampler(rate: int) -> av.AudioResampler:
-    return av.AudioResampler(format="flt", layout="mono", rate=rate)
+def _resampler(rate: int, sample_format: str = "flt") -> av.AudioResampler:
+    import av
+
+    return av.AudioResampler(format=sample_format, layout="mono", rate=rate)
 
 
 def _samples(frames: list[av.AudioFrame], dtype: type[np.generic]) -> np.ndarray:
@@ -41,6 +48,8 @@ def _samples(frames: list[av.AudioFrame], dtype: type[np.generic]) -> np.ndarray
 
 
 def _frame(samples: np.ndarray, rate: int) -> av.AudioFrame:
+    import av
+
     frame = av.AudioFrame.from_ndarray(samples.reshape(1, -1), format="s16", layout="mono")
     frame.sample_rate = rate
     return frame
@@ -58,6 +67,8 @@ class Listener:
 
     def pcm16(self, data: str, param: str = "audio") -> np.ndarray:
         """The 16-bit samples that base64 `data` holds in this format."""
+        import av
+
         try:
             raw = base64.b64decode(data, validate=True)
         except (binascii.Error, ValueError):
@@ -83,7 +94,7 @@ class Speaker:
     def __init__(self, fmt: str) -> None:
         self.fmt = fmt
         self.rate = RATES[fmt]
-        self._resampler = None if self.rate == OUTPUT_RATE else av.AudioResampler("s16", "mono", self.rate)
+        self._resampler = None if self.rate == OUTPUT_RATE else _resampler(self.rate, "s16")
         self._encoder = _g711(fmt, "w") if fmt in _G711 else None
 
     def encode(self, pcm: bytes) -> bytes:

@@ -6,7 +6,8 @@ server's blob, or one altered on the way, does not open: a 400 naming the item.
 The keys live in the data folder (`reasoning-keys.json`, readable by its owner only), newest first; a blob
 is sealed with the newest and opened with any of them, so `modelport reasoning-key rotate` adds a key
 without making the blobs of conversations in flight unreadable (the oldest beyond `KEPT` are dropped).
-Fernet (AES-128 in CBC mode with an HMAC-SHA256 over it, from `cryptography`) does the sealing.
+Fernet (AES-128 in CBC mode with an HMAC-SHA256 over it, from `cryptography`, imported by the first blob
+sealed or opened) does the sealing.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ import os
 import threading
 import time
 from pathlib import Path
-
-from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from typing import TYPE_CHECKING
 
 from modelport.errors import InvalidRequestError
+
+if TYPE_CHECKING:
+    from cryptography.fernet import MultiFernet
 
 KEPT = 3  # keys that still open blobs: the newest and two before it
 FILE = "reasoning-keys.json"
@@ -39,6 +42,8 @@ class Sealer:
 
     def open(self, blob: str, param: str) -> str:
         """The reasoning a blob of this server's holds; a 400 naming `param` for any other blob."""
+        from cryptography.fernet import InvalidToken
+
         try:
             opened = json.loads(self._fernet().decrypt(blob.encode()))
             return str(opened["reasoning"])
@@ -52,6 +57,8 @@ class Sealer:
 
     def rotate(self) -> int:
         """Make a new key the one that seals; returns how many keys open blobs now."""
+        from cryptography.fernet import Fernet
+
         with self._lock:
             keys = [Fernet.generate_key().decode(), *self._read()][:KEPT]
             self._write(keys)
@@ -59,6 +66,8 @@ class Sealer:
             return len(keys)
 
     def _fernet(self) -> MultiFernet:
+        from cryptography.fernet import Fernet, MultiFernet
+
         with self._lock:
             if self._keys is None:
                 keys = self._read() or self._first()
@@ -73,6 +82,8 @@ class Sealer:
             descriptor = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
             return self._read()
+        from cryptography.fernet import Fernet
+
         keys = [Fernet.generate_key().decode()]
         with os.fdopen(descriptor, "w") as file:
             json.dump({"keys": keys}, file)
