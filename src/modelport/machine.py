@@ -1,14 +1,20 @@
 """What this machine gives the process: the CPUs it may really use, the memory it may take, and the memory
-it holds now (and how it is given back). Engines size their thread pools from the first; the model manager
-budgets with the others."""
+it holds now (and how it is given back), and the authorities it trusts. Engines size their thread pools from
+the first; the model manager budgets with the memory; every TLS connection the server opens checks its
+peer against the trust store."""
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import gc
 import math
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ssl
 
 _CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")  # cgroup v2: "<quota> <period>" or "max <period>"
 _CGROUP_MEMORY_MAX = Path("/sys/fs/cgroup/memory.max")
@@ -106,3 +112,24 @@ def one_blas_thread() -> None:
     from threadpoolctl import threadpool_limits  # here: only those processes pay for its import
 
     threadpool_limits(limits=1, user_api="blas")
+
+
+def trust_store() -> ssl.SSLContext:
+    """The TLS context of every connection the server opens (a URL a client gave, an MCP server, the identity
+    provider's keys): certificates checked against the machine's trust store (OpenSSL's default, or what
+    `SSL_CERT_FILE` and `SSL_CERT_DIR` name), and certifi's bundle where the default's file holds no
+    certificate. One for the process: loading a store is 10-35 ms of CPU, which a context made for each
+    connection (an image by URL, an MCP server's session) added to its request."""
+    return _trust_store(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@functools.lru_cache(maxsize=4)
+def _trust_store(cafile: str | None, capath: str | None) -> ssl.SSLContext:
+    import ssl  # not with the commands that open no connection
+
+    context = ssl.create_default_context()  # OpenSSL reads the two variables itself
+    if not context.cert_store_stats()["x509_ca"] and cafile is None and capath is None:
+        import certifi
+
+        context.load_verify_locations(cafile=certifi.where())
+    return context

@@ -8,16 +8,14 @@ sent on."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import ipaddress
-import os
 import socket
-import ssl
 from dataclasses import dataclass
 
 import anyio
 import httpx
 
+from modelport import machine
 from modelport.errors import InvalidRequestError
 
 _REDIRECTS = 5
@@ -80,7 +78,7 @@ class Fetcher:
 
     async def _follow(self, url: str, param: str, cap: int) -> Fetched:
         async with httpx.AsyncClient(
-            follow_redirects=False, trust_env=False, timeout=self.seconds, verify=tls()
+            follow_redirects=False, trust_env=False, timeout=self.seconds, verify=machine.trust_store()
         ) as client:
             for _ in range(_REDIRECTS + 1):
                 target = _url(url, param)
@@ -154,25 +152,6 @@ class Fetcher:
 
     def _in_allowed_network(self, address: IP) -> bool:
         return any(address in network for network in self._networks)
-
-
-def tls() -> ssl.SSLContext:
-    """The TLS context of every connection the server opens to a URL a client gave: certificates checked
-    against the machine's trust store (OpenSSL's default, or what `SSL_CERT_FILE` and `SSL_CERT_DIR` name),
-    and certifi's bundle where the default's file holds no certificate. One for the process: loading a store
-    is 10-35 ms of CPU, which a context made for each fetch (an image by URL, an MCP server's session) added
-    to its request."""
-    return _tls(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
-
-
-@functools.lru_cache(maxsize=4)
-def _tls(cafile: str | None, capath: str | None) -> ssl.SSLContext:
-    context = ssl.create_default_context()  # OpenSSL reads the two variables itself
-    if not context.cert_store_stats()["x509_ca"] and cafile is None and capath is None:
-        import certifi
-
-        context.load_verify_locations(cafile=certifi.where())
-    return context
 
 
 # IPv6 forms that carry an IPv4 address in their last 32 bits, which a router or a NAT64 gateway may deliver

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from modelport import machine
 from modelport.errors import AuthenticationError
 from modelport.service.access.keys import Principal
 from modelport.settings import AuthSettings
@@ -83,7 +84,10 @@ class Tokens:
 
         self._fetched = time.monotonic()
         try:
-            async with httpx.AsyncClient(timeout=10, follow_redirects=False) as client:
+            # The machine's trust store, as every connection the server opens: an identity provider inside
+            # a company is signed by its own authority, installed there (httpx's default is certifi's alone).
+            trusted = machine.trust_store()
+            async with httpx.AsyncClient(timeout=10, follow_redirects=False, verify=trusted) as client:
                 answer = await client.get(self.url)
                 answer.raise_for_status()
                 listed = jwt.PyJWKSet.from_dict(answer.json())

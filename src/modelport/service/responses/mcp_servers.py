@@ -17,8 +17,9 @@ import httpx2
 from openai.types.responses import McpToolCallError
 from openai.types.responses.mcp_tool_call_error import HTTPError, McpProtocolError, McpToolExecutionError
 
+from modelport import machine
 from modelport.protocol.validation import json_value
-from modelport.service.fetching import Pin, tls
+from modelport.service.fetching import Pin
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -163,7 +164,8 @@ class _Pinned(httpx2.AsyncBaseTransport):
         # An idle connection is dropped after 3 s, before the 5 s at which uvicorn (the `mcp` package's
         # servers) and Node close theirs: a tool call sent on one as its server closes it is reset unanswered
         # (a turn's calls are often more than 5 s apart, while the model writes).
-        self.inner = httpx2.AsyncHTTPTransport(verify=tls(), limits=httpx2.Limits(keepalive_expiry=3.0))
+        kept = httpx2.Limits(keepalive_expiry=3.0)
+        self.inner = httpx2.AsyncHTTPTransport(verify=machine.trust_store(), limits=kept)
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         url = request.url
