@@ -94,15 +94,16 @@ def test_the_commands_that_serve_nothing_start_without_the_server() -> None:
 @pytest.mark.slow  # the server imported afresh: ~3 s of CPU
 def test_the_server_starts_without_the_backends_no_request_has_asked_for() -> None:
     """WebRTC's stack, the PDF readers and their worker pool, the VAD's onnxruntime, gguf's tables, FFmpeg's
-    PyAV, Pillow, PyJWT and `cryptography` come with the first call, document, listening session, model
-    shown, audio, image, SSO token or sealed reasoning: together ~1 s of CPU that every start paid."""
+    PyAV, Pillow, PyJWT and `cryptography`, and Ollama's and Anthropic's types come with the first call,
+    document, listening session, model shown, audio, image, SSO token, sealed reasoning or request of
+    those faces (or the OpenAPI document): together ~1.5 s of CPU that every start paid."""
     script = (
         "from modelport.server import create_app\n"
         "from modelport.settings import Settings\n"
         "create_app(Settings(defaults=False))\n"
     )
     backends = {"aiortc", "aioice", "pypdf", "pypdfium2", "pebble", "onnxruntime", "gguf", "av", "PIL"}
-    assert imported(script, backends | {"jwt", "cryptography"}) == []
+    assert imported(script, backends | {"jwt", "cryptography", "ollama", "anthropic"}) == []
 
 
 def test_models_lists_the_defaults_and_aliases() -> None:

@@ -10,6 +10,7 @@ import http.client
 import inspect
 import io
 import json
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -36,11 +37,17 @@ from tests.support.faces import Faces, faces
 USER = [{"role": "user", "content": "one two"}]
 
 
-def test_the_app_serves_the_rows_of_the_table_and_nothing_else(tmp_path: Path) -> None:
-    app = create_app(service=Service.from_settings(tiny_settings(str(tmp_path / "state.db"))))
+@pytest.fixture(scope="module")
+def document(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The app's OpenAPI document."""
+    database = tmp_path_factory.mktemp("document") / "state.db"
+    return create_app(service=Service.from_settings(tiny_settings(str(database)))).openapi()
+
+
+def test_the_app_serves_the_rows_of_the_table_and_nothing_else(document: dict[str, Any]) -> None:
     documented = {
         (method.upper(), path)
-        for path, methods in app.openapi()["paths"].items()
+        for path, methods in document["paths"].items()
         if path.startswith("/v1/")
         for method in methods
     }
@@ -62,6 +69,23 @@ def test_the_app_serves_the_rows_of_the_table_and_nothing_else(tmp_path: Path) -
         "/v1/embeddings",
         "/v1/responses",
     }
+
+
+def test_the_faces_answers_are_documented_in_their_own_shapes_and_every_reference_resolves(
+    document: dict[str, Any],
+) -> None:
+    """Anthropic's and Ollama's answers (their packages' types, added as the document is first made) are
+    named beside OpenAI's, and no `$ref` anywhere in the document dangles."""
+
+    def answer(path: str, method: str) -> Any:
+        return document["paths"][path][method]["responses"]["200"]["content"]["application/json"]["schema"]
+
+    assert answer("/v1/messages", "post") == {"$ref": "#/components/schemas/AnthropicMessage"}
+    assert answer("/api/chat", "post") == {"$ref": "#/components/schemas/OllamaChatResponse"}
+    assert answer("/api/tags", "get") == {"$ref": "#/components/schemas/OllamaTags"}
+    refs = set(re.findall(r'"\$ref": "#/components/schemas/([^"]+)"', json.dumps(document)))
+    assert {"AnthropicMessage", "OllamaChatResponse", "OllamaShowResponse"} <= refs
+    assert refs - set(document["components"]["schemas"]) == set()
 
 
 def test_each_capability_is_relayed_by_the_one_row_that_says_so() -> None:

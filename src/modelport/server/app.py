@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,6 +17,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from modelport import __version__, metrics
 from modelport.machine import keep_out_of_collections
 from modelport.server import (
+    documented_answers,
     error_handlers,
     generate_route,
     operation_routes,
@@ -80,7 +82,9 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         # (0.165) makes again for each app and each inclusion, at the first request that passes them
         # (~0.2 s of CPU on 2 cores for the operations' alone, on every server's first request).
         app.router.routes.extend(router.routes)
-    anthropic_routes.documented(app, "/v1")
+    # The faces' answers in the document, their packages imported when it is first made.
+    documented_answers.documented(app, functools.partial(anthropic_routes.answers, "/v1"), "Anthropic")
+    documented_answers.documented(app, ollama_routes.answers, "Ollama")
     settings = service.settings
     if settings.ui:
         playground.install(app)

@@ -3,17 +3,16 @@ calls the `chat.completions.create` row as every face does, and renders the answ
 
 Anthropic's types (the `anthropic` package: 2 s of a 2-core machine's start, a quarter of the server's
 imports) are imported when the face is first used: by its first request, and by the OpenAPI document,
-which `documented` completes with them when it is first asked for."""
+which is completed with them when it is first asked for (`documented_answers`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from fastapi import FastAPI, Request
+from fastapi import Request
 from fastapi.responses import Response
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
-from pydantic.json_schema import models_json_schema
 
 from modelport.errors import InvalidRequestError
 from modelport.protocol.answers import Events
@@ -92,30 +91,9 @@ def verifier(service: Service) -> Verify:
     return verify
 
 
-def documented(app: FastAPI, prefix: str) -> None:
-    """The routes' answers (a `Message`, a `MessageTokensCount`) in `app`'s OpenAPI document, under
-    `prefix`: added as the document is first made, Anthropic's schemas named `Anthropic…` beside OpenAI's."""
-    made = app.openapi
+def answers(prefix: str) -> dict[str, type[BaseModel]]:
+    """The routes' answers by path under `prefix` (a `Message`, a `MessageTokensCount`), for the OpenAPI
+    document (`documented_answers`)."""
+    from anthropic.types import Message, MessageTokensCount
 
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is not None:
-            return app.openapi_schema
-        from anthropic.types import Message, MessageTokensCount
-
-        document = made()
-        answers: dict[str, type[BaseModel]] = {
-            "/messages": Message,
-            "/messages/count_tokens": MessageTokensCount,
-        }
-        refs, schemas = models_json_schema(
-            [(model, "serialization") for model in answers.values()],
-            ref_template="#/components/schemas/Anthropic{model}",
-        )
-        kept = document.setdefault("components", {}).setdefault("schemas", {})
-        kept.update({f"Anthropic{name}": schema for name, schema in schemas.get("$defs", {}).items()})
-        for path, model in answers.items():
-            answer = {"application/json": {"schema": refs[(model, "serialization")]}}
-            document["paths"][prefix + path]["post"]["responses"]["200"]["content"] = answer
-        return document
-
-    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's way to complete its document
+    return {f"{prefix}/messages": Message, f"{prefix}/messages/count_tokens": MessageTokensCount}

@@ -1,5 +1,6 @@
 """Ollama's routes: each translates its request (`chat_body`), calls the row it stands for as every face
-does, and renders the answer in Ollama's shapes (`ollama_lines`, `ollama_models`)."""
+does, and renders the answer in Ollama's shapes (`ollama_lines`, `ollama_models`). Those are the `ollama`
+package's types, imported with the face's first request, and with the OpenAPI document (`answers`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from typing import Any
 
 from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
-from ollama import ChatResponse, EmbeddingsResponse, EmbedResponse, GenerateResponse, ShowResponse
 from openai.types import CreateEmbeddingResponse
 from pydantic import BaseModel
 
@@ -18,9 +18,7 @@ from modelport.errors import InvalidRequestError
 from modelport.protocol.answers import Events
 from modelport.protocol.sent_as import renamed
 from modelport.server.json_routes import json_router
-from modelport.server.ollama import ollama_lines, ollama_models
 from modelport.server.ollama.chat_body import RAW_SENT_AS, chat_sent_as, generate_sent_as, messages, sampling
-from modelport.server.ollama.ollama_models import Running, Tags, Version
 from modelport.server.ollama.ollama_request import (
     ChatRequest,
     EmbeddingsRequest,
@@ -41,9 +39,13 @@ EMBEDDING = OPERATIONS.by_name("embeddings.create")
 NDJSON = "application/x-ndjson"
 
 
-@router.post("/chat", response_class=Response, responses={200: {"model": ChatResponse}}, tags=["Ollama"])
+@router.post("/chat", response_class=Response, tags=["Ollama"])
 async def chat(request: Request, given: ChatRequest) -> Response:
     """A chat turn: the assistant's message, streamed (NDJSON) unless `stream` is false."""
+    from ollama import ChatResponse
+
+    from modelport.server.ollama import ollama_lines
+
     service: Service = request.app.state.service
     started = time.monotonic()
     if not given.messages:
@@ -64,12 +66,14 @@ async def chat(request: Request, given: ChatRequest) -> Response:
     return _json(whole)
 
 
-@router.post(
-    "/generate", response_class=Response, responses={200: {"model": GenerateResponse}}, tags=["Ollama"]
-)
+@router.post("/generate", response_class=Response, tags=["Ollama"])
 async def generate(request: Request, given: GenerateRequest) -> Response:
     """A completion of `prompt` (under the model's template, unless `raw`): streamed unless `stream` is
     false."""
+    from ollama import GenerateResponse
+
+    from modelport.server.ollama import ollama_lines
+
     service: Service = request.app.state.service
     started = time.monotonic()
     if not given.prompt and not given.images:
@@ -103,9 +107,13 @@ async def generate(request: Request, given: GenerateRequest) -> Response:
     return _json(whole)
 
 
-@router.post("/embed", response_class=Response, responses={200: {"model": EmbedResponse}}, tags=["Ollama"])
+@router.post("/embed", response_class=Response, tags=["Ollama"])
 async def embed(request: Request, given: EmbedRequest) -> Response:
     """Embeddings of `input` (one text or several)."""
+    from ollama import EmbedResponse
+
+    from modelport.server.ollama import ollama_lines
+
     service: Service = request.app.state.service
     started = time.monotonic()
     body = {"model": given.model, "input": given.input, "dimensions": given.dimensions}
@@ -124,11 +132,11 @@ async def embed(request: Request, given: EmbedRequest) -> Response:
     )
 
 
-@router.post(
-    "/embeddings", response_class=Response, responses={200: {"model": EmbeddingsResponse}}, tags=["Ollama"]
-)
+@router.post("/embeddings", response_class=Response, tags=["Ollama"])
 async def embeddings(request: Request, given: EmbeddingsRequest) -> Response:
     """The embedding of one `prompt` (Ollama's older endpoint)."""
+    from ollama import EmbeddingsResponse
+
     service: Service = request.app.state.service
     answer = await EMBEDDING.invoke(service, {}, body={"model": given.model, "input": given.prompt})
     assert isinstance(answer, CreateEmbeddingResponse)
@@ -136,35 +144,44 @@ async def embeddings(request: Request, given: EmbeddingsRequest) -> Response:
     return _json(EmbeddingsResponse(embedding=list(map(float, answer.data[0].embedding))))
 
 
-@router.get("/tags", response_class=Response, responses={200: {"model": Tags}}, tags=["Ollama"])
+@router.get("/tags", response_class=Response, tags=["Ollama"])
 async def tags(request: Request) -> Response:
     """The models the caller may use that Ollama's apps can: chat, completion and embedding models."""
+    from modelport.server.ollama import ollama_models
+
     service: Service = request.app.state.service
     served = [m for m in await service.list_models() if ollama_models.abilities(m)]
-    return _json(Tags(models=[ollama_models.tagged(m, await service.describe_model(m.id)) for m in served]))
+    listed = [ollama_models.tagged(m, await service.describe_model(m.id)) for m in served]
+    return _json(ollama_models.Tags(models=listed))
 
 
-@router.get("/ps", response_class=Response, responses={200: {"model": Running}}, tags=["Ollama"])
+@router.get("/ps", response_class=Response, tags=["Ollama"])
 async def running(request: Request) -> Response:
     """The models loaded now, and when each is unloaded if it stays idle."""
+    from modelport.server.ollama import ollama_models
+
     service: Service = request.app.state.service
     loaded = [m for m in await service.list_models(loaded=True) if ollama_models.abilities(m)]
     listed = [ollama_models.running(m, await service.describe_model(m.id)) for m in loaded]
-    return _json(Running(models=listed))
+    return _json(ollama_models.Running(models=listed))
 
 
-@router.post("/show", response_class=Response, responses={200: {"model": ShowResponse}}, tags=["Ollama"])
+@router.post("/show", response_class=Response, tags=["Ollama"])
 async def show(request: Request, given: ModelRequest) -> Response:
     """One model: its details and what it can do (Ollama's capability names)."""
+    from modelport.server.ollama import ollama_models
+
     service: Service = request.app.state.service
     model = service.retrieve_model(given.named)
     return _json(ollama_models.shown(model, await service.describe_model(given.named)))
 
 
-@router.get("/version", response_class=Response, responses={200: {"model": Version}}, tags=["Ollama"])
+@router.get("/version", response_class=Response, tags=["Ollama"])
 async def version() -> Response:
     """The Ollama API version these shapes follow."""
-    return _json(Version(version=ollama_models.VERSION))
+    from modelport.server.ollama import ollama_models
+
+    return _json(ollama_models.Version(version=ollama_models.VERSION))
 
 
 async def _managed_elsewhere(request: Request) -> Response:
@@ -194,6 +211,8 @@ async def _load(
     """A request with nothing to generate: the model loaded (or, `keep_alive: 0`, unloaded), as Ollama
     does it. Without `keep_alive` the model keeps its configuration's (Ollama's own default, five minutes,
     would cut short a model this server keeps loaded)."""
+    from modelport.server.ollama import ollama_lines
+
     if keep_alive is None:
         await service.load(model)
         reason = "load"
@@ -217,3 +236,15 @@ def _json(answer: BaseModel) -> Response:
 
 def _streamed(lines: AsyncGenerator[bytes, None]) -> StreamingResponse:
     return StreamingResponse(lines, media_type=NDJSON)
+
+
+def answers() -> dict[str, type[BaseModel]]:
+    """The routes' answers by path, for the OpenAPI document (`documented_answers`)."""
+    from ollama import ChatResponse, EmbeddingsResponse, EmbedResponse, GenerateResponse, ShowResponse
+
+    from modelport.server.ollama.ollama_models import Running, Tags, Version
+
+    shapes: dict[str, type[BaseModel]] = {"chat": ChatResponse, "generate": GenerateResponse}
+    shapes |= {"embed": EmbedResponse, "embeddings": EmbeddingsResponse, "show": ShowResponse}
+    shapes |= {"tags": Tags, "ps": Running, "version": Version}
+    return {f"/api/{path}": shape for path, shape in shapes.items()}
