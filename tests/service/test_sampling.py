@@ -74,8 +74,9 @@ def test_more_choices_than_the_model_has_slots_and_line_take_turns_rather_than_a
 
 
 def test_chat_logprobs_are_openai_shaped_and_not_positive(client: openai.OpenAI) -> None:
+    # The end barred in each of these: sampled (no seed), an answer may end before its 5 tokens.
     reply = client.chat.completions.create(
-        model="gpt-4o-mini", messages=ASK, max_tokens=5, logprobs=True, top_logprobs=3
+        model="gpt-4o-mini", messages=ASK, max_tokens=5, logprobs=True, top_logprobs=3, logit_bias=NO_EOS
     )
     content = reply.choices[0].logprobs.content  # type: ignore[union-attr]
     assert content is not None
@@ -93,7 +94,7 @@ def test_chat_logprobs_without_alternatives_have_none(client: openai.OpenAI, top
     it is 0 or unset; llama.cpp alone gives none at all for 0 and 20 when unset)."""
     extra = {} if top is None else {"top_logprobs": top}
     reply = client.chat.completions.create(
-        model="gpt-4o-mini", messages=ASK, max_tokens=5, logprobs=True, **extra
+        model="gpt-4o-mini", messages=ASK, max_tokens=5, logprobs=True, logit_bias=NO_EOS, **extra
     )
     content = reply.choices[0].logprobs.content  # type: ignore[union-attr]
     assert content is not None
@@ -106,7 +107,7 @@ def test_chat_logprobs_without_alternatives_have_none(client: openai.OpenAI, top
 def test_streamed_logprobs_arrive_with_their_tokens(client: openai.OpenAI) -> None:
     chunks = list(
         client.chat.completions.create(
-            model="gpt-4o-mini", messages=ASK, max_tokens=5, logprobs=True, stream=True
+            model="gpt-4o-mini", messages=ASK, max_tokens=5, logprobs=True, stream=True, logit_bias=NO_EOS
         )
     )
     tokens = [
