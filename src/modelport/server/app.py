@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -83,7 +82,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         # (~0.2 s of CPU on 2 cores for the operations' alone, on every server's first request).
         app.router.routes.extend(router.routes)
     # The faces' answers in the document, their packages imported when it is first made.
-    documented_answers.documented(app, functools.partial(anthropic_routes.answers, "/v1"), "Anthropic")
+    documented_answers.documented(app, anthropic_routes.answers, "Anthropic")
     documented_answers.documented(app, ollama_routes.answers, "Ollama")
     settings = service.settings
     if settings.ui:

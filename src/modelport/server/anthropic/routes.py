@@ -91,9 +91,10 @@ def verifier(service: Service) -> Verify:
     return verify
 
 
-def answers(prefix: str) -> dict[str, type[BaseModel]]:
-    """The routes' answers by path under `prefix` (a `Message`, a `MessageTokensCount`), for the OpenAPI
-    document (`documented_answers`)."""
+def answers() -> dict[str, type[BaseModel]]:
+    """The routes' answers by path (a `Message`, a `MessageTokensCount`), for the OpenAPI document
+    (`documented_answers`)."""
     from anthropic.types import Message, MessageTokensCount
 
-    return {f"{prefix}/messages": Message, f"{prefix}/messages/count_tokens": MessageTokensCount}
+    shapes: dict[str, type[BaseModel]] = {"messages": Message, "messages/count_tokens": MessageTokensCount}
+    return {f"{router.prefix}/{path}": shape for path, shape in shapes.items()}

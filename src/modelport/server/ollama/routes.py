@@ -247,4 +247,4 @@ def answers() -> dict[str, type[BaseModel]]:
     shapes: dict[str, type[BaseModel]] = {"chat": ChatResponse, "generate": GenerateResponse}
     shapes |= {"embed": EmbedResponse, "embeddings": EmbeddingsResponse, "show": ShowResponse}
     shapes |= {"tags": Tags, "ps": Running, "version": Version}
-    return {f"/api/{path}": shape for path, shape in shapes.items()}
+    return {f"{router.prefix}/{path}": shape for path, shape in shapes.items()}
