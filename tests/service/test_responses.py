@@ -669,7 +669,9 @@ def test_a_conversations_first_message_alone_is_kept_for_the_turn_after_it(clien
         model=model, input="Again.", previous_response_id=one.id, max_output_tokens=16, temperature=0
     )
     assert two.usage.input_tokens_details.cached_tokens >= one.usage.input_tokens - 4
-    longer = " ".join([long] * 9)  # past 4,096 characters
+    # Past 4,096 characters (the rule counts characters before any tokenizing) in few tokens: a rule line
+    # of dashes is a few dozen tokens where the rules said nine times over were 1,400, 10 s of reading.
+    longer = f"{long}\n{'-' * 4096}"
     for key, said_first, reused in ((None, long, False), ("chat-1", long, True), (None, longer, True)):
         first = [{"role": "user", "content": f"Chat {key}. {said_first}"}]
         keyed = {"prompt_cache_key": key} if key else {}
