@@ -2,8 +2,10 @@
 
 - `llama-server`: llama.cpp's own server, compiled for this CPU from the llama.cpp that modelport's engine
   is built from (the sources vendored in the installed xllamacpp version's sdist: PyPI is the only source
-  this machine can reach) with the instruction sets modelport's build names, so that a ratio compares the
-  servers and not two llama.cpp versions or builds. ~6 minutes on 2 cores.
+  this machine can reach) with the instruction sets modelport's build names, and the one source edit of
+  modelport's build that is about the kernels, not the server (AMX's tile configuration, without which
+  either build dies where it uses AMX), so that a ratio compares the servers and not two llama.cpp versions
+  or builds. ~15 minutes on 2 cores.
 - llama-cpp-python's server: the same sdist built as a wheel, installed into its own virtual environment
   so its pins never touch modelport's.
 
@@ -14,6 +16,7 @@ middle of a measurement.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -27,6 +30,9 @@ LLAMA_CPP_PYTHON = "0.3.36"
 CACHE = Path(os.environ.get("MODELPORT_BENCH_CACHE", Path.home() / ".cache" / "modelport" / "bench"))
 
 
+BUILD = "build-amx"  # named anew whenever the reference is compiled another way (here: AMX and its edit)
+
+
 def _llama_cpp() -> Path:
     """Where llama.cpp's sources of the installed xllamacpp are kept and built."""
     return CACHE / f"llama.cpp-xllamacpp-{metadata.version('xllamacpp')}"
@@ -36,7 +42,7 @@ def llama_server() -> Path | None:
     """The `llama-server` binary: `$LLAMA_SERVER`, the cached build, or one on PATH."""
     for candidate in (
         os.environ.get("LLAMA_SERVER"),
-        str(_llama_cpp() / "build" / "bin" / "llama-server"),
+        str(_llama_cpp() / BUILD / "bin" / "llama-server"),
         shutil.which("llama-server"),
     ):
         if candidate and Path(candidate).is_file():
@@ -66,8 +72,9 @@ def _sdist(name: str = "llama-cpp-python", version: str = LLAMA_CPP_PYTHON) -> P
 
 def build_llama_server() -> Path:
     """Compile `llama-server` (CPU, no curl) from xllamacpp's vendored llama.cpp, for the instruction sets
-    modelport's own build asks for on this CPU (`engine_build.compiling.instruction_sets`): the same
-    sources and the same flags, so that a ratio compares the servers and not two builds."""
+    modelport's own build asks for on this CPU (`engine_build.compiling.instruction_sets`), with its AMX
+    edit: the same sources, flags and kernels, so that a ratio compares the servers and not two builds."""
+    from modelport.engine_build import patches
     from modelport.engine_build.compiling import instruction_sets
 
     found = llama_server()
@@ -79,7 +86,10 @@ def build_llama_server() -> Path:
         with tarfile.open(archive) as sdist, tempfile.TemporaryDirectory() as tmp:
             sdist.extractall(tmp, filter="data")
             shutil.move(next(Path(tmp).glob("*/thirdparty/llama.cpp")), source)
-    build = source / "build"
+    kernels = patches.AMX_TILES_CONFIGURED  # its path is inside xllamacpp's source, llama.cpp's folder here
+    inside = kernels.path.removeprefix("thirdparty/llama.cpp/")
+    patches.apply(source, (dataclasses.replace(kernels, path=inside),))
+    build = source / BUILD
     subprocess.run(
         ["cmake", "-S", str(source), "-B", str(build), "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
          "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",

@@ -201,18 +201,66 @@ def test_serve_builds_in_the_background_and_ends_the_build_with_itself(engines: 
 
 
 @pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="x86's instruction sets")
-def test_the_build_asks_ggml_for_each_instruction_set_this_cpu_lists_and_never_amx() -> None:
+def test_the_build_asks_ggml_for_each_instruction_set_this_cpu_lists_amx_with_its_edit() -> None:
     listed = set(cpu_builds.cpu_flags().split())
     asked = compiling.instruction_sets()
-    assert asked[0] == "-DGGML_NATIVE=OFF"  # -march=native would bring AMX, whose kernels die on some VMs
+    assert asked[0] == "-DGGML_NATIVE=OFF"  # -march=native decoded slower than the sets named one by one
     assert ("-DGGML_AVX2=ON" in asked) == ("avx2" in listed)
     assert ("-DGGML_AVX512=ON" in asked) == {"avx512f", "avx512bw", "avx512vl"}.issubset(listed)
     assert ("-DGGML_AVX512_VNNI=ON" in asked) == ("avx512_vnni" in listed)
-    assert [option for option in asked if "AMX" in option] == [f"-D{o}=OFF" for o in compiling.NO_AMX]
+    assert ("-DGGML_AMX_INT8=ON" in asked) == {"amx_tile", "amx_int8", "avx512_vnni"}.issubset(listed)
+    assert patches.AMX_TILES_CONFIGURED in patches.EDITS  # the build that asks for AMX carries its edit
     # every set said either way: ggml turns some on by default without GGML_NATIVE
-    assert {option.split("=")[0] for option in asked[1:]} == {
-        f"-D{o}" for o in [*compiling.X86_SETS, *compiling.NO_AMX]
-    }
+    assert {option.split("=")[0] for option in asked[1:]} == {f"-D{o}" for o in compiling.X86_SETS}
+
+
+def _xllamacpp_source(path: str) -> bytes:
+    """A file of the installed xllamacpp's source, fetched from the package index as the build fetches it."""
+    version = cpu_builds.wheel_version()
+    with tarfile.open(fileobj=io.BytesIO(compiling._sdist("xllamacpp", f"{version}"))) as archive:
+        member = archive.extractfile(f"xllamacpp-{version}/{path}")
+        assert member is not None, path
+        return member.read()
+
+
+TILES = """#include <immintrin.h>
+#include <cstdint>
+#include <sys/syscall.h>
+#include <unistd.h>
+%s
+int main() {
+    if (syscall(SYS_arch_prctl, 0x1023, 18)) return 3;  // ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA: refused
+    ggml_tile_config_init();
+    _tile_zero(4);  // a tile ggml's kernels configure for its results
+    _tile_release();
+    return 0;
+}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not {"amx_tile", "amx_int8"}.issubset(cpu_builds.cpu_flags().split()) or not shutil.which("c++"),
+    reason="a CPU with AMX and a C++ compiler",
+)
+def test_ggml_s_tiles_configured_as_the_edited_source_configures_them_run(tmp_path: Path) -> None:
+    """ggml's own tile configuration, taken from the source a build compiles and edited as the build edits
+    it, compiled as ggml is (-O3) and run: a tile instruction after it runs. Without the edit GCC 12 drops the
+    configuration's rows and columns, and the same program dies of SIGILL."""
+    edit = patches.AMX_TILES_CONFIGURED
+    (tmp_path / edit.path).parent.mkdir(parents=True)
+    (tmp_path / edit.path).write_bytes(_xllamacpp_source(edit.path))
+    patches.apply(tmp_path, (edit,))
+    source = (tmp_path / edit.path).read_text()
+    start = source.index("struct tile_config_t")
+    end = source.index("\n}\n", source.index("inline void ggml_tile_config_init")) + 3
+    (tmp_path / "tiles.cpp").write_text(TILES % source[start:end])
+    compiler = ["c++", "-O3", "-mamx-tile", "-mamx-int8", "-std=gnu++17", "-o", str(tmp_path / "tiles")]
+    subprocess.run([*compiler, str(tmp_path / "tiles.cpp")], check=True)
+    ran = subprocess.run([str(tmp_path / "tiles")], check=False)
+    if ran.returncode == 3:
+        pytest.skip("this kernel does not grant a process AMX's tile state")
+    assert ran.returncode == 0, f"the tile instruction faulted (exit status {ran.returncode})"
 
 
 @pytest.mark.slow  # four Python processes, each importing the engine

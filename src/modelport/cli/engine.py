@@ -24,9 +24,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "build",
         help="build llama.cpp for this CPU now (a C++ compiler and the package index needed)",
         description="Compile the installed xllamacpp's llama.cpp for the instruction sets this CPU lists (on "
-        "x86 each set ggml has kernels for, AMX left out; elsewhere GGML_NATIVE) into the user's cache, from "
-        "the package index's sources, and check that it loads and generates; `serve` runs it from its next "
-        "start. About 7 to 12 minutes on 2 cores, 4 on 16.",
+        "x86 each set ggml has kernels for, AMX with the fix its kernels need; elsewhere GGML_NATIVE) into "
+        "the user's cache, from the package index's sources, and check that it loads and generates; `serve` "
+        "runs it from its next start. About 7 to 13 minutes on 2 cores, 4 on 16.",
     )
     build.add_argument("--jobs", type=int, help="compilers at once (default: one per CPU)")
     build.add_argument(

@@ -199,9 +199,9 @@ def _compile(version: str, place: Path, jobs: int, say: Any) -> tuple[str, list[
 
 
 # ggml's options for the x86 instruction sets it has kernels for, by the names the kernel lists them under.
-# AMX is not among them: this llama.cpp's AMX kernels die with SIGILL on machines that list AMX and grant a
-# process its tile state (a 2-core Intel Xeon VM, where a small program uses tiles on several threads
-# without fault).
+# AMX's kernels run only with the source edit that configures their tiles (`patches.AMX_TILES_CONFIGURED`):
+# without it they died of SIGILL at the first matrix product. Where the kernel refuses a process the tile
+# state, ggml says so and keeps to the other kernels.
 X86_SETS = {
     "GGML_SSE42": ("sse4_2",),
     "GGML_AVX": ("avx",),
@@ -214,15 +214,17 @@ X86_SETS = {
     "GGML_AVX512_VBMI": ("avx512vbmi",),
     "GGML_AVX512_VNNI": ("avx512_vnni",),
     "GGML_AVX512_BF16": ("avx512_bf16",),
+    "GGML_AMX_TILE": ("amx_tile",),
+    "GGML_AMX_INT8": ("amx_tile", "amx_int8", "avx512_vnni"),  # ggml's AMX kernels are built on VNNI's
+    "GGML_AMX_BF16": ("amx_tile", "amx_bf16"),
 }
-NO_AMX = ("GGML_AMX_TILE", "GGML_AMX_INT8", "GGML_AMX_BF16")
 
 
 def instruction_sets() -> list[str]:
     """CMake definitions for the instruction sets to build for: on x86, each set ggml has kernels for
-    that this CPU lists, named one by one (the way ggml's own per-CPU variants are built: on a 2-core
-    Intel Xeon VM, `GGML_NATIVE`'s `-march=native` decoded 11–15% slower, and with AMX did not run at
-    all); elsewhere `GGML_NATIVE`, xllamacpp's default for a source build."""
+    that this CPU lists, named one by one (the way ggml's own per-CPU variants are built: on a 2-core Intel
+    Xeon VM, `GGML_NATIVE`'s `-march=native` decoded 11–15% slower); elsewhere `GGML_NATIVE`, xllamacpp's
+    default for a source build."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return ["-DGGML_NATIVE=ON"]
     listed = set(cpu_flags().split())
@@ -230,7 +232,7 @@ def instruction_sets() -> list[str]:
     named = [
         f"-D{option}={'ON' if listed.issuperset(needs) else 'OFF'}" for option, needs in X86_SETS.items()
     ]
-    return ["-DGGML_NATIVE=OFF", *named, *(f"-D{option}=OFF" for option in NO_AMX)]
+    return ["-DGGML_NATIVE=OFF", *named]
 
 
 # Loads the build in a process of its own and decodes a few tokens greedily: an instruction the CPU

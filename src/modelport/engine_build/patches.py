@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from modelport.engines.llamacpp.cpu_builds import (
+    AMX_TILE_CONFIG,
     DRAFTING_WHILE_FEW,
     NGRAM_MAP_RESYNC,
     NGRAM_MAP_WITH_PROMPT,
@@ -153,7 +154,37 @@ NGRAM_MAP_FOLLOWS_PROMPT = SourceEdit(
     why="a slot given a prompt that drops part of its history kept the old history's n-gram map",
 )
 
-EDITS = (RESYNC_NGRAM_MAP, DRAFT_WHILE_FEW_GENERATE, NGRAM_MAP_FOLLOWS_SLOT, NGRAM_MAP_FOLLOWS_PROMPT)
+# ggml's AMX kernels configure each thread's tiles from a struct on the stack, but GCC's `_tile_loadconfig`
+# tells the compiler it reads only the struct's first 8 bytes, so GCC 12 at -O3 drops the stores of the tiles'
+# rows and columns (its object code zeroes the 64 bytes, sets the palette and loads that). Every tile is then
+# unconfigured and the first tile instruction faults: on an Intel Xeon VM that lists AMX and grants the tile
+# state, the first matrix product of a prompt died of SIGILL (`tilezero` in `tinygemm_kernel_amx`). A
+# compiler barrier that is given the struct's address makes every store land before the load. The same
+# fault is reported upstream (ggml-org/llama.cpp#26954, open, which moves the struct to read-only data).
+AMX_TILES_CONFIGURED = SourceEdit(
+    name=AMX_TILE_CONFIG,
+    path="thirdparty/llama.cpp/ggml/src/ggml-cpu/amx/mmq.cpp",
+    replacements=(
+        (
+            """    _tile_loadconfig(&tc);
+    done = true;
+""",
+            """    __asm__ __volatile__("" : : "r"(&tc) : "memory");  // modelport: all of tc stored first
+    _tile_loadconfig(&tc);
+    done = true;
+""",
+        ),
+    ),
+    why="GCC dropped the AMX tile configuration's rows and columns, and the first tile instruction faulted",
+)
+
+EDITS = (
+    RESYNC_NGRAM_MAP,
+    DRAFT_WHILE_FEW_GENERATE,
+    NGRAM_MAP_FOLLOWS_SLOT,
+    NGRAM_MAP_FOLLOWS_PROMPT,
+    AMX_TILES_CONFIGURED,
+)
 
 
 def apply(source: Path, edits: tuple[SourceEdit, ...] = EDITS) -> list[str]:
