@@ -263,6 +263,41 @@ def test_ggml_s_tiles_configured_as_the_edited_source_configures_them_run(tmp_pa
     assert ran.returncode == 0, f"the tile instruction faulted (exit status {ran.returncode})"
 
 
+@pytest.mark.slow  # the build's check loads the default model in a process of its own
+@COMPILER
+def test_a_build_whose_amx_kernels_fault_is_made_again_without_them(
+    engines: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compiled: list[bool] = []
+
+    def compile_with(
+        version: str, place: Path, jobs: int, say: object, amx: bool = True
+    ) -> tuple[str, list[str]]:
+        """The compiler's part, made up; the check that follows is the build's own."""
+        compiled.append(amx)
+        shutil.rmtree(place / "site", ignore_errors=True)
+        if amx:  # a llama.cpp that runs an instruction this machine will not
+            (place / "site" / "xllamacpp").mkdir(parents=True)
+            (place / "site" / "xllamacpp" / "__init__.py").write_text(
+                "import os, signal\nos.kill(os.getpid(), signal.SIGILL)\n"
+            )
+            return compiling._check(place / "site"), []
+        return compiling._check(fake_build(place)), []
+
+    monkeypatch.setattr(compiling, "_compile", compile_with)
+    monkeypatch.setattr(
+        compiling, "instruction_sets", lambda amx=True: [f"-DGGML_AMX_INT8={'ON' if amx else 'OFF'}"]
+    )
+    said: list[str] = []
+    site = compiling.build(say=said.append)
+    assert compiled == [True, False]
+    again = [line for line in said if "without AMX" in line]
+    assert len(again) == 1, said
+    assert f"died of signal {int(signal.SIGILL)}" in again[0]
+    assert json.loads((site.parent / "engine.json").read_text())["features"]
+    assert not (site.parent / "failed.json").exists()
+
+
 @pytest.mark.slow  # four Python processes, each importing the engine
 def test_speculation_is_on_by_default_only_in_a_build_that_carries_the_edit_that_makes_it_safe(
     engines: Path,

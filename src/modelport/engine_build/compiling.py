@@ -123,7 +123,15 @@ def build(jobs: int | None = None, say: Any = print) -> Path:
         (place / "failed.json").unlink(missing_ok=True)
         started, jobs = time.monotonic(), jobs or os.cpu_count() or 2
         try:
-            features, edits = _compile(version, place, jobs, say)
+            try:
+                features, edits = _compile(version, place, jobs, say)
+            except Faulted as fault:
+                if "-DGGML_AMX_INT8=ON" not in instruction_sets():
+                    raise
+                # AMX's kernels are the one part of a build known to have faulted on a machine that lists
+                # AMX (patches.AMX_TILES_CONFIGURED); without them this CPU's build still pays.
+                say(f"{fault}: compiling again without AMX")
+                features, edits = _compile(version, place, jobs, say, amx=False)
         except (OSError, subprocess.CalledProcessError, RuntimeError) as error:
             reason = _reason(error)
             _write(place / "failed.json", {"reason": reason, "at": time.time()})
@@ -151,8 +159,13 @@ def _reason(error: BaseException) -> str:
     return str(error)
 
 
-def _compile(version: str, place: Path, jobs: int, say: Any) -> tuple[str, list[str]]:
-    """The steps of a build; the features the built llama.cpp reports and the source edits it carries."""
+class Faulted(RuntimeError):
+    """A build's check died of a signal: the built llama.cpp ran an instruction this machine would not."""
+
+
+def _compile(version: str, place: Path, jobs: int, say: Any, amx: bool = True) -> tuple[str, list[str]]:
+    """The steps of a build (with AMX's kernels where the CPU lists AMX, if `amx`); the features the built
+    llama.cpp reports and the source edits it carries."""
     work, site = place / "work", place / "site"
     python = sys.executable
     source = work / f"xllamacpp-{version}"
@@ -180,7 +193,7 @@ def _compile(version: str, place: Path, jobs: int, say: Any) -> tuple[str, list[
     env["LDFLAGS"] = f"-Wl,--no-as-needed {library} -Wl,--allow-shlib-undefined"
     # BoringSSL only serves llama.cpp's downloads.
     env["CMAKE_ARGS"] = (
-        f"-DLLAMA_BUILD_BORINGSSL=OFF -DLLAMA_LLGUIDANCE=OFF {' '.join(instruction_sets())} "
+        f"-DLLAMA_BUILD_BORINGSSL=OFF -DLLAMA_LLGUIDANCE=OFF {' '.join(instruction_sets(amx))} "
         f"'-DCMAKE_CXX_FLAGS=-DLLAMA_USE_LLGUIDANCE -I{include}'"
     )
     say(f"compiling llama.cpp for this CPU with {jobs} jobs (logged as it goes)")
@@ -201,7 +214,8 @@ def _compile(version: str, place: Path, jobs: int, say: Any) -> tuple[str, list[
 # ggml's options for the x86 instruction sets it has kernels for, by the names the kernel lists them under.
 # AMX's kernels run only with the source edit that configures their tiles (`patches.AMX_TILES_CONFIGURED`):
 # without it they died of SIGILL at the first matrix product. Where the kernel refuses a process the tile
-# state, ggml says so and keeps to the other kernels.
+# state, ggml says so and keeps to the other kernels; where they fault all the same, the build is made again
+# without them (`build`).
 X86_SETS = {
     "GGML_SSE42": ("sse4_2",),
     "GGML_AVX": ("avx",),
@@ -220,17 +234,18 @@ X86_SETS = {
 }
 
 
-def instruction_sets() -> list[str]:
+def instruction_sets(amx: bool = True) -> list[str]:
     """CMake definitions for the instruction sets to build for: on x86, each set ggml has kernels for
-    that this CPU lists, named one by one (the way ggml's own per-CPU variants are built: on a 2-core Intel
-    Xeon VM, `GGML_NATIVE`'s `-march=native` decoded 11–15% slower); elsewhere `GGML_NATIVE`, xllamacpp's
-    default for a source build."""
+    that this CPU lists (AMX's only if `amx`), named one by one (the way ggml's own per-CPU variants are
+    built: on a 2-core Intel Xeon VM, `GGML_NATIVE`'s `-march=native` decoded 11–15% slower); elsewhere
+    `GGML_NATIVE`, xllamacpp's default for a source build."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return ["-DGGML_NATIVE=ON"]
     listed = set(cpu_flags().split())
     # Each set said either way: without GGML_NATIVE, ggml turns AVX, AVX2, FMA, F16C and BMI2 on unless told.
     named = [
-        f"-D{option}={'ON' if listed.issuperset(needs) else 'OFF'}" for option, needs in X86_SETS.items()
+        f"-D{option}={'ON' if listed.issuperset(needs) and (amx or 'AMX' not in option) else 'OFF'}"
+        for option, needs in X86_SETS.items()
     ]
     return ["-DGGML_NATIVE=OFF", *named]
 
@@ -257,6 +272,8 @@ print(json.dumps(cpu_builds.running(xllamacpp).features))
 def _check(site: Path) -> str:
     env = dict(os.environ, **{VARIABLE: "portable"})  # the check imports from `site` itself
     done = _STEPS.run([sys.executable, "-c", _CHECK, str(site)], env=env, capture=True)
+    if done.returncode < 0:
+        raise Faulted(f"the build died of signal {-done.returncode} as it generated")
     if done.returncode != 0 or not done.stdout.strip():
         raise RuntimeError(
             f"the build did not load and generate (exit status {done.returncode}): {done.stderr[-2000:]}"
