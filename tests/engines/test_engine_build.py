@@ -214,13 +214,16 @@ def test_the_build_asks_ggml_for_each_instruction_set_this_cpu_lists_amx_with_it
     assert {option.split("=")[0] for option in asked[1:]} == {f"-D{o}" for o in compiling.X86_SETS}
 
 
-def _xllamacpp_source(path: str) -> bytes:
-    """A file of the installed xllamacpp's source, fetched from the package index as the build fetches it."""
+def unedited(into: Path, edits: tuple[patches.SourceEdit, ...]) -> None:
+    """The files `edits` change, as the installed xllamacpp's source has them (fetched from the package
+    index as the build fetches it), written under `into` at their paths in that source."""
     version = cpu_builds.wheel_version()
     with tarfile.open(fileobj=io.BytesIO(compiling._sdist("xllamacpp", f"{version}"))) as archive:
-        member = archive.extractfile(f"xllamacpp-{version}/{path}")
-        assert member is not None, path
-        return member.read()
+        for edit in edits:
+            member = archive.extractfile(f"xllamacpp-{version}/{edit.path}")
+            assert member is not None, edit.path
+            (into / edit.path).parent.mkdir(parents=True, exist_ok=True)
+            (into / edit.path).write_bytes(member.read())
 
 
 TILES = """#include <immintrin.h>
@@ -248,8 +251,7 @@ def test_ggml_s_tiles_configured_as_the_edited_source_configures_them_run(tmp_pa
     it, compiled as ggml is (-O3) and run: a tile instruction after it runs. Without the edit GCC 12 drops the
     configuration's rows and columns, and the same program dies of SIGILL."""
     edit = patches.AMX_TILES_CONFIGURED
-    (tmp_path / edit.path).parent.mkdir(parents=True)
-    (tmp_path / edit.path).write_bytes(_xllamacpp_source(edit.path))
+    unedited(tmp_path, (edit,))
     patches.apply(tmp_path, (edit,))
     source = (tmp_path / edit.path).read_text()
     start = source.index("struct tile_config_t")
@@ -347,11 +349,5 @@ def test_a_source_edit_is_made_once_and_one_that_does_not_fit_fails_the_build_na
 def test_each_source_edit_fits_the_installed_xllamacpp(tmp_path: Path) -> None:
     """Against the source a build compiles (fetched from the package index as the build fetches it): an
     xllamacpp release that moved the text an edit replaces fails here, not on a user's machine."""
-    version = cpu_builds.wheel_version()
-    with tarfile.open(fileobj=io.BytesIO(compiling._sdist("xllamacpp", f"{version}"))) as archive:
-        for edit in patches.EDITS:
-            member = archive.extractfile(f"xllamacpp-{version}/{edit.path}")
-            assert member is not None, edit.path
-            (tmp_path / edit.path).parent.mkdir(parents=True, exist_ok=True)
-            (tmp_path / edit.path).write_bytes(member.read())
+    unedited(tmp_path, patches.EDITS)
     assert patches.apply(tmp_path) == [edit.name for edit in patches.EDITS]
