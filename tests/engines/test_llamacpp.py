@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -14,7 +15,7 @@ import httpx
 import pytest
 
 from modelport.engines import llamacpp
-from modelport.engines.llamacpp import thread_binding
+from modelport.engines.llamacpp import thread_binding, xllamacpp_loader
 from modelport.errors import InvalidRequestError
 
 pytestmark = pytest.mark.models  # real models: not the unit tier
@@ -59,6 +60,17 @@ def test_llama_cpp_own_http_listener_refuses_requests() -> None:
     )
     assert response.status_code == 401
     assert server.handle_completions({"prompt": "hi", "max_tokens": 1})["choices"]
+
+
+def test_the_weights_stay_in_the_file_s_mapping_unless_amx_copies_them(tmp_path: Path) -> None:
+    # A file of its own: no other load of this process maps it.
+    gguf = tmp_path / "model.gguf"
+    shutil.copyfile(llamacpp.default_gguf(), gguf)
+    server = llamacpp.start_server(str(gguf), n_parallel=1, n_ctx_per_slot=256)
+    mapped = str(gguf) in Path("/proc/self/maps").read_text()
+    copied = "AMX_INT8" in xllamacpp_loader.running().features.split()
+    assert mapped is not copied
+    assert server.handle_completions({"prompt": "hi", "max_tokens": 2})["choices"]
 
 
 def test_decode_and_prompt_threads_are_separate_settings() -> None:
