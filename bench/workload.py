@@ -7,12 +7,14 @@ and with its best flags for these workloads (n-gram speculation), and as a user 
 and the threads), all in one run; with `--rounds N`, every server once per round, in turn, and the medians.
 
     .venv/bin/python -m bench.workload [--workloads agent rag code chat] [--servers ...] [--rounds 1]
-        [--model smollm2|gemma3-270m]
+        [--model smollm2|gemma3-270m] [--whole-length]
 
 Same model on every server (SmolLM2-135M, or Gemma 3 270M: a base model, so each conversation is sent as
-one completion's prompt, its messages in plain text), same threads; greedy decoding, so every server does
-the same work. The scripted parts of each conversation (tool calls and their results) are the same whatever
-a model answers.
+one completion's prompt, its messages in plain text), same threads; greedy decoding, so every server is
+asked the same. The scripted parts of each conversation (tool calls and their results) are the same whatever
+a model answers. modelport ends a greedy answer that loops where llama-server writes on to `max_tokens`, so
+the servers write different numbers of tokens (the `tokens` column); with `--whole-length` every answer is
+written to its `max_tokens` (`ignore_eos`), the same tokens on every server.
 """
 
 from __future__ import annotations
@@ -98,13 +100,21 @@ class Speaker:
 
     model: BenchModel
     base: bool
+    whole: bool = False  # every answer written to its max_tokens (`ignore_eos`), loops and all
 
     async def reply(self, client: Any, messages: list[dict[str, Any]], max_tokens: int) -> Reply:
         """One greedy streamed answer, timed."""
         start = time.perf_counter()
         first = 0.0
         usage = None
-        common = {"model": self.model.id, "max_tokens": max_tokens, "temperature": 0, "stream": True}
+        common: dict[str, Any] = {
+            "model": self.model.id,
+            "max_tokens": max_tokens,
+            "temperature": 0,
+            "stream": True,
+        }
+        if self.whole:
+            common["extra_body"] = {"ignore_eos": True}
         if self.base:
             said = "\n\n".join(f"{m['role'].capitalize()}: {m['content']}" for m in messages)
             stream = await client.completions.create(
@@ -290,14 +300,17 @@ def summary(rows: list[list[Any]]) -> list[Any]:
     return [*(statistics.median(column) for column in columns[:-1]), sum(columns[-1])]
 
 
-def main(chosen: list[str], only: list[str] | None, rounds: int, model_name: str) -> None:
+def main(
+    chosen: list[str], only: list[str] | None, rounds: int, model_name: str, whole: bool = False
+) -> None:
     """Each server started afresh for every round, in turn, so that the machine's drift affects all alike;
     medians over the rounds (retried requests: summed)."""
     model = bench_model(model_name)
-    speaker = Speaker(model, base=model_name != "smollm2")
+    speaker = Speaker(model, base=model_name != "smollm2", whole=whole)
     medians = "one run" if rounds == 1 else f"medians of {rounds} interleaved rounds"
     talked = "completions of the conversation as text" if speaker.base else "chat"
-    print(f"# Workloads on {model.gguf.name} ({talked}), {medians}")
+    lengths = ", every answer to its max_tokens (ignore_eos)" if whole else ""
+    print(f"# Workloads on {model.gguf.name} ({talked}), {medians}{lengths}")
     print(f"\n{machine()}")
     print(f"\nllama-server defaults: {SLOTS} slots in a shared {N_CTX}-token cache (modelport's); best: and")
     print(f"{' '.join(BEST_FLAGS)}; bare: the model and the threads only")
@@ -348,5 +361,11 @@ if __name__ == "__main__":
     parser.add_argument("--servers", nargs="+", help="only these servers (by the names the report gives)")
     parser.add_argument("--rounds", type=int, default=1, help="medians of this many interleaved rounds")
     parser.add_argument("--model", choices=MODELS, default=MODELS[0], help="a base model is sent completions")
+    parser.add_argument(
+        "--whole-length",
+        action="store_true",
+        help="every answer written to its max_tokens (ignore_eos): the servers write the same tokens, where"
+        " modelport otherwise ends a greedy answer that loops",
+    )
     arguments = parser.parse_args()
-    main(arguments.workloads, arguments.servers, arguments.rounds, arguments.model)
+    main(arguments.workloads, arguments.servers, arguments.rounds, arguments.model, arguments.whole_length)
