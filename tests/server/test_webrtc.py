@@ -129,7 +129,7 @@ HEARD_AS_SAID = 0.25
 # Voiced: louder than a hundredth of the loudest 20 ms (-40 dB). Piper scales each text it is given to full
 # loudness, so an answer spoken clause by clause is louder in its quiet stretches than the same text spoken
 # whole: at a tenth, one answer's clauses were 5.7 voiced seconds against 4.3 whole (a third apart, by the
-# words alone); at a hundredth the stretches between words and clauses are what is left out, 4-7% apart.
+# words alone); at a hundredth the stretches between words and clauses are what is left out, 0-10% apart.
 VOICED = 0.01
 
 
