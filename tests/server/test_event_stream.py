@@ -88,3 +88,22 @@ def test_a_client_whose_connection_fails_ends_the_stream_and_the_work() -> None:
         run(EventStream(body.frames()), send)
     assert body.closed
     assert body.made < 4
+
+
+def test_what_a_stream_made_before_it_failed_goes_out_before_the_failure() -> None:
+    async def frames() -> AsyncIterator[bytes]:
+        yield b"data: 1\n\n"
+        await asyncio.sleep(0.01)
+        yield b"data: 2\n\n"
+        yield b"data: 3\n\n"  # made with the one before it, then the stream fails
+        raise RuntimeError("a fault of the server's own")
+
+    sent: list[bytes] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            sent.append(message["body"])
+
+    with pytest.raises(RuntimeError, match="own"):
+        run(EventStream(frames()), send)
+    assert b"".join(sent) == b"data: 1\n\ndata: 2\n\ndata: 3\n\n"

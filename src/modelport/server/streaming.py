@@ -13,6 +13,7 @@ noticed by the `Disconnects` middleware, which cancels the work.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
@@ -109,6 +110,13 @@ class EventStream(StreamingResponse):
             ended = True
             ready.set()
             await writer
+        except Exception:
+            if not writer.done():  # what the stream made before it failed goes out before the failure
+                ended = True
+                ready.set()
+                with contextlib.suppress(Exception):
+                    await writer
+            raise
         finally:
             pinger.cancel()
             if writer.done() and not writer.cancelled():
