@@ -338,15 +338,20 @@ def voice_log_shows(page: Any, condition: str, errors: list[str]) -> None:
 def test_the_voice_tab_talks_and_is_interrupted(
     playwright: Any, server: Faces, http_client: openai.OpenAI, tmp_path: Path, shots: Path
 ) -> None:
-    """Chromium's fake microphone says a question, then is silent, then says it again (it loops the
-    file): the first turn is heard and answered aloud, the second speaks over the answer, which the page
-    stops and truncates."""
+    """Chromium's fake microphone says a question, then is silent, then says it again, each time after a
+    shorter silence (it loops the file): the first turn is heard and answered aloud, a later one speaks over
+    an answer, which the page stops and truncates."""
     said = "What is the weather like in Paris today?"
     speech = http_client.audio.speech.create(model="tts-1", voice="alloy", input=said, response_format="pcm")
     out = tmp_path / "question.wav"
-    # 6 s of silence before it loops: with two busy neighbours on 2 cores, 3 s was too little (each answer
-    # was cut by the next question before any of it was heard).
-    out.write_bytes(wav(speech.content + bytes(24_000 * 2 * 6), 24_000))
+    # The question four times, each followed by a shorter silence (6, 4.5, 3, 2 s), then again: the first
+    # answer is heard (with two busy neighbours on 2 cores, 3 s was too little: each answer was cut by the
+    # next question before any of it was heard), and some later question comes while its answer plays,
+    # whatever the answer's length and the machine's speed. With one gap of 6 s, an answer shorter than
+    # the gap left after its start ("The weather in Paris today is quite unusual.") ended before every next
+    # question, and nothing was ever cut.
+    gaps = (6, 4.5, 3, 2)
+    out.write_bytes(wav(b"".join(speech.content + bytes(int(24_000 * gap) * 2) for gap in gaps), 24_000))
     talking = with_microphone(playwright, out)
     page = talking.new_context(permissions=["microphone"]).new_page()
     errors: list[str] = []
