@@ -5,9 +5,9 @@ timeout, task or framework object. Frames that come together (llama.cpp's chunks
 bunches) go out in one write: the frames are gathered while the stream runs on without waiting, and a
 writer sends what has gathered once it waits. Each `send` passes the middlewares and ends in a socket
 write (a quarter of the serving thread's busy samples on a streamed answer, by py-spy; a chat answer's 203
-frames now go out in 41 writes). Server-sent events get a
-comment line now and then, which keeps a quiet connection alive through proxies. A client that leaves is
-noticed by the `Disconnects` middleware, which cancels the work.
+frames now go out in 41 writes). Server-sent events get a comment line now and then, which keeps a quiet
+connection alive through proxies. A client that leaves is noticed by the `Disconnects` middleware, which
+cancels the work.
 """
 
 from __future__ import annotations
