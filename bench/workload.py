@@ -61,6 +61,7 @@ class Reply:
     seconds: float
     tokens: int
     cached: int
+    text: str
 
     @property
     def stream_rate(self) -> float:
@@ -73,6 +74,14 @@ class Outcome:
     replies: list[Reply] = field(default_factory=list)
     wall: float = 0.0
     retried: int = 0
+    # Each answer's text by what was asked (its place in the workload): with greedy decoding the servers'
+    # texts agree unless a near-tie fell otherwise (how a prompt was batched moves the last bits of the
+    # logits), and then they wrote different tokens, which n-gram drafts predict differently well.
+    texts: dict[tuple[int, ...], str] = field(default_factory=dict)
+
+    def add(self, place: tuple[int, ...], reply: Reply) -> None:
+        self.replies.append(reply)
+        self.texts[place] = reply.text
 
     def row(self) -> list[Any]:
         firsts = sorted(r.first_token for r in self.replies)
@@ -107,6 +116,7 @@ class Speaker:
         start = time.perf_counter()
         first = 0.0
         usage = None
+        text: list[str] = []
         common: dict[str, Any] = {
             "model": self.model.id,
             "max_tokens": max_tokens,
@@ -125,8 +135,10 @@ class Speaker:
                 messages=messages, stream_options={"include_usage": True}, **common
             )
         async for chunk in stream:
-            if not first and chunk.choices and _text(chunk.choices[0]):
-                first = time.perf_counter() - start
+            said_now = _text(chunk.choices[0]) if chunk.choices else None
+            if said_now:
+                first = first or time.perf_counter() - start
+                text.append(said_now)
             usage = chunk.usage or usage
         details = getattr(usage, "prompt_tokens_details", None)
         return Reply(
@@ -134,6 +146,7 @@ class Speaker:
             time.perf_counter() - start,
             usage.completion_tokens if usage else 0,
             int(getattr(details, "cached_tokens", 0) or 0),
+            "".join(text),
         )
 
 
@@ -149,13 +162,13 @@ async def answered(url: str, speaker: Speaker, asks: list[str], max_tokens: int,
     gate = asyncio.Semaphore(in_flight)
     outcome = Outcome()
 
-    async def one(ask: str) -> None:
+    async def one(index: int, ask: str) -> None:
         async with gate:
             asked = [{"role": "user", "content": ask}]
-            outcome.replies.append(await speaker.reply(client, asked, max_tokens))
+            outcome.add((index,), await speaker.reply(client, asked, max_tokens))
 
     start = time.perf_counter()
-    await asyncio.gather(*(one(ask) for ask in asks))
+    await asyncio.gather(*(one(index, ask) for index, ask in enumerate(asks)))
     outcome.wall = time.perf_counter() - start
     await client.close()
     return outcome
@@ -174,10 +187,10 @@ async def agent(url: str, speaker: Speaker) -> Outcome:
     async def conversation(index: int) -> None:
         rng = random.Random(index)
         messages: list[dict[str, Any]] = [system]
-        for added in workload_data.agent_turns(index, 6):
+        for turn, added in enumerate(workload_data.agent_turns(index, 6)):
             messages += added
             async with gate:
-                outcome.replies.append(await speaker.reply(client, messages, 48))
+                outcome.add((index, turn), await speaker.reply(client, messages, 48))
             await asyncio.sleep(rng.uniform(0, 0.3))
 
     start = time.perf_counter()
@@ -300,6 +313,21 @@ def summary(rows: list[list[Any]]) -> list[Any]:
     return [*(statistics.median(column) for column in columns[:-1]), sum(columns[-1])]
 
 
+def same_answers(texts: dict[str, list[dict[tuple[int, ...], str]]], server: str) -> str:
+    """How many of a server's answers, over the rounds, are word for word llama-server's at its defaults
+    (the same ask in the same round): a ratio between servers that wrote different text compares unequal
+    work where speculation runs, since n-gram drafts guess some texts far better than others."""
+    reference = texts.get("llama-server defaults")
+    if reference is None:
+        return "-"
+    pairs = [
+        (answers.get(place), theirs)
+        for answers, reference_answers in zip(texts[server], reference, strict=False)
+        for place, theirs in reference_answers.items()
+    ]
+    return f"{sum(ours == theirs for ours, theirs in pairs)}/{len(pairs)}"
+
+
 def main(
     chosen: list[str], only: list[str] | None, rounds: int, model_name: str, whole: bool = False
 ) -> None:
@@ -315,6 +343,7 @@ def main(
     print(f"\nllama-server defaults: {SLOTS} slots in a shared {N_CTX}-token cache (modelport's); best: and")
     print(f"{' '.join(BEST_FLAGS)}; bare: the model and the threads only")
     results: dict[str, dict[str, list[list[Any]] | str]] = {name: {} for name in chosen}
+    texts: dict[str, dict[str, list[dict[tuple[int, ...], str]]]] = {name: {} for name in chosen}
     retried = Retried()
     sdk = logging.getLogger("openai._base_client")
     sdk.addHandler(retried)
@@ -338,16 +367,22 @@ def main(
                         continue
                     outcome.retried = retried.count
                     earlier.append(outcome.row())
+                    texts[name].setdefault(server, []).append(outcome.texts)
                     print(f"  {server}: {name}: {' | '.join(f'{v:.3g}' for v in earlier[-1])}", flush=True)
     for name, by_server in results.items():
         medians = {server: summary(rows) for server, rows in by_server.items() if not isinstance(rows, str)}
-        headers = [*HEADERS, "× defaults (p95 TTFT, aggregate)", "× best (p95 TTFT, aggregate)"]
+        headers = [
+            *HEADERS,
+            "answers as defaults'",
+            "× defaults (p95 TTFT, aggregate)",
+            "× best (p95 TTFT, aggregate)",
+        ]
         rows = []
         for server, found in by_server.items():
             if isinstance(found, str):
                 rows.append([server, found, *[""] * (len(headers) - 2)])
                 continue
-            row: list[Any] = list(medians[server])
+            row: list[Any] = [*medians[server], same_answers(texts[name], server)]
             for reference in ("llama-server defaults", "llama-server best"):
                 other = medians.get(reference)
                 row.append(f"{row[1] / other[1]:.2f}, {row[3] / other[3]:.2f}" if other else "-")
