@@ -285,7 +285,8 @@ def test_a_conversation_s_next_turn_goes_on_in_the_slot_its_last_rests_in(
 ) -> None:
     """The last turn to end while no other runs rests in its slot: its conversation's next turn goes on
     there, restoring nothing, sent at once (the rest not yet saved) or after the rest was saved; another
-    request puts a saved rest away without saving it again, and the conversation's next turn is then
+    conversation goes on in that slot from the system prompt they share, and a request sharing less
+    begins in an emptied slot; neither saves a saved rest again, and the conversation's next turn is then
     restored from its file."""
     with configured_server(tmp_path, configured(shallow, 1024)) as live:
         model = openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=120)
@@ -334,13 +335,20 @@ def test_a_conversation_s_next_turn_goes_on_in_the_slot_its_last_rests_in(
         after_four = saved(so_far + 1)  # the rest is saved, and the turn stays in its slot
         assert turn("And item 5?") == "resumed"
         after_five = saved(after_four + 1)
+        # Another conversation behind the same system prompt goes on in the rest's slot from what the two
+        # share; one that shares only the template's few tokens of a role with the next rest begins in an
+        # emptied slot, as it would alone. Neither saves a rest again.
+        fresh, shared = began("fresh"), began("shared")
+        beside = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Which shelf is empty?"}]
+        model.chat.completions.create(model="m", messages=beside, max_tokens=8, temperature=0)  # type: ignore[arg-type]
+        assert (began("fresh"), began("shared")) == (fresh, shared + 1)
+        after_beside = saved(after_five + 1)  # its own turn, resting
         other = [{"role": "user", "content": "Count the crates on the dock."}]
-        shared = began("shared")
         model.chat.completions.create(model="m", messages=other, max_tokens=8, temperature=0)  # type: ignore[arg-type]
-        assert began("shared") == shared + 1  # in the rest's slot, from the little their prompts share
-        saved(after_five + 1)  # the other request's own turn, resting
+        assert (began("fresh"), began("shared")) == (fresh + 1, shared + 1)
+        saved(after_beside + 1)  # its own turn, resting
         time.sleep(conversation_cache.REST_UNSAVED)
-        assert saved(0) == after_five + 1  # the rest it put away was saved already, and not again
+        assert saved(0) == after_beside + 1  # the rests put away were saved already, and not again
         assert turn("And item 6?") == "restored"
     for (earlier, _), (prompt, cached) in itertools.pairwise(seen):
         assert earlier <= cached < prompt

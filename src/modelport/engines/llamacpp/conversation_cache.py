@@ -15,8 +15,9 @@ request that finds no other running waits for them, so that it decodes beside no
 while no answer's end waits for either. The one exception is the last turn to end while no other ran (one
 user's chat, one agent's loop): it rests in its slot, unsaved for `REST_UNSAVED` seconds and then saved,
 for its conversation's next turn to go on there with nothing saved first or restored; any other request
-first saves it (unless saved) and goes on in its slot from what the two prompts share (a template's
-preamble, the tools), unless a saved turn holds more of its messages. llama.cpp reuses the longest prefix a
+first saves it (unless saved) and, where their prompts begin alike (a system prompt, a template's long
+preamble, the tools: a prefix both are named by), goes on in its slot from what the two share, unless a
+saved turn holds more of its messages. llama.cpp reuses the longest prefix a
 restored slot's tokens share with the new prompt, so a stale or mismatched file costs speed, never
 correctness.
 """
@@ -366,7 +367,7 @@ class ConversationCache:
             earlier = kept.names[-1] if kept.saved else kept.superseded
             self._began["resumed"].inc()
             return Turn(self, names, resting.slot, earlier, lone=first)
-        if resting is not None and reuses:
+        if resting is not None and reuses and not set(names).isdisjoint(resting.kept.names):
             return self._share(request, names, resting, first)
         if resting is not None:
             self._put_away(resting)
@@ -389,7 +390,12 @@ class ConversationCache:
         llama.cpp reuses whatever beginning the two prompts share (a template's preamble, the tools'
         description, a system prompt), where an emptied slot processed it all again (GigaChat 3.1's
         preamble of 1,100 tokens: 3.5 s of SmolLM2 on two cores, every new conversation). A saved turn
-        holding more of the request's messages is restored over it."""
+        holding more of the request's messages is restored over it. Only where the two prompts share a
+        prefix both are named by: sharing less (a role's few tokens) spared nothing, cost a sliding-window
+        model a checkpoint's restore (llama.cpp goes back to one to keep the few tokens), and made the
+        answer depend on what ran before (a prompt batched otherwise moves the logits' last bits): Gemma 3
+        270M, copying a file after an unrelated turn, wrote another greedy text than alone, which its n-gram
+        drafts guessed worse: 47 tok/s against 114 (`bench.workload --model gemma3-270m --workloads code`)."""
         self._put_away(resting, emptied=False)
         request["id_slot"] = slot = resting.slot
         found = self._holding_file(names)
