@@ -14,7 +14,10 @@ one completion's prompt, its messages in plain text), same threads; greedy decod
 asked the same. The scripted parts of each conversation (tool calls and their results) are the same whatever
 a model answers. modelport ends a greedy answer that loops where llama-server writes on to `max_tokens`, so
 the servers write different numbers of tokens (the `tokens` column); with `--whole-length` every answer is
-written to its `max_tokens` (`ignore_eos`), the same tokens on every server.
+written to its `max_tokens` (`ignore_eos`), the same tokens on every server. Greedy texts still part where
+a near-tie falls otherwise (a prompt batched otherwise, a draft verified in one batch): the "answers as
+defaults'" column counts the answers word for word llama-server's at its defaults, since n-gram drafts guess
+some texts far better than others.
 """
 
 from __future__ import annotations
