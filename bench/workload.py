@@ -338,10 +338,10 @@ def main(
     medians over the rounds (retried requests: summed)."""
     model = bench_model(model_name)
     speaker = Speaker(model, base=model_name != "smollm2", whole=whole)
-    medians = "one run" if rounds == 1 else f"medians of {rounds} interleaved rounds"
+    averaged = "one run" if rounds == 1 else f"medians of {rounds} interleaved rounds"
     talked = "completions of the conversation as text" if speaker.base else "chat"
     lengths = ", every answer to its max_tokens (ignore_eos)" if whole else ""
-    print(f"# Workloads on {model.gguf.name} ({talked}), {medians}{lengths}")
+    print(f"# Workloads on {model.gguf.name} ({talked}), {averaged}{lengths}")
     print(f"\n{machine()}")
     print(f"\nllama-server defaults: {SLOTS} slots in a shared {N_CTX}-token cache (modelport's); best: and")
     print(f"{' '.join(BEST_FLAGS)}; bare: the model and the threads only")
