@@ -95,6 +95,13 @@ class EventStream(StreamingResponse):
                         await send({"type": "http.response.body", "body": PING, "more_body": True})
                     last = time.monotonic()
 
+        async def sent_whole() -> None:
+            """End the gathering, and wait for the writer to send what had gathered."""
+            nonlocal ended
+            ended = True
+            ready.set()
+            await writer
+
         writer = asyncio.ensure_future(write())
         pinger = asyncio.ensure_future(keep_alive())
         try:
@@ -107,15 +114,11 @@ class EventStream(StreamingResponse):
                 if size > GATHERED:
                     room.clear()
                     await room.wait()
-            ended = True
-            ready.set()
-            await writer
+            await sent_whole()
         except Exception:
             if not writer.done():  # what the stream made before it failed goes out before the failure
-                ended = True
-                ready.set()
                 with contextlib.suppress(Exception):
-                    await writer
+                    await sent_whole()
             raise
         finally:
             pinger.cancel()
