@@ -31,6 +31,7 @@ BENCHMARKS = [
     "neighbours",
     "second_turn",
     "start",
+    "token_work",
 ]
 
 
