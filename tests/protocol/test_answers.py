@@ -4,9 +4,8 @@ into, and bytes read whole or in pieces."""
 from __future__ import annotations
 
 import asyncio
-import typing
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import Any, get_args
 
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import (
@@ -61,7 +60,7 @@ def test_the_deltas_written_without_a_look_at_each_value_s_class_are_written_as_
     }
     assert set(made) == RESPONSE_EVENTS.plain
     for kind, given in made.items():
-        (named,) = typing.get_args(kind.model_fields["type"].annotation)
+        (named,) = get_args(kind.model_fields["type"].annotation)
         event = kind.model_validate({**given, "type": named})
         data = event.model_dump_json(by_alias=True, exclude_unset=True, serialize_as_any=True)
         assert RESPONSE_EVENTS.frame(event) == f"event: {event.type}\ndata: {data}\n\n".encode()

@@ -79,7 +79,7 @@ class EventKind(Generic[W, E]):
     done: bool = False
     # Event types whose fields never hold a subclass of what they declare (a text delta: text, numbers, the
     # SDK's own log-probability types), which pydantic writes without `serialize_as_any`'s look at each
-    # value's class: 1.1 µs a text delta instead of 2.6, and each token of a streamed response is one.
+    # value's class: 2.1 µs a text delta instead of 3.25, and each token of a streamed response is one.
     plain: frozenset[type[BaseModel]] = frozenset()
 
     def frame(self, event: E) -> bytes:
