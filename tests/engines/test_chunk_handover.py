@@ -108,3 +108,26 @@ def test_a_chunk_that_comes_after_a_longer_gap_than_the_pace_is_handed_over_at_o
     assert len(times) == 4
     delays = sorted(at - made for at, made in zip(times, sent, strict=True))
     assert delays[len(delays) // 2] < 0.1
+
+
+def test_streams_each_slower_than_their_pace_but_together_faster_are_handed_over_together() -> None:
+    """Six streams at one pace (100 ms), each a chunk every 150 ms (so each chunk comes more than a pace after
+    its stream's last) but together a chunk every 25 ms: past each stream's first chunk, their chunks are
+    handed over on the pace's ticks, every stream's at one wake-up, and llama.cpp's threads wake the loop for
+    the first chunks and the ends only, where each chunk woke it (48 and more); none waits past a tick."""
+    CountedLoop.woken = 0
+    sent: list[list[float]] = [[] for _ in range(6)]
+
+    async def together() -> list[tuple[list[float], float]]:
+        return await asyncio.gather(*(received([0.025 * i] + [0.15] * 7, 0.1, sent[i]) for i in range(6)))
+
+    with asyncio.Runner(loop_factory=CountedLoop) as runner:
+        results = runner.run(together())
+    assert all(len(times) == 8 for times, _ in results)
+    assert CountedLoop.woken <= 20
+    delays = sorted(
+        at - made
+        for (times, _), made_at in zip(results, sent, strict=True)
+        for at, made in zip(times, made_at, strict=True)
+    )
+    assert delays[len(delays) // 2] < 0.1
