@@ -16,7 +16,7 @@ import numpy as np
 import openai
 import pytest
 
-from modelport.settings import ModelConfig, Settings, StoreSettings
+from tests.support.configs import tiny_models
 from tests.support.faces import Faces, faces
 
 TEXT = "The quick brown fox jumps over the lazy dog. It was a sunny day in the park."
@@ -152,11 +152,8 @@ def test_long_input_is_spoken_whole(http_client: openai.OpenAI) -> None:
 def tones(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Faces]:
     """A speech model whose every letter is a tone of its own pitch (`tone_speech`: 80 ms, 880 Hz + 10 Hz ×
     the letter's place in the alphabet, with the voice `high`), so what it said is read back exactly."""
-    database = tmp_path_factory.mktemp("tones") / "state.db"
-    model = ModelConfig(id="tones", predictor="tests.predictors.tiny_models:tone_speech")
-    with faces(
-        Settings(defaults=False, models=[model], store=StoreSettings(url=f"sqlite+aiosqlite:///{database}"))
-    ) as served:
+    database = str(tmp_path_factory.mktemp("tones") / "state.db")
+    with faces(tiny_models(database, "key", tones="tone_speech"), "key") as served:
         yield served
 
 
