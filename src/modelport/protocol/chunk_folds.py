@@ -132,12 +132,7 @@ class ChatFold(_Fold):
         return {"message": {"role": "assistant", "content": None, "refusal": None}, "logprobs": None}
 
     def _merge(self, choice: dict[str, Any], piece: dict[str, Any]) -> None:
-        delta, message = piece.get("delta") or {}, choice["message"]
-        text = delta.get("content")
-        if len(delta) == 1 and type(text) is str and type(message["content"]) is str:
-            message["content"] += text  # a token of text, as nearly every chunk is
-            return
-        merge_delta(message, delta)
+        merge_delta(choice["message"], piece.get("delta") or {})
 
     def _finished(self, choice: dict[str, Any]) -> dict[str, Any]:
         calls = choice["message"].get("tool_calls")

@@ -153,9 +153,6 @@ class ResponseEvents:
         events: list[ResponseStreamEvent] = []
         for piece in chunk.get("choices") or []:
             delta = piece.get("delta") or {}
-            if len(delta) == 1 and delta.get("content") and not piece.get("logprobs"):
-                events += self._text(delta["content"], [])  # a token of text, as nearly every chunk is
-                continue
             said = thinking_of(delta)
             if said:
                 events += self._reasoning(said)
