@@ -183,9 +183,13 @@ class ChunkStream:
         future = loop.create_future()
         self._waiter, self._timed = (loop, future), False
         if self._pace is not None and self._handed and self._pace.flows():
-            self._timed = True
-            loop.call_at(self._pace.tick(loop.time()), self._hand_over, future)
+            self._at_tick(self._pace, loop, future)
         return future
+
+    def _at_tick(self, pace: _Pace, loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> None:
+        """Hand over at the pace's next tick what will have come by then (the lock held)."""
+        self._timed = True
+        loop.call_at(pace.tick(loop.time()), self._hand_over, future)
 
     def _hand_over(self, future: asyncio.Future[None]) -> None:
         """On the reader's loop, a tick of the pace: hand over what came since the last hand-over; if nothing
@@ -197,9 +201,7 @@ class ChunkStream:
             self._timed = False
             if not self._items:
                 if self._pace is not None and self._pace.flowing(time.monotonic()):
-                    self._timed = True
-                    loop = self._waiter[0]
-                    loop.call_at(self._pace.tick(loop.time()), self._hand_over, future)
+                    self._at_tick(self._pace, self._waiter[0], future)
                 return
             self._waiter = None
         _wake(future)
