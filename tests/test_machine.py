@@ -3,7 +3,6 @@ kept off the cores the engines own."""
 
 from __future__ import annotations
 
-import gc
 import os
 import subprocess
 import sys
@@ -33,11 +32,11 @@ def test_usable_cpus_follow_a_narrowed_affinity(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_a_process_s_age_counts_from_its_start() -> None:
-    """What `serve` says it took to be ready: a process that slept a second before asking is a second old."""
-    script = "import time; time.sleep(1); from modelport import machine; print(machine.process_age())"
+    """What `serve` says it took to be ready: a process that slept 0.3 s before asking is that old at least."""
+    script = "import time; time.sleep(0.3); from modelport import machine; print(machine.process_age())"
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     age = float(done.stdout)
-    assert 1.0 <= age < 30
+    assert 0.3 <= age < 30
 
 
 def test_a_process_the_engines_own_holds_numpy_s_blas_to_one_thread() -> None:
@@ -56,21 +55,27 @@ def test_a_process_the_engines_own_holds_numpy_s_blas_to_one_thread() -> None:
         threadpool_limits(limits=before)  # this worker's other tests keep theirs
 
 
+# In a process of its own: in a test worker, the collections over the heap its run froze took 3 s.
+FREEZES = """
+import gc
+from modelport import machine
+
+gc.collect()
+gc.freeze()  # a program that froze its own heap (as the test workers do)
+frozen = gc.get_freeze_count()
+made_since = [[n] for n in range(10_000)]  # what a server's start would freeze, were it to
+machine.keep_out_of_collections()
+assert gc.get_freeze_count() == frozen
+machine.back_into_collections()  # a model unloaded: the program's freeze stays
+assert gc.get_freeze_count() == frozen
+gc.unfreeze()  # a program that froze nothing (`modelport serve`)
+machine.keep_out_of_collections()
+assert gc.get_freeze_count() >= len(made_since)
+machine.back_into_collections()
+assert gc.get_freeze_count() == 0
+"""
+
+
 def test_a_server_freezes_the_heap_only_where_the_program_has_not_and_unfreezes_only_its_own() -> None:
-    gc.collect()
-    gc.freeze()  # a program that froze its own heap (as the test workers do)
-    frozen = gc.get_freeze_count()
-    made_since = [{"n": n} for n in range(10_000)]  # what a server's start would freeze, were it to
-    machine.keep_out_of_collections()
-    assert gc.get_freeze_count() < frozen + len(made_since)  # (other threads free a few frozen objects)
-    machine.back_into_collections()  # a model unloaded: the program's freeze stays
-    assert gc.get_freeze_count() > frozen // 2
-    gc.unfreeze()  # a program that froze nothing (`modelport serve`)
-    try:
-        machine.keep_out_of_collections()
-        assert gc.get_freeze_count() > 0
-        machine.back_into_collections()
-        assert gc.get_freeze_count() == 0
-    finally:
-        gc.collect()
-        gc.freeze()
+    done = subprocess.run([sys.executable, "-c", FREEZES], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
