@@ -46,7 +46,7 @@ os.environ.setdefault("MODELPORT_LLAMACPP_BUILD", "cached")
 os.environ["SSL_CERT_FILE"] = str(authority(Path(tempfile.mkdtemp(prefix="modelport-test-authority-")))[0])
 os.environ.pop("SSL_CERT_DIR", None)
 FACES = ["http", "in-process"]
-pytest_plugins = ["tests.support.workers"]
+pytest_plugins = ["tests.support.workers", "tests.support.deselected_modules"]
 
 
 @pytest.fixture(scope="session")
