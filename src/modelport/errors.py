@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -11,7 +12,9 @@ class ModelportError(Exception):
     status: int = 500
     type: str = "server_error"
     code: str | None = None
-    retry_after: int | None = None  # seconds, sent as `Retry-After` (the SDK waits that long to retry)
+    # Seconds until a retry may get in: sent as `Retry-After` (whole seconds, rounded up) and exactly as
+    # `retry-after-ms`, which the openai SDKs prefer: a client told 0.2 s does not wait a whole second.
+    retry_after: float | None = None
 
     def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
         super().__init__(message)
@@ -26,7 +29,12 @@ class ModelportError(Exception):
 
     def headers(self) -> dict[str, str]:
         """The HTTP headers that go with this error."""
-        return {"Retry-After": str(self.retry_after)} if self.retry_after is not None else {}
+        if self.retry_after is None:
+            return {}
+        return {
+            "Retry-After": str(math.ceil(self.retry_after)),
+            "retry-after-ms": str(math.ceil(self.retry_after * 1000)),
+        }
 
 
 class InvalidRequestError(ModelportError):
@@ -121,7 +129,7 @@ class RateLimitError(ModelportError):
     type = "requests"
     code = "rate_limit_exceeded"
 
-    def __init__(self, message: str, retry_after: int, limits: dict[str, str]) -> None:
+    def __init__(self, message: str, retry_after: float, limits: dict[str, str]) -> None:
         super().__init__(message)
         self.retry_after = retry_after
         self.limits = limits
@@ -265,7 +273,7 @@ class UpstreamTimeoutError(ModelportError):
 class RelayedError(ModelportError):
     """An upstream's own error answer (a 4xx: the request's fault, or a 429), passed on as it came."""
 
-    def __init__(self, status: int, body: dict[str, Any], retry_after: int | None = None) -> None:
+    def __init__(self, status: int, body: dict[str, Any], retry_after: float | None = None) -> None:
         found = body.get("error")
         error: dict[str, Any] = found if isinstance(found, dict) else {}
         super().__init__(str(error.get("message") or body))

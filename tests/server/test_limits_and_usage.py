@@ -63,6 +63,9 @@ def test_a_burst_over_the_request_limit_is_a_429_with_openais_headers(limited: t
     headers = refused.value.response.headers
     assert headers["x-ratelimit-remaining-requests"] == "0"
     assert 1 <= int(headers["retry-after"]) <= 2  # 30 a minute: one back every two seconds
+    # The wait to the millisecond, which the SDKs prefer, and the whole seconds rounded up.
+    assert 0 < int(headers["retry-after-ms"]) <= 2000
+    assert int(headers["retry-after"]) == -(-int(headers["retry-after-ms"]) // 1000)
     assert refused.value.code == "rate_limit_exceeded"
 
 
@@ -70,10 +73,13 @@ def test_the_sdks_retry_gets_in_after_retry_after(limited: tuple[Faces, str]) ->
     client = client_of(limited, "patient", "--rpm", "60", retries=2)
     for _ in range(60):
         ask(client)
+    with pytest.raises(openai.RateLimitError) as refused:
+        ask(client.with_options(max_retries=0))
+    said = int(refused.value.response.headers["retry-after-ms"]) / 1000  # what the SDK waits, exactly
     started = time.monotonic()
-    answer = ask(client).parse()  # refused once, then let in after `retry-after`
+    answer = ask(client).parse()  # refused again, then let in once that wait is over
     assert answer.choices[0].message.content == "two one"
-    assert time.monotonic() - started >= 0.5
+    assert time.monotonic() - started >= said / 2
 
 
 def test_tokens_per_minute_are_counted_from_what_was_used(limited: tuple[Faces, str]) -> None:

@@ -110,7 +110,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
                 "X-OpenAI-Agents-SDK",
             ],
             # `Location` names a WebRTC call (the Agents SDK reads its id there).
-            expose_headers=["X-Request-Id", "Retry-After", "Location"],
+            expose_headers=["X-Request-Id", "Retry-After", "retry-after-ms", "Location"],
         )
     if settings.on_loopback():
         app.add_middleware(HostGuard, allowed=settings.allowed_hosts, origins=settings.cors_origins)

@@ -412,11 +412,15 @@ async def check_status(response: httpx.Response, replica: Replica) -> None:
 
 
 def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after", "")
-    try:
-        return min(float(value), 3600.0)
-    except ValueError:
-        return None
+    """The upstream's wait in seconds: `retry-after-ms` (OpenAI's, modelport's), else `Retry-After`."""
+    for header, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        try:
+            wait = float(response.headers[header]) / scale
+        except (KeyError, ValueError):
+            continue
+        if wait >= 0:  # not NaN
+            return min(wait, 3600.0)
+    return None
 
 
 def _session() -> aiohttp.ClientSession:

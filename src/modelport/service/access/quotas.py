@@ -79,7 +79,7 @@ class Quotas:
                 raise RateLimitError(
                     f"Rate limit reached for {model} in {tightest.scope} on {what} per minute: "
                     f"Limit {tightest.capacity}. Please try again in {_duration(wait)}.",
-                    retry_after=max(1, math.ceil(wait)),
+                    retry_after=wait,
                     limits=shown,
                 )
         for limit in limits:
