@@ -32,7 +32,7 @@ def test_usable_cpus_follow_a_narrowed_affinity(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_a_process_s_age_counts_from_its_start() -> None:
-    """What `serve` says it took to be ready: a process that slept 0.3 s before asking is that old at least."""
+    """What `serve` says it took to be ready: a process that slept 0.3 s before asking is as old at least."""
     script = "import time; time.sleep(0.3); from modelport import machine; print(machine.process_age())"
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     age = float(done.stdout)
