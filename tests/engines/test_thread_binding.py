@@ -44,3 +44,17 @@ def test_active_threads_get_cpus_of_their_own_whatever_an_idle_bound_thread_hold
     assert {engine.bound[first], engine.bound[second]} == set(allowed)
     engine.free()
     assert all(os.sched_getaffinity(thread) == set(os.sched_getaffinity(0)) for thread in threads)
+
+
+def test_threads_that_run_most_get_cpus_of_their_own_before_one_bound_earlier(threads: list[int]) -> None:
+    # A turn's save woke the main decode thread and the HTTP listener, each bound to a CPU of its own; the
+    # next prompt's worker thread then woke too (looks list the busiest first): it takes the listener's
+    # CPU, not the main thread's, with which it would spin for its time slice at every barrier.
+    allowed = sorted(os.sched_getaffinity(0))[:2]
+    listener, main, worker = threads
+    engine = _EngineThreads(set(threads), allowed)
+    engine.bind([main, listener])
+    engine.bind([main, worker, listener])
+    assert engine.bound[main] != engine.bound[worker]
+    assert {*os.sched_getaffinity(main), *os.sched_getaffinity(worker)} == set(allowed)
+    engine.free()
