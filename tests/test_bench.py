@@ -32,6 +32,7 @@ BENCHMARKS = [
     "second_turn",
     "start",
     "token_work",
+    "after_busy",
 ]
 
 
