@@ -117,3 +117,26 @@ def test_bodies_of_any_size_on_a_kept_alive_connection_are_read_whole(served: Li
                 "/v1/chat/completions", content=body, headers={"content-type": "application/json"}
             )
             assert answered.status_code == 404, answered.text
+
+
+def test_a_kept_alive_connection_outlasts_the_clients_own_idle_expiry(served: LiveServer) -> None:
+    # httpx (the openai SDK's) drops an idle connection after 5 s: the server must not close it first, or
+    # a request sent on it at that moment is met by the close.
+    expiry = httpx.Limits().keepalive_expiry or 5.0
+    connection = opened(served, b"GET /v1/models HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    first = connection.recv(65536)
+    while b"\r\n\r\n" not in first or len(first.split(b"\r\n\r\n", 1)[1]) < _length(first):
+        first += connection.recv(65536)
+    assert first.startswith(b"HTTP/1.1 200"), first
+    time.sleep(expiry + 1)
+    connection.sendall(b"GET /v1/models HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+    received, _ = answer(connection)
+    assert received.startswith(b"HTTP/1.1 200"), received
+    connection.close()
+
+
+def _length(received: bytes) -> int:
+    """The content-length a response's head gives (0 while the head is not whole)."""
+    head = received.split(b"\r\n\r\n", 1)[0].lower()
+    found = [line for line in head.split(b"\r\n") if line.startswith(b"content-length:")]
+    return int(found[0].split(b":", 1)[1]) if found else 0

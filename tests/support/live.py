@@ -191,9 +191,16 @@ def health_probed(url: str, every: float = 0.02) -> Iterator[list[float]]:
 def serve_app(app: Any, seconds: float = 30) -> Iterator[str]:
     """An ASGI app served by uvicorn on 127.0.0.1 in a thread of this process; yields its base URL once it
     listens (its lifespan has started), within `seconds`."""
+    from modelport.cli.serve import KEEP_ALIVE_SECONDS
+
     server = uvicorn.Server(
         uvicorn.Config(
-            app, host="127.0.0.1", port=free_port(), log_level="warning", timeout_graceful_shutdown=1
+            app,
+            host="127.0.0.1",
+            port=free_port(),
+            log_level="warning",
+            timeout_graceful_shutdown=1,
+            timeout_keep_alive=KEEP_ALIVE_SECONDS,  # as `modelport serve` keeps a connection
         )
     )
     thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)

@@ -35,6 +35,11 @@ if TYPE_CHECKING:
 STARTUP_FAILURE = 3  # the exit status of a server that could not start (a port in use), as uvicorn's
 SHUTDOWN_SECONDS = 10  # on SIGTERM, streams in flight get this long to finish before they are ended
 BUILD_AFTER_IDLE_SECONDS = 1.0  # a paused background build of llama.cpp goes on after this long idle
+# An idle kept-alive connection stays open this long: longer than a client keeps one (the openai SDK's
+# httpx 5 s, Node's 4-5 s, nginx's upstream and load balancers' 60 s). At uvicorn's 5 s, a client sending its
+# next request on a connection 5 s idle met the server's close: "Server disconnected without sending a
+# response" (the SDK retries it, unless told not to; a proxy answers 502).
+KEEP_ALIVE_SECONDS = 65
 
 
 def named_models(paths: list[str], named: list[str], mmproj: str | None = None) -> list[ModelConfig]:
@@ -143,6 +148,7 @@ def serve(service: Service, log_level: str, listener: socket.socket, *, on_ray: 
                 port=settings.port,
                 log_level=log_level,
                 timeout_graceful_shutdown=SHUTDOWN_SECONDS,
+                timeout_keep_alive=KEEP_ALIVE_SECONDS,
                 http=bounded_head(settings.limits.read_seconds),
                 access_log=False,  # modelport.access logs each request, with its id
             )
