@@ -7,7 +7,7 @@ A turn's save wakes llama.cpp's HTTP listener beside its main thread while the m
 are bound then; the next prompt read its first 1.5-3× slower while the listener kept the CPU its worker
 thread needed (`thread_binding`).
 
-    .venv/bin/python -m bench.after_busy [--rounds 8] [--busy-seconds 3] [--tokens 16]
+    .venv/bin/python -m bench.after_busy [--rounds 8] [--busy-seconds 3] [--tokens 128]
 """
 
 from __future__ import annotations
@@ -68,6 +68,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--busy-seconds", type=float, default=3.0)
-    parser.add_argument("--tokens", type=int, default=16)
+    parser.add_argument("--tokens", type=int, default=128)
     arguments = parser.parse_args()
     asyncio.run(main(arguments.rounds, arguments.busy_seconds, arguments.tokens))
