@@ -21,7 +21,8 @@ from bench.common import STORY, machine, median, rotated, table
 from bench.decode import Measure, worker_process
 from modelport import machine as this_machine
 
-CASES = {"engine called directly (xllamacpp)": "engine", "modelport in-process": "in-process"}
+ENGINE = "engine called directly (xllamacpp)"
+CASES = {ENGINE: "engine", "modelport in-process": "in-process"}
 SPIN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass"
 
 
@@ -49,7 +50,7 @@ async def main(rounds: int, seconds: float, tokens: int) -> None:
             for name in rotated(list(cases), i):
                 await busy_spell(seconds)
                 firsts[name].append((await cases[name](f"{i + 1}. {STORY}")).first_token * 1000)
-    engine = median(firsts["engine called directly (xllamacpp)"])
+    engine = median(firsts[ENGINE])
     rows = [
         [
             name,

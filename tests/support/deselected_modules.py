@@ -23,8 +23,10 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     if not expression or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
         return None
     names = _names(expression)
+    if names is None:
+        return None
     marks = module_marks(collection_path.read_text(encoding="utf-8"))
-    if names is None or not marks:
+    if not marks:
         return None
     return True if never_selected(expression, names, marks) else None
 
