@@ -6,6 +6,7 @@ pytest-xdist workers is the plugin `tests.support.workers` (CONTRIBUTING.md); th
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 import zlib
@@ -32,18 +33,22 @@ if TYPE_CHECKING:
 # ignored by git); what it starts reads them.
 sys.dont_write_bytecode = False
 
+# What this process of the run (a worker, or the run's own) keeps outside the tests' `tmp_path`: a folder
+# of its own, removed as the process ends (`pytest_unconfigure`; a run left 5-20 MiB a worker in /tmp).
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+_FOLDER = Path(tempfile.mkdtemp(prefix=f"modelport-test-{_WORKER or 'run'}-"))
 # Everything the tests' servers and clients store goes to a folder of this run (of this worker, when the
 # run has several), not the user's data directory.
-_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 if _WORKER or "MODELPORT_DATA_DIR" not in os.environ:
-    os.environ["MODELPORT_DATA_DIR"] = tempfile.mkdtemp(prefix=f"modelport-test-data-{_WORKER or ''}")
+    os.environ["MODELPORT_DATA_DIR"] = str(_FOLDER / "data")
 # The servers the tests start run this CPU's llama.cpp build if the machine has one, but none starts a build
 # (minutes of compiling beside the tests); tests/engines/test_engine_build.py sets its own.
 os.environ.setdefault("MODELPORT_LLAMACPP_BUILD", "cached")
 # The tests reach no machine but this one, over plain HTTP, so the run trusts one authority of its own; with
 # the machine's store, each HTTP client a test or a server made (the SDK's, httpx's; ~600 in the unit tier)
 # loaded its 140-odd certificates first: 10-35 ms of CPU each, a sixth of the unit tier's.
-os.environ["SSL_CERT_FILE"] = str(authority(Path(tempfile.mkdtemp(prefix="modelport-test-authority-")))[0])
+(_FOLDER / "authority").mkdir()
+os.environ["SSL_CERT_FILE"] = str(authority(_FOLDER / "authority")[0])
 os.environ.pop("SSL_CERT_DIR", None)
 FACES = ["http", "in-process"]
 pytest_plugins = ["tests.support.workers", "tests.support.deselected_modules"]
@@ -129,6 +134,11 @@ def postgres() -> Iterator[Postgres]:
     served = Postgres(binaries)
     yield served
     served.stop()
+
+
+def pytest_unconfigure() -> None:
+    """The process's folder goes as its run ends: its fixtures, and the servers they started, are stopped."""
+    shutil.rmtree(_FOLDER, ignore_errors=True)
 
 
 # Fixtures that load the default models or start PostgreSQL: a test that uses one is of the `models` tier.

@@ -83,7 +83,9 @@ class Served:
             time.sleep(0.2)
 
     def stop(self, seconds: float = STOP_SECONDS) -> None:
-        """SIGTERM, then SIGKILL past `seconds`."""
+        """SIGTERM, then SIGKILL past `seconds`; the log is removed, after the end of it is printed if the
+        server had exited by itself (pytest shows it beside a test that fails)."""
+        exited = self.process.poll()
         self.process.terminate()
         try:
             self.process.wait(timeout=seconds)
@@ -91,6 +93,9 @@ class Served:
             self.process.kill()
             self.process.wait(timeout=seconds)
         self._log_file.close()
+        if exited is not None:
+            print(f"{self.what} had exited ({exited}):\n{self.log.read_text()[-5000:]}", file=sys.stderr)
+        self.log.unlink(missing_ok=True)
 
 
 class LiveServer(Served):

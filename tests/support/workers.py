@@ -9,6 +9,7 @@ import contextlib
 import fcntl
 import gc
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -59,10 +60,17 @@ def pytest_configure(config: pytest.Config) -> None:
         os.sched_setaffinity(0, cpus[index % len(cpus) :: count] or cpus)
 
 
-# The workers' turns on the machine: lock files of the run, made where it starts (its workers inherit this).
-if "MODELPORT_TEST_TURNS" not in os.environ:
+# The workers' turns on the machine: lock files of the run, made where it starts (its workers inherit this)
+# and removed there as it ends.
+_MADE_TURNS = "MODELPORT_TEST_TURNS" not in os.environ
+if _MADE_TURNS:
     os.environ["MODELPORT_TEST_TURNS"] = tempfile.mkdtemp(prefix="modelport-test-turns-")
 _TURNS = Path(os.environ["MODELPORT_TEST_TURNS"])
+
+
+def pytest_unconfigure() -> None:
+    if _MADE_TURNS:
+        shutil.rmtree(_TURNS, ignore_errors=True)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
