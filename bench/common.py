@@ -122,10 +122,19 @@ def modelport_server(config: str) -> Iterator[str]:
 @contextmanager
 def modelport_configured(config: str) -> Iterator[tuple[str, int]]:
     """`modelport_server`, yielding its process id too."""
-    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as file:
-        file.write(config)
-    with modelport_process("--config", file.name) as served:
+    with config_file(config) as path, modelport_process("--config", path) as served:
         yield served
+
+
+@contextmanager
+def config_file(text: str) -> Iterator[str]:
+    """A models.toml with this text, removed when the block ends."""
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as file:
+        file.write(text)
+    try:
+        yield file.name
+    finally:
+        os.unlink(file.name)
 
 
 def cpu_seconds(pid: int, thread: int | None = None) -> float:

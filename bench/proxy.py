@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 
 from bench import references
 from bench.common import (
     STORY,
+    config_file,
     cpu_seconds,
     http_client,
     llama_server,
@@ -62,7 +61,7 @@ def measure(
     name: str, upstream: str, model: str, rounds: int, tokens: int, streams: int
 ) -> list[list[object]]:
     with ExitStack() as stack:
-        config = stack.enter_context(_config_file(front_config(upstream, model)))
+        config = stack.enter_context(config_file(front_config(upstream, model)))
         front, front_pid = stack.enter_context(modelport_process("--config", config))
         direct, through = Samples(), Samples()
         chunks = 0
@@ -99,16 +98,6 @@ def measure(
     ]
     rows[0] += ["1", "0", "1", ""]
     return rows
-
-
-@contextmanager
-def _config_file(text: str) -> Iterator[str]:
-    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as file:
-        file.write(text)
-    try:
-        yield file.name
-    finally:
-        os.unlink(file.name)
 
 
 def main(rounds: int, tokens: int, streams: int, threads: int | None) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import insert
 
-from bench.common import NO_EOS, http_client, machine, median, modelport_process, table
+from bench.common import NO_EOS, config_file, http_client, machine, median, modelport_process, table
 from modelport.store import Store
 from modelport.store.tables import chat_completion_metadata, chat_completions
 from tests.support.postgres import Postgres, postgres_binaries
@@ -50,10 +50,11 @@ async def first_token(url: str, store: bool, index: int) -> tuple[float, float]:
 
 
 def measure_ttft(rounds: int, database: str) -> list[list[object]]:
-    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as config:
-        config.write(CONFIG)
     samples: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
-    with modelport_process("--config", config.name, "--database", database) as (url, _):
+    with (
+        config_file(CONFIG) as config,
+        modelport_process("--config", config, "--database", database) as (url, _),
+    ):
         asyncio.run(first_token(url, True, -1))  # warm-up, and the store's first write
         for r in range(rounds):
             for store in (False, True):  # every prompt new: none is served from the prompt cache
