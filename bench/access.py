@@ -12,13 +12,11 @@ import argparse
 import asyncio
 import contextlib
 import io
-import tempfile
 import time
-from pathlib import Path
 
 import httpx
 
-from bench.common import machine, median, modelport_process, table
+from bench.common import machine, median, modelport_process, scratch, table
 from modelport.cli import main as cli
 from modelport.context import RequestContext
 from modelport.metrics import Tally
@@ -36,7 +34,7 @@ CHAT = {"model": "reverse", "messages": [{"role": "user", "content": "one two th
 
 async def per_call(calls: int) -> list[list[object]]:
     """Microseconds per key check, rate-limit admission and usage record."""
-    folder = Path(tempfile.mkdtemp(prefix="modelport-bench-access-"))
+    folder = scratch("access")
     settings = Settings(defaults=False, store={"url": str(folder / "state.db")})
     store = Store(settings.store.resolved_url() or "")
     access = Access(store, settings)
@@ -92,7 +90,7 @@ async def latencies(url: str, key: str | None, requests: int) -> dict[str, list[
 
 
 def over_http(requests: int) -> list[list[object]]:
-    folder = Path(tempfile.mkdtemp(prefix="modelport-bench-access-"))
+    folder = scratch("access")
     config = folder / "models.toml"
     config.write_text(CONFIG)
     keyed_db = str(folder / "keyed.db")

@@ -5,8 +5,10 @@ table."""
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
@@ -124,6 +126,13 @@ def modelport_configured(config: str) -> Iterator[tuple[str, int]]:
     """`modelport_server`, yielding its process id too."""
     with config_file(config) as path, modelport_process("--config", path) as served:
         yield served
+
+
+def scratch(name: str) -> Path:
+    """A new folder for a benchmark's files (databases, configs), removed as the benchmark's process ends."""
+    folder = Path(tempfile.mkdtemp(prefix=f"modelport-bench-{name}-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 @contextmanager

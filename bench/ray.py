@@ -12,11 +12,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from bench.common import STORY, free_port, http_client, machine, serving, table
+from bench.common import STORY, free_port, http_client, machine, scratch, serving, table
 from bench.concurrency import aggregate
 
 TEXTS = [f"{i}. {STORY[: 40 + i % 80]}" for i in range(16)]
@@ -86,7 +85,7 @@ def tree_rss_mib(root: int) -> float:
 
 
 def measure(replicas: int, ray: bool, args: argparse.Namespace) -> dict[str, float]:
-    path = Path(tempfile.mkdtemp(prefix="bench-ray-")) / "models.toml"
+    path = scratch("ray") / "models.toml"
     path.write_text(config(replicas))
     port = free_port()
     command = [sys.executable, "-m", "modelport.cli", "serve", "--port", str(port), "--log-level", "warning"]

@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import signal
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from typing import Any
 
 import openai
 
-from bench.common import NO_EOS, machine, table
+from bench.common import NO_EOS, machine, scratch, table
 from tests.support.live import ROOT, LiveServer, tokens_counted
 
 CHAT = "smollm2-135m-instruct"
@@ -133,7 +132,7 @@ def until_ended(client: openai.OpenAI, work: Work, handle: Any) -> str:
 
 def unkilled(work: Work) -> tuple[float, float, str]:
     """Seconds from start to end of the work on one server, the tokens it counted, and its end status."""
-    live = start(Path(tempfile.mkdtemp(prefix="bench-recovery-")))
+    live = start(scratch("recovery"))
     try:
         client = sdk(live)
         begun = time.monotonic()
@@ -146,7 +145,7 @@ def unkilled(work: Work) -> tuple[float, float, str]:
 def killed(work: Work, after: float, whole: float) -> list[object]:
     """The work killed `after` seconds in and taken up by a new server: a row of the table. What was done
     twice is what both servers counted past the unkilled run's whole."""
-    folder = Path(tempfile.mkdtemp(prefix="bench-recovery-"))
+    folder = scratch("recovery")
     first = start(folder)
     client = sdk(first)
     handle = work.begin(client)

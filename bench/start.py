@@ -15,7 +15,6 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,7 +22,7 @@ from pathlib import Path
 import httpx
 
 from bench import references
-from bench.common import MODELS, THREADS, bench_model, machine, median, rotated, table
+from bench.common import MODELS, THREADS, bench_model, machine, median, rotated, scratch, table
 from bench.decode import N_CTX, SLOTS, config
 from tests.support.live import free_port
 
@@ -67,7 +66,7 @@ def timed_start(command: Sequence[str], port: int, model: str, data: Path) -> di
 def main(rounds: int, name: str) -> None:
     model = bench_model(name)
     print(f"# A server's start on {model.gguf.name}, medians of {rounds} rounds\n\n{machine()}")
-    folder = Path(tempfile.mkdtemp())
+    folder = scratch("start")
     (folder / "models.toml").write_text(config(model))
 
     def modelport(port: int) -> list[str]:

@@ -11,15 +11,13 @@ import argparse
 import asyncio
 import random
 import statistics
-import tempfile
 import time
 from collections.abc import Callable, Coroutine
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import insert
 
-from bench.common import NO_EOS, config_file, http_client, machine, median, modelport_process, table
+from bench.common import NO_EOS, config_file, http_client, machine, median, modelport_process, scratch, table
 from modelport.store import Store
 from modelport.store.tables import chat_completion_metadata, chat_completions
 from tests.support.postgres import Postgres, postgres_binaries
@@ -143,7 +141,7 @@ CASES = [
 
 def main(rounds: int, rows: int, repeat: int) -> None:
     print(f"# The cost of state\n\n{machine()}")
-    folder = Path(tempfile.mkdtemp(prefix="bench-state-"))
+    folder = scratch("state")
     ttft = measure_ttft(rounds, str(folder / "ttft.db"))
     print(
         table(

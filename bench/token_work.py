@@ -13,15 +13,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import tempfile
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Annotated, Any
 
 import httpx
 
-from bench.common import machine, table
+from bench.common import machine, scratch, table
 from modelport import Parameter
 from modelport.server.app import create_app
 from modelport.service import Service
@@ -58,7 +56,7 @@ def bodies(tokens: int) -> dict[str, tuple[str, dict[str, Any]]]:
 
 
 async def measure(tokens: int, rounds: int) -> list[list[object]]:
-    folder = Path(tempfile.mkdtemp(prefix="modelport-token-work-"))
+    folder = scratch("token-work")
     settings = Settings(
         defaults=False,
         models=[ModelConfig(id=MODEL, predictor="bench.token_work:instant_chat")],

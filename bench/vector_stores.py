@@ -14,13 +14,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 
-from bench.common import machine, median, table
+from bench.common import machine, median, scratch, table
 from modelport.engines.onnx_embedding import load
 from modelport.service.vectors.search import hybrid
 from modelport.store import Store
@@ -126,7 +124,7 @@ def main(sizes: list[int], searches: int) -> None:
         "chunks", "ingest chunks/s", "first search ms", "search p50 ms", "p95 ms",
         "p50 ms, half the files filtered", "reference ms (numpy top-10)", "p50 / reference",
     ]  # fmt: skip
-    folder = Path(tempfile.mkdtemp(prefix="modelport-bench-vectors-"))
+    folder = scratch("vectors")
     rows = [asyncio.run(measure(str(folder / f"s{size}.db"), size, texts, seeds, searches)) for size in sizes]
     print(table("SQLite (vectors scanned in memory, FTS5)", headers, rows))
     binaries = postgres_binaries()
