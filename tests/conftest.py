@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 sys.dont_write_bytecode = False
 
 # What this process of the run (a worker, or the run's own) keeps outside the tests' `tmp_path`: a folder
-# of its own, removed as the process ends (`pytest_unconfigure`; a run left 5-20 MiB a worker in /tmp).
+# of its own, removed as the process ends (`pytest_unconfigure`; a run left up to 17 MiB a worker in /tmp).
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 _FOLDER = Path(tempfile.mkdtemp(prefix=f"modelport-test-{_WORKER or 'run'}-"))
 # Everything the tests' servers and clients store goes to a folder of this run (of this worker, when the
