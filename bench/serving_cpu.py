@@ -3,9 +3,10 @@ streamed and not; no tools, no logprobs): `modelport serve`'s event-loop thread 
 of the server's Python work per request and per token), measured from /proc while requests of 16 and of 272
 tokens run one at a time. Per request is what a 16-token request costs; per token is the difference over the
 256 tokens more, so a request's own costs (admission, usage, the store) do not hide in it. The thread's idle
-cost (timers, background looks) is measured first and taken out. With `--profile FILE`, py-spy records the
-thread's stacks over the same requests instead (raw format), and its busiest frames are printed: no CPU
-figures then, since py-spy stops the process at every sample.
+cost (timers, background looks) is measured first and taken out. Wake-ups are the times the scheduler put
+the thread on a CPU (`schedstat`): on two cores each costs more than a token's own work. With `--profile
+FILE`, py-spy records the thread's stacks over the same requests instead (raw format), and its busiest
+frames are printed: no CPU figures then, since py-spy stops the process at every sample.
 
 The reference, measured the same way in the same run: the floor any Python server under uvicorn stands on,
 a bare ASGI app (uvicorn's own choices: uvloop, httptools) streaming chunks of a chat chunk's size, each
@@ -41,6 +42,7 @@ from bench.common import (
     machine,
     modelport_configured,
     table,
+    thread_runs,
 )
 from bench.decode import CHAT, config
 from tests.support.live import free_port, serving
@@ -119,14 +121,17 @@ async def floor_row(rounds: int) -> list[object]:
                         pass
 
             await stream(SHORT)
-            spent = {}
+            spent, woken = {}, {}
             for tokens in (SHORT, LONG):
-                before = cpu_seconds(pid, pid)
+                before, runs = cpu_seconds(pid, pid), thread_runs(pid, pid)
                 for _ in range(rounds):
                     await stream(tokens)
                 spent[tokens] = (cpu_seconds(pid, pid) - before) / rounds
+                woken[tokens] = (thread_runs(pid, pid) - runs) / rounds
     per_chunk = (spent[LONG] - spent[SHORT]) / (LONG - SHORT)
-    return [FLOOR, spent[SHORT] * 1000, per_chunk * 1000, f"{per_chunk / _FLOOR_GAP * 100:.1f}%"]
+    wakes = (woken[LONG] - woken[SHORT]) / (LONG - SHORT)
+    row = [FLOOR, spent[SHORT] * 1000, per_chunk * 1000, f"{per_chunk / _FLOOR_GAP * 100:.1f}%"]
+    return [*row, f"{wakes:.3f}"]
 
 
 async def measure(
@@ -170,22 +175,25 @@ async def measure_one(
             await asyncio.wait_for(spy.wait(), 60)
             return rows
         await asyncio.sleep(2)
-        before = cpu_seconds(pid, pid)
+        before, runs = cpu_seconds(pid, pid), thread_runs(pid, pid)
         await asyncio.sleep(10)
         idle = (cpu_seconds(pid, pid) - before) / 10  # CPU-seconds a second, doing nothing
-        rows.append([f"idle{named}", f"{idle * 1000:.1f} ms a second", "", ""])
+        idle_runs = (thread_runs(pid, pid) - runs) / 10
+        rows.append([f"idle{named}", f"{idle * 1000:.2f} ms a second", "", "", f"{idle_runs:.1f} a second"])
         for kind, stream in paths:
-            spent = {}
+            spent, woken = {}, {}
             for tokens in (SHORT, LONG):
-                before, start = cpu_seconds(pid, pid), time.perf_counter()
+                before, start, runs = cpu_seconds(pid, pid), time.perf_counter(), thread_runs(pid, pid)
                 for i in range(rounds):
                     await request(client, kind, stream, 1000 * tokens + i, tokens)
                 wall = time.perf_counter() - start
                 spent[tokens] = (cpu_seconds(pid, pid) - before - idle * wall) / rounds
+                woken[tokens] = (thread_runs(pid, pid) - runs - idle_runs * wall) / rounds
             per_token = (spent[LONG] - spent[SHORT]) / (LONG - SHORT)
             rate = rounds * LONG / wall
             row = [path_name(kind, stream) + named, spent[SHORT] * 1000, per_token * 1000]
-            rows.append([*row, f"{per_token * rate * 100:.1f}%"])
+            wakes = (woken[LONG] - woken[SHORT]) / (LONG - SHORT)
+            rows.append([*row, f"{per_token * rate * 100:.1f}%", f"{wakes:.3f}"])
     return rows
 
 
@@ -219,7 +227,7 @@ def main(
     if profile is not None:
         top(profile)
         return
-    headers = ["path", "per request ms", "per token ms", "of a core at this rate"]
+    headers = ["path", "per request ms", "per token ms", "of a core at this rate", "wake-ups a token"]
     print(table("Serving thread (the event loop's), CPU", headers, rows))
     print(
         "\nTarget (issue 58): ≤ 0.1 ms a token, ≤ 3% of a core at single-stream speed. The floor's row "
