@@ -197,8 +197,9 @@ def serve_app(app: Any, seconds: float = 30) -> Iterator[str]:
     """An ASGI app served by uvicorn on 127.0.0.1 in a thread of this process; yields its base URL once it
     listens (its lifespan has started), within `seconds`."""
     from modelport.cli.serve import KEEP_ALIVE_SECONDS
+    from modelport.server.quiet_server import QuietServer
 
-    server = uvicorn.Server(
+    server = QuietServer(
         uvicorn.Config(
             app,
             host="127.0.0.1",
@@ -213,13 +214,13 @@ def serve_app(app: Any, seconds: float = 30) -> Iterator[str]:
     deadline = time.monotonic() + seconds
     while not server.started:
         if time.monotonic() > deadline or not thread.is_alive():
-            server.should_exit = True
+            server.stop()
             raise RuntimeError("the app did not start")
-        time.sleep(0.02)
+        time.sleep(0.005)
     try:
         yield f"http://127.0.0.1:{server.config.port}"
     finally:
-        server.should_exit = True
+        server.stop()
         thread.join(timeout=STOP_SECONDS)
 
 

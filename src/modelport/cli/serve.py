@@ -127,6 +127,7 @@ def serve(service: Service, log_level: str, listener: socket.socket, *, on_ray: 
     import uvicorn
 
     from modelport.server.connections import bounded_head
+    from modelport.server.quiet_server import QuietServer
 
     server: uvicorn.Server | None = None
     asked: list[int] = []
@@ -152,7 +153,7 @@ def serve(service: Service, log_level: str, listener: socket.socket, *, on_ray: 
                 http=bounded_head(settings.limits.read_seconds),
                 access_log=False,  # modelport.access logs each request, with its id
             )
-            server = uvicorn.Server(config)
+            server = QuietServer(config)
             if not asked:
                 server.run(sockets=[listener])
         finally:
