@@ -37,6 +37,7 @@ class QuietServer(uvicorn.Server):
             counter = (counter + _TICKS_A_SECOND) % _COUNTER_WRAP
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asked.wait(), 1.0 - time.time() % 1.0)
+            asked.clear()  # what woke it is looked at now; a later wake-up sets it again
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)
