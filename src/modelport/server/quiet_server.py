@@ -19,6 +19,9 @@ import uvicorn
 # uvicorn's `on_tick` renews the Date header when its counter is a multiple of this (its ticks a second).
 _TICKS_A_SECOND = 10
 _COUNTER_WRAP = 864000  # uvicorn's own
+# Seconds past the turn of the second the loop looks: a timer may fire a millisecond early, and a look just
+# before the turn would renew the header with the second ending, then look again at once.
+_PAST_THE_SECOND = 0.005
 
 
 class QuietServer(uvicorn.Server):
@@ -36,7 +39,7 @@ class QuietServer(uvicorn.Server):
         while not await self.on_tick(counter):
             counter = (counter + _TICKS_A_SECOND) % _COUNTER_WRAP
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asked.wait(), 1.0 - time.time() % 1.0)
+                await asyncio.wait_for(asked.wait(), 1.0 - time.time() % 1.0 + _PAST_THE_SECOND)
             asked.clear()  # what woke it is looked at now; a later wake-up sets it again
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
