@@ -21,6 +21,7 @@ pytestmark = pytest.mark.one_face  # the model's own work: one face (tests/conft
 
 SYSTEM = {"role": "system", "content": "You are a helpful assistant. Answer briefly."}
 ASK = [SYSTEM, {"role": "user", "content": "Tell me about cats."}]
+OK_TOKEN = "10907"  # SmolLM2's " ok"
 
 
 def test_n_three_gives_three_choices_and_counts_the_prompt_once(client: openai.OpenAI) -> None:
@@ -328,10 +329,16 @@ def test_a_prompt_longer_than_the_context_is_a_400_with_both_numbers(client: ope
 
 
 def test_a_greedy_answer_that_loops_is_ended_as_length_with_its_usage(client: openai.OpenAI) -> None:
-    # SmolLM2, greedy, repeats one sentence here until its length runs out (1,500 tokens without the stop).
+    # The answer is " ok" over and over (1,500 tokens without the stop) whatever the model would write: a bias
+    # no logit outweighs on SmolLM2's token " ok". (Left to the model, its greedy loop here ended with a stop
+    # on another llama.cpp build.)
     loop = [{"role": "user", "content": "Say 'ok' over and over, forever."}]
     answer = client.chat.completions.create(
-        model="gpt-4o-mini", messages=loop, temperature=0, max_tokens=1500
+        model="gpt-4o-mini",
+        messages=loop,
+        temperature=0,
+        max_tokens=1500,
+        logit_bias={OK_TOKEN: 100},
     )
     assert answer.choices[0].finish_reason == "length"
     assert answer.usage is not None
@@ -339,7 +346,7 @@ def test_a_greedy_answer_that_loops_is_ended_as_length_with_its_usage(client: op
     assert answer.usage.prompt_tokens > 10
     streamed = client.chat.completions.create(
         model="gpt-4o-mini", messages=loop, temperature=0, max_tokens=1500, stream=True,
-        stream_options={"include_usage": True},
+        stream_options={"include_usage": True}, logit_bias={OK_TOKEN: 100},
     )  # fmt: skip
     chunks = list(streamed)
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
