@@ -1,5 +1,7 @@
 """Benchmark 5: server overhead on tiny requests — requests/s and p50/p99 latency of `GET /v1/models` and
-of a 1-token completion, at 32 concurrent clients, modelport vs llama-server on the same GGUF.
+of a 1-token completion, at 32 concurrent clients, modelport vs llama-server on the same GGUF. The
+completion is asked twice: the same prompt every time (what a cache of prompts can spare), and a prompt of
+its own each time (one-off questions: what every request costs the server around its tokens).
 
     .venv/bin/python -m bench.overhead [--seconds 5] [--clients 32]
 """
@@ -8,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import time
 from typing import Any
 
@@ -21,9 +24,13 @@ from modelport.engines import llamacpp
 COMPLETION = {"model": CHAT, "prompt": "Hello", "max_tokens": 1, "temperature": 0}
 
 
-async def load(url: str, clients: int, seconds: float, request: dict[str, Any] | None) -> list[float]:
+DISTINCT = "a prompt of its own each"  # `load`'s request: the completion, its prompt numbered
+
+
+async def load(url: str, clients: int, seconds: float, request: dict[str, Any] | str | None) -> list[float]:
     """Each client sends one request after another for `seconds`; returns every latency (non-200s fail)."""
     latencies: list[float] = []
+    sent = itertools.count()
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as client:
 
@@ -31,6 +38,9 @@ async def load(url: str, clients: int, seconds: float, request: dict[str, Any] |
             start = time.perf_counter()
             if request is None:
                 response = await client.get("/v1/models")
+            elif request == DISTINCT:
+                body = {**COMPLETION, "prompt": f"{COMPLETION['prompt']} {next(sent)}"}
+                response = await client.post("/v1/completions", json=body)
             else:
                 response = await client.post("/v1/completions", json=request)
             response.raise_for_status()
@@ -46,6 +56,13 @@ async def load(url: str, clients: int, seconds: float, request: dict[str, Any] |
 
         await asyncio.gather(*(client_loop() for _ in range(clients)))
     return latencies
+
+
+KINDS: dict[str, dict[str, Any] | str | None] = {
+    "GET /v1/models": None,
+    "1-token completion, the same prompt": COMPLETION,
+    f"1-token completion, {DISTINCT}": DISTINCT,
+}
 
 
 def summary(latencies: list[float], seconds: float) -> tuple[float, float, float]:
@@ -64,7 +81,7 @@ def main(seconds: float, clients: int) -> None:
     def measure(name: str, url: str) -> None:
         results[name] = {
             what: summary(asyncio.run(load(url, clients, seconds, request)), seconds)
-            for what, request in (("GET /v1/models", None), ("1-token completion", COMPLETION))
+            for what, request in KINDS.items()
         }
 
     with modelport_server(CONFIG) as url:
@@ -76,7 +93,7 @@ def main(seconds: float, clients: int) -> None:
         with llama_server(binary, llamacpp.default_gguf(), SLOTS, N_CTX) as url:
             measure("llama-server", url)
     rows = []
-    for what in ("GET /v1/models", "1-token completion"):
+    for what in KINDS:
         for name, values in results.items():
             rate, p50, p99 = values[what]
             ratio = rate / results["llama-server"][what][0] if "llama-server" in results else float("nan")
