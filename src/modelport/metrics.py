@@ -143,6 +143,11 @@ CONVERSATION_TURNS = Counter(
 CONVERSATION_SAVES = Counter(
     "modelport_conversation_saves_total", "Turns the conversation cache saved to files", ["gguf"]
 )
+CONVERSATION_ERASES = Counter(
+    "modelport_conversation_erases_total",
+    "Slots the conversation cache emptied through llama.cpp's loop (a call between its decoding steps)",
+    ["gguf"],
+)
 
 UPSTREAM_REQUESTS = Counter(
     "modelport_upstream_requests_total",

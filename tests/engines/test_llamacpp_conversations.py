@@ -27,6 +27,7 @@ from modelport.engines.llamacpp import conversation_cache, conversation_names
 from tests.support.configs import NO_EOS
 from tests.support.families import FIRST_BLOCKS, repack
 from tests.support.live import configured_server, counted, counted_by
+from tests.support.machine_load import slack
 
 pytestmark = pytest.mark.models  # real models: not the unit tier
 
@@ -479,6 +480,13 @@ def test_a_lone_prompt_is_kept_when_it_ends_alone_and_from_its_second_sending_be
         beside = "Name two mountains of Asia and the countries they stand in."
         with answering_beside(model):
             first = cached(beside)
+            erased = counted(live.url, "modelport_conversation_erases_total")
+        # Its slot, left full beside the long answer, is emptied as the long answer's turn ends: sent again
+        # before that, it would go on there from its own tokens.
+        deadline = time.monotonic() + 30 * slack()
+        while counted(live.url, "modelport_conversation_erases_total") == erased:
+            assert time.monotonic() < deadline, "the slot left full was not emptied"
+            time.sleep(0.05)
         again = [cached(beside), cached(beside)]
     assert reused[0] == 0
     assert reused[1] > 10
@@ -490,3 +498,42 @@ def test_a_lone_prompt_is_kept_when_it_ends_alone_and_from_its_second_sending_be
     assert all(saved[0][name] == saved[2][name] for name in saved[0])
     assert (first, again[0]) == (0, 0)  # not saved beside the long answer; saved at its second sending
     assert again[1] > 10
+
+
+def test_slots_are_emptied_once_nothing_runs_not_as_each_turn_ends_beside_others(
+    tmp_path: Path,
+    shallow: Path,
+) -> None:
+    """An emptying is a call through llama.cpp's loop, which waits for its decoding step and held the slot
+    that long: one-off prompts answered beside a long answer leave their slot full for the next, which goes
+    on from what the two prompts share, and that slot is emptied once the last turn has ended (the long
+    answer, which rests in its own), before a request sent alone then is placed (it decodes beside nobody's
+    tokens)."""
+    with configured_server(tmp_path, configured(shallow, 1024)) as live:
+        model = openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=120)
+
+        def cached(prompt: str) -> int:
+            usage = model.completions.create(
+                model="m", prompt=prompt, max_tokens=8, temperature=0, logit_bias=NO_EOS
+            ).usage
+            assert usage is not None
+            assert usage.prompt_tokens_details is not None
+            return usage.prompt_tokens_details.cached_tokens or 0
+
+        def erased() -> float:
+            return counted(live.url, "modelport_conversation_erases_total")
+
+        cached("Where do the rivers of Europe flow?")
+        with answering_beside(model):  # which put away the turn resting from the first: an emptying
+            before = erased()
+            beside = [cached(f"A question asked once, number {i}: why?") for i in range(5)]
+            during = erased() - before
+        # The long answer's turn ends as the server notices its client gone: the last, it empties the other.
+        deadline = time.monotonic() + 30 * slack()
+        while erased() - before < 1:
+            assert time.monotonic() < deadline, "the slots were not emptied once nothing ran"
+            time.sleep(0.05)
+    assert during == 0  # before: one a turn
+    # Each one-off prompt went on from what it shares with the one before it ("A question asked once, …").
+    assert beside[0] == 0
+    assert all(cached > 0 for cached in beside[1:])

@@ -9,7 +9,14 @@ of ~1,700 prompt tokens). Here each request (a chat, or a completion) is pinned 
 which the saved turn sharing the longest prefix with it (whole messages, or whole pieces of the prompt) is
 restored; when it ends, its slot is saved to a file (llama.cpp's slot save, a copy) named by that prefix,
 and emptied, so that no idle slot holds tokens that every request's attention would span in the shared
-KV cache (which also made seeded answers depend on what ran before). The save and the emptying come after
+KV cache (which also made seeded answers depend on what ran before). While other turns run, a slot is not
+emptied as its turn ends but left holding its tokens: each emptying is a call through llama.cpp's loop,
+waiting for its decoding step (45 ms at 32 clients), and held the slot from the next request that long
+(one-token answers to one-off prompts at 32 clients: 51 a second against llama-server's 119). The next
+turn placed there goes on from what its prompt shares with those tokens, as llama.cpp's own placing
+would (beside other turns an answer depends on what runs with it anyway; telling llama.cpp to drop them
+instead, `cache_prompt` off, cost as much as the emptying), and the last turn to end empties every slot
+so left. The save and the emptying come after
 the answer's end has been told (a next turn of the conversation that comes first waits for the save), and a
 request that finds no other running waits for them, so that it decodes beside nobody's tokens as before
 while no answer's end waits for either. The one exception is the last turn to end while no other ran (one
@@ -171,6 +178,7 @@ class ConversationCache:
         self._door = door
         self._began = {start: metrics.CONVERSATION_TURNS.labels(gguf, start) for start in _STARTS}
         self._saved = metrics.CONVERSATION_SAVES.labels(gguf)
+        self._erased = metrics.CONVERSATION_ERASES.labels(gguf)
         self._where = where
         self._budget = budget
         self._files: OrderedDict[str, tuple[int, list[str]]] = OrderedDict()  # least recently used first
@@ -179,6 +187,7 @@ class ConversationCache:
         self._slots = len(door.get("/slots"))
         self._others = 0  # requests left to llama.cpp, running
         self._holding: set[int] = set()  # slots where such requests left what they held
+        self._left_full: set[int] = set()  # slots whose turn ended while others ran, not emptied yet
         self._lone: OrderedDict[str, None] = OrderedDict()  # lone requests seen, least recently first
         self._running = 0  # turns begun and not yet ended
         self._emptying = 0  # ended turns whose slots are still to be saved or emptied
@@ -237,8 +246,9 @@ class ConversationCache:
                 rests = empty and kept is not None and self._rest(slot, kept)
                 if kept is not None and not rests and not kept.saved:
                     self._save_kept(slot, kept)
-                if empty and not rests:
+                if empty and not rests and not self._left_full_while_busy(slot):
                     self.erase(slot)
+                self._empty_left_full()  # if this was the last turn running
             finally:
                 with self._emptied:
                     if not rests:
@@ -247,6 +257,32 @@ class ConversationCache:
                     self._emptied.notify_all()
 
         return tidy
+
+    def _left_full_while_busy(self, slot: int) -> bool:
+        """Leave an ended turn's tokens in its slot, to be dropped by the next turn placed there or emptied
+        by the last turn to end, if other turns run."""
+        with self._lock:
+            if not self._running and not self._others:
+                return False
+            self._left_full.add(slot)
+            return True
+
+    def _empty_left_full(self) -> None:
+        """Empty the slots turns left full while others ran, now that none runs (held meanwhile, so that no
+        turn is placed in a slot being emptied; one sent alone waits for this, as for any ended turn's
+        emptying)."""
+        with self._lock:
+            if self._running or self._others:
+                return
+            full = self._left_full - self._reserved
+            self._left_full -= full
+            self._reserved |= full
+        try:
+            for slot in sorted(full):
+                self.erase(slot)
+        finally:
+            with self._lock:
+                self._reserved -= full
 
     def _rest(self, slot: int, kept: Kept) -> bool:
         """Leave an ended turn in its slot, unsaved for now, if no other turn runs."""
@@ -377,11 +413,10 @@ class ConversationCache:
         if slot is None:
             return self._left(request, names, lone=first)
         request["id_slot"] = slot
-        if not reuses:
-            self._began["fresh"].inc()
-            return Turn(self, names, slot, None, lone=first)
-        found = self._holding_file(names)
+        found = self._holding_file(names) if reuses else None
         restored = found is not None and self._restore(slot, found)
+        with self._lock:
+            self._left_full.discard(slot)  # what it holds is this turn's from now on
         self._began["restored" if restored else "fresh"].inc()
         return Turn(self, names, slot, found if restored else None, lone=first)
 
@@ -443,8 +478,9 @@ class ConversationCache:
         while True:
             idle = self._idle_slots() if self._others else None
             with self._emptied:
-                if idle is None:  # every slot not held by a turn is idle, and empty unless a left one's stays
-                    idle = {slot: int(slot in self._holding) for slot in range(self._slots)}
+                if idle is None:  # every slot not held by a turn is idle, empty unless a turn left it full
+                    full = self._holding | self._left_full
+                    idle = {slot: int(slot in full) for slot in range(self._slots)}
                 free = sorted((held, slot) for slot, held in idle.items() if slot not in self._reserved)
                 if free:
                     slot = free[0][1]
@@ -478,9 +514,11 @@ class ConversationCache:
     def erase(self, slot: int) -> None:
         """Empty a slot, so that idle slots hold no tokens that every request's attention would span in
         the shared KV cache (its turn is saved)."""
+        self._erased.inc()
         if self._call(f"/slots/{slot}?action=erase", {}):
             with self._lock:
                 self._holding.discard(slot)
+                self._left_full.discard(slot)
 
     def claim(self, slot: int) -> bool:
         """Hold a slot unless a turn holds it."""
