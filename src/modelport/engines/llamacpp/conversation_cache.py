@@ -1,31 +1,29 @@
 """ConversationCache' KV cache kept beside llama.cpp's slots, so that a conversation's next turn starts from
 its whole history rather than from the system prompt it shares with every other conversation.
 
-llama.cpp keeps idle slots' prompts in RAM and, for a new request, loads the cached prompt sharing the
-longest prefix with it. The load moves that prompt out of the cache: with a system prompt shared by all,
-the first new conversation takes another's history, overwrites it, and that conversation's next turn
-finds only the system prompt again (4 conversations over 2 slots, SmolLM2: every later turn reused 1,570
-of ~1,700 prompt tokens). Here each request (a chat, or a completion) is pinned to an idle slot, into
-which the saved turn sharing the longest prefix with it (whole messages, or whole pieces of the prompt) is
-restored; when it ends, its slot is saved to a file (llama.cpp's slot save, a copy) named by that prefix,
-and emptied, so that no idle slot holds tokens that every request's attention would span in the shared
-KV cache (which also made seeded answers depend on what ran before). While other turns run, a slot is not
-emptied as its turn ends but left holding its tokens: each emptying is a call through llama.cpp's loop,
-waiting for its decoding step (45 ms at 32 clients), and held the slot from the next request that long
-(one-token answers to one-off prompts at 32 clients: 51 a second against llama-server's 119). The next
-turn placed there goes on from what its prompt shares with those tokens, as llama.cpp's own placing
-would (beside other turns an answer depends on what runs with it anyway; telling llama.cpp to drop them
-instead, `cache_prompt` off, cost as much as the emptying), and the last turn to end empties every slot
-so left. The save and the emptying come after
-the answer's end has been told (a next turn of the conversation that comes first waits for the save), and a
-request that finds no other running waits for them, so that it decodes beside nobody's tokens as before
-while no answer's end waits for either. The one exception is the last turn to end while no other ran (one
-user's chat, one agent's loop): it rests in its slot, unsaved for `REST_UNSAVED` seconds and then saved,
-for its conversation's next turn to go on there with nothing saved first or restored; any other request
-first saves it (unless saved) and, where their prompts begin alike (a system prompt, a template's long
-preamble, the tools: a prefix both are named by), goes on in its slot from what the two share, unless a
-saved turn holds more of its messages. llama.cpp reuses the longest prefix a
-restored slot's tokens share with the new prompt, so a stale or mismatched file costs speed, never
+llama.cpp keeps idle slots' prompts in RAM and, for a new request, loads the cached prompt sharing the longest
+prefix with it. The load moves that prompt out of the cache: with a system prompt shared by all, the first new
+conversation takes another's history, overwrites it, and that conversation's next turn finds only the system
+prompt again (4 conversations over 2 slots, SmolLM2: every later turn reused 1,570 of ~1,700 prompt tokens).
+Here each request (a chat, or a completion) is pinned to an idle slot, into which the saved turn sharing the
+longest prefix with it (whole messages, or whole pieces of the prompt) is restored; when it ends, its slot is
+saved to a file (llama.cpp's slot save, a copy) named by that prefix, and emptied, so that no idle slot holds
+tokens that every request's attention would span in the shared KV cache (which also made seeded answers depend
+on what ran before). While other turns run, a slot is not emptied as its turn ends but left holding its
+tokens: each emptying is a call through llama.cpp's loop, waiting for its decoding step (45 ms at 32 clients),
+and held the slot from the next request that long (one-token answers to one-off prompts at 32 clients: 51 a
+second against llama-server's 119). The next turn placed there goes on from what its prompt shares with those
+tokens, as llama.cpp's own placing would (beside other turns an answer depends on what runs with it anyway;
+telling llama.cpp to drop them instead, `cache_prompt` off, cost as much as the emptying), and the last turn
+to end empties every slot so left. The save and the emptying come after the answer's end has been told (a next
+turn of the conversation that comes first waits for the save), and a request that finds no other running waits
+for them, so that it decodes beside nobody's tokens as before while no answer's end waits for either. The one
+exception is the last turn to end while no other ran (one user's chat, one agent's loop): it rests in its
+slot, unsaved for `REST_UNSAVED` seconds and then saved, for its conversation's next turn to go on there with
+nothing saved first or restored; any other request first saves it (unless saved) and, where their prompts
+begin alike (a system prompt, a template's long preamble, the tools: a prefix both are named by), goes on in
+its slot from what the two share, unless a saved turn holds more of its messages. llama.cpp reuses the longest
+prefix a restored slot's tokens share with the new prompt, so a stale or mismatched file costs speed, never
 correctness.
 """
 
@@ -234,11 +232,13 @@ class ConversationCache:
         (`kept`: an answer's end never waits for its copy), empty it (if `empty`) and free it."""
         with self._lock:
             self._running -= 1
-            if slot is None:
+            if slot is None and not (self._left_full and not self._running and not self._others):
                 return lambda: None
             self._emptying += 1
             if kept is not None and not kept.saved:
                 self._saving.update(dict.fromkeys(kept.names, kept))
+        if slot is None:  # a turn llama.cpp placed, the last to end: the slots others left full are emptied
+            return self._tidied(self._empty_left_full)
 
         def tidy() -> None:
             rests = False
@@ -258,9 +258,22 @@ class ConversationCache:
 
         return tidy
 
+    def _tidied(self, work: Callable[[], None]) -> Callable[[], None]:
+        """`work` counted as an ended turn's emptying (a request sent alone waits for it)."""
+
+        def tidy() -> None:
+            try:
+                work()
+            finally:
+                with self._emptied:
+                    self._emptying -= 1
+                    self._emptied.notify_all()
+
+        return tidy
+
     def _left_full_while_busy(self, slot: int) -> bool:
-        """Leave an ended turn's tokens in its slot, to be dropped by the next turn placed there or emptied
-        by the last turn to end, if other turns run."""
+        """Leave an ended turn's tokens in its slot, for the next turn placed there to go on from, or for
+        the last turn to end to empty, if other turns run."""
         with self._lock:
             if not self._running and not self._others:
                 return False
