@@ -97,6 +97,16 @@ def answering_beside(model: openai.OpenAI) -> Iterator[None]:
             running.result()
 
 
+def cached_tokens(model: openai.OpenAI, prompt: str) -> int:
+    """The prompt tokens a short greedy completion of `prompt` reused."""
+    usage = model.completions.create(
+        model="m", prompt=prompt, max_tokens=4, temperature=0, logit_bias=NO_EOS
+    ).usage
+    assert usage is not None
+    assert usage.prompt_tokens_details is not None
+    return usage.prompt_tokens_details.cached_tokens or 0
+
+
 def interleaved(model: openai.OpenAI, conversations: int, turns: int) -> list[tuple[int, int, int]]:
     """Each turn of each conversation in round-robin order: (earlier prompt tokens, prompt tokens,
     cached tokens); the earlier prompt is that of the conversation's previous turn."""
@@ -461,12 +471,7 @@ def test_a_lone_prompt_is_kept_when_it_ends_alone_and_from_its_second_sending_be
         assert len(kept) == 1
 
         def cached(prompt: str) -> int:
-            usage = model.completions.create(
-                model="m", prompt=prompt, max_tokens=4, temperature=0, logit_bias=NO_EOS
-            ).usage
-            assert usage is not None
-            assert usage.prompt_tokens_details is not None
-            return usage.prompt_tokens_details.cached_tokens or 0
+            return cached_tokens(model, prompt)
 
         ask = "List three rivers of Europe and the seas they flow into, with one fact about each."
         reused, saved = [], []
@@ -513,12 +518,7 @@ def test_slots_are_emptied_once_nothing_runs_not_as_each_turn_ends_beside_others
         model = openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=120)
 
         def cached(prompt: str) -> int:
-            usage = model.completions.create(
-                model="m", prompt=prompt, max_tokens=8, temperature=0, logit_bias=NO_EOS
-            ).usage
-            assert usage is not None
-            assert usage.prompt_tokens_details is not None
-            return usage.prompt_tokens_details.cached_tokens or 0
+            return cached_tokens(model, prompt)
 
         def erased() -> float:
             return counted(live.url, "modelport_conversation_erases_total")
