@@ -232,7 +232,7 @@ class ConversationCache:
         (`kept`: an answer's end never waits for its copy), empty it (if `empty`) and free it."""
         with self._lock:
             self._running -= 1
-            if slot is None and not (self._left_full and not self._running and not self._others):
+            if slot is None and not (self._left_full and self._none_runs()):
                 return lambda: None
             self._emptying += 1
             if kept is not None and not kept.saved:
@@ -275,7 +275,7 @@ class ConversationCache:
         """Leave an ended turn's tokens in its slot, for the next turn placed there to go on from, or for
         the last turn to end to empty, if other turns run."""
         with self._lock:
-            if not self._running and not self._others:
+            if self._none_runs():
                 return False
             self._left_full.add(slot)
             return True
@@ -285,7 +285,7 @@ class ConversationCache:
         turn is placed in a slot being emptied; one sent alone waits for this, as for any ended turn's
         emptying)."""
         with self._lock:
-            if self._running or self._others:
+            if not self._none_runs():
                 return
             full = self._left_full - self._reserved
             self._left_full -= full
@@ -301,7 +301,7 @@ class ConversationCache:
         """Leave an ended turn in its slot, unsaved for now, if no other turn runs."""
         resting = Resting(slot, kept)
         with self._lock:
-            if self._running or self._others or self._resting is not None:
+            if not self._none_runs() or self._resting is not None:
                 return False
             self._resting = resting
             self._unlisted(kept)  # nobody waits for a save put off
@@ -323,7 +323,7 @@ class ConversationCache:
         try:
             self._save_kept(resting.slot, resting.kept)
             with self._lock:
-                back = not self._running and not self._others and self._resting is None
+                back = self._none_runs() and self._resting is None
                 if back:
                     self._resting = resting
             if not back:
@@ -503,6 +503,10 @@ class ConversationCache:
                 if not self._emptying or left <= 0:
                     return None
                 self._emptied.wait(left)
+
+    def _none_runs(self) -> bool:
+        """Whether no turn runs, placed here or left to llama.cpp (the caller holds the lock)."""
+        return not self._running and not self._others
 
     def alone(self) -> bool:
         """Whether the turn ending now is the only one running (no other placed here or left to llama.cpp)."""
