@@ -107,6 +107,14 @@ def cached_tokens(model: openai.OpenAI, prompt: str) -> int:
     return usage.prompt_tokens_details.cached_tokens or 0
 
 
+def emptied_past(url: str, count: float) -> None:
+    """Wait until the server has emptied more slots than `count` (its erases counter)."""
+    deadline = time.monotonic() + 30 * slack()
+    while counted(url, "modelport_conversation_erases_total") <= count:
+        assert time.monotonic() < deadline, "the slots left full were not emptied once nothing ran"
+        time.sleep(0.05)
+
+
 def interleaved(model: openai.OpenAI, conversations: int, turns: int) -> list[tuple[int, int, int]]:
     """Each turn of each conversation in round-robin order: (earlier prompt tokens, prompt tokens,
     cached tokens); the earlier prompt is that of the conversation's previous turn."""
@@ -488,10 +496,7 @@ def test_a_lone_prompt_is_kept_when_it_ends_alone_and_from_its_second_sending_be
             erased = counted(live.url, "modelport_conversation_erases_total")
         # Its slot, left full beside the long answer, is emptied as the long answer's turn ends: sent again
         # before that, it would go on there from its own tokens.
-        deadline = time.monotonic() + 30 * slack()
-        while counted(live.url, "modelport_conversation_erases_total") == erased:
-            assert time.monotonic() < deadline, "the slot left full was not emptied"
-            time.sleep(0.05)
+        emptied_past(live.url, erased)
         again = [cached(beside), cached(beside)]
     assert reused[0] == 0
     assert reused[1] > 10
@@ -529,10 +534,7 @@ def test_slots_are_emptied_once_nothing_runs_not_as_each_turn_ends_beside_others
             beside = [cached(f"A question asked once, number {i}: why?") for i in range(5)]
             during = erased() - before
         # The long answer's turn ends as the server notices its client gone: the last, it empties the other.
-        deadline = time.monotonic() + 30 * slack()
-        while erased() - before < 1:
-            assert time.monotonic() < deadline, "the slots were not emptied once nothing ran"
-            time.sleep(0.05)
+        emptied_past(live.url, before)
     assert during == 0  # before: one a turn
     # Each one-off prompt went on from what it shares with the one before it ("A question asked once, …").
     assert beside[0] == 0
