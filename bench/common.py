@@ -152,8 +152,7 @@ def cpu_seconds(pid: int, thread: int | None = None) -> float:
     a serving thread's few milliseconds over a request would read as 0, 1 or 2 ticks. A process's stays
     `stat`'s, which counts its threads that have ended too."""
     if thread is not None:
-        with open(f"/proc/{pid}/task/{thread}/schedstat") as schedstat:
-            return int(schedstat.read().split()[0]) / 1e9
+        return _schedstat(pid, thread)[0] / 1e9
     with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -161,8 +160,13 @@ def cpu_seconds(pid: int, thread: int | None = None) -> float:
 
 def thread_runs(pid: int, thread: int) -> int:
     """How many times the scheduler has put one thread of a process on a CPU so far: its wake-ups."""
+    return _schedstat(pid, thread)[2]
+
+
+def _schedstat(pid: int, thread: int) -> list[int]:
+    """A thread's scheduler counts: nanoseconds on a CPU, nanoseconds waiting for one, times run."""
     with open(f"/proc/{pid}/task/{thread}/schedstat") as schedstat:
-        return int(schedstat.read().split()[2])
+        return [int(field) for field in schedstat.read().split()]
 
 
 def rss_mib(pid: int) -> float:

@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import itertools
 import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -24,11 +25,11 @@ from modelport.engines import llamacpp
 COMPLETION = {"model": CHAT, "prompt": "Hello", "max_tokens": 1, "temperature": 0}
 
 
-DISTINCT = "a prompt of its own each"  # `load`'s request: the completion, its prompt numbered
-
-
-async def load(url: str, clients: int, seconds: float, request: dict[str, Any] | str | None) -> list[float]:
-    """Each client sends one request after another for `seconds`; returns every latency (non-200s fail)."""
+async def load(
+    url: str, clients: int, seconds: float, body: Callable[[int], dict[str, Any]] | None
+) -> list[float]:
+    """Each client sends one request after another for `seconds` (`GET /v1/models`, or the completion
+    `body(n)` for the n-th request sent); returns every latency (non-200s fail)."""
     latencies: list[float] = []
     sent = itertools.count()
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
@@ -36,13 +37,10 @@ async def load(url: str, clients: int, seconds: float, request: dict[str, Any] |
 
         async def one() -> None:
             start = time.perf_counter()
-            if request is None:
+            if body is None:
                 response = await client.get("/v1/models")
-            elif request == DISTINCT:
-                body = {**COMPLETION, "prompt": f"{COMPLETION['prompt']} {next(sent)}"}
-                response = await client.post("/v1/completions", json=body)
             else:
-                response = await client.post("/v1/completions", json=request)
+                response = await client.post("/v1/completions", json=body(next(sent)))
             response.raise_for_status()
             latencies.append(time.perf_counter() - start)
 
@@ -58,10 +56,10 @@ async def load(url: str, clients: int, seconds: float, request: dict[str, Any] |
     return latencies
 
 
-KINDS: dict[str, dict[str, Any] | str | None] = {
+KINDS: dict[str, Callable[[int], dict[str, Any]] | None] = {
     "GET /v1/models": None,
-    "1-token completion, the same prompt": COMPLETION,
-    f"1-token completion, {DISTINCT}": DISTINCT,
+    "1-token completion, the same prompt": lambda _: COMPLETION,
+    "1-token completion, a prompt of its own each": lambda n: {**COMPLETION, "prompt": f"Hello {n}"},
 }
 
 
@@ -80,8 +78,8 @@ def main(seconds: float, clients: int) -> None:
 
     def measure(name: str, url: str) -> None:
         results[name] = {
-            what: summary(asyncio.run(load(url, clients, seconds, request)), seconds)
-            for what, request in KINDS.items()
+            what: summary(asyncio.run(load(url, clients, seconds, body)), seconds)
+            for what, body in KINDS.items()
         }
 
     with modelport_server(CONFIG) as url:
