@@ -433,9 +433,10 @@ def test_a_new_conversation_beside_others_reuses_what_its_template_writes_before
 ) -> None:
     """Qwen3's template describes the tools before the messages where no system message comes; another
     writes a long text of its own there (GigaChat's roles, Command R's safety preamble). A new conversation
-    sent while another request runs (nothing rests) restores a turn that holds it, though that turn was a
-    lone question. Before, only prefixes of the messages were named, a lone question beside others was not
-    kept, and that text was processed again for each new conversation."""
+    sent while another request runs (nothing rests) goes on from a turn that holds it, though that turn was
+    a lone question: in the slot that turn was left in, with nothing restored. Before, only prefixes of the
+    messages were named, a lone question beside others was not kept, and that text was processed again for
+    each new conversation."""
     tools = before == "the tools' description"
     template = QWEN3.read_text() if tools else PREAMBLED
     config = configured(shallow, 1024) + f"chat_template = {json.dumps(template)}\n"
@@ -455,9 +456,13 @@ def test_a_new_conversation_beside_others_reuses_what_its_template_writes_before
         with answering_beside(model):
             # A lone question beside others is kept only from its second sending; this one at once.
             first = asked("Where is the flour?")
-            restored = counted(live.url, "modelport_conversation_turns_total", start="restored")
+            started = counted_by(live.url, "modelport_conversation_turns_total", "start")
             prompt, cached = asked("Which aisle holds the salt?")
-            assert counted(live.url, "modelport_conversation_turns_total", start="restored") == restored + 1
+            after = counted_by(live.url, "modelport_conversation_turns_total", "start")
+            assert {start: after[start] - started.get(start, 0) for start in after} == {
+                **dict.fromkeys(after, 0),
+                "shared": 1,
+            }
     assert first[1] == 0
     assert first[0] - 24 <= cached < prompt  # what comes before the messages, whole
 
@@ -539,3 +544,32 @@ def test_slots_are_emptied_once_nothing_runs_not_as_each_turn_ends_beside_others
     # Each one-off prompt went on from what it shares with the one before it ("A question asked once, …").
     assert beside[0] == 0
     assert all(cached > 0 for cached in beside[1:])
+
+
+def test_a_turn_beside_others_goes_on_in_the_slot_its_last_turn_was_left_in_with_nothing_restored(
+    tmp_path: Path,
+    shallow: Path,
+) -> None:
+    """Beside a long answer, a conversation's turn leaves its slot holding its tokens; the next turn (and
+    the same prompt sent again) goes on there from them, where it was restored from its file, a call
+    through llama.cpp's loop that waits for its decoding step (45 ms at 32 clients)."""
+    with configured_server(tmp_path, configured(shallow, 1024)) as live:
+        model = openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=120)
+        history: list[dict[str, str]] = [{"role": "system", "content": SYSTEM}]
+        prompts, reused = [], []
+        with answering_beside(model):
+            started = counted_by(live.url, "modelport_conversation_turns_total", "start")
+            for turn in range(3):
+                history.append({"role": "user", "content": f"Question {turn}: where is item {turn}?"})
+                reply = model.chat.completions.create(model="m", messages=history, max_tokens=8, temperature=0)  # type: ignore[arg-type]
+                history.append({"role": "assistant", "content": reply.choices[0].message.content or ""})
+                assert reply.usage is not None and reply.usage.prompt_tokens_details is not None
+                prompts.append(reply.usage.prompt_tokens)
+                reused.append(reply.usage.prompt_tokens_details.cached_tokens or 0)
+            again = [cached_tokens(model, "Name the seas of Europe.") for _ in range(3)]
+            after = counted_by(live.url, "modelport_conversation_turns_total", "start")
+    began = {start: after.get(start, 0) - started.get(start, 0) for start in after}
+    assert all(now >= earlier for earlier, now in zip(prompts, reused[1:], strict=False))  # its whole history
+    assert again[2] >= again[1] > 0
+    assert began.get("restored", 0) == 0
+    assert began["resumed"] == 4  # the conversation's second and third turns, the prompt's second and third

@@ -132,7 +132,7 @@ class Turn:
         except BaseException:
             self._cache.finished(slot, empty=False)()
             raise
-        return self._cache.finished(slot, empty=idle, kept=kept)
+        return self._cache.finished(slot, empty=idle, kept=kept, names=self.names)
 
 
 class Kept:
@@ -185,7 +185,8 @@ class ConversationCache:
         self._slots = len(door.get("/slots"))
         self._others = 0  # requests left to llama.cpp, running
         self._holding: set[int] = set()  # slots where such requests left what they held
-        self._left_full: set[int] = set()  # slots whose turn ended while others ran, not emptied yet
+        # Slots whose turn ended while others ran, not emptied yet -> the names of the turn each holds.
+        self._left_full: dict[int, list[str]] = {}
         self._lone: OrderedDict[str, None] = OrderedDict()  # lone requests seen, least recently first
         self._running = 0  # turns begun and not yet ended
         self._emptying = 0  # ended turns whose slots are still to be saved or emptied
@@ -227,9 +228,12 @@ class ConversationCache:
                 self._emptied.wait_for(lambda: not self._emptying, timeout=EMPTYING_WAIT)
             self._running += 1
 
-    def finished(self, slot: int | None, empty: bool, kept: Kept | None = None) -> Callable[[], None]:
+    def finished(
+        self, slot: int | None, empty: bool, kept: Kept | None = None, names: list[str] | None = None
+    ) -> Callable[[], None]:
         """Count a turn out; what is left to do once its answer's end has been told: save the slot it held
-        (`kept`: an answer's end never waits for its copy), empty it (if `empty`) and free it."""
+        (`kept`: an answer's end never waits for its copy), empty it (if `empty`; or, while other turns run,
+        leave it holding the turn's `names`) and free it."""
         with self._lock:
             self._running -= 1
             if slot is None and not (self._left_full and self._none_runs()):
@@ -246,7 +250,7 @@ class ConversationCache:
                 rests = empty and kept is not None and self._rest(slot, kept)
                 if kept is not None and not rests and not kept.saved:
                     self._save_kept(slot, kept)
-                if empty and not rests and not self._left_full_while_busy(slot):
+                if empty and not rests and not self._left_full_while_busy(slot, names or []):
                     self.erase(slot)
                 self._empty_left_full()  # if this was the last turn running
             finally:
@@ -271,13 +275,14 @@ class ConversationCache:
 
         return tidy
 
-    def _left_full_while_busy(self, slot: int) -> bool:
+    def _left_full_while_busy(self, slot: int, names: list[str]) -> bool:
         """Leave an ended turn's tokens in its slot, for the next turn placed there to go on from, or for
-        the last turn to end to empty, if other turns run."""
+        the last turn to end to empty, if other turns run; a turn that goes on from them (its
+        conversation's next, the same prompt again) is placed there (`_take`)."""
         with self._lock:
             if self._none_runs():
                 return False
-            self._left_full.add(slot)
+            self._left_full[slot] = names
             return True
 
     def _empty_left_full(self) -> None:
@@ -287,8 +292,9 @@ class ConversationCache:
         with self._lock:
             if not self._none_runs():
                 return
-            full = self._left_full - self._reserved
-            self._left_full -= full
+            full = self._left_full.keys() - self._reserved
+            for slot in full:
+                del self._left_full[slot]
             self._reserved |= full
         try:
             for slot in sorted(full):
@@ -392,6 +398,8 @@ class ConversationCache:
     def left_ended(self, slot: int | None, stays: bool) -> None:
         with self._lock:
             self._others -= 1
+            if slot is not None:
+                self._left_full.pop(slot, None)  # llama.cpp placed another turn there
             if stays and slot is not None:
                 self._holding.add(slot)
 
@@ -404,7 +412,10 @@ class ConversationCache:
         prompt: most are one-off questions) sent for the first time is saved only if it ends while no
         other turn runs (one user's chat, whose next turn then reads nothing again), since saving every
         one cost free chat throughput; one that is sent again (a retry, a prompt used over and over) is
-        kept from its second sending on, and, being short, restored rather than processed again."""
+        kept from its second sending on, and, being short, restored rather than processed again. While other
+        turns run, a slot left holding at least as much of the prompt as any file is taken first and goes on
+        from what it holds, with nothing restored (a restore is a call through llama.cpp's loop, waiting for
+        its decoding step: 45 ms at 32 clients)."""
         first = lone and not (names and self._seen_before(names[-1]))
         self._begin()
         # A seeded request processes its whole prompt: it goes on from nothing.
@@ -422,14 +433,21 @@ class ConversationCache:
             self._put_away(resting)
         else:
             self._put_away_done()
-        slot = self._take()
+        found = self._holding_file(names) if reuses else None
+        with self._lock:
+            filed = _reach(names, self._files[found][1]) if found is not None and found in self._files else 0
+        slot = self._take(names if reuses else [], filed)
         if slot is None:
             return self._left(request, names, lone=first)
         request["id_slot"] = slot
-        found = self._holding_file(names) if reuses else None
-        restored = found is not None and self._restore(slot, found)
         with self._lock:
-            self._left_full.discard(slot)  # what it holds is this turn's from now on
+            held = self._left_full.pop(slot, [])  # what it holds is this turn's from now on
+            if reuses and _reach(names, held) >= max(filed, 1):
+                # Its own last turn, or the same prompt, is kept in the file of its last name, if any.
+                earlier = held[-1] if held[-1] in names and held[-1] in self._files else None
+                self._began["resumed" if held[-1] in names else "shared"].inc()
+                return Turn(self, names, slot, earlier, lone=first)
+        restored = found is not None and self._restore(slot, found)
         self._began["restored" if restored else "fresh"].inc()
         return Turn(self, names, slot, found if restored else None, lone=first)
 
@@ -481,9 +499,11 @@ class ConversationCache:
                 self._lone.popitem(last=False)
             return seen
 
-    def _take(self) -> int | None:
-        """An idle slot no turn holds, now held: an empty one first, since a slot that holds tokens holds
-        what llama.cpp keeps for requests left to it (a conversation with images). While every slot runs a
+    def _take(self, names: list[str], filed: int) -> int | None:
+        """An idle slot no turn holds, now held: one left holding more of `names` than the file found for
+        them reaches (`filed` names), if any; else an empty one first, since a slot that holds tokens holds
+        what llama.cpp keeps for requests left to it (a conversation with images) or another conversation's
+        turn, left for its next (a restore replaces what a slot holds). While every slot runs a
         turn or is being saved and emptied, it waits for one to be freed: left to llama.cpp, the turn would
         land in a slot whose save is under way, and find none of its history (a conversation that sends its
         next turn as its answer ends, beside another in the other slot)."""
@@ -492,11 +512,16 @@ class ConversationCache:
             idle = self._idle_slots() if self._others else None
             with self._emptied:
                 if idle is None:  # every slot not held by a turn is idle, empty unless a turn left it full
-                    full = self._holding | self._left_full
+                    full = self._holding | self._left_full.keys()
                     idle = {slot: int(slot in full) for slot in range(self._slots)}
-                free = sorted((held, slot) for slot, held in idle.items() if slot not in self._reserved)
+                reach = {slot: _reach(names, self._left_full.get(slot, [])) for slot in idle}
+                free = sorted(
+                    (-reach[slot] if reach[slot] >= max(filed, 1) else 0, held, slot)
+                    for slot, held in idle.items()
+                    if slot not in self._reserved
+                )
                 if free:
-                    slot = free[0][1]
+                    slot = free[0][2]
                     self._reserved.add(slot)
                     return slot
                 left = deadline - time.monotonic()
@@ -535,7 +560,7 @@ class ConversationCache:
         if self._call(f"/slots/{slot}?action=erase", {}):
             with self._lock:
                 self._holding.discard(slot)
-                self._left_full.discard(slot)
+                self._left_full.pop(slot, None)
 
     def claim(self, slot: int) -> bool:
         """Hold a slot unless a turn holds it."""
@@ -583,3 +608,10 @@ class ConversationCache:
         for prefix in self._files.pop(file)[1]:
             if self._holders.get(prefix) == file:
                 del self._holders[prefix]
+
+
+def _reach(names: list[str], held: list[str]) -> int:
+    """How many of a prompt's prefix names (shortest first) a turn named `held` holds: its names are a
+    chain, so the longest one shared says every shorter one is."""
+    kept = set(held)
+    return next((len(names) - at for at, name in enumerate(reversed(names)) if name in kept), 0)
