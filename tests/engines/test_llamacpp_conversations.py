@@ -573,3 +573,32 @@ def test_a_turn_beside_others_goes_on_in_the_slot_its_last_turn_was_left_in_with
     assert again[2] >= again[1] > 0
     assert began.get("restored", 0) == 0
     assert began["resumed"] == 4  # the conversation's second and third turns, the prompt's second and third
+
+
+def test_a_new_conversation_beside_others_takes_the_slot_left_last_and_spares_the_one_left_first(
+    tmp_path: Path,
+    shallow: Path,
+) -> None:
+    """Conversations that take turns come back in the order they left: a new one (or one whose slot was
+    taken) goes on from the slot left full last, so that the conversation that left first, whose turn comes
+    first, still finds its own."""
+    three_slots = configured(shallow, 1024).replace("n_parallel = 2", "n_parallel = 3")
+    with configured_server(tmp_path, three_slots) as live:
+        model = openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=120)
+        histories: dict[str, list[dict[str, str]]] = {}
+
+        def turn(name: str) -> None:
+            history = histories.setdefault(name, [{"role": "system", "content": SYSTEM}])
+            history.append({"role": "user", "content": f"Conversation {name}: where is item {len(history)}?"})
+            reply = model.chat.completions.create(model="m", messages=history, max_tokens=4, temperature=0)  # type: ignore[arg-type]
+            history.append({"role": "assistant", "content": reply.choices[0].message.content or ""})
+
+        with answering_beside(model):
+            for name in ("first", "second"):
+                turn(name)
+            started = counted_by(live.url, "modelport_conversation_turns_total", "start")
+            turn("new")
+            turn("first")
+            after = counted_by(live.url, "modelport_conversation_turns_total", "start")
+    began = {start: after[start] - started.get(start, 0) for start in after}
+    assert began == {**dict.fromkeys(after, 0), "shared": 1, "resumed": 1}
