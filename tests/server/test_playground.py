@@ -308,6 +308,8 @@ def test_a_recorded_message_is_sent_as_wav_audio(
 
 def test_a_spoken_answer_plays_and_is_named_by_its_id_later(page: Any, shots: Path) -> None:
     page.check("input[name=speak]")
+    # Short answers: each is spoken whole before its turn ends (the form's 256 tokens, 30 s of the suite).
+    page.fill("#chat-form input[name=max_tokens]", "24")
     body, turn = sent_body(page, "Say hello.")
     assert body["modalities"] == ["text", "audio"]
     assert body["audio"] == {"voice": "alloy", "format": "pcm16"}
