@@ -211,9 +211,9 @@ def test_a_file_being_ingested_by_a_killed_server_is_taken_up_by_the_next(tmp_pa
     first = LiveServer("--config", str(config), "--database", database, cwd=ROOT)
     first.wait_ready()
     client = sdk(first)
-    # ~10 s of embedding on 2 cores (the model is loaded: `wait_ready`), long enough to be killed 2 s into.
+    # ~6 s of embedding on 2 cores (the model is loaded: `wait_ready`), long enough to be killed 2 s into.
     text = "\n\n".join(
-        f"Paragraph {i}: the vault number {i * 7919 % 10007} opens door {i}." for i in range(1_500)
+        f"Paragraph {i}: the vault number {i * 7919 % 10007} opens door {i}." for i in range(800)
     )
     uploaded = client.files.create(file=("notes.txt", text.encode()), purpose="assistants")
     store = client.vector_stores.create(name="notes", file_ids=[uploaded.id])
