@@ -22,6 +22,7 @@ from typing import Any
 
 import openai
 import pytest
+from openai.types import CompletionUsage
 
 from modelport.engines.llamacpp import conversation_cache, conversation_names
 from tests.support.configs import NO_EOS
@@ -115,6 +116,18 @@ def emptied_past(url: str, count: float) -> None:
         time.sleep(0.05)
 
 
+def next_turn(
+    model: openai.OpenAI, history: list[dict[str, str]], question: str, tokens: int = 8
+) -> CompletionUsage:
+    """Ask `question` after `history`, which the question and its greedy answer then join; its usage."""
+    history.append({"role": "user", "content": question})
+    reply = model.chat.completions.create(model="m", messages=history, max_tokens=tokens, temperature=0)  # type: ignore[arg-type]
+    history.append({"role": "assistant", "content": reply.choices[0].message.content or ""})
+    assert reply.usage is not None
+    assert reply.usage.prompt_tokens_details is not None
+    return reply.usage
+
+
 def interleaved(model: openai.OpenAI, conversations: int, turns: int) -> list[tuple[int, int, int]]:
     """Each turn of each conversation in round-robin order: (earlier prompt tokens, prompt tokens,
     cached tokens); the earlier prompt is that of the conversation's previous turn."""
@@ -125,13 +138,7 @@ def interleaved(model: openai.OpenAI, conversations: int, turns: int) -> list[tu
     seen = []
     for turn in range(turns):
         for c, history in enumerate(histories):
-            history.append(
-                {"role": "user", "content": f"Conversation {c}, question {turn}: where is item {c + turn}?"}
-            )
-            reply = model.chat.completions.create(model="m", messages=history, max_tokens=8, temperature=0)  # type: ignore[arg-type]
-            history.append({"role": "assistant", "content": reply.choices[0].message.content or ""})
-            usage = reply.usage
-            assert usage is not None
+            usage = next_turn(model, history, f"Conversation {c}, question {turn}: where is item {c + turn}?")
             assert usage.prompt_tokens_details is not None
             seen.append((earlier[c], usage.prompt_tokens, usage.prompt_tokens_details.cached_tokens or 0))
             earlier[c] = usage.prompt_tokens
@@ -560,12 +567,10 @@ def test_a_turn_beside_others_goes_on_in_the_slot_its_last_turn_was_left_in_with
         with answering_beside(model):
             started = counted_by(live.url, "modelport_conversation_turns_total", "start")
             for turn in range(3):
-                history.append({"role": "user", "content": f"Question {turn}: where is item {turn}?"})
-                reply = model.chat.completions.create(model="m", messages=history, max_tokens=8, temperature=0)  # type: ignore[arg-type]
-                history.append({"role": "assistant", "content": reply.choices[0].message.content or ""})
-                assert reply.usage is not None and reply.usage.prompt_tokens_details is not None
-                prompts.append(reply.usage.prompt_tokens)
-                reused.append(reply.usage.prompt_tokens_details.cached_tokens or 0)
+                usage = next_turn(model, history, f"Question {turn}: where is item {turn}?")
+                assert usage.prompt_tokens_details is not None
+                prompts.append(usage.prompt_tokens)
+                reused.append(usage.prompt_tokens_details.cached_tokens or 0)
             again = [cached_tokens(model, "Name the seas of Europe.") for _ in range(3)]
             after = counted_by(live.url, "modelport_conversation_turns_total", "start")
     began = {start: after.get(start, 0) - started.get(start, 0) for start in after}
@@ -589,9 +594,7 @@ def test_a_new_conversation_beside_others_takes_the_slot_left_last_and_spares_th
 
         def turn(name: str) -> None:
             history = histories.setdefault(name, [{"role": "system", "content": SYSTEM}])
-            history.append({"role": "user", "content": f"Conversation {name}: where is item {len(history)}?"})
-            reply = model.chat.completions.create(model="m", messages=history, max_tokens=4, temperature=0)  # type: ignore[arg-type]
-            history.append({"role": "assistant", "content": reply.choices[0].message.content or ""})
+            next_turn(model, history, f"Conversation {name}: where is item {len(history)}?", tokens=4)
 
         with answering_beside(model):
             for name in ("first", "second"):
