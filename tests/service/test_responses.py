@@ -19,6 +19,8 @@ from pydantic import BaseModel
 
 from tests.support import openresponses
 from tests.support.faces import Faces
+from tests.support.live import counted
+from tests.support.machine_load import slack
 
 WEATHER = {
     "type": "function",
@@ -639,13 +641,18 @@ def test_a_chained_turn_reports_the_earlier_turns_tokens_as_cached(client: Any) 
 
 
 @pytest.mark.one_face  # the engine's cache is the subject, the same under either face
-def test_a_conversations_first_message_alone_is_kept_for_the_turn_after_it(client: Any) -> None:
+def test_a_conversations_first_message_alone_is_kept_for_the_turn_after_it(
+    client: Any, server: Faces
+) -> None:
     """Beside another request running (a lone message that ends alone is kept anyway: one user's chat), a
     stored turn of the user's message alone (no instructions), a chat message sent with OpenAI's
     `prompt_cache_key`, and one long enough that reading it again costs more than keeping it, are kept for
     the turn that goes on from them, though a lone message otherwise is not (most are one-off questions
-    among others'): the next turn reuses it whole."""
+    among others'): the next turn, sent once the slots are emptied, reuses it whole."""
     model = "smollm2-135m-instruct"
+
+    def erased() -> float:
+        return counted(server.url, "modelport_conversation_erases_total")
 
     def beside_another(first: Callable[[], Any]) -> Any:
         """`first()` while a long answer runs (under way before it, and going on after it: its end barred,
@@ -658,6 +665,14 @@ def test_a_conversations_first_message_alone_is_kept_for_the_turn_after_it(clien
             next(chunks)
             made = first()
             assert next(chunks).choices[0].finish_reason is None
+            before = erased()
+        # The long answer's turn ends as the server notices its client gone, and empties the slot `first`
+        # was left holding beside it (its own too, unless it rests there); a request sent after that end
+        # waits for the emptying. A next turn sent sooner would go on from what that slot holds, kept or not.
+        deadline = time.monotonic() + 30 * slack()
+        while erased() < before + 1:
+            assert time.monotonic() < deadline, "the slots were not emptied once the long answer ended"
+            time.sleep(0.05)
         return made
 
     # Its own words on each face: a message sent a second time is kept anyway.
