@@ -14,18 +14,18 @@ tokens: each emptying is a call through llama.cpp's loop, waiting for its decodi
 and held the slot from the next request that long (one-token answers to one-off prompts at 32 clients: 51 a
 second against llama-server's 119). The next turn placed there goes on from what its prompt shares with those
 tokens, as llama.cpp's own placing would (beside other turns an answer depends on what runs with it anyway;
-telling llama.cpp to drop them instead, `cache_prompt` off, cost as much as the emptying), and the last turn
-to end empties every slot so left. The save and the emptying come after the answer's end has been told (a next
-turn of the conversation that comes first waits for the save), and a request that finds no other running waits
-for them, so that it decodes beside nobody's tokens as before while no answer's end waits for either. The one
-exception is the last turn to end while no other ran (one user's chat, one agent's loop): it rests in its
-slot, unsaved for `REST_UNSAVED` seconds and then saved, for its conversation's next turn to go on there with
-nothing saved first or restored; any other request first saves it (unless saved) and, where their prompts
-begin alike (a system prompt, a template's long preamble, the tools: a prefix both are named by), goes on in
-its slot from what the two share, unless a saved turn holds more of its messages. llama.cpp reuses the longest
-prefix a restored slot's tokens share with the new prompt, so a stale or mismatched file costs speed, never
-correctness.
-"""
+telling llama.cpp to drop them instead, `cache_prompt` off, cost as much as the emptying), with nothing
+restored where they hold as much of it as any file; a turn goes to the slot its own last turn was left in
+first (`_take`). The last turn to end empties every slot so left. The save and the emptying come after the
+answer's end has been told (a next turn of the conversation that comes first waits for the save), and a
+request that finds no other running waits for them, so that it decodes beside nobody's tokens as before while
+no answer's end waits for either. The one exception is the last turn to end while no other ran (one user's
+chat, one agent's loop): it rests in its slot, unsaved for `REST_UNSAVED` seconds and then saved, for its
+conversation's next turn to go on there with nothing saved first or restored; any other request first saves it
+(unless saved) and, where their prompts begin alike (a system prompt, a template's long preamble, the tools: a
+prefix both are named by), goes on in its slot from what the two share, unless a saved turn holds more of its
+messages. llama.cpp reuses the longest prefix a restored slot's tokens share with the new prompt, so a stale
+or mismatched file costs speed, never correctness."""
 
 from __future__ import annotations
 
@@ -508,10 +508,9 @@ class ConversationCache:
         last. Conversations that take turns (agents beside each other) come back in the order they left, so
         the one that left last comes back last: taking the slot left first took, most often, that of the
         conversation whose turn came next (16 agents over 8 slots: 8 of 96 turns went on in their own slot).
-        While every slot runs a
-        turn or is being saved and emptied, it waits for one to be freed: left to llama.cpp, the turn would
-        land in a slot whose save is under way, and find none of its history (a conversation that sends its
-        next turn as its answer ends, beside another in the other slot)."""
+        While every slot runs a turn or is being saved and emptied, it waits for one to be freed: left to
+        llama.cpp, the turn would land in a slot whose save is under way, and find none of its history (a
+        conversation that sends its next turn as its answer ends, beside another in the other slot)."""
         deadline = time.monotonic() + EMPTYING_WAIT
         while True:
             idle = self._idle_slots() if self._others else None
