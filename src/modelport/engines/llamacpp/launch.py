@@ -16,7 +16,7 @@ from modelport.engines.llamacpp import cpu_builds, gguf_header, thread_binding, 
 from modelport.engines.packaged import package_dir
 
 SLOTS = 8  # requests decoding together by default (`n_parallel`)
-# `ngram-map-k` by default (each request drafts from its own context: a 12-token key seen before drafts what
+# `ngram-map-k` by default (each request drafts from its own context: a 6-token key seen before drafts what
 # followed it, verified by the model) where the engine carries the source edit that keeps its drafting from
 # aborting the process: this CPU's build (`modelport.engine_build.patches`). PyPI's wheel lacks it, and
 # there its drafting aborted the whole process within minutes of mixed concurrent traffic (`bench.soak
@@ -27,9 +27,15 @@ SLOTS = 8  # requests decoding together by default (`n_parallel`)
 # greedy answer asked again came back different (its drafts come from the first answer). Both stay per-model
 # options (`speculative` in models.toml).
 SPECULATIVE = "ngram-map-k"
-# Tokens one `ngram-map-k` draft holds (llama.cpp's default: 48). Measured on a code edit and on RAG quotes
-# (bench.workload): 16 accepted 82% and 67% of its drafts and decoded fastest; 48 wasted its longer tails.
-MAP_DRAFT_TOKENS = 16
+# Tokens one `ngram-map-k` draft holds (llama.cpp's default: 48), and the tokens of the key that must have
+# been seen before for a draft (its default: 12). Measured on a code edit and on RAG quotes (bench.workload):
+# drafts of 16 accepted 82% and 67% and decoded fastest, 48 wasted their longer tails. With a key of 12 a copy
+# waits 12 tokens after every change before drafting again; on the code edit (this CPU's build, SmolLM2, 3
+# rounds, twice each) a key of 6 with drafts of 24 decoded a stream at 78.1-78.4 tok/s against 68.9-69.8
+# (a key of 8: 74.7-75.8), and free chat, where few drafts are taken, 141 against 138 (docs/benchmarks.md,
+# 2026-12-03, second).
+MAP_KEY_TOKENS = 6
+MAP_DRAFT_TOKENS = 24
 
 
 def default_gguf() -> Path:
@@ -115,6 +121,7 @@ def start_server(
     params.force_pure_content_parser = raw_chat
     params.special = special_text
     params.speculative.types = _speculators(xllamacpp, speculative or default_speculative(), draft)
+    params.speculative.ngram_map_k.size_n = MAP_KEY_TOKENS
     params.speculative.ngram_map_k.size_m = MAP_DRAFT_TOKENS
     if draft:
         if not Path(draft).is_file():
