@@ -27,8 +27,7 @@ from openai.types import CompletionUsage
 from modelport.engines.llamacpp import conversation_cache, conversation_names
 from tests.support.configs import NO_EOS
 from tests.support.families import FIRST_BLOCKS, repack
-from tests.support.live import configured_server, counted, counted_by
-from tests.support.machine_load import slack
+from tests.support.live import configured_server, counted, counted_by, emptied_past
 
 pytestmark = pytest.mark.models  # real models: not the unit tier
 
@@ -106,14 +105,6 @@ def cached_tokens(model: openai.OpenAI, prompt: str) -> int:
     assert usage is not None
     assert usage.prompt_tokens_details is not None
     return usage.prompt_tokens_details.cached_tokens or 0
-
-
-def emptied_past(url: str, count: float) -> None:
-    """Wait until the server has emptied more slots than `count` (its erases counter)."""
-    deadline = time.monotonic() + 30 * slack()
-    while counted(url, "modelport_conversation_erases_total") <= count:
-        assert time.monotonic() < deadline, "the slots left full were not emptied once nothing ran"
-        time.sleep(0.05)
 
 
 def next_turn(

@@ -19,8 +19,7 @@ from pydantic import BaseModel
 
 from tests.support import openresponses
 from tests.support.faces import Faces
-from tests.support.live import counted
-from tests.support.machine_load import slack
+from tests.support.live import counted, emptied_past
 
 WEATHER = {
     "type": "function",
@@ -651,9 +650,6 @@ def test_a_conversations_first_message_alone_is_kept_for_the_turn_after_it(
     among others'): the next turn, sent once the slots are emptied, reuses it whole."""
     model = "smollm2-135m-instruct"
 
-    def erased() -> float:
-        return counted(server.url, "modelport_conversation_erases_total")
-
     def beside_another(first: Callable[[], Any]) -> Any:
         """`first()` while a long answer runs (under way before it, and going on after it: its end barred,
         it cannot reach its length meanwhile), which is then cancelled by closing its stream."""
@@ -665,14 +661,11 @@ def test_a_conversations_first_message_alone_is_kept_for_the_turn_after_it(
             next(chunks)
             made = first()
             assert next(chunks).choices[0].finish_reason is None
-            before = erased()
+            erased = counted(server.url, "modelport_conversation_erases_total")
         # The long answer's turn ends as the server notices its client gone, and empties the slot `first`
         # was left holding beside it (its own too, unless it rests there); a request sent after that end
         # waits for the emptying. A next turn sent sooner would go on from what that slot holds, kept or not.
-        deadline = time.monotonic() + 30 * slack()
-        while erased() < before + 1:
-            assert time.monotonic() < deadline, "the slots were not emptied once the long answer ended"
-            time.sleep(0.05)
+        emptied_past(server.url, erased)
         return made
 
     # Its own words on each face: a message sent a second time is kept anyway.

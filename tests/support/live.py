@@ -21,6 +21,8 @@ import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
+from tests.support.machine_load import slack
+
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_SECONDS = 180.0
 STOP_SECONDS = 20.0
@@ -157,6 +159,14 @@ def _samples(url: str, name: str) -> Iterator[Sample]:
 def counted(url: str, name: str, **labels: str) -> float:
     """A server's counter `name` so far, summed over the samples that carry `labels` (among others)."""
     return sum((s.value for s in _samples(url, name) if labels.items() <= s.labels.items()), 0.0)
+
+
+def emptied_past(url: str, count: float) -> None:
+    """Wait until a server's conversation cache has emptied more slots than `count` (its erases counter)."""
+    deadline = time.monotonic() + 30 * slack()
+    while counted(url, "modelport_conversation_erases_total") <= count:
+        assert time.monotonic() < deadline, "the slots left full were not emptied once nothing ran"
+        time.sleep(0.05)
 
 
 def counted_by(url: str, name: str, label: str) -> dict[str, float]:
