@@ -254,13 +254,11 @@ class ConversationCache:
                     self.erase(slot)
                 self._empty_left_full()  # if this was the last turn running
             finally:
-                with self._emptied:
-                    if not rests:
+                if not rests:  # a resting turn keeps its slot held
+                    with self._lock:
                         self._reserved.discard(slot)
-                    self._emptying -= 1
-                    self._emptied.notify_all()
 
-        return tidy
+        return self._tidied(tidy)
 
     def _tidied(self, work: Callable[[], None]) -> Callable[[], None]:
         """`work` counted as an ended turn's emptying (a request sent alone waits for it)."""
@@ -400,8 +398,8 @@ class ConversationCache:
             self._others -= 1
             if slot is not None:
                 self._left_full.pop(slot, None)  # llama.cpp placed another turn there
-            if stays and slot is not None:
-                self._holding.add(slot)
+                if stays:
+                    self._holding.add(slot)
 
     def place(self, request: dict[str, Any], names: list[str], lone: bool = False) -> Turn:
         """Pin `request` to an idle slot, into which the saved turn sharing the longest of its prefixes
