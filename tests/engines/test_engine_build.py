@@ -351,3 +351,80 @@ def test_each_source_edit_fits_the_installed_xllamacpp(tmp_path: Path) -> None:
     xllamacpp release that moved the text an edit replaces fails here, not on a user's machine."""
     unedited(tmp_path, patches.EDITS)
     assert patches.apply(tmp_path) == [edit.name for edit in patches.EDITS]
+
+
+CELLS = r"""#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+typedef uint16_t ggml_fp16_t;
+struct ggml_tensor { void * data; int64_t ne[4]; size_t nb[4]; };
+%s
+// As ggml's kernels tell a hidden cell: its mask value, converted from FP16, is -inf.
+static bool hidden(ggml_fp16_t value) {
+    const uint32_t sign = (uint32_t) (value & 0x8000) << 16, exponent = (value >> 10) & 0x1f;
+    const uint32_t mantissa = value & 0x3ff;
+    if (exponent == 0) {
+        return false;  // zero or subnormal: finite
+    }
+    const uint32_t bits = sign | (exponent == 0x1f ? 0xff : exponent + 112) << 23 | mantissa << 13;
+    float converted;
+    memcpy(&converted, &bits, sizeof(converted));
+    return converted == -INFINITY;
+}
+int main() {
+    std::mt19937 random(7);
+    const ggml_fp16_t kinds[] = {0xFC00, 0x0000, 0x8000, 0xBC00, 0x7C00, 0xFE00, 0xFC01};
+    for (int trial = 0; trial < 20000; trial++) {
+        const int n = 1 + random() % 200, rows = 1 + random() % 5;
+        const int open_one_in = 1 + random() % 12;  // how many hidden cells per open one, about
+        std::vector<ggml_fp16_t> mask(n * rows);
+        for (auto & value : mask) value = random() % open_one_in ? 0xFC00 : kinds[random() % 7];
+        const int64_t start = random() % n, end = start + random() % (n - start + 1);
+        std::vector<int64_t> expected, visited;
+        for (int64_t ic = start; ic < end; ++ic) if (!hidden(mask[ic])) expected.push_back(ic);
+        for (int64_t ic = start; ic < end; ++ic) {  // as the edited loop walks
+            ic = ggml_fa_first_open_cell(mask.data(), ic, end);
+            if (ic == end) break;
+            visited.push_back(ic);
+        }
+        if (visited != expected) { printf("row %d: other cells\n", trial); return 1; }
+        ggml_tensor tensor = {mask.data(), {n, rows, 1, 1}, {2, (size_t) n * 2, (size_t) n * rows * 2, 0}};
+        const int cells = (int) (end - start);
+        bool all = true;
+        for (int tq = 0; tq < rows; tq++)
+            for (int tk = 0; tk < cells; tk++) all &= hidden(mask[tq * n + start + tk]);
+        if (ggml_fa_tile_hidden(&tensor, 0, rows, 0, 0, start, cells) != all) {
+            printf("tile %d\n", trial);
+            return 1;
+        }
+    }
+    printf("ok\n");
+    return 0;
+}
+"""
+
+
+@pytest.mark.slow  # the source fetched from the package index
+@COMPILER
+def test_flash_attention_computes_the_cells_it_computed_before_passing_hidden_ones_by_their_bits(
+    tmp_path: Path,
+) -> None:
+    """ggml's helpers as the edited source has them, compiled as ggml is (-O3) and given random mask rows
+    (open cells among hidden ones, and values that are not -inf whatever their bits look like): the cells
+    the edited loop computes are those the kernel's own test (a value converted to -inf is hidden)
+    computes, in order, and a tile is passed whole exactly when every cell of it is hidden."""
+    edit = patches.MASKED_CELLS_PASSED_BY_BITS
+    unedited(tmp_path, (edit,))
+    patches.apply(tmp_path, (edit,))
+    source = (tmp_path / edit.path).read_text()
+    start = source.index("// modelport: the first cell")
+    helpers = source[start : source.index("static void ggml_compute_forward_flash_attn_ext_f16_one_chunk(")]
+    (tmp_path / "cells.cpp").write_text(CELLS.replace("%s", helpers))
+    program = tmp_path / "cells"
+    compiler = ["c++", "-O3", "-std=gnu++17", "-o", str(program)]
+    subprocess.run([*compiler, str(tmp_path / "cells.cpp")], check=True)
+    ran = subprocess.run([str(program)], capture_output=True, text=True, check=False)
+    assert (ran.returncode, ran.stdout) == (0, "ok\n")
