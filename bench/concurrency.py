@@ -1,9 +1,12 @@
 """Benchmark 2: aggregate decode rate at 1, 4, 8 and 16 concurrent streams — modelport (8 slots) vs its
 engine alone (`bench.engine`: what modelport adds, apart from what the engine's build costs) vs llama-server
-with the same slots vs llama-cpp-python's server.
+with the same slots and shared KV cache, and with a cache per slot (its own default given `-np 8`), vs
+llama-cpp-python's server. With `--documents`, each stream's prompt is its own ~2,000-token document first
+(the rate then counts the prompts' reading too): concurrent long prompts, where a shared cache's attention
+passes over the other streams' cells.
 
     .venv/bin/python -m bench.concurrency [--tokens 64] [--streams 1 4 8 16] [--speculative ngram-mod …]
-        [--model smollm2|gemma3-270m]
+        [--model smollm2|gemma3-270m] [--documents]
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack
 
-from bench import references
+from bench import references, workload_data
 from bench.common import (
     MODELS,
     NO_EOS,
@@ -39,14 +42,21 @@ ENGINE = "modelport's engine alone"
 
 
 async def aggregate(
-    url: str, model: str, streams: int, tokens: int, no_eos: dict[str, int] = NO_EOS, label: str = "0"
+    url: str,
+    model: str,
+    streams: int,
+    tokens: int,
+    no_eos: dict[str, int] = NO_EOS,
+    label: str = "0",
+    documents: list[str] | None = None,
 ) -> tuple[float, float]:
     """Tokens per second over all streams (first request sent to last token), and the slowest stream's
     time over the fastest's; the end tokens barred by `no_eos` (SmolLM2's by default). The prompts carry
     `label`: every server gets the same prompts in a round, and none of an earlier round's. A prompt sent
     again is a cache's matter, which each server keeps differently (llama-server's slot holds the last
     prompt; modelport keeps a lone prompt from its second sending on): with the same prompts every round,
-    modelport's first counted round was that second sending, 20-30% slower than its later rounds."""
+    modelport's first counted round was that second sending, 20-30% slower than its later rounds. With
+    `documents`, stream i's prompt begins with documents[i]."""
     # A connection of its own for every request: llama.cpp's HTTP listener (llama-server's, and the engine
     # alone's) now and then closed a kept-alive connection as the next request went out on it ("Server
     # disconnected without sending a response"), which ended the whole run.
@@ -55,8 +65,9 @@ async def aggregate(
     start = time.perf_counter()
 
     async def one(i: int) -> tuple[int, float]:
+        prompt = f"{label}.{i + 1}. {documents[i]}\n\n{STORY}" if documents else f"{label}.{i + 1}. {STORY}"
         async with http_client(url) as client:
-            result = await stream_completion(client, model, f"{label}.{i + 1}. {STORY}", tokens, no_eos)
+            result = await stream_completion(client, model, prompt, tokens, no_eos)
         return result.tokens, time.perf_counter() - start
 
     results = await asyncio.gather(*(one(i) for i in range(streams)))
@@ -75,6 +86,10 @@ def servers(
         print("\nllama-server: not built (python -m bench.references); its column is absent.")
     else:
         yield f"llama-server ({SLOTS} slots)", lambda: llama_server(binary, gguf, SLOTS, N_CTX)
+        yield (
+            f"llama-server ({SLOTS} slots, a cache each)",
+            lambda: llama_server(binary, gguf, SLOTS, N_CTX, extra=["--no-kv-unified"]),
+        )
     python = references.llama_cpp_python()
     if python is None:
         print("\nllama-cpp-python: not built (python -m bench.references); its column is absent.")
@@ -87,9 +102,13 @@ def servers(
         )
 
 
-def main(counts: list[int], tokens: int, rounds: int, speculation: list[str], name: str) -> None:
+def main(
+    counts: list[int], tokens: int, rounds: int, speculation: list[str], name: str, documents: bool = False
+) -> None:
     model = bench_model(name)
-    title = f"# Aggregate decode, {model.gguf.name}, {tokens} tokens a stream"
+    papers = [text for text, _ in workload_data.documents(max(counts))] if documents else None
+    behind = ", each behind its own ~2,000-token document" if documents else ""
+    title = f"# Aggregate decode, {model.gguf.name}, {tokens} tokens a stream{behind}"
     print(f"{title}, median of {rounds} interleaved rounds\n\n{machine()}")
     with ExitStack() as stack:
         urls = {name: stack.enter_context(start()) for name, start in servers(model, speculation)}
@@ -99,7 +118,9 @@ def main(counts: list[int], tokens: int, rounds: int, speculation: list[str], na
         def measured(name: str, count: int, round_: int) -> tuple[float, float]:
             try:
                 label = f"{count}.{round_}"
-                return asyncio.run(aggregate(urls[name], model.id, count, tokens, model.no_eos, label))
+                return asyncio.run(
+                    aggregate(urls[name], model.id, count, tokens, model.no_eos, label, papers)
+                )
             except Exception as error:  # a dropped connection says nothing of whose it was
                 said = f"round {round_}" if round_ else "the round not counted"
                 raise RuntimeError(f"{name}, {count} streams, {said}: {error!r}") from error
@@ -161,5 +182,15 @@ if __name__ == "__main__":
         "--speculative", nargs="+", default=[], metavar="KIND", help="also modelport with these speculations"
     )
     parser.add_argument("--model", choices=MODELS, default=MODELS[0])
+    parser.add_argument(
+        "--documents", action="store_true", help="each stream's prompt behind its own ~2,000-token document"
+    )
     arguments = parser.parse_args()
-    main(arguments.streams, arguments.tokens, arguments.rounds, arguments.speculative, arguments.model)
+    main(
+        arguments.streams,
+        arguments.tokens,
+        arguments.rounds,
+        arguments.speculative,
+        arguments.model,
+        arguments.documents,
+    )
