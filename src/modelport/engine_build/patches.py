@@ -184,11 +184,11 @@ AMX_TILES_CONFIGURED = SourceEdit(
 # flash attention tells a hidden cell by converting its mask value from FP16 and comparing it: one cell at a
 # time as a token is generated (the generated tokens of eight streams alternate cell by cell), and a whole
 # 64 × 64 tile converted before a prompt's tile is found hidden. With eight streams that is several times
-# the cells a stream owns, for every head of every layer: 8 streams of a ~2,000-token prompt each decoded at
-# 4.6 tok/s all told against 7.9 with a cache split per slot (which caps each request at its share of the
-# context), and 104.6 against 114.9 with 60-token prompts (docs/benchmarks.md). A hidden cell's mask is
-# -inf, 0xFC00 in FP16: the kernel now passes hidden cells four at a time by their bits, and a tile whose
-# mask rows are all hidden before converting any. The same cells are computed, in the same order.
+# the cells a stream owns, for every head of every layer: 8 streams of a ~2,000-token prompt each made 4.9
+# tok/s all told, against 7.0 on llama-server with a cache per slot (which caps each request at its share of
+# the context). A hidden cell's mask is -inf, 0xFC00 in FP16: the kernel now passes hidden cells four at a
+# time by their bits, and a tile whose mask rows are all hidden before converting any — 6.7 tok/s on the
+# same load (docs/benchmarks.md, 2026-12-03, third). The same cells are computed, in the same order.
 FIRST_OPEN_CELL = """\
 // modelport: the first cell at or after `ic` the mask row `mp` does not hide (-inf: 0xFC00
 // in FP16), read four cells at a time by their bits; a KV cache shared by several sequences holds the
