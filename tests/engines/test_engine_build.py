@@ -4,10 +4,12 @@ measured in docs/benchmarks.md, not here.)"""
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import subprocess
@@ -214,13 +216,21 @@ def test_the_build_asks_ggml_for_each_instruction_set_this_cpu_lists_amx_with_it
     assert {option.split("=")[0] for option in asked[1:]} == {f"-D{o}" for o in compiling.X86_SETS}
 
 
-def unedited(into: Path, edits: tuple[patches.SourceEdit, ...]) -> None:
-    """The files `edits` change, as the installed xllamacpp's source has them (fetched from the package
-    index as the build fetches it), written under `into` at their paths in that source."""
+@functools.cache
+def source_archive() -> tuple[str, bytes]:
+    """The installed xllamacpp's source, fetched from the package index as the build fetches it: the
+    folder its files are under, and the archive."""
     version = cpu_builds.wheel_version()
-    with tarfile.open(fileobj=io.BytesIO(compiling._sdist("xllamacpp", f"{version}"))) as archive:
+    return f"xllamacpp-{version}/", compiling._sdist("xllamacpp", f"{version}")
+
+
+def unedited(into: Path, edits: tuple[patches.SourceEdit, ...]) -> None:
+    """The files `edits` change, as the installed xllamacpp's source has them, written under `into` at
+    their paths in that source."""
+    top, sdist = source_archive()
+    with tarfile.open(fileobj=io.BytesIO(sdist)) as archive:
         for edit in edits:
-            member = archive.extractfile(f"xllamacpp-{version}/{edit.path}")
+            member = archive.extractfile(top + edit.path)
             assert member is not None, edit.path
             (into / edit.path).parent.mkdir(parents=True, exist_ok=True)
             (into / edit.path).write_bytes(member.read())
@@ -427,4 +437,162 @@ def test_flash_attention_computes_the_cells_it_computed_before_passing_hidden_on
     compiler = ["c++", "-O3", "-std=gnu++17", "-o", str(program)]
     subprocess.run([*compiler, str(tmp_path / "cells.cpp")], check=True)
     ran = subprocess.run([str(program)], capture_output=True, text=True, check=False)
+    assert (ran.returncode, ran.stdout) == (0, "ok\n")
+
+
+GGML = "thirdparty/llama.cpp/ggml/"
+OTHER_BACKEND = re.compile(r"src/ggml-(?!cpu/)[^/]+/")
+PRODUCTS = r"""#include "ggml-cpu-impl.h"
+#include "ggml-quants.h"
+#include "quants.h"
+#include "simd-mappings.h"
+#include "llamafile/sgemm.h"
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+// What ggml's other files give the two compiled here.
+extern "C" {
+float ggml_table_f32_f16[1 << 16];
+float ggml_table_f32_e8m0_half[1 << 8];
+float ggml_table_f32_ue4m3[1 << 8];
+void ggml_barrier(struct ggml_threadpool *) {}
+void ggml_threadpool_chunk_set(struct ggml_threadpool *, int) {}
+int ggml_threadpool_chunk_add(struct ggml_threadpool *, int) { return 0; }
+void ggml_abort(const char *, int, const char *, ...) { abort(); }
+void ggml_log_internal(enum ggml_log_level, const char *, ...) {}
+void quantize_row_q8_K_ref(const float *, block_q8_K *, int64_t) { abort(); }
+}
+static float half_to_float(uint16_t h) {
+    const uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+    float value = exponent == 0 ? mantissa / 16777216.0f : INFINITY;
+    if (exponent != 0 && exponent != 0x1f) {
+        const uint32_t bits = (exponent + 112) << 23 | mantissa << 13;
+        memcpy(&value, &bits, sizeof(value));
+    }
+    return h & 0x8000 ? -value : value;
+}
+int main() {
+    for (uint32_t h = 0; h < (1u << 16); h++) ggml_table_f32_f16[h] = half_to_float((uint16_t) h);
+    std::mt19937 random(7);
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+    // weight rows, token columns, blocks of 32 along the dimension they share: tiles whole and cut
+    const int shapes[][3] = {{1, 2, 1}, {3, 3, 2}, {13, 5, 3}, {64, 8, 18}, {192, 25, 18}, {576, 7, 48},
+                             {37, 130, 5}};
+    for (const auto & shape : shapes) {
+        const int rows = shape[0], columns = shape[1], blocks = shape[2];
+        std::vector<block_q4_1> weights(rows * blocks);
+        std::vector<block_q8_1> tokens(columns * blocks);
+        for (auto & w : weights) {
+            w.d = GGML_CPU_FP32_TO_FP16(0.001f + 0.1f * unit(random));
+            w.m = GGML_CPU_FP32_TO_FP16(unit(random) - 0.5f);
+            for (auto & q : w.qs) q = (uint8_t) random();
+        }
+        for (auto & t : tokens) {
+            const float d = 0.001f + 0.05f * unit(random);
+            int sum = 0;
+            for (auto & q : t.qs) sum += q = (int8_t) (random() % 255 - 127);
+            t.d = GGML_CPU_FP32_TO_FP16(d);
+            t.s = GGML_CPU_FP32_TO_FP16(d * sum);
+        }
+        std::vector<float> batch(rows * columns, NAN);
+        for (int ith = 0; ith < 2; ith++) {  // two threads' shares, one after the other
+            ggml_compute_params params = {};
+            params.ith = ith;
+            params.nth = 2;
+            if (!llamafile_sgemm(&params, rows, columns, blocks, weights.data(), blocks, tokens.data(),
+                                 blocks, batch.data(), rows, GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, GGML_TYPE_F32)) {
+                printf("declined\n");
+                return 0;
+            }
+        }
+        for (int j = 0; j < columns; j++) {
+            for (int i = 0; i < rows; i++) {
+                float alone;  // as ggml computes a token's product alone
+                ggml_vec_dot_q4_1_q8_1(blocks * 32, &alone, 0, &weights[i * blocks], 0, &tokens[j * blocks],
+                                       0, 1);
+                if (memcmp(&alone, &batch[j * rows + i], sizeof(alone)) != 0) {
+                    printf("%d x %d x %d: row %d, column %d: %.9g, alone %.9g\n", rows, columns, blocks, i, j,
+                           batch[j * rows + i], alone);
+                    return 1;
+                }
+            }
+        }
+    }
+    printf("ok\n");
+    return 0;
+}
+"""
+
+
+@pytest.mark.slow  # the source fetched from the package index, two of ggml's files compiled
+@COMPILER
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="an x86 kernel")
+def test_q4_1_weights_times_a_batch_of_tokens_are_the_bits_of_each_token_times_them_alone(
+    tmp_path: Path,
+) -> None:
+    """The tiled Q4_1 products the edit adds to llamafile's kernels, compiled from the edited source as
+    ggml is (-O3, this CPU's instructions), against ggml's own dot product of one weight row and one token
+    (`ggml_vec_dot_q4_1_q8_1`, from the same source): random blocks, tiles whole and cut at the edges, each
+    thread's share, every product the same bits — a token's logits do not depend on whether its prompt was
+    read in a batch."""
+    top, sdist = source_archive()
+    with tarfile.open(fileobj=io.BytesIO(sdist)) as archive:
+        wanted = [  # ggml's headers and its CPU backend's sources, not the other backends'
+            member
+            for member in archive.getmembers()
+            if member.isfile()
+            and member.name.startswith(top + GGML)
+            and member.name.endswith((".h", ".c", ".cpp"))
+            and not OTHER_BACKEND.match(member.name[len(top + GGML) :])
+        ]
+        archive.extractall(tmp_path, members=wanted, filter="data")
+    source = tmp_path / top
+    patches.apply(source, (patches.Q4_1_TILED_PRODUCTS,))
+    ggml = source / GGML
+    (tmp_path / "products.cpp").write_text(PRODUCTS)
+    flags = ["-O3", "-march=native", *(f"-I{ggml / folder}" for folder in ("src", "src/ggml-cpu", "include"))]
+    objects = [tmp_path / "sgemm.o", tmp_path / "quants.o"]
+    subprocess.run(
+        [
+            "c++",
+            *flags,
+            "-std=gnu++17",
+            "-c",
+            str(ggml / "src/ggml-cpu/llamafile/sgemm.cpp"),
+            "-o",
+            str(objects[0]),
+        ],
+        check=True,
+    )
+    subprocess.run(
+        [
+            "cc",
+            *flags,
+            "-std=gnu11",
+            "-c",
+            str(ggml / "src/ggml-cpu/arch/x86/quants.c"),
+            "-o",
+            str(objects[1]),
+        ],
+        check=True,
+    )
+    program = tmp_path / "products"
+    subprocess.run(
+        [
+            "c++",
+            *flags,
+            "-std=gnu++17",
+            str(tmp_path / "products.cpp"),
+            *map(str, objects),
+            "-o",
+            str(program),
+        ],
+        check=True,
+    )
+    ran = subprocess.run([str(program)], capture_output=True, text=True, check=False)
+    if ran.stdout == "declined\n":
+        pytest.skip("this CPU has no AVX2, FMA or F16C: ggml's own products run, as before the edit")
     assert (ran.returncode, ran.stdout) == (0, "ok\n")

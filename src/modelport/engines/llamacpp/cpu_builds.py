@@ -34,7 +34,7 @@ MACHINES = ("x86_64", "amd64", "aarch64", "arm64")
 LOCK = "build.lock"  # held by the build under way (`modelport.engine_build`)
 # What a build makes, in the name of its folder: raised whenever `modelport.engine_build` changes what it
 # compiles (its flags, its source edits), so that a build made the old way is not run and one is made anew.
-RECIPE = 7
+RECIPE = 8
 # The source edit that stops `ngram-map-k` drafting from aborting the process
 # (`modelport.engine_build.patches`): speculation is on by default only in a build that carries it.
 NGRAM_MAP_RESYNC = "ngram-map-resync"
@@ -51,6 +51,9 @@ AMX_TILE_CONFIG = "amx-tile-config"
 # The source edit by which ggml's CPU flash attention passes the cells a shared KV cache hides from a sequence
 # by their mask's bits (`modelport.engine_build.patches`).
 MASKED_CELLS_PASSED = "masked-cells-passed"
+# The source edit by which ggml multiplies Q4_1 weights by a batch of tokens a tile at a time
+# (`modelport.engine_build.patches`).
+Q4_1_TILES = "q4_1-tiles"
 
 
 _NOT_INSTRUCTIONS = ("OPENMP", "REPACK", "LLAMAFILE")  # what llama.cpp's system info lists beside the CPU's
