@@ -536,8 +536,7 @@ def test_q4_1_weights_times_a_batch_of_tokens_are_the_bits_of_each_token_times_t
     """The tiled Q4_1 products the edit adds to llamafile's kernels, compiled from the edited source as
     ggml is (-O3, this CPU's instructions), against ggml's own dot product of one weight row and one token
     (`ggml_vec_dot_q4_1_q8_1`, from the same source): random blocks, tiles whole and cut at the edges, each
-    thread's share, every product the same bits — a token's logits do not depend on whether its prompt was
-    read in a batch."""
+    thread's share, every product the same bits: the edit changes how fast, not what, ggml computes."""
     top, sdist = source_archive()
     with tarfile.open(fileobj=io.BytesIO(sdist)) as archive:
         wanted = [  # ggml's headers and its CPU backend's sources, not the other backends'

@@ -278,15 +278,14 @@ MASKED_CELLS_PASSED_BY_BITS = SourceEdit(
 # each weight block once per token: a prompt read at 203-216 tok/s (`llama-bench -p 1347`, 2 threads),
 # half of a code edit's time. The same tiles for Q4_1 against Q8_1 activations read it at 269-309 tok/s, and
 # eight tokens at once (eight streams' step, a draft's verification) at 260-299 against 175-202. Each
-# product is computed as ggml_vec_dot_q4_1_q8_1 computes it, in its order, so a token's logits are the same
-# bits whether its prompt is read in a batch or alone.
+# product is computed as ggml_vec_dot_q4_1_q8_1 computes it, in its order, to the bit: the edit changes no
+# result, only how fast it comes.
 Q4_1_TILED = """\
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 // modelport: Q4_1 weights times Q8_1 activations a tile of rows by columns at a time, as tinyBLAS_Q0_AVX
 // does for Q4_0: each weight block is unpacked once for every column of its tile, not once per column.
 // Each product is the sum ggml_vec_dot_q4_1_q8_1 makes, in its order (the lanes' fused sums of
-// d_w*d_a*(q_w.q_a), then the scalar sum of m_w*s_a added), so a batch's products are those of each of
-// its tokens alone.
+// d_w*d_a*(q_w.q_a), then the scalar sum of m_w*s_a added), to the bit.
 class tinyBLAS_Q4_1_AVX2 {
   public:
     tinyBLAS_Q4_1_AVX2(int64_t k,
