@@ -595,3 +595,94 @@ def test_q4_1_weights_times_a_batch_of_tokens_are_the_bits_of_each_token_times_t
     if ran.stdout == "declined\n":
         pytest.skip("this CPU has no AVX2, FMA or F16C: ggml's own products run, as before the edit")
     assert (ran.returncode, ran.stdout) == (0, "ok\n")
+
+
+ATTENTION = r"""#include <immintrin.h>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+typedef uint16_t ggml_fp16_t;
+struct ggml_tensor { void * data; int64_t ne[4]; size_t nb[4]; };
+static float converted(ggml_fp16_t h) {  // FP16 to FP32, bit by bit
+    const uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+    float value = exponent == 0 ? mantissa / 16777216.0f : INFINITY;
+    if (exponent != 0 && exponent != 0x1f) {
+        const uint32_t bits = (exponent + 112) << 23 | mantissa << 13;
+        memcpy(&value, &bits, sizeof(value));
+    }
+    return h & 0x8000 ? -value : value;
+}
+#define GGML_CPU_FP16_TO_FP32(x) converted(x)
+%s
+int main() {
+    std::mt19937 random(7);
+    const ggml_fp16_t others[] = {0x8000, 0xFC00, 0x0001, 0x3C00, 0xBC00};  // -0, -inf, tiny, 1, -1
+    for (int trial = 0; trial < 20000; trial++) {
+        const int n = 1 + random() % 200, rows = 1 + random() % 5;
+        const int set_one_in = 1 + random() % 400;
+        std::vector<ggml_fp16_t> mask(n * rows);
+        for (auto & value : mask) value = random() % set_one_in ? 0x0000 : others[random() % 5];
+        const int64_t start = random() % n, cells = random() % (n - start + 1);
+        ggml_tensor tensor = {mask.data(), {n, rows, 1, 1}, {2, (size_t) n * 2, (size_t) n * rows * 2, 0}};
+        bool all = true;
+        for (int tq = 0; tq < rows; tq++)
+            for (int tk = 0; tk < cells; tk++) all &= mask[tq * n + start + tk] == 0x0000;
+        if (ggml_fa_tile_open(&tensor, 0, rows, 0, 0, start, (int) cells) != all) {
+            printf("mask %d\n", trial);
+            return 1;
+        }
+    }
+    const int64_t widths[] = {64, 128, 40, 36};  // K's dimensions: eight by eight, and not
+    for (int trial = 0; trial < 2000; trial++) {
+        const int64_t dims = widths[trial % 4];
+        const int cells = 1 + random() % 64;
+        const size_t stride = dims * 2 + 2 * (random() % 9);
+        std::vector<char> k(64 * stride);
+        for (int tk = 0; tk < 64; tk++)
+            for (int64_t dk = 0; dk < dims; dk++) {
+                ggml_fp16_t value;
+                do value = (ggml_fp16_t) random(); while (((value >> 10) & 0x1f) == 0x1f);  // finite
+                memcpy(&k[tk * stride + dk * 2], &value, 2);
+            }
+        std::vector<float> packed(dims * 64, -7.0f);
+        ggml_fa_pack_k_f16(packed.data(), 64, k.data(), stride, cells, dims);
+        for (int64_t dk = 0; dk < dims; dk++)
+            for (int tk = 0; tk < 64; tk++) {
+                ggml_fp16_t value;
+                memcpy(&value, &k[tk * stride + dk * 2], 2);
+                const float expected = tk < cells ? converted(value) : -7.0f;
+                if (memcmp(&packed[dk * 64 + tk], &expected, 4) != 0) {
+                    printf("k %d: cell %d, dimension %d\n", trial, tk, (int) dk);
+                    return 1;
+                }
+            }
+    }
+    printf("ok\n");
+    return 0;
+}
+"""
+
+
+@pytest.mark.slow  # the source fetched from the package index
+@COMPILER
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="x86 intrinsics")
+def test_a_prompts_attention_passes_masks_that_add_nothing_and_converts_k_as_before(tmp_path: Path) -> None:
+    """The edited tiled flash attention's two helpers, compiled from the edited source as ggml is (-O3,
+    this CPU's instructions): a tile is passed without its mask exactly when every value of it is +0 (not
+    -0, -inf or any other), and K's rows come out converted and transposed bit for bit as ggml converts
+    each value, for whole and cut tiles, dimensions eight by eight or not, rows padded apart."""
+    edits = (patches.MASKED_CELLS_PASSED_BY_BITS, patches.ATTENTION_TILES)
+    unedited(tmp_path, edits)
+    patches.apply(tmp_path, edits)
+    source = (tmp_path / patches.ATTENTION_TILES.path).read_text()
+    start = source.index("// modelport: whether every cell of a tile (`rows` mask rows from `first`, `cells`")
+    helpers = source[start : source.index("static void ggml_compute_forward_flash_attn_ext_f16_one_chunk(")]
+    (tmp_path / "attention.cpp").write_text(ATTENTION.replace("%s", helpers))
+    program = tmp_path / "attention"
+    compiler = ["c++", "-O3", "-march=native", "-std=gnu++17", "-o", str(program)]
+    subprocess.run([*compiler, str(tmp_path / "attention.cpp")], check=True)
+    ran = subprocess.run([str(program)], capture_output=True, text=True, check=False)
+    assert (ran.returncode, ran.stdout) == (0, "ok\n")

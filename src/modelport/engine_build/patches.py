@@ -9,6 +9,7 @@ from pathlib import Path
 
 from modelport.engines.llamacpp.cpu_builds import (
     AMX_TILE_CONFIG,
+    ATTENTION_TILES_UNPACKED,
     DRAFTING_WHILE_FEW,
     MASKED_CELLS_PASSED,
     NGRAM_MAP_RESYNC,
@@ -425,6 +426,139 @@ Q4_1_TILED_PRODUCTS = SourceEdit(
     why="ggml multiplied a batch of tokens by Q4_1 weights one dot product at a time",
 )
 
+# A prompt's attention runs through ggml's tiled flash attention: for each tile of 64 queries by 64 cached
+# tokens it converted the tile's mask from FP16 one value at a time (a table lookup each) and added it to the
+# scores, and converted K's 64 x 64 values the same way into a transposed copy for its matrix product. Below
+# a prompt's diagonal every mask value is +0 (the cell is open, nothing added), and adding +0 changes no
+# score a softmax sees; such tiles are now told by their bits and neither converted nor added. K is
+# converted eight values at a time (F16C) and transposed eight by eight in registers. The values are the
+# same: llama-perplexity's logits over two 2,048-token windows are the same bytes as unedited llama.cpp's;
+# `llama-bench -p 2048` took 18% less CPU (55-58 against 69-70 s) and read 279-310 against 235-242 tok/s
+# (docs/benchmarks.md, 2026-12-03, fourth).
+ATTENTION_TILE_HELPERS = """\
+// modelport: whether every cell of a tile (`rows` mask rows from `first`, `cells` cells from `ic`) is open
+// with nothing added (+0 in FP16): the mask then changes no score and need not be converted or added.
+static inline bool ggml_fa_tile_open(const ggml_tensor * mask, int64_t first, int rows, int64_t iq2,
+                                     int64_t iq3, int64_t ic, int cells) {
+    for (int tq = 0; tq < rows; tq++) {
+        const ggml_fp16_t * row = (const ggml_fp16_t *)((const char *) mask->data + (first + tq)*mask->nb[1] +
+            (iq2%mask->ne[2])*mask->nb[2] + (iq3%mask->ne[3])*mask->nb[3]) + ic;
+        uint16_t set = 0;
+        for (int tk = 0; tk < cells; tk++) {
+            set |= row[tk];
+        }
+        if (set != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// modelport: K's rows `first`.. (`cells` of them, FP16, `stride` bytes apart) converted into `packed`
+// transposed (packed[dk*width + tk]), eight cells by eight dimensions at a time where F16C converts them.
+static inline void ggml_fa_pack_k_f16(float * packed, int width, const char * first, size_t stride, int cells,
+                                      int64_t dims) {
+    int tk = 0;
+#if defined(__AVX__) && defined(__F16C__)
+    for (; tk + 8 <= cells && dims % 8 == 0; tk += 8) {
+        for (int64_t dk = 0; dk < dims; dk += 8) {
+            __m256 r[8];
+            for (int t = 0; t < 8; t++) {
+                r[t] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(first + (tk + t)*stride) + dk/8));
+            }
+            // transpose 8 x 8: row t, column d -> row d, column t
+            const __m256 a0 = _mm256_unpacklo_ps(r[0], r[1]), a1 = _mm256_unpackhi_ps(r[0], r[1]);
+            const __m256 a2 = _mm256_unpacklo_ps(r[2], r[3]), a3 = _mm256_unpackhi_ps(r[2], r[3]);
+            const __m256 a4 = _mm256_unpacklo_ps(r[4], r[5]), a5 = _mm256_unpackhi_ps(r[4], r[5]);
+            const __m256 a6 = _mm256_unpacklo_ps(r[6], r[7]), a7 = _mm256_unpackhi_ps(r[6], r[7]);
+            const __m256 b0 = _mm256_shuffle_ps(a0, a2, 0x44), b1 = _mm256_shuffle_ps(a0, a2, 0xEE);
+            const __m256 b2 = _mm256_shuffle_ps(a1, a3, 0x44), b3 = _mm256_shuffle_ps(a1, a3, 0xEE);
+            const __m256 b4 = _mm256_shuffle_ps(a4, a6, 0x44), b5 = _mm256_shuffle_ps(a4, a6, 0xEE);
+            const __m256 b6 = _mm256_shuffle_ps(a5, a7, 0x44), b7 = _mm256_shuffle_ps(a5, a7, 0xEE);
+            float * out = packed + dk*width + tk;
+            _mm256_storeu_ps(out + 0*width, _mm256_permute2f128_ps(b0, b4, 0x20));
+            _mm256_storeu_ps(out + 1*width, _mm256_permute2f128_ps(b1, b5, 0x20));
+            _mm256_storeu_ps(out + 2*width, _mm256_permute2f128_ps(b2, b6, 0x20));
+            _mm256_storeu_ps(out + 3*width, _mm256_permute2f128_ps(b3, b7, 0x20));
+            _mm256_storeu_ps(out + 4*width, _mm256_permute2f128_ps(b0, b4, 0x31));
+            _mm256_storeu_ps(out + 5*width, _mm256_permute2f128_ps(b1, b5, 0x31));
+            _mm256_storeu_ps(out + 6*width, _mm256_permute2f128_ps(b2, b6, 0x31));
+            _mm256_storeu_ps(out + 7*width, _mm256_permute2f128_ps(b3, b7, 0x31));
+        }
+    }
+#endif
+    for (; tk < cells; tk++) {
+        const ggml_fp16_t * k_f16 = (const ggml_fp16_t *)(first + tk*stride);
+        for (int64_t dk = 0; dk < dims; dk++) {
+            packed[dk*width + tk] = GGML_CPU_FP16_TO_FP32(k_f16[dk]);
+        }
+    }
+}
+
+"""
+ATTENTION_TILES = SourceEdit(
+    name=ATTENTION_TILES_UNPACKED,
+    path="thirdparty/llama.cpp/ggml/src/ggml-cpu/ops.cpp",
+    replacements=(
+        (
+            """static void ggml_compute_forward_flash_attn_ext_f16_one_chunk(
+""",
+            ATTENTION_TILE_HELPERS
+            + """static void ggml_compute_forward_flash_attn_ext_f16_one_chunk(
+""",
+        ),
+        (
+            """            if (mask) {
+                bool can_skip = true;
+""",
+            """            // modelport: a tile all +0 adds nothing to the scores
+            const bool mask_open = mask && ggml_fa_tile_open(mask, iq1, tile_rows, iq2, iq3, ic, kv_tile);
+            if (mask && !mask_open) {
+                bool can_skip = true;
+""",
+        ),
+        (
+            """            for (int tk = 0; tk < kv_tile; tk++) {
+                const char * k_data = (const char *)k->data + (ic + tk)*nbk1 + ik2*nbk2 + ik3*nbk3;
+                if (kv_type == GGML_TYPE_F16) {
+                    const ggml_fp16_t * k_f16 = (const ggml_fp16_t *)k_data;
+                    for (int64_t dk = 0; dk < DK; dk++) {
+                        K_f32[dk * KV_TILE_SZ + tk] = GGML_CPU_FP16_TO_FP32(k_f16[dk]);
+                    }
+                } else {
+                    const float * k_f32_src = (const float *)k_data;
+                    for (int64_t dk = 0; dk < DK; dk++) {
+                        K_f32[dk * KV_TILE_SZ + tk] = k_f32_src[dk];
+                    }
+                }
+            }
+""",
+            """            if (kv_type == GGML_TYPE_F16) {  // modelport: eight at a time
+                ggml_fa_pack_k_f16(K_f32, KV_TILE_SZ, (const char *)k->data + ic*nbk1 + ik2*nbk2 + ik3*nbk3,
+                                   nbk1, kv_tile, DK);
+            } else {
+                for (int tk = 0; tk < kv_tile; tk++) {
+                    const float * k_f32_src = (const float *)((const char *)k->data + (ic + tk)*nbk1 +
+                        ik2*nbk2 + ik3*nbk3);
+                    for (int64_t dk = 0; dk < DK; dk++) {
+                        K_f32[dk * KV_TILE_SZ + tk] = k_f32_src[dk];
+                    }
+                }
+            }
+""",
+        ),
+        (
+            """            if (mask) {
+                ggml_vec_add_f32(tile_rows * KV_TILE_SZ, KQ, KQ, mask32);
+""",
+            """            if (mask && !mask_open) {
+                ggml_vec_add_f32(tile_rows * KV_TILE_SZ, KQ, KQ, mask32);
+""",
+        ),
+    ),
+    why="a prompt's flash attention converted and added masks that add nothing, and K, a value at a time",
+)
+
 EDITS = (
     RESYNC_NGRAM_MAP,
     DRAFT_WHILE_FEW_GENERATE,
@@ -433,6 +567,7 @@ EDITS = (
     AMX_TILES_CONFIGURED,
     MASKED_CELLS_PASSED_BY_BITS,
     Q4_1_TILED_PRODUCTS,
+    ATTENTION_TILES,
 )
 
 

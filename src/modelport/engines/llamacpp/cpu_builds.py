@@ -34,7 +34,7 @@ MACHINES = ("x86_64", "amd64", "aarch64", "arm64")
 LOCK = "build.lock"  # held by the build under way (`modelport.engine_build`)
 # What a build makes, in the name of its folder: raised whenever `modelport.engine_build` changes what it
 # compiles (its flags, its source edits), so that a build made the old way is not run and one is made anew.
-RECIPE = 8
+RECIPE = 9
 # The source edit that stops `ngram-map-k` drafting from aborting the process
 # (`modelport.engine_build.patches`): speculation is on by default only in a build that carries it.
 NGRAM_MAP_RESYNC = "ngram-map-resync"
@@ -54,6 +54,9 @@ MASKED_CELLS_PASSED = "masked-cells-passed"
 # The source edit by which ggml multiplies Q4_1 weights by a batch of tokens a tile at a time
 # (`modelport.engine_build.patches`).
 Q4_1_TILES = "q4_1-tiles"
+# The source edit by which ggml's tiled flash attention (a prompt's) adds no mask that adds nothing and
+# converts K eight values at a time (`modelport.engine_build.patches`).
+ATTENTION_TILES_UNPACKED = "attention-tiles-unpacked"
 
 
 _NOT_INSTRUCTIONS = ("OPENMP", "REPACK", "LLAMAFILE")  # what llama.cpp's system info lists beside the CPU's
