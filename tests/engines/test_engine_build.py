@@ -441,8 +441,20 @@ def test_flash_attention_computes_the_cells_it_computed_before_passing_hidden_on
 
 
 GGML = "thirdparty/llama.cpp/ggml/"
+# FP16 to FP32 bit by bit, as ggml's table holds them, for the compiled checks below.
+HALF_TO_FLOAT = r"""static float half_to_float(uint16_t h) {
+    const uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+    float value = exponent == 0 ? mantissa / 16777216.0f : INFINITY;
+    if (exponent != 0 && exponent != 0x1f) {
+        const uint32_t bits = (exponent + 112) << 23 | mantissa << 13;
+        memcpy(&value, &bits, sizeof(value));
+    }
+    return h & 0x8000 ? -value : value;
+}
+"""
 OTHER_BACKEND = re.compile(r"src/ggml-(?!cpu/)[^/]+/")
-PRODUCTS = r"""#include "ggml-cpu-impl.h"
+PRODUCTS = (
+    r"""#include "ggml-cpu-impl.h"
 #include "ggml-quants.h"
 #include "quants.h"
 #include "simd-mappings.h"
@@ -465,16 +477,9 @@ void ggml_abort(const char *, int, const char *, ...) { abort(); }
 void ggml_log_internal(enum ggml_log_level, const char *, ...) {}
 void quantize_row_q8_K_ref(const float *, block_q8_K *, int64_t) { abort(); }
 }
-static float half_to_float(uint16_t h) {
-    const uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
-    float value = exponent == 0 ? mantissa / 16777216.0f : INFINITY;
-    if (exponent != 0 && exponent != 0x1f) {
-        const uint32_t bits = (exponent + 112) << 23 | mantissa << 13;
-        memcpy(&value, &bits, sizeof(value));
-    }
-    return h & 0x8000 ? -value : value;
-}
-int main() {
+"""
+    + HALF_TO_FLOAT
+    + r"""int main() {
     for (uint32_t h = 0; h < (1u << 16); h++) ggml_table_f32_f16[h] = half_to_float((uint16_t) h);
     std::mt19937 random(7);
     std::uniform_real_distribution<float> unit(0.0f, 1.0f);
@@ -525,6 +530,7 @@ int main() {
     return 0;
 }
 """
+)
 
 
 @pytest.mark.slow  # the source fetched from the package index, two of ggml's files compiled
@@ -597,7 +603,8 @@ def test_q4_1_weights_times_a_batch_of_tokens_are_the_bits_of_each_token_times_t
     assert (ran.returncode, ran.stdout) == (0, "ok\n")
 
 
-ATTENTION = r"""#include <immintrin.h>
+ATTENTION = (
+    r"""#include <immintrin.h>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -606,16 +613,9 @@ ATTENTION = r"""#include <immintrin.h>
 #include <vector>
 typedef uint16_t ggml_fp16_t;
 struct ggml_tensor { void * data; int64_t ne[4]; size_t nb[4]; };
-static float converted(ggml_fp16_t h) {  // FP16 to FP32, bit by bit
-    const uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
-    float value = exponent == 0 ? mantissa / 16777216.0f : INFINITY;
-    if (exponent != 0 && exponent != 0x1f) {
-        const uint32_t bits = (exponent + 112) << 23 | mantissa << 13;
-        memcpy(&value, &bits, sizeof(value));
-    }
-    return h & 0x8000 ? -value : value;
-}
-#define GGML_CPU_FP16_TO_FP32(x) converted(x)
+"""
+    + HALF_TO_FLOAT
+    + r"""#define GGML_CPU_FP16_TO_FP32(x) half_to_float(x)
 %s
 int main() {
     std::mt19937 random(7);
@@ -653,7 +653,7 @@ int main() {
             for (int tk = 0; tk < 64; tk++) {
                 ggml_fp16_t value;
                 memcpy(&value, &k[tk * stride + dk * 2], 2);
-                const float expected = tk < cells ? converted(value) : -7.0f;
+                const float expected = tk < cells ? half_to_float(value) : -7.0f;
                 if (memcmp(&packed[dk * 64 + tk], &expected, 4) != 0) {
                     printf("k %d: cell %d, dimension %d\n", trial, tk, (int) dk);
                     return 1;
@@ -664,6 +664,7 @@ int main() {
     return 0;
 }
 """
+)
 
 
 @pytest.mark.slow  # the source fetched from the package index
